@@ -1,0 +1,53 @@
+// Loads an IndexBackend plugin with dlopen and checks its descriptor.
+//
+// KV_INDEXER_BACKEND is either a path (it contains a '/' or ends in ".so") or
+// a name. A name N is looked up as kvindexer-backend-N.so, first in the plugin
+// folder installed next to the executable (<exe dir>/../lib/kvindexer/backends)
+// and then in each directory of KV_INDEXER_BACKEND_PATH (colon-separated).
+//
+// Every failure names what went wrong: file missing (with the places searched),
+// dlopen error, entry symbol missing, ABI major/minor or descriptor size
+// mismatch (with both values), create() failure (with the backend's reason).
+#ifndef KVINDEXER_CORE_BACKEND_LOADER_H_
+#define KVINDEXER_CORE_BACKEND_LOADER_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kDefaultBackendName = "absl_rwlock";
+
+// Owns the library handle and one backend created from it. The backend is
+// destroyed before the library is closed.
+class LoadedBackend {
+ public:
+  ~LoadedBackend();
+  LoadedBackend(const LoadedBackend&) = delete;
+  LoadedBackend& operator=(const LoadedBackend&) = delete;
+
+  // `spec` is a name or a path as described above; `search_path` is the value
+  // of KV_INDEXER_BACKEND_PATH (may be empty).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<LoadedBackend>> Load(
+      std::string_view spec, std::string_view search_path);
+
+  IndexBackend* backend() const { return backend_; }
+  const BackendDescriptor& descriptor() const { return *descriptor_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  LoadedBackend() = default;
+
+  void* handle_ = nullptr;
+  const BackendDescriptor* descriptor_ = nullptr;
+  IndexBackend* backend_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_BACKEND_LOADER_H_

@@ -1,0 +1,45 @@
+// Indexer: the transport-independent kv_indexer.v1 semantics over any
+// IndexBackend. It validates requests (contract.md §8.1, §9, §10, §11.1 step
+// 2), normalises them (repeated-hash collapsing), calls the backend, and
+// assembles responses (MatchExternalKv ordering, the prefix rule engine,
+// result sorting). Deadline shedding and admission are the server's job.
+//
+// Thread safety: all methods may be called concurrently; the backend provides
+// the snapshot isolation.
+#ifndef KVINDEXER_CORE_INDEXER_H_
+#define KVINDEXER_CORE_INDEXER_H_
+
+#include "absl/status/status.h"
+#include "kv_indexer.pb.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+
+namespace v1 = ::kv_indexer::v1;
+
+class Indexer {
+ public:
+  // REQUIRES: backend outlives the Indexer. OWNERSHIP: not taken.
+  explicit Indexer(IndexBackend* backend);
+
+  // A failed validation changes nothing.
+  [[nodiscard]] absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req);
+  [[nodiscard]] absl::Status Match(const v1::MatchExternalKvRequest& req,
+                                   v1::MatchExternalKvResponse* resp);
+  // Validates (empty hashes) and scans. The server sheds and admits first.
+  [[nodiscard]] absl::Status MatchPrefix(
+      const v1::MatchExternalKvPrefixRequest& req,
+      v1::MatchExternalKvPrefixResponse* resp);
+  [[nodiscard]] absl::Status HitCounts(
+      const v1::GetExternalKvHitCountsRequest& req,
+      v1::GetExternalKvHitCountsResponse* resp);
+
+  IndexBackend* backend() const { return backend_; }
+
+ private:
+  IndexBackend* backend_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_INDEXER_H_

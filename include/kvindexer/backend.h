@@ -1,0 +1,250 @@
+// The kvindexer backend ABI: the only interface a storage backend implements.
+//
+// A backend is a shared object loaded with dlopen(RTLD_NOW | RTLD_LOCAL). It
+// exports exactly one symbol, kvindexer_backend_descriptor (see the bottom of
+// this file), which returns a static descriptor. The host checks the
+// descriptor's ABI numbers and size before it touches anything else.
+//
+// ABI rules ("C++ as extended C"):
+//   * Only plain data crosses the boundary: fixed-width integers, pointer+length
+//     views, and the POD structs below. No std::string, std::vector, abseil,
+//     protobuf or spdlog types.
+//   * Every virtual function is noexcept. Nothing throws across the boundary;
+//     failures come back as a BackendStatus.
+//   * Structs that may grow carry their size first; new members are only ever
+//     appended, each labelled with the ABI minor version that added it.
+//   * Virtual function order is frozen for a given ABI major version. A new
+//     virtual function is appended and bumps the minor version.
+//   * The library handle outlives every object created from it.
+//
+// Semantics live in the host, not here. The host validates every request,
+// collapses repeated hashes, and runs the FULL/SWA/MAMBA prefix rules. A
+// backend stores placements, applies batches atomically, and hands the host
+// consistent views of blocks and workers. The conformance suite in
+// tests/conformance checks every obligation written below.
+//
+// Thread safety: every IndexBackend method may be called concurrently from any
+// number of threads, in any combination. Each call observes one consistent
+// snapshot of the index: all of an Apply or none of it.
+#ifndef KVINDEXER_BACKEND_H_
+#define KVINDEXER_BACKEND_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace kvindexer {
+
+// Version of this header. The host refuses a backend whose major differs, or
+// whose minor is greater than the host's (it may call functions the host does
+// not know).
+inline constexpr uint32_t kBackendAbiMajor = 1;
+inline constexpr uint32_t kBackendAbiMinor = 0;
+
+// Status codes. The values are the gRPC canonical codes, so the host maps them
+// one to one.
+enum class BackendCode : int32_t {
+  kOk = 0,
+  kInvalidArgument = 3,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kInternal = 13,
+  kUnavailable = 14,
+};
+
+// The result of a fallible backend call. OK costs one integer comparison.
+// `message` is NUL-terminated; it is empty when code is kOk.
+struct BackendStatus {
+  BackendCode code;
+  char message[220];
+};
+
+// Pointer+length views. The memory is owned by whoever passes the view and is
+// valid only for the duration of the call (or callback) that receives it.
+struct HashSpan {
+  const int64_t* data;
+  size_t size;
+};
+
+struct U32Span {
+  const uint32_t* data;
+  size_t size;
+};
+
+struct StringView {
+  const char* data;  // not NUL-terminated
+  size_t size;
+};
+
+// Raw enum numbers of kv_indexer.v1 (contract.md §2). Tiers are 1..3 by the
+// time a batch reaches a backend.
+enum : uint32_t {
+  kTierHbm = 1,
+  kTierDram = 2,
+  kTierSsd = 3,
+  kMaxTier = 3,
+};
+
+enum : uint32_t {
+  kActionReport = 1,
+  kActionRevoke = 2,
+  kActionClearAllAtTier = 3,
+};
+
+// WorkerCacheSpec, field for field. Backends store it and give it back; they
+// never interpret it.
+struct CacheSpec {
+  uint32_t version;
+  uint32_t components;
+  uint32_t swa_window_tokens;
+  uint32_t full_tier_mask;
+  uint32_t swa_tier_mask;
+  uint32_t mamba_tier_mask;
+};
+
+// One validated action. For REPORT, `component_masks` and `block_sizes` are
+// either empty or exactly `hashes.size` long, and `hashes` holds no repeated
+// value (the host has already kept only each hash's last occurrence). REVOKE
+// and CLEAR carry no side arrays; CLEAR carries no hashes.
+struct ActionView {
+  uint32_t type;  // kActionReport, kActionRevoke or kActionClearAllAtTier
+  uint32_t tier;  // kTierHbm, kTierDram or kTierSsd
+  HashSpan hashes;
+  U32Span component_masks;
+  U32Span block_sizes;
+};
+
+// One validated ApplyExternalKvBatch request.
+struct ApplyBatchView {
+  StringView worker_id;  // never empty
+  StringView worker_address;
+  uint32_t has_cache_spec;  // 0: absent, which clears any stored spec
+  CacheSpec cache_spec;     // meaningful only when has_cache_spec != 0
+  const ActionView* actions;
+  size_t action_count;
+};
+
+// A worker as the backend knows it. `worker` is a small dense ordinal the
+// backend assigns when it first sees a worker id; ordinals are never reused
+// (worker records are never deleted).
+struct WorkerView {
+  uint32_t worker;
+  StringView id;
+  StringView address;
+  uint32_t has_cache_spec;
+  CacheSpec cache_spec;
+};
+
+// One placement of a block: (worker, tier) -> component mask.
+struct Placement {
+  uint32_t worker;
+  uint32_t tier;
+  uint32_t mask;
+};
+
+// Read-only view of one block within a snapshot.
+struct BlockView {
+  size_t index;          // position in the hash list the call was given
+  uint32_t token_count;  // 0 when unknown or when the block is absent
+  const Placement* placements;
+  size_t placement_count;  // 0 when the block is absent
+};
+
+// Implemented by the host to receive the results of Match and PrefixScan.
+// Every view is valid only during the callback that receives it.
+class BlockVisitor {
+ public:
+  // Called once per call for each worker, before the first OnBlock that
+  // carries one of its placements.
+  virtual void OnWorker(const WorkerView& worker) noexcept = 0;
+  // Called for each requested hash in order, absent blocks included. Return
+  // false to stop early; the backend then makes no further callbacks.
+  virtual bool OnBlock(const BlockView& block) noexcept = 0;
+
+ protected:
+  ~BlockVisitor() = default;
+};
+
+// Sizes the backend reports about itself.
+struct BackendStats {
+  uint32_t struct_size;  // set by the caller to sizeof(BackendStats)
+  uint64_t blocks;       // block records
+  uint64_t placements;   // (worker, tier, block) entries
+  uint64_t workers;      // worker records
+  uint64_t hit_counters;
+  uint64_t memory_bytes;  // the backend's own accounting of heap in use
+};
+
+class IndexBackend {
+ public:
+  virtual ~IndexBackend() = default;
+
+  // Applies a validated batch atomically: a concurrent reader sees all of it
+  // or none of it. In order:
+  //   1. upsert the worker: address := worker_address (empty overwrites);
+  //      spec := cache_spec when present, otherwise no spec;
+  //   2. apply the actions in order:
+  //      REPORT: for each hash set placement (worker, tier) := mask (0 when
+  //        the mask array is empty), replacing any earlier mask; when its size
+  //        is > 0 set the block's token_count := size (0 never erases).
+  //      REVOKE: for each hash remove placement (worker, tier) if present;
+  //        when a block loses its last placement, delete the block record and
+  //        its hit counter.
+  //      CLEAR_ALL_AT_TIER: revoke every hash the worker holds at the tier.
+  // Hit counters change only by deletion.
+  virtual BackendStatus Apply(const ApplyBatchView& batch) noexcept = 0;
+
+  // Looks up each hash (the host passes distinct hashes) in one snapshot and
+  // calls visitor->OnBlock for each, in order. When count_as_hit is true,
+  // every hash that has at least one placement gets its hit counter raised by
+  // one (created at 1, saturating at UINT64_MAX), atomically with that
+  // snapshot with respect to Apply.
+  virtual BackendStatus Match(HashSpan hashes, bool count_as_hit,
+                              BlockVisitor* visitor) noexcept = 0;
+
+  // Visits hashes[0..size) in order in one snapshot, stopping when the
+  // visitor returns false. Hashes may repeat. Never changes state.
+  virtual BackendStatus PrefixScan(HashSpan hashes,
+                                   BlockVisitor* visitor) noexcept = 0;
+
+  // Writes the hit counter of hashes.data[i] to counts[i], 0 when the hash
+  // has no counter. `counts` has room for hashes.size values.
+  virtual BackendStatus HitCounts(HashSpan hashes,
+                                  uint64_t* counts) noexcept = 0;
+
+  // Fills *stats; fields past stats->struct_size are left alone.
+  virtual void GetStats(BackendStats* stats) noexcept = 0;
+};
+
+// Returned by the entry function. Static storage owned by the backend
+// library; valid while the library is loaded.
+struct BackendDescriptor {
+  uint32_t abi_major;    // kBackendAbiMajor the backend was built against
+  uint32_t abi_minor;    // kBackendAbiMinor the backend was built against
+  uint32_t struct_size;  // sizeof(BackendDescriptor) in the backend's build
+  const char* name;      // short name, e.g. "absl_rwlock"
+  const char* version;   // backend version string
+  const char* build_info;  // compiler, flags, build type; free form
+  // Creates a backend. On failure returns null and writes a NUL-terminated
+  // reason into error[0..error_size). OWNERSHIP: the caller owns the result
+  // and must release it with destroy() from the same descriptor.
+  IndexBackend* (*create)(char* error, size_t error_size) noexcept;
+  void (*destroy)(IndexBackend* backend) noexcept;
+};
+
+}  // namespace kvindexer
+
+// The single symbol a backend exports.
+#define KVINDEXER_BACKEND_ENTRY_SYMBOL "kvindexer_backend_descriptor"
+extern "C" {
+typedef const kvindexer::BackendDescriptor* (*KvindexerBackendEntryFn)(void);
+}
+
+// Use in exactly one translation unit of a backend:
+//   KVINDEXER_DEFINE_BACKEND(descriptor_expression)
+#define KVINDEXER_DEFINE_BACKEND(descriptor)                                   \
+  extern "C" __attribute__((visibility("default")))                            \
+  const ::kvindexer::BackendDescriptor* kvindexer_backend_descriptor(void) {   \
+    return &(descriptor);                                                      \
+  }
+
+#endif  // KVINDEXER_BACKEND_H_
