@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs missing Debian packages, builds everything with -Werror and runs the
+# whole test suite through ctest. Then, unless KVINDEXER_SANITIZERS=0, runs the
+# core, conformance, server and bridge tests under ASan+UBSan, the concurrent
+# backend and conformance tests under TSan, and a bounded libFuzzer run of the
+# bridge's event decoder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${KVINDEXER_JOBS:-2}
+root=${KVINDEXER_BUILD_ROOT:-build}
+
+bash scripts/install-deps.sh
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+step "build (RelWithDebInfo, -Werror)"
+cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON
+cmake --build "$root/ci" -j"$jobs"
+
+step "ctest (all tests)"
+ctest --test-dir "$root/ci" --output-on-failure -j"$jobs" --timeout 300
+
+if [[ ${KVINDEXER_SANITIZERS:-1} == 0 ]]; then
+  exit 0
+fi
+
+step "ASan+UBSan build and tests"
+cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
+  -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF
+cmake --build "$root/asan" -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$root/asan" --output-on-failure -j"$jobs" --timeout 600 \
+  -E '^(bench\.|conformance\.out_of_tree)'
+
+step "TSan build and concurrency tests"
+cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON \
+  -DKVINDEXER_SANITIZE=thread -DKVINDEXER_BUILD_BENCH=OFF
+cmake --build "$root/tsan" -j"$jobs" --target kvindexer-conformance \
+  kvindexer_backend_absl_rwlock kvindexer_backend_robin_sharded_snapshot \
+  kvindexer_robin_tests
+TSAN_OPTIONS=halt_on_error=1 \
+  ctest --test-dir "$root/tsan" --output-on-failure --timeout 600 \
+  -R '^(conformance\.(absl_rwlock|robin_sharded_snapshot)|robin\.)'
+
+if [[ -x bridge/fuzz/run_fuzz.sh ]]; then
+  step "bridge decoder fuzzing (bounded)"
+  KVINDEXER_FUZZ_SECONDS=${KVINDEXER_FUZZ_SECONDS:-60} bash bridge/fuzz/run_fuzz.sh
+fi
