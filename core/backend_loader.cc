@@ -1,0 +1,188 @@
+#include "core/backend_loader.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string.h>
+
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace kvindexer {
+namespace {
+
+// The smallest descriptor the host accepts: the ABI 1.0 layout.
+constexpr size_t kMinDescriptorSize = sizeof(BackendDescriptor);
+
+bool IsPath(absl::string_view spec) {
+  return absl::StrContains(spec, '/') || absl::EndsWith(spec, ".so");
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The directory of the running executable, or empty if it cannot be read.
+std::string ExecutableDir() {
+  std::vector<char> buf(4096);
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return {};
+  std::string path(buf.data(), static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {};
+  return path.substr(0, slash == 0 ? 1 : slash);
+}
+
+std::string Describe(absl::string_view spec) {
+  return absl::StrCat("KV_INDEXER_BACKEND=\"", spec, "\"");
+}
+
+std::string DlError() {
+  const char* error = ::dlerror();
+  return error != nullptr ? error : "unknown dlopen error";
+}
+
+}  // namespace
+
+LoadedBackend::~LoadedBackend() {
+  if (backend_ != nullptr && descriptor_ != nullptr &&
+      descriptor_->destroy != nullptr) {
+    descriptor_->destroy(backend_);
+  }
+  backend_ = nullptr;
+  if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
+    std::string_view spec_std, std::string_view search_path_std) {
+  // Debian's abseil has its own string_view type, not std::string_view.
+  const absl::string_view spec(spec_std.data(), spec_std.size());
+  const absl::string_view search_path(search_path_std.data(),
+                                      search_path_std.size());
+  const std::string what = Describe(spec);
+  if (spec.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is empty; expected a backend name (for example \"",
+                     absl::string_view(kDefaultBackendName.data(),
+                                       kDefaultBackendName.size()),
+                     "\") or a path to a backend .so file"));
+  }
+
+  // 1. Find the file.
+  std::vector<std::string> searched;
+  std::string path;
+  if (IsPath(spec)) {
+    std::string candidate(spec);
+    // dlopen searches the library path for a name without a slash; make it
+    // refer to the file the user named.
+    if (!absl::StrContains(candidate, '/')) candidate = "./" + candidate;
+    searched.push_back(candidate);
+    if (IsRegularFile(candidate)) path = candidate;
+  } else {
+    const std::string file = absl::StrCat("kvindexer-backend-", spec, ".so");
+    std::vector<std::string> dirs;
+    if (std::string exe_dir = ExecutableDir(); !exe_dir.empty()) {
+      dirs.push_back(absl::StrCat(exe_dir, "/../lib/kvindexer/backends"));
+    }
+    for (absl::string_view dir :
+         absl::StrSplit(search_path, ':', absl::SkipEmpty())) {
+      dirs.emplace_back(dir);
+    }
+    for (const std::string& dir : dirs) {
+      std::string candidate = absl::StrCat(dir, "/", file);
+      searched.push_back(candidate);
+      if (path.empty() && IsRegularFile(candidate)) path = candidate;
+    }
+  }
+  if (path.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        what, ": no backend file found; searched: ",
+        searched.empty() ? "(nowhere)" : absl::StrJoin(searched, ", "),
+        IsPath(spec) ? ""
+                     : " (the plugin folder next to the executable, then "
+                       "each directory of KV_INDEXER_BACKEND_PATH)"));
+  }
+
+  auto loaded = std::unique_ptr<LoadedBackend>(new LoadedBackend());
+  loaded->path_ = path;
+
+  // 2. Load it.
+  ::dlerror();
+  loaded->handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (loaded->handle_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": dlopen(\"", path, "\") failed: ", DlError()));
+  }
+
+  // 3. The entry symbol.
+  ::dlerror();
+  void* symbol = ::dlsym(loaded->handle_, KVINDEXER_BACKEND_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": ", path, " does not export the entry symbol ",
+        KVINDEXER_BACKEND_ENTRY_SYMBOL,
+        " (is it a kvindexer backend built with KVINDEXER_DEFINE_BACKEND?): ",
+        DlError()));
+  }
+  auto entry = reinterpret_cast<KvindexerBackendEntryFn>(symbol);
+
+  // 4. The descriptor.
+  const BackendDescriptor* descriptor = entry();
+  if (descriptor == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": ", path, ": ", KVINDEXER_BACKEND_ENTRY_SYMBOL,
+                     "() returned a null descriptor"));
+  }
+  if (descriptor->abi_major != kBackendAbiMajor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": ", path, " was built for backend ABI major version ",
+        descriptor->abi_major, ", but this host speaks major version ",
+        kBackendAbiMajor,
+        "; rebuild the backend against this host's "
+        "kvindexer/backend.h"));
+  }
+  if (descriptor->abi_minor > kBackendAbiMinor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": ", path, " was built for backend ABI version ",
+        descriptor->abi_major, ".", descriptor->abi_minor,
+        ", newer than this host's ", kBackendAbiMajor, ".", kBackendAbiMinor,
+        " (backend ABI minor ", descriptor->abi_minor, " > host minor ",
+        kBackendAbiMinor, "); upgrade the host or rebuild the backend"));
+  }
+  if (descriptor->struct_size < kMinDescriptorSize) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": ", path, " has a descriptor struct_size of ",
+                     descriptor->struct_size, " bytes, smaller than the ",
+                     kMinDescriptorSize, " bytes ABI ", kBackendAbiMajor, ".",
+                     descriptor->abi_minor, " requires"));
+  }
+  if (descriptor->create == nullptr || descriptor->destroy == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": ", path, " has a descriptor without ",
+                     descriptor->create == nullptr ? "create()" : "destroy()"));
+  }
+  loaded->descriptor_ = descriptor;
+
+  // 5. Create the backend.
+  char error[512];
+  memset(error, 0, sizeof(error));
+  IndexBackend* backend = descriptor->create(error, sizeof(error));
+  error[sizeof(error) - 1] = '\0';
+  if (backend == nullptr) {
+    const char* name = descriptor->name != nullptr ? descriptor->name : "?";
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": backend \"", name, "\" (", path,
+                     ") failed to create an index: ",
+                     error[0] != '\0' ? error : "(no reason given)"));
+  }
+  loaded->backend_ = backend;
+  return loaded;
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,142 @@
+#include "core/prefix_query.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/backend_status.h"
+
+namespace kvindexer {
+
+namespace v1 = ::kv_indexer::v1;
+
+size_t PrefixLimit(size_t hash_count, uint32_t max_blocks) {
+  if (max_blocks == 0) return hash_count;
+  return std::min(hash_count, static_cast<size_t>(max_blocks));
+}
+
+absl::Status RunPrefixQuery(IndexBackend* backend,
+                            const v1::MatchExternalKvPrefixRequest& req,
+                            v1::MatchExternalKvPrefixResponse* resp) {
+  const size_t limit =
+      PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
+  PrefixQuery query(limit);
+  const BackendStatus status =
+      backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &query);
+  if (absl::Status s = ToAbslStatus(status); !s.ok()) return s;
+  return query.Finish(resp);
+}
+
+PrefixQuery::WorkerRecord& PrefixQuery::RecordFor(uint32_t worker) {
+  int32_t index = record_of_.Find(worker);
+  if (index == WorkerSlotMap::kNone) {
+    index = static_cast<int32_t>(records_.size());
+    records_.emplace_back();
+    record_of_.Set(worker, index);
+  }
+  return records_[static_cast<size_t>(index)];
+}
+
+void PrefixQuery::OnWorker(const WorkerView& worker) noexcept {
+  // Only workers on block 0 can be candidates; later ones are not needed.
+  if (blocks_seen_ > 0) return;
+  WorkerRecord& record = RecordFor(worker.worker);
+  record.id.assign(worker.id.data, worker.id.size);
+  record.address.assign(worker.address.data, worker.address.size);
+  record.has_spec = worker.has_cache_spec != 0;
+  record.spec = worker.cache_spec;
+}
+
+void PrefixQuery::SelectCandidates(const BlockView& block) {
+  for (size_t i = 0; i < block.placement_count; ++i) {
+    // A worker the backend did not announce gets an empty record; with no
+    // address it can never appear in the result.
+    WorkerRecord& record = RecordFor(block.placements[i].worker);
+    if (record.candidate >= 0) continue;
+    const auto record_index = static_cast<uint32_t>(&record - records_.data());
+    record.candidate = static_cast<int32_t>(candidates_.size());
+    candidates_.emplace_back(record_index,
+                             record.has_spec ? &record.spec : nullptr);
+  }
+  unsettled_.reserve(candidates_.size());
+  for (size_t c = 0; c < candidates_.size(); ++c) {
+    unsettled_.push_back(static_cast<uint32_t>(c));
+  }
+}
+
+bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
+  const bool first = blocks_seen_ == 0;
+  ++blocks_seen_;
+  if (first) {
+    if (block.placement_count == 0) {
+      first_block_miss_ = true;
+      return false;
+    }
+    SelectCandidates(block);
+  }
+  for (size_t i = 0; i < block.placement_count; ++i) {
+    const Placement& p = block.placements[i];
+    const int32_t record = record_of_.Find(p.worker);
+    if (record < 0) continue;
+    const int32_t candidate = records_[static_cast<size_t>(record)].candidate;
+    if (candidate < 0) continue;
+    candidates_[static_cast<size_t>(candidate)].block.Add(p.tier, p.mask);
+  }
+  for (size_t i = 0; i < unsettled_.size();) {
+    Candidate& candidate = candidates_[unsettled_[i]];
+    candidate.block.token_count = block.token_count;
+    candidate.scanner.Push(candidate.block);
+    candidate.block = WorkerBlock{};
+    if (candidate.scanner.settled()) {
+      unsettled_[i] = unsettled_.back();
+      unsettled_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  // Settled candidates may have gathered placements; they are never read.
+  if (unsettled_.empty() && blocks_seen_ < limit_) {
+    stopped_early_ = true;
+    return false;
+  }
+  return true;
+}
+
+absl::Status PrefixQuery::Finish(
+    v1::MatchExternalKvPrefixResponse* resp) const {
+  resp->Clear();
+  if (first_block_miss_) {
+    resp->set_best_prefix_blocks(0);
+    resp->set_blocks_read(1);
+    return absl::OkStatus();
+  }
+  if (!stopped_early_ && blocks_seen_ != limit_) {
+    return absl::InternalError(absl::StrCat("backend prefix scan visited ",
+                                            blocks_seen_, " of ", limit_,
+                                            " blocks"));
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> entries;  // (prefix, candidate)
+  entries.reserve(candidates_.size());
+  for (size_t c = 0; c < candidates_.size(); ++c) {
+    const Candidate& candidate = candidates_[c];
+    const uint32_t prefix = candidate.scanner.result();
+    if (prefix == 0 || records_[candidate.record].address.empty()) continue;
+    entries.emplace_back(prefix, static_cast<uint32_t>(c));
+  }
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
+  resp->mutable_matches()->Reserve(static_cast<int>(entries.size()));
+  for (const auto& [prefix, c] : entries) {
+    const WorkerRecord& record = records_[candidates_[c].record];
+    v1::ExternalKvPrefixMatch* match = resp->add_matches();
+    match->set_worker_address(record.address);
+    match->set_matched_prefix_blocks(prefix);
+    match->set_worker_id(record.id);
+  }
+  resp->set_best_prefix_blocks(entries.empty() ? 0 : entries.front().first);
+  resp->set_blocks_read(static_cast<uint32_t>(limit_));
+  return absl::OkStatus();
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,84 @@
+// MatchExternalKvPrefix over a backend scan: candidate selection (contract.md
+// §11.4), one PrefixScanner per candidate (§11.5), and result assembly
+// (§11.6).
+//
+// The candidates are the workers holding block 0 at any tier. Every candidate
+// sees every block of the window. The backend scan is stopped early only when
+// no candidate's result can change any more; blocks_read still reports the
+// whole window, as the contract requires.
+#ifndef KVINDEXER_CORE_PREFIX_QUERY_H_
+#define KVINDEXER_CORE_PREFIX_QUERY_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/prefix_scanner.h"
+#include "core/worker_slot_map.h"
+#include "kv_indexer.pb.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+
+// The number of leading hashes a prefix query considers (§11.4 step 1).
+[[nodiscard]] size_t PrefixLimit(size_t hash_count, uint32_t max_blocks);
+
+// Runs one prefix query: PrefixScan over hashes[0..limit) and assembly into
+// *resp. REQUIRES: the request is valid (non-empty hashes).
+[[nodiscard]] absl::Status RunPrefixQuery(
+    IndexBackend* backend,
+    const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
+    ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
+
+// The visitor behind RunPrefixQuery, exposed for tests. Use once per scan.
+class PrefixQuery final : public BlockVisitor {
+ public:
+  // `limit` is the number of blocks the backend was asked to visit.
+  explicit PrefixQuery(size_t limit) : limit_(limit) {}
+
+  void OnWorker(const WorkerView& worker) noexcept override;
+  bool OnBlock(const BlockView& block) noexcept override;
+
+  // Fills *resp from the finished scan. Fails with INTERNAL when the backend
+  // delivered fewer blocks than asked without being stopped.
+  [[nodiscard]] absl::Status Finish(
+      ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp) const;
+
+  // True when the visitor stopped the scan before the last block.
+  bool stopped_early() const { return stopped_early_; }
+
+ private:
+  struct WorkerRecord {
+    std::string id;
+    std::string address;
+    bool has_spec = false;
+    CacheSpec spec{};
+    int32_t candidate = -1;  // index into candidates_, or -1
+  };
+  struct Candidate {
+    explicit Candidate(uint32_t record_index, const CacheSpec* spec)
+        : record(record_index), scanner(spec) {}
+    uint32_t record;
+    PrefixScanner scanner;
+    WorkerBlock block;  // this block's placements, being gathered
+  };
+
+  WorkerRecord& RecordFor(uint32_t worker);
+  void SelectCandidates(const BlockView& block);
+
+  size_t limit_;
+  size_t blocks_seen_ = 0;
+  bool first_block_miss_ = false;
+  bool stopped_early_ = false;
+  WorkerSlotMap record_of_;  // worker ordinal -> index into records_
+  std::vector<WorkerRecord> records_;
+  std::vector<Candidate> candidates_;  // in block-0 placement order
+  std::vector<uint32_t> unsettled_;    // candidates whose result may change
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_PREFIX_QUERY_H_

@@ -1,0 +1,117 @@
+#include "core/prefix_scanner.h"
+
+namespace kvindexer {
+namespace {
+
+PrefixScanner::Mode ModeFor(const CacheSpec* spec) {
+  if (spec == nullptr) return PrefixScanner::Mode::kLegacy;
+  if (spec->components == 0 || spec->version > kSupportedSpecVersion) {
+    return PrefixScanner::Mode::kInvalid;
+  }
+  if ((spec->components & kComponentSwa) != 0 && spec->swa_window_tokens == 0) {
+    return PrefixScanner::Mode::kInvalid;
+  }
+  return PrefixScanner::Mode::kComponentAware;
+}
+
+}  // namespace
+
+PrefixScanner::PrefixScanner(const CacheSpec* spec) : mode_(ModeFor(spec)) {
+  if (spec != nullptr) spec_ = *spec;
+  full_tiers_ = spec_.full_tier_mask & kServableTierMask;
+  swa_tiers_ = spec_.swa_tier_mask & kServableTierMask;
+  mamba_tiers_ = spec_.mamba_tier_mask & kServableTierMask;
+}
+
+bool PrefixScanner::Available(const WorkerBlock& block, uint32_t component,
+                              uint32_t tiers) {
+  const uint32_t candidate_tiers = block.tier_bits & tiers;
+  if (candidate_tiers == 0) return false;
+  return ((candidate_tiers & (1u << kTierHbm)) != 0 &&
+          (block.masks[kTierHbm] & component) != 0) ||
+         ((candidate_tiers & (1u << kTierDram)) != 0 &&
+          (block.masks[kTierDram] & component) != 0);
+}
+
+void PrefixScanner::Push(const WorkerBlock& block) {
+  ++processed_;
+  switch (mode_) {
+    case Mode::kLegacy:
+      PushLegacy(block);
+      break;
+    case Mode::kComponentAware:
+      PushComponentAware(block);
+      break;
+    case Mode::kInvalid:
+      break;
+  }
+}
+
+void PrefixScanner::PushLegacy(const WorkerBlock& block) {
+  if (failed_closed_) return;
+  if (!block.present()) {
+    gap_seen_ = true;
+    return;
+  }
+  // Any non-zero mask anywhere in the window fails the worker closed.
+  if ((block.masks[0] | block.masks[1] | block.masks[2] | block.masks[3]) !=
+      0) {
+    failed_closed_ = true;
+    return;
+  }
+  if (!gap_seen_) best_ = processed_;
+}
+
+void PrefixScanner::PushComponentAware(const WorkerBlock& block) {
+  if (!active_) return;
+  // 1. FULL is always required.
+  if (!Available(block, kComponentFull, full_tiers_)) {
+    active_ = false;
+    return;
+  }
+  bool boundary_ok = true;
+  // 3. SWA: the run ending at the boundary must be unbroken from the head or
+  // cover the window.
+  if ((spec_.components & kComponentSwa) != 0) {
+    if (Available(block, kComponentSwa, swa_tiers_)) {
+      swa_run_ += block.token_count;
+      boundary_ok = !swa_head_broken_ || swa_run_ >= spec_.swa_window_tokens;
+    } else {
+      swa_run_ = 0;
+      swa_head_broken_ = true;
+      boundary_ok = false;
+    }
+  }
+  // 4. MAMBA: needed at the boundary block only.
+  if ((spec_.components & kComponentMamba) != 0 &&
+      !Available(block, kComponentMamba, mamba_tiers_)) {
+    boundary_ok = false;
+  }
+  if (boundary_ok) best_ = processed_;
+}
+
+uint32_t PrefixScanner::result() const {
+  switch (mode_) {
+    case Mode::kLegacy:
+      return failed_closed_ ? 0 : best_;
+    case Mode::kComponentAware:
+      return best_;
+    case Mode::kInvalid:
+      break;
+  }
+  return 0;
+}
+
+bool PrefixScanner::settled() const {
+  switch (mode_) {
+    case Mode::kLegacy:
+      return failed_closed_;
+    case Mode::kComponentAware:
+      return !active_;
+    case Mode::kInvalid:
+      break;
+  }
+  return true;
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,113 @@
+#include "core/request_validation.h"
+
+#include <stdint.h>
+
+#include "absl/strings/str_cat.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+namespace {
+
+namespace v1 = ::kv_indexer::v1;
+
+constexpr char kEmptyHashes[] = "hashes must not be empty";
+
+absl::Status ValidateBoundedHashes(int count) {
+  if (count == 0) return absl::InvalidArgumentError(kEmptyHashes);
+  if (static_cast<size_t>(count) > kMaxHashesPerRequest) {
+    return absl::ResourceExhaustedError(absl::StrCat("request contains ", count,
+                                                     " hashes; maximum is ",
+                                                     kMaxHashesPerRequest));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSideArray(const char* field, int entries, int hashes) {
+  if (entries != 0 && entries != hashes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " has ", entries, " entries but must be empty or match ", hashes,
+        " hashes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAction(const v1::ExternalKvAction& action) {
+  // 4a: the tier, by raw number.
+  const int32_t tier = static_cast<int32_t>(action.tier());
+  if (tier == 0) {
+    return absl::InvalidArgumentError("tier must not be TIER_UNKNOWN");
+  }
+  if (tier < static_cast<int32_t>(kTierHbm) ||
+      tier > static_cast<int32_t>(kMaxTier)) {
+    return absl::InvalidArgumentError("tier is not supported");
+  }
+  // 4b: the type, and the hashes it requires.
+  const int32_t type = static_cast<int32_t>(action.type());
+  const int hashes = action.hashes_size();
+  switch (type) {
+    case kActionReport:
+    case kActionRevoke:
+      if (hashes == 0) return absl::InvalidArgumentError(kEmptyHashes);
+      // Unreachable after the batch-wide check; kept so that this function
+      // holds on its own.
+      if (static_cast<size_t>(hashes) > kMaxHashesPerRequest) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("action contains ", hashes, " hashes; maximum is ",
+                         kMaxHashesPerRequest));
+      }
+      break;
+    case kActionClearAllAtTier:
+      break;
+    default:
+      return absl::InvalidArgumentError("action type is not supported");
+  }
+  // 4c: side arrays, for every action type.
+  if (absl::Status s = ValidateSideArray("component_masks",
+                                         action.component_masks_size(), hashes);
+      !s.ok()) {
+    return s;
+  }
+  return ValidateSideArray("block_sizes", action.block_sizes_size(), hashes);
+}
+
+}  // namespace
+
+absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req) {
+  if (req.worker_id().empty()) {
+    return absl::InvalidArgumentError("worker_id must not be empty");
+  }
+  const size_t action_count = static_cast<size_t>(req.actions_size());
+  if (action_count > kMaxActionsPerBatch) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("batch contains ", action_count, " actions; maximum is ",
+                     kMaxActionsPerBatch));
+  }
+  size_t total_hashes = 0;
+  for (const v1::ExternalKvAction& action : req.actions()) {
+    total_hashes += static_cast<size_t>(action.hashes_size());
+  }
+  if (total_hashes > kMaxHashesPerRequest) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("batch contains ", total_hashes, " hashes; maximum is ",
+                     kMaxHashesPerRequest));
+  }
+  for (const v1::ExternalKvAction& action : req.actions()) {
+    if (absl::Status s = ValidateAction(action); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMatch(const v1::MatchExternalKvRequest& req) {
+  return ValidateBoundedHashes(req.hashes_size());
+}
+
+absl::Status ValidateHitCounts(const v1::GetExternalKvHitCountsRequest& req) {
+  return ValidateBoundedHashes(req.hashes_size());
+}
+
+absl::Status ValidatePrefix(const v1::MatchExternalKvPrefixRequest& req) {
+  if (req.hashes_size() == 0) return absl::InvalidArgumentError(kEmptyHashes);
+  return absl::OkStatus();
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,46 @@
+// Maps a backend worker ordinal to a small per-query slot in O(1).
+//
+// Backends hand out worker ordinals that are small and dense (backend.h), so
+// the map is a flat vector indexed by ordinal. An ordinal past kDenseLimit
+// (never produced by a conforming backend) falls back to a hash map rather
+// than allocating a huge vector. Not thread-safe; one map per query.
+#ifndef KVINDEXER_CORE_WORKER_SLOT_MAP_H_
+#define KVINDEXER_CORE_WORKER_SLOT_MAP_H_
+
+#include <stdint.h>
+
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace kvindexer {
+
+class WorkerSlotMap {
+ public:
+  static constexpr int32_t kNone = -1;
+  static constexpr uint32_t kDenseLimit = 1u << 20;
+
+  int32_t Find(uint32_t worker) const {
+    if (worker < dense_.size()) return dense_[worker];
+    if (worker < kDenseLimit || sparse_.empty()) return kNone;
+    auto it = sparse_.find(worker);
+    return it == sparse_.end() ? kNone : it->second;
+  }
+
+  void Set(uint32_t worker, int32_t slot) {
+    if (worker < kDenseLimit) {
+      if (worker >= dense_.size()) dense_.resize(worker + 1, kNone);
+      dense_[worker] = slot;
+    } else {
+      sparse_[worker] = slot;
+    }
+  }
+
+ private:
+  std::vector<int32_t> dense_;
+  absl::flat_hash_map<uint32_t, int32_t> sparse_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_WORKER_SLOT_MAP_H_
