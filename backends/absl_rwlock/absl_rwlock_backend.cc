@@ -1,0 +1,168 @@
+#include "absl_rwlock_backend.h"
+
+#include <stddef.h>
+
+#include <exception>
+#include <new>
+#include <string>
+
+#include "batch_validation.h"
+#include "block_emitter.h"
+#include "status_message.h"
+
+namespace kvindexer::absl_rwlock {
+namespace {
+
+BackendStatus CheckSpan(HashSpan hashes) noexcept {
+  if (hashes.size != 0 && hashes.data == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument,
+                       "hashes has a length but no data");
+  }
+  return OkStatus();
+}
+
+BackendStatus CheckVisit(HashSpan hashes, BlockVisitor* visitor) noexcept {
+  if (visitor == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument, "visitor is null");
+  }
+  return CheckSpan(hashes);
+}
+
+}  // namespace
+
+AbslRwlockBackend::AbslRwlockBackend() noexcept
+    : applier_(&blocks_, &workers_, &hits_) {}
+
+BackendStatus AbslRwlockBackend::Apply(const ApplyBatchView& batch) noexcept {
+  BackendStatus status = ValidateBatch(batch);
+  if (status.code != BackendCode::kOk) return status;
+  // The new address is built before the lock so that the exclusive section
+  // does not allocate for it; the applier swaps it in at commit.
+  std::string address;
+  try {
+    address.assign(batch.worker_address.data, batch.worker_address.size);
+  } catch (...) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory copying worker_address (%zu bytes)",
+                       batch.worker_address.size);
+  }
+  absl::MutexLock lock(&mu_);
+  return applier_.Apply(batch, address);
+}
+
+BackendStatus AbslRwlockBackend::Match(HashSpan hashes, bool count_as_hit,
+                                       BlockVisitor* visitor) noexcept {
+  BackendStatus status = CheckVisit(hashes, visitor);
+  if (status.code != BackendCode::kOk) return status;
+  if (!count_as_hit) {
+    absl::ReaderMutexLock lock(&mu_);
+    return Visit(hashes, visitor);
+  }
+  absl::MutexLock lock(&mu_);
+  // Counting comes first and is all or nothing; the visit then reads the
+  // same snapshot. Counting does not depend on whether the visitor stops
+  // early: a hit belongs to the request, not to the callbacks.
+  status = CountHits(hashes);
+  if (status.code != BackendCode::kOk) return status;
+  return Visit(hashes, visitor);
+}
+
+BackendStatus AbslRwlockBackend::PrefixScan(HashSpan hashes,
+                                            BlockVisitor* visitor) noexcept {
+  BackendStatus status = CheckVisit(hashes, visitor);
+  if (status.code != BackendCode::kOk) return status;
+  absl::ReaderMutexLock lock(&mu_);
+  return Visit(hashes, visitor);
+}
+
+BackendStatus AbslRwlockBackend::HitCounts(HashSpan hashes,
+                                           uint64_t* counts) noexcept {
+  BackendStatus status = CheckSpan(hashes);
+  if (status.code != BackendCode::kOk) return status;
+  if (hashes.size != 0 && counts == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument, "counts is null");
+  }
+  absl::ReaderMutexLock lock(&mu_);
+  for (size_t i = 0; i < hashes.size; ++i) {
+    counts[i] = hits_.Get(hashes.data[i]);
+  }
+  return OkStatus();
+}
+
+void AbslRwlockBackend::GetStats(BackendStats* stats) noexcept {
+  if (stats == nullptr) return;
+  const size_t limit = stats->struct_size;
+  absl::ReaderMutexLock lock(&mu_);
+  const uint64_t memory = sizeof(*this) + blocks_.MemoryBytes() +
+                          workers_.MemoryBytes() + hits_.MemoryBytes() +
+                          applier_.MemoryBytes();
+  // Writes a field only when the caller's struct is large enough to hold it.
+  auto put = [&](size_t offset, uint64_t* field, uint64_t value) {
+    if (offset + sizeof(uint64_t) <= limit) *field = value;
+  };
+  put(offsetof(BackendStats, blocks), &stats->blocks, blocks_.size());
+  put(offsetof(BackendStats, placements), &stats->placements,
+      blocks_.placements());
+  put(offsetof(BackendStats, workers), &stats->workers, workers_.size());
+  put(offsetof(BackendStats, hit_counters), &stats->hit_counters, hits_.size());
+  put(offsetof(BackendStats, memory_bytes), &stats->memory_bytes, memory);
+}
+
+BackendStatus AbslRwlockBackend::SetHitCountForTest(int64_t hash,
+                                                    uint64_t count) noexcept {
+  absl::MutexLock lock(&mu_);
+  try {
+    hits_.Set(hash, count);
+  } catch (...) {
+    return ErrorStatus(BackendCode::kResourceExhausted, "out of memory");
+  }
+  return OkStatus();
+}
+
+BackendStatus AbslRwlockBackend::Visit(HashSpan hashes,
+                                       BlockVisitor* visitor) const noexcept {
+  try {
+    BlockEmitter emitter(workers_, visitor);
+    for (size_t i = 0; i < hashes.size; ++i) {
+      if (!emitter.Emit(i, blocks_.Find(hashes.data[i]))) break;
+    }
+  } catch (const std::bad_alloc&) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory while visiting blocks");
+  } catch (...) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "unexpected exception while visiting blocks");
+  }
+  return OkStatus();
+}
+
+BackendStatus AbslRwlockBackend::CountHits(HashSpan hashes) noexcept {
+  size_t fresh = 0;
+  for (size_t i = 0; i < hashes.size; ++i) {
+    const int64_t hash = hashes.data[i];
+    if (blocks_.Find(hash) != nullptr && !hits_.Contains(hash)) ++fresh;
+  }
+  if (fresh != 0) {
+    try {
+      hits_.Reserve(fresh);
+    } catch (...) {
+      return ErrorStatus(BackendCode::kResourceExhausted,
+                         "out of memory making room for %zu hit counters",
+                         fresh);
+    }
+  }
+  // Room for every new counter is reserved: no insertion below allocates,
+  // so this loop cannot throw.
+  try {
+    for (size_t i = 0; i < hashes.size; ++i) {
+      const int64_t hash = hashes.data[i];
+      if (blocks_.Find(hash) != nullptr) hits_.Increment(hash);
+    }
+  } catch (...) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "hit counting allocated despite its reservation");
+  }
+  return OkStatus();
+}
+
+}  // namespace kvindexer::absl_rwlock
