@@ -1,1 +1,397 @@
+#include "core/indexer.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend_status.h"
+#include "core/match_assembler.h"
+#include "core/testing/map_backend.h"
+#include "core/testing/requests.h"
+
+namespace kvindexer {
+namespace {
+
+using testing::AddAction;
+using testing::Batch;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using testing::HitCountsRequest;
+using ::testing::IsEmpty;
+using testing::kF;
+using testing::kHbmBit;
+using testing::kS;
+using testing::MakeSpec;
+using testing::MapBackend;
+using testing::MatchRequest;
+using testing::Report;
+
+class IndexerTest : public ::testing::Test {
+ protected:
+  void Apply(const v1::ApplyExternalKvBatchRequest& req) {
+    const absl::Status s = indexer_.Apply(req);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  v1::MatchExternalKvResponse Match(const std::vector<int64_t>& hashes,
+                                    bool count = false) {
+    v1::MatchExternalKvResponse resp;
+    const absl::Status s = indexer_.Match(MatchRequest(hashes, count), &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    return resp;
+  }
+
+  // hash -> tiers holding it, over all workers, from MatchExternalKv.
+  std::map<int64_t, std::vector<int>> Held(const std::vector<int64_t>& hashes) {
+    std::map<int64_t, std::vector<int>> held;
+    const v1::MatchExternalKvResponse resp = Match(hashes);
+    for (const auto& m : resp.matches()) {
+      for (const auto& t : m.hashes_by_tier()) {
+        for (int64_t h : t.hashes()) held[h].push_back(t.tier());
+      }
+    }
+    return held;
+  }
+
+  std::vector<std::pair<int64_t, uint64_t>> Hits(
+      const std::vector<int64_t>& hashes) {
+    v1::GetExternalKvHitCountsResponse resp;
+    const absl::Status s = indexer_.HitCounts(HitCountsRequest(hashes), &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<std::pair<int64_t, uint64_t>> out;
+    for (const auto& e : resp.entries()) {
+      out.emplace_back(e.hash(), e.hit_count_total());
+    }
+    return out;
+  }
+
+  MapBackend backend_;
+  Indexer indexer_{&backend_};
+};
+
+// --- Validation never reaches the backend (behaviours 34-42). ---
+
+TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
+  std::vector<v1::ApplyExternalKvBatchRequest> bad;
+  bad.push_back(Batch("", "a"));  // 42
+  bad.push_back(Batch("w", "a"));
+  AddAction(&bad.back(), v1::ACTION_UNKNOWN, v1::TIER_HBM, {1});  // 35
+  bad.push_back(Batch("w", "a"));
+  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_UNKNOWN, {1});  // 36
+  bad.push_back(Batch("w", "a"));
+  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF});  // 37
+  bad.push_back(Batch("w", "a"));
+  AddAction(&bad.back(), v1::ACTION_REVOKE, v1::TIER_HBM, {});  // 38
+  bad.push_back(Batch("w", "a"));
+  for (int i = 0; i < 2; ++i) {  // 40
+    AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM,
+              std::vector<int64_t>(8193, i));
+  }
+  bad.push_back(Batch("w", "a"));
+  for (int i = 0; i < 257; ++i) {  // 41
+    AddAction(&bad.back(), v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_HBM, {});
+  }
+  // A bad action after a good one: nothing of the batch is applied.
+  bad.push_back(Batch("w", "a"));
+  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM, {1});
+  AddAction(&bad.back(), static_cast<v1::ExternalKvActionType>(999),
+            v1::TIER_HBM, {1});
+  for (const auto& req : bad) EXPECT_FALSE(indexer_.Apply(req).ok());
+
+  std::vector<int64_t> too_many(16385);
+  for (size_t i = 0; i < too_many.size(); ++i) too_many[i] = int64_t(i);
+  v1::MatchExternalKvResponse match;
+  EXPECT_EQ(indexer_.Match(MatchRequest({}), &match).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(indexer_.Match(MatchRequest(too_many), &match).code(),
+            absl::StatusCode::kResourceExhausted);
+  v1::GetExternalKvHitCountsResponse hits;
+  EXPECT_EQ(indexer_.HitCounts(HitCountsRequest({}), &hits).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(indexer_.HitCounts(HitCountsRequest(too_many), &hits).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(backend_.calls(), 0u);
+
+  // 39: the prefix query accepts 16,385 hashes.
+  v1::MatchExternalKvPrefixResponse prefix;
+  v1::MatchExternalKvPrefixRequest prefix_req;
+  for (int64_t h : too_many) prefix_req.add_hashes(h);
+  EXPECT_TRUE(indexer_.MatchPrefix(prefix_req, &prefix).ok());
+  EXPECT_EQ(backend_.prefix_scans.size(), 1u);
+}
+
+TEST_F(IndexerTest, ValidBatchesReachTheBackend) {
+  Apply(Batch("worker-1", "a"));  // 34, 42
+  auto side = Batch("worker-1", "a");
+  AddAction(&side, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2});
+  AddAction(&side, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF}, {8, 8});
+  AddAction(&side, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_DRAM, {});  // 38
+  Apply(side);
+  EXPECT_EQ(backend_.applies.size(), 2u);
+}
+
+// --- What the backend receives. ---
+
+TEST_F(IndexerTest, ApplyPassesWorkerAddressAndSpec) {
+  Apply(Batch("w", "http://x:1", MakeSpec(kF | kS, 64, 6, 2, 0, 0)));
+  Apply(Batch("w", ""));
+  ASSERT_EQ(backend_.applies.size(), 2u);
+  const auto& first = backend_.applies[0];
+  EXPECT_EQ(first.worker_id, "w");
+  EXPECT_EQ(first.worker_address, "http://x:1");
+  ASSERT_TRUE(first.spec.has_value());
+  EXPECT_EQ(first.spec->version, 0u);
+  EXPECT_EQ(first.spec->components, kF | kS);
+  EXPECT_EQ(first.spec->swa_window_tokens, 64u);
+  EXPECT_EQ(first.spec->full_tier_mask, 6u);
+  EXPECT_EQ(first.spec->swa_tier_mask, 2u);
+  EXPECT_EQ(first.spec->mamba_tier_mask, 0u);
+  EXPECT_FALSE(backend_.applies[1].spec.has_value());
+  EXPECT_EQ(backend_.applies[1].worker_address, "");
+
+  // A present spec with every field zero is still present.
+  v1::ApplyExternalKvBatchRequest zero = Batch("w", "a");
+  zero.mutable_cache_spec();
+  Apply(zero);
+  EXPECT_TRUE(backend_.applies[2].spec.has_value());
+}
+
+TEST_F(IndexerTest, ReportKeepsLastOccurrenceRevokeAndClearCarryNoExtras) {
+  auto req = Batch("w", "a");
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {5, 6, 5}, {3, 1, 1},
+            {80, 16, 0});
+  AddAction(&req, v1::ACTION_REVOKE, v1::TIER_DRAM, {7, 7}, {1, 1}, {2, 2});
+  AddAction(&req, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_SSD, {8}, {1}, {1});
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_DRAM, {9, 10});
+  Apply(req);
+  ASSERT_EQ(backend_.applies.size(), 1u);
+  const auto& actions = backend_.applies[0].actions;
+  ASSERT_EQ(actions.size(), 4u);
+  EXPECT_EQ(actions[0].type, kActionReport);
+  EXPECT_EQ(actions[0].tier, kTierHbm);
+  EXPECT_THAT(actions[0].hashes, ElementsAre(6, 5));
+  EXPECT_THAT(actions[0].masks, ElementsAre(1u, 1u));
+  EXPECT_THAT(actions[0].sizes, ElementsAre(16u, 0u));
+  EXPECT_EQ(actions[1].type, kActionRevoke);
+  EXPECT_EQ(actions[1].tier, kTierDram);
+  EXPECT_THAT(actions[1].hashes, ElementsAre(7, 7));
+  EXPECT_THAT(actions[1].masks, IsEmpty());
+  EXPECT_THAT(actions[1].sizes, IsEmpty());
+  EXPECT_EQ(actions[2].type, kActionClearAllAtTier);
+  EXPECT_EQ(actions[2].tier, kTierSsd);
+  EXPECT_THAT(actions[2].hashes, IsEmpty());
+  EXPECT_THAT(actions[2].masks, IsEmpty());
+  EXPECT_THAT(actions[2].sizes, IsEmpty());
+  EXPECT_THAT(actions[3].hashes, ElementsAre(9, 10));
+  EXPECT_THAT(actions[3].masks, IsEmpty());
+  EXPECT_THAT(actions[3].sizes, IsEmpty());
+}
+
+TEST_F(IndexerTest, ManyReportsWithRepeatsKeepTheirOwnBuffers) {
+  auto req = Batch("w", "a");
+  for (int i = 0; i < 256; ++i) {
+    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {i, i, i + 1000},
+              {1, 2, 3}, {uint32_t(i), uint32_t(i + 1), 9});
+  }
+  Apply(req);
+  const auto& actions = backend_.applies.at(0).actions;
+  ASSERT_EQ(actions.size(), 256u);
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_THAT(actions[i].hashes, ElementsAre(i, i + 1000));
+    EXPECT_THAT(actions[i].masks, ElementsAre(2u, 3u));
+    EXPECT_THAT(actions[i].sizes, ElementsAre(uint32_t(i + 1), 9u));
+  }
+}
+
+TEST_F(IndexerTest, MatchAndHitCountsCollapseKeepingFirst) {
+  Apply(Report("w", "a", {1, -2, 3}));
+  const auto resp = Match({1, -2, 1, 3}, true);
+  EXPECT_THAT(backend_.matches.back(), ElementsAre(1, -2, 3));
+  ASSERT_EQ(resp.matches_size(), 1);
+  EXPECT_THAT(resp.matches(0).hashes_by_tier(0).hashes(),
+              ElementsAre(1, -2, 3));
+  EXPECT_THAT(Hits({3, 3, 1, -2, 1}),
+              ElementsAre(std::make_pair(int64_t{3}, uint64_t{1}),
+                          std::make_pair(int64_t{1}, uint64_t{1}),
+                          std::make_pair(int64_t{-2}, uint64_t{1})));
+  EXPECT_THAT(backend_.hit_count_calls.back(), ElementsAre(3, 1, -2));
+}
+
+// --- MatchExternalKv assembly (§9). ---
+
+TEST_F(IndexerTest, MatchOrdersWorkersTiersAndHashes) {
+  // w2 is first met on hash 10; w1 on hash 20; w3 (empty address) on 30.
+  auto w1 = Batch("w1", "addr-1");
+  AddAction(&w1, v1::ACTION_REPORT, v1::TIER_SSD, {20, 40}, {0, 1}, {5, 7});
+  AddAction(&w1, v1::ACTION_REPORT, v1::TIER_HBM, {40, 20}, {5, 3}, {0, 0});
+  Apply(w1);
+  auto w2 = Batch("w2", "addr-2");
+  AddAction(&w2, v1::ACTION_REPORT, v1::TIER_DRAM, {10, 20}, {}, {16, 0});
+  Apply(w2);
+  Apply(Report("w3", "", {30}));
+
+  const auto resp = Match({10, 20, 30, 40, 50});
+  ASSERT_EQ(resp.matches_size(), 3);
+  EXPECT_EQ(resp.matches(0).worker_id(), "w2");
+  EXPECT_EQ(resp.matches(0).address(), "addr-2");
+  EXPECT_EQ(resp.matches(1).worker_id(), "w1");
+  EXPECT_EQ(resp.matches(1).address(), "addr-1");
+  EXPECT_EQ(resp.matches(2).worker_id(), "w3");
+  EXPECT_EQ(resp.matches(2).address(), "");  // empty addresses included
+
+  const auto& w2_tiers = resp.matches(0).hashes_by_tier();
+  ASSERT_EQ(w2_tiers.size(), 1);
+  EXPECT_EQ(w2_tiers[0].tier(), v1::TIER_DRAM);
+  EXPECT_THAT(w2_tiers[0].hashes(), ElementsAre(10, 20));
+  EXPECT_THAT(w2_tiers[0].component_masks(), ElementsAre(0u, 0u));
+  EXPECT_THAT(w2_tiers[0].block_sizes(), ElementsAre(16u, 5u));  // shared
+
+  // w1: SSD was met first, but tiers come out ascending.
+  const auto& w1_tiers = resp.matches(1).hashes_by_tier();
+  ASSERT_EQ(w1_tiers.size(), 2);
+  EXPECT_EQ(w1_tiers[0].tier(), v1::TIER_HBM);
+  EXPECT_THAT(w1_tiers[0].hashes(), ElementsAre(20, 40));
+  EXPECT_THAT(w1_tiers[0].component_masks(), ElementsAre(3u, 5u));
+  EXPECT_THAT(w1_tiers[0].block_sizes(), ElementsAre(5u, 7u));
+  EXPECT_EQ(w1_tiers[1].tier(), v1::TIER_SSD);
+  EXPECT_THAT(w1_tiers[1].hashes(), ElementsAre(20, 40));
+  EXPECT_THAT(w1_tiers[1].component_masks(), ElementsAre(0u, 1u));
+  EXPECT_THAT(w1_tiers[1].block_sizes(), ElementsAre(5u, 7u));
+}
+
+TEST_F(IndexerTest, MatchWithNothingMatchedIsEmpty) {
+  EXPECT_THAT(Match({404}).matches(), IsEmpty());  // 17
+}
+
+// --- Backend-semantics behaviours through the glue (9-23). ---
+
+TEST_F(IndexerTest, Behaviour9And10) {
+  Apply(Report("w1", "10.0.0.1:9000", {1, 2}));
+  const auto resp = Match({1, 2, 3});
+  ASSERT_EQ(resp.matches_size(), 1);
+  EXPECT_EQ(resp.matches(0).address(), "10.0.0.1:9000");
+  EXPECT_THAT(resp.matches(0).hashes_by_tier(0).hashes(), ElementsAre(1, 2));
+
+  std::vector<int64_t> many(300);
+  for (int i = 0; i < 300; ++i) many[i] = i;
+  Apply(Report("w2", "b", many));
+  const auto big = Match(many);
+  ASSERT_EQ(big.matches_size(), 2);
+  EXPECT_EQ(big.matches(0).worker_id(), "w2");  // hash 0 is met first
+  EXPECT_THAT(big.matches(0).hashes_by_tier(0).hashes(),
+              ElementsAreArray(many));
+}
+
+TEST_F(IndexerTest, Behaviour12And14And16And19And23) {
+  auto b12 = Batch("w", "a");
+  AddAction(&b12, v1::ACTION_REPORT, v1::TIER_HBM, {9});
+  AddAction(&b12, v1::ACTION_REVOKE, v1::TIER_HBM, {9});
+  AddAction(&b12, v1::ACTION_REPORT, v1::TIER_HBM, {9});
+  Apply(b12);
+  Apply(b12);
+  EXPECT_THAT(Held({9})[9], ElementsAre(v1::TIER_HBM));
+
+  auto b16 = Batch("w", "a");
+  AddAction(&b16, v1::ACTION_REPORT, v1::TIER_HBM, {1});
+  AddAction(&b16, v1::ACTION_REPORT, v1::TIER_DRAM, {1});
+  AddAction(&b16, v1::ACTION_REVOKE, v1::TIER_HBM, {1});
+  Apply(b16);
+  EXPECT_THAT(Held({1})[1], ElementsAre(v1::TIER_DRAM));
+
+  auto b19 = Batch("x", "a");
+  AddAction(&b19, v1::ACTION_REPORT, v1::TIER_HBM, {11, 12, 13});
+  AddAction(&b19, v1::ACTION_REPORT, v1::TIER_DRAM, {11});
+  Apply(b19);
+  auto clear = Batch("x", "a");
+  AddAction(&clear, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_HBM, {});
+  Apply(clear);
+  auto held = Held({11, 12, 13});
+  EXPECT_THAT(held[11], ElementsAre(v1::TIER_DRAM));
+  EXPECT_EQ(held.count(12), 0u);
+  EXPECT_EQ(held.count(13), 0u);
+
+  auto b23 = Batch("y", "a");
+  AddAction(&b23, v1::ACTION_REVOKE, v1::TIER_HBM, {5});
+  AddAction(&b23, v1::ACTION_REPORT, v1::TIER_HBM, {5});
+  AddAction(&b23, v1::ACTION_REPORT, v1::TIER_HBM, {6});
+  AddAction(&b23, v1::ACTION_REVOKE, v1::TIER_HBM, {6});
+  Apply(b23);
+  held = Held({5, 6});
+  EXPECT_EQ(held.count(5), 1u);
+  EXPECT_EQ(held.count(6), 0u);
+}
+
+TEST_F(IndexerTest, Behaviour20To22HitCounting) {
+  Apply(Report("w", "a", {1}));
+  Match({1, 2});
+  EXPECT_THAT(Hits({1, 2}), IsEmpty());
+  Match({1, 2, 1}, true);
+  EXPECT_THAT(Hits({1, 2}),
+              ElementsAre(std::make_pair(int64_t{1}, uint64_t{1})));
+  Apply(Report("w", "a", {1}));
+  EXPECT_THAT(Hits({1}), ElementsAre(std::make_pair(int64_t{1}, uint64_t{1})));
+
+  auto revoke = Batch("w", "a");
+  AddAction(&revoke, v1::ACTION_REVOKE, v1::TIER_HBM, {1});
+  Apply(revoke);
+  EXPECT_THAT(Match({1}).matches(), IsEmpty());
+  EXPECT_THAT(Hits({1}), IsEmpty());
+}
+
+TEST_F(IndexerTest, BackendStatusesMapOneToOne) {
+  for (BackendCode code :
+       {BackendCode::kInvalidArgument, BackendCode::kResourceExhausted,
+        BackendCode::kFailedPrecondition, BackendCode::kInternal,
+        BackendCode::kUnavailable}) {
+    backend_.fail_with = MakeBackendStatus(code, "boom");
+    const absl::Status s = indexer_.Apply(Batch("w", "a"));
+    EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code));
+    EXPECT_EQ(std::string(s.message()), "boom");
+    v1::MatchExternalKvResponse match;
+    EXPECT_EQ(
+        static_cast<int>(indexer_.Match(MatchRequest({1}), &match).code()),
+        static_cast<int>(code));
+    v1::GetExternalKvHitCountsResponse hits;
+    EXPECT_EQ(static_cast<int>(
+                  indexer_.HitCounts(HitCountsRequest({1}), &hits).code()),
+              static_cast<int>(code));
+  }
+}
+
+TEST(BackendStatus, Conversion) {
+  EXPECT_TRUE(ToAbslStatus(BackendOk()).ok());
+  const absl::Status unknown =
+      ToAbslStatus(MakeBackendStatus(static_cast<BackendCode>(77), "odd"));
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(std::string(unknown.message()).find("77"), std::string::npos);
+  const absl::Status silent =
+      ToAbslStatus(MakeBackendStatus(BackendCode::kUnavailable, ""));
+  EXPECT_EQ(silent.code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(silent.message().empty());
+  // Long messages are truncated and NUL-terminated.
+  const BackendStatus long_status =
+      MakeBackendStatus(BackendCode::kInternal, std::string(1000, 'x'));
+  EXPECT_EQ(std::string(long_status.message).size(),
+            sizeof(long_status.message) - 1);
+}
+
+TEST(MatchAssembler, RejectsInconsistentBackendOutput) {
+  const int64_t hashes[] = {1};
+  v1::MatchExternalKvResponse resp;
+  MatchAssembler unknown_worker(HashSpan{hashes, 1}, &resp);
+  const Placement p{3, kTierHbm, 0};
+  unknown_worker.OnBlock(BlockView{0, 0, &p, 1});
+  EXPECT_EQ(unknown_worker.Finish().code(), absl::StatusCode::kInternal);
+
+  MatchAssembler bad_index(HashSpan{hashes, 1}, &resp);
+  bad_index.OnWorker(WorkerView{3, {"w", 1}, {"a", 1}, 0, CacheSpec{}});
+  bad_index.OnBlock(BlockView{5, 0, &p, 1});
+  EXPECT_EQ(bad_index.Finish().code(), absl::StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace kvindexer

@@ -1,1 +1,345 @@
+#include "core/prefix_query.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend_status.h"
+#include "core/indexer.h"
+#include "core/testing/map_backend.h"
+#include "core/testing/requests.h"
+
+namespace kvindexer {
+namespace {
+
+using testing::AddAction;
+using testing::Batch;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::kDramBit;
+using testing::kF;
+using testing::kHbmBit;
+using testing::kM;
+using testing::kS;
+using testing::MakeSpec;
+using testing::MapBackend;
+using ::testing::Pair;
+using testing::PrefixRequest;
+using testing::Report;
+using ::testing::UnorderedElementsAre;
+
+class PrefixQueryTest : public ::testing::Test {
+ protected:
+  void Apply(const v1::ApplyExternalKvBatchRequest& req) {
+    ASSERT_TRUE(indexer_.Apply(req).ok());
+  }
+
+  v1::MatchExternalKvPrefixResponse Query(const std::vector<int64_t>& hashes,
+                                          uint32_t max_blocks = 0) {
+    v1::MatchExternalKvPrefixResponse resp;
+    const absl::Status s =
+        indexer_.MatchPrefix(PrefixRequest(hashes, max_blocks), &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    return resp;
+  }
+
+  // (worker_id, prefix) pairs in response order.
+  static std::vector<std::pair<std::string, uint32_t>> Entries(
+      const v1::MatchExternalKvPrefixResponse& resp) {
+    std::vector<std::pair<std::string, uint32_t>> out;
+    for (const auto& m : resp.matches()) {
+      out.emplace_back(m.worker_id(), m.matched_prefix_blocks());
+    }
+    return out;
+  }
+
+  MapBackend backend_;
+  Indexer indexer_{&backend_};
+};
+
+TEST_F(PrefixQueryTest, Behaviour4LongerPrefixFirst) {
+  Apply(Report("long", "10.0.0.1:9000", {1, 2, 3}));
+  Apply(Report("short", "10.0.0.2:9000", {1}));
+  const auto resp = Query({1, 2, 3});
+  EXPECT_EQ(resp.best_prefix_blocks(), 3u);
+  EXPECT_EQ(resp.blocks_read(), 3u);
+  ASSERT_EQ(resp.matches_size(), 2);
+  EXPECT_EQ(resp.matches(0).worker_id(), "long");
+  EXPECT_EQ(resp.matches(0).worker_address(), "10.0.0.1:9000");
+  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(resp.matches(1).worker_id(), "short");
+  EXPECT_EQ(resp.matches(1).worker_address(), "10.0.0.2:9000");
+  EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+}
+
+TEST_F(PrefixQueryTest, Behaviour24EmptyAddressExcludedAndSorted) {
+  Apply(Report("w-long", "10.0.0.1:1", {1, 2, 3, 4}));
+  Apply(Report("w-short", "10.0.0.2:1", {1, 2}));
+  Apply(Report("w-hole", "10.0.0.3:1", {1, 3, 4}));
+  Apply(Report("w-noaddr", "", {1, 2}));
+  const auto resp = Query({1, 2, 3, 4});
+  EXPECT_THAT(
+      Entries(resp),
+      ElementsAre(Pair("w-long", 4u), Pair("w-short", 2u), Pair("w-hole", 1u)));
+  EXPECT_EQ(resp.best_prefix_blocks(), 4u);
+  EXPECT_EQ(resp.blocks_read(), 4u);
+  for (const auto& m : resp.matches()) EXPECT_FALSE(m.worker_address().empty());
+}
+
+TEST_F(PrefixQueryTest, Behaviour25FirstBlockMissReadsOneBlock) {
+  Apply(Report("w1", "a1", {2, 3}));
+  const auto resp = Query({1, 2, 3});
+  EXPECT_THAT(resp.matches(), IsEmpty());
+  EXPECT_EQ(resp.best_prefix_blocks(), 0u);
+  EXPECT_EQ(resp.blocks_read(), 1u);
+  EXPECT_EQ(backend_.blocks_visited, 1u);
+}
+
+TEST_F(PrefixQueryTest, Behaviour26MaxBlocksCapsTheWindow) {
+  Apply(Report("w1", "a1", {1, 2, 3, 4}));
+  const auto resp = Query({1, 2, 3, 4}, 2);
+  EXPECT_THAT(Entries(resp), ElementsAre(Pair("w1", 2u)));
+  EXPECT_EQ(resp.best_prefix_blocks(), 2u);
+  EXPECT_EQ(resp.blocks_read(), 2u);
+  ASSERT_EQ(backend_.prefix_scans.size(), 1u);
+  EXPECT_THAT(backend_.prefix_scans[0], ElementsAre(1, 2));
+  // A cap above the length changes nothing.
+  EXPECT_EQ(Query({1, 2, 3, 4}, 100).blocks_read(), 4u);
+}
+
+TEST_F(PrefixQueryTest, Behaviour27ComponentAwareWorker) {
+  auto req = Batch("w-swa", "10.0.0.9:1",
+                   MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit));
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3, 4},
+            {kF | kS, kF | kS, kF | kS, kF}, {50, 50, 50, 50});
+  Apply(req);
+  EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("w-swa", 3u)));
+}
+
+TEST_F(PrefixQueryTest, Behaviour28ReportReplacesComponents) {
+  const auto spec = MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit);
+  auto first = Batch("w", "a", spec);
+  AddAction(&first, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF | kS, kF | kS},
+            {80, 80});
+  Apply(first);
+  EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 2u);
+  auto second = Batch("w", "a", spec);
+  AddAction(&second, v1::ACTION_REPORT, v1::TIER_HBM, {2}, {kF}, {80});
+  Apply(second);
+  EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 1u);
+
+  v1::MatchExternalKvResponse match;
+  ASSERT_TRUE(indexer_.Match(testing::MatchRequest({1, 2}), &match).ok());
+  ASSERT_EQ(match.matches_size(), 1);
+  ASSERT_EQ(match.matches(0).hashes_by_tier_size(), 1);
+  const auto& tier = match.matches(0).hashes_by_tier(0);
+  EXPECT_EQ(tier.tier(), v1::TIER_HBM);
+  EXPECT_THAT(tier.component_masks(), ElementsAre(kF | kS, kF));
+  EXPECT_THAT(tier.block_sizes(), ElementsAre(80u, 80u));
+}
+
+TEST_F(PrefixQueryTest, Behaviour29ComponentsWithoutSpec) {
+  auto req = Batch("w", "a");
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF}, {16, 16});
+  Apply(req);
+  const auto resp = Query({1, 2});
+  EXPECT_THAT(resp.matches(), IsEmpty());
+  EXPECT_EQ(resp.best_prefix_blocks(), 0u);
+  EXPECT_EQ(resp.blocks_read(), 2u);
+}
+
+TEST_F(PrefixQueryTest, Behaviour30RepeatedHashLastEntryWins) {
+  auto req = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 1}, {kF | kS, kF},
+            {80, 80});
+  Apply(req);
+  EXPECT_EQ(Query({1}).best_prefix_blocks(), 0u);
+}
+
+TEST_F(PrefixQueryTest, Behaviour31BatchWithoutSpecClearsIt) {
+  auto with_spec = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
+  AddAction(&with_spec, v1::ACTION_REPORT, v1::TIER_HBM, {1}, {kF | kS}, {200});
+  Apply(with_spec);
+  EXPECT_EQ(Query({1}).best_prefix_blocks(), 1u);
+  auto without = Batch("w", "a");
+  AddAction(&without, v1::ACTION_REPORT, v1::TIER_DRAM, {2});
+  Apply(without);
+  const auto resp = Query({1});
+  EXPECT_THAT(resp.matches(), IsEmpty());
+  EXPECT_EQ(resp.best_prefix_blocks(), 0u);
+}
+
+TEST_F(PrefixQueryTest, CandidatesComeOnlyFromTheFirstBlock) {
+  Apply(Report("head", "a-head", {1}));
+  Apply(Report("tail", "a-tail", {2, 3, 4}));
+  EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("head", 1u)));
+}
+
+TEST_F(PrefixQueryTest, SsdOnlyHolderOfBlockZeroIsACandidate) {
+  auto req = Batch("ssd", "a-ssd");
+  AddAction(&req, v1::ACTION_REPORT, v1::TIER_SSD, {1, 2});
+  Apply(req);
+  EXPECT_THAT(Entries(Query({1, 2, 3})), ElementsAre(Pair("ssd", 2u)));
+}
+
+TEST_F(PrefixQueryTest, RepeatedHashesInAPrefixQueryAreNotCollapsed) {
+  Apply(Report("w", "a", {7}));
+  const auto resp = Query({7, 7, 7, 8});
+  EXPECT_THAT(Entries(resp), ElementsAre(Pair("w", 3u)));
+  EXPECT_EQ(resp.blocks_read(), 4u);
+}
+
+TEST_F(PrefixQueryTest, HeldFirstBlockWithNoSurvivorStillReadsTheWindow) {
+  Apply(Report("noaddr", "", {1, 2, 3}));
+  const auto resp = Query({1, 2, 3});
+  EXPECT_THAT(resp.matches(), IsEmpty());
+  EXPECT_EQ(resp.best_prefix_blocks(), 0u);
+  EXPECT_EQ(resp.blocks_read(), 3u);
+}
+
+TEST_F(PrefixQueryTest, EarlyStopWhenEveryCandidateIsSettled) {
+  // Invalid spec: settled from the start.
+  Apply([] {
+    auto req = Batch("bad", "a-bad", MakeSpec(0, 0, kHbmBit, 0));
+    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3}, {kF, kF, kF});
+    return req;
+  }());
+  // Component-aware: FULL breaks at block 2.
+  Apply([] {
+    auto req = Batch("ca", "a-ca", MakeSpec(kF, 0, kHbmBit, 0));
+    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF});
+    return req;
+  }());
+  std::vector<int64_t> hashes(10);
+  std::iota(hashes.begin(), hashes.end(), 1);
+  const auto resp = Query(hashes);
+  EXPECT_THAT(Entries(resp), ElementsAre(Pair("ca", 2u)));
+  EXPECT_EQ(resp.blocks_read(), 10u);
+  EXPECT_EQ(backend_.blocks_visited, 3u);  // stopped after block index 2
+}
+
+TEST_F(PrefixQueryTest, LegacyCandidatesKeepScanningForFailClosed) {
+  Apply(Report("legacy", "a", {1, 2}));
+  auto late_mask = Batch("legacy", "a");
+  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2});
+  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_DRAM, {9}, {kM});
+  Apply(late_mask);
+  const auto resp = Query({1, 2, 3, 4, 5, 9});
+  EXPECT_THAT(resp.matches(), IsEmpty());
+  EXPECT_EQ(resp.blocks_read(), 6u);
+
+  const auto no_mask_in_window = Query({1, 2, 3, 4, 5});
+  EXPECT_THAT(Entries(no_mask_in_window), ElementsAre(Pair("legacy", 2u)));
+  EXPECT_EQ(backend_.blocks_visited, 5u);
+}
+
+TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
+  Apply(Report("a", "addr-a", {1}));
+  Apply(Report("b", "addr-b", {1, 2, 3}));
+  Apply(Report("c", "addr-c", {1, 2}));
+  Apply(Report("d", "addr-d", {1, 2, 3}));
+  const auto resp = Query({1, 2, 3});
+  ASSERT_EQ(resp.matches_size(), 4);
+  std::vector<uint32_t> prefixes;
+  for (const auto& m : resp.matches())
+    prefixes.push_back(m.matched_prefix_blocks());
+  EXPECT_THAT(prefixes, ElementsAre(3u, 3u, 2u, 1u));
+  EXPECT_EQ(resp.best_prefix_blocks(), 3u);
+  // MapBackend reports block 0's placements in worker-ordinal order, so the
+  // stable sort keeps b before d.
+  EXPECT_EQ(resp.matches(0).worker_id(), "b");
+  EXPECT_EQ(resp.matches(1).worker_id(), "d");
+}
+
+TEST_F(PrefixQueryTest, BackendErrorIsPassedThrough) {
+  Apply(Report("w", "a", {1}));
+  backend_.fail_with =
+      MakeBackendStatus(BackendCode::kUnavailable, "scan refused");
+  v1::MatchExternalKvPrefixResponse resp;
+  const absl::Status s = indexer_.MatchPrefix(PrefixRequest({1}), &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(std::string(s.message()), "scan refused");
+}
+
+TEST_F(PrefixQueryTest, ValidationFailureNeverReachesTheBackend) {
+  v1::MatchExternalKvPrefixResponse resp;
+  EXPECT_EQ(indexer_.MatchPrefix(PrefixRequest({}), &resp).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_.calls(), 0u);
+}
+
+// A backend that serves fixed blocks and may end the scan too soon.
+class ScriptedBackend final : public IndexBackend {
+ public:
+  std::vector<std::vector<Placement>> blocks;
+  size_t stop_after = SIZE_MAX;
+  std::string address = "addr";
+
+  BackendStatus Apply(const ApplyBatchView&) noexcept override {
+    return BackendOk();
+  }
+  BackendStatus Match(HashSpan, bool, BlockVisitor*) noexcept override {
+    return BackendOk();
+  }
+  BackendStatus PrefixScan(HashSpan hashes,
+                           BlockVisitor* visitor) noexcept override {
+    for (size_t i = 0; i < hashes.size && i < stop_after; ++i) {
+      const std::vector<Placement>& placements =
+          i < blocks.size() ? blocks[i] : empty_;
+      for (const Placement& p : placements) {
+        WorkerView w{p.worker, StringView{"w", 1},
+                     StringView{address.data(), address.size()}, 0,
+                     CacheSpec{}};
+        visitor->OnWorker(w);
+      }
+      if (!visitor->OnBlock(
+              BlockView{i, 0, placements.data(), placements.size()})) {
+        break;
+      }
+    }
+    return BackendOk();
+  }
+  BackendStatus HitCounts(HashSpan, uint64_t*) noexcept override {
+    return BackendOk();
+  }
+  void GetStats(BackendStats*) noexcept override {}
+
+ private:
+  std::vector<Placement> empty_;
+};
+
+TEST(PrefixQueryScripted, ShortScanIsAnInternalError) {
+  ScriptedBackend backend;
+  backend.blocks = {{Placement{0, kTierHbm, 0}}, {Placement{0, kTierHbm, 0}}};
+  backend.stop_after = 1;
+  v1::MatchExternalKvPrefixResponse resp;
+  const absl::Status s = RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+}
+
+TEST(PrefixQueryScripted, LargeSparseOrdinalsWork) {
+  ScriptedBackend backend;
+  const uint32_t huge = 4000000000u;
+  backend.blocks = {{Placement{huge, kTierHbm, 0}, Placement{3, kTierDram, 0}},
+                    {Placement{huge, kTierHbm, 0}}};
+  v1::MatchExternalKvPrefixResponse resp;
+  ASSERT_TRUE(RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp).ok());
+  ASSERT_EQ(resp.matches_size(), 2);
+  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 2u);
+  EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+}
+
+TEST(PrefixLimit, Rules) {
+  EXPECT_EQ(PrefixLimit(5, 0), 5u);
+  EXPECT_EQ(PrefixLimit(5, 2), 2u);
+  EXPECT_EQ(PrefixLimit(5, 9), 5u);
+}
+
+}  // namespace
+}  // namespace kvindexer

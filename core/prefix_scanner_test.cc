@@ -1,1 +1,196 @@
+#include "core/prefix_scanner.h"
+
 #include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+namespace kvindexer {
+namespace {
+
+constexpr uint32_t F = kComponentFull;
+constexpr uint32_t S = kComponentSwa;
+constexpr uint32_t M = kComponentMamba;
+constexpr uint32_t kHbmBit = 1u << kTierHbm;
+constexpr uint32_t kDramBit = 1u << kTierDram;
+constexpr uint32_t kSsdBit = 1u << kTierSsd;
+
+// A block held at the given (tier, mask) pairs; no pairs means absent.
+WorkerBlock Block(std::initializer_list<std::pair<uint32_t, uint32_t>> pairs,
+                  uint32_t tokens = 0) {
+  WorkerBlock block;
+  for (const auto& [tier, mask] : pairs) block.Add(tier, mask);
+  block.token_count = tokens;
+  return block;
+}
+
+WorkerBlock Absent() { return WorkerBlock{}; }
+
+CacheSpec Spec(uint32_t components, uint32_t window, uint32_t full_tiers,
+               uint32_t swa_tiers, uint32_t mamba_tiers, uint32_t version = 1) {
+  return CacheSpec{version,    components, window,
+                   full_tiers, swa_tiers,  mamba_tiers};
+}
+
+uint32_t Scan(const CacheSpec* spec, const std::vector<WorkerBlock>& blocks) {
+  PrefixScanner scanner(spec);
+  for (const WorkerBlock& b : blocks) scanner.Push(b);
+  return scanner.result();
+}
+
+TEST(PrefixScannerVectors, V1LegacyStopsAtFirstGap) {
+  const auto held = Block({{kTierHbm, 0}});
+  EXPECT_EQ(Scan(nullptr, {held, held, held, Absent(), held}), 3u);
+}
+
+TEST(PrefixScannerVectors, V2ComponentsWithoutSpecFailClosed) {
+  const auto full = Block({{kTierHbm, F}});
+  EXPECT_EQ(Scan(nullptr, {full, full}), 0u);
+}
+
+TEST(PrefixScannerVectors, V3FullRunEndsAtSwaOnlyBlock) {
+  const CacheSpec spec = Spec(F, 0, kHbmBit | kDramBit, 0, 0);
+  EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F}}), Block({{kTierDram, F}}),
+                         Block({{kTierHbm, S}}), Block({{kTierHbm, F}})}),
+            2u);
+}
+
+TEST(PrefixScannerVectors, V4SsdNeverServes) {
+  const CacheSpec spec = Spec(F, 0, kHbmBit | kDramBit, 0, 0);
+  EXPECT_EQ(Scan(&spec, {Block({{kTierSsd, F}})}), 0u);
+}
+
+TEST(PrefixScannerVectors, V5SwaRunCoversWholePrompt) {
+  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  std::vector<WorkerBlock> blocks(5, Block({{kTierHbm, F | S}}, 50));
+  EXPECT_EQ(Scan(&spec, blocks), 5u);
+}
+
+TEST(PrefixScannerVectors, V6SwaHoleNeedsAWindowAfterIt) {
+  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  std::vector<WorkerBlock> blocks(5, Block({{kTierHbm, F | S}}, 50));
+  blocks[3] = Block({{kTierHbm, F}}, 50);
+  EXPECT_EQ(Scan(&spec, blocks), 3u);
+}
+
+TEST(PrefixScannerVectors, V7HeadRunNeedsNoWindow) {
+  const CacheSpec spec = Spec(F | S, 1000, kHbmBit, kHbmBit, 0);
+  std::vector<WorkerBlock> blocks(2, Block({{kTierHbm, F | S}}, 16));
+  EXPECT_EQ(Scan(&spec, blocks), 2u);
+}
+
+TEST(PrefixScannerVectors, V8MambaOnlyAtTheBoundary) {
+  const uint32_t tiers = kHbmBit | kDramBit;
+  const CacheSpec spec = Spec(F | M, 0, tiers, tiers, tiers);
+  const auto full = Block({{kTierHbm, F}});
+  const auto full_mamba = Block({{kTierHbm, F | M}});
+  EXPECT_EQ(Scan(&spec, {full, full, full, full_mamba}), 4u);
+  EXPECT_EQ(Scan(&spec, {full, full}), 0u);
+}
+
+TEST(PrefixScannerVectors, V9InvalidSpecs) {
+  const uint32_t tiers = kHbmBit | kDramBit;
+  const auto block = Block({{kTierHbm, F | S}}, 16);
+  const CacheSpec no_components = Spec(0, 100, tiers, tiers, tiers);
+  const CacheSpec version2 = Spec(F | S, 100, tiers, tiers, tiers, 2);
+  const CacheSpec no_window = Spec(F | S, 0, tiers, tiers, tiers);
+  for (const CacheSpec* spec : {&no_components, &version2, &no_window}) {
+    PrefixScanner scanner(spec);
+    EXPECT_EQ(scanner.mode(), PrefixScanner::Mode::kInvalid);
+    EXPECT_TRUE(scanner.settled());
+    scanner.Push(block);
+    EXPECT_EQ(scanner.result(), 0u);
+  }
+}
+
+TEST(PrefixScannerVectors, V10SpecWithLegacyPlacements) {
+  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const auto legacy = Block({{kTierHbm, 0}}, 16);
+  EXPECT_EQ(Scan(&spec, {legacy, legacy}), 0u);
+}
+
+TEST(PrefixScanner, ModeSelection) {
+  const CacheSpec v0 = Spec(F, 0, kHbmBit, 0, 0, /*version=*/0);
+  EXPECT_EQ(PrefixScanner(nullptr).mode(), PrefixScanner::Mode::kLegacy);
+  EXPECT_EQ(PrefixScanner(&v0).mode(), PrefixScanner::Mode::kComponentAware);
+  const CacheSpec mamba_no_window = Spec(F | M, 0, kHbmBit, 0, kHbmBit);
+  EXPECT_EQ(PrefixScanner(&mamba_no_window).mode(),
+            PrefixScanner::Mode::kComponentAware);
+}
+
+TEST(PrefixScanner, LegacyPresenceIgnoresTierIncludingSsd) {
+  EXPECT_EQ(Scan(nullptr, {Block({{kTierSsd, 0}}), Block({{kTierDram, 0}})}),
+            2u);
+}
+
+TEST(PrefixScanner, LegacyFailsClosedOnMaskAfterGap) {
+  const auto held = Block({{kTierHbm, 0}});
+  EXPECT_EQ(Scan(nullptr, {held, held, Absent(), Block({{kTierSsd, F}})}), 0u);
+  // A masked placement next to a legacy one on the same block fails too.
+  EXPECT_EQ(Scan(nullptr, {Block({{kTierHbm, 0}, {kTierDram, S}})}), 0u);
+}
+
+TEST(PrefixScanner, LegacySettlesOnlyWhenFailedClosed) {
+  PrefixScanner scanner(nullptr);
+  scanner.Push(Block({{kTierHbm, 0}}));
+  scanner.Push(Absent());
+  EXPECT_FALSE(scanner.settled());  // a later mask could still fail it
+  EXPECT_EQ(scanner.result(), 1u);
+  scanner.Push(Block({{kTierHbm, M}}));
+  EXPECT_TRUE(scanner.settled());
+  EXPECT_EQ(scanner.result(), 0u);
+}
+
+TEST(PrefixScanner, FullAlwaysRequiredEvenWhenNotDeclared) {
+  const uint32_t tiers = kHbmBit | kDramBit;
+  const CacheSpec spec = Spec(S, 10, tiers, tiers, tiers);
+  EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, S}}, 16)}), 0u);
+  EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F | S}}, 16)}), 1u);
+}
+
+TEST(PrefixScanner, ComponentsMaySitOnDifferentTiers) {
+  const uint32_t tiers = kHbmBit | kDramBit;
+  const CacheSpec spec = Spec(F | S | M, 10, tiers, tiers, tiers);
+  EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F}, {kTierDram, S | M}}, 16)}), 1u);
+}
+
+TEST(PrefixScanner, SpecTierMaskLimitsEachComponent) {
+  // FULL only from DRAM: an HBM copy does not count.
+  const CacheSpec dram_only = Spec(F, 0, kDramBit, 0, 0);
+  EXPECT_EQ(Scan(&dram_only, {Block({{kTierHbm, F}})}), 0u);
+  EXPECT_EQ(Scan(&dram_only, {Block({{kTierDram, F}})}), 1u);
+  // A spec that declares only SSD for FULL never serves anything.
+  const CacheSpec ssd_only = Spec(F, 0, kSsdBit, 0, 0);
+  EXPECT_EQ(Scan(&ssd_only, {Block({{kTierSsd, F}}), Block({{kTierHbm, F}})}),
+            0u);
+  // MAMBA declared at SSD only: never available, so no boundary.
+  const CacheSpec mamba_ssd = Spec(F | M, 0, kHbmBit, 0, kSsdBit);
+  EXPECT_EQ(Scan(&mamba_ssd, {Block({{kTierHbm, F | M}, {kTierSsd, M}})}), 0u);
+}
+
+TEST(PrefixScanner, SwaRunAfterHoleMustReachWindow) {
+  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const auto fs = Block({{kTierHbm, F | S}}, 60);
+  const auto f = Block({{kTierHbm, F}}, 60);
+  // Hole at block 1; run of 60 at block 2 is short; 120 at block 3 is enough.
+  EXPECT_EQ(Scan(&spec, {fs, f, fs}), 1u);
+  EXPECT_EQ(Scan(&spec, {fs, f, fs, fs}), 4u);
+  // Unknown sizes add nothing.
+  const auto fs_unknown = Block({{kTierHbm, F | S}}, 0);
+  EXPECT_EQ(Scan(&spec, {fs, f, fs_unknown, fs_unknown, fs_unknown}), 1u);
+}
+
+TEST(PrefixScanner, BestFreezesWhenFullBreaks) {
+  const CacheSpec spec = Spec(F, 0, kHbmBit, 0, 0);
+  PrefixScanner scanner(&spec);
+  scanner.Push(Block({{kTierHbm, F}}));
+  EXPECT_FALSE(scanner.settled());
+  scanner.Push(Absent());
+  EXPECT_TRUE(scanner.settled());
+  scanner.Push(Block({{kTierHbm, F}}));
+  EXPECT_EQ(scanner.result(), 1u);
+}
+
+}  // namespace
+}  // namespace kvindexer
