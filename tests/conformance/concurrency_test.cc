@@ -1,0 +1,243 @@
+// Snapshot isolation under concurrency (backend.h "Thread safety",
+// contract.md §7; behaviour 45 of §15). Writers move their worker between two
+// complete hash sets in single batches while readers check that they only
+// ever observe whole batches. Bounded iterations, no sleeps; meant to run
+// under ThreadSanitizer as well.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "conformance_fixture.h"
+
+namespace kvindexer::conformance {
+namespace {
+
+class ConcurrencyTest : public ConformanceTest {};
+KVINDEXER_INSTANTIATE_CONFORMANCE(ConcurrencyTest);
+
+constexpr int kWriters = 2;
+constexpr int kReaders = 2;
+constexpr int kBatchesPerWriter = 600;
+constexpr int64_t kSetSize = 24;
+constexpr long kMaxReaderRounds = 1000000;
+
+// Writer k's two hash sets: generation g holds set (g % 2).
+Hashes SetOf(int writer, int which) {
+  return Range(writer * 100000 + which * 1000, kSetSize);
+}
+std::string WorkerOf(int writer) { return absl::StrCat("writer-", writer); }
+
+// Generation g of writer k: exactly SetOf(k, g % 2) at HBM, every block
+// sized g + 1. Tokens identify the generation; the parity identifies the set.
+v1::ApplyExternalKvBatchRequest Generation(int writer, int g) {
+  return Batch(WorkerOf(writer), absl::StrCat("10.1.0.", writer, ":1"))
+      .Clear(kTierHbm)
+      .Report(kTierHbm, SetOf(writer, g % 2), {},
+              Masks(kSetSize, static_cast<uint32_t>(g + 1)));
+}
+
+TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
+  for (int k = 0; k < kWriters; ++k) ApplyOk(Generation(k, 0));
+
+  Hashes all;
+  for (int k = 0; k < kWriters; ++k) {
+    for (int which = 0; which < 2; ++which) {
+      const Hashes s = SetOf(k, which);
+      all.insert(all.end(), s.begin(), s.end());
+    }
+  }
+
+  std::atomic<int> writers_left{kWriters};
+  std::atomic<long> violations{0};
+  std::mutex first_violation_mu;
+  std::string first_violation;
+  const auto report = [&](const std::string& what) {
+    if (violations.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lock(first_violation_mu);
+      first_violation = what;
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kWriters; ++k) {
+    threads.emplace_back([&, k] {
+      for (int g = 1; g <= kBatchesPerWriter; ++g) {
+        const absl::Status s = indexer().Apply(Generation(k, g));
+        if (!s.ok()) report(absl::StrCat("apply failed: ", s.ToString()));
+      }
+      writers_left.fetch_sub(1);
+    });
+  }
+  std::atomic<long> reads{0};
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      for (long round = 0; round < kMaxReaderRounds && writers_left.load() > 0;
+           ++round) {
+        const int k = static_cast<int>(round % kWriters);
+        // 1. A non-counting match over every set: each writer holds exactly
+        //    one complete set, all of one generation.
+        v1::MatchExternalKvResponse match;
+        if (!indexer().Match(MatchRequest(all), &match).ok()) {
+          report("match failed");
+        }
+        if (match.matches_size() != kWriters) {
+          report(absl::StrCat("expected every writer listed: ", Text(match)));
+        }
+        for (const auto& m : match.matches()) {
+          if (m.hashes_by_tier_size() != 1) {
+            report(absl::StrCat("torn tiers: ", Text(m)));
+            continue;
+          }
+          const auto& t = m.hashes_by_tier(0);
+          const int writer = std::stoi(m.worker_id().substr(7));
+          const uint32_t size = t.block_sizes_size() > 0 ? t.block_sizes(0) : 0;
+          const Hashes want = SetOf(writer, static_cast<int>((size - 1) % 2));
+          bool whole = Hashes(t.hashes().begin(), t.hashes().end()) == want;
+          for (uint32_t s : t.block_sizes()) whole = whole && s == size;
+          if (!whole) report(absl::StrCat("torn batch seen: ", Text(m)));
+        }
+        // 2. A prefix query over set 0: the whole set or nothing.
+        v1::MatchExternalKvPrefixResponse prefix;
+        if (!indexer().MatchPrefix(PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
+          report("prefix failed");
+        }
+        if (prefix.best_prefix_blocks() != 0 &&
+            prefix.best_prefix_blocks() != kSetSize) {
+          report(absl::StrCat("torn prefix: ", Text(prefix)));
+        }
+        // 3. Counting a set and reading its counters: every counter of a set
+        //    is created, raised and deleted together.
+        if (r == 0) {
+          v1::MatchExternalKvResponse counted;
+          if (!indexer()
+                   .Match(MatchRequest(SetOf(k, 1), true), &counted)
+                   .ok()) {
+            report("counting match failed");
+          }
+        }
+        v1::GetExternalKvHitCountsResponse hits;
+        if (!indexer().HitCounts(HitCountsRequest(SetOf(k, 1)), &hits).ok()) {
+          report("hit counts failed");
+        }
+        if (hits.entries_size() != 0) {
+          bool whole = hits.entries_size() == kSetSize;
+          for (const auto& e : hits.entries()) {
+            whole = whole &&
+                    e.hit_count_total() == hits.entries(0).hit_count_total();
+          }
+          if (!whole) report(absl::StrCat("torn counters: ", Text(hits)));
+        }
+        reads.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(violations.load(), 0) << "first: " << first_violation;
+  EXPECT_GT(reads.load(), 0);
+  // The final state is the last generation of every writer.
+  for (int k = 0; k < kWriters; ++k) {
+    const auto resp = Match(SetOf(k, kBatchesPerWriter % 2));
+    ASSERT_EQ(resp.matches_size(), 1);
+    EXPECT_EQ(resp.matches(0).hashes_by_tier(0).hashes_size(), kSetSize);
+    EXPECT_EQ(resp.matches(0).hashes_by_tier(0).block_sizes(0),
+              static_cast<uint32_t>(kBatchesPerWriter + 1));
+  }
+}
+
+// Holds a PrefixScan inside OnBlock until released.
+class BlockingVisitor final : public BlockVisitor {
+ public:
+  void OnWorker(const WorkerView&) noexcept override {}
+  bool OnBlock(const BlockView&) noexcept override {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(30), [&] { return released_; });
+    return true;
+  }
+  bool WaitEntered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10),
+                        [&] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool released_ = false;
+};
+
+class CountingVisitor final : public BlockVisitor {
+ public:
+  void OnWorker(const WorkerView&) noexcept override { ++workers; }
+  bool OnBlock(const BlockView& block) noexcept override {
+    ++blocks;
+    placements += block.placement_count;
+    return true;
+  }
+  int workers = 0;
+  int blocks = 0;
+  size_t placements = 0;
+};
+
+// Behaviour 45: shared readers do not wait for one another.
+TEST_P(ConcurrencyTest, ReadsCompleteWhileAPrefixScanIsHeld) {
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2, 3}));
+  const int64_t hashes[] = {1, 2, 3};
+  const HashSpan span{hashes, 3};
+
+  BlockingVisitor blocker;
+  BackendStatus scan_status{};
+  std::thread scanner(
+      [&] { scan_status = backend()->PrefixScan(span, &blocker); });
+  const bool entered = blocker.WaitEntered();
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  CountingVisitor visitor;
+  BackendStatus match_status{};
+  BackendStatus hits_status{};
+  uint64_t counts[3] = {};
+  std::thread reader([&] {
+    match_status = backend()->Match(span, /*count_as_hit=*/false, &visitor);
+    hits_status = backend()->HitCounts(span, counts);
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  bool completed;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    completed =
+        cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; });
+  }
+  blocker.Release();
+  reader.join();
+  scanner.join();
+
+  ASSERT_TRUE(entered) << "PrefixScan never called OnBlock";
+  EXPECT_TRUE(completed)
+      << "a non-counting Match did not complete within 5 s while a "
+         "PrefixScan was held inside its visitor";
+  EXPECT_EQ(scan_status.code, BackendCode::kOk) << scan_status.message;
+  EXPECT_EQ(match_status.code, BackendCode::kOk) << match_status.message;
+  EXPECT_EQ(hits_status.code, BackendCode::kOk) << hits_status.message;
+  EXPECT_EQ(visitor.blocks, 3);
+  EXPECT_EQ(visitor.workers, 1);
+  EXPECT_EQ(visitor.placements, 3u);
+}
+
+}  // namespace
+}  // namespace kvindexer::conformance

@@ -1,0 +1,327 @@
+// Randomised differential test: seeded sequences of applies and queries run
+// against backend+Indexer and against ReferenceModel; after every step the
+// results, statuses and the whole observable state must agree.
+//
+//   KV_INDEXER_CONFORMANCE_SEED        base seed (sequence i uses seed + i)
+//   KV_INDEXER_CONFORMANCE_ITERATIONS  number of sequences
+//
+// A failure prints the seed, the step and the recent operations, and how to
+// rerun exactly that sequence.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "conformance_fixture.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "reference_model.h"
+
+namespace kvindexer::conformance {
+namespace {
+
+constexpr uint64_t kDefaultSeed = 20261130;
+constexpr int kDefaultSequences = 32;
+constexpr int kStepsPerSequence = 250;
+
+uint64_t EnvNumber(const char* name, uint64_t fallback) {
+  const char* value = std::getenv(name);
+  uint64_t n = 0;
+  if (value == nullptr || !absl::SimpleAtoi(value, &n)) return fallback;
+  return n;
+}
+
+// Small deterministic generator helpers (no std distributions, whose output
+// differs between standard libraries).
+class Random {
+ public:
+  explicit Random(uint64_t seed) : rng_(seed) {}
+  uint64_t Below(uint64_t n) { return rng_() % n; }
+  bool Percent(int p) { return Below(100) < static_cast<uint64_t>(p); }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[Below(v.size())];
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+const std::vector<int64_t> kUniverse = {-4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+const std::vector<uint32_t> kMaskValues = {0, 1, 3, 5, 7, 2,          4,
+                                           1, 3, 3, 1, 8, 0xFFFFFFFFu};
+const std::vector<uint32_t> kSizeValues = {0, 16, 50, 100, 30, 64};
+
+std::vector<std::optional<v1::WorkerCacheSpec>> SpecPool() {
+  const uint32_t servable = kHbmBit | kDramBit;
+  return {
+      std::nullopt,
+      Spec(kFull | kSwa, 100, servable, kHbmBit),
+      Spec(kFull | kMamba, 0, servable, 0, servable),
+      Spec(kFull, 0, servable),
+      Spec(kFull | kSwa | kMamba, 64, servable | kSsdBit, servable, kDramBit),
+      Spec(0, 100, servable, servable),                   // invalid
+      Spec(kFull | kSwa, 100, servable, servable, 0, 2),  // invalid
+      Spec(kFull | kSwa, 0, servable, servable),          // invalid
+      Spec(kFull | kSwa, 50, servable, servable, 0, 0),   // version 0
+      Spec(kFull, 0, kSsdBit),                            // never servable
+      Spec(kSwa, 10, servable, kHbmBit),                  // FULL still needed
+  };
+}
+
+class DifferentialTest : public ConformanceTest {
+ protected:
+  // Runs one sequence; returns false after the first disagreement.
+  bool RunSequence(uint64_t seed);
+};
+KVINDEXER_INSTANTIATE_CONFORMANCE(DifferentialTest);
+
+std::vector<int64_t> RandomHashes(Random& r, int min, int max) {
+  std::vector<int64_t> out;
+  const int n = min + static_cast<int>(r.Below(max - min + 1));
+  for (int i = 0; i < n; ++i) out.push_back(r.Pick(kUniverse));
+  return out;
+}
+
+v1::ApplyExternalKvBatchRequest RandomBatch(Random& r) {
+  static const auto specs = SpecPool();
+  const int w = static_cast<int>(r.Below(5));
+  // Each worker has a home spec it usually sends; worker 4 has none.
+  const size_t home[] = {0, 1, 2, 0, 3};
+  Batch b(r.Percent(1) ? "" : absl::StrCat("w", w),
+          r.Percent(15) ? "" : absl::StrCat("10.0.0.", w, ":1"));
+  const auto& spec = (w == 4 || r.Percent(20)) ? r.Pick(specs) : specs[home[w]];
+  if (spec.has_value()) b.Spec(*spec);
+  const int actions = static_cast<int>(r.Below(5));
+  for (int i = 0; i < actions; ++i) {
+    int type;
+    const uint64_t t = r.Below(100);
+    if (t < 3) {
+      type = r.Percent(50) ? 0 : 999;
+    } else if (t < 50) {
+      type = kActionReport;
+    } else if (t < 85) {
+      type = kActionRevoke;
+    } else {
+      type = kActionClearAllAtTier;
+    }
+    int tier = 1 + static_cast<int>(r.Below(3));
+    if (r.Percent(2)) tier = r.Pick(std::vector<int>{0, 4, -1});
+    std::vector<int64_t> hashes;
+    if (type == kActionClearAllAtTier) {
+      if (r.Percent(20)) hashes = RandomHashes(r, 1, 2);
+    } else if (!r.Percent(2)) {
+      hashes = RandomHashes(r, 1, 6);
+    }
+    std::vector<uint32_t> masks, sizes;
+    if (type == kActionReport || r.Percent(3)) {
+      if (r.Percent(60)) {
+        for (size_t k = 0; k < hashes.size(); ++k) {
+          masks.push_back(r.Pick(kMaskValues));
+        }
+      }
+      if (r.Percent(50)) {
+        for (size_t k = 0; k < hashes.size(); ++k) {
+          sizes.push_back(r.Pick(kSizeValues));
+        }
+      }
+      if (r.Percent(2)) masks.push_back(1);  // misaligned
+      if (r.Percent(2)) sizes.push_back(16);
+    }
+    b.Action(type, tier, hashes, masks, sizes);
+  }
+  v1::ApplyExternalKvBatchRequest req = b.request();
+  req.set_seq(r.Below(1000));  // never validated or used
+  return req;
+}
+
+bool SameStatus(const absl::Status& a, const absl::Status& b) {
+  return a.code() == b.code() && a.message() == b.message();
+}
+
+bool DifferentialTest::RunSequence(uint64_t seed) {
+  Random r(seed);
+  BackendInstance instance(descriptor());
+  if (instance.get() == nullptr) {
+    ADD_FAILURE() << "create() failed: " << instance.error();
+    return false;
+  }
+  Indexer indexer(instance.get());
+  ReferenceModel model;
+  std::deque<std::string> recent;
+  int step = 0;
+
+  const auto fail = [&](const std::string& what) {
+    ADD_FAILURE() << "differential mismatch at seed " << seed << ", step "
+                  << step << ": " << what << "\nrecent operations (oldest "
+                  << "first):\n  " << absl::StrJoin(recent, "\n  ")
+                  << "\nrerun with KV_INDEXER_CONFORMANCE_SEED=" << seed
+                  << " KV_INDEXER_CONFORMANCE_ITERATIONS=1";
+    return false;
+  };
+  const auto note = [&](const std::string& what) {
+    recent.push_back(absl::StrCat(step, ": ", what));
+    if (recent.size() > 12) recent.pop_front();
+  };
+
+  const auto compare_match = [&](const v1::MatchExternalKvRequest& req) {
+    v1::MatchExternalKvResponse got, want;
+    const absl::Status gs = indexer.Match(req, &got);
+    const absl::Status ws = model.Match(req, &want);
+    if (!SameStatus(gs, ws)) {
+      return fail(absl::StrCat("match status ", gs.ToString(), ", model ",
+                               ws.ToString(), " for ", Text(req)));
+    }
+    if (!gs.ok()) return true;
+    if (auto order = MatchOrderHolds(req, got); !order) {
+      return fail(order.message());
+    }
+    CanonicalizeMatch(req, &got);
+    CanonicalizeMatch(req, &want);
+    if (!google::protobuf::util::MessageDifferencer::Equals(got, want)) {
+      return fail(absl::StrCat("match for ", Text(req), "\n  got   ", Text(got),
+                               "\n  model ", Text(want)));
+    }
+    return true;
+  };
+  const auto compare_prefix = [&](const v1::MatchExternalKvPrefixRequest& req) {
+    v1::MatchExternalKvPrefixResponse got, want;
+    const absl::Status gs = indexer.MatchPrefix(req, &got);
+    const absl::Status ws = model.MatchPrefix(req, &want);
+    if (!SameStatus(gs, ws)) {
+      return fail(absl::StrCat("prefix status ", gs.ToString(), ", model ",
+                               ws.ToString(), " for ", Text(req)));
+    }
+    if (!gs.ok()) return true;
+    if (auto order = PrefixOrderHolds(got); !order) {
+      return fail(order.message());
+    }
+    CanonicalizePrefix(&got);
+    CanonicalizePrefix(&want);
+    if (!google::protobuf::util::MessageDifferencer::Equals(got, want)) {
+      return fail(absl::StrCat("prefix for ", Text(req), "\n  got   ",
+                               Text(got), "\n  model ", Text(want)));
+    }
+    return true;
+  };
+  const auto compare_hits = [&](const v1::GetExternalKvHitCountsRequest& req) {
+    v1::GetExternalKvHitCountsResponse got, want;
+    const absl::Status gs = indexer.HitCounts(req, &got);
+    const absl::Status ws = model.HitCounts(req, &want);
+    if (!SameStatus(gs, ws)) {
+      return fail(absl::StrCat("hit-count status ", gs.ToString(), ", model ",
+                               ws.ToString(), " for ", Text(req)));
+    }
+    if (gs.ok() &&
+        !google::protobuf::util::MessageDifferencer::Equals(got, want)) {
+      return fail(absl::StrCat("hit counts for ", Text(req), "\n  got   ",
+                               Text(got), "\n  model ", Text(want)));
+    }
+    return true;
+  };
+
+  for (step = 0; step < kStepsPerSequence; ++step) {
+    const uint64_t op = r.Below(100);
+    if (op < 55) {
+      const auto req = RandomBatch(r);
+      note(absl::StrCat("apply ", Text(req)));
+      const absl::Status gs = indexer.Apply(req);
+      const absl::Status ws = model.Apply(req);
+      if (!SameStatus(gs, ws)) {
+        return fail(absl::StrCat("apply status ", gs.ToString(), ", model ",
+                                 ws.ToString()));
+      }
+    } else if (op < 72) {
+      const auto req = MatchRequest(
+          r.Percent(2) ? Hashes() : RandomHashes(r, 1, 8), r.Percent(40));
+      note(absl::StrCat("match ", Text(req)));
+      if (!compare_match(req)) return false;
+    } else if (op < 90) {
+      const Hashes hashes = r.Percent(2) ? Hashes() : RandomHashes(r, 1, 10);
+      const uint32_t max_blocks =
+          r.Percent(60) ? 0 : static_cast<uint32_t>(r.Below(hashes.size() + 3));
+      const auto req = PrefixRequest(hashes, max_blocks);
+      note(absl::StrCat("prefix ", Text(req)));
+      if (!compare_prefix(req)) return false;
+    } else {
+      const auto req =
+          HitCountsRequest(r.Percent(2) ? Hashes() : RandomHashes(r, 1, 8));
+      note(absl::StrCat("hit counts ", Text(req)));
+      if (!compare_hits(req)) return false;
+    }
+
+    // The whole observable state after every step.
+    if (!compare_match(MatchRequest(kUniverse))) return false;
+    if (!compare_hits(HitCountsRequest(kUniverse))) return false;
+    Hashes shuffled = kUniverse;
+    for (size_t i = shuffled.size(); i > 1; --i) {
+      std::swap(shuffled[i - 1], shuffled[r.Below(i)]);
+    }
+    if (!compare_prefix(PrefixRequest(shuffled))) return false;
+    BackendStats stats{};
+    stats.struct_size = sizeof(stats);
+    instance.get()->GetStats(&stats);
+    if (stats.blocks != model.block_count() ||
+        stats.placements != model.placement_count() ||
+        stats.workers != model.worker_count() ||
+        stats.hit_counters != model.hit_counter_count()) {
+      return fail(absl::StrCat(
+          "stats blocks/placements/workers/hit_counters ", stats.blocks, "/",
+          stats.placements, "/", stats.workers, "/", stats.hit_counters,
+          ", model ", model.block_count(), "/", model.placement_count(), "/",
+          model.worker_count(), "/", model.hit_counter_count()));
+    }
+  }
+  return true;
+}
+
+TEST_P(DifferentialTest, RandomSequencesAgreeWithReferenceModel) {
+  const uint64_t seed = EnvNumber("KV_INDEXER_CONFORMANCE_SEED", kDefaultSeed);
+  const uint64_t sequences =
+      EnvNumber("KV_INDEXER_CONFORMANCE_ITERATIONS", kDefaultSequences);
+  std::printf("differential: seeds %llu..%llu, %d steps each\n",
+              static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed + sequences - 1),
+              kStepsPerSequence);
+  for (uint64_t i = 0; i < sequences; ++i) {
+    if (!RunSequence(seed + i)) break;
+  }
+}
+
+// The model itself must pass the hand-written behaviours it is used to
+// stand in for; a few spot checks keep it honest.
+TEST(ReferenceModelTest, SpotChecks) {
+  ReferenceModel m;
+  ASSERT_TRUE(
+      m.Apply(Batch("w-long", "10.0.0.1:1").Report(kTierHbm, {1, 2, 3, 4}))
+          .ok());
+  ASSERT_TRUE(
+      m.Apply(Batch("w-hole", "10.0.0.3:1").Report(kTierHbm, {1, 3, 4})).ok());
+  v1::MatchExternalKvPrefixResponse resp;
+  ASSERT_TRUE(m.MatchPrefix(PrefixRequest({1, 2, 3, 4}), &resp).ok());
+  ASSERT_EQ(resp.matches_size(), 2);
+  EXPECT_EQ(resp.matches(0).worker_id(), "w-long");
+  EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+  const uint32_t fs = kFull | kSwa;
+  ASSERT_TRUE(
+      m.Apply(Batch("w", "a")
+                  .Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit))
+                  .Report(kTierHbm, {11, 12, 13, 14, 15},
+                          {fs, fs, fs, kFull, fs}, {50, 50, 50, 50, 50}))
+          .ok());
+  ASSERT_TRUE(m.MatchPrefix(PrefixRequest({11, 12, 13, 14, 15}), &resp).ok());
+  ASSERT_EQ(resp.matches_size(), 1);
+  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(m.Apply(Batch("x").Action(999, 0, {1})).message(),
+            "tier must not be TIER_UNKNOWN");
+}
+
+}  // namespace
+}  // namespace kvindexer::conformance

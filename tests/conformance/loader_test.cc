@@ -1,0 +1,146 @@
+// LoadedBackend against tiny plugin fixtures (fixtures/), each broken in one
+// way: every failure must be a clear status naming the problem, never a
+// crash. Not per-backend; run as the ctest entry conformance.loader.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "core/backend_loader.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer {
+namespace {
+
+const std::string kFixtureDir = KVINDEXER_FIXTURE_DIR;
+
+std::string FixturePath(const std::string& name) {
+  return absl::StrCat(kFixtureDir, "/kvindexer-backend-fixture_", name, ".so");
+}
+
+// Loads `spec` and returns the failure message; fails the test when the load
+// succeeds.
+std::string LoadError(const std::string& spec,
+                      const std::string& search_path = "") {
+  auto loaded = LoadedBackend::Load(spec, search_path);
+  EXPECT_FALSE(loaded.ok()) << spec << " loaded but should not have";
+  if (loaded.ok()) return "";
+  EXPECT_FALSE(loaded.status().message().empty());
+  return std::string(loaded.status().message());
+}
+
+::testing::AssertionResult Mentions(const std::string& message,
+                                    const std::string& what) {
+  if (absl::AsciiStrToLower(message).find(absl::AsciiStrToLower(what)) !=
+      std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "message \"" << message << "\" does not mention \"" << what << "\"";
+}
+
+TEST(LoaderTest, GoodFixtureLoadsByPath) {
+  auto loaded = LoadedBackend::Load(FixturePath("good"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_NE((*loaded)->backend(), nullptr);
+  EXPECT_STREQ((*loaded)->descriptor().name, "fixture_good");
+  EXPECT_TRUE(Mentions((*loaded)->path(), "kvindexer-backend-fixture_good.so"));
+}
+
+TEST(LoaderTest, NameResolvedThroughSearchPath) {
+  auto loaded = LoadedBackend::Load(
+      "fixture_good", absl::StrCat("/nonexistent-kvindexer-dir:", kFixtureDir));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_STREQ((*loaded)->descriptor().name, "fixture_good");
+  EXPECT_TRUE(Mentions((*loaded)->path(), kFixtureDir));
+}
+
+TEST(LoaderTest, NameNotFoundListsPlacesSearched) {
+  const std::string message = LoadError(
+      "fixture_good", "/nonexistent-kvindexer-a:/nonexistent-kvindexer-b");
+  EXPECT_TRUE(Mentions(message, "kvindexer-backend-fixture_good.so"));
+  EXPECT_TRUE(Mentions(message, "/nonexistent-kvindexer-a"));
+  EXPECT_TRUE(Mentions(message, "/nonexistent-kvindexer-b"));
+  EXPECT_TRUE(Mentions(LoadError("no_such_backend", ""),
+                       "kvindexer-backend-no_such_backend.so"));
+}
+
+TEST(LoaderTest, FileDoesNotExist) {
+  const std::string path = "/nonexistent-kvindexer/kvindexer-backend-x.so";
+  EXPECT_TRUE(Mentions(LoadError(path), path));
+}
+
+TEST(LoaderTest, NotAnElfFile) {
+  const std::string path = absl::StrCat(
+      ::testing::TempDir(), "/kvindexer-backend-junk-", getpid(), ".so");
+  {
+    std::ofstream out(path);
+    out << "this is not a shared object\n";
+  }
+  const std::string message = LoadError(path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(Mentions(message, path));
+  EXPECT_TRUE(Mentions(message, "ELF")) << "dlopen's reason is passed on";
+}
+
+TEST(LoaderTest, MissingEntrySymbol) {
+  const std::string message = LoadError(FixturePath("missing_symbol"));
+  EXPECT_TRUE(Mentions(message, "kvindexer_backend_descriptor"));
+  EXPECT_TRUE(Mentions(message, FixturePath("missing_symbol")));
+}
+
+TEST(LoaderTest, NullDescriptor) {
+  const std::string message = LoadError(FixturePath("null_descriptor"));
+  EXPECT_TRUE(Mentions(message, "descriptor"));
+  EXPECT_TRUE(Mentions(message, "null"));
+  EXPECT_TRUE(Mentions(message, FixturePath("null_descriptor")));
+}
+
+TEST(LoaderTest, WrongAbiMajorNamesBothValues) {
+  const std::string message = LoadError(FixturePath("bad_abi_major"));
+  EXPECT_TRUE(Mentions(message, "major"));
+  EXPECT_TRUE(Mentions(message, std::to_string(kBackendAbiMajor + 41)));
+  EXPECT_TRUE(Mentions(message, std::to_string(kBackendAbiMajor)));
+  EXPECT_TRUE(Mentions(message, FixturePath("bad_abi_major")));
+}
+
+TEST(LoaderTest, NewerAbiMinorNamesBothValues) {
+  const std::string message = LoadError(FixturePath("newer_abi_minor"));
+  EXPECT_TRUE(Mentions(message, "minor"));
+  EXPECT_TRUE(Mentions(message, std::to_string(kBackendAbiMinor + 57)));
+  EXPECT_TRUE(Mentions(message, std::to_string(kBackendAbiMinor)));
+  EXPECT_TRUE(Mentions(message, FixturePath("newer_abi_minor")));
+}
+
+TEST(LoaderTest, TooSmallDescriptorNamesBothSizes) {
+  const std::string message = LoadError(FixturePath("small_struct"));
+  EXPECT_TRUE(Mentions(message, "size"));
+  EXPECT_TRUE(Mentions(message, "12"));
+  EXPECT_TRUE(Mentions(message, std::to_string(sizeof(BackendDescriptor))));
+  EXPECT_TRUE(Mentions(message, FixturePath("small_struct")));
+}
+
+TEST(LoaderTest, CreateFailurePassesTheReasonOn) {
+  const std::string message = LoadError(FixturePath("create_fails"));
+  EXPECT_TRUE(Mentions(message, "out of frobnicators (fixture)"));
+  EXPECT_TRUE(Mentions(message, FixturePath("create_fails")));
+}
+
+TEST(LoaderTest, FailedLoadsLeaveTheLoaderUsable) {
+  for (const char* broken :
+       {"missing_symbol", "null_descriptor", "bad_abi_major", "create_fails"}) {
+    LoadError(FixturePath(broken));
+  }
+  auto loaded = LoadedBackend::Load(FixturePath("good"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto second = LoadedBackend::Load(FixturePath("good"), "");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE((*loaded)->backend(), (*second)->backend());
+}
+
+}  // namespace
+}  // namespace kvindexer
