@@ -1,0 +1,30 @@
+// Name tables for tiers, event mediums and cache components (bridge spec
+// §6.5, §6.8 and §10.1).
+#ifndef KVINDEXER_BRIDGE_CACHE_NAMES_H_
+#define KVINDEXER_BRIDGE_CACHE_NAMES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "bridge/kv_events.h"
+
+namespace kvindexer {
+
+// Configuration tier names, case-insensitive: HBM/GPU, DRAM/CPU/CPU_PINNED,
+// SSD/DISK. Anything else (e.g. NVME) yields nullopt.
+std::optional<Tier> TierFromConfigName(std::string_view name);
+
+// SGLang event medium strings, matched exactly: "GPU", "CPU_PINNED", "DISK".
+// "EXTERNAL", "CPU" and every other string yield nullopt.
+std::optional<Tier> TierFromMedium(std::string_view medium);
+
+// Component names, case-insensitive: full = 1, swa = 2, mamba = 4.
+std::optional<uint32_t> ComponentBitFromName(std::string_view name);
+
+// "HBM", "DRAM" or "SSD".
+std::string_view TierName(Tier tier);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_BRIDGE_CACHE_NAMES_H_
