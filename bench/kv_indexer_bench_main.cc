@@ -1,0 +1,736 @@
+// kv-indexer-bench: load generator for a running kv-indexer-server.
+//
+// Drives the server over gRPC on loopback with a synthetic fleet (see
+// synthetic_fleet.h) in four phases:
+//   preload  load the index to --preload_placements placements;
+//   ingest   ApplyExternalKvBatch throughput (hashes/s) for each batch size in
+//            --ingest_batch_sizes (0 = one batch per request, as a bridge
+//            sees one prefill; 16384 = the maximum batch);
+//   query    MatchExternalKvPrefix QPS and latency at saturation (closed loop)
+//            and at a fixed offered load (open loop), for fleet prompts of
+//            --query_min_blocks..--query_max_blocks blocks and for the
+//            headline query (the 128-block prefix every worker holds);
+//   mixed    the fixed-load queries again while ingest runs: idle, paced at
+//            --mixed_ingest_rate, and back-to-back maximum-size applies.
+// With a floor server (--floor_target or --spawn_floor) the ingest and query
+// phases also run against it, and the report gives server/floor ratios.
+//
+// Output: a table on stdout, JSON to --json_out, progress lines on stderr.
+// Every phase is bounded in time and --max_run_s bounds the whole run.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "json_writer.h"
+#include "load_client.h"
+#include "machine_info.h"
+#include "server_process.h"
+#include "synthetic_fleet.h"
+
+ABSL_FLAG(std::string, target, "",
+          "Address of a running kv-indexer-server (loopback only), e.g. "
+          "127.0.0.1:50051 or [::1]:50051");
+ABSL_FLAG(std::string, spawn_server, "",
+          "Path of kv-indexer-server to start on a free 127.0.0.1 port instead "
+          "of --target");
+ABSL_FLAG(std::string, backend, "",
+          "KV_INDEXER_BACKEND for a spawned server (empty: inherit)");
+ABSL_FLAG(std::string, floor_target, "",
+          "Address of a running kv-indexer-floor-server (loopback only)");
+ABSL_FLAG(std::string, spawn_floor, "",
+          "Path of kv-indexer-floor-server to start on a free port");
+ABSL_FLAG(std::string, server_log, "/dev/null",
+          "File receiving spawned servers' stdout and stderr");
+ABSL_FLAG(std::string, phases, "preload,ingest,query,mixed",
+          "Comma-separated phases to run, in this order");
+ABSL_FLAG(std::string, json_out, "", "Write the JSON report to this file");
+ABSL_FLAG(std::string, label, "", "Free-form label stored in the report");
+
+ABSL_FLAG(uint32_t, workers, 32, "Workers in the synthetic fleet");
+ABSL_FLAG(double, swa_fraction, 0.5,
+          "Share of FULL+SWA workers (cache_spec set, masks F|S); the rest "
+          "are legacy");
+ABSL_FLAG(uint32_t, swa_window_tokens, 1024, "SWA window of FULL+SWA workers");
+ABSL_FLAG(uint32_t, system_prompts, 32, "Fleet-wide shared system prompts");
+ABSL_FLAG(uint32_t, system_min_blocks, 128, "Shortest system prompt (blocks)");
+ABSL_FLAG(uint32_t, system_max_blocks, 512, "Longest system prompt (blocks)");
+ABSL_FLAG(uint32_t, anchor_blocks, 128,
+          "Headline query length: prefix of system prompt 0 pinned on every "
+          "worker");
+ABSL_FLAG(uint32_t, turn_min_blocks, 4, "Shortest conversation turn (blocks)");
+ABSL_FLAG(uint32_t, turn_max_blocks, 96, "Longest conversation turn (blocks)");
+ABSL_FLAG(uint32_t, live_conversations, 4096, "Concurrent conversations");
+ABSL_FLAG(double, zipf_s, 1.0,
+          "Zipf exponent of system prompt and conversation popularity");
+ABSL_FLAG(double, hbm_share, 0.4,
+          "Share of each worker's capacity at HBM; the rest spills to DRAM");
+ABSL_FLAG(uint64_t, seed, 1, "Random seed of the fleet");
+
+ABSL_FLAG(uint64_t, preload_placements, 1'000'000,
+          "Placements to load before the other phases");
+ABSL_FLAG(std::string, ingest_batch_sizes, "0,16384",
+          "Batch sizes of the ingest phase; 0 = one batch per request");
+ABSL_FLAG(uint64_t, ingest_hashes, 4'000'000,
+          "Hashes applied per ingest batch size");
+ABSL_FLAG(uint32_t, ingest_max_outstanding, 32,
+          "Concurrent applies in ingest/preload (at most one per worker)");
+ABSL_FLAG(double, ingest_max_s, 30, "Time cap of each ingest run (seconds)");
+
+ABSL_FLAG(uint32_t, channels, 4, "gRPC channels (TCP connections)");
+ABSL_FLAG(uint32_t, query_min_blocks, 32, "Shortest query (blocks)");
+ABSL_FLAG(uint32_t, query_max_blocks, 2048, "Longest query (blocks)");
+ABSL_FLAG(uint32_t, query_pool, 2048, "Distinct fleet queries to cycle over");
+ABSL_FLAG(double, query_s, 5, "Duration of each query run (seconds)");
+ABSL_FLAG(uint32_t, query_concurrency, 32,
+          "Outstanding queries at saturation (the server admits 32 by "
+          "default; more are refused with RESOURCE_EXHAUSTED)");
+ABSL_FLAG(double, query_qps, 0,
+          "Fixed offered load (queries/s); 0 = --query_qps_fraction of the "
+          "server's measured saturation QPS");
+ABSL_FLAG(double, query_qps_fraction, 0.5,
+          "Fixed offered load as a share of saturation when --query_qps=0");
+ABSL_FLAG(uint32_t, query_max_outstanding, 512,
+          "Open loop: queries beyond this many outstanding are skipped");
+ABSL_FLAG(bool, headline, true,
+          "Also run the headline query (the pinned prefix, every worker a "
+          "candidate)");
+ABSL_FLAG(uint32_t, rpc_deadline_ms, 2000, "Deadline of every RPC");
+
+ABSL_FLAG(double, mixed_s, 5, "Duration of each mixed run (seconds)");
+ABSL_FLAG(double, mixed_ingest_rate, 200'000,
+          "Paced ingest during mixed (hashes/s, realistic batches); 0 skips");
+ABSL_FLAG(uint32_t, mixed_b2b_streams, 1,
+          "Streams of back-to-back 16384-hash applies during mixed; 0 skips");
+ABSL_FLAG(uint64_t, mixed_pool_hashes, 2'000'000,
+          "Hashes in the cycled pool of back-to-back applies");
+
+ABSL_FLAG(int64_t, max_failed_rpcs, -1,
+          "Exit 1 when more RPCs than this failed (-1: no limit). Open-loop "
+          "overload legitimately gets RESOURCE_EXHAUSTED.");
+ABSL_FLAG(bool, check_headline, true,
+          "Exit 1 unless the server answers the headline query with every "
+          "worker matching the whole prefix");
+ABSL_FLAG(double, progress_s, 2, "Interval of progress lines (seconds)");
+ABSL_FLAG(double, connect_timeout_s, 20, "Time to wait for servers");
+ABSL_FLAG(double, max_run_s, 600,
+          "Hard bound on the whole run; the process exits 2 when exceeded");
+
+namespace kvindexer::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kMaxBatchHashes = 16384;
+
+bool IsLoopback(const std::string& target) {
+  absl::string_view t = target;
+  if (absl::ConsumePrefix(&t, "ipv4:") || absl::ConsumePrefix(&t, "ipv6:")) {
+  }
+  return absl::StartsWith(t, "127.") || absl::StartsWith(t, "[::1]:") ||
+         absl::StartsWith(t, "localhost:");
+}
+
+// Collects batches per worker into an IngestPlan.
+class PlanSink final : public BatchSink {
+ public:
+  explicit PlanSink(uint32_t workers) { plan_.per_worker.resize(workers); }
+  void OnBatch(uint32_t worker,
+               v1::ApplyExternalKvBatchRequest&& batch) override {
+    plan_.hashes += BatchHashes(batch);
+    ++plan_.batches;
+    plan_.per_worker[worker].push_back(std::move(batch));
+  }
+  IngestPlan Take() {
+    IngestPlan out = std::move(plan_);
+    plan_ = IngestPlan();
+    plan_.per_worker.resize(out.per_worker.size());
+    return out;
+  }
+  uint64_t hashes() const { return plan_.hashes; }
+
+ private:
+  IngestPlan plan_;
+};
+
+// Steps the fleet until `hashes` hashes are planned (or `max_steps`).
+IngestPlan MakePlan(SyntheticFleet* fleet, uint32_t batch_hashes,
+                    uint64_t hashes) {
+  PlanSink sink(fleet->config().workers);
+  const uint64_t max_steps = hashes * 4 + 1000;
+  for (uint64_t s = 0; s < max_steps && sink.hashes() < hashes; ++s) {
+    fleet->Step(batch_hashes, &sink);
+  }
+  fleet->Flush(&sink);
+  return sink.Take();
+}
+
+struct Target {
+  std::string name;  // "server" or "floor"
+  std::unique_ptr<ServerProcess> process;
+  std::unique_ptr<ChannelPool> pool;
+};
+
+struct Report {
+  JsonWriter json;
+  std::vector<std::string> table;
+  uint64_t failed_rpcs = 0;
+
+  void Row(const std::string& row) {
+    table.push_back(row);
+    std::fprintf(stderr, "  => %s\n", row.c_str());
+  }
+};
+
+void WriteLatency(JsonWriter& j, const LatencySummary& l) {
+  j.BeginObject("latency_us");
+  j.Field("count", l.count);
+  j.Field("dropped", l.dropped);
+  j.Field("mean", l.mean_us);
+  j.Field("p50", l.p50_us);
+  j.Field("p90", l.p90_us);
+  j.Field("p99", l.p99_us);
+  j.Field("p999", l.p999_us);
+  j.Field("max", l.max_us);
+  j.EndObject();
+}
+
+void WriteStatus(JsonWriter& j, const StatusCounts& s) {
+  j.BeginObject("status");
+  for (size_t c = 0; c < s.by_code.size(); ++c) {
+    if (s.by_code[c] != 0) j.Field(absl::StrCat(c), s.by_code[c]);
+  }
+  j.EndObject();
+}
+
+void WriteIngest(Report& r, const std::string& target, const std::string& key,
+                 const IngestResult& x) {
+  JsonWriter& j = r.json;
+  j.BeginObject();
+  j.Field("target", target);
+  j.Field("run", key);
+  j.Field("seconds", x.seconds);
+  j.Field("batches_ok", x.batches_ok);
+  j.Field("batches_planned", x.batches_total);
+  j.Field("hashes_ok", x.hashes_ok);
+  j.Field("hashes_per_s", x.hashes_per_s);
+  j.Field("mean_batch_hashes", x.mean_batch_hashes);
+  j.Field("truncated", x.truncated);
+  WriteStatus(j, x.status);
+  WriteLatency(j, x.latency);
+  j.EndObject();
+  r.failed_rpcs += x.status.failed();
+  r.Row(absl::StrFormat(
+      "%-7s %-26s %12.0f hashes/s  batch %7.0f  p50 %8.0f us  p99 %8.0f us  "
+      "failed %d%s",
+      target, key, x.hashes_per_s, x.mean_batch_hashes, x.latency.p50_us,
+      x.latency.p99_us, x.status.failed(), x.truncated ? "  (time cap)" : ""));
+}
+
+void WriteQuery(Report& r, const std::string& target, const std::string& key,
+                const QueryResult& x) {
+  JsonWriter& j = r.json;
+  j.BeginObject();
+  j.Field("target", target);
+  j.Field("run", key);
+  j.Field("seconds", x.seconds);
+  j.Field("offered_qps", x.offered_qps);
+  j.Field("achieved_qps", x.achieved_qps);
+  j.Field("issued", x.issued);
+  j.Field("skipped", x.skipped);
+  j.Field("late_sends", x.late_sends);
+  j.Field("mean_query_blocks", x.mean_query_blocks);
+  j.Field("mean_matches", x.mean_matches);
+  j.Field("mean_best_prefix_blocks", x.mean_best_prefix);
+  WriteStatus(j, x.status);
+  WriteLatency(j, x.latency);
+  j.EndObject();
+  r.failed_rpcs += x.status.failed();
+  r.Row(absl::StrFormat(
+      "%-7s %-26s %10.0f qps  p50 %7.0f  p99 %7.0f  p99.9 %7.0f us  "
+      "blocks %6.0f  matches %5.1f  failed %d",
+      target, key, x.achieved_qps, x.latency.p50_us, x.latency.p99_us,
+      x.latency.p999_us, x.mean_query_blocks, x.mean_matches,
+      x.status.failed()));
+}
+
+absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
+
+int Run() {
+  const Clock::time_point run_start = Clock::now();
+  const double max_run_s = absl::GetFlag(FLAGS_max_run_s);
+  // Watchdog: the run must stop by itself even if a server hangs.
+  std::thread([max_run_s] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(max_run_s));
+    std::fprintf(stderr, "kv-indexer-bench: --max_run_s=%.0f exceeded\n",
+                 max_run_s);
+    std::fflush(stderr);
+    _exit(2);
+  }).detach();
+  // Phases that would start after 80% of the bound are skipped instead.
+  const auto time_left = [&] {
+    return std::chrono::duration<double>(Clock::now() - run_start).count() <
+           0.8 * max_run_s;
+  };
+
+  const std::vector<std::string> phases =
+      absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty());
+  const auto wants = [&](absl::string_view p) {
+    return std::find(phases.begin(), phases.end(), p) != phases.end();
+  };
+  const absl::Duration connect_timeout =
+      Secs(absl::GetFlag(FLAGS_connect_timeout_s));
+  const uint32_t channels =
+      std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
+
+  // Targets.
+  std::vector<Target> targets;
+  const auto add_target = [&](const std::string& name,
+                              const std::string& address,
+                              const std::string& spawn,
+                              std::vector<std::string> env) -> absl::Status {
+    Target t;
+    t.name = name;
+    std::string addr = address;
+    if (!spawn.empty()) {
+      absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Start(
+          spawn, env, absl::GetFlag(FLAGS_server_log), connect_timeout);
+      if (!p.ok()) return p.status();
+      t.process = std::move(*p);
+      addr = t.process->address();
+    }
+    if (addr.empty()) return absl::OkStatus();
+    if (!IsLoopback(addr)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", name == "server" ? "target" : "floor_target", "=", addr,
+          ": only loopback addresses (127.0.0.0/8, [::1], localhost) are "
+          "accepted"));
+    }
+    absl::StatusOr<std::unique_ptr<ChannelPool>> pool =
+        ChannelPool::Connect(addr, static_cast<int>(channels), connect_timeout);
+    if (!pool.ok()) return pool.status();
+    t.pool = std::move(*pool);
+    std::fprintf(stderr, "kv-indexer-bench: %s at %s (%u channels)\n",
+                 name.c_str(), addr.c_str(), channels);
+    targets.push_back(std::move(t));
+    return absl::OkStatus();
+  };
+  std::vector<std::string> server_env;
+  if (!absl::GetFlag(FLAGS_backend).empty()) {
+    server_env.push_back("KV_INDEXER_BACKEND=" + absl::GetFlag(FLAGS_backend));
+  }
+  if (!absl::GetFlag(FLAGS_target).empty() &&
+      !absl::GetFlag(FLAGS_spawn_server).empty()) {
+    std::fprintf(stderr,
+                 "kv-indexer-bench: give --target or --spawn_server, "
+                 "not both\n");
+    return 1;
+  }
+  if (absl::Status s =
+          add_target("server", absl::GetFlag(FLAGS_target),
+                     absl::GetFlag(FLAGS_spawn_server), server_env);
+      !s.ok()) {
+    std::fprintf(stderr, "kv-indexer-bench: server: %s\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  if (absl::Status s = add_target("floor", absl::GetFlag(FLAGS_floor_target),
+                                  absl::GetFlag(FLAGS_spawn_floor), {});
+      !s.ok()) {
+    std::fprintf(stderr, "kv-indexer-bench: floor: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  if (targets.empty()) {
+    std::fprintf(stderr,
+                 "kv-indexer-bench: no target; give --target, --spawn_server, "
+                 "--floor_target or --spawn_floor\n");
+    return 1;
+  }
+  Target* server = targets[0].name == "server" ? &targets[0] : nullptr;
+
+  // Fleet.
+  FleetConfig fc;
+  fc.workers = std::max<uint32_t>(absl::GetFlag(FLAGS_workers), 1);
+  fc.swa_fraction = absl::GetFlag(FLAGS_swa_fraction);
+  fc.swa_window_tokens = absl::GetFlag(FLAGS_swa_window_tokens);
+  fc.system_prompts = absl::GetFlag(FLAGS_system_prompts);
+  fc.anchor_blocks = absl::GetFlag(FLAGS_anchor_blocks);
+  fc.system_min_blocks =
+      std::max(absl::GetFlag(FLAGS_system_min_blocks), fc.anchor_blocks);
+  fc.system_max_blocks =
+      std::max(absl::GetFlag(FLAGS_system_max_blocks), fc.system_min_blocks);
+  fc.turn_min_blocks =
+      std::max<uint32_t>(absl::GetFlag(FLAGS_turn_min_blocks), 1);
+  fc.turn_max_blocks =
+      std::max(absl::GetFlag(FLAGS_turn_max_blocks), fc.turn_min_blocks);
+  fc.max_prompt_blocks = absl::GetFlag(FLAGS_query_max_blocks);
+  fc.live_conversations = absl::GetFlag(FLAGS_live_conversations);
+  fc.zipf_s = absl::GetFlag(FLAGS_zipf_s);
+  fc.hbm_share = absl::GetFlag(FLAGS_hbm_share);
+  fc.seed = absl::GetFlag(FLAGS_seed);
+  const uint64_t preload = absl::GetFlag(FLAGS_preload_placements);
+  // Capacity a little above the preload target so the fleet reaches it while
+  // still filling, then churns at about that size.
+  fc.placements_per_worker =
+      std::max<uint64_t>(preload / fc.workers + preload / fc.workers / 50, 1);
+  SyntheticFleet fleet(fc);
+
+  const MachineInfo machine = ReadMachineInfo();
+  Report report;
+  JsonWriter& j = report.json;
+  j.BeginObject();
+  j.Field("tool", "kv-indexer-bench");
+  j.Field("label", absl::GetFlag(FLAGS_label));
+  j.Field("date_utc", machine.date_utc);
+  j.BeginObject("machine");
+  j.Field("nproc", uint64_t{machine.nproc});
+  j.Field("cpu_model", machine.cpu_model);
+  j.Field("mem_total_kb", machine.mem_total_kb);
+  j.Field("loadavg_start", machine.loadavg);
+  j.EndObject();
+  j.BeginObject("config");
+  j.Field("backend", absl::GetFlag(FLAGS_backend));
+  j.Field("workers", uint64_t{fc.workers});
+  j.Field("swa_fraction", fc.swa_fraction);
+  j.Field("swa_window_tokens", uint64_t{fc.swa_window_tokens});
+  j.Field("block_tokens", uint64_t{fc.block_tokens});
+  j.Field("system_prompts", uint64_t{fc.system_prompts});
+  j.Field("anchor_blocks", uint64_t{fc.anchor_blocks});
+  j.Field("zipf_s", fc.zipf_s);
+  j.Field("preload_placements", preload);
+  j.Field("channels", uint64_t{channels});
+  j.Field("query_concurrency",
+          uint64_t{absl::GetFlag(FLAGS_query_concurrency)});
+  j.Field("phases", absl::GetFlag(FLAGS_phases));
+  j.EndObject();
+  j.BeginArray("results");
+
+  const absl::Duration rpc_deadline =
+      absl::Milliseconds(absl::GetFlag(FLAGS_rpc_deadline_ms));
+  const absl::Duration progress = Secs(absl::GetFlag(FLAGS_progress_s));
+  const uint32_t ingest_outstanding =
+      std::min(absl::GetFlag(FLAGS_ingest_max_outstanding), fc.workers);
+
+  // Preload (server only; the floor keeps no state).
+  if (wants("preload") && server != nullptr) {
+    std::fprintf(stderr, "== preload to %llu placements\n",
+                 static_cast<unsigned long long>(preload));
+    PlanSink sink(fc.workers);
+    fleet.EmitAnchors(&sink);
+    IngestResult total;
+    total.label = "preload";
+    const Clock::time_point t0 = Clock::now();
+    uint64_t steps = 0;
+    const uint64_t max_steps = preload * 4 + 1000;
+    while (fleet.placements() < preload && steps < max_steps && time_left()) {
+      while (fleet.placements() < preload && steps < max_steps &&
+             sink.hashes() < 2'000'000) {
+        fleet.Step(kMaxBatchHashes, &sink);
+        ++steps;
+      }
+      fleet.Flush(&sink);
+      const IngestPlan plan = sink.Take();
+      IngestLoad load;
+      load.label = "preload";
+      load.max_outstanding = ingest_outstanding;
+      load.max_duration = Secs(absl::GetFlag(FLAGS_ingest_max_s));
+      load.rpc_deadline = rpc_deadline * 5;
+      load.progress_every = progress;
+      const IngestResult x = RunIngest(server->pool.get(), plan, load);
+      total.hashes_ok += x.hashes_ok;
+      total.batches_ok += x.batches_ok;
+      total.batches_total += x.batches_total;
+      for (size_t c = 0; c < x.status.by_code.size(); ++c) {
+        total.status.by_code[c] += x.status.by_code[c];
+      }
+      total.truncated |= x.truncated;
+      std::fprintf(stderr, "[preload] placements=%llu hashes_ok=%llu\n",
+                   static_cast<unsigned long long>(fleet.placements()),
+                   static_cast<unsigned long long>(total.hashes_ok));
+    }
+    fleet.Flush(&sink);
+    total.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    total.hashes_per_s =
+        static_cast<double>(total.hashes_ok) / std::max(total.seconds, 1e-9);
+    total.mean_batch_hashes = total.batches_ok > 0
+                                  ? static_cast<double>(total.hashes_ok) /
+                                        static_cast<double>(total.batches_ok)
+                                  : 0;
+    WriteIngest(report, "server", "preload(incl. generation)", total);
+  }
+  j.EndArray();
+  j.Field("placements_after_preload", fleet.placements());
+  j.BeginArray("ingest");
+
+  // Ingest.
+  double ingest_max_batch_rate = 0;
+  double floor_ingest_max_batch_rate = 0;
+  if (wants("ingest")) {
+    for (const absl::string_view size_text : absl::StrSplit(
+             absl::GetFlag(FLAGS_ingest_batch_sizes), ',', absl::SkipEmpty())) {
+      uint32_t batch = 0;
+      if (!absl::SimpleAtoi(size_text, &batch) || batch > kMaxBatchHashes) {
+        std::fprintf(stderr,
+                     "kv-indexer-bench: --ingest_batch_sizes entry '%s' is "
+                     "not 0..16384\n",
+                     std::string(size_text).c_str());
+        return 1;
+      }
+      if (!time_left()) break;
+      const std::string key =
+          batch == 0 ? "ingest/per-request" : absl::StrCat("ingest/", batch);
+      std::fprintf(
+          stderr, "== %s: planning %llu hashes\n", key.c_str(),
+          static_cast<unsigned long long>(absl::GetFlag(FLAGS_ingest_hashes)));
+      const IngestPlan plan =
+          MakePlan(&fleet, batch, absl::GetFlag(FLAGS_ingest_hashes));
+      for (Target& t : targets) {
+        IngestLoad load;
+        load.label = absl::StrCat(t.name, " ", key);
+        load.max_outstanding = ingest_outstanding;
+        load.max_duration = Secs(absl::GetFlag(FLAGS_ingest_max_s));
+        load.rpc_deadline = rpc_deadline * 5;
+        load.progress_every = progress;
+        const IngestResult x = RunIngest(t.pool.get(), plan, load);
+        WriteIngest(report, t.name, key, x);
+        if (batch == kMaxBatchHashes) {
+          (t.name == "server" ? ingest_max_batch_rate
+                              : floor_ingest_max_batch_rate) = x.hashes_per_s;
+        }
+      }
+    }
+  }
+  j.EndArray();
+
+  // Query pools.
+  std::vector<v1::MatchExternalKvPrefixRequest> fleet_queries;
+  for (uint32_t i = 0;
+       i < std::max<uint32_t>(absl::GetFlag(FLAGS_query_pool), 1); ++i) {
+    v1::MatchExternalKvPrefixRequest q;
+    for (const int64_t h :
+         fleet.SampleQuery(absl::GetFlag(FLAGS_query_min_blocks),
+                           absl::GetFlag(FLAGS_query_max_blocks))) {
+      q.add_hashes(h);
+    }
+    fleet_queries.push_back(std::move(q));
+  }
+  std::vector<v1::MatchExternalKvPrefixRequest> headline_queries(1);
+  for (const int64_t h : fleet.AnchorQuery()) headline_queries[0].add_hashes(h);
+
+  const auto query_load = [&](const std::string& label, double qps) {
+    QueryLoad load;
+    load.label = label;
+    load.offered_qps = qps;
+    load.concurrency = qps > 0 ? absl::GetFlag(FLAGS_query_max_outstanding)
+                               : absl::GetFlag(FLAGS_query_concurrency);
+    load.duration = Secs(absl::GetFlag(FLAGS_query_s));
+    load.rpc_deadline = rpc_deadline;
+    load.progress_every = progress;
+    return load;
+  };
+
+  // Query.
+  j.BeginArray("query");
+  double fixed_qps = absl::GetFlag(FLAGS_query_qps);
+  double server_headline_qps = 0, floor_headline_qps = 0;
+  double server_fleet_qps = 0, floor_fleet_qps = 0;
+  double idle_p99_from_query = 0;
+  bool headline_wrong = false;
+  if (wants("query") || wants("mixed")) {
+    for (Target& t : targets) {
+      if (!time_left()) break;
+      if (!wants("query") && t.name != "server") continue;
+      std::fprintf(stderr, "== query %s: saturation\n", t.name.c_str());
+      const QueryResult sat = RunQueries(
+          t.pool.get(), fleet_queries,
+          query_load(absl::StrCat(t.name, " query/fleet/saturation"), 0));
+      WriteQuery(report, t.name, "query/fleet/saturation", sat);
+      (t.name == "server" ? server_fleet_qps : floor_fleet_qps) =
+          sat.achieved_qps;
+      if (fixed_qps <= 0 && t.name == "server") {
+        fixed_qps = sat.achieved_qps * absl::GetFlag(FLAGS_query_qps_fraction);
+      }
+      if (!wants("query")) continue;
+      if (absl::GetFlag(FLAGS_headline)) {
+        const QueryResult head = RunQueries(
+            t.pool.get(), headline_queries,
+            query_load(absl::StrCat(t.name, " query/headline/saturation"), 0));
+        WriteQuery(report, t.name, "query/headline/saturation", head);
+        if (t.name == "server" && absl::GetFlag(FLAGS_check_headline) &&
+            (head.status.ok() == 0 ||
+             head.mean_matches != static_cast<double>(fc.workers) ||
+             head.mean_best_prefix != static_cast<double>(fc.anchor_blocks))) {
+          std::fprintf(stderr,
+                       "kv-indexer-bench: headline answer is wrong: %.2f "
+                       "matches (want %u), best prefix %.2f (want %u)\n",
+                       head.mean_matches, fc.workers, head.mean_best_prefix,
+                       fc.anchor_blocks);
+          headline_wrong = true;
+        }
+        (t.name == "server" ? server_headline_qps : floor_headline_qps) =
+            head.achieved_qps;
+      }
+      if (fixed_qps <= 0) fixed_qps = sat.achieved_qps * 0.5;
+      std::fprintf(stderr, "== query %s: fixed %.0f qps\n", t.name.c_str(),
+                   fixed_qps);
+      const QueryResult fixed = RunQueries(
+          t.pool.get(), fleet_queries,
+          query_load(absl::StrCat(t.name, " query/fleet/fixed"), fixed_qps));
+      WriteQuery(report, t.name, "query/fleet/fixed", fixed);
+      if (t.name == "server") idle_p99_from_query = fixed.latency.p99_us;
+    }
+  }
+  j.EndArray();
+
+  // Mixed (server only).
+  j.BeginArray("mixed");
+  double mixed_idle_p99 = 0, mixed_b2b_p99 = 0, mixed_paced_p99 = 0;
+  if (wants("mixed") && server != nullptr && fixed_qps > 0 && time_left()) {
+    const auto run_mixed = [&](const std::string& key, const IngestPlan* plan,
+                               IngestLoad ingest) {
+      std::fprintf(stderr, "== %s at %.0f qps\n", key.c_str(), fixed_qps);
+      QueryLoad ql = query_load("server " + key, fixed_qps);
+      ql.duration = Secs(absl::GetFlag(FLAGS_mixed_s));
+      std::atomic<bool> stop{false};
+      std::optional<IngestResult> ix;
+      std::thread ingester;
+      if (plan != nullptr) {
+        ingest.stop = &stop;
+        ingest.max_duration = ql.duration + absl::Seconds(5);
+        ingest.rpc_deadline = rpc_deadline * 5;
+        ingest.progress_every = progress;
+        ingester = std::thread(
+            [&] { ix = RunIngest(server->pool.get(), *plan, ingest); });
+      }
+      const QueryResult q = RunQueries(server->pool.get(), fleet_queries, ql);
+      stop.store(true);
+      if (ingester.joinable()) ingester.join();
+      WriteQuery(report, "server", key, q);
+      if (ix.has_value()) WriteIngest(report, "server", key + "/ingest", *ix);
+      return q.latency.p99_us;
+    };
+    mixed_idle_p99 = run_mixed("mixed/idle", nullptr, IngestLoad());
+    const double rate = absl::GetFlag(FLAGS_mixed_ingest_rate);
+    if (rate > 0 && time_left()) {
+      const IngestPlan plan = MakePlan(
+          &fleet, 0,
+          static_cast<uint64_t>(rate * (absl::GetFlag(FLAGS_mixed_s) + 5)));
+      IngestLoad load;
+      load.label = "server mixed/paced ingest";
+      load.hashes_per_s = rate;
+      load.max_outstanding = ingest_outstanding;
+      mixed_paced_p99 = run_mixed("mixed/paced-ingest", &plan, load);
+    }
+    const uint32_t b2b = absl::GetFlag(FLAGS_mixed_b2b_streams);
+    if (b2b > 0 && time_left()) {
+      const IngestPlan plan = MakePlan(&fleet, kMaxBatchHashes,
+                                       absl::GetFlag(FLAGS_mixed_pool_hashes));
+      IngestLoad load;
+      load.label = "server mixed/back-to-back";
+      load.max_outstanding = b2b;
+      load.cycle = true;
+      mixed_b2b_p99 = run_mixed("mixed/back-to-back-16384", &plan, load);
+    }
+  }
+  j.EndArray();
+
+  // Ratios measured in this run.
+  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  j.BeginObject("ratios");
+  j.Field("headline_qps_server_over_floor",
+          ratio(server_headline_qps, floor_headline_qps));
+  j.Field("fleet_qps_server_over_floor",
+          ratio(server_fleet_qps, floor_fleet_qps));
+  j.Field("ingest_16384_hashes_per_s", ingest_max_batch_rate);
+  j.Field("ingest_16384_server_over_floor",
+          ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate));
+  j.Field("query_fixed_qps", fixed_qps);
+  j.Field("query_fixed_idle_p99_us", idle_p99_from_query);
+  j.Field("mixed_idle_p99_us", mixed_idle_p99);
+  j.Field("mixed_paced_p99_over_idle", ratio(mixed_paced_p99, mixed_idle_p99));
+  j.Field("mixed_b2b_p99_over_idle", ratio(mixed_b2b_p99, mixed_idle_p99));
+  j.EndObject();
+  j.Field("loadavg_end", ReadMachineInfo().loadavg);
+  j.Field("run_seconds",
+          std::chrono::duration<double>(Clock::now() - run_start).count());
+  j.EndObject();
+
+  // Readable table.
+  std::printf("kv-indexer-bench  %s  backend=%s  workers=%u  placements=%llu\n",
+              machine.date_utc.c_str(),
+              absl::GetFlag(FLAGS_backend).empty()
+                  ? "(server default)"
+                  : absl::GetFlag(FLAGS_backend).c_str(),
+              fc.workers, static_cast<unsigned long long>(fleet.placements()));
+  for (const std::string& row : report.table) std::printf("%s\n", row.c_str());
+  std::printf(
+      "ratios: headline server/floor %.2f  fleet server/floor %.2f  "
+      "ingest-16384 %.0f hashes/s (server/floor %.2f)  "
+      "mixed p99 b2b/idle %.2f paced/idle %.2f\n",
+      ratio(server_headline_qps, floor_headline_qps),
+      ratio(server_fleet_qps, floor_fleet_qps), ingest_max_batch_rate,
+      ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate),
+      ratio(mixed_b2b_p99, mixed_idle_p99),
+      ratio(mixed_paced_p99, mixed_idle_p99));
+  std::fflush(stdout);
+
+  const std::string json_out = absl::GetFlag(FLAGS_json_out);
+  if (!json_out.empty()) {
+    std::ofstream out(json_out);
+    out << j.str() << "\n";
+    if (!out) {
+      std::fprintf(stderr, "kv-indexer-bench: cannot write %s\n",
+                   json_out.c_str());
+      return 1;
+    }
+  }
+
+  int rc = headline_wrong ? 1 : 0;
+  const int64_t max_failed = absl::GetFlag(FLAGS_max_failed_rpcs);
+  if (max_failed >= 0 &&
+      report.failed_rpcs > static_cast<uint64_t>(max_failed)) {
+    std::fprintf(stderr, "kv-indexer-bench: %llu RPCs failed (limit %lld)\n",
+                 static_cast<unsigned long long>(report.failed_rpcs),
+                 static_cast<long long>(max_failed));
+    rc = 1;
+  }
+  for (Target& t : targets) {
+    if (t.process != nullptr) {
+      if (absl::Status s = t.process->Stop(absl::Seconds(10)); !s.ok()) {
+        std::fprintf(stderr, "kv-indexer-bench: stopping %s: %s\n",
+                     t.name.c_str(), s.ToString().c_str());
+        rc = 1;
+      }
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace kvindexer::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Load generator for kv-indexer-server. See "
+      "bench/kv_indexer_bench_main.cc "
+      "and BENCHMARKS.md.");
+  absl::ParseCommandLine(argc, argv);
+  return kvindexer::bench::Run();
+}
