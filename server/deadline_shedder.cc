@@ -1,0 +1,37 @@
+#include "server/deadline_shedder.h"
+
+namespace kvindexer {
+namespace {
+
+using std::chrono::nanoseconds;
+
+// a - b in nanoseconds, saturating instead of overflowing (time points near
+// TimePoint::max() stand for "far future").
+nanoseconds SaturatingDiff(Clock::TimePoint a, Clock::TimePoint b) {
+  const auto x = std::chrono::duration_cast<nanoseconds>(a.time_since_epoch());
+  const auto y = std::chrono::duration_cast<nanoseconds>(b.time_since_epoch());
+  nanoseconds::rep out = 0;
+  if (__builtin_sub_overflow(x.count(), y.count(), &out)) {
+    return x > y ? nanoseconds::max() : nanoseconds::min();
+  }
+  return nanoseconds(out);
+}
+
+}  // namespace
+
+ShedDecision DeadlineShedder::Decide(std::optional<Clock::TimePoint> arrival,
+                                     std::optional<nanoseconds> budget) const {
+  if (!arrival.has_value() || !budget.has_value()) return {};
+  const nanoseconds waited = SaturatingDiff(clock_->Now(), *arrival);
+  return {.shed = waited >= *budget, .waited = waited, .budget = *budget};
+}
+
+ShedDecision DeadlineShedder::DecideByDeadline(
+    std::optional<Clock::TimePoint> arrival, Clock::TimePoint deadline) const {
+  if (!arrival.has_value() || deadline == Clock::TimePoint::max()) return {};
+  // The budget left at the arrival stamp. It may already be negative when the
+  // request waited in the transport before it was stamped.
+  return Decide(arrival, SaturatingDiff(deadline, *arrival));
+}
+
+}  // namespace kvindexer

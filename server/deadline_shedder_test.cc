@@ -1,0 +1,110 @@
+#include "server/deadline_shedder.h"
+
+#include <chrono>
+#include <optional>
+
+#include "gtest/gtest.h"
+#include "server/fake_clock.h"
+#include "server/grpc_timeout.h"
+
+namespace kvindexer {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+
+class DeadlineShedderTest : public ::testing::Test {
+ protected:
+  // Arrives now, then waits `queued` on the fake clock.
+  ShedDecision DecideAfter(nanoseconds budget, nanoseconds queued) {
+    const Clock::TimePoint arrival = clock_.Now();
+    clock_.Advance(queued);
+    return shedder_.Decide(arrival, budget);
+  }
+
+  FakeClock clock_;
+  DeadlineShedder shedder_{clock_};
+};
+
+// Behaviour 32: 20 ms budget, 60 ms queued -> shed.
+TEST_F(DeadlineShedderTest, ShedsWhenQueuedLongerThanBudget) {
+  const ShedDecision d = DecideAfter(20ms, 60ms);
+  EXPECT_TRUE(d.shed);
+  EXPECT_EQ(d.waited, nanoseconds(60ms));
+  EXPECT_EQ(d.budget, nanoseconds(20ms));
+}
+
+// Behaviour 33: 30 s budget, 10 ms queued -> served.
+TEST_F(DeadlineShedderTest, ServesInsideBudget) {
+  EXPECT_FALSE(DecideAfter(30s, 10ms).shed);
+}
+
+// Behaviour 48: a parsed "100m" budget sheds after 150 ms, not after 10 ms.
+TEST_F(DeadlineShedderTest, HundredMillisecondHeader) {
+  const std::optional<nanoseconds> budget = ParseGrpcTimeout("100m");
+  ASSERT_TRUE(budget.has_value());
+  EXPECT_TRUE(DecideAfter(*budget, 150ms).shed);
+  EXPECT_FALSE(DecideAfter(*budget, 10ms).shed);
+}
+
+TEST_F(DeadlineShedderTest, BoundaryIsInclusive) {
+  EXPECT_TRUE(DecideAfter(100ms, 100ms).shed);
+  EXPECT_FALSE(DecideAfter(100ms, 100ms - 1ns).shed);
+  // A zero budget is always spent.
+  EXPECT_TRUE(DecideAfter(0ns, 0ns).shed);
+}
+
+// Behaviour 50: nothing is shed without a budget or without an arrival stamp.
+TEST_F(DeadlineShedderTest, NoBudgetOrNoArrivalNeverSheds) {
+  const Clock::TimePoint arrival = clock_.Now();
+  clock_.Advance(60s);
+  EXPECT_FALSE(shedder_.Decide(arrival, std::nullopt).shed);
+  EXPECT_FALSE(shedder_.Decide(arrival, ParseGrpcTimeout("")).shed);
+  EXPECT_FALSE(shedder_.Decide(std::nullopt, nanoseconds(20ms)).shed);
+  EXPECT_FALSE(shedder_.Decide(std::nullopt, std::nullopt).shed);
+}
+
+// The absolute-deadline form used by the service: shed iff now >= deadline.
+TEST_F(DeadlineShedderTest, ByDeadlineMatchesNowAtOrPastDeadline) {
+  const Clock::TimePoint arrival = clock_.Now();
+  const Clock::TimePoint deadline = arrival + 20ms;
+  clock_.Advance(19ms);
+  EXPECT_FALSE(shedder_.DecideByDeadline(arrival, deadline).shed);
+  clock_.Advance(1ms);
+  EXPECT_TRUE(shedder_.DecideByDeadline(arrival, deadline).shed);
+  clock_.Advance(40ms);
+  const ShedDecision d = shedder_.DecideByDeadline(arrival, deadline);
+  EXPECT_TRUE(d.shed);
+  EXPECT_EQ(d.waited, nanoseconds(60ms));
+  EXPECT_EQ(d.budget, nanoseconds(20ms));
+}
+
+TEST_F(DeadlineShedderTest, ByDeadlineAlreadyPassedAtArrival) {
+  // The runtime may have held the call past its deadline before the stamp.
+  const Clock::TimePoint arrival = clock_.Now();
+  const ShedDecision d = shedder_.DecideByDeadline(arrival, arrival - 5ms);
+  EXPECT_TRUE(d.shed);
+  EXPECT_EQ(d.budget, nanoseconds(-5ms));
+}
+
+TEST_F(DeadlineShedderTest, ByDeadlineInfiniteOrNoArrivalNeverSheds) {
+  const Clock::TimePoint arrival = clock_.Now();
+  clock_.Advance(std::chrono::hours(24 * 365));
+  EXPECT_FALSE(
+      shedder_.DecideByDeadline(arrival, Clock::TimePoint::max()).shed);
+  EXPECT_FALSE(shedder_.DecideByDeadline(std::nullopt, arrival).shed);
+}
+
+TEST_F(DeadlineShedderTest, SaturatesFarFutureDeadlines) {
+  // A deadline just below max must not overflow into "past".
+  const Clock::TimePoint arrival = clock_.Now();
+  EXPECT_FALSE(
+      shedder_.DecideByDeadline(arrival, Clock::TimePoint::max() - 1s).shed);
+  clock_.Set(Clock::TimePoint::min() + 1s);
+  EXPECT_FALSE(
+      shedder_.DecideByDeadline(clock_.Now(), Clock::TimePoint::max() - 1s)
+          .shed);
+}
+
+}  // namespace
+}  // namespace kvindexer

@@ -1,0 +1,216 @@
+#include "server/kv_indexer_service.h"
+
+#include <climits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/request_validation.h"
+#include "fmt/format.h"
+#include "google/protobuf/arena.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "server/transport_settings.h"
+
+namespace kvindexer {
+namespace {
+
+namespace pb = ::google::protobuf;
+
+// First arena block, on the handler's stack: typical router queries (a few
+// thousand hashes at most) and their responses then need no heap block.
+constexpr size_t kInitialArenaBlockBytes = 8 * 1024;
+
+pb::ArenaOptions InitialBlock(char* block, size_t size) {
+  pb::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  return options;
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+grpc::Status CheckRequestSize(const grpc::ByteBuffer& request) {
+  const size_t size = request.Length();
+  if (size <= kMaxRequestBytes) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                      fmt::format("request message is {} bytes; maximum is {}",
+                                  size, kMaxRequestBytes));
+}
+
+// Decodes `request` into `message`. Reads the slices in place.
+grpc::Status Decode(const grpc::ByteBuffer& request, pb::MessageLite* message) {
+  // Copying a ByteBuffer only takes references to its slices.
+  grpc::ByteBuffer slices(request);
+  grpc::ProtoBufferReader reader(&slices);
+  if (!reader.status().ok()) return reader.status();
+  if (!message->ParseFromZeroCopyStream(&reader)) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        fmt::format("failed to decode the request as {}",
+                                    message->GetTypeName()));
+  }
+  return grpc::Status::OK;
+}
+
+// Serializes `message` into one slice owned by `response`.
+grpc::Status Encode(const pb::MessageLite& message,
+                    grpc::ByteBuffer* response) {
+  const size_t size = message.ByteSizeLong();
+  if (size > INT_MAX) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "response message is too large to encode");
+  }
+  grpc::Slice slice(size);
+  message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  grpc::ByteBuffer encoded(&slice, 1);
+  response->Swap(&encoded);
+  return grpc::Status::OK;
+}
+
+// Runs one unary call: size check, decode, `serve`, encode.
+template <typename Request, typename Response, typename Serve>
+grpc::Status ServeUnary(const grpc::ByteBuffer& request,
+                        grpc::ByteBuffer* response, Serve&& serve) {
+  if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
+  alignas(8) char initial_block[kInitialArenaBlockBytes];
+  pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+  auto* req = pb::Arena::CreateMessage<Request>(&arena);
+  if (grpc::Status s = Decode(request, req); !s.ok()) return s;
+  auto* resp = pb::Arena::CreateMessage<Response>(&arena);
+  if (absl::Status s = serve(*req, resp); !s.ok()) return ToGrpcStatus(s);
+  return Encode(*resp, response);
+}
+
+grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                 grpc::Status status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
+}  // namespace
+
+// One admitted prefix query on its way to the scan executor. Owns the arena
+// that holds its request and response.
+struct KvIndexerService::PrefixCall {
+  PrefixCall()
+      : arena(InitialBlock(initial_block, sizeof(initial_block))),
+        request(
+            pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(&arena)),
+        response(pb::Arena::CreateMessage<v1::MatchExternalKvPrefixResponse>(
+            &arena)) {}
+
+  alignas(8) char initial_block[kInitialArenaBlockBytes];
+  pb::Arena arena;
+  v1::MatchExternalKvPrefixRequest* request;
+  v1::MatchExternalKvPrefixResponse* response;
+  PrefixAdmission::Permit permit;
+};
+
+KvIndexerService::KvIndexerService(Indexer& indexer,
+                                   uint32_t prefix_query_max_inflight,
+                                   const Clock& clock,
+                                   RejectionLog* rejection_log)
+    : indexer_(&indexer),
+      admission_(prefix_query_max_inflight),
+      shedder_(clock),
+      rejection_log_(rejection_log != nullptr ? rejection_log
+                                              : &own_rejection_log_),
+      scans_(prefix_query_max_inflight) {}
+
+grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Finish(context, ServeUnary<v1::ApplyExternalKvBatchRequest,
+                                    v1::ApplyExternalKvBatchResponse>(
+                             *request, response,
+                             [this](const v1::ApplyExternalKvBatchRequest& req,
+                                    v1::ApplyExternalKvBatchResponse*) {
+                               return indexer_->Apply(req);
+                             }));
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Finish(
+      context,
+      ServeUnary<v1::MatchExternalKvRequest, v1::MatchExternalKvResponse>(
+          *request, response,
+          [this](const v1::MatchExternalKvRequest& req,
+                 v1::MatchExternalKvResponse* resp) {
+            return indexer_->Match(req, resp);
+          }));
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::GetExternalKvHitCounts(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return Finish(context,
+                ServeUnary<v1::GetExternalKvHitCountsRequest,
+                           v1::GetExternalKvHitCountsResponse>(
+                    *request, response,
+                    [this](const v1::GetExternalKvHitCountsRequest& req,
+                           v1::GetExternalKvHitCountsResponse* resp) {
+                      return indexer_->HitCounts(req, resp);
+                    }));
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // The arrival stamp comes first, before any other work.
+  const Clock::TimePoint arrival = shedder_.clock().Now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::unique_ptr<PrefixCall> call;
+  if (grpc::Status s =
+          AdmitPrefix(arrival, context->deadline(), *request, &call);
+      !s.ok()) {
+    reactor->Finish(std::move(s));
+    return reactor;
+  }
+  scans_.Submit([this, call = call.release(), reactor, response] {
+    const std::unique_ptr<PrefixCall> owned(call);
+    const absl::Status s =
+        indexer_->MatchPrefix(*owned->request, owned->response);
+    owned->permit.Release();
+    reactor->Finish(s.ok() ? Encode(*owned->response, response)
+                           : ToGrpcStatus(s));
+  });
+  return reactor;
+}
+
+grpc::Status KvIndexerService::AdmitPrefix(Clock::TimePoint arrival,
+                                           Clock::TimePoint deadline,
+                                           const grpc::ByteBuffer& request,
+                                           std::unique_ptr<PrefixCall>* call) {
+  // Oversize requests never reach the handler in the reference
+  // implementation, so their status wins over shedding.
+  if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
+
+  if (const ShedDecision shed = shedder_.DecideByDeadline(arrival, deadline);
+      shed.shed) {
+    rejection_log_->RecordShed(shed.waited, shed.budget);
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        std::string(kShedStatusMessage));
+  }
+
+  auto admitted = std::make_unique<PrefixCall>();
+  if (grpc::Status s = Decode(request, admitted->request); !s.ok()) return s;
+  if (absl::Status s = ValidatePrefix(*admitted->request); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  admitted->permit = admission_.TryAcquire();
+  if (!admitted->permit) {
+    rejection_log_->RecordOverload();
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        std::string(kOverloadStatusMessage));
+  }
+  *call = std::move(admitted);
+  return grpc::Status::OK;
+}
+
+}  // namespace kvindexer

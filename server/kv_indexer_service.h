@@ -1,0 +1,114 @@
+// KvIndexerService: the kv_indexer.v1.KVIndexer gRPC service on the callback
+// API, over an Indexer (contract.md §8 to §12).
+//
+// Every method is registered as a raw method (grpc::ByteBuffer in and out), so
+// the service sees a request's serialized size before decoding it: a request
+// larger than kMaxRequestBytes is refused with OUT_OF_RANGE as the reference
+// implementation does (§6.3). Requests and responses live on a per-call
+// protobuf Arena; hash arrays are not copied beyond protobuf parsing.
+//
+// MatchExternalKvPrefix runs, in order:
+//   1. the size check (OUT_OF_RANGE);
+//   2. deadline shedding: the call is stamped with clock.Now() on entry; it is
+//      shed with DEADLINE_EXCEEDED when the clock has reached the absolute
+//      deadline gRPC derived from the grpc-timeout header at arrival (gRPC C++
+//      does not expose the header itself to the application);
+//   3. decoding and validation (INVALID_ARGUMENT);
+//   4. admission: a non-blocking permit (RESOURCE_EXHAUSTED);
+//   5. the scan, holding the permit, on the ScanExecutor (see
+//      scan_executor.h for why scans leave gRPC's callback threads).
+// The other three methods are never shed and never take a permit; they run
+// synchronously on gRPC's callback threads.
+//
+// No thread is created per call. The only lock the service itself takes is
+// the ScanExecutor's queue lock, once per admitted prefix query.
+//
+// Thread safety: all methods may run concurrently (the Indexer is
+// thread-safe).
+#ifndef KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
+#define KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "core/indexer.h"
+#include "grpcpp/grpcpp.h"
+#include "kv_indexer.grpc.pb.h"
+#include "server/clock.h"
+#include "server/deadline_shedder.h"
+#include "server/prefix_admission.h"
+#include "server/rejection_log.h"
+#include "server/scan_executor.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kShedStatusMessage =
+    "prefix query waited longer than its caller deadline";
+inline constexpr std::string_view kOverloadStatusMessage =
+    "too many in-flight prefix queries";
+
+namespace internal {
+using RawKvIndexerService =
+    ::kv_indexer::v1::KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
+        ::kv_indexer::v1::KVIndexer::WithRawCallbackMethod_MatchExternalKv<
+            ::kv_indexer::v1::KVIndexer::
+                WithRawCallbackMethod_MatchExternalKvPrefix<
+                    ::kv_indexer::v1::KVIndexer::
+                        WithRawCallbackMethod_GetExternalKvHitCounts<
+                            ::kv_indexer::v1::KVIndexer::Service>>>>;
+}  // namespace internal
+
+class KvIndexerService final : public internal::RawKvIndexerService {
+ public:
+  // REQUIRES: indexer, clock and rejection_log outlive the service;
+  // prefix_query_max_inflight > 0. OWNERSHIP: nothing is taken. A null
+  // rejection_log means an internal one that logs through spdlog.
+  KvIndexerService(Indexer& indexer, uint32_t prefix_query_max_inflight,
+                   const Clock& clock, RejectionLog* rejection_log = nullptr);
+  KvIndexerService(const KvIndexerService&) = delete;
+  KvIndexerService& operator=(const KvIndexerService&) = delete;
+
+  // The generated base classes also declare the (disabled) synchronous
+  // overloads; these using-declarations keep them visible.
+  using internal::RawKvIndexerService::ApplyExternalKvBatch;
+  using internal::RawKvIndexerService::GetExternalKvHitCounts;
+  using internal::RawKvIndexerService::MatchExternalKv;
+  using internal::RawKvIndexerService::MatchExternalKvPrefix;
+
+  grpc::ServerUnaryReactor* ApplyExternalKvBatch(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* MatchExternalKv(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* MatchExternalKvPrefix(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetExternalKvHitCounts(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+
+  const PrefixAdmission& admission() const { return admission_; }
+  const RejectionLog& rejection_log() const { return *rejection_log_; }
+
+ private:
+  struct PrefixCall;
+
+  // Steps 1 to 4 of MatchExternalKvPrefix, on the callback thread. On OK,
+  // *call holds the decoded request and a permit.
+  grpc::Status AdmitPrefix(Clock::TimePoint arrival, Clock::TimePoint deadline,
+                           const grpc::ByteBuffer& request,
+                           std::unique_ptr<PrefixCall>* call);
+
+  Indexer* indexer_;
+  PrefixAdmission admission_;
+  DeadlineShedder shedder_;
+  RejectionLog own_rejection_log_;
+  RejectionLog* rejection_log_;
+  // Last: its destructor runs pending scans, which use the members above.
+  ScanExecutor scans_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_

@@ -1,0 +1,67 @@
+// RejectionLog: counts prefix-query rejections per class and logs a line only
+// when a class's running total is a power of two (1, 2, 4, 8, ...), so the
+// first rejection is visible at the default level while sustained overload
+// grows the log only logarithmically (contract.md §12).
+//
+// | Class              | Level | Fields                              |
+// | deadline shed      | INFO  | shed_total, waited_ms, budget_ms    |
+// | admission overload | WARN  | rejected_total                      |
+// Validation errors are not logged.
+//
+// Lines have the form "<message> key=value key=value ...".
+//
+// Thread safety: every method may be called concurrently; the counters are
+// atomics and the sink is called outside any lock.
+#ifndef KVINDEXER_SERVER_REJECTION_LOG_H_
+#define KVINDEXER_SERVER_REJECTION_LOG_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "spdlog/common.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kShedLogMessage =
+    "shedding prefix query whose caller deadline already passed";
+inline constexpr std::string_view kOverloadLogMessage =
+    "rejecting prefix query: too many in-flight prefix queries";
+
+class RejectionLog {
+ public:
+  // Receives each emitted line. Must be thread-safe.
+  using Sink =
+      std::function<void(spdlog::level::level_enum level, std::string_view)>;
+
+  // Logs through spdlog's default logger.
+  RejectionLog();
+  explicit RejectionLog(Sink sink);
+  RejectionLog(const RejectionLog&) = delete;
+  RejectionLog& operator=(const RejectionLog&) = delete;
+
+  void RecordShed(std::chrono::nanoseconds waited,
+                  std::chrono::nanoseconds budget);
+  void RecordOverload();
+
+  uint64_t shed_total() const {
+    return shed_total_.load(std::memory_order_relaxed);
+  }
+  uint64_t rejected_total() const {
+    return rejected_total_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  Sink sink_;
+  std::atomic<uint64_t> shed_total_{0};
+  std::atomic<uint64_t> rejected_total_{0};
+};
+
+// True for 1, 2, 4, 8, ...
+constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_REJECTION_LOG_H_

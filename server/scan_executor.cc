@@ -1,0 +1,50 @@
+#include "server/scan_executor.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace kvindexer {
+
+ScanExecutor::ScanExecutor(size_t threads) {
+  const size_t n = std::clamp<size_t>(threads, 1, kMaxScanThreads);
+  threads_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    threads_.emplace_back([this] { Run(); });
+    pthread_setname_np(threads_.back().native_handle(), "kvidx-scan");
+  }
+}
+
+ScanExecutor::~ScanExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void ScanExecutor::Submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  ready_.notify_one();
+}
+
+void ScanExecutor::Run() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and everything has run
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,83 @@
+// ServerConfig: kv-indexer-server's configuration, read from the environment
+// and the command line (contract.md §6.1).
+//
+// | Variable                             | Default        | Accepted values |
+// | KV_INDEXER_LISTEN_ADDR               | [::1]:50051    | IP literal and
+// port: a.b.c.d:port or [ipv6]:port; no hostnames | |
+// KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT | 32             | integer 1..4294967295
+// | | KV_INDEXER_BACKEND                   | kDefaultBackendName | backend name
+// or path to a backend .so | | KV_INDEXER_BACKEND_PATH              | (empty)
+// | colon-separated directories searched for backends | | KV_INDEXER_LOG_LEVEL
+// | info           | trace, debug, info, warn, error |
+//
+// Port 0 is accepted and means "let the kernel choose a free port"; the server
+// logs the port it actually bound. This is what tests use to avoid port races.
+//
+// Every bad value is an error whose message names the variable, quotes the
+// value and says what is accepted. Values must be valid UTF-8.
+#ifndef KVINDEXER_SERVER_SERVER_CONFIG_H_
+#define KVINDEXER_SERVER_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/backend_loader.h"
+#include "spdlog/common.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kListenAddrVar = "KV_INDEXER_LISTEN_ADDR";
+inline constexpr std::string_view kPrefixQueryMaxInflightVar =
+    "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT";
+inline constexpr std::string_view kBackendVar = "KV_INDEXER_BACKEND";
+inline constexpr std::string_view kBackendPathVar = "KV_INDEXER_BACKEND_PATH";
+inline constexpr std::string_view kLogLevelVar = "KV_INDEXER_LOG_LEVEL";
+
+inline constexpr std::string_view kDefaultListenAddr = "[::1]:50051";
+inline constexpr uint32_t kDefaultPrefixQueryMaxInflight = 32;
+
+struct ServerConfig {
+  // A validated literal socket address in gRPC's form ("1.2.3.4:5",
+  // "[::1]:5").
+  std::string listen_addr{kDefaultListenAddr};
+  uint32_t prefix_query_max_inflight = kDefaultPrefixQueryMaxInflight;
+  std::string backend{kDefaultBackendName};  // name or path
+  std::string backend_path;                  // may be empty
+  spdlog::level::level_enum log_level = spdlog::level::info;
+};
+
+// Returns a variable's value, or nullopt when it is unset.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+
+// Reads the real process environment.
+EnvLookup ProcessEnvironment();
+
+// Reads every variable above; unset variables take their defaults.
+[[nodiscard]] absl::StatusOr<ServerConfig> LoadServerConfig(
+    const EnvLookup& env);
+
+// The per-variable parsers. Errors are InvalidArgument with the full message.
+[[nodiscard]] absl::StatusOr<std::string> ParseListenAddr(
+    std::string_view value);
+[[nodiscard]] absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(
+    std::string_view value);
+[[nodiscard]] absl::StatusOr<spdlog::level::level_enum> ParseLogLevel(
+    std::string_view value);
+
+// What the command line asks for. The only option is --help (or -h); any
+// other argument is an error.
+enum class CommandLineAction { kRun, kHelp };
+[[nodiscard]] absl::StatusOr<CommandLineAction> ParseCommandLine(
+    std::span<const char* const> args);  // args[0] is the program name
+
+// Usage text: synopsis plus the table of variables.
+std::string UsageText(std::string_view program);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_SERVER_CONFIG_H_

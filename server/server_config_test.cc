@@ -1,0 +1,176 @@
+#include "server/server_config.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](
+             std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string ErrorOf(std::map<std::string, std::string> vars) {
+  auto config = LoadServerConfig(FakeEnv(std::move(vars)));
+  EXPECT_FALSE(config.ok());
+  if (config.ok()) return {};
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+TEST(ServerConfigTest, DefaultsWhenNothingIsSet) {
+  auto config = LoadServerConfig(FakeEnv({}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_addr, "[::1]:50051");
+  EXPECT_EQ(config->prefix_query_max_inflight, 32u);
+  EXPECT_EQ(config->backend, kDefaultBackendName);
+  EXPECT_EQ(config->backend_path, "");
+  EXPECT_EQ(config->log_level, spdlog::level::info);
+}
+
+TEST(ServerConfigTest, ReadsEveryVariable) {
+  auto config = LoadServerConfig(FakeEnv({
+      {"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:6000"},
+      {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "64"},
+      {"KV_INDEXER_BACKEND", "/opt/x/kvindexer-backend-y.so"},
+      {"KV_INDEXER_BACKEND_PATH", "/a:/b"},
+      {"KV_INDEXER_LOG_LEVEL", "debug"},
+  }));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_addr, "127.0.0.1:6000");
+  EXPECT_EQ(config->prefix_query_max_inflight, 64u);
+  EXPECT_EQ(config->backend, "/opt/x/kvindexer-backend-y.so");
+  EXPECT_EQ(config->backend_path, "/a:/b");
+  EXPECT_EQ(config->log_level, spdlog::level::debug);
+}
+
+// Behaviour 51.
+TEST(ServerConfigTest, PrefixQueryMaxInflight) {
+  EXPECT_EQ(ParsePrefixQueryMaxInflight("64").value(), 64u);
+  EXPECT_EQ(ParsePrefixQueryMaxInflight("1").value(), 1u);
+  EXPECT_EQ(ParsePrefixQueryMaxInflight("4294967295").value(), 4294967295u);
+  for (const char* bad : {"0", "many", "", "-1", "+", " 64", "64 ", "1.5",
+                          "4294967296", "99999999999999999999", "0x10"}) {
+    auto n = ParsePrefixQueryMaxInflight(bad);
+    EXPECT_FALSE(n.ok()) << bad;
+  }
+}
+
+TEST(ServerConfigTest, MaxInflightErrorsNameVariableValueAndAccepted) {
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "0"}}),
+              AllOf(HasSubstr("KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT"),
+                    HasSubstr("\"0\""), HasSubstr("positive integer")));
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "many"}}),
+              AllOf(HasSubstr("KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT"),
+                    HasSubstr("\"many\""), HasSubstr("positive integer")));
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "6\xff"}}),
+              AllOf(HasSubstr("KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT"),
+                    HasSubstr("\"6\\xff\""), HasSubstr("not valid UTF-8"),
+                    HasSubstr("positive integer")));
+}
+
+TEST(ServerConfigTest, ListenAddrAcceptsLiteralAddresses) {
+  for (const char* good :
+       {"[::1]:50051", "127.0.0.1:50051", "0.0.0.0:1", "[::]:65535",
+        "[fe80::1:2]:80", "[::ffff:10.0.0.1]:9000", "10.1.2.3:0"}) {
+    auto addr = ParseListenAddr(good);
+    ASSERT_TRUE(addr.ok()) << good << ": " << addr.status();
+    EXPECT_EQ(*addr, good);
+  }
+}
+
+TEST(ServerConfigTest, ListenAddrRejectsHostnamesAndMalformedValues) {
+  for (const char* bad : {"localhost:50051",
+                          "indexer.svc:50051",
+                          "::1:50051",
+                          "[::1]",
+                          "[::1]50051",
+                          "[::1]:",
+                          "127.0.0.1",
+                          "127.0.0.1:",
+                          "127.0.0.1:65536",
+                          "127.0.0.1:-1",
+                          "127.0.0.1:+80",
+                          "127.0.0.1:8a",
+                          "127.0.0.1: 80",
+                          " 127.0.0.1:80",
+                          "1.2.3:80",
+                          "256.0.0.1:80",
+                          "[127.0.0.1]:80",
+                          "[localhost]:80",
+                          "[fe80::1%eth0]:80",
+                          ":50051",
+                          "",
+                          "http://1.2.3.4:5",
+                          "127.0.0.1:99999999999999999999"}) {
+    EXPECT_FALSE(ParseListenAddr(bad).ok()) << bad;
+  }
+}
+
+TEST(ServerConfigTest, ListenAddrErrorNamesVariableValueAndAccepted) {
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_LISTEN_ADDR", "localhost:50051"}}),
+              AllOf(HasSubstr("KV_INDEXER_LISTEN_ADDR"),
+                    HasSubstr("\"localhost:50051\""),
+                    HasSubstr("literal IP address and port"),
+                    HasSubstr("hostnames are not resolved")));
+}
+
+TEST(ServerConfigTest, BackendMustNotBeEmpty) {
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_BACKEND", ""}}),
+              AllOf(HasSubstr("KV_INDEXER_BACKEND"), HasSubstr("\"\""),
+                    HasSubstr("backend name")));
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_BACKEND_PATH", "/a\xc3"}}),
+              HasSubstr("KV_INDEXER_BACKEND_PATH"));
+}
+
+TEST(ServerConfigTest, LogLevels) {
+  EXPECT_EQ(ParseLogLevel("trace").value(), spdlog::level::trace);
+  EXPECT_EQ(ParseLogLevel("debug").value(), spdlog::level::debug);
+  EXPECT_EQ(ParseLogLevel("info").value(), spdlog::level::info);
+  EXPECT_EQ(ParseLogLevel("WARN").value(), spdlog::level::warn);
+  EXPECT_EQ(ParseLogLevel("error").value(), spdlog::level::err);
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_LOG_LEVEL", "verbose"}}),
+              AllOf(HasSubstr("KV_INDEXER_LOG_LEVEL"), HasSubstr("\"verbose\""),
+                    HasSubstr("trace, debug, info, warn, error")));
+  EXPECT_FALSE(ParseLogLevel("").ok());
+}
+
+TEST(ServerConfigTest, CommandLine) {
+  const char* run[] = {"kv-indexer-server"};
+  EXPECT_EQ(ParseCommandLine(run).value(), CommandLineAction::kRun);
+  const char* help[] = {"kv-indexer-server", "--help"};
+  EXPECT_EQ(ParseCommandLine(help).value(), CommandLineAction::kHelp);
+  const char* short_help[] = {"kv-indexer-server", "-h"};
+  EXPECT_EQ(ParseCommandLine(short_help).value(), CommandLineAction::kHelp);
+  const char* unknown[] = {"kv-indexer-server", "--port=1"};
+  auto action = ParseCommandLine(unknown);
+  ASSERT_FALSE(action.ok());
+  EXPECT_THAT(std::string(action.status().message()),
+              AllOf(HasSubstr("\"--port=1\""), HasSubstr("--help")));
+}
+
+TEST(ServerConfigTest, UsageListsEveryVariableWithDefault) {
+  const std::string usage = UsageText("kv-indexer-server");
+  for (const char* needle :
+       {"Usage: kv-indexer-server", "KV_INDEXER_LISTEN_ADDR", "[::1]:50051",
+        "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "32", "KV_INDEXER_BACKEND",
+        "KV_INDEXER_BACKEND_PATH", "KV_INDEXER_LOG_LEVEL", "info"}) {
+    EXPECT_THAT(usage, HasSubstr(needle));
+  }
+  EXPECT_THAT(usage, HasSubstr(std::string(kDefaultBackendName)));
+}
+
+}  // namespace
+}  // namespace kvindexer

@@ -1,0 +1,144 @@
+#include "server/server_runner.h"
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/backend_loader.h"
+#include "core/indexer.h"
+#include "fmt/format.h"
+#include "grpcpp/grpcpp.h"
+#include "server/clock.h"
+#include "server/kv_indexer_service.h"
+#include "server/server_config.h"
+#include "server/shutdown_signals.h"
+#include "server/transport_settings.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+#ifndef KVINDEXER_VERSION
+#define KVINDEXER_VERSION "unknown"
+#endif
+#ifndef KVINDEXER_BUILD_TYPE
+#define KVINDEXER_BUILD_TYPE "unknown"
+#endif
+
+namespace kvindexer {
+namespace {
+
+constexpr std::string_view kServerBuildInfo =
+    "compiler=" __VERSION__ " build_type=" KVINDEXER_BUILD_TYPE;
+
+void ConfigureLogging(spdlog::level::level_enum level) {
+  auto logger = spdlog::stderr_color_mt("kv-indexer-server");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %v",
+                      spdlog::pattern_time_type::utc);
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+const char* SignalName(int signal_number) {
+  switch (signal_number) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal";
+  }
+}
+
+}  // namespace
+
+std::string BoundAddress(const std::string& listen_addr, int bound_port) {
+  const size_t colon = listen_addr.rfind(':');
+  return fmt::format("{}:{}", listen_addr.substr(0, colon), bound_port);
+}
+
+int RunServer(std::span<const char* const> args) {
+  // Before anything can start a thread.
+  const ShutdownSignals signals = ShutdownSignals::Block();
+
+  const std::string_view program = args.empty() ? "kv-indexer-server" : args[0];
+  const auto action = ParseCommandLine(args);
+  if (!action.ok()) {
+    std::fprintf(stderr, "kv-indexer-server: %s\n",
+                 std::string(action.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (*action == CommandLineAction::kHelp) {
+    std::fputs(UsageText(program).c_str(), stdout);
+    return kExitOk;
+  }
+
+  ConfigureLogging(spdlog::level::info);
+  const auto config = LoadServerConfig(ProcessEnvironment());
+  if (!config.ok()) {
+    spdlog::error("invalid configuration: {}",
+                  std::string(config.status().message()));
+    return kExitUsage;
+  }
+  spdlog::set_level(config->log_level);
+  if (!signals.active()) {
+    spdlog::warn(
+        "cannot take over SIGINT/SIGTERM ({}); they keep their default "
+        "action and shutdown will not be graceful",
+        signals.error());
+  }
+
+  auto loaded = LoadedBackend::Load(config->backend, config->backend_path);
+  if (!loaded.ok()) {
+    spdlog::error("cannot load the index backend: {}",
+                  std::string(loaded.status().message()));
+    return kExitFailure;
+  }
+  const BackendDescriptor& descriptor = (*loaded)->descriptor();
+  Indexer indexer((*loaded)->backend());
+  KvIndexerService service(indexer, config->prefix_query_max_inflight,
+                           Clock::Real());
+
+  spdlog::info(
+      "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
+      "backend={} backend_version={} backend_path={} backend_build=\"{}\" "
+      "server_version={} server_build=\"{}\"",
+      kStartupMessage, config->listen_addr, config->prefix_query_max_inflight,
+      kMaxConcurrentStreams, descriptor.name, descriptor.version,
+      (*loaded)->path(), descriptor.build_info, KVINDEXER_VERSION,
+      kServerBuildInfo);
+
+  grpc::ServerBuilder builder;
+  ApplyTransportSettings(builder);
+  int bound_port = 0;
+  builder.AddListeningPort(config->listen_addr,
+                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    spdlog::error(
+        "cannot listen on {}={}: the address is in use, not local, or not "
+        "permitted",
+        kListenAddrVar, config->listen_addr);
+    if (server != nullptr) server->Shutdown();
+    return kExitFailure;
+  }
+  spdlog::info("listening addr={}",
+               BoundAddress(config->listen_addr, bound_port));
+
+  if (const std::optional<int> signal_number = signals.Wait()) {
+    spdlog::info("received {}; shutting down (grace period {} s)",
+                 SignalName(*signal_number), kShutdownGrace.count());
+  } else {
+    // No signal handling: serve until the process is killed.
+    server->Wait();
+  }
+  server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  server->Wait();
+  server.reset();
+  spdlog::info("stopped");
+  return kExitOk;
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,799 @@
+// KvIndexerService over the wire: an in-process gRPC server on 127.0.0.1 with
+// an ephemeral port, called through the generated client stub (and a generic
+// stub for raw bytes and unknown paths).
+//
+// Semantic behaviours run over the reference backend plugin (absl_rwlock,
+// loaded with LoadedBackend); admission and shedding run over ProbeBackend,
+// a test backend that counts calls and can hold prefix scans until released.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backend_loader.h"
+#include "core/indexer.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/support/server_interceptor.h"
+#include "gtest/gtest.h"
+#include "kv_indexer.grpc.pb.h"
+#include "server/clock.h"
+#include "server/grpc_timeout.h"
+#include "server/kv_indexer_service.h"
+#include "server/rejection_log.h"
+#include "server/transport_settings.h"
+
+#ifndef KVINDEXER_TEST_BACKEND_DIR
+#error "KVINDEXER_TEST_BACKEND_DIR must name the directory of backend plugins"
+#endif
+
+namespace kvindexer {
+namespace {
+
+using namespace std::chrono_literals;
+using ::kv_indexer::v1::ApplyExternalKvBatchRequest;
+using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
+using ::kv_indexer::v1::ExternalKvAction;
+using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
+using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
+using ::kv_indexer::v1::KVIndexer;
+using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
+using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
+using ::kv_indexer::v1::MatchExternalKvRequest;
+using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::testing::HasSubstr;
+
+// Bound on every wait in this file; tests never sleep to synchronise.
+constexpr auto kWaitBound = 10s;
+
+// ---------------------------------------------------------------------------
+// Test doubles
+
+// The real clock shifted by an adjustable offset. Deadlines from gRPC are in
+// the real clock's base, so moving the offset forward "ages" every request.
+class SkewedClock final : public Clock {
+ public:
+  TimePoint Now() const override {
+    return std::chrono::system_clock::now() + offset_.load();
+  }
+  void set_offset(Duration d) { offset_.store(d); }
+
+ private:
+  std::atomic<Duration> offset_{Duration::zero()};
+};
+
+// Counts calls; every hash is absent. PrefixScan can be made to wait until
+// Release() (bounded by kWaitBound so a broken test cannot hang).
+class ProbeBackend final : public IndexBackend {
+ public:
+  std::atomic<int> applies{0};
+  std::atomic<int> matches{0};
+  std::atomic<int> hit_counts{0};
+
+  void HoldPrefixScans() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = false;
+    cv_.notify_all();
+  }
+  int prefix_entries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefix_entries_;
+  }
+  // Waits until `n` prefix scans have entered the backend.
+  bool WaitForPrefixEntries(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWaitBound, [&] { return prefix_entries_ >= n; });
+  }
+
+  BackendStatus Apply(const ApplyBatchView&) noexcept override {
+    applies.fetch_add(1);
+    return Ok();
+  }
+  BackendStatus Match(HashSpan hashes, bool,
+                      BlockVisitor* visitor) noexcept override {
+    matches.fetch_add(1);
+    VisitAbsent(hashes, visitor);
+    return Ok();
+  }
+  BackendStatus PrefixScan(HashSpan hashes,
+                           BlockVisitor* visitor) noexcept override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++prefix_entries_;
+      cv_.notify_all();
+      cv_.wait_for(lock, kWaitBound, [&] { return !hold_; });
+    }
+    VisitAbsent(hashes, visitor);
+    return Ok();
+  }
+  BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override {
+    hit_counts.fetch_add(1);
+    for (size_t i = 0; i < hashes.size; ++i) counts[i] = 0;
+    return Ok();
+  }
+  void GetStats(BackendStats*) noexcept override {}
+
+ private:
+  static BackendStatus Ok() { return BackendStatus{BackendCode::kOk, {}}; }
+  static void VisitAbsent(HashSpan hashes, BlockVisitor* visitor) {
+    for (size_t i = 0; i < hashes.size; ++i) {
+      if (!visitor->OnBlock(BlockView{i, 0, nullptr, 0})) return;
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool hold_ = false;
+  int prefix_entries_ = 0;
+};
+
+// Records, per call, the method, the deadline the server context reports and
+// the grpc-timeout metadata if the application can see it.
+struct ObservedCall {
+  std::string method;
+  std::chrono::system_clock::time_point deadline;
+  std::optional<std::string> grpc_timeout;
+};
+
+class CallObserver {
+ public:
+  void Add(ObservedCall call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(std::move(call));
+  }
+  std::vector<ObservedCall> calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ObservedCall> calls_;
+};
+
+class ObservingInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  ObservingInterceptor(grpc::experimental::ServerRpcInfo* info,
+                       CallObserver* observer)
+      : info_(info), observer_(observer) {}
+
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                POST_RECV_INITIAL_METADATA)) {
+      ObservedCall call;
+      call.method = info_->method();
+      call.deadline = info_->server_context()->deadline();
+      for (const auto& [key, value] : *methods->GetRecvInitialMetadata()) {
+        if (key == "grpc-timeout") {
+          call.grpc_timeout = std::string(value.data(), value.size());
+        }
+      }
+      observer_->Add(std::move(call));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  grpc::experimental::ServerRpcInfo* info_;
+  CallObserver* observer_;
+};
+
+class ObservingInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit ObservingInterceptorFactory(CallObserver* observer)
+      : observer_(observer) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new ObservingInterceptor(info, observer_);
+  }
+
+ private:
+  CallObserver* observer_;
+};
+
+// ---------------------------------------------------------------------------
+// The in-process server
+
+struct LoggedLine {
+  spdlog::level::level_enum level;
+  std::string text;
+};
+
+class InProcessServer {
+ public:
+  InProcessServer(IndexBackend* backend, uint32_t prefix_limit)
+      : indexer_(backend),
+        rejection_log_(
+            [this](spdlog::level::level_enum level, std::string_view text) {
+              std::lock_guard<std::mutex> lock(log_mu_);
+              log_lines_.push_back({level, std::string(text)});
+            }),
+        service_(indexer_, prefix_limit, clock_, &rejection_log_) {
+    grpc::ServerBuilder builder;
+    ApplyTransportSettings(builder);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&service_);
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(
+        std::make_unique<ObservingInterceptorFactory>(&observer_));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+    server_ = builder.BuildAndStart();
+
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    channel_ = grpc::CreateCustomChannel(
+        target(), grpc::InsecureChannelCredentials(), args);
+    stub_ = KVIndexer::NewStub(channel_);
+  }
+
+  ~InProcessServer() {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  bool started() const { return server_ != nullptr && port_ != 0; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  KVIndexer::Stub& stub() { return *stub_; }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  SkewedClock& clock() { return clock_; }
+  KvIndexerService& service() { return service_; }
+  CallObserver& observer() { return observer_; }
+  std::vector<LoggedLine> log_lines() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return log_lines_;
+  }
+
+ private:
+  SkewedClock clock_;
+  Indexer indexer_;
+  std::mutex log_mu_;
+  std::vector<LoggedLine> log_lines_;
+  RejectionLog rejection_log_;
+  KvIndexerService service_;
+  CallObserver observer_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<KVIndexer::Stub> stub_;
+};
+
+// ---------------------------------------------------------------------------
+// Request builders and call helpers
+
+std::unique_ptr<grpc::ClientContext> Context(
+    std::optional<std::chrono::milliseconds> timeout = 30s) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (timeout.has_value()) {
+    context->set_deadline(std::chrono::system_clock::now() + *timeout);
+  }
+  return context;
+}
+
+ApplyExternalKvBatchRequest Report(const std::string& worker,
+                                   const std::string& address,
+                                   const std::vector<int64_t>& hashes,
+                                   int tier = ::kv_indexer::v1::TIER_HBM) {
+  ApplyExternalKvBatchRequest req;
+  req.set_worker_id(worker);
+  req.set_worker_address(address);
+  ExternalKvAction* action = req.add_actions();
+  action->set_type(::kv_indexer::v1::ACTION_REPORT);
+  action->set_tier(static_cast<::kv_indexer::v1::TierType>(tier));
+  for (int64_t h : hashes) action->add_hashes(h);
+  return req;
+}
+
+MatchExternalKvPrefixRequest Prefix(const std::vector<int64_t>& hashes,
+                                    uint32_t max_blocks = 0) {
+  MatchExternalKvPrefixRequest req;
+  req.mutable_hashes()->Add(hashes.begin(), hashes.end());
+  req.set_max_blocks(max_blocks);
+  return req;
+}
+
+// 0, 1, 2, ... n-1.
+std::vector<int64_t> Iota(int64_t n, int64_t first = 0) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = first + i;
+  return v;
+}
+
+grpc::Status Apply(InProcessServer& s, const ApplyExternalKvBatchRequest& req,
+                   std::chrono::milliseconds timeout = 30s) {
+  ApplyExternalKvBatchResponse resp;
+  return s.stub().ApplyExternalKvBatch(Context(timeout).get(), req, &resp);
+}
+
+grpc::Status MatchPrefix(
+    InProcessServer& s, const MatchExternalKvPrefixRequest& req,
+    MatchExternalKvPrefixResponse* resp,
+    std::optional<std::chrono::milliseconds> timeout = 30s) {
+  return s.stub().MatchExternalKvPrefix(Context(timeout).get(), req, resp);
+}
+
+// Calls `method` with raw request bytes through a generic stub.
+grpc::Status RawCall(InProcessServer& s, const std::string& method,
+                     const std::string& bytes) {
+  grpc::GenericStub stub(s.channel());
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  auto context = Context(10s);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(
+      context.get(), method, grpc::StubOptions(), &request, &response,
+      [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  auto future = done.get_future();
+  if (future.wait_for(kWaitBound) != std::future_status::ready) {
+    context->TryCancel();
+    return future.get();
+  }
+  return future.get();
+}
+
+// ---------------------------------------------------------------------------
+// Fixtures
+
+class ServiceOverReferenceBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loaded =
+        LoadedBackend::Load("absl_rwlock", KVINDEXER_TEST_BACKEND_DIR);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    backend_ = *std::move(loaded);
+    server_ = std::make_unique<InProcessServer>(backend_->backend(), 32);
+    ASSERT_TRUE(server_->started());
+  }
+  void TearDown() override {
+    server_.reset();  // before the backend it points into
+    backend_.reset();
+  }
+
+  std::unique_ptr<LoadedBackend> backend_;
+  std::unique_ptr<InProcessServer> server_;
+};
+
+class ServiceOverProbeBackendTest : public ::testing::Test {
+ protected:
+  void Start(uint32_t prefix_limit) {
+    server_ = std::make_unique<InProcessServer>(&backend_, prefix_limit);
+    ASSERT_TRUE(server_->started());
+  }
+  void TearDown() override {
+    backend_.Release();
+    server_.reset();
+  }
+
+  ProbeBackend backend_;
+  std::unique_ptr<InProcessServer> server_;
+};
+
+// ---------------------------------------------------------------------------
+// Behaviour 1: admission rejects without blocking writes.
+
+TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
+  Start(/*prefix_limit=*/2);
+  backend_.HoldPrefixScans();
+
+  grpc::Status blocked_status[2];
+  std::vector<std::thread> blocked;
+  for (int i = 0; i < 2; ++i) {
+    blocked.emplace_back([this, i, &blocked_status] {
+      MatchExternalKvPrefixResponse resp;
+      blocked_status[i] = MatchPrefix(*server_, Prefix({-1}), &resp);
+    });
+  }
+  ASSERT_TRUE(backend_.WaitForPrefixEntries(2));
+
+  const auto start = std::chrono::steady_clock::now();
+  MatchExternalKvPrefixResponse third;
+  const grpc::Status rejected = MatchPrefix(*server_, Prefix({-1}), &third, 1s);
+  EXPECT_EQ(rejected.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << rejected.error_message();
+  EXPECT_EQ(rejected.error_message(), "too many in-flight prefix queries");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(backend_.prefix_entries(), 2);
+
+  ApplyExternalKvBatchRequest apply;
+  apply.set_worker_id("worker");
+  const grpc::Status applied = Apply(*server_, apply, 1s);
+  EXPECT_TRUE(applied.ok()) << applied.error_message();
+  EXPECT_EQ(backend_.applies.load(), 1);
+
+  backend_.Release();
+  for (std::thread& t : blocked) t.join();
+  EXPECT_TRUE(blocked_status[0].ok()) << blocked_status[0].error_message();
+  EXPECT_TRUE(blocked_status[1].ok()) << blocked_status[1].error_message();
+  EXPECT_EQ(server_->service().admission().in_flight(), 0u);
+
+  // The overload was logged once, at WARN.
+  const std::vector<LoggedLine> lines = server_->log_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].level, spdlog::level::warn);
+  EXPECT_THAT(lines[0].text, HasSubstr("rejected_total=1"));
+}
+
+// Validation precedes admission: an empty prefix query is INVALID_ARGUMENT
+// even when every permit is taken.
+TEST_F(ServiceOverProbeBackendTest, ValidationBeforeAdmission) {
+  Start(/*prefix_limit=*/1);
+  backend_.HoldPrefixScans();
+  std::thread holder([this] {
+    MatchExternalKvPrefixResponse resp;
+    EXPECT_TRUE(MatchPrefix(*server_, Prefix({7}), &resp).ok());
+  });
+  ASSERT_TRUE(backend_.WaitForPrefixEntries(1));
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status empty = MatchPrefix(*server_, Prefix({}), &resp, 5s);
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(empty.error_message(), "hashes must not be empty");
+  const grpc::Status busy = MatchPrefix(*server_, Prefix({7}), &resp, 5s);
+  EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  backend_.Release();
+  holder.join();
+}
+
+// ---------------------------------------------------------------------------
+// Deadline shedding over the wire (behaviours 32, 33, 50; §11.1).
+
+TEST_F(ServiceOverProbeBackendTest, ExpiredPrefixQueryNeverReachesBackend) {
+  Start(32);
+  // The server's clock runs 60 s ahead: a 30 s budget is already spent.
+  server_->clock().set_offset(60s);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status shed = MatchPrefix(*server_, Prefix({1, 2}), &resp, 30s);
+  EXPECT_EQ(shed.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(shed.error_message(),
+            "prefix query waited longer than its caller deadline");
+  EXPECT_EQ(backend_.prefix_entries(), 0);
+  EXPECT_EQ(server_->service().admission().in_flight(), 0u);
+
+  // Shedding comes before validation.
+  const grpc::Status shed_empty = MatchPrefix(*server_, Prefix({}), &resp, 30s);
+  EXPECT_EQ(shed_empty.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  // Logged at INFO at totals 1 and 2.
+  const std::vector<LoggedLine> lines = server_->log_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].level, spdlog::level::info);
+  EXPECT_THAT(lines[0].text,
+              HasSubstr("shedding prefix query whose caller deadline already "
+                        "passed shed_total=1 waited_ms="));
+  EXPECT_THAT(lines[0].text, HasSubstr("budget_ms="));
+  EXPECT_THAT(lines[1].text, HasSubstr("shed_total=2"));
+}
+
+TEST_F(ServiceOverProbeBackendTest, PrefixQueryInsideDeadlineIsServed) {
+  Start(32);
+  server_->clock().set_offset(10ms);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status served = MatchPrefix(*server_, Prefix({1}), &resp, 30s);
+  EXPECT_TRUE(served.ok()) << served.error_message();
+  EXPECT_EQ(backend_.prefix_entries(), 1);
+}
+
+TEST_F(ServiceOverProbeBackendTest, NoDeadlineIsNeverShed) {
+  Start(32);
+  server_->clock().set_offset(std::chrono::hours(24 * 365));
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status served =
+      MatchPrefix(*server_, Prefix({1}), &resp, std::nullopt);
+  EXPECT_TRUE(served.ok()) << served.error_message();
+  EXPECT_EQ(backend_.prefix_entries(), 1);
+}
+
+TEST_F(ServiceOverProbeBackendTest, OtherMethodsAreNeverShed) {
+  Start(32);
+  server_->clock().set_offset(60s);
+  EXPECT_TRUE(Apply(*server_, Report("w", "a", {1}), 30s).ok());
+  MatchExternalKvRequest match;
+  match.add_hashes(1);
+  MatchExternalKvResponse match_resp;
+  EXPECT_TRUE(server_->stub()
+                  .MatchExternalKv(Context().get(), match, &match_resp)
+                  .ok());
+  GetExternalKvHitCountsRequest hits;
+  hits.add_hashes(1);
+  GetExternalKvHitCountsResponse hits_resp;
+  EXPECT_TRUE(server_->stub()
+                  .GetExternalKvHitCounts(Context().get(), hits, &hits_resp)
+                  .ok());
+  EXPECT_EQ(backend_.applies.load(), 1);
+  EXPECT_EQ(backend_.matches.load(), 1);
+  EXPECT_EQ(backend_.hit_counts.load(), 1);
+  EXPECT_TRUE(server_->log_lines().empty());
+}
+
+// Behaviour 8 (server side): a 250 ms client deadline reaches the server
+// exactly once. gRPC C++ consumes the grpc-timeout header into the call
+// deadline and does not show it to the application, so the observable form is
+// a finite deadline at most 250 ms after the call started.
+TEST_F(ServiceOverProbeBackendTest, ClientDeadlineReachesServer) {
+  Start(32);
+  const auto before = std::chrono::system_clock::now();
+  MatchExternalKvPrefixResponse resp;
+  // The call itself may or may not beat 250 ms on a loaded machine; what
+  // matters is what the server saw.
+  (void)MatchPrefix(*server_, Prefix({1, 2, 3}), &resp, 250ms);
+  const std::vector<ObservedCall> calls = server_->observer().calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].method, "/kv_indexer.v1.KVIndexer/MatchExternalKvPrefix");
+  EXPECT_NE(calls[0].deadline, std::chrono::system_clock::time_point::max());
+  EXPECT_GT(calls[0].deadline, before);
+  EXPECT_LE(calls[0].deadline, before + 250ms + 50ms);  // clock granularity
+  // Tripwire: gRPC C++ 1.51 turns the header into the deadline and hides it
+  // from the application. Should it ever become visible, the service can use
+  // ParseGrpcTimeout on it directly (see kv_indexer_service.h).
+  EXPECT_FALSE(calls[0].grpc_timeout.has_value()) << *calls[0].grpc_timeout;
+}
+
+// ---------------------------------------------------------------------------
+// Status codes and limits.
+
+TEST_F(ServiceOverProbeBackendTest, UnknownMethodIsUnimplemented) {
+  Start(32);
+  for (const char* method :
+       {"/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
+        "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
+        "/grpc.health.v1.Health/Check",
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"}) {
+    const grpc::Status status = RawCall(*server_, method, "");
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
+  }
+}
+
+TEST_F(ServiceOverProbeBackendTest, UndecodableRequestIsInternal) {
+  Start(32);
+  // Field 1 as a length-delimited string of 100 bytes, truncated.
+  const grpc::Status status =
+      RawCall(*server_, "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch",
+              std::string("\x0a\x64xyz", 5));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(backend_.applies.load(), 0);
+}
+
+TEST_F(ServiceOverReferenceBackendTest, ValidationErrorsAreInvalidArgument) {
+  // Behaviour 3.
+  ApplyExternalKvBatchRequest empty_worker = Report("", "a", {1});
+  grpc::Status s = Apply(*server_, empty_worker);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "worker_id must not be empty");
+
+  ApplyExternalKvBatchRequest bad_type = Report("w", "a", {1});
+  bad_type.mutable_actions(0)->set_type(
+      static_cast<::kv_indexer::v1::ExternalKvActionType>(999));
+  s = Apply(*server_, bad_type);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "action type is not supported");
+
+  MatchExternalKvRequest match;
+  MatchExternalKvResponse match_resp;
+  s = server_->stub().MatchExternalKv(Context().get(), match, &match_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "hashes must not be empty");
+
+  GetExternalKvHitCountsRequest hits;
+  GetExternalKvHitCountsResponse hits_resp;
+  s = server_->stub().GetExternalKvHitCounts(Context().get(), hits, &hits_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  MatchExternalKvPrefixResponse prefix_resp;
+  s = MatchPrefix(*server_, Prefix({}), &prefix_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "hashes must not be empty");
+}
+
+TEST_F(ServiceOverReferenceBackendTest, LimitsAreResourceExhausted) {
+  // 257 actions.
+  ApplyExternalKvBatchRequest many_actions;
+  many_actions.set_worker_id("w");
+  for (int i = 0; i < 257; ++i) {
+    ExternalKvAction* a = many_actions.add_actions();
+    a->set_type(::kv_indexer::v1::ACTION_CLEAR_ALL_AT_TIER);
+    a->set_tier(::kv_indexer::v1::TIER_HBM);
+  }
+  grpc::Status s = Apply(*server_, many_actions);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(), "batch contains 257 actions; maximum is 256");
+
+  // 16,385 hashes: bounded for apply, match and hit counts; not for prefix.
+  const std::vector<int64_t> too_many = Iota(16385);
+  s = Apply(*server_, Report("w", "a", too_many));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(), "batch contains 16385 hashes; maximum is 16384");
+
+  MatchExternalKvRequest match;
+  match.mutable_hashes()->Add(too_many.begin(), too_many.end());
+  MatchExternalKvResponse match_resp;
+  s = server_->stub().MatchExternalKv(Context().get(), match, &match_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(),
+            "request contains 16385 hashes; maximum is 16384");
+
+  GetExternalKvHitCountsRequest hits;
+  hits.mutable_hashes()->Add(too_many.begin(), too_many.end());
+  GetExternalKvHitCountsResponse hits_resp;
+  s = server_->stub().GetExternalKvHitCounts(Context().get(), hits, &hits_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  MatchExternalKvPrefixResponse prefix_resp;
+  s = MatchPrefix(*server_, Prefix(too_many), &prefix_resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// ---------------------------------------------------------------------------
+// Behaviours 2, 4, 5: semantics through the service.
+
+TEST_F(ServiceOverReferenceBackendTest, MultipleWorkersShareOneServer) {
+  ASSERT_TRUE(
+      Apply(*server_, Report("worker-0", "10.0.0.1:9000", {1, 3})).ok());
+  ASSERT_TRUE(
+      Apply(*server_, Report("worker-1", "10.0.0.2:9000", {2, 3})).ok());
+
+  MatchExternalKvRequest match;
+  match.add_hashes(1);
+  match.add_hashes(2);
+  match.add_hashes(3);
+  MatchExternalKvResponse match_resp;
+  ASSERT_TRUE(server_->stub()
+                  .MatchExternalKv(Context().get(), match, &match_resp)
+                  .ok());
+  std::vector<std::string> workers;
+  for (const auto& m : match_resp.matches()) workers.push_back(m.worker_id());
+  EXPECT_THAT(workers, ::testing::UnorderedElementsAre("worker-0", "worker-1"));
+
+  MatchExternalKvRequest counting;
+  counting.add_hashes(1);
+  counting.set_count_as_hit(true);
+  ASSERT_TRUE(server_->stub()
+                  .MatchExternalKv(Context().get(), counting, &match_resp)
+                  .ok());
+  GetExternalKvHitCountsRequest hits;
+  hits.add_hashes(1);
+  hits.add_hashes(4);
+  GetExternalKvHitCountsResponse hits_resp;
+  ASSERT_TRUE(server_->stub()
+                  .GetExternalKvHitCounts(Context().get(), hits, &hits_resp)
+                  .ok());
+  ASSERT_EQ(hits_resp.entries_size(), 1);
+  EXPECT_EQ(hits_resp.entries(0).hash(), 1);
+  EXPECT_GE(hits_resp.entries(0).hit_count_total(), 1u);
+}
+
+TEST_F(ServiceOverReferenceBackendTest, PrefixQueryOrdersByLength) {
+  ASSERT_TRUE(Apply(*server_, Report("long", "10.0.0.1:9000", {1, 2, 3})).ok());
+  ASSERT_TRUE(Apply(*server_, Report("short", "10.0.0.2:9000", {1})).ok());
+  MatchExternalKvPrefixResponse resp;
+  ASSERT_TRUE(MatchPrefix(*server_, Prefix({1, 2, 3}), &resp).ok());
+  EXPECT_EQ(resp.best_prefix_blocks(), 3u);
+  EXPECT_EQ(resp.blocks_read(), 3u);
+  ASSERT_EQ(resp.matches_size(), 2);
+  EXPECT_EQ(resp.matches(0).worker_id(), "long");
+  EXPECT_EQ(resp.matches(0).worker_address(), "10.0.0.1:9000");
+  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(resp.matches(1).worker_id(), "short");
+  EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+}
+
+TEST_F(ServiceOverReferenceBackendTest, PrefixLongerThanOneApplyChunk) {
+  const std::vector<int64_t> hashes = Iota(16385);
+  ApplyExternalKvBatchRequest first =
+      Report("w", "10.0.0.1:9000",
+             std::vector<int64_t>(hashes.begin(), hashes.begin() + 16384));
+  first.set_seq(0);
+  ApplyExternalKvBatchRequest second = Report("w", "10.0.0.1:9000", {16384});
+  second.set_seq(1);
+  ASSERT_TRUE(Apply(*server_, first).ok());
+  ASSERT_TRUE(Apply(*server_, second).ok());
+  MatchExternalKvPrefixResponse resp;
+  ASSERT_TRUE(MatchPrefix(*server_, Prefix(hashes), &resp).ok());
+  EXPECT_EQ(resp.best_prefix_blocks(), 16385u);
+  EXPECT_EQ(resp.blocks_read(), 16385u);
+}
+
+// ---------------------------------------------------------------------------
+// Behaviours 6 and 7: message size.
+
+TEST_F(ServiceOverReferenceBackendTest, RequestAboveFourMiBIsAccepted) {
+  ASSERT_TRUE(Apply(*server_, Report("w", "10.0.0.1:9000", {-1})).ok());
+  std::vector<int64_t> hashes = Iota(599999, 1);
+  hashes.insert(hashes.begin(), -1);
+  const MatchExternalKvPrefixRequest req = Prefix(hashes);
+  ASSERT_GT(req.ByteSizeLong(), 4u * 1024 * 1024);
+  ASSERT_LT(req.ByteSizeLong(), 8u * 1024 * 1024);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status s = MatchPrefix(*server_, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.best_prefix_blocks(), 1u);
+}
+
+// A prefix request of exactly `bytes` serialized bytes (8 MiB region): 1 + 4
+// bytes of packed-field header, 1,048,575 hashes, and a max_blocks field
+// whose varint length makes up the rest.
+MatchExternalKvPrefixRequest PrefixOfSize(size_t bytes) {
+  MatchExternalKvPrefixRequest req = Prefix(Iota(1048575));
+  // 1 tag byte + a 2- or 3-byte varint.
+  req.set_max_blocks(bytes == kMaxRequestBytes ? 1000 : 100000);
+  return req;
+}
+
+TEST_F(ServiceOverReferenceBackendTest, ExactlyEightMiBIsAccepted) {
+  const MatchExternalKvPrefixRequest req = PrefixOfSize(kMaxRequestBytes);
+  ASSERT_EQ(req.ByteSizeLong(), kMaxRequestBytes);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status s = MatchPrefix(*server_, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.blocks_read(), 1u);  // hash 0 is unknown
+}
+
+TEST_F(ServiceOverReferenceBackendTest, OneByteAboveEightMiBIsOutOfRange) {
+  const MatchExternalKvPrefixRequest req = PrefixOfSize(kMaxRequestBytes + 1);
+  ASSERT_EQ(req.ByteSizeLong(), kMaxRequestBytes + 1);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status s = MatchPrefix(*server_, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(s.error_message(),
+            "request message is 8388609 bytes; maximum is 8388608");
+}
+
+// Behaviour 7.
+TEST_F(ServiceOverReferenceBackendTest, PrefixAboveEightMiBIsOutOfRange) {
+  const MatchExternalKvPrefixRequest req =
+      Prefix(Iota(8 * 1024 * 1024 / 8 + 1024));
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status s = MatchPrefix(*server_, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE)
+      << s.error_message();
+}
+
+// Every method has the limit, and it is checked before decoding: an apply
+// that would fail validation with RESOURCE_EXHAUSTED gets OUT_OF_RANGE.
+TEST_F(ServiceOverReferenceBackendTest, EveryMethodRefusesAboveEightMiB) {
+  const std::vector<int64_t> hashes = Iota(1049600);
+  grpc::Status s = Apply(*server_, Report("w", "a", hashes));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+
+  MatchExternalKvRequest match;
+  match.mutable_hashes()->Add(hashes.begin(), hashes.end());
+  MatchExternalKvResponse match_resp;
+  s = server_->stub().MatchExternalKv(Context().get(), match, &match_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+
+  GetExternalKvHitCountsRequest hits;
+  hits.mutable_hashes()->Add(hashes.begin(), hashes.end());
+  GetExternalKvHitCountsResponse hits_resp;
+  s = server_->stub().GetExternalKvHitCounts(Context().get(), hits, &hits_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+}
+
+// Beyond the transport ceiling the runtime itself refuses the request.
+TEST_F(ServiceOverReferenceBackendTest,
+       AboveTransportCeilingIsRefusedByRuntime) {
+  const MatchExternalKvPrefixRequest req =
+      Prefix(Iota(kTransportReceiveCeilingBytes / 8 + 1024));
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status s = MatchPrefix(*server_, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message();
+}
+
+}  // namespace
+}  // namespace kvindexer

@@ -1,0 +1,36 @@
+// Transport settings of kv-indexer-server (contract.md §6.2, §6.3, §6.4).
+//
+// Request size: the contract's limit is 8 MiB (kMaxRequestBytes). A request
+// of exactly that size is served; a larger one is refused with OUT_OF_RANGE
+// by the service itself, before decoding, because gRPC C++ would refuse it
+// with RESOURCE_EXHAUSTED. For that the runtime's receive limit is raised to
+// a hard ceiling, kTransportReceiveCeilingBytes = 16 MiB: requests above the
+// ceiling are refused by the runtime with RESOURCE_EXHAUSTED ("overloaded"
+// to sgl-router, which falls back to least-loaded routing exactly as for
+// OUT_OF_RANGE). The ceiling widens the buffering bound of §6.2 from
+// 64 x 8 MiB to 64 x 16 MiB of undecoded requests per connection.
+//
+// Also: 64 concurrent HTTP/2 streams per connection; SO_REUSEPORT off, so that
+// a port already in use fails the bind instead of being shared.
+#ifndef KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
+#define KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
+
+#include <cstddef>
+
+#include "grpcpp/server_builder.h"
+
+namespace kvindexer {
+
+// MAX_GRPC_DECODING_MESSAGE_SIZE.
+inline constexpr size_t kMaxRequestBytes = 8 * 1024 * 1024;
+// Runtime receive limit; see above.
+inline constexpr int kTransportReceiveCeilingBytes = 16 * 1024 * 1024;
+// MAX_CONCURRENT_STREAMS.
+inline constexpr int kMaxConcurrentStreams = 64;
+
+// Applies every setting above to `builder`. Adds no services and no ports.
+void ApplyTransportSettings(grpc::ServerBuilder& builder);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
