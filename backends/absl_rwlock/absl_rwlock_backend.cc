@@ -46,7 +46,7 @@ BackendStatus AbslRwlockBackend::Apply(const ApplyBatchView& batch) noexcept {
                        "out of memory copying worker_address (%zu bytes)",
                        batch.worker_address.size);
   }
-  absl::MutexLock lock(&mu_);
+  WriterGuard lock(&mu_);
   return applier_.Apply(batch, address);
 }
 
@@ -55,10 +55,10 @@ BackendStatus AbslRwlockBackend::Match(HashSpan hashes, bool count_as_hit,
   BackendStatus status = CheckVisit(hashes, visitor);
   if (status.code != BackendCode::kOk) return status;
   if (!count_as_hit) {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderGuard lock(&mu_);
     return Visit(hashes, visitor);
   }
-  absl::MutexLock lock(&mu_);
+  WriterGuard lock(&mu_);
   // Counting comes first and is all or nothing; the visit then reads the
   // same snapshot. Counting does not depend on whether the visitor stops
   // early: a hit belongs to the request, not to the callbacks.
@@ -71,7 +71,7 @@ BackendStatus AbslRwlockBackend::PrefixScan(HashSpan hashes,
                                             BlockVisitor* visitor) noexcept {
   BackendStatus status = CheckVisit(hashes, visitor);
   if (status.code != BackendCode::kOk) return status;
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderGuard lock(&mu_);
   return Visit(hashes, visitor);
 }
 
@@ -82,7 +82,7 @@ BackendStatus AbslRwlockBackend::HitCounts(HashSpan hashes,
   if (hashes.size != 0 && counts == nullptr) {
     return ErrorStatus(BackendCode::kInvalidArgument, "counts is null");
   }
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderGuard lock(&mu_);
   for (size_t i = 0; i < hashes.size; ++i) {
     counts[i] = hits_.Get(hashes.data[i]);
   }
@@ -92,7 +92,7 @@ BackendStatus AbslRwlockBackend::HitCounts(HashSpan hashes,
 void AbslRwlockBackend::GetStats(BackendStats* stats) noexcept {
   if (stats == nullptr) return;
   const size_t limit = stats->struct_size;
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderGuard lock(&mu_);
   const uint64_t memory = sizeof(*this) + blocks_.MemoryBytes() +
                           workers_.MemoryBytes() + hits_.MemoryBytes() +
                           applier_.MemoryBytes();
@@ -110,7 +110,7 @@ void AbslRwlockBackend::GetStats(BackendStats* stats) noexcept {
 
 BackendStatus AbslRwlockBackend::SetHitCountForTest(int64_t hash,
                                                     uint64_t count) noexcept {
-  absl::MutexLock lock(&mu_);
+  WriterGuard lock(&mu_);
   try {
     hits_.Set(hash, count);
   } catch (...) {

@@ -1,6 +1,6 @@
 // AbslRwlockBackend: the reference IndexBackend. Three abseil hash tables
 // (blocks, workers, hit counters; contract.md §7) behind ONE reader/writer
-// lock, an absl::Mutex:
+// lock, an absl::Mutex (rw_lock.h):
 //
 //   Apply, Match with count_as_hit      exclusive, for the whole call
 //   Match without counting, PrefixScan,
@@ -19,11 +19,11 @@
 #include <stdint.h>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "batch_applier.h"
 #include "block_table.h"
 #include "hit_counter_table.h"
 #include "kvindexer/backend.h"
+#include "rw_lock.h"
 #include "worker_registry.h"
 
 namespace kvindexer::absl_rwlock {
@@ -56,7 +56,7 @@ class AbslRwlockBackend final : public IndexBackend {
   BackendStatus CountHits(HashSpan hashes) noexcept
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable absl::Mutex mu_;
+  mutable RwLock mu_;
   BlockTable blocks_ ABSL_GUARDED_BY(mu_);
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   HitCounterTable hits_ ABSL_GUARDED_BY(mu_);

@@ -1,16 +1,883 @@
+// Focused tests of the absl_rwlock backend: the ABI obligations a generic
+// conformance run cannot easily observe (callback order, stats counters,
+// counter lifetime, saturation, lock modes) and the all-or-nothing Apply
+// under injected allocation failures.
 #include "absl_rwlock_backend.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "kvindexer/backend.h"
+
+// ---------------------------------------------------------------------------
+// Allocation hooks for this test binary: every operator new is counted, and
+// a test can make the Nth allocation on its own thread fail. The aligned
+// forms are left to the runtime; nothing here allocates over-aligned memory.
+namespace {
+
+constexpr size_t kHeader = 16;  // keeps max_align_t alignment
+std::atomic<int64_t> g_live_bytes{0};
+thread_local int64_t t_fail_countdown = -1;  // -1: never fail
+
+void* CountedNew(size_t size) {
+  if (t_fail_countdown == 0) {
+    t_fail_countdown = -1;
+    throw std::bad_alloc();
+  }
+  if (t_fail_countdown > 0) --t_fail_countdown;
+  void* raw = malloc(size + kHeader);
+  if (raw == nullptr) throw std::bad_alloc();
+  memcpy(raw, &size, sizeof(size));
+  g_live_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+  return static_cast<char*>(raw) + kHeader;
+}
+
+void CountedDelete(void* p) noexcept {
+  if (p == nullptr) return;
+  char* raw = static_cast<char*>(p) - kHeader;
+  size_t size;
+  memcpy(&size, raw, sizeof(size));
+  g_live_bytes.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+  free(raw);
+}
+
+}  // namespace
+
+extern "C" const kvindexer::BackendDescriptor* kvindexer_backend_descriptor(
+    void);
+
+void* operator new(size_t size) { return CountedNew(size); }
+void* operator new[](size_t size) { return CountedNew(size); }
+void operator delete(void* p) noexcept { CountedDelete(p); }
+void operator delete[](void* p) noexcept { CountedDelete(p); }
+void operator delete(void* p, size_t) noexcept { CountedDelete(p); }
+void operator delete[](void* p, size_t) noexcept { CountedDelete(p); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return CountedNew(size);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
+  return operator new(size, tag);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  CountedDelete(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  CountedDelete(p);
+}
 
 namespace kvindexer::absl_rwlock {
 namespace {
 
-TEST(AbslRwlockBackendTest, StartsEmpty) {
-  AbslRwlockBackend backend;
+constexpr uint32_t kFull = 1, kSwa = 2;
+
+// ---------------------------------------------------------------------------
+// Building batches.
+
+struct Action {
+  uint32_t type;
+  uint32_t tier;
+  std::vector<int64_t> hashes;
+  std::vector<uint32_t> masks;
+  std::vector<uint32_t> sizes;
+};
+
+Action Report(uint32_t tier, std::vector<int64_t> hashes,
+              std::vector<uint32_t> masks = {},
+              std::vector<uint32_t> sizes = {}) {
+  return {kActionReport, tier, std::move(hashes), std::move(masks),
+          std::move(sizes)};
+}
+Action Revoke(uint32_t tier, std::vector<int64_t> hashes) {
+  return {kActionRevoke, tier, std::move(hashes), {}, {}};
+}
+Action Clear(uint32_t tier) {
+  return {kActionClearAllAtTier, tier, {}, {}, {}};
+}
+
+BackendStatus ApplyBatch(IndexBackend& backend, const std::string& worker,
+                         const std::string& address,
+                         const std::vector<Action>& actions,
+                         const CacheSpec* spec = nullptr) {
+  std::vector<ActionView> views;
+  for (const Action& a : actions) {
+    views.push_back(ActionView{a.type,
+                               a.tier,
+                               {a.hashes.data(), a.hashes.size()},
+                               {a.masks.data(), a.masks.size()},
+                               {a.sizes.data(), a.sizes.size()}});
+  }
+  ApplyBatchView batch{};
+  batch.worker_id = {worker.data(), worker.size()};
+  batch.worker_address = {address.data(), address.size()};
+  batch.has_cache_spec = spec != nullptr ? 1 : 0;
+  if (spec != nullptr) batch.cache_spec = *spec;
+  batch.actions = views.data();
+  batch.action_count = views.size();
+  return backend.Apply(batch);
+}
+
+void ExpectOk(const BackendStatus& status) {
+  EXPECT_EQ(status.code, BackendCode::kOk) << status.message;
+}
+
+// ---------------------------------------------------------------------------
+// Recording what a visitor is told.
+
+struct PlacementRecord {
+  std::string worker;
+  uint32_t tier;
+  uint32_t mask;
+  friend bool operator==(const PlacementRecord&,
+                         const PlacementRecord&) = default;
+  friend bool operator<(const PlacementRecord& a, const PlacementRecord& b) {
+    return std::tie(a.worker, a.tier, a.mask) <
+           std::tie(b.worker, b.tier, b.mask);
+  }
+};
+
+struct BlockRecordSeen {
+  size_t index;
+  uint32_t token_count;
+  std::vector<PlacementRecord> placements;  // sorted
+  friend bool operator==(const BlockRecordSeen&,
+                         const BlockRecordSeen&) = default;
+};
+
+struct WorkerSeen {
+  std::string id;
+  std::string address;
+  uint32_t has_cache_spec;
+  CacheSpec spec;
+};
+
+// Checks the visitor protocol as it goes and records the results.
+class RecordingVisitor final : public BlockVisitor {
+ public:
+  explicit RecordingVisitor(size_t stop_after_blocks = SIZE_MAX)
+      : stop_after_blocks_(stop_after_blocks) {}
+
+  void OnWorker(const WorkerView& worker) noexcept override {
+    ++callbacks_after_stop_check_;
+    if (stopped_) ++callbacks_after_stop_;
+    if (worker.worker >= announced_.size()) {
+      announced_.resize(worker.worker + 1);
+      workers_.resize(worker.worker + 1);
+    }
+    if (announced_[worker.worker]) ++repeated_announcements_;
+    announced_[worker.worker] = true;
+    workers_[worker.worker] = {
+        std::string(worker.id.data, worker.id.size),
+        std::string(worker.address.data, worker.address.size),
+        worker.has_cache_spec, worker.cache_spec};
+    order_.push_back("W" + workers_[worker.worker].id);
+  }
+
+  bool OnBlock(const BlockView& block) noexcept override {
+    if (stopped_) ++callbacks_after_stop_;
+    BlockRecordSeen seen{block.index, block.token_count, {}};
+    for (size_t i = 0; i < block.placement_count; ++i) {
+      const Placement& p = block.placements[i];
+      if (p.worker >= announced_.size() || !announced_[p.worker]) {
+        ++unannounced_placements_;
+        continue;
+      }
+      seen.placements.push_back({workers_[p.worker].id, p.tier, p.mask});
+    }
+    std::sort(seen.placements.begin(), seen.placements.end());
+    blocks_.push_back(seen);
+    order_.push_back("B" + std::to_string(block.index));
+    if (blocks_.size() >= stop_after_blocks_) stopped_ = true;
+    return !stopped_;
+  }
+
+  // The protocol held: no placement before its worker, no worker twice, no
+  // callback after a stop.
+  void ExpectProtocolHeld() const {
+    EXPECT_EQ(unannounced_placements_, 0);
+    EXPECT_EQ(repeated_announcements_, 0);
+    EXPECT_EQ(callbacks_after_stop_, 0);
+  }
+
+  const std::vector<BlockRecordSeen>& blocks() const { return blocks_; }
+  const std::vector<std::string>& order() const { return order_; }
+  const WorkerSeen& worker(const std::string& id) const {
+    for (const WorkerSeen& w : workers_) {
+      if (w.id == id) return w;
+    }
+    static const WorkerSeen kNone{};
+    ADD_FAILURE() << "worker " << id << " was never announced";
+    return kNone;
+  }
+
+ private:
+  size_t stop_after_blocks_;
+  bool stopped_ = false;
+  std::vector<bool> announced_;
+  std::vector<WorkerSeen> workers_;
+  std::vector<BlockRecordSeen> blocks_;
+  std::vector<std::string> order_;
+  int unannounced_placements_ = 0;
+  int repeated_announcements_ = 0;
+  int callbacks_after_stop_ = 0;
+  int callbacks_after_stop_check_ = 0;
+};
+
+std::vector<BlockRecordSeen> Scan(IndexBackend& backend,
+                                  const std::vector<int64_t>& hashes) {
+  RecordingVisitor visitor;
+  ExpectOk(backend.PrefixScan({hashes.data(), hashes.size()}, &visitor));
+  visitor.ExpectProtocolHeld();
+  return visitor.blocks();
+}
+
+std::vector<uint64_t> Hits(IndexBackend& backend,
+                           const std::vector<int64_t>& hashes) {
+  std::vector<uint64_t> counts(hashes.size(), 12345);
+  ExpectOk(backend.HitCounts({hashes.data(), hashes.size()}, counts.data()));
+  return counts;
+}
+
+BackendStats Stats(IndexBackend& backend) {
   BackendStats stats{};
   stats.struct_size = sizeof(stats);
   backend.GetStats(&stats);
-  EXPECT_EQ(stats.blocks, 0u);
+  return stats;
+}
+
+void CountingMatch(IndexBackend& backend, const std::vector<int64_t>& hashes) {
+  RecordingVisitor visitor;
+  ExpectOk(backend.Match({hashes.data(), hashes.size()}, true, &visitor));
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(AbslRwlockDescriptorTest, DescribesItselfAndCreates) {
+  const BackendDescriptor* d = kvindexer_backend_descriptor();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->abi_major, kBackendAbiMajor);
+  EXPECT_EQ(d->abi_minor, kBackendAbiMinor);
+  EXPECT_EQ(d->struct_size, sizeof(BackendDescriptor));
+  EXPECT_STREQ(d->name, "absl_rwlock");
+  EXPECT_STREQ(d->version, "0.1.0");
+  EXPECT_NE(strstr(d->build_info, "compiler"), nullptr);
+  char error[64] = "untouched";
+  IndexBackend* backend = d->create(error, sizeof(error));
+  ASSERT_NE(backend, nullptr);
+  ExpectOk(ApplyBatch(*backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  EXPECT_EQ(Stats(*backend).blocks, 1u);
+  d->destroy(backend);
+}
+
+TEST(AbslRwlockVisitTest, WorkerAnnouncedOncePerCallBeforeItsPlacements) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierDram, {2, 3})}));
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierDram, {3})}));
+  const std::vector<int64_t> q = {4, 1, 2, 3};
+  for (int call = 0; call < 2; ++call) {  // once per call, not per backend
+    RecordingVisitor visitor;
+    ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+    visitor.ExpectProtocolHeld();
+    const std::vector<std::string> expected = {"B0",  "Ww1", "B1",
+                                               "Ww2", "B2",  "B3"};
+    EXPECT_EQ(visitor.order(), expected) << "call " << call;
+  }
+  // Repeated hashes in a prefix scan: still one announcement per worker.
+  const std::vector<int64_t> repeats = {1, 1, 2, 1};
+  RecordingVisitor visitor;
+  ExpectOk(backend.PrefixScan({repeats.data(), repeats.size()}, &visitor));
+  visitor.ExpectProtocolHeld();
+  const std::vector<std::string> expected = {"Ww1", "B0", "B1",
+                                             "Ww2", "B2", "B3"};
+  EXPECT_EQ(visitor.order(), expected);
+}
+
+TEST(AbslRwlockVisitTest, AbsentBlocksAreReportedInOrder) {
+  AbslRwlockBackend backend;
+  ExpectOk(
+      ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {2}, {kFull}, {64})}));
+  const std::vector<BlockRecordSeen> expected = {
+      {0, 0, {}}, {1, 64, {{"w1", kTierHbm, kFull}}}, {2, 0, {}}};
+  EXPECT_EQ(Scan(backend, {7, 2, -9}), expected);
+}
+
+TEST(AbslRwlockVisitTest, EarlyStopEndsTheCallbacks) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {3})}));
+  const std::vector<int64_t> q = {1, 2, 3};
+  for (bool counting : {false, true}) {
+    RecordingVisitor visitor(/*stop_after_blocks=*/2);
+    ExpectOk(backend.Match({q.data(), q.size()}, counting, &visitor));
+    visitor.ExpectProtocolHeld();
+    // w2 holds only the third block: it must not even be announced.
+    const std::vector<std::string> expected = {"Ww1", "B0", "B1"};
+    EXPECT_EQ(visitor.order(), expected);
+  }
+  RecordingVisitor visitor(/*stop_after_blocks=*/1);
+  ExpectOk(backend.PrefixScan({q.data(), q.size()}, &visitor));
+  EXPECT_EQ(visitor.blocks().size(), 1u);
+  // Counting belongs to the request, not to the callbacks: the one counting
+  // match above counted all three hashes despite stopping after two.
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{1, 1, 1}));
+}
+
+TEST(AbslRwlockVisitTest, WorkerViewCarriesAddressAndSpec) {
+  AbslRwlockBackend backend;
+  const CacheSpec spec{1, kFull | kSwa, 100, 3, 1, 0};
+  ExpectOk(ApplyBatch(backend, "w1", "10.0.0.1:9000", {Report(kTierHbm, {1})},
+                      &spec));
+  RecordingVisitor with_spec;
+  const std::vector<int64_t> q = {1};
+  ExpectOk(backend.PrefixScan({q.data(), q.size()}, &with_spec));
+  EXPECT_EQ(with_spec.worker("w1").address, "10.0.0.1:9000");
+  ASSERT_EQ(with_spec.worker("w1").has_cache_spec, 1u);
+  EXPECT_EQ(with_spec.worker("w1").spec.swa_window_tokens, 100u);
+  EXPECT_EQ(with_spec.worker("w1").spec.components, kFull | kSwa);
+  // An empty action list still upserts: empty address overwrites, an absent
+  // spec clears the stored one.
+  ExpectOk(ApplyBatch(backend, "w1", "", {}));
+  RecordingVisitor cleared;
+  ExpectOk(backend.PrefixScan({q.data(), q.size()}, &cleared));
+  EXPECT_EQ(cleared.worker("w1").address, "");
+  EXPECT_EQ(cleared.worker("w1").has_cache_spec, 0u);
+}
+
+TEST(AbslRwlockApplyTest, ReportReplacesMaskAndKeepsKnownTokenCount) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1",
+                      {Report(kTierHbm, {1}, {kFull | kSwa}, {80})}));
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {1}, {kFull})}));
+  // Mask replaced down to legacy 0; size 0 does not erase the count.
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1}, {0}, {0})}));
+  std::vector<BlockRecordSeen> expected = {
+      {0, 80, {{"w1", kTierHbm, 0}, {"w2", kTierHbm, kFull}}}};
+  EXPECT_EQ(Scan(backend, {1}), expected);
+  // The last non-zero size wins, whoever reports it.
+  ExpectOk(
+      ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {1}, {kFull}, {96})}));
+  expected[0].token_count = 96;
+  EXPECT_EQ(Scan(backend, {1}), expected);
+}
+
+TEST(AbslRwlockApplyTest, StatsFollowReportRevokeAndClear) {
+  AbslRwlockBackend backend;
+  BackendStats s = Stats(backend);
+  EXPECT_EQ(s.blocks, 0u);
+  EXPECT_EQ(s.placements, 0u);
+  EXPECT_EQ(s.workers, 0u);
+  EXPECT_EQ(s.hit_counters, 0u);
+  const uint64_t empty_bytes = s.memory_bytes;
+
+  ExpectOk(ApplyBatch(backend, "w1", "a1",
+                      {Report(kTierHbm, {1, 2, 3}), Report(kTierDram, {1})}));
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {3, 4})}));
+  s = Stats(backend);
+  EXPECT_EQ(s.blocks, 4u);
+  EXPECT_EQ(s.placements, 6u);
+  EXPECT_EQ(s.workers, 2u);
+  EXPECT_GT(s.memory_bytes, empty_bytes);
+
+  CountingMatch(backend, {1, 2, 3, 4, 5});
+  EXPECT_EQ(Stats(backend).hit_counters, 4u);
+
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierHbm, {2, 404})}));
+  s = Stats(backend);
+  EXPECT_EQ(s.blocks, 3u);
+  EXPECT_EQ(s.placements, 5u);
+  EXPECT_EQ(s.hit_counters, 3u);
+
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierHbm)}));
+  s = Stats(backend);
+  EXPECT_EQ(s.blocks, 3u);      // 1 (DRAM), 3 and 4 (w2)
+  EXPECT_EQ(s.placements, 3u);  // w1:1@DRAM, w2:3, w2:4
+  EXPECT_EQ(s.hit_counters, 3u);
+
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Clear(kTierHbm)}));
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierDram)}));
+  s = Stats(backend);
+  EXPECT_EQ(s.blocks, 0u);
+  EXPECT_EQ(s.placements, 0u);
+  EXPECT_EQ(s.hit_counters, 0u);
+  EXPECT_EQ(s.workers, 2u);  // worker records are never deleted
+}
+
+TEST(AbslRwlockApplyTest, StatsRespectCallerStructSize) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  BackendStats stats;
+  memset(&stats, 0xAB, sizeof(stats));
+  stats.struct_size = offsetof(BackendStats, workers);  // an older host
+  backend.GetStats(&stats);
+  EXPECT_EQ(stats.blocks, 1u);
+  EXPECT_EQ(stats.placements, 1u);
+  EXPECT_EQ(stats.workers, 0xABABABABABABABABu);
+  EXPECT_EQ(stats.memory_bytes, 0xABABABABABABABABu);
+}
+
+TEST(AbslRwlockHitTest, CounterDiesWithTheLastPlacementOnly) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1",
+                      {Report(kTierHbm, {1, 2}), Report(kTierDram, {1})}));
+  CountingMatch(backend, {1, 2, 3});
+  EXPECT_EQ(Hits(backend, {1, 2, 3}), (std::vector<uint64_t>{1, 1, 0}));
+  // Losing one of two placements keeps the counter.
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierHbm, {1, 2})}));
+  EXPECT_EQ(Hits(backend, {1, 2}), (std::vector<uint64_t>{1, 0}));
+  // Losing the last one deletes it, and a new report starts from nothing.
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierDram, {1})}));
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  EXPECT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{0}));
+}
+
+TEST(AbslRwlockHitTest, EmptiedInsideABatchLosesCounterAndTokenCount) {
+  AbslRwlockBackend backend;
+  ExpectOk(
+      ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1}, {kFull}, {50})}));
+  CountingMatch(backend, {1});
+  ASSERT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{1}));
+  // Sequentially the block is deleted and then created again.
+  ExpectOk(
+      ApplyBatch(backend, "w1", "a1",
+                 {Revoke(kTierHbm, {1}), Report(kTierDram, {1}, {kFull})}));
+  EXPECT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{0}));
+  const std::vector<BlockRecordSeen> expected = {
+      {0, 0, {{"w1", kTierDram, kFull}}}};
+  EXPECT_EQ(Scan(backend, {1}), expected);
+  EXPECT_EQ(Stats(backend).hit_counters, 0u);
+}
+
+TEST(AbslRwlockHitTest, CountsOnlyHeldHashesAndSaturates) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  RecordingVisitor plain;
+  const std::vector<int64_t> q = {1, 2, 3};
+  ExpectOk(backend.Match({q.data(), q.size()}, false, &plain));
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{0, 0, 0}));
+  const uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  ExpectOk(backend.SetHitCountForTest(1, kMax - 1));
+  CountingMatch(backend, q);
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{kMax, 1, 0}));
+  CountingMatch(backend, q);
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{kMax, 2, 0}));
+  EXPECT_EQ(Stats(backend).hit_counters, 2u);
+  // Applies never change counters except by deletion.
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{kMax, 2, 0}));
+}
+
+TEST(AbslRwlockApplyTest, ReapplyingABatchIsIdempotent) {
+  AbslRwlockBackend backend;
+  const std::vector<Action> batch = {
+      Report(kTierHbm, {9, 10}, {kFull, kSwa}, {16, 0}),
+      Revoke(kTierHbm, {9}),
+      Report(kTierHbm, {9}, {kFull}, {0}),
+      Report(kTierDram, {11}),
+      Clear(kTierDram),
+      Report(kTierDram, {12}),
+  };
+  const std::vector<int64_t> universe = {9, 10, 11, 12};
+  ExpectOk(ApplyBatch(backend, "w1", "a1", batch));
+  const std::vector<BlockRecordSeen> once = Scan(backend, universe);
+  const BackendStats first = Stats(backend);
+  for (int i = 0; i < 3; ++i) {
+    ExpectOk(ApplyBatch(backend, "w1", "a1", batch));
+    EXPECT_EQ(Scan(backend, universe), once);
+    const BackendStats again = Stats(backend);
+    EXPECT_EQ(again.blocks, first.blocks);
+    EXPECT_EQ(again.placements, first.placements);
+  }
+  const std::vector<BlockRecordSeen> expected = {
+      {0, 0, {{"w1", kTierHbm, kFull}}},
+      {1, 0, {{"w1", kTierHbm, kSwa}}},
+      {2, 0, {}},
+      {3, 0, {{"w1", kTierDram, 0}}}};
+  EXPECT_EQ(once, expected);
+}
+
+TEST(AbslRwlockApplyTest, ClearUsesHoldingsAndLaterReportsSurvive) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1",
+                      {Report(kTierHbm, {1, 2, 3}), Report(kTierDram, {1})}));
+  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {2})}));
+  ExpectOk(ApplyBatch(backend, "w1", "a1",
+                      {Clear(kTierHbm), Report(kTierHbm, {3})}));
+  const std::vector<BlockRecordSeen> expected = {{0, 0, {{"w1", kTierDram, 0}}},
+                                                 {1, 0, {{"w2", kTierHbm, 0}}},
+                                                 {2, 0, {{"w1", kTierHbm, 0}}}};
+  EXPECT_EQ(Scan(backend, {1, 2, 3}), expected);
+  // The re-reported hash is still in the holdings: a second clear finds it.
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierHbm)}));
+  EXPECT_EQ(Scan(backend, {3}), (std::vector<BlockRecordSeen>{{0, 0, {}}}));
+}
+
+TEST(AbslRwlockApplyTest, RefusesMalformedViewsWithoutChangingState) {
+  AbslRwlockBackend backend;
+  EXPECT_EQ(ApplyBatch(backend, "", "a", {Report(kTierHbm, {1})}).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {Report(0, {1})}).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {Report(4, {1})}).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {{999, kTierHbm, {1}, {}, {}}}).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(
+      ApplyBatch(backend, "w1", "a", {Report(kTierHbm, {1, 2}, {kFull})}).code,
+      BackendCode::kInvalidArgument);
+  // A valid action after an invalid one must not have been applied.
+  EXPECT_EQ(
+      ApplyBatch(backend, "w1", "a", {Report(kTierHbm, {5}), Report(7, {6})})
+          .code,
+      BackendCode::kInvalidArgument);
+  EXPECT_EQ(Stats(backend).workers, 0u);
+  EXPECT_EQ(Stats(backend).blocks, 0u);
+  RecordingVisitor visitor;
+  EXPECT_EQ(backend.PrefixScan({nullptr, 3}, &visitor).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(backend.Match({nullptr, 0}, false, nullptr).code,
+            BackendCode::kInvalidArgument);
+}
+
+// ---------------------------------------------------------------------------
+// Lock modes (contract.md §7, behaviour 45).
+
+// A visitor that parks inside its first OnBlock until released, holding the
+// backend's shared lock all that time.
+class ParkingVisitor final : public BlockVisitor {
+ public:
+  void OnWorker(const WorkerView&) noexcept override {}
+  bool OnBlock(const BlockView&) noexcept override {
+    std::unique_lock<std::mutex> lock(mu_);
+    parked_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+    return false;
+  }
+  bool WaitParked(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, limit, [this] { return parked_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool parked_ = false;
+  bool released_ = false;
+};
+
+TEST(AbslRwlockLockTest, NonCountingMatchRunsWhileAReaderHoldsTheLock) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  const std::vector<int64_t> q = {1, 2};
+
+  ParkingVisitor parker;
+  std::thread reader([&] {
+    ExpectOk(backend.PrefixScan({q.data(), q.size()}, &parker));
+  });
+  ASSERT_TRUE(parker.WaitParked(std::chrono::seconds(10)));
+
+  // The reader now holds the shared lock. A non-counting match must finish.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  RecordingVisitor visitor;
+  std::thread matcher([&] {
+    ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  bool finished;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished = cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; });
+  }
+  parker.Release();  // lets every thread finish whatever happened
+  matcher.join();
+  reader.join();
+  EXPECT_TRUE(finished) << "non-counting Match blocked behind a reader";
+  EXPECT_EQ(visitor.blocks().size(), 2u);
+}
+
+TEST(AbslRwlockLockTest, CountingMatchWaitsForReaders) {
+  AbslRwlockBackend backend;
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  const std::vector<int64_t> q = {1};
+
+  ParkingVisitor parker;
+  std::thread reader([&] {
+    ExpectOk(backend.PrefixScan({q.data(), q.size()}, &parker));
+  });
+  ASSERT_TRUE(parker.WaitParked(std::chrono::seconds(10)));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool counted = false;
+  std::thread counter([&] {
+    CountingMatch(backend, q);
+    std::lock_guard<std::mutex> lock(mu);
+    counted = true;
+    cv.notify_all();
+  });
+  // The counting match needs the lock exclusively, which it cannot get
+  // while the reader is parked. This is a negative check: it waits a short
+  // bounded time for something that must not happen (a wrong lock mode
+  // makes it fail; a slow machine cannot make a correct backend fail).
+  bool finished_early;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished_early = cv.wait_for(lock, std::chrono::milliseconds(200),
+                                 [&] { return counted; });
+  }
+  EXPECT_FALSE(finished_early) << "counting Match ran beside a reader";
+  parker.Release();
+  counter.join();
+  reader.join();
+  EXPECT_TRUE(counted);
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{1}));
+}
+
+TEST(AbslRwlockLockTest, ReadersSeeWholeBatchesOnly) {
+  AbslRwlockBackend backend;
+  // Each batch moves the worker's whole set of 64 hashes from one half of
+  // the universe to the other; a reader must see exactly one half.
+  std::vector<int64_t> low, high, all;
+  for (int64_t h = 0; h < 64; ++h) low.push_back(h);
+  for (int64_t h = 64; h < 128; ++h) high.push_back(h);
+  all = low;
+  all.insert(all.end(), high.begin(), high.end());
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, low)}));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 300; ++i) {
+      const auto& from = (i % 2 == 0) ? low : high;
+      const auto& to = (i % 2 == 0) ? high : low;
+      ExpectOk(ApplyBatch(backend, "w1", "a1",
+                          {Report(kTierHbm, to), Revoke(kTierHbm, from)}));
+    }
+    stop = true;
+  });
+  int torn = 0;
+  int reads = 0;
+  while (!stop.load() || reads == 0) {
+    size_t held = 0;
+    for (const BlockRecordSeen& b : Scan(backend, all)) {
+      held += b.placements.size();
+    }
+    if (held != 64) ++torn;
+    ++reads;
+  }
+  writer.join();
+  EXPECT_EQ(torn, 0) << "of " << reads << " reads";
+}
+
+// ---------------------------------------------------------------------------
+// All or nothing under allocation failure.
+
+struct Snapshot {
+  std::vector<BlockRecordSeen> blocks;
+  std::vector<uint64_t> hits;
+  uint64_t block_count, placements, workers, hit_counters;
+  std::vector<std::string> addresses;
+  friend bool operator==(const Snapshot&, const Snapshot&) = default;
+};
+
+Snapshot Take(AbslRwlockBackend& backend, const std::vector<int64_t>& universe,
+              const std::vector<std::string>& worker_ids) {
+  Snapshot snap;
+  RecordingVisitor visitor;
+  ExpectOk(backend.PrefixScan({universe.data(), universe.size()}, &visitor));
+  snap.blocks = visitor.blocks();
+  snap.hits = Hits(backend, universe);
+  const BackendStats s = Stats(backend);
+  snap.block_count = s.blocks;
+  snap.placements = s.placements;
+  snap.workers = s.workers;
+  snap.hit_counters = s.hit_counters;
+  // Addresses of workers that hold something, via a match on everything.
+  for (const std::string& id : worker_ids) {
+    bool announced = false;
+    for (const BlockRecordSeen& b : snap.blocks) {
+      for (const PlacementRecord& p : b.placements) announced |= p.worker == id;
+    }
+    snap.addresses.push_back(announced ? visitor.worker(id).address : "-");
+  }
+  return snap;
+}
+
+TEST(AbslRwlockFailureTest, AFailedApplyLeavesNoTrace) {
+  // A random workload; before each batch, the batch is first tried with the
+  // Nth allocation failing for N = 0, 1, 2, ... until it succeeds. Every
+  // failed try must leave the observable state exactly as it was.
+  const uint64_t seed = 20261130;
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> universe;
+  for (int64_t h = -20; h < 40; ++h) universe.push_back(h);
+  const std::vector<std::string> ids = {"w0", "w1", "w2",
+                                        "a-worker-id-long-"
+                                        "enough-to-spill"};
+  AbslRwlockBackend backend;
+  int failed_tries = 0;
+  for (int round = 0; round < 60; ++round) {
+    const std::string& id = ids[rng() % ids.size()];
+    const std::string address = "addr-" + std::to_string(round) +
+                                "-long-enough-to-leave-small-string-buffer";
+    std::vector<Action> actions;
+    const int n_actions = 1 + static_cast<int>(rng() % 4);
+    for (int a = 0; a < n_actions; ++a) {
+      const uint32_t tier = 1 + static_cast<uint32_t>(rng() % 3);
+      const int kind = static_cast<int>(rng() % 6);
+      std::vector<int64_t> hashes;
+      const int n = 1 + static_cast<int>(rng() % 12);
+      for (int i = 0; i < n; ++i) {
+        const int64_t h = universe[rng() % universe.size()];
+        if (std::find(hashes.begin(), hashes.end(), h) == hashes.end()) {
+          hashes.push_back(h);
+        }
+      }
+      if (kind <= 2) {
+        std::vector<uint32_t> masks, sizes;
+        for (size_t i = 0; i < hashes.size(); ++i) {
+          masks.push_back(static_cast<uint32_t>(rng() % 8));
+          sizes.push_back(static_cast<uint32_t>(rng() % 3) * 16);
+        }
+        actions.push_back(Report(tier, hashes, masks, sizes));
+      } else if (kind <= 4) {
+        actions.push_back(Revoke(tier, hashes));
+      } else {
+        actions.push_back(Clear(tier));
+      }
+    }
+    if (rng() % 3 == 0) CountingMatch(backend, universe);
+    const Snapshot before = Take(backend, universe, ids);
+    for (int64_t fail_at = 0;; ++fail_at) {
+      // The views are built before arming, so only Apply's own
+      // allocations count.
+      std::vector<ActionView> views;
+      for (const Action& a : actions) {
+        views.push_back(ActionView{a.type,
+                                   a.tier,
+                                   {a.hashes.data(), a.hashes.size()},
+                                   {a.masks.data(), a.masks.size()},
+                                   {a.sizes.data(), a.sizes.size()}});
+      }
+      ApplyBatchView batch{};
+      batch.worker_id = {id.data(), id.size()};
+      batch.worker_address = {address.data(), address.size()};
+      batch.actions = views.data();
+      batch.action_count = views.size();
+      t_fail_countdown = fail_at;
+      const BackendStatus status = backend.Apply(batch);
+      const bool injected = t_fail_countdown == -1;
+      t_fail_countdown = -1;
+      if (status.code == BackendCode::kOk) {
+        ASSERT_FALSE(injected) << "an allocation failed but Apply said OK";
+        break;
+      }
+      ASSERT_EQ(status.code, BackendCode::kResourceExhausted) << status.message;
+      ++failed_tries;
+      ASSERT_EQ(Take(backend, universe, ids), before)
+          << "seed " << seed << " round " << round << " fail_at " << fail_at;
+    }
+  }
+  EXPECT_GT(failed_tries, 60);  // the injection did reach Apply
+}
+
+TEST(AbslRwlockFailureTest, AFailedCountingMatchCountsNothing) {
+  AbslRwlockBackend backend;
+  std::vector<int64_t> hashes;
+  for (int64_t h = 0; h < 100; ++h) hashes.push_back(h);
+  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, hashes)}));
+  RecordingVisitor visitor;
+  t_fail_countdown = 0;
+  const BackendStatus status =
+      backend.Match({hashes.data(), hashes.size()}, true, &visitor);
+  t_fail_countdown = -1;
+  EXPECT_EQ(status.code, BackendCode::kResourceExhausted);
+  EXPECT_EQ(Stats(backend).hit_counters, 0u);
+  EXPECT_TRUE(visitor.blocks().empty());
+}
+
+// ---------------------------------------------------------------------------
+// Memory accounting.
+
+TEST(AbslRwlockMemoryTest, AccountingTracksTheHeap) {
+  // Compares memory_bytes with what operator new actually handed out to the
+  // backend, for a typical population: most blocks on one (worker, tier),
+  // some shared by several workers and tiers.
+  const int64_t heap_before = g_live_bytes.load();
+  auto* backend = new AbslRwlockBackend();
+  constexpr int kWorkers = 8;
+  constexpr int64_t kBlocksPerWorker = 25000;
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::string id = "worker-" + std::to_string(w);
+    for (int64_t start = 0; start < kBlocksPerWorker; start += 4096) {
+      std::vector<int64_t> hashes;
+      for (int64_t h = start; h < std::min(start + 4096, kBlocksPerWorker);
+           ++h) {
+        // Blocks below 2000 are shared by every worker; the rest are
+        // private.
+        hashes.push_back(h < 2000 ? h : w * kBlocksPerWorker + h);
+      }
+      ExpectOk(ApplyBatch(
+          *backend, id, "10.0.0." + std::to_string(w) + ":1",
+          {Report(kTierHbm, hashes), Report(kTierDram, {hashes[0]})}));
+    }
+  }
+  const BackendStats s = Stats(*backend);
+  const int64_t heap = g_live_bytes.load() - heap_before;
+  const double ratio =
+      static_cast<double>(s.memory_bytes) / static_cast<double>(heap);
+  printf(
+      "[ memory   ] %llu blocks, %llu placements: accounted %llu B, heap "
+      "%lld B, %.1f B/placement\n",
+      static_cast<unsigned long long>(s.blocks),
+      static_cast<unsigned long long>(s.placements),
+      static_cast<unsigned long long>(s.memory_bytes),
+      static_cast<long long>(heap),
+      static_cast<double>(heap) / static_cast<double>(s.placements));
+  EXPECT_GT(ratio, 0.95);
+  EXPECT_LT(ratio, 1.05);
+
+  // Revoking everything gives the holdings and spilled lists back; the block
+  // table keeps its capacity (abseil tables do not shrink on erase).
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::string id = "worker-" + std::to_string(w);
+    ExpectOk(ApplyBatch(*backend, id, "", {Clear(kTierHbm), Clear(kTierDram)}));
+  }
+  const BackendStats after = Stats(*backend);
+  EXPECT_EQ(after.placements, 0u);
+  const int64_t heap_after = g_live_bytes.load() - heap_before;
+  EXPECT_NEAR(static_cast<double>(after.memory_bytes),
+              static_cast<double>(heap_after), 0.05 * heap_after);
+  delete backend;
+  EXPECT_EQ(g_live_bytes.load(), heap_before);  // nothing leaked
+  RecordProperty("placements", std::to_string(s.placements));
+  RecordProperty("memory_bytes", std::to_string(s.memory_bytes));
+  RecordProperty("heap_bytes", std::to_string(heap));
 }
 
 }  // namespace

@@ -7,13 +7,24 @@
 
 #include "absl/strings/string_view.h"
 #include "status_message.h"
-#include "table_memory.h"
+#include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
 namespace {
 
 // Buffers above this many entries are released after the batch.
 constexpr size_t kKeptBufferEntries = size_t{1} << 16;
+
+// Makes room for `extra` more elements, growing geometrically so that a run
+// of small calls stays amortised O(1). May throw std::bad_alloc; then `v` is
+// unchanged.
+template <typename T>
+void EnsureRoom(std::vector<T>& v, size_t extra) {
+  const size_t needed = v.size() + extra;
+  if (needed <= v.capacity()) return;
+  const size_t doubled = v.capacity() * 2;
+  v.reserve(needed > doubled ? needed : doubled);
+}
 
 }  // namespace
 
@@ -114,7 +125,10 @@ void BatchApplier::Report(uint32_t worker, uint32_t tier, int64_t hash,
         {hash, 0, record.token_count, 0, UndoKind::kTokenCountChanged});
     record.token_count = size;
   }
-  if (workers_->at(worker).Holdings(tier).insert(hash).second) {
+  HoldingSet& held = workers_->at(worker).Holdings(tier);
+  if (!held.contains(hash)) {
+    ReserveForInserts(held, 1);
+    held.insert(hash);
     journal_.push_back({hash, tier, 0, 0, UndoKind::kHoldingAdded});
   }
 }

@@ -20,7 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "kvindexer/backend.h"
-#include "table_memory.h"
+#include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
 
@@ -85,9 +85,11 @@ class BlockTable {
   // *created) when there is none. May throw std::bad_alloc. The reference
   // is valid until the next insertion into the table.
   BlockRecord& FindOrCreate(int64_t hash, bool* created) {
-    auto [it, inserted] = map_.try_emplace(hash);
-    *created = inserted;
-    return it->second;
+    auto it = map_.find(hash);
+    *created = it == map_.end();
+    if (!*created) return it->second;
+    ReserveForInserts(map_, 1);
+    return map_.try_emplace(hash).first->second;
   }
 
   // Appends a placement. May throw std::bad_alloc.

@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
-#include "table_memory.h"
+#include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
 
@@ -28,17 +28,21 @@ class HitCounterTable {
 
   // Guarantees that the next `fresh` insertions of new counters do not
   // allocate. May throw std::bad_alloc, in which case nothing changed.
-  void Reserve(size_t fresh) { map_.reserve(map_.size() + fresh); }
+  void Reserve(size_t fresh) { ReserveForInserts(map_, fresh); }
 
   // Adds one, creating the counter at 1 and saturating at UINT64_MAX.
-  // Allocates only when no room was reserved.
+  // REQUIRES: room reserved for a new counter (Reserve); then nothing here
+  // allocates.
   void Increment(int64_t hash) {
     uint64_t& count = map_[hash];
     if (count != std::numeric_limits<uint64_t>::max()) ++count;
   }
 
   // Sets a counter directly. May throw std::bad_alloc. For tests.
-  void Set(int64_t hash, uint64_t count) { map_[hash] = count; }
+  void Set(int64_t hash, uint64_t count) {
+    if (!map_.contains(hash)) ReserveForInserts(map_, 1);
+    map_[hash] = count;
+  }
 
   void Erase(int64_t hash) noexcept { map_.erase(hash); }
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "table_memory.h"
+#include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
 
@@ -17,9 +17,12 @@ uint32_t WorkerRegistry::Add(absl::string_view id) {
   const auto ordinal = static_cast<uint32_t>(records_.size());
   WorkerRecord record;
   record.id.assign(id.data(), id.size());  // may throw: nothing changed yet
-  EnsureRoom(records_, 1);                 // may throw: capacity only
-  index_.emplace(record.id, ordinal);      // may throw: nothing changed
-  records_.push_back(std::move(record));   // room reserved: cannot throw
+  ReserveForInserts(index_, 1);            // may throw: nothing changed
+  if (records_.size() == records_.capacity()) {
+    records_.reserve(records_.size() * 2 + 1);  // may throw: nothing changed
+  }
+  index_.emplace(record.id, ordinal);     // room reserved: cannot throw
+  records_.push_back(std::move(record));  // room reserved: cannot throw
   Recharge(ordinal);
   return ordinal;
 }

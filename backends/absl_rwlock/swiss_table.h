@@ -1,0 +1,75 @@
+// Helpers for the abseil Swiss tables (flat_hash_map/set) the absl_rwlock
+// backend keeps: growth that survives std::bad_alloc, and O(1) byte
+// estimates for BackendStats::memory_bytes.
+//
+// Why growth needs care: in abseil 20220623 (Debian 12), raw_hash_set's
+// in-place resize() stores the new capacity before it allocates the new
+// array, so a throwing allocation leaves a table whose capacity no longer
+// matches its array; any later lookup reads past it. The constructor that
+// takes a bucket count has no such problem (a throwing constructor leaves no
+// object behind). So a table must never grow in place: before inserting,
+// ReserveForInserts makes sure the coming inserts cannot trigger a resize,
+// building a larger table on the side when they could.
+#ifndef KVINDEXER_BACKENDS_ABSL_RWLOCK_SWISS_TABLE_H_
+#define KVINDEXER_BACKENDS_ABSL_RWLOCK_SWISS_TABLE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvindexer::absl_rwlock {
+
+// Makes the next `count` insertions of new keys into `table` free of
+// resizes (and so of allocations). May throw std::bad_alloc; `table` is then
+// unchanged.
+//
+// An insertion that finds no free slot calls rehash_and_grow_if_necessary,
+// which resizes unless capacity > 16 (one group) and size * 32 <=
+// capacity * 25; in that case it only drops tombstones in place, without
+// allocating. So the table is kept at capacity > 16 and at most 25/32 full
+// counting the coming inserts. The effective maximum load factor is thus
+// 78% instead of abseil's 87.5%.
+template <typename Table>
+void ReserveForInserts(Table& table, size_t count) {
+  const uint64_t capacity = table.capacity();
+  const uint64_t wanted = uint64_t{table.size()} + count;
+  if (capacity > 16 && wanted * 32 <= capacity * 25) return;
+  uint64_t buckets = wanted * 32 / 25 + 1;
+  if (buckets < 31) buckets = 31;
+  Table bigger(buckets);  // may throw; `table` untouched
+  for (auto it = table.begin(); it != table.end(); ++it) {
+    bigger.insert(std::move(*it));  // room reserved: no allocation, no throw
+  }
+  table.swap(bigger);
+}
+
+// Bytes of the backing array of a Swiss table: one control byte per slot
+// plus a cloned group of 16 and a sentinel, rounded to the slot alignment,
+// then the slots. An empty table owns nothing.
+template <typename Table>
+uint64_t SwissTableBytes(const Table& table) {
+  using Value = typename Table::value_type;
+  const uint64_t capacity = table.capacity();
+  if (capacity == 0) return 0;
+  constexpr uint64_t kAlign = alignof(Value);
+  const uint64_t control = (capacity + 1 + 15 + kAlign - 1) & ~(kAlign - 1);
+  return control + capacity * sizeof(Value);
+}
+
+// Heap bytes of a std::string: nothing while it fits the small buffer.
+inline uint64_t StringHeapBytes(const std::string& s) {
+  static const size_t kSmallCapacity = std::string().capacity();
+  return s.capacity() > kSmallCapacity ? s.capacity() + 1 : 0;
+}
+
+template <typename T>
+uint64_t VectorHeapBytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+}  // namespace kvindexer::absl_rwlock
+
+#endif  // KVINDEXER_BACKENDS_ABSL_RWLOCK_SWISS_TABLE_H_
