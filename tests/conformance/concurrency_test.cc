@@ -3,9 +3,11 @@
 // complete hash sets in single batches while readers check that they only
 // ever observe whole batches. Bounded iterations, no sleeps; meant to run
 // under ThreadSanitizer as well.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <latch>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,7 +24,9 @@ KVINDEXER_INSTANTIATE_CONFORMANCE(ConcurrencyTest);
 
 constexpr int kWriters = 2;
 constexpr int kReaders = 2;
-constexpr int kBatchesPerWriter = 600;
+constexpr int kMinBatchesPerWriter = 1000;
+constexpr int kMaxBatchesPerWriter = 200000;
+constexpr long kMinReaderRounds = 1500;
 constexpr int64_t kSetSize = 24;
 constexpr long kMaxReaderRounds = 1000000;
 
@@ -63,19 +67,31 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
     }
   };
 
+  // Everyone starts together; writers keep going until the readers have
+  // done enough rounds, so reads and writes really overlap.
+  std::latch start(kWriters + kReaders);
+  std::atomic<long> reads{0};
+  int last_generation[kWriters] = {};
   std::vector<std::thread> threads;
   for (int k = 0; k < kWriters; ++k) {
     threads.emplace_back([&, k] {
-      for (int g = 1; g <= kBatchesPerWriter; ++g) {
+      start.arrive_and_wait();
+      int g = 1;
+      for (; g <= kMaxBatchesPerWriter; ++g) {
         const absl::Status s = indexer().Apply(Generation(k, g));
         if (!s.ok()) report(absl::StrCat("apply failed: ", s.ToString()));
+        if (g >= kMinBatchesPerWriter &&
+            reads.load() >= kMinReaderRounds * kReaders) {
+          break;
+        }
       }
+      last_generation[k] = std::min(g, kMaxBatchesPerWriter);
       writers_left.fetch_sub(1);
     });
   }
-  std::atomic<long> reads{0};
   for (int r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
+      start.arrive_and_wait();
       for (long round = 0; round < kMaxReaderRounds && writers_left.load() > 0;
            ++round) {
         const int k = static_cast<int>(round % kWriters);
@@ -138,14 +154,16 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(violations.load(), 0) << "first: " << first_violation;
-  EXPECT_GT(reads.load(), 0);
+  EXPECT_GE(reads.load(), kMinReaderRounds * kReaders);
   // The final state is the last generation of every writer.
   for (int k = 0; k < kWriters; ++k) {
-    const auto resp = Match(SetOf(k, kBatchesPerWriter % 2));
+    const int g = last_generation[k];
+    const auto resp = Match(SetOf(k, g % 2));
     ASSERT_EQ(resp.matches_size(), 1);
     EXPECT_EQ(resp.matches(0).hashes_by_tier(0).hashes_size(), kSetSize);
     EXPECT_EQ(resp.matches(0).hashes_by_tier(0).block_sizes(0),
-              static_cast<uint32_t>(kBatchesPerWriter + 1));
+              static_cast<uint32_t>(g + 1));
+    EXPECT_EQ(Match(SetOf(k, (g + 1) % 2)).matches_size(), 0);
   }
 }
 

@@ -81,7 +81,8 @@ std::map<int64_t, uint64_t> ConformanceTest::Hits(const Hashes& hashes) {
 std::vector<int> ConformanceTest::Tiers(int64_t hash,
                                         const std::string& worker) {
   std::vector<int> tiers;
-  for (const auto& m : Match({hash}).matches()) {
+  const v1::MatchExternalKvResponse resp = Match({hash});
+  for (const auto& m : resp.matches()) {
     if (!worker.empty() && m.worker_id() != worker) continue;
     for (const auto& t : m.hashes_by_tier()) {
       for (int64_t h : t.hashes()) {
