@@ -55,6 +55,7 @@ void PrefixQuery::SelectCandidates(const BlockView& block) {
     if (record.candidate >= 0) continue;
     const auto record_index = static_cast<uint32_t>(&record - records_.data());
     record.candidate = static_cast<int32_t>(candidates_.size());
+    candidate_of_.Set(block.placements[i].worker, record.candidate);
     candidates_.emplace_back(record_index,
                              record.has_spec ? &record.spec : nullptr);
   }
@@ -76,9 +77,7 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
   }
   for (size_t i = 0; i < block.placement_count; ++i) {
     const Placement& p = block.placements[i];
-    const int32_t record = record_of_.Find(p.worker);
-    if (record < 0) continue;
-    const int32_t candidate = records_[static_cast<size_t>(record)].candidate;
+    const int32_t candidate = candidate_of_.Find(p.worker);
     if (candidate < 0) continue;
     candidates_[static_cast<size_t>(candidate)].block.Add(p.tier, p.mask);
   }

@@ -73,7 +73,8 @@ class PrefixQuery final : public BlockVisitor {
   size_t blocks_seen_ = 0;
   bool first_block_miss_ = false;
   bool stopped_early_ = false;
-  WorkerSlotMap record_of_;  // worker ordinal -> index into records_
+  WorkerSlotMap record_of_;     // worker ordinal -> index into records_
+  WorkerSlotMap candidate_of_;  // worker ordinal -> index into candidates_
   std::vector<WorkerRecord> records_;
   std::vector<Candidate> candidates_;  // in block-0 placement order
   std::vector<uint32_t> unsettled_;    // candidates whose result may change
