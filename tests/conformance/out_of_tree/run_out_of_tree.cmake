@@ -20,7 +20,7 @@ endfunction()
 
 set(prefix ${WORK_DIR}/prefix)
 set(build ${WORK_DIR}/build)
-file(REMOVE_RECURSE ${prefix})
+file(REMOVE_RECURSE ${prefix} ${build})  # always from scratch
 
 # 1. Only the top directory's install rules: cmake --install would also
 # install every target, and needs them all built. The header is installed by
