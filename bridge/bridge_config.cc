@@ -1,0 +1,301 @@
+#include "bridge/bridge_config.h"
+
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bridge/cache_names.h"
+
+namespace kvindexer {
+namespace {
+
+constexpr char kTierNames[] =
+    "HBM (or GPU), DRAM (or CPU, CPU_PINNED), SSD (or DISK)";
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string_view> SplitTrimmed(std::string_view value) {
+  std::vector<std::string_view> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = value.find(',', start);
+    std::string_view item = Trim(value.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos
+                                               : comma - start));
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+absl::Status ConfigError(std::string_view variable, std::string_view value,
+                         std::string_view accepted) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(variable), "=\"", std::string(value),
+                   "\" is invalid: ", std::string(accepted)));
+}
+
+// Cache-spec variables: trimmed, and a blank value counts as unset (§10.2).
+std::optional<std::string> TrimmedOrUnset(const EnvLookup& env,
+                                          const char* name) {
+  std::optional<std::string> raw = env(name);
+  if (!raw) return std::nullopt;
+  std::string_view trimmed = Trim(*raw);
+  if (trimmed.empty()) return std::nullopt;
+  return std::string(trimmed);
+}
+
+// Unsigned 32-bit decimal, an optional leading '+' (as Rust's u32 parser).
+absl::StatusOr<uint32_t> ParseUint32(std::string_view variable,
+                                     std::string_view value) {
+  std::string_view digits = value;
+  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+  uint64_t result = 0;
+  bool ok = !digits.empty();
+  for (char c : digits) {
+    if (c < '0' || c > '9') {
+      ok = false;
+      break;
+    }
+    result = result * 10 + static_cast<uint64_t>(c - '0');
+    if (result > std::numeric_limits<uint32_t>::max()) {
+      ok = false;
+      break;
+    }
+  }
+  if (!ok) {
+    return ConfigError(variable, value,
+                       "expected an unsigned 32-bit integer (0..4294967295)");
+  }
+  return static_cast<uint32_t>(result);
+}
+
+absl::StatusOr<uint32_t> TierMask(const EnvLookup& env, const char* name) {
+  std::optional<std::string> value = TrimmedOrUnset(env, name);
+  std::vector<Tier> tiers = {Tier::kHbm, Tier::kDram};
+  if (value) {
+    absl::StatusOr<std::vector<Tier>> parsed = ParseTierList(name, *value);
+    if (!parsed.ok()) return parsed.status();
+    tiers = *std::move(parsed);
+  }
+  uint32_t mask = 0;
+  for (Tier t : tiers) mask |= 1u << static_cast<uint32_t>(t);
+  return mask;
+}
+
+absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> LoadCacheSpec(
+    const EnvLookup& env) {
+  // Parsed even without SWA: a bad value is always a startup error.
+  uint32_t swa_window = 0;
+  bool swa_window_set = false;
+  if (auto window = TrimmedOrUnset(env, "KV_INDEXER_SWA_WINDOW_TOKENS")) {
+    absl::StatusOr<uint32_t> parsed =
+        ParseUint32("KV_INDEXER_SWA_WINDOW_TOKENS", *window);
+    if (!parsed.ok()) return parsed.status();
+    swa_window = *parsed;
+    swa_window_set = true;
+  }
+  uint32_t version = 1;
+  if (auto v = TrimmedOrUnset(env, "KV_INDEXER_CACHE_SPEC_VERSION")) {
+    absl::StatusOr<uint32_t> parsed =
+        ParseUint32("KV_INDEXER_CACHE_SPEC_VERSION", *v);
+    if (!parsed.ok()) return parsed.status();
+    version = *parsed;
+  }
+
+  std::optional<std::string> components =
+      TrimmedOrUnset(env, "KV_INDEXER_CACHE_COMPONENTS");
+  if (!components) return std::nullopt;  // legacy: no spec
+
+  uint32_t bits = kComponentFull;  // FULL is always added
+  for (std::string_view item : SplitTrimmed(*components)) {
+    std::optional<uint32_t> bit = ComponentBitFromName(item);
+    if (!bit) {
+      return ConfigError(
+          "KV_INDEXER_CACHE_COMPONENTS", *components,
+          absl::StrCat("unknown component \"", std::string(item),
+                       "\"; accepted: a comma list of full, swa, mamba"));
+    }
+    bits |= *bit;
+  }
+  if ((bits & kComponentSwa) != 0 && swa_window == 0) {
+    return ConfigError(
+        "KV_INDEXER_SWA_WINDOW_TOKENS", swa_window_set ? "0" : "",
+        "SWA is configured in KV_INDEXER_CACHE_COMPONENTS, so a window of at "
+        "least 1 token is required");
+  }
+  kv_indexer::v1::WorkerCacheSpec spec;
+  spec.set_version(version);
+  spec.set_components(bits);
+  spec.set_swa_window_tokens(swa_window);
+  absl::StatusOr<uint32_t> full = TierMask(env, "KV_INDEXER_FULL_TIERS");
+  if (!full.ok()) return full.status();
+  absl::StatusOr<uint32_t> swa = TierMask(env, "KV_INDEXER_SWA_TIERS");
+  if (!swa.ok()) return swa.status();
+  absl::StatusOr<uint32_t> mamba = TierMask(env, "KV_INDEXER_MAMBA_TIERS");
+  if (!mamba.ok()) return mamba.status();
+  spec.set_full_tier_mask(*full);
+  spec.set_swa_tier_mask(*swa);
+  spec.set_mamba_tier_mask(*mamba);
+  return spec;
+}
+
+absl::StatusOr<spdlog::level::level_enum> LoadLogLevel(const EnvLookup& env) {
+  std::optional<std::string> value =
+      TrimmedOrUnset(env, "KV_INDEXER_LOG_LEVEL");
+  if (!value) return spdlog::level::info;
+  const std::string name = Lower(*value);
+  if (name == "trace") return spdlog::level::trace;
+  if (name == "debug") return spdlog::level::debug;
+  if (name == "info") return spdlog::level::info;
+  if (name == "warn" || name == "warning") return spdlog::level::warn;
+  if (name == "error") return spdlog::level::err;
+  if (name == "critical") return spdlog::level::critical;
+  if (name == "off") return spdlog::level::off;
+  return ConfigError(
+      "KV_INDEXER_LOG_LEVEL", *value,
+      "accepted: trace, debug, info, warn, error, critical, off");
+}
+
+}  // namespace
+
+EnvLookup ProcessEnvironment() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+absl::StatusOr<std::vector<Tier>> ParseTierList(std::string_view variable,
+                                                std::string_view value) {
+  std::vector<Tier> tiers;
+  for (std::string_view item : SplitTrimmed(value)) {
+    std::optional<Tier> tier = TierFromConfigName(item);
+    if (!tier) {
+      return ConfigError(variable, value,
+                         absl::StrCat("unknown tier \"", std::string(item),
+                                      "\"; accepted: ", kTierNames));
+    }
+    tiers.push_back(*tier);
+  }
+  return tiers;
+}
+
+absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
+  BridgeConfig config;
+  std::optional<std::string> worker_id = env("KV_INDEXER_WORKER_ID");
+  if (!worker_id) {
+    return absl::InvalidArgumentError(
+        "KV_INDEXER_WORKER_ID is not set: it is required and names this "
+        "worker's event stream (any string, e.g. worker-0)");
+  }
+  config.worker_id = *worker_id;
+  // Read raw (§10.2): set-but-empty values are used as empty strings.
+  if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
+  if (auto v = env("KV_INDEXER_ENDPOINT")) config.indexer_endpoint = *v;
+  if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;
+  if (auto v = env("SGLANG_KV_EVENT_TOPIC")) config.event_topic = *v;
+  if (auto v = env("KV_INDEXER_CLEAR_TIERS")) {
+    absl::StatusOr<std::vector<Tier>> tiers =
+        ParseTierList("KV_INDEXER_CLEAR_TIERS", *v);
+    if (!tiers.ok()) return tiers.status();
+    config.clear_tiers = *std::move(tiers);
+  }
+  absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> spec =
+      LoadCacheSpec(env);
+  if (!spec.ok()) return spec.status();
+  config.cache_spec = *std::move(spec);
+
+  absl::StatusOr<spdlog::level::level_enum> level = LoadLogLevel(env);
+  if (!level.ok()) return level.status();
+  config.log_level = *level;
+  if (auto v = TrimmedOrUnset(env, "KV_INDEXER_STATS_INTERVAL_SECS")) {
+    absl::StatusOr<uint32_t> secs =
+        ParseUint32("KV_INDEXER_STATS_INTERVAL_SECS", *v);
+    if (!secs.ok()) return secs.status();
+    config.stats_interval = std::chrono::seconds(*secs);
+  }
+  return config;
+}
+
+std::string DescribeConfig(const BridgeConfig& config) {
+  std::vector<std::string> tiers;
+  for (Tier t : config.clear_tiers) tiers.emplace_back(TierName(t));
+  std::string spec = "none (legacy)";
+  if (config.cache_spec) {
+    const auto& s = *config.cache_spec;
+    spec = absl::StrCat("version=", s.version(), " components=", s.components(),
+                        " swa_window_tokens=", s.swa_window_tokens(),
+                        " full_tier_mask=", s.full_tier_mask(),
+                        " swa_tier_mask=", s.swa_tier_mask(),
+                        " mamba_tier_mask=", s.mamba_tier_mask());
+  }
+  return absl::StrCat("worker_id=\"", config.worker_id, "\" worker_address=\"",
+                      config.worker_address, "\" indexer_endpoint=\"",
+                      config.indexer_endpoint, "\" event_endpoint=\"",
+                      config.event_endpoint, "\" topic=\"", config.event_topic,
+                      "\" clear_tiers=[", absl::StrJoin(tiers, ","),
+                      "] cache_spec: ", spec);
+}
+
+std::string BridgeUsage() {
+  return R"(kv-indexer-bridge: follows one SGLang worker's ZMQ KV-event stream and applies
+it to kv-indexer-server over gRPC (kv_indexer.v1 ApplyExternalKvBatch).
+
+Usage: kv-indexer-bridge [--help]
+All configuration comes from the environment. Run one bridge per worker and
+per data-parallel rank (each rank publishes on base port + rank).
+
+Variable                        Default               Meaning
+KV_INDEXER_WORKER_ID            (required)            Id of this worker event stream.
+KV_INDEXER_WORKER_ADDRESS       ""                    Router-facing worker URL; must equal
+                                                      the URL registered with sgl-router.
+KV_INDEXER_ENDPOINT             http://[::1]:50051    Indexer: http://host:port,
+                                                      https://host:port or unix:/path.
+SGLANG_KV_EVENT_ENDPOINT        tcp://127.0.0.1:5557  SGLang PUB endpoint (we connect SUB).
+SGLANG_KV_EVENT_TOPIC           ""                    Subscription prefix ("" = all).
+KV_INDEXER_CLEAR_TIERS          HBM,DRAM,SSD          Tiers cleared by AllBlocksCleared;
+                                                      set but empty = clear nothing.
+KV_INDEXER_CACHE_COMPONENTS     unset (legacy)        full, swa, mamba (FULL always added).
+KV_INDEXER_SWA_WINDOW_TOKENS    0                     uint32; required (>0) with swa.
+KV_INDEXER_FULL_TIERS           HBM,DRAM              Servable tiers per component
+KV_INDEXER_SWA_TIERS            HBM,DRAM              (read only with components).
+KV_INDEXER_MAMBA_TIERS          HBM,DRAM
+KV_INDEXER_CACHE_SPEC_VERSION   1                     uint32, sent unchanged.
+KV_INDEXER_LOG_LEVEL            info                  trace, debug, info, warn, error,
+                                                      critical, off.
+KV_INDEXER_STATS_INTERVAL_SECS  30                    Period of the INFO stats line; 0 = only
+                                                      at shutdown.
+
+Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
+Cache-spec variables are trimmed and a blank value counts as unset.
+
+Exit status: 0 after SIGINT/SIGTERM; 1 when the indexer rejects an apply with
+a permanent status (e.g. INVALID_ARGUMENT); 2 on a configuration error or a
+bad command line. Transport and transient errors are retried with backoff
+(500 ms doubling to 10 s).
+)";
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,60 @@
+// The bridge's configuration, read once from the environment at startup
+// (bridge spec §10). Every rule of §10 lives here: defaults, which variables
+// are trimmed, aliases, and startup validation.
+#ifndef KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
+#define KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bridge/kv_events.h"
+#include "kv_indexer.pb.h"
+#include "spdlog/common.h"
+
+namespace kvindexer {
+
+struct BridgeConfig {
+  std::string worker_id;
+  std::string worker_address;
+  std::string indexer_endpoint = "http://[::1]:50051";
+  std::string event_endpoint = "tcp://127.0.0.1:5557";
+  std::string event_topic;
+  std::vector<Tier> clear_tiers = {Tier::kHbm, Tier::kDram, Tier::kSsd};
+  // Absent when no components are configured (legacy worker).
+  std::optional<kv_indexer::v1::WorkerCacheSpec> cache_spec;
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  // 0 disables the periodic stats line (it is still printed at shutdown).
+  std::chrono::seconds stats_interval{30};
+};
+
+// Returns the value of an environment variable, or nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// Looks variables up in the process environment.
+EnvLookup ProcessEnvironment();
+
+// Reads and validates the configuration. A startup error is returned as
+// InvalidArgument whose message names the variable, the bad value and what
+// is accepted. An unusable endpoint is not a startup error (§10.4).
+[[nodiscard]] absl::StatusOr<BridgeConfig> LoadBridgeConfig(
+    const EnvLookup& env);
+
+// Parses a comma list of configuration tier names (aliases allowed, items
+// trimmed, empty items skipped). Errors name `variable`.
+[[nodiscard]] absl::StatusOr<std::vector<Tier>> ParseTierList(
+    std::string_view variable, std::string_view value);
+
+// Usage text for --help: synopsis, the variable table and exit codes.
+std::string BridgeUsage();
+
+// One-line summary of the effective configuration for the startup log.
+std::string DescribeConfig(const BridgeConfig& config);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_

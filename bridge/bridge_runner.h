@@ -1,0 +1,51 @@
+// The bridge's outer loop (bridge spec §13): connect the gRPC channel and the
+// ZMQ SUB socket, process messages one at a time, and on a transient failure
+// tear both down and reconnect with backoff. A permanent apply failure ends
+// the run. Shutdown is observed within about 100 ms everywhere: between
+// messages, during backoff, while connecting and during an RPC.
+//
+// Thread safety: Run() is called from one thread; the ShutdownSignal may be
+// triggered from any thread.
+#ifndef KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_
+#define KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_
+
+#include <chrono>
+
+#include "absl/status/status.h"
+#include "bridge/backoff.h"
+#include "bridge/bridge_config.h"
+#include "bridge/bridge_stats.h"
+#include "bridge/shutdown_signal.h"
+
+namespace kvindexer {
+
+// Process exit statuses of kv-indexer-bridge.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitPermanentError = 1;
+inline constexpr int kExitConfigError = 2;
+
+class BridgeRunner {
+ public:
+  // `shutdown` must outlive the runner.
+  BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown);
+
+  // Runs until shutdown (kExitOk) or a permanent apply error
+  // (kExitPermanentError). Prints the stats line at exit.
+  int Run();
+
+  const BridgeStats& stats() const { return stats_; }
+
+ private:
+  // One connection's lifetime; returns why it ended (OK on shutdown).
+  absl::Status RunConnection(Backoff* backoff);
+  void MaybeLogStats(std::chrono::steady_clock::time_point now);
+
+  const BridgeConfig config_;
+  ShutdownSignal* shutdown_;
+  BridgeStats stats_;
+  std::chrono::steady_clock::time_point last_stats_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_

@@ -1,0 +1,57 @@
+// Counters of one bridge process and the periodic INFO stats line.
+//
+// Thread safety: not thread-safe; owned by the bridge loop thread.
+#ifndef KVINDEXER_BRIDGE_BRIDGE_STATS_H_
+#define KVINDEXER_BRIDGE_BRIDGE_STATS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "bridge/kv_events.h"
+
+namespace kvindexer {
+
+// Why a whole ZMQ message was not forwarded.
+enum class MessageSkipReason : uint8_t {
+  kFrameCount,  // not 2 or 3 frames
+  kSeqLength,   // sequence frame not 8 bytes
+  kBadBatch,    // payload undecodable / bad envelope
+};
+inline constexpr size_t kMessageSkipReasonCount = 3;
+std::string_view MessageSkipReasonName(MessageSkipReason reason);
+
+struct BridgeStats {
+  uint64_t messages_received = 0;  // ZMQ messages, any shape
+  uint64_t batches_received = 0;   // messages whose payload decoded
+  uint64_t events_received = 0;    // events in decoded batches
+  uint64_t actions_applied = 0;    // actions in successful RPCs
+  uint64_t hashes_applied = 0;     // hashes in successful RPCs
+  uint64_t rpcs_sent = 0;          // successful apply RPCs
+  uint64_t rpcs_failed = 0;
+  uint64_t reconnects = 0;  // connection attempts after the first
+  uint64_t seq_gaps = 0;
+  uint64_t seq_missing = 0;  // batches the gaps skipped over
+  uint64_t seq_duplicates = 0;
+  uint64_t seq_reorders = 0;
+  std::array<uint64_t, kEventSkipReasonCount> events_skipped{};
+  std::array<uint64_t, kMessageSkipReasonCount> messages_skipped{};
+
+  void CountSkippedEvent(EventSkipReason r) {
+    ++events_skipped[static_cast<size_t>(r)];
+  }
+  void CountSkippedMessage(MessageSkipReason r) {
+    ++messages_skipped[static_cast<size_t>(r)];
+  }
+
+  // "messages=.. batches=.. events=.. actions=.. hashes=.. rpcs_sent=..
+  //  rpcs_failed=.. reconnects=.. seq_gaps=.. seq_missing=..
+  //  seq_duplicates=.. seq_reorders=.. events_skipped{reason=n,..}
+  //  messages_skipped{reason=n,..}" with only non-zero reasons listed.
+  std::string FormatLine() const;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_BRIDGE_BRIDGE_STATS_H_

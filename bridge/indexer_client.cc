@@ -1,0 +1,78 @@
+#include "bridge/indexer_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "bridge/indexer_endpoint.h"
+
+namespace kvindexer {
+namespace {
+
+// Wait in small slices so that shutdown interrupts a connect promptly.
+constexpr auto kConnectSlice = std::chrono::milliseconds(100);
+
+}  // namespace
+
+IndexerClient::IndexerClient(std::shared_ptr<grpc::Channel> channel,
+                             ShutdownSignal* shutdown,
+                             std::chrono::milliseconds rpc_timeout)
+    : channel_(std::move(channel)),
+      stub_(kv_indexer::v1::KVIndexer::NewStub(channel_)),
+      shutdown_(shutdown),
+      rpc_timeout_(rpc_timeout) {}
+
+absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
+    const std::string& endpoint, ShutdownSignal* shutdown,
+    std::chrono::milliseconds connect_timeout,
+    std::chrono::milliseconds rpc_timeout) {
+  absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(endpoint);
+  if (!target.ok()) {
+    return absl::UnavailableError(std::string(target.status().message()));
+  }
+  grpc::ChannelArguments args;
+  // A private subchannel pool: a new connection after a failure must not
+  // inherit the previous channel's reconnect backoff state.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10000);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      target->use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
+                      : grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(target->target, creds, args);
+
+  const auto deadline = std::chrono::system_clock::now() + connect_timeout;
+  while (true) {
+    if (shutdown->triggered()) {
+      return absl::UnavailableError("shutdown requested while connecting");
+    }
+    const auto now = std::chrono::system_clock::now();
+    if (now >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "could not connect to the indexer at ", endpoint, " (target ",
+          target->target, ") within ", connect_timeout.count(), " ms"));
+    }
+    const auto slice_end = std::min(deadline, now + kConnectSlice);
+    if (channel->WaitForConnected(slice_end)) break;
+  }
+  return std::unique_ptr<IndexerClient>(
+      new IndexerClient(std::move(channel), shutdown, rpc_timeout));
+}
+
+absl::Status IndexerClient::Apply(
+    const kv_indexer::v1::ApplyExternalKvBatchRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  shutdown_->SetCanceller([&context] { context.TryCancel(); });
+  grpc::Status status =
+      stub_->ApplyExternalKvBatch(&context, request, &response);
+  shutdown_->ClearCanceller();
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,48 @@
+// The gRPC side of the bridge: a kv_indexer.v1 channel to the indexer,
+// connected eagerly with a 5 s connect timeout, sending applies with a 10 s
+// deadline each (bridge spec §13.1).
+//
+// Thread safety: Apply() must not be called concurrently (the bridge sends
+// one request at a time); the shutdown signal may cancel it from any thread.
+#ifndef KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
+#define KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bridge/kv_applier.h"
+#include "bridge/shutdown_signal.h"
+#include "kv_indexer.grpc.pb.h"
+
+namespace kvindexer {
+
+class IndexerClient final : public KvApplier {
+ public:
+  // Parses `endpoint`, creates the channel and waits until it is connected.
+  // Every failure (unusable endpoint, nothing listening, timeout, shutdown)
+  // is returned as UNAVAILABLE: it is a transport error to retry.
+  // `shutdown` must outlive the client.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<IndexerClient>> Connect(
+      const std::string& endpoint, ShutdownSignal* shutdown,
+      std::chrono::milliseconds connect_timeout = std::chrono::seconds(5),
+      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
+
+  absl::Status Apply(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request) override;
+
+ private:
+  IndexerClient(std::shared_ptr<grpc::Channel> channel,
+                ShutdownSignal* shutdown,
+                std::chrono::milliseconds rpc_timeout);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<kv_indexer::v1::KVIndexer::Stub> stub_;
+  ShutdownSignal* shutdown_;
+  std::chrono::milliseconds rpc_timeout_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
