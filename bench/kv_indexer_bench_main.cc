@@ -241,7 +241,8 @@ void WriteIngest(Report& r, const std::string& target, const std::string& key,
       "%-7s %-26s %12.0f hashes/s  batch %7.0f  p50 %8.0f us  p99 %8.0f us  "
       "failed %d%s",
       target, key, x.hashes_per_s, x.mean_batch_hashes, x.latency.p50_us,
-      x.latency.p99_us, x.status.failed(), x.truncated ? "  (time cap)" : ""));
+      x.latency.p99_us, x.status.failed(),
+      x.truncated ? "  (stopped before the plan ran out)" : ""));
 }
 
 void WriteQuery(Report& r, const std::string& target, const std::string& key,
@@ -461,6 +462,7 @@ int Run() {
         total.status.by_code[c] += x.status.by_code[c];
       }
       total.truncated |= x.truncated;
+      total.latency = x.latency;  // latency of the last chunk
       std::fprintf(stderr, "[preload] placements=%llu hashes_ok=%llu\n",
                    static_cast<unsigned long long>(fleet.placements()),
                    static_cast<unsigned long long>(total.hashes_ok));
