@@ -1,6 +1,7 @@
 #include "backend_scenario.h"
 
 #include <malloc.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -23,6 +24,12 @@ uint64_t SplitMix64(uint64_t x) {
 }
 
 bool IsSwaWorker(uint32_t w) { return (w & 1) != 0; }
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 }  // namespace
 
@@ -97,6 +104,7 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   s->indexer_ = std::make_unique<Indexer>(s->loaded_->backend());
 
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = ThreadCpuSeconds();
   const std::vector<int64_t> headline = HeadlineHashes();
   for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
@@ -132,6 +140,7 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   s->fill_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
+  s->fill_cpu_seconds_ = ThreadCpuSeconds() - cpu0;
   malloc_trim(0);
   const uint64_t rss1 = ReadRssBytes();
   s->rss_delta_bytes_ = rss1 > rss0 ? rss1 - rss0 : 0;

@@ -67,6 +67,7 @@ class BackendScenario {
   uint64_t stats_memory_bytes() const { return stats_memory_bytes_; }
   uint64_t rss_delta_bytes() const { return rss_delta_bytes_; }
   double fill_seconds() const { return fill_seconds_; }
+  double fill_cpu_seconds() const { return fill_cpu_seconds_; }
 
  private:
   BackendScenario() = default;
@@ -78,7 +79,8 @@ class BackendScenario {
   uint64_t blocks_ = 0;      // from GetStats
   uint64_t stats_memory_bytes_ = 0;
   uint64_t rss_delta_bytes_ = 0;
-  double fill_seconds_ = 0;
+  double fill_seconds_ = 0;      // wall time of the fill
+  double fill_cpu_seconds_ = 0;  // this thread's CPU time of the fill
 };
 
 }  // namespace kvindexer::bench
