@@ -74,6 +74,16 @@ TEST_P(PrefixRulesTest, ScanReadsEveryBlockEvenWhenAllCandidatesSettled) {
   EXPECT_EQ(resp.blocks_read(), 6u);
 }
 
+// Behaviour 5: a prefix longer than one apply chunk; prefix queries have no
+// hash cap.
+TEST_P(PrefixRulesTest, PrefixLongerThanOneApplyChunk) {
+  ApplyOk(Batch("w", "a").Report(kTierHbm, Range(0, 16384)));
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {16384}));
+  const auto resp = Prefix(Range(0, 16385));
+  EXPECT_EQ(resp.best_prefix_blocks(), 16385u);
+  EXPECT_EQ(resp.blocks_read(), 16385u);
+}
+
 // Behaviour 27.
 TEST_P(PrefixRulesTest, ComponentAwareWorkerSwaWindow) {
   ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
