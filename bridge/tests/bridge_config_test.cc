@@ -1,0 +1,252 @@
+// Configuration (§10): defaults, trimming, aliases and startup validation
+// (B16, B19, B20 and the §10.4 list).
+#include "bridge/bridge_config.h"
+
+#include <map>
+#include <string>
+
+#include "bridge/cache_names.h"
+#include "bridge/indexer_endpoint.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return
+      [vars = std::move(vars)](const char* name) -> std::optional<std::string> {
+        auto it = vars.find(name);
+        if (it == vars.end()) return std::nullopt;
+        return it->second;
+      };
+}
+
+BridgeConfig MustLoad(std::map<std::string, std::string> vars) {
+  absl::StatusOr<BridgeConfig> config = LoadBridgeConfig(Env(std::move(vars)));
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : BridgeConfig{};
+}
+
+std::string LoadError(std::map<std::string, std::string> vars) {
+  absl::StatusOr<BridgeConfig> config = LoadBridgeConfig(Env(std::move(vars)));
+  EXPECT_FALSE(config.ok());
+  return config.ok() ? "" : std::string(config.status().message());
+}
+
+TEST(BridgeConfig, Defaults) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "worker-0"}});
+  EXPECT_EQ(c.worker_id, "worker-0");
+  EXPECT_EQ(c.worker_address, "");
+  EXPECT_EQ(c.indexer_endpoint, "http://[::1]:50051");
+  EXPECT_EQ(c.event_endpoint, "tcp://127.0.0.1:5557");
+  EXPECT_EQ(c.event_topic, "");
+  EXPECT_THAT(c.clear_tiers, ElementsAre(Tier::kHbm, Tier::kDram, Tier::kSsd));
+  EXPECT_FALSE(c.cache_spec.has_value());
+  EXPECT_EQ(c.log_level, spdlog::level::info);
+  EXPECT_EQ(c.stats_interval.count(), 30);
+}
+
+TEST(BridgeConfig, WorkerIdRequiredButMayBeEmpty) {
+  EXPECT_THAT(LoadError({}), HasSubstr("KV_INDEXER_WORKER_ID"));
+  EXPECT_EQ(MustLoad({{"KV_INDEXER_WORKER_ID", ""}}).worker_id, "");
+}
+
+TEST(BridgeConfig, RawVariablesAreNotTrimmed) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", " w "},
+                             {"KV_INDEXER_WORKER_ADDRESS", " http://a:1 "},
+                             {"KV_INDEXER_ENDPOINT", ""},
+                             {"SGLANG_KV_EVENT_ENDPOINT", "tcp://h:5567"},
+                             {"SGLANG_KV_EVENT_TOPIC", " kv-events"}});
+  EXPECT_EQ(c.worker_id, " w ");
+  EXPECT_EQ(c.worker_address, " http://a:1 ");
+  EXPECT_EQ(c.indexer_endpoint, "");
+  EXPECT_EQ(c.event_endpoint, "tcp://h:5567");
+  EXPECT_EQ(c.event_topic, " kv-events");
+}
+
+TEST(BridgeConfig, B16ClearTiers) {
+  EXPECT_THAT(MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                        {"KV_INDEXER_CLEAR_TIERS", "HBM,DRAM,SSD"}})
+                  .clear_tiers,
+              ElementsAre(Tier::kHbm, Tier::kDram, Tier::kSsd));
+  EXPECT_THAT(
+      MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                {"KV_INDEXER_CLEAR_TIERS", " GPU , CPU_PINNED , DISK "}})
+          .clear_tiers,
+      ElementsAre(Tier::kHbm, Tier::kDram, Tier::kSsd));
+  std::string error = LoadError(
+      {{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_CLEAR_TIERS", "HBM,NVME"}});
+  EXPECT_THAT(error, HasSubstr("KV_INDEXER_CLEAR_TIERS"));
+  EXPECT_THAT(error, HasSubstr("NVME"));
+  EXPECT_THAT(error, HasSubstr("HBM (or GPU)"));
+}
+
+TEST(BridgeConfig, ClearTiersEmptyAndEmptyItems) {
+  EXPECT_THAT(
+      MustLoad({{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_CLEAR_TIERS", ""}})
+          .clear_tiers,
+      IsEmpty());
+  EXPECT_THAT(MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                        {"KV_INDEXER_CLEAR_TIERS", "ssd,,cpu, "}})
+                  .clear_tiers,
+              ElementsAre(Tier::kSsd, Tier::kDram));
+}
+
+TEST(BridgeConfig, B20NameTables) {
+  EXPECT_EQ(TierFromConfigName("HBM"), Tier::kHbm);
+  EXPECT_EQ(TierFromConfigName("gpu"), Tier::kHbm);
+  EXPECT_EQ(TierFromConfigName("CPU_PINNED"), Tier::kDram);
+  EXPECT_EQ(TierFromConfigName("Cpu"), Tier::kDram);
+  EXPECT_EQ(TierFromConfigName("disk"), Tier::kSsd);
+  EXPECT_EQ(TierFromConfigName("NVME"), std::nullopt);
+  EXPECT_EQ(ComponentBitFromName("full"), 1u);
+  EXPECT_EQ(ComponentBitFromName("swa"), 2u);
+  EXPECT_EQ(ComponentBitFromName("MAMBA"), 4u);
+  EXPECT_EQ(ComponentBitFromName("bogus"), std::nullopt);
+  // Event mediums are exact.
+  EXPECT_EQ(TierFromMedium("GPU"), Tier::kHbm);
+  EXPECT_EQ(TierFromMedium("CPU_PINNED"), Tier::kDram);
+  EXPECT_EQ(TierFromMedium("DISK"), Tier::kSsd);
+  EXPECT_EQ(TierFromMedium("CPU"), std::nullopt);
+  EXPECT_EQ(TierFromMedium("EXTERNAL"), std::nullopt);
+  EXPECT_EQ(TierFromMedium("gpu"), std::nullopt);
+}
+
+TEST(BridgeConfig, CacheSpecFullSwa) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                             {"KV_INDEXER_CACHE_COMPONENTS", " swa "},
+                             {"KV_INDEXER_SWA_WINDOW_TOKENS", " 4096 "},
+                             {"KV_INDEXER_FULL_TIERS", "HBM"},
+                             {"KV_INDEXER_SWA_TIERS", " hbm , dram "}});
+  ASSERT_TRUE(c.cache_spec.has_value());
+  EXPECT_EQ(c.cache_spec->version(), 1u);
+  EXPECT_EQ(c.cache_spec->components(), 3u);  // FULL always added
+  EXPECT_EQ(c.cache_spec->swa_window_tokens(), 4096u);
+  EXPECT_EQ(c.cache_spec->full_tier_mask(), 0x2u);
+  EXPECT_EQ(c.cache_spec->swa_tier_mask(), 0x6u);
+  EXPECT_EQ(c.cache_spec->mamba_tier_mask(), 0x6u);
+}
+
+TEST(BridgeConfig, CacheSpecFullMambaAndVersion) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                             {"KV_INDEXER_CACHE_COMPONENTS", "full,mamba"},
+                             {"KV_INDEXER_MAMBA_TIERS", "SSD,GPU"},
+                             {"KV_INDEXER_CACHE_SPEC_VERSION", "7"}});
+  ASSERT_TRUE(c.cache_spec.has_value());
+  EXPECT_EQ(c.cache_spec->components(), 5u);
+  EXPECT_EQ(c.cache_spec->version(), 7u);  // not capped by the bridge
+  EXPECT_EQ(c.cache_spec->mamba_tier_mask(), 0xau);
+  EXPECT_EQ(c.cache_spec->full_tier_mask(), 0x6u);
+}
+
+TEST(BridgeConfig, BlankComponentsCountAsUnset) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                             {"KV_INDEXER_CACHE_COMPONENTS", "  "},
+                             {"KV_INDEXER_FULL_TIERS", "NVME"}});
+  EXPECT_FALSE(c.cache_spec.has_value());  // tiers not read without components
+}
+
+TEST(BridgeConfig, StartupValidation) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  EXPECT_THAT(
+      LoadError({{w, "w"}, {"KV_INDEXER_CACHE_COMPONENTS", "full,bogus"}}),
+      HasSubstr("bogus"));
+  // The window must parse even without SWA.
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_SWA_WINDOW_TOKENS", "abc"}}),
+              HasSubstr("KV_INDEXER_SWA_WINDOW_TOKENS=\"abc\""));
+  EXPECT_THAT(
+      LoadError({{w, "w"}, {"KV_INDEXER_SWA_WINDOW_TOKENS", "4294967296"}}),
+      HasSubstr("unsigned 32-bit"));
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_SWA_WINDOW_TOKENS", "-1"}}),
+              HasSubstr("KV_INDEXER_SWA_WINDOW_TOKENS"));
+  EXPECT_THAT(
+      LoadError({{w, "w"}, {"KV_INDEXER_CACHE_COMPONENTS", "full,swa"}}),
+      HasSubstr("KV_INDEXER_SWA_WINDOW_TOKENS"));
+  EXPECT_THAT(LoadError({{w, "w"},
+                         {"KV_INDEXER_CACHE_COMPONENTS", "full,swa"},
+                         {"KV_INDEXER_SWA_WINDOW_TOKENS", "0"}}),
+              HasSubstr("at least 1 token"));
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_CACHE_SPEC_VERSION", "v1"}}),
+              HasSubstr("KV_INDEXER_CACHE_SPEC_VERSION"));
+  EXPECT_THAT(LoadError({{w, "w"},
+                         {"KV_INDEXER_CACHE_COMPONENTS", "full"},
+                         {"KV_INDEXER_SWA_TIERS", "HBM,TAPE"}}),
+              HasSubstr("KV_INDEXER_SWA_TIERS"));
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_LOG_LEVEL", "loud"}}),
+              HasSubstr("KV_INDEXER_LOG_LEVEL"));
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_STATS_INTERVAL_SECS", "soon"}}),
+              HasSubstr("KV_INDEXER_STATS_INTERVAL_SECS"));
+  // SWA window accepted without SWA; a leading '+' is accepted.
+  EXPECT_FALSE(MustLoad({{w, "w"}, {"KV_INDEXER_SWA_WINDOW_TOKENS", "+12"}})
+                   .cache_spec.has_value());
+}
+
+TEST(BridgeConfig, InvalidEndpointIsNotAStartupError) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                             {"KV_INDEXER_ENDPOINT", "not a uri"},
+                             {"SGLANG_KV_EVENT_ENDPOINT", "bogus://x"}});
+  EXPECT_EQ(c.indexer_endpoint, "not a uri");
+}
+
+TEST(BridgeConfig, LogLevelAndStatsInterval) {
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                             {"KV_INDEXER_LOG_LEVEL", " DEBUG "},
+                             {"KV_INDEXER_STATS_INTERVAL_SECS", "0"}});
+  EXPECT_EQ(c.log_level, spdlog::level::debug);
+  EXPECT_EQ(c.stats_interval.count(), 0);
+}
+
+TEST(BridgeConfig, UsageListsEveryVariable) {
+  const std::string usage = BridgeUsage();
+  for (const char* name :
+       {"KV_INDEXER_WORKER_ID", "KV_INDEXER_WORKER_ADDRESS",
+        "KV_INDEXER_ENDPOINT", "SGLANG_KV_EVENT_ENDPOINT",
+        "SGLANG_KV_EVENT_TOPIC", "KV_INDEXER_CLEAR_TIERS",
+        "KV_INDEXER_CACHE_COMPONENTS", "KV_INDEXER_SWA_WINDOW_TOKENS",
+        "KV_INDEXER_FULL_TIERS", "KV_INDEXER_SWA_TIERS",
+        "KV_INDEXER_MAMBA_TIERS", "KV_INDEXER_CACHE_SPEC_VERSION",
+        "KV_INDEXER_LOG_LEVEL", "KV_INDEXER_STATS_INTERVAL_SECS"}) {
+    EXPECT_THAT(usage, HasSubstr(name));
+  }
+}
+
+TEST(IndexerEndpoint, AcceptedForms) {
+  auto target = [](const char* e) {
+    auto t = ParseIndexerEndpoint(e);
+    EXPECT_TRUE(t.ok()) << e << ": " << t.status();
+    return t.ok() ? *t : GrpcTarget{};
+  };
+  EXPECT_EQ(target("http://[::1]:50051").target, "[::1]:50051");
+  EXPECT_EQ(target("http://127.0.0.1:50051").target, "127.0.0.1:50051");
+  EXPECT_EQ(target("http://127.0.0.1:50051/").target, "127.0.0.1:50051");
+  EXPECT_EQ(target("http://indexer.local").target, "indexer.local:80");
+  EXPECT_FALSE(target("http://indexer.local:1").use_tls);
+  GrpcTarget tls = target("https://indexer.example:8443");
+  EXPECT_EQ(tls.target, "indexer.example:8443");
+  EXPECT_TRUE(tls.use_tls);
+  EXPECT_EQ(target("https://h").target, "h:443");
+  EXPECT_EQ(target("unix:/tmp/kv.sock").target, "unix:/tmp/kv.sock");
+  EXPECT_EQ(target("unix:///tmp/kv.sock").target, "unix:/tmp/kv.sock");
+}
+
+TEST(IndexerEndpoint, RejectedForms) {
+  for (const char* e :
+       {"", "127.0.0.1:50051", "grpc://h:1", "http://", "http://:50051",
+        "http://h:", "http://h:0", "http://h:65536", "http://h:12x",
+        "http://h:1/path", "http://[::1", "http://[]:1", "http://a b:1",
+        "unix:", "not a uri", "http://u@h:1"}) {
+    auto t = ParseIndexerEndpoint(e);
+    EXPECT_FALSE(t.ok()) << e;
+    if (!t.ok()) {
+      EXPECT_THAT(std::string(t.status().message()), HasSubstr("accepted"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvindexer
