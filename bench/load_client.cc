@@ -45,10 +45,14 @@ struct RunState {
   std::array<std::atomic<uint64_t>, 17> codes{};
   LatencyRecorder latency;
 
+  // Latency is recorded for OK answers only; a fast refusal (for example
+  // RESOURCE_EXHAUSTED from admission) must not flatter the percentiles.
   void Finish(grpc::StatusCode code, Clock::time_point start) {
-    latency.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       Clock::now() - start)
-                       .count());
+    if (code == grpc::StatusCode::OK) {
+      latency.Record(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         Clock::now() - start)
+                         .count());
+    }
     const size_t c = static_cast<size_t>(code);
     codes[c < codes.size() ? c : 2].fetch_add(1, std::memory_order_relaxed);
   }

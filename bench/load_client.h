@@ -81,7 +81,7 @@ struct QueryResult {
   double mean_matches = 0;  // per OK answer
   double mean_best_prefix = 0;
   double mean_query_blocks = 0;  // of the requests sent
-  LatencySummary latency;
+  LatencySummary latency;        // of OK answers
 };
 
 [[nodiscard]] QueryResult RunQueries(
@@ -117,7 +117,7 @@ struct IngestResult {
   double hashes_per_s = 0;
   double mean_batch_hashes = 0;
   StatusCounts status;
-  LatencySummary latency;
+  LatencySummary latency;  // of OK answers
 };
 
 [[nodiscard]] IngestResult RunIngest(ChannelPool* pool, const IngestPlan& plan,
