@@ -1,0 +1,783 @@
+#include "robin_backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+namespace kvindexer::robin {
+namespace {
+
+BackendStatus OkStatus() noexcept {
+  BackendStatus status;
+  status.code = BackendCode::kOk;
+  status.message[0] = '\0';
+  return status;
+}
+
+__attribute__((format(printf, 2, 3))) BackendStatus ErrorStatus(
+    BackendCode code, const char* format, ...) noexcept {
+  BackendStatus status;
+  status.code = code;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(status.message, sizeof(status.message), format, args);
+  va_end(args);
+  return status;
+}
+
+uint32_t LowerBound(const PackedPlacement* p, uint32_t n, uint32_t key) {
+  uint32_t i = 0;
+  while (i < n && p[i].key < key) ++i;
+  return i;
+}
+
+bool SameSpec(const WorkerRecord& record, const ApplyBatchView& batch) {
+  if ((record.has_cache_spec != 0) != (batch.has_cache_spec != 0)) {
+    return false;
+  }
+  if (batch.has_cache_spec == 0) return true;
+  const CacheSpec& a = record.cache_spec;
+  const CacheSpec& b = batch.cache_spec;
+  return a.version == b.version && a.components == b.components &&
+         a.swa_window_tokens == b.swa_window_tokens &&
+         a.full_tier_mask == b.full_tier_mask &&
+         a.swa_tier_mask == b.swa_tier_mask &&
+         a.mamba_tier_mask == b.mamba_tier_mask;
+}
+
+uint64_t StringHeapBytes(const std::string& s) {
+  // Short strings live inside the object.
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+uint64_t RecordBytes(const WorkerRecord& record) {
+  return sizeof(WorkerRecord) + StringHeapBytes(record.id) +
+         StringHeapBytes(record.address);
+}
+
+uint64_t TableBytes(const WorkerTable& table) {
+  return sizeof(WorkerTable) +
+         table.records.capacity() * sizeof(table.records[0]);
+}
+
+// The set of workers already announced to the visitor in one call.
+class SeenWorkers {
+ public:
+  explicit SeenWorkers(size_t workers) {
+    const size_t words = (workers + 63) / 64;
+    if (words > inline_.size()) {
+      heap_.assign(words, 0);
+      bits_ = heap_.data();
+    } else {
+      inline_.fill(0);
+      bits_ = inline_.data();
+    }
+  }
+  // True the first time `worker` is inserted.
+  bool Insert(uint32_t worker) {
+    uint64_t& word = bits_[worker / 64];
+    const uint64_t bit = uint64_t{1} << (worker % 64);
+    if ((word & bit) != 0) return false;
+    word |= bit;
+    return true;
+  }
+
+ private:
+  std::array<uint64_t, 8> inline_;
+  std::vector<uint64_t> heap_;
+  uint64_t* bits_;
+};
+
+// Scratch space for the unpacked placements of one block.
+class PlacementBuffer {
+ public:
+  Placement* Reserve(size_t n) {
+    if (n <= inline_.size()) return inline_.data();
+    if (heap_.size() < n) heap_.resize(n);
+    return heap_.data();
+  }
+
+ private:
+  std::array<Placement, 64> inline_;
+  std::vector<Placement> heap_;
+};
+
+WorkerView ViewOf(uint32_t ordinal, const WorkerRecord& record) {
+  WorkerView view;
+  view.worker = ordinal;
+  view.id = StringView{record.id.data(), record.id.size()};
+  view.address = StringView{record.address.data(), record.address.size()};
+  view.has_cache_spec = record.has_cache_spec;
+  view.cache_spec = record.cache_spec;
+  return view;
+}
+
+struct IgnorePresent {
+  void operator()(int64_t, uint64_t) const {}
+};
+
+bool ValidScan(HashSpan hashes, const BlockVisitor* visitor) {
+  return visitor != nullptr && (hashes.size == 0 || hashes.data != nullptr);
+}
+
+BackendStatus InvalidScan() {
+  return ErrorStatus(BackendCode::kInvalidArgument,
+                     "hashes or visitor is null");
+}
+
+// Visits `hashes` in `snapshot`: OnWorker before a worker's first placement,
+// OnBlock for every hash in order (absent ones with no placements), and
+// `on_present(hash, mixed)` for every present block. After the visitor asks
+// to stop, only `on_present` runs. Throws std::bad_alloc.
+template <typename OnPresent>
+void VisitBlocks(const SnapshotCopy& snapshot, HashSpan hashes,
+                 BlockVisitor* visitor, OnPresent&& on_present) {
+  const WorkerTable& workers = *snapshot.workers;
+  SeenWorkers seen(workers.records.size());
+  PlacementBuffer buffer;
+  bool visiting = true;
+  for (size_t i = 0; i < hashes.size; ++i) {
+    const int64_t hash = hashes.data[i];
+    const uint64_t mixed = MixHash(hash);
+    const BlockRecord* record = snapshot.Find(hash, mixed);
+    if (record != nullptr) on_present(hash, mixed);
+    if (!visiting) continue;
+    BlockView view{i, 0, nullptr, 0};
+    if (record != nullptr) {
+      const uint32_t n = record->count;
+      const PackedPlacement* packed = record->placements();
+      Placement* out = buffer.Reserve(n);
+      for (uint32_t j = 0; j < n; ++j) {
+        const uint32_t worker = KeyWorker(packed[j].key);
+        if (seen.Insert(worker)) {
+          visitor->OnWorker(ViewOf(worker, *workers.records[worker]));
+        }
+        out[j] = Placement{worker, KeyTier(packed[j].key), packed[j].mask};
+      }
+      view = BlockView{i, record->token_count, out, n};
+    }
+    if (!visitor->OnBlock(view)) {
+      // Only a counting match needs the rest of the hashes.
+      if constexpr (std::is_same_v<std::decay_t<OnPresent>, IgnorePresent>) {
+        break;
+      }
+      visiting = false;
+    }
+  }
+}
+
+BackendStatus CheckBatch(const ApplyBatchView& batch) {
+  if (batch.worker_id.size == 0 || batch.worker_id.data == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument,
+                       "worker_id must not be empty");
+  }
+  if (batch.action_count != 0 && batch.actions == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument, "actions is null");
+  }
+  for (size_t a = 0; a < batch.action_count; ++a) {
+    const ActionView& action = batch.actions[a];
+    if (action.type != kActionReport && action.type != kActionRevoke &&
+        action.type != kActionClearAllAtTier) {
+      return ErrorStatus(BackendCode::kInvalidArgument,
+                         "action %zu has unknown type %u", a, action.type);
+    }
+    if (action.tier < kTierHbm || action.tier > kMaxTier) {
+      return ErrorStatus(BackendCode::kInvalidArgument,
+                         "action %zu has invalid tier %u", a, action.tier);
+    }
+    if (action.hashes.size != 0 && action.hashes.data == nullptr) {
+      return ErrorStatus(BackendCode::kInvalidArgument,
+                         "action %zu has null hashes", a);
+    }
+    if (action.type == kActionReport) {
+      const size_t n = action.hashes.size;
+      if ((action.component_masks.size != 0 &&
+           (action.component_masks.size != n ||
+            action.component_masks.data == nullptr)) ||
+          (action.block_sizes.size != 0 &&
+           (action.block_sizes.size != n ||
+            action.block_sizes.data == nullptr))) {
+        return ErrorStatus(BackendCode::kInvalidArgument,
+                           "action %zu has side arrays that do not match its "
+                           "%zu hashes",
+                           a, n);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+RobinShardedSnapshotBackend::RobinShardedSnapshotBackend() {
+  published_table_ = std::make_unique<WorkerTable>();
+  copies_[0].workers = published_table_.get();
+  copies_[1].workers = published_table_.get();
+  worker_bytes_ = TableBytes(*published_table_);
+  UpdateMemory();
+}
+
+RobinShardedSnapshotBackend::~RobinShardedSnapshotBackend() = default;
+
+// ---------------------------------------------------------------------------
+// Writer.
+
+BackendStatus RobinShardedSnapshotBackend::Apply(
+    const ApplyBatchView& batch) noexcept {
+  const BackendStatus check = CheckBatch(batch);
+  if (check.code != BackendCode::kOk) return check;
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  if (poisoned_) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "a previous allocation failure left the writer copy "
+                       "inconsistent; recreate the backend");
+  }
+  if (!FinishPendingSync()) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory completing the previous apply");
+  }
+  try {
+    return ApplyLocked(batch);
+  } catch (const std::bad_alloc&) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory applying the batch");
+  }
+}
+
+BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
+    const ApplyBatchView& batch) {
+  const uint32_t live = gate_.live();
+  SnapshotCopy& back = copies_[1 - live];
+  const SnapshotCopy& front = copies_[live];
+  ++apply_tag_;
+
+  // Step 1: the worker. A new worker or a changed address or spec prepares a
+  // new published table; nothing reader-visible changes yet.
+  const std::string_view id(batch.worker_id.data, batch.worker_id.size);
+  const std::string_view address(batch.worker_address.data,
+                                 batch.worker_address.size);
+  uint32_t ordinal;
+  bool new_worker = false;
+  if (auto it = registry_.find(id); it != registry_.end()) {
+    ordinal = it->second;
+  } else {
+    if (worker_states_.size() > kMaxWorkerOrdinal) {
+      return ErrorStatus(BackendCode::kResourceExhausted,
+                         "too many workers (the limit is %u)",
+                         kMaxWorkerOrdinal + 1);
+    }
+    ordinal = static_cast<uint32_t>(worker_states_.size());
+    new_worker = true;
+  }
+  std::unique_ptr<WorkerRecord> new_record;
+  std::unique_ptr<WorkerTable> new_table;
+  if (new_worker || records_[ordinal]->address != address ||
+      !SameSpec(*records_[ordinal], batch)) {
+    new_record = std::make_unique<WorkerRecord>();
+    new_record->id.assign(id);
+    new_record->address.assign(address);
+    new_record->has_cache_spec = batch.has_cache_spec != 0 ? 1 : 0;
+    if (batch.has_cache_spec != 0) new_record->cache_spec = batch.cache_spec;
+    new_table = std::make_unique<WorkerTable>();
+    new_table->records.reserve(front.workers->records.size() +
+                               (new_worker ? 1 : 0));
+    new_table->records = front.workers->records;
+    if (new_worker) {
+      new_table->records.push_back(new_record.get());
+    } else {
+      new_table->records[ordinal] = new_record.get();
+    }
+  }
+  if (new_worker) {
+    // Reserve everything the commit below needs so that it cannot fail.
+    worker_states_.reserve(worker_states_.size() + 1);
+    records_.reserve(records_.size() + 1);
+    worker_states_.push_back(std::make_unique<WorkerState>());
+    try {
+      registry_.insert({std::string(id), ordinal});
+    } catch (const std::bad_alloc&) {
+      worker_states_.pop_back();
+      throw;
+    }
+  }
+  retired_records_.reserve(1);
+  retired_tables_.reserve(1);
+  WorkerState& state = *worker_states_[ordinal];
+  const uint64_t holdings_before = [&] {
+    uint64_t total = 0;
+    for (const HoldingLog& log : state.holdings) total += log.bytes();
+    return total;
+  }();
+
+  // Step 2: pass one on the non-live copy.
+  const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
+  touched_.clear();
+  counted_.clear();
+  try {
+    RunActions(batch, ordinal, state, back);
+  } catch (const std::bad_alloc&) {
+    try {
+      RollBack(state, saved_live);
+    } catch (const std::bad_alloc&) {
+      poisoned_ = true;
+    }
+    if (new_worker) {
+      registry_.erase(id);
+      worker_states_.pop_back();
+    }
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory applying the batch; nothing changed");
+  }
+  uint64_t holdings_after = 0;
+  for (const HoldingLog& log : state.holdings) holdings_after += log.bytes();
+  holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
+
+  if (touched_.empty() && new_table == nullptr) {
+    // Nothing reader-visible changed: no need to publish.
+    CompactHoldings(ordinal, state);
+    UpdateMemory();
+    return OkStatus();
+  }
+
+  // Step 3: publish. Commit the worker first (cannot fail: reserved above).
+  if (new_table != nullptr) {
+    worker_bytes_ += RecordBytes(*new_record) + TableBytes(*new_table);
+    if (new_worker) {
+      records_.push_back(std::move(new_record));
+    } else {
+      worker_bytes_ -= RecordBytes(*records_[ordinal]);
+      retired_records_.push_back(std::move(records_[ordinal]));
+      records_[ordinal] = std::move(new_record);
+    }
+    worker_bytes_ -= TableBytes(*published_table_);
+    retired_tables_.push_back(std::move(published_table_));
+    published_table_ = std::move(new_table);
+    back.workers = published_table_.get();
+  }
+  Publish();
+  if (!pending_sync_) CompactHoldings(ordinal, state);
+  UpdateMemory();
+  return OkStatus();
+}
+
+bool RobinShardedSnapshotBackend::FinishPendingSync() noexcept {
+  if (!pending_sync_) return true;
+  try {
+    SyncBackCopy();
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  FinishSync();
+  return true;
+}
+
+void RobinShardedSnapshotBackend::Publish() noexcept {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  back.version = front.version + 1;
+  RunHook(WriterPhase::kBackCopyApplied);
+  gate_.PublishAndDrain(hook_ ? std::function<void()>([this] {
+    RunHook(WriterPhase::kPublished);
+  })
+                              : std::function<void()>());
+  // Bring the old copy up to date; no reader can see it any more.
+  try {
+    SyncBackCopy();
+    FinishSync();
+  } catch (const std::bad_alloc&) {
+    pending_sync_ = true;  // the next writer finishes it first
+  }
+  RunHook(WriterPhase::kDone);
+}
+
+void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
+                                             uint32_t ordinal,
+                                             WorkerState& state,
+                                             SnapshotCopy& back) {
+  for (size_t a = 0; a < batch.action_count; ++a) {
+    const ActionView& action = batch.actions[a];
+    const uint32_t tier = action.tier;
+    const uint32_t key = PlacementKey(ordinal, tier);
+    HoldingLog& log = state.holdings[tier];
+    switch (action.type) {
+      case kActionReport: {
+        const bool has_masks = action.component_masks.size != 0;
+        const bool has_sizes = action.block_sizes.size != 0;
+        for (size_t i = 0; i < action.hashes.size; ++i) {
+          const uint32_t mask = has_masks ? action.component_masks.data[i] : 0;
+          const uint32_t size = has_sizes ? action.block_sizes.data[i] : 0;
+          if (ReportPlacement(back, action.hashes.data[i], key, mask, size,
+                              log)) {
+            ++state.live[tier];
+          }
+        }
+        break;
+      }
+      case kActionRevoke:
+        for (size_t i = 0; i < action.hashes.size; ++i) {
+          if (RevokePlacement(back, action.hashes.data[i], key)) {
+            --state.live[tier];
+          }
+        }
+        break;
+      case kActionClearAllAtTier:
+        if (state.live[tier] == 0) break;
+        log.ForEach([&](int64_t hash) {
+          if (RevokePlacement(back, hash, key)) --state.live[tier];
+        });
+        break;
+    }
+  }
+}
+
+bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
+                                                  int64_t hash, uint32_t key,
+                                                  uint32_t mask, uint32_t size,
+                                                  HoldingLog& log) {
+  const uint64_t mixed = MixHash(hash);
+  SnapshotCopy::Map& map = back.map_for(mixed);
+  const BlockKey block_key = BlockKey::From(hash);
+  auto it = map.find(block_key, mixed);
+  if (it == map.end()) {
+    touched_.push_back(hash);
+    log.Append(hash);
+    BlockRecord record;
+    record.token_count = size;
+    record.count = 1;
+    record.one = PackedPlacement{key, mask};
+    map.insert({block_key, record});
+    ++back.blocks;
+    ++back.placements;
+    return true;
+  }
+  BlockRecord& record = it.value();
+  const uint32_t n = record.count;
+  const PackedPlacement* p = record.placements();
+  const uint32_t pos = LowerBound(p, n, key);
+  const bool exists = pos < n && p[pos].key == key;
+  const uint32_t token_count = size > 0 ? size : record.token_count;
+  if (exists && p[pos].mask == mask && token_count == record.token_count) {
+    return false;
+  }
+  touched_.push_back(hash);
+  if (exists) {
+    if (p[pos].mask != mask) {
+      if (n == 1) {
+        record.one.mask = mask;
+      } else {
+        PackedPlacement* array = record.spill();
+        if (!IsPrivate(array)) {
+          PackedPlacement* copy = arena_.Allocate(n, apply_tag_);
+          std::memcpy(copy, array, n * sizeof(PackedPlacement));
+          array = copy;
+          record.set_spill(copy);
+        }
+        array[pos].mask = mask;
+      }
+    }
+    record.token_count = token_count;
+    return false;
+  }
+  log.Append(hash);
+  const PackedPlacement added{key, mask};
+  if (n == 1) {
+    PackedPlacement* array = arena_.Allocate(2, apply_tag_);
+    array[pos] = added;
+    array[1 - pos] = record.one;
+    record.set_spill(array);
+  } else {
+    PackedPlacement* old = record.spill();
+    if (IsPrivate(old) && SpillArena::Capacity(old) > n) {
+      std::memmove(old + pos + 1, old + pos, (n - pos) * sizeof(*old));
+      old[pos] = added;
+    } else {
+      PackedPlacement* array = arena_.Allocate(n + 1, apply_tag_);
+      std::memcpy(array, old, pos * sizeof(*old));
+      array[pos] = added;
+      std::memcpy(array + pos + 1, old + pos, (n - pos) * sizeof(*old));
+      if (IsPrivate(old)) arena_.Free(old);
+      record.set_spill(array);
+    }
+  }
+  record.count = n + 1;
+  record.token_count = token_count;
+  ++back.placements;
+  return true;
+}
+
+bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
+                                                  int64_t hash, uint32_t key) {
+  const uint64_t mixed = MixHash(hash);
+  SnapshotCopy::Map& map = back.map_for(mixed);
+  auto it = map.find(BlockKey::From(hash), mixed);
+  if (it == map.end()) return false;
+  BlockRecord& record = it.value();
+  const uint32_t n = record.count;
+  const PackedPlacement* p = record.placements();
+  const uint32_t pos = LowerBound(p, n, key);
+  if (pos == n || p[pos].key != key) return false;
+  touched_.push_back(hash);
+  if (n == 1) {
+    map.erase(it);
+    --back.blocks;
+    --back.placements;
+    // The block's hit counter goes with it.
+    SnapshotCopy::CounterMap& counters = back.counters_for(mixed);
+    if (auto c = counters.find(hash, mixed); c != counters.end()) {
+      counters.erase(c);
+      --back.hit_counters;
+    }
+    return true;
+  }
+  PackedPlacement* old = record.spill();
+  if (n == 2) {
+    const PackedPlacement kept = old[1 - pos];
+    if (IsPrivate(old)) arena_.Free(old);
+    record.one = kept;
+  } else if (IsPrivate(old)) {
+    std::memmove(old + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
+  } else {
+    PackedPlacement* array = arena_.Allocate(n - 1, apply_tag_);
+    std::memcpy(array, old, pos * sizeof(*old));
+    std::memcpy(array + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
+    record.set_spill(array);
+  }
+  record.count = n - 1;
+  --back.placements;
+  return true;
+}
+
+void RobinShardedSnapshotBackend::SyncBackCopy() {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  for (const int64_t hash : touched_) {
+    const uint64_t mixed = MixHash(hash);
+    const BlockRecord* current = front.Find(hash, mixed);
+    SnapshotCopy::Map& map = back.map_for(mixed);
+    const BlockKey block_key = BlockKey::From(hash);
+    auto it = map.find(block_key, mixed);
+    if (it != map.end()) {
+      BlockRecord& stale = it.value();
+      // The stale copy's array is no longer referenced by the live copy.
+      if (stale.has_spill() && (current == nullptr || !current->has_spill() ||
+                                current->spill() != stale.spill())) {
+        arena_.Free(stale.spill());
+      }
+      if (current != nullptr) {
+        stale = *current;
+      } else {
+        map.erase(it);
+      }
+    } else if (current != nullptr) {
+      map.insert({block_key, *current});
+    }
+    SyncCounter(front, back, hash, mixed);
+  }
+  for (const int64_t hash : counted_) {
+    SyncCounter(front, back, hash, MixHash(hash));
+  }
+}
+
+void RobinShardedSnapshotBackend::SyncCounter(const SnapshotCopy& front,
+                                              SnapshotCopy& back, int64_t hash,
+                                              uint64_t mixed) {
+  const uint64_t current = front.Counter(hash, mixed);
+  SnapshotCopy::CounterMap& counters = back.counters_for(mixed);
+  auto it = counters.find(hash, mixed);
+  if (it != counters.end()) {
+    if (current != 0) {
+      it.value() = current;
+    } else {
+      counters.erase(it);
+    }
+  } else if (current != 0) {
+    counters.insert({hash, current});
+  }
+}
+
+void RobinShardedSnapshotBackend::FinishSync() noexcept {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  back.workers = front.workers;
+  back.version = front.version;
+  back.blocks = front.blocks;
+  back.placements = front.placements;
+  back.hit_counters = front.hit_counters;
+  retired_records_.clear();
+  retired_tables_.clear();
+  touched_.clear();
+  counted_.clear();
+  pending_sync_ = false;
+}
+
+void RobinShardedSnapshotBackend::RollBack(
+    WorkerState& state, const std::array<uint64_t, kMaxTier + 1>& saved_live) {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  state.live = saved_live;
+  // Pass one touched only these hashes, and every array it created is
+  // private to the non-live copy; SyncBackCopy restores them from the live
+  // copy and frees exactly those arrays.
+  SyncBackCopy();
+  back.blocks = front.blocks;
+  back.placements = front.placements;
+  back.hit_counters = front.hit_counters;
+  touched_.clear();
+  counted_.clear();
+}
+
+void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
+                                                  WorkerState& state) noexcept {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    HoldingLog& log = state.holdings[tier];
+    const uint64_t before = log.bytes();
+    if (state.live[tier] == 0) {
+      log.Clear();
+    } else if (log.size() > 2 * state.live[tier] + 4096) {
+      const uint32_t key = PlacementKey(ordinal, tier);
+      try {
+        log.Compact([&](int64_t hash) {
+          const BlockRecord* record = front.Find(hash, MixHash(hash));
+          if (record == nullptr) return false;
+          const PackedPlacement* p = record->placements();
+          const uint32_t pos = LowerBound(p, record->count, key);
+          return pos < record->count && p[pos].key == key;
+        });
+      } catch (const std::bad_alloc&) {
+        // Compaction is an optimisation; the log stays valid as it is.
+      }
+    }
+    holdings_bytes_ = holdings_bytes_ + log.bytes() - before;
+  }
+}
+
+void RobinShardedSnapshotBackend::UpdateMemory() noexcept {
+  uint64_t total = sizeof(*this);
+  total += copies_[0].bytes() + copies_[1].bytes();
+  total += arena_.bytes();
+  total += holdings_bytes_;
+  total += worker_bytes_;
+  total += worker_states_.capacity() * sizeof(worker_states_[0]) +
+           worker_states_.size() * sizeof(WorkerState);
+  total += records_.capacity() * sizeof(records_[0]);
+  total += registry_.bucket_count() *
+           sizeof(tsl::detail_robin_hash::bucket_entry<
+                  std::pair<std::string, uint32_t>, false>);
+  for (const auto& [id, ordinal] : registry_) total += StringHeapBytes(id);
+  total += (touched_.capacity() + counted_.capacity()) * sizeof(int64_t);
+  writer_bytes_.store(total, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------
+// Readers.
+
+BackendStatus RobinShardedSnapshotBackend::Match(
+    HashSpan hashes, bool count_as_hit, BlockVisitor* visitor) noexcept {
+  if (count_as_hit) return CountingMatch(hashes, visitor);
+  return PrefixScan(hashes, visitor);
+}
+
+BackendStatus RobinShardedSnapshotBackend::PrefixScan(
+    HashSpan hashes, BlockVisitor* visitor) noexcept {
+  if (!ValidScan(hashes, visitor)) return InvalidScan();
+  try {
+    ReadSection section(gate_);
+    VisitBlocks(copies_[section.live()], hashes, visitor, IgnorePresent());
+    return OkStatus();
+  } catch (const std::bad_alloc&) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory while reading the index");
+  }
+}
+
+BackendStatus RobinShardedSnapshotBackend::CountingMatch(
+    HashSpan hashes, BlockVisitor* visitor) noexcept {
+  if (!ValidScan(hashes, visitor)) return InvalidScan();
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  if (poisoned_) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "a previous allocation failure left the writer copy "
+                       "inconsistent; recreate the backend");
+  }
+  if (!FinishPendingSync()) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory completing the previous apply");
+  }
+  // The non-live copy equals the live one here and only this thread touches
+  // it: read the blocks from it and raise its counters.
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  touched_.clear();
+  counted_.clear();
+  try {
+    VisitBlocks(back, hashes, visitor, [&](int64_t hash, uint64_t mixed) {
+      counted_.push_back(hash);
+      SnapshotCopy::CounterMap& counters = back.counters_for(mixed);
+      auto it = counters.find(hash, mixed);
+      if (it == counters.end()) {
+        counters.insert({hash, 1});
+        ++back.hit_counters;
+      } else if (it->second != UINT64_MAX) {
+        ++it.value();
+      }
+    });
+  } catch (const std::bad_alloc&) {
+    try {
+      SyncBackCopy();  // undo the raised counters
+      counted_.clear();
+    } catch (const std::bad_alloc&) {
+      poisoned_ = true;
+    }
+    back.hit_counters = copies_[gate_.live()].hit_counters;
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory counting hits; no counter changed");
+  }
+  if (!counted_.empty()) Publish();
+  UpdateMemory();
+  return OkStatus();
+}
+
+BackendStatus RobinShardedSnapshotBackend::HitCounts(
+    HashSpan hashes, uint64_t* counts) noexcept {
+  if (hashes.size != 0 && (hashes.data == nullptr || counts == nullptr)) {
+    return ErrorStatus(BackendCode::kInvalidArgument,
+                       "hashes or counts is null");
+  }
+  ReadSection section(gate_);
+  const SnapshotCopy& snapshot = copies_[section.live()];
+  for (size_t i = 0; i < hashes.size; ++i) {
+    const int64_t hash = hashes.data[i];
+    counts[i] = snapshot.Counter(hash, MixHash(hash));
+  }
+  return OkStatus();
+}
+
+void RobinShardedSnapshotBackend::GetStats(BackendStats* stats) noexcept {
+  if (stats == nullptr) return;
+  ReadSection section(gate_);
+  const SnapshotCopy& snapshot = copies_[section.live()];
+  const size_t size = stats->struct_size;
+  auto fits = [size](size_t offset) {
+    return offset + sizeof(uint64_t) <= size;
+  };
+  if (fits(offsetof(BackendStats, blocks))) stats->blocks = snapshot.blocks;
+  if (fits(offsetof(BackendStats, placements))) {
+    stats->placements = snapshot.placements;
+  }
+  if (fits(offsetof(BackendStats, workers))) {
+    stats->workers = snapshot.workers->records.size();
+  }
+  if (fits(offsetof(BackendStats, hit_counters))) {
+    stats->hit_counters = snapshot.hit_counters;
+  }
+  if (fits(offsetof(BackendStats, memory_bytes))) {
+    stats->memory_bytes = writer_bytes_.load(std::memory_order_relaxed);
+  }
+}
+
+}  // namespace kvindexer::robin

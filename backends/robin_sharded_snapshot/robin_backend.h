@@ -1,0 +1,157 @@
+// RobinShardedSnapshotBackend: the fast default IndexBackend. Design notes,
+// memory costs and the hit-counter race are in DESIGN.md.
+//
+// Two copies of the reader-visible index (SnapshotCopy: tsl::robin_map shards
+// of block records plus a published worker table) are kept in step with the
+// left-right protocol. Queries read the live copy inside a wait-free read
+// section and never wait for a writer. Apply, serialised by a mutex, works on
+// the other copy, publishes it in one atomic store (so a batch spanning many
+// shards becomes visible all at once), waits for readers of the old copy to
+// leave, and then brings the old copy up to date by copying the records the
+// batch touched.
+//
+// Hit counters live in the copies too. A counting Match is therefore a writer:
+// it takes the writer mutex, counts into the non-live copy and publishes like
+// an apply, so its increments and an apply's counter deletions become visible
+// all at once. Non-counting readers never wait for it.
+//
+// Thread safety: every IndexBackend method may be called concurrently.
+// REQUIRES: a BlockVisitor callback never calls Apply or a counting Match on
+// the same backend (they would wait for the callback's own read section or
+// for the writer mutex the counting Match holds).
+#ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
+#define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "holding_log.h"
+#include "kvindexer/backend.h"
+#include "left_right_gate.h"
+#include "snapshot_copy.h"
+#include "spill_arena.h"
+#include "tsl/robin_map.h"
+
+namespace kvindexer::robin {
+
+inline constexpr char kBackendName[] = "robin_sharded_snapshot";
+
+class RobinShardedSnapshotBackend final : public IndexBackend {
+ public:
+  // Points in Apply where the test hook runs (with the writer mutex held).
+  enum class WriterPhase {
+    kBackCopyApplied,  // the batch is in the non-live copy, not yet published
+    kPublished,        // the batch is live; old-copy readers may still run
+    kDone,             // both copies hold the batch
+  };
+  using WriterHook = std::function<void(WriterPhase)>;
+
+  RobinShardedSnapshotBackend();
+  ~RobinShardedSnapshotBackend() override;
+  RobinShardedSnapshotBackend(const RobinShardedSnapshotBackend&) = delete;
+  RobinShardedSnapshotBackend& operator=(const RobinShardedSnapshotBackend&) =
+      delete;
+
+  BackendStatus Apply(const ApplyBatchView& batch) noexcept override;
+  BackendStatus Match(HashSpan hashes, bool count_as_hit,
+                      BlockVisitor* visitor) noexcept override;
+  BackendStatus PrefixScan(HashSpan hashes,
+                           BlockVisitor* visitor) noexcept override;
+  BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
+  void GetStats(BackendStats* stats) noexcept override;
+
+  // Test only. Installs `hook`; call before any concurrent use.
+  void SetWriterHookForTesting(WriterHook hook) { hook_ = std::move(hook); }
+
+ private:
+  // Writer-side state of one worker: the holdings logs CLEAR needs and the
+  // number of placements at each tier. Index 0 is unused (tiers are 1..3).
+  struct WorkerState {
+    std::array<HoldingLog, kMaxTier + 1> holdings;
+    std::array<uint64_t, kMaxTier + 1> live{};
+  };
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>()(s);
+    }
+  };
+  struct StringEqual {
+    using is_transparent = void;
+    bool operator()(std::string_view a, std::string_view b) const {
+      return a == b;
+    }
+  };
+
+  BackendStatus ApplyLocked(const ApplyBatchView& batch);
+  BackendStatus CountingMatch(HashSpan hashes, BlockVisitor* visitor) noexcept;
+  // REQUIRES: writer_mu_ held. Completes a sync left pending by an allocation
+  // failure; false when it still cannot.
+  bool FinishPendingSync() noexcept;
+  // Makes the non-live copy (holding the changes listed in touched_ and
+  // counted_) live, then brings the other copy up to date.
+  void Publish() noexcept;
+
+  // Pass one: the batch's effect on `back`. Throws std::bad_alloc.
+  void RunActions(const ApplyBatchView& batch, uint32_t ordinal,
+                  WorkerState& state, SnapshotCopy& back);
+  bool ReportPlacement(SnapshotCopy& back, int64_t hash, uint32_t key,
+                       uint32_t mask, uint32_t size, HoldingLog& log);
+  bool RevokePlacement(SnapshotCopy& back, int64_t hash, uint32_t key);
+  bool IsPrivate(const PackedPlacement* array) const {
+    return SpillArena::Tag(array) == apply_tag_;
+  }
+
+  // Makes the non-live copy equal to the live one for every hash in touched_
+  // (record and counter) and counted_ (counter). Throws std::bad_alloc;
+  // idempotent, so it may simply be retried.
+  void SyncBackCopy();
+  void SyncCounter(const SnapshotCopy& front, SnapshotCopy& back, int64_t hash,
+                   uint64_t mixed);
+  // After a successful sync: copies the remaining fields and frees what only
+  // the old copy referenced.
+  void FinishSync() noexcept;
+  // Undoes pass one on the non-live copy after an allocation failure.
+  void RollBack(WorkerState& state,
+                const std::array<uint64_t, kMaxTier + 1>& saved_live);
+  void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
+  void UpdateMemory() noexcept;
+  void RunHook(WriterPhase phase) {
+    if (hook_) hook_(phase);
+  }
+
+  // Reader-visible.
+  LeftRightGate gate_;
+  SnapshotCopy copies_[2];
+  std::atomic<uint64_t> writer_bytes_{0};
+
+  // Writer-side, guarded by writer_mu_.
+  std::mutex writer_mu_;
+  bool poisoned_ = false;
+  bool pending_sync_ = false;
+  uint64_t apply_tag_ = 0;
+  SpillArena arena_;
+  tsl::robin_map<std::string, uint32_t, StringHash, StringEqual> registry_;
+  std::vector<std::unique_ptr<WorkerState>> worker_states_;
+  std::vector<std::unique_ptr<WorkerRecord>> records_;  // current, by ordinal
+  std::unique_ptr<WorkerTable> published_table_;
+  std::vector<std::unique_ptr<WorkerRecord>> retired_records_;
+  std::vector<std::unique_ptr<WorkerTable>> retired_tables_;
+  std::vector<int64_t> touched_;  // blocks (and their counters) changed
+  std::vector<int64_t> counted_;  // counters raised by a counting Match
+  uint64_t worker_bytes_ = 0;
+  uint64_t holdings_bytes_ = 0;
+  WriterHook hook_;
+};
+
+}  // namespace kvindexer::robin
+
+#endif  // KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_

@@ -1,0 +1,493 @@
+// Structure-specific tests of RobinShardedSnapshotBackend: readers never wait
+// for a blocked writer, snapshots stay consistent across a publish, the
+// hit-counter reset races, and stats/memory accounting. Semantics shared by all
+// backends are covered by tests/conformance.
+#include "robin_backend.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test_batch.h"
+
+namespace kvindexer::robin {
+namespace {
+
+using testing::Ok;
+using testing::RecordingVisitor;
+using testing::TestBatch;
+using Phase = RobinShardedSnapshotBackend::WriterPhase;
+
+constexpr auto kTimeout = std::chrono::seconds(10);
+
+// A one-shot rendezvous: one side blocks in Hold() until Release(); the other
+// waits for it to arrive with WaitHeld().
+class Rendezvous {
+ public:
+  void Hold() {
+    std::unique_lock<std::mutex> lock(mu_);
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, kTimeout, [&] { return released_; });
+  }
+  bool WaitHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kTimeout, [&] { return held_; });
+  }
+  bool WaitReleased() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kTimeout, [&] { return released_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool released_ = false;
+};
+
+// Runs `fn` on a thread and reports whether it finished within the timeout.
+template <typename Fn>
+bool CompletesOnAnotherThread(Fn fn) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread t([&] {
+    fn();
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  bool finished;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished = cv.wait_for(lock, kTimeout, [&] { return done; });
+  }
+  t.join();
+  return finished;
+}
+
+class RobinBackendTest : public ::testing::Test {
+ protected:
+  void Apply(TestBatch batch) {
+    const BackendStatus s = backend_.Apply(batch.View());
+    ASSERT_TRUE(Ok(s)) << s.message;
+  }
+  RecordingVisitor Match(std::vector<int64_t> hashes, bool count = false) {
+    RecordingVisitor v;
+    const BackendStatus s =
+        backend_.Match(HashSpan{hashes.data(), hashes.size()}, count, &v);
+    EXPECT_TRUE(Ok(s)) << s.message;
+    EXPECT_TRUE(v.errors.empty()) << v.errors.front();
+    return v;
+  }
+  std::vector<uint64_t> Hits(std::vector<int64_t> hashes) {
+    std::vector<uint64_t> counts(hashes.size(), 12345);
+    const BackendStatus s = backend_.HitCounts(
+        HashSpan{hashes.data(), hashes.size()}, counts.data());
+    EXPECT_TRUE(Ok(s)) << s.message;
+    return counts;
+  }
+  BackendStats Stats() {
+    BackendStats stats{};
+    stats.struct_size = sizeof(stats);
+    backend_.GetStats(&stats);
+    return stats;
+  }
+
+  RobinShardedSnapshotBackend backend_;
+};
+
+TEST_F(RobinBackendTest, ReportsAbsentBlocksAndAnnouncesWorkersOnce) {
+  Apply(TestBatch("w1", "a1").Report(kTierHbm, {1, 2}, {3, 5}, {16, 0}));
+  Apply(TestBatch("w2", "a2").Report(kTierDram, {2}));
+  RecordingVisitor v = Match({1, 404, 2});
+  ASSERT_EQ(v.blocks.size(), 3u);
+  EXPECT_EQ(v.blocks[0].token_count, 16u);
+  EXPECT_EQ(v.blocks[0].placements.size(), 1u);
+  EXPECT_EQ((v.blocks[0].placements[{"w1", kTierHbm}]), 3u);
+  EXPECT_EQ(v.blocks[1].index, 1u);
+  EXPECT_TRUE(v.blocks[1].placements.empty());
+  EXPECT_EQ(v.blocks[2].placements.size(), 2u);
+  EXPECT_EQ(v.workers.size(), 2u);
+  EXPECT_EQ(v.workers.at(0).address, "a1");
+}
+
+TEST_F(RobinBackendTest, EarlyStopMakesNoFurtherCallbacksButCountsAllHits) {
+  Apply(TestBatch("w", "a").Report(kTierHbm, {1, 2, 3}));
+  const int64_t hashes[] = {1, 2, 3};
+  RecordingVisitor v(/*stop_after=*/1);
+  ASSERT_TRUE(Ok(backend_.PrefixScan(HashSpan{hashes, 3}, &v)));
+  EXPECT_EQ(v.blocks.size(), 1u);
+  RecordingVisitor counting(/*stop_after=*/1);
+  ASSERT_TRUE(Ok(backend_.Match(HashSpan{hashes, 3}, true, &counting)));
+  EXPECT_EQ(counting.blocks.size(), 1u);
+  EXPECT_EQ(Hits({1, 2, 3}), (std::vector<uint64_t>{1, 1, 1}));
+}
+
+TEST_F(RobinBackendTest, ManyWorkersSpillAndShrinkBack) {
+  // 40 workers on one block exercises spill arrays of several size classes,
+  // in both directions, across many publishes.
+  for (int w = 0; w < 40; ++w) {
+    Apply(TestBatch("w" + std::to_string(w), "a")
+              .Report(kTierHbm, {7}, {}, {uint32_t(w + 1)}));
+    Apply(TestBatch("w" + std::to_string(w), "a").Report(kTierSsd, {7}));
+  }
+  RecordingVisitor v = Match({7});
+  ASSERT_EQ(v.blocks.size(), 1u);
+  EXPECT_EQ(v.blocks[0].placements.size(), 80u);
+  EXPECT_EQ(v.blocks[0].token_count, 40u);
+  for (int w = 0; w < 40; w += 2) {
+    Apply(TestBatch("w" + std::to_string(w), "a")
+              .Clear(kTierHbm)
+              .Clear(kTierSsd));
+  }
+  v = Match({7});
+  EXPECT_EQ(v.blocks[0].placements.size(), 40u);
+  for (int w = 1; w < 40; w += 2) {
+    Apply(TestBatch("w" + std::to_string(w), "a").Revoke(kTierSsd, {7}));
+  }
+  v = Match({7});
+  EXPECT_EQ(v.blocks[0].placements.size(), 20u);
+  EXPECT_EQ(Stats().placements, 20u);
+  EXPECT_EQ(Stats().blocks, 1u);
+}
+
+TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
+  Apply(TestBatch("w", "old").Report(kTierHbm, {1}));
+  ASSERT_EQ(Match({1}, true).blocks.size(), 1u);  // counter of 1 := 1
+  Rendezvous writer_blocked;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    if (phase == Phase::kBackCopyApplied) writer_blocked.Hold();
+  });
+  std::thread writer([&] {
+    TestBatch b("w", "new");
+    b.Revoke(kTierHbm, {1}).Report(kTierHbm, {2});
+    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+  });
+  ASSERT_TRUE(writer_blocked.WaitHeld());
+  // The writer holds its mutex mid-apply; every query still completes and
+  // sees the state before the batch.
+  EXPECT_TRUE(CompletesOnAnotherThread([&] {
+    RecordingVisitor v = Match({1, 2});
+    EXPECT_EQ(v.blocks[0].placements.size(), 1u);
+    EXPECT_TRUE(v.blocks[1].placements.empty());
+    EXPECT_EQ(v.workers.at(0).address, "old");
+    RecordingVisitor p;
+    const int64_t hashes[] = {1};
+    EXPECT_TRUE(Ok(backend_.PrefixScan(HashSpan{hashes, 1}, &p)));
+    EXPECT_EQ(Hits({1}), std::vector<uint64_t>{1});
+    EXPECT_EQ(Stats().blocks, 1u);
+  }));
+  writer_blocked.Release();
+  writer.join();
+  backend_.SetWriterHookForTesting(nullptr);
+  RecordingVisitor v = Match({1, 2});
+  EXPECT_TRUE(v.blocks[0].placements.empty());
+  EXPECT_EQ(v.blocks[1].placements.size(), 1u);
+  EXPECT_EQ(v.workers.at(0).address, "new");
+  EXPECT_EQ(Hits({1}), std::vector<uint64_t>{0});
+}
+
+TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterDrains) {
+  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
+  Rendezvous writer_blocked;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    if (phase == Phase::kPublished) writer_blocked.Hold();
+  });
+  std::thread writer([&] {
+    TestBatch b("w", "a");
+    b.Report(kTierHbm, {2});
+    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+  });
+  ASSERT_TRUE(writer_blocked.WaitHeld());
+  EXPECT_TRUE(CompletesOnAnotherThread([&] {
+    RecordingVisitor v = Match({1, 2});
+    EXPECT_EQ(v.blocks[1].placements.size(), 1u) << "the batch is published";
+    EXPECT_EQ(Stats().blocks, 2u);
+  }));
+  writer_blocked.Release();
+  writer.join();
+}
+
+// A reader that started before a publish keeps reading its own snapshot: the
+// writer waits for it before touching that copy.
+TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
+  Apply(TestBatch("w1", "a").Report(kTierHbm, {1, 2}));
+  Rendezvous reader_held;
+  Rendezvous writer_published;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    if (phase == Phase::kPublished) writer_published.Release();
+  });
+  class HoldingVisitor : public RecordingVisitor {
+   public:
+    explicit HoldingVisitor(Rendezvous* r) : r_(r) {}
+    bool OnBlock(const BlockView& b) noexcept override {
+      if (b.index == 0) r_->Hold();
+      return RecordingVisitor::OnBlock(b);
+    }
+
+   private:
+    Rendezvous* r_;
+  };
+  HoldingVisitor visitor(&reader_held);
+  std::thread reader([&] {
+    const int64_t hashes[] = {1, 2};
+    EXPECT_TRUE(Ok(backend_.PrefixScan(HashSpan{hashes, 2}, &visitor)));
+  });
+  ASSERT_TRUE(reader_held.WaitHeld());
+  std::atomic<bool> applied{false};
+  std::thread writer([&] {
+    TestBatch b("w2", "b");
+    b.Report(kTierHbm, {2}).Report(kTierDram, {1});
+    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+    applied = true;
+  });
+  // Wait until the batch is live, then let the held reader continue.
+  ASSERT_TRUE(writer_published.WaitReleased());
+  EXPECT_FALSE(applied.load()) << "Apply returned while an old reader ran";
+  reader_held.Release();
+  reader.join();
+  writer.join();
+  ASSERT_EQ(visitor.blocks.size(), 2u);
+  EXPECT_EQ(visitor.blocks[1].placements.size(), 1u)
+      << "the held reader must not see the later batch";
+  EXPECT_EQ(visitor.workers.size(), 1u);
+  backend_.SetWriterHookForTesting(nullptr);
+  EXPECT_EQ(Match({2}).blocks[0].placements.size(), 2u);
+}
+
+// Block 9 is deleted and re-created inside one batch: its counter is reset,
+// and readers see the reset together with the rest of the batch.
+TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
+  Apply(TestBatch("w", "a").Report(kTierHbm, {9}, {}, {1}));
+  for (int i = 0; i < 3; ++i) Match({9}, true);
+  ASSERT_EQ(Hits({9}), std::vector<uint64_t>{3});
+  int hooks = 0;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    // Runs on the writer thread between its steps; non-counting queries
+    // from here are ordinary readers.
+    if (phase == Phase::kBackCopyApplied) {
+      ++hooks;
+      EXPECT_EQ(Match({9}).blocks[0].token_count, 1u) << "old snapshot";
+      EXPECT_EQ(Hits({9}), std::vector<uint64_t>{3});
+      EXPECT_EQ(Stats().hit_counters, 1u);
+    } else if (phase == Phase::kPublished) {
+      ++hooks;
+      EXPECT_EQ(Match({9}).blocks[0].token_count, 2u) << "new snapshot";
+      EXPECT_EQ(Hits({9}), std::vector<uint64_t>{0});
+      EXPECT_EQ(Stats().hit_counters, 0u);
+    }
+  });
+  Apply(TestBatch("w", "a")
+            .Report(kTierHbm, {9}, {}, {1})
+            .Revoke(kTierHbm, {9})
+            .Report(kTierHbm, {9}, {}, {2}));
+  backend_.SetWriterHookForTesting(nullptr);
+  EXPECT_EQ(hooks, 2);
+  EXPECT_EQ(Hits({9}), std::vector<uint64_t>{0});
+  Match({9}, true);
+  EXPECT_EQ(Hits({9}), std::vector<uint64_t>{1});
+  EXPECT_EQ(Stats().hit_counters, 1u);
+}
+
+// A counting match publishes all of its increments at once.
+TEST_F(RobinBackendTest, ACountingMatchIsAtomicForHitCountReaders) {
+  Apply(TestBatch("w", "a").Report(kTierHbm, {1, 2, 3}));
+  Match({1, 2}, true);
+  int hooks = 0;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    if (phase == Phase::kBackCopyApplied) {
+      ++hooks;
+      EXPECT_EQ(Hits({1, 2, 3, 4}), (std::vector<uint64_t>{1, 1, 0, 0}));
+    } else if (phase == Phase::kPublished) {
+      ++hooks;
+      EXPECT_EQ(Hits({1, 2, 3, 4}), (std::vector<uint64_t>{2, 2, 1, 0}));
+    }
+  });
+  Match({1, 2, 3, 4}, true);
+  backend_.SetWriterHookForTesting(nullptr);
+  EXPECT_EQ(hooks, 2);
+  EXPECT_EQ(Stats().hit_counters, 3u);
+}
+
+// Readers count while a writer deletes and re-creates blocks. Each block
+// incarnation carries a unique token count, so a reader knows which
+// incarnation it counted. At the end, each present block's counter must equal
+// the counts its current incarnation received, and absent blocks have none.
+TEST_F(RobinBackendTest, ConcurrentCountingMatchesAgreeWithIncarnations) {
+  constexpr int kHashes = 16;
+  constexpr int kReaders = 3;
+  std::atomic<bool> stop{false};
+  std::vector<std::map<std::pair<int64_t, uint32_t>, uint64_t>> seen(kReaders);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      std::vector<int64_t> hashes(kHashes);
+      for (int i = 0; i < kHashes; ++i) hashes[i] = i;
+      while (!stop.load()) {
+        RecordingVisitor v;
+        EXPECT_TRUE(Ok(
+            backend_.Match(HashSpan{hashes.data(), hashes.size()}, true, &v)));
+        for (const auto& b : v.blocks) {
+          if (!b.placements.empty())
+            ++seen[r][{hashes[b.index], b.token_count}];
+        }
+      }
+    });
+  }
+  std::mt19937_64 rng(42);
+  std::map<int64_t, uint32_t> token;  // present blocks -> incarnation token
+  uint32_t next_token = 1;
+  for (int step = 0; step < 3000; ++step) {
+    TestBatch b("w", "a");
+    for (int k = 0; k < 4; ++k) {
+      const int64_t h = static_cast<int64_t>(rng() % kHashes);
+      if (token.count(h) != 0 && rng() % 2 == 0) {
+        b.Revoke(kTierHbm, {h});
+        token.erase(h);
+        if (rng() % 2 == 0) {  // re-create within the same batch
+          b.Report(kTierHbm, {h}, {}, {next_token});
+          token[h] = next_token++;
+        }
+      } else if (token.count(h) == 0) {
+        b.Report(kTierHbm, {h}, {}, {next_token});
+        token[h] = next_token++;
+      }
+    }
+    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  std::map<std::pair<int64_t, uint32_t>, uint64_t> total;
+  for (const auto& s : seen) {
+    for (const auto& [k, n] : s) total[k] += n;
+  }
+  uint64_t counters = 0;
+  for (int64_t h = 0; h < kHashes; ++h) {
+    const uint64_t got = Hits({h})[0];
+    auto it = token.find(h);
+    if (it == token.end()) {
+      EXPECT_EQ(got, 0u) << "hash " << h;
+    } else {
+      EXPECT_EQ(got, (total[{h, it->second}])) << "hash " << h;
+      if (got != 0) ++counters;
+    }
+  }
+  EXPECT_EQ(Stats().hit_counters, counters);
+}
+
+// Readers never see part of a batch: every batch restates all hashes, spread
+// over all shards, with one new mask and token count.
+TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesOnly) {
+  constexpr int kHashes = 512;
+  std::vector<int64_t> hashes(kHashes);
+  for (int i = 0; i < kHashes; ++i) hashes[i] = i * 7919;
+  Apply(TestBatch("w", "a").Report(kTierHbm, hashes,
+                                   std::vector<uint32_t>(kHashes, 1),
+                                   std::vector<uint32_t>(kHashes, 1)));
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        RecordingVisitor v;
+        EXPECT_TRUE(Ok(
+            backend_.PrefixScan(HashSpan{hashes.data(), hashes.size()}, &v)));
+        std::set<std::pair<uint32_t, uint32_t>> states;
+        for (const auto& b : v.blocks) {
+          ASSERT_EQ(b.placements.size(), 1u);
+          states.insert({b.token_count, b.placements.begin()->second});
+        }
+        ASSERT_EQ(states.size(), 1u) << "a torn batch";
+        ASSERT_EQ(states.begin()->first, states.begin()->second);
+        ++reads;
+      }
+    });
+  }
+  // Keep writing until the readers have overlapped with plenty of batches.
+  for (uint32_t step = 2; step <= 200000 && (step <= 400 || reads.load() < 200);
+       ++step) {
+    TestBatch b("w", "a");
+    b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step),
+             std::vector<uint32_t>(kHashes, step));
+    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(reads.load(), 0);
+}
+
+TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
+  const BackendStats empty = Stats();
+  EXPECT_EQ(empty.blocks, 0u);
+  EXPECT_GT(empty.memory_bytes, 0u);
+  std::vector<int64_t> hashes(100000);
+  for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 31;
+  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
+  const BackendStats one = Stats();
+  EXPECT_EQ(one.blocks, 100000u);
+  EXPECT_EQ(one.placements, 100000u);
+  // Two copies of a 28-byte bucket per block at load <= 0.8, plus the log.
+  const double per_block =
+      double(one.memory_bytes - empty.memory_bytes) / one.placements;
+  EXPECT_GE(per_block, 2 * 28 + 8);
+  EXPECT_LE(per_block, 2 * 28 / 0.35 + 16);
+  Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
+  const BackendStats two = Stats();
+  EXPECT_EQ(two.placements, 200000u);
+  // The second placement spills into one shared array per block.
+  EXPECT_GE(two.memory_bytes - one.memory_bytes, 100000u * (16 + 8));
+  printf("memory: %.1f bytes/placement at 1 per block, %.1f at 2 per block\n",
+         double(one.memory_bytes) / one.placements,
+         double(two.memory_bytes) / two.placements);
+  Apply(TestBatch("w1", "a").Clear(kTierHbm));
+  Apply(TestBatch("w2", "b").Clear(kTierDram));
+  const BackendStats cleared = Stats();
+  EXPECT_EQ(cleared.blocks, 0u);
+  EXPECT_EQ(cleared.placements, 0u);
+  EXPECT_EQ(cleared.workers, 2u);
+}
+
+TEST_F(RobinBackendTest, NoOpBatchesDoNotPublish) {
+  int publishes = 0;
+  backend_.SetWriterHookForTesting([&](Phase phase) {
+    if (phase == Phase::kPublished) ++publishes;
+  });
+  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
+  EXPECT_EQ(publishes, 1);
+  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));   // same state
+  Apply(TestBatch("w", "a").Revoke(kTierDram, {1}));  // nothing to revoke
+  Apply(TestBatch("w", "a"));
+  EXPECT_EQ(publishes, 1);
+  Apply(TestBatch("w", "b"));  // address change
+  EXPECT_EQ(publishes, 2);
+  backend_.SetWriterHookForTesting(nullptr);
+}
+
+TEST_F(RobinBackendTest, RejectsMalformedBatchesWithoutChanges) {
+  TestBatch bad("w", "a");
+  bad.Report(0, {1});
+  EXPECT_EQ(backend_.Apply(bad.View()).code, BackendCode::kInvalidArgument);
+  TestBatch sides("w", "a");
+  sides.Report(kTierHbm, {1, 2}, {1});
+  EXPECT_EQ(backend_.Apply(sides.View()).code, BackendCode::kInvalidArgument);
+  EXPECT_EQ(Stats().workers, 0u);
+}
+
+}  // namespace
+}  // namespace kvindexer::robin

@@ -1,0 +1,231 @@
+// Randomised differential test at the ABI level: random apply sequences (every
+// apply flips the live copy and replays onto the other, so a replay bug shows
+// up in later reads) against a plain std::map model. Deterministic per seed;
+// the seed is printed with any failure.
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "robin_backend.h"
+#include "test_batch.h"
+
+namespace kvindexer::robin {
+namespace {
+
+using testing::Ok;
+using testing::RecordingVisitor;
+using testing::TestBatch;
+
+struct ModelWorker {
+  std::string address;
+  bool has_spec = false;
+  CacheSpec spec{};
+};
+
+struct ModelBlock {
+  uint32_t token_count = 0;
+  std::map<std::pair<std::string, uint32_t>, uint32_t> placements;
+};
+
+class Model {
+ public:
+  void Report(const std::string& w, uint32_t tier, int64_t h, uint32_t mask,
+              uint32_t size) {
+    ModelBlock& b = blocks_[h];
+    b.placements[{w, tier}] = mask;
+    if (size > 0) b.token_count = size;
+  }
+  void Revoke(const std::string& w, uint32_t tier, int64_t h) {
+    auto it = blocks_.find(h);
+    if (it == blocks_.end()) return;
+    it->second.placements.erase({w, tier});
+    if (it->second.placements.empty()) {
+      blocks_.erase(it);
+      hits_.erase(h);
+    }
+  }
+  void Clear(const std::string& w, uint32_t tier) {
+    std::vector<int64_t> held;
+    for (const auto& [h, b] : blocks_) {
+      if (b.placements.count({w, tier}) != 0) held.push_back(h);
+    }
+    for (int64_t h : held) Revoke(w, tier, h);
+  }
+  void Count(const std::vector<int64_t>& hashes) {
+    for (int64_t h : hashes) {
+      if (blocks_.count(h) != 0) ++hits_[h];
+    }
+  }
+  size_t placements() const {
+    size_t n = 0;
+    for (const auto& [h, b] : blocks_) n += b.placements.size();
+    return n;
+  }
+
+  std::map<std::string, ModelWorker> workers;
+  const std::map<int64_t, ModelBlock>& blocks() const { return blocks_; }
+  const std::map<int64_t, uint64_t>& hits() const { return hits_; }
+
+ private:
+  std::map<int64_t, ModelBlock> blocks_;
+  std::map<int64_t, uint64_t> hits_;
+};
+
+class ModelTest : public ::testing::TestWithParam<uint64_t> {};
+
+void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
+                       const std::vector<int64_t>& universe) {
+  RecordingVisitor v;
+  ASSERT_TRUE(
+      Ok(backend.PrefixScan(HashSpan{universe.data(), universe.size()}, &v)));
+  ASSERT_TRUE(v.errors.empty()) << v.errors.front();
+  ASSERT_EQ(v.blocks.size(), universe.size());
+  for (const auto& b : v.blocks) {
+    const int64_t h = universe[b.index];
+    auto it = model.blocks().find(h);
+    if (it == model.blocks().end()) {
+      EXPECT_TRUE(b.placements.empty()) << "hash " << h << " should be absent";
+      EXPECT_EQ(b.token_count, 0u);
+      continue;
+    }
+    EXPECT_EQ(b.token_count, it->second.token_count) << "hash " << h;
+    EXPECT_EQ(b.placements, it->second.placements) << "hash " << h;
+  }
+  for (const auto& [ordinal, w] : v.workers) {
+    const ModelWorker& m = model.workers.at(w.id);
+    EXPECT_EQ(w.address, m.address) << w.id;
+    EXPECT_EQ(w.has_spec != 0, m.has_spec) << w.id;
+    if (m.has_spec) {
+      EXPECT_EQ(w.spec.swa_window_tokens, m.spec.swa_window_tokens);
+      EXPECT_EQ(w.spec.full_tier_mask, m.spec.full_tier_mask);
+    }
+  }
+  std::vector<uint64_t> counts(universe.size());
+  ASSERT_TRUE(Ok(backend.HitCounts(HashSpan{universe.data(), universe.size()},
+                                   counts.data())));
+  for (size_t i = 0; i < universe.size(); ++i) {
+    auto it = model.hits().find(universe[i]);
+    EXPECT_EQ(counts[i], it == model.hits().end() ? 0 : it->second)
+        << "hits of " << universe[i];
+  }
+  BackendStats stats{};
+  stats.struct_size = sizeof(stats);
+  backend.GetStats(&stats);
+  EXPECT_EQ(stats.blocks, model.blocks().size());
+  EXPECT_EQ(stats.placements, model.placements());
+  EXPECT_EQ(stats.workers, model.workers.size());
+  EXPECT_EQ(stats.hit_counters, model.hits().size());
+}
+
+TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
+  const uint64_t seed = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](uint64_t n) { return rng() % n; };
+  RobinShardedSnapshotBackend backend;
+  Model model;
+  std::vector<int64_t> universe;
+  for (int64_t h = -40; h < 360; ++h) universe.push_back(h * 1000003);
+  const std::vector<std::string> addresses = {"", "10.0.0.1:1", "10.0.0.2:2"};
+
+  for (int step = 0; step < 300; ++step) {
+    const std::string worker = "w" + std::to_string(uniform(6));
+    TestBatch batch(worker, addresses[uniform(addresses.size())]);
+    ModelWorker info;
+    info.address = addresses[0];
+    if (uniform(3) == 0) {
+      CacheSpec spec{1, 3, uint32_t(uniform(4) * 64), uint32_t(uniform(8)),
+                     1, 0};
+      batch.Spec(spec);
+      info.has_spec = true;
+      info.spec = spec;
+    }
+    const ApplyBatchView& probe = batch.View();
+    info.address.assign(probe.worker_address.data, probe.worker_address.size);
+
+    struct Planned {
+      uint32_t type, tier;
+      std::vector<int64_t> hashes;
+      std::vector<uint32_t> masks, sizes;
+    };
+    std::vector<Planned> planned;
+    const int actions = int(uniform(5));
+    for (int a = 0; a < actions; ++a) {
+      Planned p;
+      p.tier = uint32_t(1 + uniform(3));
+      const uint64_t kind = uniform(10);
+      p.type = kind < 6   ? kActionReport
+               : kind < 9 ? kActionRevoke
+                          : kActionClearAllAtTier;
+      if (p.type != kActionClearAllAtTier) {
+        const size_t n = uniform(10) == 0 ? 1 + uniform(300) : 1 + uniform(8);
+        std::set<int64_t> distinct;
+        while (distinct.size() < n) {
+          distinct.insert(universe[uniform(universe.size())]);
+        }
+        p.hashes.assign(distinct.begin(), distinct.end());
+        std::shuffle(p.hashes.begin(), p.hashes.end(), rng);
+      }
+      if (p.type == kActionReport) {
+        if (uniform(2) == 0) {
+          for (size_t i = 0; i < p.hashes.size(); ++i) {
+            p.masks.push_back(uint32_t(uniform(8)));
+          }
+        }
+        if (uniform(2) == 0) {
+          for (size_t i = 0; i < p.hashes.size(); ++i) {
+            p.sizes.push_back(uint32_t(uniform(3) * 16));
+          }
+        }
+        batch.Report(p.tier, p.hashes, p.masks, p.sizes);
+      } else if (p.type == kActionRevoke) {
+        batch.Revoke(p.tier, p.hashes);
+      } else {
+        batch.Clear(p.tier);
+      }
+      planned.push_back(std::move(p));
+    }
+    const BackendStatus s = backend.Apply(batch.View());
+    ASSERT_TRUE(Ok(s)) << s.message;
+    model.workers[worker] = info;
+    for (const Planned& p : planned) {
+      for (size_t i = 0; i < p.hashes.size(); ++i) {
+        if (p.type == kActionReport) {
+          model.Report(worker, p.tier, p.hashes[i],
+                       p.masks.empty() ? 0 : p.masks[i],
+                       p.sizes.empty() ? 0 : p.sizes[i]);
+        } else {
+          model.Revoke(worker, p.tier, p.hashes[i]);
+        }
+      }
+      if (p.type == kActionClearAllAtTier) model.Clear(worker, p.tier);
+    }
+    if (uniform(3) == 0) {
+      std::vector<int64_t> counted;
+      std::set<int64_t> distinct;
+      for (int i = 0; i < 20; ++i) {
+        distinct.insert(universe[uniform(universe.size())]);
+      }
+      counted.assign(distinct.begin(), distinct.end());
+      RecordingVisitor v;
+      ASSERT_TRUE(Ok(
+          backend.Match(HashSpan{counted.data(), counted.size()}, true, &v)));
+      model.Count(counted);
+    }
+    CheckAgainstModel(backend, model, universe);
+    if (HasFailure()) {
+      ADD_FAILURE() << "first divergence after step " << step;
+      return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ModelTest,
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
+
+}  // namespace
+}  // namespace kvindexer::robin
