@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <latch>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,6 +44,16 @@ v1::ApplyExternalKvBatchRequest Generation(int writer, int g) {
       .Clear(kTierHbm)
       .Report(kTierHbm, SetOf(writer, g % 2), {},
               Masks(kSetSize, static_cast<uint32_t>(g + 1)));
+}
+
+// True when the response has no entry, or one equal count per set hash.
+bool WholeCounters(const v1::GetExternalKvHitCountsResponse& hits) {
+  if (hits.entries_size() == 0) return true;
+  if (hits.entries_size() != kSetSize) return false;
+  for (const auto& e : hits.entries()) {
+    if (e.hit_count_total() != hits.entries(0).hit_count_total()) return false;
+  }
+  return true;
 }
 
 TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
@@ -126,8 +137,10 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
             prefix.best_prefix_blocks() != kSetSize) {
           report(absl::StrCat("torn prefix: ", Text(prefix)));
         }
-        // 3. Counting a set and reading its counters: every counter of a set
-        //    is created, raised and deleted together.
+        // 3. Counting a set, then reading its counters: every counter of a
+        //    set is created, raised and deleted together, so against applies
+        //    they are all equal or all absent. Only reader 0 touches
+        //    counters here; concurrent counting is the next test's subject.
         if (r == 0) {
           v1::MatchExternalKvResponse counted;
           if (!indexer()
@@ -135,18 +148,13 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
                    .ok()) {
             report("counting match failed");
           }
-        }
-        v1::GetExternalKvHitCountsResponse hits;
-        if (!indexer().HitCounts(HitCountsRequest(SetOf(k, 1)), &hits).ok()) {
-          report("hit counts failed");
-        }
-        if (hits.entries_size() != 0) {
-          bool whole = hits.entries_size() == kSetSize;
-          for (const auto& e : hits.entries()) {
-            whole = whole &&
-                    e.hit_count_total() == hits.entries(0).hit_count_total();
+          v1::GetExternalKvHitCountsResponse hits;
+          if (!indexer().HitCounts(HitCountsRequest(SetOf(k, 1)), &hits).ok()) {
+            report("hit counts failed");
           }
-          if (!whole) report(absl::StrCat("torn counters: ", Text(hits)));
+          if (!WholeCounters(hits)) {
+            report(absl::StrCat("torn counters against applies: ", Text(hits)));
+          }
         }
         reads.fetch_add(1);
       }
@@ -165,6 +173,48 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
               static_cast<uint32_t>(g + 1));
     EXPECT_EQ(Match(SetOf(k, (g + 1) % 2)).matches_size(), 0);
   }
+}
+
+// A counting match is one atomic step for every reader too (contract.md §7:
+// it runs under the exclusive lock, and every query sees one consistent
+// snapshot): a concurrent GetExternalKvHitCounts never sees it half done.
+TEST_P(ConcurrencyTest, CountingMatchIsAtomicForConcurrentReaders) {
+  const Hashes set = SetOf(0, 1);
+  ApplyOk(Batch(WorkerOf(0), "a").Report(kTierHbm, set));
+  // The counter keeps counting until the reader has looked often enough.
+  constexpr int kMinCountingMatches = 1000;
+  constexpr int kMaxCountingMatches = 200000;
+  constexpr long kMinReads = 1000;
+  std::latch start(2);
+  std::atomic<bool> counting_done{false};
+  std::atomic<long> reads{0};
+  int matches = 0;
+  std::thread counter([&] {
+    start.arrive_and_wait();
+    while (matches < kMaxCountingMatches &&
+           (matches < kMinCountingMatches || reads.load() < kMinReads)) {
+      v1::MatchExternalKvResponse resp;
+      if (!indexer().Match(MatchRequest(set, true), &resp).ok()) break;
+      ++matches;
+    }
+    counting_done.store(true);
+  });
+  long torn = 0;
+  std::string first_torn;
+  start.arrive_and_wait();
+  while (reads.load() < kMaxReaderRounds && !counting_done.load()) {
+    v1::GetExternalKvHitCountsResponse hits;
+    if (!indexer().HitCounts(HitCountsRequest(set), &hits).ok()) break;
+    if (!WholeCounters(hits) && torn++ == 0) first_torn = Text(hits);
+    reads.fetch_add(1);
+  }
+  counter.join();
+  EXPECT_EQ(torn, 0) << "a half-done counting match was visible; "
+                     << "first: " << first_torn;
+  EXPECT_GE(reads.load(), kMinReads);
+  EXPECT_EQ(Hits({set.front()}),
+            (std::map<int64_t, uint64_t>{
+                {set.front(), static_cast<uint64_t>(matches)}}));
 }
 
 // Holds a PrefixScan inside OnBlock until released.
