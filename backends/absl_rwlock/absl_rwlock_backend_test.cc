@@ -176,7 +176,6 @@ class RecordingVisitor final : public BlockVisitor {
       : stop_after_blocks_(stop_after_blocks) {}
 
   void OnWorker(const WorkerView& worker) noexcept override {
-    ++callbacks_after_stop_check_;
     if (stopped_) ++callbacks_after_stop_;
     if (worker.worker >= announced_.size()) {
       announced_.resize(worker.worker + 1);
@@ -238,7 +237,6 @@ class RecordingVisitor final : public BlockVisitor {
   int unannounced_placements_ = 0;
   int repeated_announcements_ = 0;
   int callbacks_after_stop_ = 0;
-  int callbacks_after_stop_check_ = 0;
 };
 
 std::vector<BlockRecordSeen> Scan(IndexBackend& backend,
