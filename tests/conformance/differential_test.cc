@@ -28,8 +28,8 @@ namespace kvindexer::conformance {
 namespace {
 
 constexpr uint64_t kDefaultSeed = 20261130;
-constexpr int kDefaultSequences = 32;
-constexpr int kStepsPerSequence = 250;
+constexpr int kDefaultSequences = 48;
+constexpr int kStepsPerSequence = 300;
 
 uint64_t EnvNumber(const char* name, uint64_t fallback) {
   const char* value = std::getenv(name);
