@@ -74,11 +74,16 @@ absl::Status BatchProcessor::HandleMessage(
       return status;
     }
     ++stats_->rpcs_sent;
+    uint64_t hashes = 0;
+    for (const auto& action : requests[i].actions()) {
+      hashes += static_cast<uint64_t>(action.hashes_size());
+    }
     stats_->actions_applied +=
         static_cast<uint64_t>(requests[i].actions_size());
-    for (const auto& action : requests[i].actions()) {
-      stats_->hashes_applied += static_cast<uint64_t>(action.hashes_size());
-    }
+    stats_->hashes_applied += hashes;
+    spdlog::debug("batch seq={} chunk {}/{} applied: {} actions, {} hashes",
+                  message->seq, i + 1, requests.size(),
+                  requests[i].actions_size(), hashes);
   }
   return absl::OkStatus();
 }
