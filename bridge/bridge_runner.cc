@@ -26,12 +26,15 @@ BridgeRunner::BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown)
 
 int BridgeRunner::Run() {
   Backoff backoff;
+  // Outlives connections: sequence tracking spans reconnects, so a gap left
+  // by a disconnection is reported.
+  BatchProcessor processor(config_, &stats_);
   bool first = true;
   int exit_code = kExitOk;
   while (!shutdown_->triggered()) {
     if (!first) ++stats_.reconnects;
     first = false;
-    absl::Status status = RunConnection(&backoff);
+    absl::Status status = RunConnection(&backoff, &processor);
     if (shutdown_->triggered()) break;
     if (IsPermanentStatus(status.code())) {
       spdlog::error(
@@ -50,7 +53,8 @@ int BridgeRunner::Run() {
   return exit_code;
 }
 
-absl::Status BridgeRunner::RunConnection(Backoff* backoff) {
+absl::Status BridgeRunner::RunConnection(Backoff* backoff,
+                                         BatchProcessor* processor) {
   absl::StatusOr<std::unique_ptr<IndexerClient>> client =
       IndexerClient::Connect(config_.indexer_endpoint, shutdown_);
   if (!client.ok()) return client.status();
@@ -69,7 +73,6 @@ absl::Status BridgeRunner::RunConnection(Backoff* backoff) {
         config_.indexer_endpoint, config_.event_endpoint, config_.event_topic,
         config_.worker_id);
 
-    BatchProcessor processor(config_, &stats_);
     std::vector<zmq::message_t> frames;
     std::vector<std::string_view> views;
     while (!shutdown_->triggered()) {
@@ -85,7 +88,7 @@ absl::Status BridgeRunner::RunConnection(Backoff* backoff) {
         views.emplace_back(static_cast<const char*>(frame.data()),
                            frame.size());
       }
-      absl::Status handled = processor.HandleMessage(views, client->get());
+      absl::Status handled = processor->HandleMessage(views, client->get());
       if (!handled.ok()) {
         result = handled;
         break;

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "bridge/backoff.h"
+#include "bridge/batch_processor.h"
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_stats.h"
 #include "bridge/shutdown_signal.h"
@@ -37,7 +38,7 @@ class BridgeRunner {
 
  private:
   // One connection's lifetime; returns why it ended (OK on shutdown).
-  absl::Status RunConnection(Backoff* backoff);
+  absl::Status RunConnection(Backoff* backoff, BatchProcessor* processor);
   void MaybeLogStats(std::chrono::steady_clock::time_point now);
 
   const BridgeConfig config_;
