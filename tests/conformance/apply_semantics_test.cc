@@ -19,13 +19,13 @@ TEST_P(ApplySemanticsTest, ReportThenMatchListsWorkerAndMisses) {
   ApplyOk(Batch("w1", "10.0.0.1:9000").Report(kTierHbm, {1, 2}));
   const auto resp = Match({1, 2, 3});
   ASSERT_EQ(resp.matches_size(), 1) << Text(resp);
-  const auto& m = resp.matches(0);
+  const auto& m = At(resp.matches(), 0);
   EXPECT_EQ(m.worker_id(), "w1");
   EXPECT_EQ(m.address(), "10.0.0.1:9000");
   ASSERT_EQ(m.hashes_by_tier_size(), 1);
-  EXPECT_EQ(m.hashes_by_tier(0).tier(), v1::TIER_HBM);
-  EXPECT_EQ(Hashes(m.hashes_by_tier(0).hashes().begin(),
-                   m.hashes_by_tier(0).hashes().end()),
+  EXPECT_EQ(At(m.hashes_by_tier(), 0).tier(), v1::TIER_HBM);
+  EXPECT_EQ(Hashes(At(m.hashes_by_tier(), 0).hashes().begin(),
+                   At(m.hashes_by_tier(), 0).hashes().end()),
             Hashes({1, 2}));
   EXPECT_EQ(Tiers(3), kNone);
 }
@@ -36,8 +36,8 @@ TEST_P(ApplySemanticsTest, ThreeHundredHashesKeepRequestOrder) {
   ApplyOk(Batch("w1", "a").Report(kTierHbm, hashes));
   const auto resp = Match(hashes);
   ASSERT_EQ(resp.matches_size(), 1);
-  ASSERT_EQ(resp.matches(0).hashes_by_tier_size(), 1);
-  const auto& t = resp.matches(0).hashes_by_tier(0);
+  ASSERT_EQ(At(resp.matches(), 0).hashes_by_tier_size(), 1);
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(t.tier(), v1::TIER_HBM);
   EXPECT_EQ(Hashes(t.hashes().begin(), t.hashes().end()), hashes);
 }
@@ -49,7 +49,7 @@ TEST_P(ApplySemanticsTest, RepeatedReportIsIdempotent) {
   EXPECT_EQ(Tiers(1), kHbm);
   const auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).hashes_by_tier(0).hashes_size(), 1);
+  EXPECT_EQ(At(At(resp.matches(), 0).hashes_by_tier(), 0).hashes_size(), 1);
 }
 
 // Behaviour 12.
@@ -93,9 +93,10 @@ TEST_P(ApplySemanticsTest, TwoTiersListedAscending) {
   EXPECT_EQ(Tiers(1), TierList({kTierHbm, kTierDram}));
   const auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  ASSERT_EQ(resp.matches(0).hashes_by_tier_size(), 2);
-  EXPECT_EQ(resp.matches(0).hashes_by_tier(0).tier(), v1::TIER_HBM);
-  EXPECT_EQ(resp.matches(0).hashes_by_tier(1).tier(), v1::TIER_DRAM);
+  ASSERT_EQ(At(resp.matches(), 0).hashes_by_tier_size(), 2);
+  EXPECT_EQ(At(At(resp.matches(), 0).hashes_by_tier(), 0).tier(), v1::TIER_HBM);
+  EXPECT_EQ(At(At(resp.matches(), 0).hashes_by_tier(), 1).tier(),
+            v1::TIER_DRAM);
 }
 
 // Behaviour 16.
@@ -123,10 +124,10 @@ TEST_P(ApplySemanticsTest, TwoWorkersAtDifferentTiers) {
   ApplyOk(Batch("w2", "a2").Report(kTierDram, {1}));
   const auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 2) << Text(resp);
-  EXPECT_EQ(resp.matches(0).worker_id(), "w1");  // canonical: by id
-  EXPECT_EQ(resp.matches(0).address(), "a1");
-  EXPECT_EQ(resp.matches(1).worker_id(), "w2");
-  EXPECT_EQ(resp.matches(1).address(), "a2");
+  EXPECT_EQ(At(resp.matches(), 0).worker_id(), "w1");  // canonical: by id
+  EXPECT_EQ(At(resp.matches(), 0).address(), "a1");
+  EXPECT_EQ(At(resp.matches(), 1).worker_id(), "w2");
+  EXPECT_EQ(At(resp.matches(), 1).address(), "a2");
   EXPECT_EQ(Tiers(1, "w1"), kHbm);
   EXPECT_EQ(Tiers(1, "w2"), kDram);
 }
@@ -172,11 +173,11 @@ TEST_P(ApplySemanticsTest, AddressIsLastWriterWinsEvenWhenEmpty) {
   ApplyOk(Batch("w1", "second"));  // no actions: refreshes the address only
   auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).address(), "second");
+  EXPECT_EQ(At(resp.matches(), 0).address(), "second");
   ApplyOk(Batch("w1", ""));
   resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).address(), "");  // still listed by Match
+  EXPECT_EQ(At(resp.matches(), 0).address(), "");  // still listed by Match
 }
 
 TEST_P(ApplySemanticsTest, ReportReplacesMaskAndSizeZeroKeepsTokenCount) {
@@ -184,15 +185,16 @@ TEST_P(ApplySemanticsTest, ReportReplacesMaskAndSizeZeroKeepsTokenCount) {
   ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}, {0}, {0}));
   auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  const auto& t = resp.matches(0).hashes_by_tier(0);
-  EXPECT_EQ(t.component_masks(0), 0u);  // replaced by legacy
-  EXPECT_EQ(t.block_sizes(0), 80u);     // 0 never erases a known count
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
+  EXPECT_EQ(At(t.component_masks(), 0), 0u);  // replaced by legacy
+  EXPECT_EQ(At(t.block_sizes(), 0), 80u);     // 0 never erases a known count
   // Token count is per block, shared by workers; the last non-zero wins.
   ApplyOk(Batch("w2", "b").Report(kTierDram, {1}, {}, {32}));
   resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 2);
   for (const auto& m : resp.matches()) {
-    EXPECT_EQ(m.hashes_by_tier(0).block_sizes(0), 32u) << m.worker_id();
+    EXPECT_EQ(At(At(m.hashes_by_tier(), 0).block_sizes(), 0), 32u)
+        << m.worker_id();
   }
   // The count disappears with the block record.
   ApplyOk(Batch("w1", "a").Revoke(kTierHbm, {1}));
@@ -200,7 +202,8 @@ TEST_P(ApplySemanticsTest, ReportReplacesMaskAndSizeZeroKeepsTokenCount) {
   ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}));
   resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).hashes_by_tier(0).block_sizes(0), 0u);
+  EXPECT_EQ(At(At(At(resp.matches(), 0).hashes_by_tier(), 0).block_sizes(), 0),
+            0u);
 }
 
 TEST_P(ApplySemanticsTest, RepeatedHashInReportLastOccurrenceWins) {
@@ -209,13 +212,13 @@ TEST_P(ApplySemanticsTest, RepeatedHashInReportLastOccurrenceWins) {
                                   {16, 0, 0}));
   const auto resp = Match({1, 4});
   ASSERT_EQ(resp.matches_size(), 1);
-  const auto& t = resp.matches(0).hashes_by_tier(0);
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   ASSERT_EQ(t.hashes_size(), 2);
-  EXPECT_EQ(t.hashes(0), 1);
-  EXPECT_EQ(t.component_masks(0), kSwa);
-  EXPECT_EQ(t.hashes(1), 4);
-  EXPECT_EQ(t.component_masks(1), kMamba);
-  EXPECT_EQ(t.block_sizes(1), 0u);
+  EXPECT_EQ(At(t.hashes(), 0), 1);
+  EXPECT_EQ(At(t.component_masks(), 0), kSwa);
+  EXPECT_EQ(At(t.hashes(), 1), 4);
+  EXPECT_EQ(At(t.component_masks(), 1), kMamba);
+  EXPECT_EQ(At(t.block_sizes(), 1), 0u);
 }
 
 TEST_P(ApplySemanticsTest, SpecAndEmptyActionsStillUpsertTheWorker) {
@@ -224,7 +227,7 @@ TEST_P(ApplySemanticsTest, SpecAndEmptyActionsStillUpsertTheWorker) {
   ApplyOk(Batch("w1", "a"));
   EXPECT_EQ(Match({1}).matches_size(), 0);
   ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}));
-  EXPECT_EQ(Match({1}).matches(0).address(), "a");
+  EXPECT_EQ(At(Match({1}).matches(), 0).address(), "a");
 }
 
 TEST_P(ApplySemanticsTest, NegativeAndExtremeHashes) {
@@ -232,7 +235,7 @@ TEST_P(ApplySemanticsTest, NegativeAndExtremeHashes) {
   ApplyOk(Batch("w1", "a").Report(kTierHbm, hashes));
   const auto resp = Match(hashes);
   ASSERT_EQ(resp.matches_size(), 1);
-  const auto& t = resp.matches(0).hashes_by_tier(0);
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(Hashes(t.hashes().begin(), t.hashes().end()), hashes);
 }
 

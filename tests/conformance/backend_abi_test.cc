@@ -284,9 +284,9 @@ TEST_P(BackendAbiTest, ApplyTakesAHandBuiltView) {
   ExpectOk(backend()->Apply(batch));
   const auto resp = Match({-7, 8});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).worker_id(), "raw");
-  EXPECT_EQ(resp.matches(0).address(), "host");
-  const auto& t = resp.matches(0).hashes_by_tier(0);
+  EXPECT_EQ(At(resp.matches(), 0).worker_id(), "raw");
+  EXPECT_EQ(At(resp.matches(), 0).address(), "host");
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(t.tier(), v1::TIER_DRAM);
   EXPECT_EQ(Masks(t.component_masks().begin(), t.component_masks().end()),
             Masks({kFull, kSwa}));

@@ -51,7 +51,8 @@ bool WholeCounters(const v1::GetExternalKvHitCountsResponse& hits) {
   if (hits.entries_size() == 0) return true;
   if (hits.entries_size() != kSetSize) return false;
   for (const auto& e : hits.entries()) {
-    if (e.hit_count_total() != hits.entries(0).hit_count_total()) return false;
+    if (e.hit_count_total() != At(hits.entries(), 0).hit_count_total())
+      return false;
   }
   return true;
 }
@@ -120,9 +121,10 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
             report(absl::StrCat("torn tiers: ", Text(m)));
             continue;
           }
-          const auto& t = m.hashes_by_tier(0);
+          const auto& t = At(m.hashes_by_tier(), 0);
           const int writer = std::stoi(m.worker_id().substr(7));
-          const uint32_t size = t.block_sizes_size() > 0 ? t.block_sizes(0) : 0;
+          const uint32_t size =
+              t.block_sizes_size() > 0 ? At(t.block_sizes(), 0) : 0;
           const Hashes want = SetOf(writer, static_cast<int>((size - 1) % 2));
           bool whole = Hashes(t.hashes().begin(), t.hashes().end()) == want;
           for (uint32_t s : t.block_sizes()) whole = whole && s == size;
@@ -168,9 +170,11 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
     const int g = last_generation[k];
     const auto resp = Match(SetOf(k, g % 2));
     ASSERT_EQ(resp.matches_size(), 1);
-    EXPECT_EQ(resp.matches(0).hashes_by_tier(0).hashes_size(), kSetSize);
-    EXPECT_EQ(resp.matches(0).hashes_by_tier(0).block_sizes(0),
-              static_cast<uint32_t>(g + 1));
+    EXPECT_EQ(At(At(resp.matches(), 0).hashes_by_tier(), 0).hashes_size(),
+              kSetSize);
+    EXPECT_EQ(
+        At(At(At(resp.matches(), 0).hashes_by_tier(), 0).block_sizes(), 0),
+        static_cast<uint32_t>(g + 1));
     EXPECT_EQ(Match(SetOf(k, (g + 1) % 2)).matches_size(), 0);
   }
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend_registry.h"
@@ -80,6 +81,19 @@ class ConformanceTest
   std::unique_ptr<BackendInstance> instance_;
   std::unique_ptr<Indexer> indexer_;
 };
+
+// Element i of a repeated field, or a default value plus a test failure when
+// it is out of range, so that a broken backend fails tests instead of
+// crashing the suite.
+template <typename Repeated>
+const auto& At(const Repeated& r, int i) {
+  using T = std::remove_cvref_t<decltype(r.Get(0))>;
+  static const T kEmpty{};
+  if (i >= 0 && i < r.size()) return r.Get(i);
+  ADD_FAILURE() << "response has no element " << i << " (size " << r.size()
+                << ")";
+  return kEmpty;
+}
 
 std::string BackendLabel(
     const ::testing::TestParamInfo<const BackendUnderTest*>& info);

@@ -307,8 +307,8 @@ TEST(ReferenceModelTest, SpotChecks) {
   v1::MatchExternalKvPrefixResponse resp;
   ASSERT_TRUE(m.MatchPrefix(PrefixRequest({1, 2, 3, 4}), &resp).ok());
   ASSERT_EQ(resp.matches_size(), 2);
-  EXPECT_EQ(resp.matches(0).worker_id(), "w-long");
-  EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+  EXPECT_EQ(At(resp.matches(), 0).worker_id(), "w-long");
+  EXPECT_EQ(At(resp.matches(), 1).matched_prefix_blocks(), 1u);
   const uint32_t fs = kFull | kSwa;
   ASSERT_TRUE(
       m.Apply(Batch("w", "a")
@@ -318,7 +318,7 @@ TEST(ReferenceModelTest, SpotChecks) {
           .ok());
   ASSERT_TRUE(m.MatchPrefix(PrefixRequest({11, 12, 13, 14, 15}), &resp).ok());
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(At(resp.matches(), 0).matched_prefix_blocks(), 3u);
   EXPECT_EQ(m.Apply(Batch("x").Action(999, 0, {1})).message(),
             "tier must not be TIER_UNKNOWN");
 }

@@ -77,10 +77,10 @@ TEST_P(HitCountsTest, EntriesInRequestOrderWithoutZeroes) {
   ASSERT_TRUE(
       indexer().HitCounts(HitCountsRequest({3, 9, 1, 3, -4}), &resp).ok());
   ASSERT_EQ(resp.entries_size(), 2) << Text(resp);
-  EXPECT_EQ(resp.entries(0).hash(), 3);
-  EXPECT_EQ(resp.entries(0).hit_count_total(), 2u);
-  EXPECT_EQ(resp.entries(1).hash(), 1);
-  EXPECT_EQ(resp.entries(1).hit_count_total(), 1u);
+  EXPECT_EQ(At(resp.entries(), 0).hash(), 3);
+  EXPECT_EQ(At(resp.entries(), 0).hit_count_total(), 2u);
+  EXPECT_EQ(At(resp.entries(), 1).hash(), 1);
+  EXPECT_EQ(At(resp.entries(), 1).hit_count_total(), 1u);
 }
 
 TEST_P(HitCountsTest, AppliesNeverChangeCounters) {

@@ -36,17 +36,19 @@ TEST_P(MatchTest, MultipleWorkersShareTheIndex) {
   ApplyOk(Batch("worker-1", "10.0.0.2:9000").Report(kTierHbm, {2, 3}));
   const auto resp = Match({1, 2, 3});
   ASSERT_EQ(Workers(resp), Names({"worker-0", "worker-1"}));
-  EXPECT_EQ(resp.matches(0).address(), "10.0.0.1:9000");
-  EXPECT_EQ(TierHashesOf(resp.matches(0).hashes_by_tier(0)), Hashes({1, 3}));
-  EXPECT_EQ(resp.matches(1).address(), "10.0.0.2:9000");
-  EXPECT_EQ(TierHashesOf(resp.matches(1).hashes_by_tier(0)), Hashes({2, 3}));
+  EXPECT_EQ(At(resp.matches(), 0).address(), "10.0.0.1:9000");
+  EXPECT_EQ(TierHashesOf(At(At(resp.matches(), 0).hashes_by_tier(), 0)),
+            Hashes({1, 3}));
+  EXPECT_EQ(At(resp.matches(), 1).address(), "10.0.0.2:9000");
+  EXPECT_EQ(TierHashesOf(At(At(resp.matches(), 1).hashes_by_tier(), 0)),
+            Hashes({2, 3}));
 }
 
 TEST_P(MatchTest, WorkersInFirstMetOrder) {
   ApplyOk(Batch("w-b", "b").Report(kTierHbm, {1}));
   ApplyOk(Batch("w-a", "a").Report(kTierHbm, {2}));
   ApplyOk(Batch("w-c", "c").Report(kTierHbm, {3, 1}));
-  EXPECT_EQ(Workers(RawMatch({2, 1})).front(), "w-a");
+  EXPECT_EQ(At(RawMatch({2, 1}).matches(), 0).worker_id(), "w-a");
   const auto raw = RawMatch({3, 2, 1});
   EXPECT_EQ(Workers(raw), Names({"w-c", "w-a", "w-b"})) << Text(raw);
   EXPECT_TRUE(MatchOrderHolds(MatchRequest({3, 2, 1}), raw));
@@ -60,19 +62,21 @@ TEST_P(MatchTest, RepeatedRequestHashesCollapseKeepingFirstOrder) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, {1, -2, 3}));
   const auto resp = Match({1, -2, 1, 3});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(TierHashesOf(resp.matches(0).hashes_by_tier(0)),
+  EXPECT_EQ(TierHashesOf(At(At(resp.matches(), 0).hashes_by_tier(), 0)),
             Hashes({1, -2, 3}));
   const auto reversed = Match({3, 3, -2, 1, -2});
-  EXPECT_EQ(TierHashesOf(reversed.matches(0).hashes_by_tier(0)),
+  EXPECT_EQ(TierHashesOf(At(At(reversed.matches(), 0).hashes_by_tier(), 0)),
             Hashes({3, -2, 1}));
 }
 
 TEST_P(MatchTest, HashesWithinATierFollowTheRequestNotTheReport) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, {3, 2, 1}));
-  EXPECT_EQ(TierHashesOf(Match({1, 2, 3}).matches(0).hashes_by_tier(0)),
-            Hashes({1, 2, 3}));
-  EXPECT_EQ(TierHashesOf(Match({3, 9, 1}).matches(0).hashes_by_tier(0)),
-            Hashes({3, 1}));
+  EXPECT_EQ(
+      TierHashesOf(At(At(Match({1, 2, 3}).matches(), 0).hashes_by_tier(), 0)),
+      Hashes({1, 2, 3}));
+  EXPECT_EQ(
+      TierHashesOf(At(At(Match({3, 9, 1}).matches(), 0).hashes_by_tier(), 0)),
+      Hashes({3, 1}));
 }
 
 TEST_P(MatchTest, TiersAscendingOnlyTiersWithMatches) {
@@ -82,7 +86,7 @@ TEST_P(MatchTest, TiersAscendingOnlyTiersWithMatches) {
               .Report(kTierHbm, {3}));
   const auto resp = Match({1, 2});
   ASSERT_EQ(resp.matches_size(), 1);
-  const auto& tiers = resp.matches(0).hashes_by_tier();
+  const auto& tiers = At(resp.matches(), 0).hashes_by_tier();
   ASSERT_EQ(tiers.size(), 2);
   EXPECT_EQ(tiers[0].tier(), v1::TIER_DRAM);
   EXPECT_EQ(TierHashesOf(tiers[0]), Hashes({2}));
@@ -96,14 +100,14 @@ TEST_P(MatchTest, SideArraysAlwaysFilledAndAligned) {
               .Report(kTierDram, {1, 2}, {kFull | kMamba, 0}, {0, 48}));
   const auto resp = Match({2, 1});
   ASSERT_EQ(resp.matches_size(), 1);
-  const auto& hbm = resp.matches(0).hashes_by_tier(0);
+  const auto& hbm = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(TierHashesOf(hbm), Hashes({2, 1}));
   EXPECT_EQ(Masks(hbm.component_masks().begin(), hbm.component_masks().end()),
             Masks({0, 0}));
   // block_sizes is the block's shared token count, whichever tier set it.
   EXPECT_EQ(Masks(hbm.block_sizes().begin(), hbm.block_sizes().end()),
             Masks({48, 0}));
-  const auto& dram = resp.matches(0).hashes_by_tier(1);
+  const auto& dram = At(At(resp.matches(), 0).hashes_by_tier(), 1);
   EXPECT_EQ(Masks(dram.component_masks().begin(), dram.component_masks().end()),
             Masks({0, kFull | kMamba}));
   EXPECT_EQ(Masks(dram.block_sizes().begin(), dram.block_sizes().end()),
@@ -120,15 +124,15 @@ TEST_P(MatchTest, EmptyAddressIsListed) {
   ApplyOk(Batch("w", "").Report(kTierHbm, {1}));
   const auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(resp.matches(0).worker_id(), "w");
-  EXPECT_EQ(resp.matches(0).address(), "");
+  EXPECT_EQ(At(resp.matches(), 0).worker_id(), "w");
+  EXPECT_EQ(At(resp.matches(), 0).address(), "");
 }
 
 TEST_P(MatchTest, MaximumRequestSize) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, Range(-8192, 16384)));
   const auto resp = Match(Range(-8192, 16384));
   ASSERT_EQ(resp.matches_size(), 1);
-  EXPECT_EQ(TierHashesOf(resp.matches(0).hashes_by_tier(0)),
+  EXPECT_EQ(TierHashesOf(At(At(resp.matches(), 0).hashes_by_tier(), 0)),
             Range(-8192, 16384));
 }
 

@@ -37,8 +37,8 @@ TEST_P(PrefixRulesTest, SinglePassAgreesWithRecomputation) {
             PrefixMap({{"w-hole", 1}, {"w-long", 4}, {"w-short", 2}}));
   EXPECT_EQ(resp.best_prefix_blocks(), 4u);
   ASSERT_GT(resp.matches_size(), 0);
-  EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 4u);
-  EXPECT_EQ(resp.matches(0).worker_address(), "10.0.0.1:1");
+  EXPECT_EQ(At(resp.matches(), 0).matched_prefix_blocks(), 4u);
+  EXPECT_EQ(At(resp.matches(), 0).worker_address(), "10.0.0.1:1");
   EXPECT_EQ(resp.blocks_read(), 4u);
 }
 
@@ -101,8 +101,8 @@ TEST_P(PrefixRulesTest, ReportReplacesTheComponentSet) {
   EXPECT_EQ(Prefix({1, 2}).best_prefix_blocks(), 1u);
   const auto resp = Match({1, 2});
   ASSERT_EQ(resp.matches_size(), 1);
-  ASSERT_EQ(resp.matches(0).hashes_by_tier_size(), 1);
-  const auto& t = resp.matches(0).hashes_by_tier(0);
+  ASSERT_EQ(At(resp.matches(), 0).hashes_by_tier_size(), 1);
+  const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(t.tier(), v1::TIER_HBM);
   EXPECT_EQ(Masks(t.component_masks().begin(), t.component_masks().end()),
             Masks({kFull | kSwa, kFull}));
