@@ -11,9 +11,13 @@
 //            --query_min_blocks..--query_max_blocks blocks and for the
 //            headline query (the 128-block prefix every worker holds);
 //   mixed    the fixed-load queries again while ingest runs: idle, paced at
-//            --mixed_ingest_rate, and back-to-back maximum-size applies.
+//            --mixed_ingest_rate, and back-to-back maximum-size applies; with
+//            a floor server also a control run whose back-to-back applies go
+//            to the floor, isolating the cost of sharing the CPU.
 // With a floor server (--floor_target or --spawn_floor) the ingest and query
 // phases also run against it, and the report gives server/floor ratios.
+// Query and mixed phases run in rounds (server and floor alternating) and the
+// ratios use medians over rounds, to blunt drifting background load.
 //
 // Output: a table on stdout, JSON to --json_out, progress lines on stderr.
 // Every phase is bounded in time and --max_run_s bounds the whole run.
@@ -114,7 +118,11 @@ ABSL_FLAG(bool, headline, true,
           "candidate)");
 ABSL_FLAG(uint32_t, rpc_deadline_ms, 2000, "Deadline of every RPC");
 
-ABSL_FLAG(double, mixed_s, 5, "Duration of each mixed run (seconds)");
+ABSL_FLAG(uint32_t, query_rounds, 2,
+          "Rounds of the query phase (server and floor alternate)");
+ABSL_FLAG(double, mixed_s, 4, "Duration of each mixed run (seconds)");
+ABSL_FLAG(uint32_t, mixed_rounds, 3,
+          "Rounds of the mixed phase (idle, paced, back-to-back each)");
 ABSL_FLAG(double, mixed_ingest_rate, 200'000,
           "Paced ingest during mixed (hashes/s, realistic batches); 0 skips");
 ABSL_FLAG(uint32_t, mixed_b2b_streams, 1,
@@ -272,6 +280,13 @@ void WriteQuery(Report& r, const std::string& target, const std::string& key,
       x.status.failed()));
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
 int Run() {
@@ -365,6 +380,7 @@ int Run() {
     return 1;
   }
   Target* server = targets[0].name == "server" ? &targets[0] : nullptr;
+  Target* floor = targets.back().name == "floor" ? &targets.back() : nullptr;
 
   // Fleet.
   FleetConfig fc;
@@ -548,25 +564,31 @@ int Run() {
     return load;
   };
 
-  // Query.
+  // Query. Each round runs every sub-run against the server, then against
+  // the floor, so background load drifts affect both alike; ratios use the
+  // median over rounds.
   j.BeginArray("query");
   double fixed_qps = absl::GetFlag(FLAGS_query_qps);
-  double server_headline_qps = 0, floor_headline_qps = 0;
-  double server_fleet_qps = 0, floor_fleet_qps = 0;
-  double idle_p99_from_query = 0;
+  std::vector<double> server_headline_qps, floor_headline_qps;
+  std::vector<double> server_fleet_qps, floor_fleet_qps;
+  std::vector<double> idle_p99_from_query;
   bool headline_wrong = false;
-  if (wants("query") || wants("mixed")) {
+  const uint32_t query_rounds =
+      std::max<uint32_t>(absl::GetFlag(FLAGS_query_rounds), 1);
+  for (uint32_t round = 0; round < query_rounds; ++round) {
     for (Target& t : targets) {
       if (!time_left()) break;
-      if (!wants("query") && t.name != "server") continue;
-      std::fprintf(stderr, "== query %s: saturation\n", t.name.c_str());
+      if (!wants("query") && (t.name != "server" || round > 0)) continue;
+      const bool is_server = t.name == "server";
+      std::fprintf(stderr, "== query %s round %u: saturation\n", t.name.c_str(),
+                   round + 1);
       const QueryResult sat = RunQueries(
           t.pool.get(), fleet_queries,
           query_load(absl::StrCat(t.name, " query/fleet/saturation"), 0));
       WriteQuery(report, t.name, "query/fleet/saturation", sat);
-      (t.name == "server" ? server_fleet_qps : floor_fleet_qps) =
-          sat.achieved_qps;
-      if (fixed_qps <= 0 && t.name == "server") {
+      (is_server ? server_fleet_qps : floor_fleet_qps)
+          .push_back(sat.achieved_qps);
+      if (fixed_qps <= 0 && is_server) {
         fixed_qps = sat.achieved_qps * absl::GetFlag(FLAGS_query_qps_fraction);
       }
       if (!wants("query")) continue;
@@ -575,7 +597,7 @@ int Run() {
             t.pool.get(), headline_queries,
             query_load(absl::StrCat(t.name, " query/headline/saturation"), 0));
         WriteQuery(report, t.name, "query/headline/saturation", head);
-        if (t.name == "server" && absl::GetFlag(FLAGS_check_headline) &&
+        if (is_server && absl::GetFlag(FLAGS_check_headline) &&
             (head.status.ok() == 0 ||
              head.mean_matches != static_cast<double>(fc.workers) ||
              head.mean_best_prefix != static_cast<double>(fc.anchor_blocks))) {
@@ -586,27 +608,32 @@ int Run() {
                        fc.anchor_blocks);
           headline_wrong = true;
         }
-        (t.name == "server" ? server_headline_qps : floor_headline_qps) =
-            head.achieved_qps;
+        (is_server ? server_headline_qps : floor_headline_qps)
+            .push_back(head.achieved_qps);
       }
       if (fixed_qps <= 0) fixed_qps = sat.achieved_qps * 0.5;
-      std::fprintf(stderr, "== query %s: fixed %.0f qps\n", t.name.c_str(),
-                   fixed_qps);
+      std::fprintf(stderr, "== query %s round %u: fixed %.0f qps\n",
+                   t.name.c_str(), round + 1, fixed_qps);
       const QueryResult fixed = RunQueries(
           t.pool.get(), fleet_queries,
           query_load(absl::StrCat(t.name, " query/fleet/fixed"), fixed_qps));
       WriteQuery(report, t.name, "query/fleet/fixed", fixed);
-      if (t.name == "server") idle_p99_from_query = fixed.latency.p99_us;
+      if (is_server) idle_p99_from_query.push_back(fixed.latency.p99_us);
     }
   }
   j.EndArray();
 
-  // Mixed (server only).
+  // Mixed (server only): rounds of idle, paced ingest and back-to-back
+  // maximum-size applies, all at the same offered query load.
   j.BeginArray("mixed");
-  double mixed_idle_p99 = 0, mixed_b2b_p99 = 0, mixed_paced_p99 = 0;
+  std::vector<double> mixed_idle_p99, mixed_b2b_p99, mixed_paced_p99;
+  std::vector<double> mixed_control_p99;
   if (wants("mixed") && server != nullptr && fixed_qps > 0 && time_left()) {
+    // `ingest_pool` receives the applies: the server, or the floor for the
+    // control run that shows what the same apply traffic costs the queries
+    // through CPU sharing alone (no index work, no locking).
     const auto run_mixed = [&](const std::string& key, const IngestPlan* plan,
-                               IngestLoad ingest) {
+                               IngestLoad ingest, ChannelPool* ingest_pool) {
       std::fprintf(stderr, "== %s at %.0f qps\n", key.c_str(), fixed_qps);
       QueryLoad ql = query_load("server " + key, fixed_qps);
       ql.duration = Secs(absl::GetFlag(FLAGS_mixed_s));
@@ -618,8 +645,8 @@ int Run() {
         ingest.max_duration = ql.duration + absl::Seconds(5);
         ingest.rpc_deadline = rpc_deadline * 5;
         ingest.progress_every = progress;
-        ingester = std::thread(
-            [&] { ix = RunIngest(server->pool.get(), *plan, ingest); });
+        ingester =
+            std::thread([&] { ix = RunIngest(ingest_pool, *plan, ingest); });
       }
       const QueryResult q = RunQueries(server->pool.get(), fleet_queries, ql);
       stop.store(true);
@@ -628,46 +655,79 @@ int Run() {
       if (ix.has_value()) WriteIngest(report, "server", key + "/ingest", *ix);
       return q.latency.p99_us;
     };
-    mixed_idle_p99 = run_mixed("mixed/idle", nullptr, IngestLoad());
     const double rate = absl::GetFlag(FLAGS_mixed_ingest_rate);
-    if (rate > 0 && time_left()) {
-      const IngestPlan plan = MakePlan(
+    const uint32_t b2b = absl::GetFlag(FLAGS_mixed_b2b_streams);
+    IngestPlan paced_plan;
+    if (rate > 0) {
+      paced_plan = MakePlan(
           &fleet, 0,
           static_cast<uint64_t>(rate * (absl::GetFlag(FLAGS_mixed_s) + 5)));
-      IngestLoad load;
-      load.label = "server mixed/paced ingest";
-      load.hashes_per_s = rate;
-      load.max_outstanding = ingest_outstanding;
-      mixed_paced_p99 = run_mixed("mixed/paced-ingest", &plan, load);
     }
-    const uint32_t b2b = absl::GetFlag(FLAGS_mixed_b2b_streams);
-    if (b2b > 0 && time_left()) {
-      const IngestPlan plan = MakePlan(&fleet, kMaxBatchHashes,
-                                       absl::GetFlag(FLAGS_mixed_pool_hashes));
-      IngestLoad load;
-      load.label = "server mixed/back-to-back";
-      load.max_outstanding = b2b;
-      load.cycle = true;
-      mixed_b2b_p99 = run_mixed("mixed/back-to-back-16384", &plan, load);
+    IngestPlan b2b_plan;
+    if (b2b > 0) {
+      b2b_plan = MakePlan(&fleet, kMaxBatchHashes,
+                          absl::GetFlag(FLAGS_mixed_pool_hashes));
+    }
+    const uint32_t rounds =
+        std::max<uint32_t>(absl::GetFlag(FLAGS_mixed_rounds), 1);
+    for (uint32_t round = 0; round < rounds && time_left(); ++round) {
+      mixed_idle_p99.push_back(
+          run_mixed("mixed/idle", nullptr, IngestLoad(), nullptr));
+      if (rate > 0 && time_left()) {
+        IngestLoad load;
+        load.label = "server mixed/paced ingest";
+        load.hashes_per_s = rate;
+        load.max_outstanding = ingest_outstanding;
+        mixed_paced_p99.push_back(run_mixed("mixed/paced-ingest", &paced_plan,
+                                            load, server->pool.get()));
+      }
+      if (b2b > 0 && time_left()) {
+        IngestLoad load;
+        load.label = "server mixed/back-to-back";
+        load.max_outstanding = b2b;
+        load.cycle = true;
+        mixed_b2b_p99.push_back(run_mixed("mixed/back-to-back-16384", &b2b_plan,
+                                          load, server->pool.get()));
+        if (floor != nullptr && time_left()) {
+          load.label = "floor mixed/back-to-back (control)";
+          mixed_control_p99.push_back(
+              run_mixed("mixed/back-to-back-16384-to-floor", &b2b_plan, load,
+                        floor->pool.get()));
+        }
+      }
     }
   }
   j.EndArray();
 
-  // Ratios measured in this run.
-  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  // Ratios measured in this run, from medians over rounds.
+  const auto ratio = [](double x, double y) { return y > 0 ? x / y : 0.0; };
+  const double headline_ratio =
+      ratio(Median(server_headline_qps), Median(floor_headline_qps));
+  const double fleet_ratio =
+      ratio(Median(server_fleet_qps), Median(floor_fleet_qps));
+  const double b2b_ratio = ratio(Median(mixed_b2b_p99), Median(mixed_idle_p99));
+  const double paced_ratio =
+      ratio(Median(mixed_paced_p99), Median(mixed_idle_p99));
   j.BeginObject("ratios");
-  j.Field("headline_qps_server_over_floor",
-          ratio(server_headline_qps, floor_headline_qps));
-  j.Field("fleet_qps_server_over_floor",
-          ratio(server_fleet_qps, floor_fleet_qps));
+  j.Field("headline_qps_server_median", Median(server_headline_qps));
+  j.Field("headline_qps_floor_median", Median(floor_headline_qps));
+  j.Field("headline_qps_server_over_floor", headline_ratio);
+  j.Field("fleet_qps_server_median", Median(server_fleet_qps));
+  j.Field("fleet_qps_floor_median", Median(floor_fleet_qps));
+  j.Field("fleet_qps_server_over_floor", fleet_ratio);
   j.Field("ingest_16384_hashes_per_s", ingest_max_batch_rate);
   j.Field("ingest_16384_server_over_floor",
           ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate));
   j.Field("query_fixed_qps", fixed_qps);
-  j.Field("query_fixed_idle_p99_us", idle_p99_from_query);
-  j.Field("mixed_idle_p99_us", mixed_idle_p99);
-  j.Field("mixed_paced_p99_over_idle", ratio(mixed_paced_p99, mixed_idle_p99));
-  j.Field("mixed_b2b_p99_over_idle", ratio(mixed_b2b_p99, mixed_idle_p99));
+  j.Field("query_fixed_idle_p99_us_median", Median(idle_p99_from_query));
+  j.Field("mixed_idle_p99_us_median", Median(mixed_idle_p99));
+  j.Field("mixed_paced_p99_us_median", Median(mixed_paced_p99));
+  j.Field("mixed_b2b_p99_us_median", Median(mixed_b2b_p99));
+  j.Field("mixed_paced_p99_over_idle", paced_ratio);
+  j.Field("mixed_b2b_p99_over_idle", b2b_ratio);
+  j.Field("mixed_b2b_to_floor_p99_us_median", Median(mixed_control_p99));
+  j.Field("mixed_b2b_to_floor_p99_over_idle",
+          ratio(Median(mixed_control_p99), Median(mixed_idle_p99)));
   j.EndObject();
   j.Field("loadavg_end", ReadMachineInfo().loadavg);
   j.Field("run_seconds",
@@ -683,14 +743,12 @@ int Run() {
               fc.workers, static_cast<unsigned long long>(fleet.placements()));
   for (const std::string& row : report.table) std::printf("%s\n", row.c_str());
   std::printf(
-      "ratios: headline server/floor %.2f  fleet server/floor %.2f  "
-      "ingest-16384 %.0f hashes/s (server/floor %.2f)  "
-      "mixed p99 b2b/idle %.2f paced/idle %.2f\n",
-      ratio(server_headline_qps, floor_headline_qps),
-      ratio(server_fleet_qps, floor_fleet_qps), ingest_max_batch_rate,
-      ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate),
-      ratio(mixed_b2b_p99, mixed_idle_p99),
-      ratio(mixed_paced_p99, mixed_idle_p99));
+      "ratios (medians over rounds): headline qps server/floor %.2f  fleet "
+      "qps server/floor %.2f  ingest-16384 %.0f hashes/s (server/floor %.2f)"
+      "  mixed p99 b2b/idle %.2f paced/idle %.2f b2b-to-floor/idle %.2f\n",
+      headline_ratio, fleet_ratio, ingest_max_batch_rate,
+      ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate), b2b_ratio,
+      paced_ratio, ratio(Median(mixed_control_p99), Median(mixed_idle_p99)));
   std::fflush(stdout);
 
   const std::string json_out = absl::GetFlag(FLAGS_json_out);
