@@ -68,6 +68,14 @@ class FakePublisher {
 
   const std::string& endpoint() const { return endpoint_; }
 
+  // Sends [seq, payload] without a topic frame (accepted by the bridge;
+  // only reaches it with an empty subscription).
+  void PublishTwoFrames(const std::string& payload) {
+    const std::string seq = SeqFrame(next_seq_++);
+    socket_.send(zmq::buffer(seq), zmq::send_flags::sndmore);
+    socket_.send(zmq::buffer(payload), zmq::send_flags::none);
+  }
+
   // Sends one live message with the next sequence number.
   void Publish(const std::string& payload, const std::string& topic = "") {
     const std::string seq = SeqFrame(next_seq_++);
@@ -308,7 +316,7 @@ TEST_F(BridgeE2eTest, ClearTiersSubset) {
   StartLiveBridge({{"KV_INDEXER_CLEAR_TIERS", "GPU"}});
   publisher_.Publish(PackBatch(
       {StoreEvent({21}, "GPU"), StoreEvent({22}, "CPU_PINNED"), ClearEvent()}));
-  publisher_.Publish(PackBatch({StoreEvent({23}, "GPU")}));
+  publisher_.PublishTwoFrames(PackBatch({StoreEvent({23}, "GPU")}));
   ASSERT_TRUE(
       WaitUntil([&] { return server_->Holds(23, "TIER_HBM"); }, kEffectBound));
   auto held = server_->Held({21, 22, 23});
