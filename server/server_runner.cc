@@ -28,8 +28,13 @@
 namespace kvindexer {
 namespace {
 
+#if defined(__clang__)
+#define KVINDEXER_COMPILER "clang " __clang_version__
+#else
+#define KVINDEXER_COMPILER "gcc " __VERSION__
+#endif
 constexpr std::string_view kServerBuildInfo =
-    "compiler=" __VERSION__ " build_type=" KVINDEXER_BUILD_TYPE;
+    "compiler " KVINDEXER_COMPILER "; build " KVINDEXER_BUILD_TYPE;
 
 void ConfigureLogging(spdlog::level::level_enum level) {
   auto logger = spdlog::stderr_color_mt("kv-indexer-server");

@@ -1,0 +1,420 @@
+// End-to-end tests of the real kv-indexer-server binary: it is started on
+// 127.0.0.1 with port 0, its bound port is read from its log, readiness is
+// established by polling a real RPC, and it is stopped with signals.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kv_indexer.grpc.pb.h"
+#include "tests/e2e/server_process.h"
+
+#ifndef KVINDEXER_SERVER_BINARY
+#error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
+#endif
+
+namespace kvindexer::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using ::kv_indexer::v1::ApplyExternalKvBatchRequest;
+using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
+using ::kv_indexer::v1::ExternalKvAction;
+using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
+using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
+using ::kv_indexer::v1::KVIndexer;
+using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
+using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
+using ::kv_indexer::v1::MatchExternalKvRequest;
+using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Generous bounds: the machine may be busy. They are upper limits on waits
+// that normally end in milliseconds.
+constexpr auto kStartBound = 20s;
+constexpr auto kExitBound = 20s;
+
+std::unique_ptr<grpc::ClientContext> Context(
+    std::chrono::milliseconds timeout = 10s) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + timeout);
+  return context;
+}
+
+ApplyExternalKvBatchRequest Report(const std::string& worker,
+                                   const std::string& address,
+                                   const std::vector<int64_t>& hashes) {
+  ApplyExternalKvBatchRequest req;
+  req.set_worker_id(worker);
+  req.set_worker_address(address);
+  ExternalKvAction* action = req.add_actions();
+  action->set_type(::kv_indexer::v1::ACTION_REPORT);
+  action->set_tier(::kv_indexer::v1::TIER_HBM);
+  for (int64_t h : hashes) action->add_hashes(h);
+  return req;
+}
+
+// A running kv-indexer-server and a client stub connected to it.
+class RunningServer {
+ public:
+  // Starts the server with `env` on top of KV_INDEXER_LISTEN_ADDR=
+  // 127.0.0.1:0 and waits until a real RPC succeeds.
+  static std::unique_ptr<RunningServer> Start(
+      std::map<std::string, std::string> env = {}) {
+    auto server = std::unique_ptr<RunningServer>(new RunningServer());
+    ProcessOptions options;
+    options.binary = KVINDEXER_SERVER_BINARY;
+    options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
+                         "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
+                         "KV_INDEXER_LOG_LEVEL"};
+    options.env = std::move(env);
+    options.env.emplace("KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0");
+    auto process = ServerProcess::Start(std::move(options));
+    EXPECT_TRUE(process.ok()) << process.status();
+    if (!process.ok()) return nullptr;
+    server->process_ = *std::move(process);
+
+    const std::optional<std::string> line =
+        server->process_->WaitForOutputMatching(
+            std::regex("listening addr=127\\.0\\.0\\.1:([0-9]+)"), kStartBound);
+    EXPECT_TRUE(line.has_value()) << server->process_->Output();
+    if (!line.has_value()) return nullptr;
+    std::smatch m;
+    std::regex_search(*line, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"));
+    server->port_ = std::stoi(m[1]);
+
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    server->stub_ = KVIndexer::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port_),
+                                  grpc::InsecureChannelCredentials(), args));
+
+    // Ready when a real RPC succeeds; retried with short waits, bounded.
+    const bool ready = WaitUntil(
+        [&] {
+          GetExternalKvHitCountsRequest req;
+          req.add_hashes(0);
+          GetExternalKvHitCountsResponse resp;
+          return server->stub_
+              ->GetExternalKvHitCounts(Context(1s).get(), req, &resp)
+              .ok();
+        },
+        kStartBound, 20ms);
+    EXPECT_TRUE(ready) << server->process_->Output();
+    if (!ready) return nullptr;
+    return server;
+  }
+
+  ServerProcess& process() { return *process_; }
+  KVIndexer::Stub& stub() { return *stub_; }
+  // Closes the client connection. An idle gRPC C++ client does not read its
+  // socket, so it would not acknowledge the server's graceful GOAWAY ping and
+  // the server would wait for the ping's timeout (about 5 s) before closing.
+  void CloseClient() { stub_.reset(); }
+  int port() const { return port_; }
+
+ private:
+  RunningServer() = default;
+
+  std::unique_ptr<ServerProcess> process_;
+  int port_ = 0;
+  std::unique_ptr<KVIndexer::Stub> stub_;
+};
+
+// Runs the binary with `env` (on top of a cleaned environment) and `args`,
+// and waits for it to exit.
+struct Finished {
+  std::optional<ExitStatus> status;
+  std::string output;
+};
+Finished RunToExit(std::map<std::string, std::string> env,
+                   std::vector<std::string> args = {}) {
+  ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.args = std::move(args);
+  options.unset_env = {
+      "KV_INDEXER_LISTEN_ADDR", "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
+      "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH", "KV_INDEXER_LOG_LEVEL"};
+  options.env = std::move(env);
+  auto process = ServerProcess::Start(std::move(options));
+  EXPECT_TRUE(process.ok()) << process.status();
+  if (!process.ok()) return {};
+  Finished finished;
+  finished.status = (*process)->WaitForExit(kExitBound);
+  finished.output = (*process)->Output();
+  return finished;
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(ServerE2eTest, ServesEveryRpc) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+
+  ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(server->stub()
+                  .ApplyExternalKvBatch(
+                      Context().get(),
+                      Report("long", "10.0.0.1:9000", {1, 2, 3}), &applied)
+                  .ok());
+  ASSERT_TRUE(server->stub()
+                  .ApplyExternalKvBatch(Context().get(),
+                                        Report("short", "10.0.0.2:9000", {1}),
+                                        &applied)
+                  .ok());
+
+  MatchExternalKvPrefixRequest prefix;
+  for (int64_t h : {1, 2, 3}) prefix.add_hashes(h);
+  MatchExternalKvPrefixResponse prefix_resp;
+  ASSERT_TRUE(server->stub()
+                  .MatchExternalKvPrefix(Context().get(), prefix, &prefix_resp)
+                  .ok());
+  EXPECT_EQ(prefix_resp.best_prefix_blocks(), 3u);
+  EXPECT_EQ(prefix_resp.blocks_read(), 3u);
+  ASSERT_EQ(prefix_resp.matches_size(), 2);
+  EXPECT_EQ(prefix_resp.matches(0).worker_address(), "10.0.0.1:9000");
+  EXPECT_EQ(prefix_resp.matches(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(prefix_resp.matches(1).worker_address(), "10.0.0.2:9000");
+  EXPECT_EQ(prefix_resp.matches(1).matched_prefix_blocks(), 1u);
+
+  MatchExternalKvRequest match;
+  match.add_hashes(1);
+  match.add_hashes(4);
+  match.set_count_as_hit(true);
+  MatchExternalKvResponse match_resp;
+  ASSERT_TRUE(
+      server->stub().MatchExternalKv(Context().get(), match, &match_resp).ok());
+  EXPECT_EQ(match_resp.matches_size(), 2);
+
+  GetExternalKvHitCountsRequest hits;
+  hits.add_hashes(1);
+  hits.add_hashes(4);
+  GetExternalKvHitCountsResponse hits_resp;
+  ASSERT_TRUE(server->stub()
+                  .GetExternalKvHitCounts(Context().get(), hits, &hits_resp)
+                  .ok());
+  ASSERT_EQ(hits_resp.entries_size(), 1);
+  EXPECT_EQ(hits_resp.entries(0).hash(), 1);
+  EXPECT_EQ(hits_resp.entries(0).hit_count_total(), 1u);
+
+  // Validation over the wire.
+  ApplyExternalKvBatchRequest bad = Report("", "a", {1});
+  const grpc::Status invalid =
+      server->stub().ApplyExternalKvBatch(Context().get(), bad, &applied);
+  EXPECT_EQ(invalid.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(invalid.error_message(), "worker_id must not be empty");
+}
+
+// Behaviours 6 and 7 against the real binary and its transport settings.
+TEST(ServerE2eTest, MessageSizeLimits) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+  ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(server->stub()
+                  .ApplyExternalKvBatch(Context().get(),
+                                        Report("w", "10.0.0.1:1", {-1}),
+                                        &applied)
+                  .ok());
+
+  MatchExternalKvPrefixRequest big;
+  big.add_hashes(-1);
+  for (int64_t h = 1; h < 600000; ++h) big.add_hashes(h);
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status accepted =
+      server->stub().MatchExternalKvPrefix(Context().get(), big, &resp);
+  ASSERT_TRUE(accepted.ok()) << accepted.error_message();
+  EXPECT_EQ(resp.best_prefix_blocks(), 1u);
+
+  MatchExternalKvPrefixRequest too_big;
+  for (int64_t h = 0; h < 8 * 1024 * 1024 / 8 + 1024; ++h)
+    too_big.add_hashes(h);
+  const grpc::Status refused =
+      server->stub().MatchExternalKvPrefix(Context().get(), too_big, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::OUT_OF_RANGE)
+      << refused.error_message();
+}
+
+TEST(ServerE2eTest, StartupLogLine) {
+  auto server =
+      RunningServer::Start({{"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT", "64"}});
+  ASSERT_NE(server, nullptr);
+  const std::string output = server->process().Output();
+  std::string startup;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("starting single-server in-memory SGLang KV Indexer") !=
+        std::string::npos) {
+      startup = line;
+      break;
+    }
+  }
+  ASSERT_FALSE(startup.empty()) << output;
+  EXPECT_THAT(
+      startup,
+      AllOf(HasSubstr(" info "), HasSubstr("addr=127.0.0.1:0"),
+            HasSubstr("prefix_query_max_inflight=64"),
+            HasSubstr("max_concurrent_streams=64"),
+            HasSubstr("backend=absl_rwlock"), HasSubstr("backend_version="),
+            HasSubstr("kvindexer-backend-absl_rwlock.so"),
+            HasSubstr("backend_build="), HasSubstr("server_version="),
+            HasSubstr("server_build=")));
+}
+
+TEST(ServerE2eTest, LoadsBackendByPath) {
+  // The path the default backend was loaded from, given explicitly.
+  auto first = RunningServer::Start();
+  ASSERT_NE(first, nullptr);
+  std::smatch m;
+  const std::string output = first->process().Output();
+  ASSERT_TRUE(
+      std::regex_search(output, m, std::regex("backend_path=(\\S+\\.so)")))
+      << output;
+  const std::string path = m[1];
+  auto second = RunningServer::Start({{"KV_INDEXER_BACKEND", path}});
+  ASSERT_NE(second, nullptr);
+  EXPECT_THAT(second->process().Output(), HasSubstr("backend=absl_rwlock"));
+}
+
+struct BadConfig {
+  const char* name;  // test name suffix
+  const char* variable;
+  const char* value;
+  const char* expected_text;  // a piece of "what is accepted"
+};
+
+class ServerBadConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(ServerBadConfigTest, ExitsNonZeroNamingTheVariable) {
+  const BadConfig& bad = GetParam();
+  const Finished finished = RunToExit({{bad.variable, bad.value}});
+  ASSERT_TRUE(finished.status.has_value()) << "did not exit in time";
+  EXPECT_FALSE(finished.status->ok()) << finished.status->ToString();
+  EXPECT_TRUE(finished.status->exited) << finished.status->ToString();
+  EXPECT_THAT(finished.output,
+              AllOf(HasSubstr(bad.variable),
+                    HasSubstr(std::string("\"") + bad.value + "\""),
+                    HasSubstr(bad.expected_text)));
+  EXPECT_THAT(finished.output, ::testing::Not(HasSubstr("listening")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, ServerBadConfigTest,
+    ::testing::Values(
+        BadConfig{"MaxInflightZero", "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
+                  "0", "positive integer"},
+        BadConfig{"MaxInflightMany", "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
+                  "many", "positive integer"},
+        BadConfig{"ListenAddrHostname", "KV_INDEXER_LISTEN_ADDR",
+                  "localhost:50051", "literal IP address"},
+        BadConfig{"ListenAddrUnbracketedIpv6", "KV_INDEXER_LISTEN_ADDR",
+                  "::1:50051", "literal IP address"},
+        BadConfig{"BackendNope", "KV_INDEXER_BACKEND", "nope",
+                  "kvindexer-backend-nope.so"},
+        BadConfig{"LogLevelLoud", "KV_INDEXER_LOG_LEVEL", "loud",
+                  "trace, debug"}),
+    [](const ::testing::TestParamInfo<BadConfig>& param) {
+      return std::string(param.param.name);
+    });
+
+TEST(ServerE2eTest, HelpExitsZero) {
+  const Finished finished = RunToExit({}, {"--help"});
+  ASSERT_TRUE(finished.status.has_value());
+  EXPECT_TRUE(finished.status->ok()) << finished.status->ToString();
+  EXPECT_THAT(finished.output,
+              AllOf(HasSubstr("Usage:"), HasSubstr("KV_INDEXER_LISTEN_ADDR"),
+                    HasSubstr("KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT"),
+                    HasSubstr("KV_INDEXER_BACKEND"),
+                    HasSubstr("KV_INDEXER_BACKEND_PATH"),
+                    HasSubstr("KV_INDEXER_LOG_LEVEL")));
+}
+
+TEST(ServerE2eTest, UnknownArgumentFails) {
+  const Finished finished = RunToExit({}, {"--listen=1.2.3.4:5"});
+  ASSERT_TRUE(finished.status.has_value());
+  EXPECT_TRUE(finished.status->exited);
+  EXPECT_NE(finished.status->code, 0);
+  EXPECT_THAT(finished.output, HasSubstr("\"--listen=1.2.3.4:5\""));
+}
+
+TEST(ServerE2eTest, PortInUseFails) {
+  // Hold a listening socket, then ask the server for the same port.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string listen_addr =
+      "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  const Finished finished =
+      RunToExit({{"KV_INDEXER_LISTEN_ADDR", listen_addr}});
+  close(fd);
+  ASSERT_TRUE(finished.status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(finished.status->exited) << finished.status->ToString();
+  EXPECT_NE(finished.status->code, 0);
+  EXPECT_THAT(finished.output,
+              AllOf(HasSubstr("cannot listen on KV_INDEXER_LISTEN_ADDR="),
+                    HasSubstr(listen_addr)));
+}
+
+class ServerSignalTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ServerSignalTest, ExitsCleanly) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+  server->CloseClient();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(server->process().Signal(GetParam()));
+  const std::optional<ExitStatus> status =
+      server->process().WaitForExit(kExitBound);
+  ASSERT_TRUE(status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(status->ok()) << status->ToString() << "\n"
+                            << server->process().Output();
+  // Nothing is in flight, so nothing holds the shutdown up.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_THAT(server->process().Output(),
+              AllOf(HasSubstr(GetParam() == SIGTERM ? "received SIGTERM"
+                                                    : "received SIGINT"),
+                    HasSubstr("stopped")));
+}
+
+// With an idle client still connected the server waits for the client to
+// acknowledge its graceful GOAWAY (see CloseClient); the exit is still clean
+// and bounded.
+TEST(ServerE2eTest, SigtermWithIdleClientConnectedExitsCleanly) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(server->process().Signal(SIGTERM));
+  const std::optional<ExitStatus> status =
+      server->process().WaitForExit(kExitBound);
+  ASSERT_TRUE(status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(status->ok()) << status->ToString();
+  EXPECT_THAT(server->process().Output(), HasSubstr("stopped"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ServerSignalTest,
+                         ::testing::Values(SIGTERM, SIGINT),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return param.param == SIGTERM ? "SIGTERM" : "SIGINT";
+                         });
+
+}  // namespace
+}  // namespace kvindexer::e2e

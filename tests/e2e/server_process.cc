@@ -1,0 +1,292 @@
+#include "tests/e2e/server_process.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace kvindexer::e2e {
+namespace {
+
+std::string ErrnoText(int error) { return strerror(error); }
+
+// The environment of the child as "NAME=value" strings.
+std::vector<std::string> ChildEnvironment(const ProcessOptions& options) {
+  std::map<std::string, std::string> vars;
+  if (options.inherit_env) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string entry(*e);
+      const size_t eq = entry.find('=');
+      if (eq == std::string::npos) continue;
+      vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+  }
+  for (const std::string& name : options.unset_env) vars.erase(name);
+  for (const auto& [name, value] : options.env) vars[name] = value;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  if (exited) return absl::StrCat("exit code ", code);
+  return absl::StrCat("killed by signal ", signal, " (", strsignal(signal),
+                      ")");
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    ProcessOptions options) {
+  // Output file.
+  bool remove_output = false;
+  int out_fd = -1;
+  if (options.output_path.empty()) {
+    const char* tmpdir = getenv("TMPDIR");
+    std::string pattern =
+        absl::StrCat(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp",
+                     "/kvindexer-e2e-XXXXXX.log");
+    out_fd = mkostemps(pattern.data(), 4, O_CLOEXEC | O_APPEND);
+    if (out_fd < 0) {
+      return absl::InternalError(
+          absl::StrCat("mkostemps ", pattern, ": ", ErrnoText(errno)));
+    }
+    options.output_path = pattern;
+    remove_output = true;
+  } else {
+    out_fd = open(options.output_path.c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      return absl::InternalError(
+          absl::StrCat("open ", options.output_path, ": ", ErrnoText(errno)));
+    }
+  }
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int exec_error_pipe[2];
+  if (null_fd < 0 || pipe2(exec_error_pipe, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(out_fd);
+    if (null_fd >= 0) close(null_fd);
+    return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(error)));
+  }
+
+  // Everything the child needs is prepared before fork: after fork only
+  // async-signal-safe calls are allowed.
+  std::vector<std::string> argv_strings;
+  argv_strings.push_back(options.binary);
+  for (const std::string& a : options.args) argv_strings.push_back(a);
+  std::vector<std::string> env_strings = ChildEnvironment(options);
+  std::vector<char*> argv = CStrings(argv_strings);
+  std::vector<char*> envp = CStrings(env_strings);
+  const pid_t parent = getpid();
+
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+        dup2(out_fd, STDERR_FILENO) < 0) {
+      const int error = errno;
+      (void)!write(exec_error_pipe[1], &error, sizeof(error));
+      _exit(127);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    const int error = errno;
+    (void)!write(exec_error_pipe[1], &error, sizeof(error));
+    _exit(127);
+  }
+  const int fork_error = errno;
+  close(out_fd);
+  close(null_fd);
+  close(exec_error_pipe[1]);
+  if (pid < 0) {
+    close(exec_error_pipe[0]);
+    return absl::InternalError(absl::StrCat("fork: ", ErrnoText(fork_error)));
+  }
+
+  // The pipe closes on a successful exec; otherwise it carries errno.
+  int exec_error = 0;
+  ssize_t n = 0;
+  do {
+    n = read(exec_error_pipe[0], &exec_error, sizeof(exec_error));
+  } while (n < 0 && errno == EINTR);
+  close(exec_error_pipe[0]);
+  auto process = std::unique_ptr<ServerProcess>(
+      new ServerProcess(pid, options.output_path, remove_output));
+  if (n > 0) {
+    process->WaitForExit(std::chrono::seconds(5));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot start ", options.binary, ": ", ErrnoText(exec_error)));
+  }
+  return process;
+}
+
+ServerProcess::ServerProcess(pid_t pid, std::string output_path,
+                             bool remove_output)
+    : pid_(pid),
+      output_path_(std::move(output_path)),
+      remove_output_(remove_output) {}
+
+ServerProcess::~ServerProcess() {
+  Kill();
+  if (remove_output_) unlink(output_path_.c_str());
+}
+
+std::string ServerProcess::Output() const {
+  std::ifstream in(output_path_, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool ServerProcess::WaitForOutput(std::string_view needle,
+                                  std::chrono::milliseconds timeout) {
+  bool found = false;
+  WaitUntil(
+      [&] {
+        const bool running = Running();
+        found = Output().find(needle) != std::string::npos;
+        return found || !running;
+      },
+      timeout);
+  return found;
+}
+
+std::optional<std::string> ServerProcess::WaitForOutputMatching(
+    const std::regex& pattern, std::chrono::milliseconds timeout) {
+  std::optional<std::string> match;
+  WaitUntil(
+      [&] {
+        const bool running = Running();
+        std::istringstream lines(Output());
+        for (std::string line; std::getline(lines, line);) {
+          if (std::regex_search(line, pattern)) {
+            match = line;
+            return true;
+          }
+        }
+        return !running;
+      },
+      timeout);
+  return match;
+}
+
+bool ServerProcess::Signal(int signal) {
+  if (exit_status_.has_value()) return false;
+  return kill(pid_, signal) == 0;
+}
+
+bool ServerProcess::TryReap() {
+  if (exit_status_.has_value()) return true;
+  int status = 0;
+  pid_t r = 0;
+  do {
+    r = waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return false;
+  ExitStatus exit;
+  if (r < 0) {  // not our child any more; treat as gone
+    exit.exited = false;
+    exit.signal = 0;
+  } else if (WIFEXITED(status)) {
+    exit.exited = true;
+    exit.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    exit.signal = WTERMSIG(status);
+  }
+  exit_status_ = exit;
+  return true;
+}
+
+std::optional<ExitStatus> ServerProcess::WaitForExit(
+    std::chrono::milliseconds timeout) {
+  WaitUntil([this] { return TryReap(); }, timeout,
+            std::chrono::milliseconds(5));
+  return exit_status_;
+}
+
+bool ServerProcess::Running() { return !TryReap(); }
+
+void ServerProcess::Kill() {
+  if (exit_status_.has_value()) return;
+  kill(pid_, SIGKILL);
+  // SIGKILL cannot be caught; the bound only guards against a kernel hang.
+  WaitForExit(std::chrono::seconds(30));
+}
+
+bool WaitUntil(const std::function<bool()>& condition,
+               std::chrono::milliseconds timeout,
+               std::chrono::milliseconds interval) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+absl::StatusOr<int> PickFreeTcpPort(const std::string& host) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  int family = AF_INET;
+  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+      inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    len = sizeof(sockaddr_in);
+  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+             inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    family = AF_INET6;
+    len = sizeof(sockaddr_in6);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not an IP literal: ", host));
+  }
+  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(ErrnoText(errno));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int error = errno;
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("bind ", host, ":0: ", ErrnoText(error)));
+  }
+  close(fd);
+  return family == AF_INET
+             ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+             : ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+}
+
+}  // namespace kvindexer::e2e

@@ -1,0 +1,109 @@
+// Tests of the e2e process helper itself, with /bin/sh as the child.
+#include "tests/e2e/server_process.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessOptions Shell(const std::string& script) {
+  ProcessOptions options;
+  options.binary = "/bin/sh";
+  options.args = {"-c", script};
+  return options;
+}
+
+TEST(ServerProcessTest, CapturesStdoutAndStderrAndExitCode) {
+  auto p = ServerProcess::Start(Shell("echo out; echo err >&2; exit 3"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::optional<ExitStatus> status = (*p)->WaitForExit(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->exited);
+  EXPECT_EQ(status->code, 3);
+  EXPECT_FALSE(status->ok());
+  EXPECT_THAT((*p)->Output(), ::testing::HasSubstr("out\n"));
+  EXPECT_THAT((*p)->Output(), ::testing::HasSubstr("err\n"));
+}
+
+TEST(ServerProcessTest, EnvironmentIsSetAndUnset) {
+  setenv("KVINDEXER_E2E_INHERITED", "inherited", 1);
+  setenv("KVINDEXER_E2E_REMOVED", "removed", 1);
+  ProcessOptions options = Shell(
+      "echo \"[$KVINDEXER_E2E_INHERITED][${KVINDEXER_E2E_REMOVED-unset}]"
+      "[$KVINDEXER_E2E_SET]\"");
+  options.unset_env = {"KVINDEXER_E2E_REMOVED"};
+  options.env["KVINDEXER_E2E_SET"] = "set";
+  auto p = ServerProcess::Start(std::move(options));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForExit(10s).has_value());
+  EXPECT_EQ((*p)->Output(), "[inherited][unset][set]\n");
+  unsetenv("KVINDEXER_E2E_INHERITED");
+  unsetenv("KVINDEXER_E2E_REMOVED");
+}
+
+TEST(ServerProcessTest, WaitsAreBoundedAndKillWorks) {
+  auto p = ServerProcess::Start(Shell("echo ready; exec sleep 60"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE((*p)->WaitForOutput("ready", 10s));
+  EXPECT_EQ((*p)->WaitForOutputMatching(std::regex("rea(dy)"), 10s),
+            std::optional<std::string>("ready"));
+  EXPECT_FALSE((*p)->WaitForOutput("never printed", 50ms));
+  EXPECT_EQ((*p)->WaitForExit(50ms), std::nullopt);
+  EXPECT_TRUE((*p)->Running());
+  ASSERT_TRUE((*p)->Signal(SIGTERM));
+  const std::optional<ExitStatus> status = (*p)->WaitForExit(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_FALSE(status->exited);
+  EXPECT_EQ(status->signal, SIGTERM);
+  EXPECT_FALSE((*p)->Signal(SIGTERM));  // already reaped
+}
+
+TEST(ServerProcessTest, OutputWaitStopsWhenChildExits) {
+  auto p = ServerProcess::Start(Shell("exit 0"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE((*p)->WaitForOutput("never", 30s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+}
+
+TEST(ServerProcessTest, MissingBinaryIsAnError) {
+  ProcessOptions options;
+  options.binary = "/nonexistent/kvindexer-no-such-binary";
+  auto p = ServerProcess::Start(std::move(options));
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()),
+              ::testing::HasSubstr("kvindexer-no-such-binary"));
+}
+
+TEST(ServerProcessTest, DestructorKillsRunningChild) {
+  pid_t pid = 0;
+  std::string path;
+  {
+    auto p = ServerProcess::Start(Shell("exec sleep 60"));
+    ASSERT_TRUE(p.ok()) << p.status();
+    pid = (*p)->pid();
+    path = (*p)->output_path();
+  }
+  EXPECT_NE(kill(pid, 0), 0);  // reaped: the pid no longer names our child
+  EXPECT_NE(access(path.c_str(), F_OK), 0);  // temporary output removed
+}
+
+TEST(ServerProcessTest, PickFreeTcpPort) {
+  auto port = PickFreeTcpPort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_GT(*port, 0);
+  EXPECT_LE(*port, 65535);
+  EXPECT_FALSE(PickFreeTcpPort("localhost").ok());
+}
+
+}  // namespace
+}  // namespace kvindexer::e2e
