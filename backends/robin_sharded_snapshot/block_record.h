@@ -1,15 +1,19 @@
 // The per-block record stored in the snapshot tables, and the hash mixing
 // that places a block hash in a shard and a bucket.
 //
-// Layout goals: a block with one placement costs one 28-byte robin_map bucket
+// Layout goals: a block with one placement costs one 24-byte robin_map bucket
 // per snapshot copy and nothing else; a block with more placements points to a
-// spill array (spill_arena.h) that both copies share.
+// spill array (spill_arena.h) that both copies share. Spill arrays hold
+// placements in the ABI layout, so readers hand them to the visitor without
+// copying.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_BLOCK_RECORD_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_BLOCK_RECORD_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "kvindexer/backend.h"
 
 namespace kvindexer::robin {
 
@@ -24,24 +28,22 @@ inline uint64_t MixHash(int64_t hash) {
   return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
 }
 
-// One (worker, tier) -> mask entry, packed into 8 bytes. `key` orders the
-// placements of a block: worker ordinal in the high 30 bits, tier in the low
-// 2 bits.
-struct PackedPlacement {
-  uint32_t key;
-  uint32_t mask;
-};
-
 inline constexpr uint32_t kMaxWorkerOrdinal = (1u << 30) - 1;
 
+// Placements are stored in the ABI's own layout (kvindexer::Placement, 12
+// bytes) so that a BlockView can point straight at them. Within a block they
+// are sorted by this key: worker ordinal, then tier.
 inline constexpr uint32_t PlacementKey(uint32_t worker, uint32_t tier) {
   return (worker << 2) | tier;
+}
+inline uint32_t PlacementKey(const Placement& p) {
+  return PlacementKey(p.worker, p.tier);
 }
 inline constexpr uint32_t KeyWorker(uint32_t key) { return key >> 2; }
 inline constexpr uint32_t KeyTier(uint32_t key) { return key & 3u; }
 
 // A block hash stored with 4-byte alignment so that the robin_map bucket
-// (2-byte distance, 1-byte flag, value) packs into 28 bytes instead of 32.
+// (2-byte distance, 1-byte flag, value) packs into 24 bytes instead of 32.
 struct BlockKey {
   uint32_t lo;
   uint32_t hi;
@@ -69,35 +71,43 @@ struct BlockKeyHash {
   size_t operator()(const BlockKey& key) const { return MixHash(key.hash()); }
 };
 
-// A block: its token count and its placements sorted by key.
-//   count == 1: `one` holds the placement inline;
-//   count >= 2: `one` holds the address of a spill array of `count`
-//               placements (see SpillArena); both snapshot copies may point at
-//               the same array.
-// A record with count == 0 never exists: the block is deleted instead.
+// A block: its token count and its placements sorted by key, in 12 bytes.
+//   tier bits of `word0` != 0: exactly one placement, packed as
+//       word0 = PlacementKey(worker, tier), word1 = mask;
+//   tier bits of `word0` == 0: word0/word1 are the low/high halves of the
+//       address of a spill array (SpillArena; 8-aligned, so its low bits are
+//       0) that carries its own count. Both snapshot copies may point at the
+//       same array.
+// A block with no placement never has a record: it is deleted instead.
 struct BlockRecord {
+  uint32_t word0;
+  uint32_t word1;
   uint32_t token_count;
-  uint32_t count;
-  PackedPlacement one;
 
-  const PackedPlacement* placements() const {
-    return count == 1 ? &one : spill();
+  bool spilled() const { return (word0 & 3u) == 0; }
+
+  Placement single() const {
+    return Placement{KeyWorker(word0), KeyTier(word0), word1};
   }
-  PackedPlacement* spill() const {
-    uintptr_t address;
-    static_assert(sizeof(address) == sizeof(one));
-    std::memcpy(&address, &one, sizeof(address));
-    return reinterpret_cast<PackedPlacement*>(address);
+  void set_single(const Placement& p) {
+    word0 = PlacementKey(p);
+    word1 = p.mask;
   }
-  void set_spill(PackedPlacement* array) {
+
+  Placement* spill() const {
+    const uintptr_t address = uintptr_t{word0} | (uintptr_t{word1} << 32);
+    return reinterpret_cast<Placement*>(address);
+  }
+  void set_spill(Placement* array) {
     const uintptr_t address = reinterpret_cast<uintptr_t>(array);
-    std::memcpy(&one, &address, sizeof(address));
+    word0 = static_cast<uint32_t>(address);
+    word1 = static_cast<uint32_t>(address >> 32);
   }
-  bool has_spill() const { return count >= 2; }
 };
 
 static_assert(alignof(BlockKey) == 4 && alignof(BlockRecord) == 4);
-static_assert(sizeof(BlockKey) + sizeof(BlockRecord) == 24);
+static_assert(sizeof(BlockKey) + sizeof(BlockRecord) == 20);
+static_assert(sizeof(uintptr_t) == 8);
 
 }  // namespace kvindexer::robin
 

@@ -30,9 +30,24 @@ __attribute__((format(printf, 2, 3))) BackendStatus ErrorStatus(
   return status;
 }
 
-uint32_t LowerBound(const PackedPlacement* p, uint32_t n, uint32_t key) {
+// How far ahead of its use a writer loop prefetches a bucket.
+constexpr size_t kPrefetchDistance = 8;
+
+uint32_t CountOf(const BlockRecord& record) {
+  return record.spilled() ? SpillArena::Count(record.spill()) : 1;
+}
+
+// The placements of `record`; a single inline one is unpacked into `*single`.
+const Placement* PlacementsOf(const BlockRecord& record, Placement* single) {
+  if (record.spilled()) return record.spill();
+  *single = record.single();
+  return single;
+}
+
+// Position of `key` in p[0..n), sorted by PlacementKey.
+uint32_t LowerBound(const Placement* p, uint32_t n, uint32_t key) {
   uint32_t i = 0;
-  while (i < n && p[i].key < key) ++i;
+  while (i < n && PlacementKey(p[i]) < key) ++i;
   return i;
 }
 
@@ -93,20 +108,6 @@ class SeenWorkers {
   uint64_t* bits_;
 };
 
-// Scratch space for the unpacked placements of one block.
-class PlacementBuffer {
- public:
-  Placement* Reserve(size_t n) {
-    if (n <= inline_.size()) return inline_.data();
-    if (heap_.size() < n) heap_.resize(n);
-    return heap_.data();
-  }
-
- private:
-  std::array<Placement, 64> inline_;
-  std::vector<Placement> heap_;
-};
-
 WorkerView ViewOf(uint32_t ordinal, const WorkerRecord& record) {
   WorkerView view;
   view.worker = ordinal;
@@ -137,36 +138,59 @@ BackendStatus InvalidScan() {
 template <typename OnPresent>
 void VisitBlocks(const SnapshotCopy& snapshot, HashSpan hashes,
                  BlockVisitor* visitor, OnPresent&& on_present) {
+  constexpr bool kVisitOnly =
+      std::is_same_v<std::decay_t<OnPresent>, IgnorePresent>;
+  // Lookups run a small window ahead of the callbacks so that their cache
+  // misses overlap; spill arrays are prefetched in the same pass.
+  constexpr size_t kWindow = 8;
   const WorkerTable& workers = *snapshot.workers;
-  SeenWorkers seen(workers.records.size());
-  PlacementBuffer buffer;
+  const size_t total_workers = workers.records.size();
+  SeenWorkers seen(total_workers);
+  size_t seen_count = 0;
   bool visiting = true;
-  for (size_t i = 0; i < hashes.size; ++i) {
-    const int64_t hash = hashes.data[i];
-    const uint64_t mixed = MixHash(hash);
-    const BlockRecord* record = snapshot.Find(hash, mixed);
-    if (record != nullptr) on_present(hash, mixed);
-    if (!visiting) continue;
-    BlockView view{i, 0, nullptr, 0};
-    if (record != nullptr) {
-      const uint32_t n = record->count;
-      const PackedPlacement* packed = record->placements();
-      Placement* out = buffer.Reserve(n);
-      for (uint32_t j = 0; j < n; ++j) {
-        const uint32_t worker = KeyWorker(packed[j].key);
-        if (seen.Insert(worker)) {
-          visitor->OnWorker(ViewOf(worker, *workers.records[worker]));
-        }
-        out[j] = Placement{worker, KeyTier(packed[j].key), packed[j].mask};
-      }
-      view = BlockView{i, record->token_count, out, n};
+  const BlockRecord* records[kWindow];
+  uint64_t mixed_window[kWindow];
+  for (size_t base = 0; base < hashes.size; base += kWindow) {
+    const size_t m = std::min(kWindow, hashes.size - base);
+    for (size_t k = 0; k < m; ++k) {
+      mixed_window[k] = MixHash(hashes.data[base + k]);
+      snapshot.Prefetch(mixed_window[k]);
     }
-    if (!visitor->OnBlock(view)) {
-      // Only a counting match needs the rest of the hashes.
-      if constexpr (std::is_same_v<std::decay_t<OnPresent>, IgnorePresent>) {
+    for (size_t k = 0; k < m; ++k) {
+      const int64_t hash = hashes.data[base + k];
+      const uint64_t mixed = mixed_window[k];
+      const BlockRecord* record = snapshot.Find(hash, mixed);
+      records[k] = record;
+      if (record != nullptr) {
+        if (record->spilled()) __builtin_prefetch(record->spill());
+        on_present(hash, mixed);
+      }
+    }
+    if (!visiting) continue;
+    for (size_t k = 0; k < m; ++k) {
+      const BlockRecord* record = records[k];
+      BlockView view{base + k, 0, nullptr, 0};
+      Placement single;
+      if (record != nullptr) {
+        const uint32_t n = CountOf(*record);
+        const Placement* placements = PlacementsOf(*record, &single);
+        // Once every worker has been announced there is nothing to check.
+        if (seen_count < total_workers) {
+          for (uint32_t j = 0; j < n; ++j) {
+            const uint32_t worker = placements[j].worker;
+            if (seen.Insert(worker)) {
+              ++seen_count;
+              visitor->OnWorker(ViewOf(worker, *workers.records[worker]));
+            }
+          }
+        }
+        view = BlockView{base + k, record->token_count, placements, n};
+      }
+      if (!visitor->OnBlock(view)) {
+        if constexpr (kVisitOnly) return;
+        visiting = false;  // a counting match still counts the rest
         break;
       }
-      visiting = false;
     }
   }
 }
@@ -254,7 +278,6 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
   const uint32_t live = gate_.live();
   SnapshotCopy& back = copies_[1 - live];
   const SnapshotCopy& front = copies_[live];
-  ++apply_tag_;
 
   // Step 1: the worker. A new worker or a changed address or spec prepares a
   // new published table; nothing reader-visible changes yet.
@@ -409,6 +432,9 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
         const bool has_masks = action.component_masks.size != 0;
         const bool has_sizes = action.block_sizes.size != 0;
         for (size_t i = 0; i < action.hashes.size; ++i) {
+          if (i + kPrefetchDistance < action.hashes.size) {
+            back.Prefetch(MixHash(action.hashes.data[i + kPrefetchDistance]));
+          }
           const uint32_t mask = has_masks ? action.component_masks.data[i] : 0;
           const uint32_t size = has_sizes ? action.block_sizes.data[i] : 0;
           if (ReportPlacement(back, action.hashes.data[i], key, mask, size,
@@ -420,6 +446,9 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
       }
       case kActionRevoke:
         for (size_t i = 0; i < action.hashes.size; ++i) {
+          if (i + kPrefetchDistance < action.hashes.size) {
+            back.Prefetch(MixHash(action.hashes.data[i + kPrefetchDistance]));
+          }
           if (RevokePlacement(back, action.hashes.data[i], key)) {
             --state.live[tier];
           }
@@ -442,38 +471,41 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
   const uint64_t mixed = MixHash(hash);
   SnapshotCopy::Map& map = back.map_for(mixed);
   const BlockKey block_key = BlockKey::From(hash);
-  auto it = map.find(block_key, mixed);
-  if (it == map.end()) {
-    touched_.push_back(hash);
-    log.Append(hash);
-    BlockRecord record;
-    record.token_count = size;
-    record.count = 1;
-    record.one = PackedPlacement{key, mask};
-    map.insert({block_key, record});
+  const Placement added{KeyWorker(key), KeyTier(key), mask};
+  // One probe finds the block or inserts it. Whatever throws here leaves the
+  // copy as it was for this hash, or leaves a change that RollBack undoes
+  // (it restores every hash in touched_ from the live copy).
+  touched_.push_back(hash);
+  BlockRecord fresh;
+  fresh.set_single(added);
+  fresh.token_count = size;
+  auto [it, inserted] = map.insert({block_key, fresh});
+  if (inserted) {
     ++back.blocks;
     ++back.placements;
+    log.Append(hash);
     return true;
   }
   BlockRecord& record = it.value();
-  const uint32_t n = record.count;
-  const PackedPlacement* p = record.placements();
+  const uint32_t n = CountOf(record);
+  Placement single;
+  const Placement* p = PlacementsOf(record, &single);
   const uint32_t pos = LowerBound(p, n, key);
-  const bool exists = pos < n && p[pos].key == key;
+  const bool exists = pos < n && PlacementKey(p[pos]) == key;
   const uint32_t token_count = size > 0 ? size : record.token_count;
   if (exists && p[pos].mask == mask && token_count == record.token_count) {
+    touched_.pop_back();  // nothing changes
     return false;
   }
-  touched_.push_back(hash);
   if (exists) {
     if (p[pos].mask != mask) {
       if (n == 1) {
-        record.one.mask = mask;
+        record.word1 = mask;
       } else {
-        PackedPlacement* array = record.spill();
+        Placement* array = record.spill();
         if (!IsPrivate(array)) {
-          PackedPlacement* copy = arena_.Allocate(n, apply_tag_);
-          std::memcpy(copy, array, n * sizeof(PackedPlacement));
+          Placement* copy = arena_.Allocate(n);
+          std::memcpy(copy, array, n * sizeof(Placement));
           array = copy;
           record.set_spill(copy);
         }
@@ -484,19 +516,19 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
     return false;
   }
   log.Append(hash);
-  const PackedPlacement added{key, mask};
   if (n == 1) {
-    PackedPlacement* array = arena_.Allocate(2, apply_tag_);
+    Placement* array = arena_.Allocate(2);
     array[pos] = added;
-    array[1 - pos] = record.one;
+    array[1 - pos] = single;
     record.set_spill(array);
   } else {
-    PackedPlacement* old = record.spill();
+    Placement* old = record.spill();
     if (IsPrivate(old) && SpillArena::Capacity(old) > n) {
       std::memmove(old + pos + 1, old + pos, (n - pos) * sizeof(*old));
       old[pos] = added;
+      SpillArena::SetCount(old, n + 1);
     } else {
-      PackedPlacement* array = arena_.Allocate(n + 1, apply_tag_);
+      Placement* array = arena_.Allocate(n + 1);
       std::memcpy(array, old, pos * sizeof(*old));
       array[pos] = added;
       std::memcpy(array + pos + 1, old + pos, (n - pos) * sizeof(*old));
@@ -504,7 +536,6 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
       record.set_spill(array);
     }
   }
-  record.count = n + 1;
   record.token_count = token_count;
   ++back.placements;
   return true;
@@ -517,10 +548,11 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   auto it = map.find(BlockKey::From(hash), mixed);
   if (it == map.end()) return false;
   BlockRecord& record = it.value();
-  const uint32_t n = record.count;
-  const PackedPlacement* p = record.placements();
+  const uint32_t n = CountOf(record);
+  Placement single;
+  const Placement* p = PlacementsOf(record, &single);
   const uint32_t pos = LowerBound(p, n, key);
-  if (pos == n || p[pos].key != key) return false;
+  if (pos == n || PlacementKey(p[pos]) != key) return false;
   touched_.push_back(hash);
   if (n == 1) {
     map.erase(it);
@@ -534,20 +566,20 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
     }
     return true;
   }
-  PackedPlacement* old = record.spill();
+  Placement* old = record.spill();
   if (n == 2) {
-    const PackedPlacement kept = old[1 - pos];
+    const Placement kept = old[1 - pos];
     if (IsPrivate(old)) arena_.Free(old);
-    record.one = kept;
+    record.set_single(kept);
   } else if (IsPrivate(old)) {
     std::memmove(old + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
+    SpillArena::SetCount(old, n - 1);
   } else {
-    PackedPlacement* array = arena_.Allocate(n - 1, apply_tag_);
+    Placement* array = arena_.Allocate(n - 1);
     std::memcpy(array, old, pos * sizeof(*old));
     std::memcpy(array + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
     record.set_spill(array);
   }
-  record.count = n - 1;
   --back.placements;
   return true;
 }
@@ -555,28 +587,40 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
 void RobinShardedSnapshotBackend::SyncBackCopy() {
   const SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
-  for (const int64_t hash : touched_) {
+  const bool counters = front.hit_counters != 0 || back.hit_counters != 0;
+  for (size_t i = 0; i < touched_.size(); ++i) {
+    if (i + kPrefetchDistance < touched_.size()) {
+      const uint64_t ahead = MixHash(touched_[i + kPrefetchDistance]);
+      front.Prefetch(ahead);
+      back.Prefetch(ahead);
+    }
+    const int64_t hash = touched_[i];
     const uint64_t mixed = MixHash(hash);
     const BlockRecord* current = front.Find(hash, mixed);
     SnapshotCopy::Map& map = back.map_for(mixed);
     const BlockKey block_key = BlockKey::From(hash);
-    auto it = map.find(block_key, mixed);
-    if (it != map.end()) {
-      BlockRecord& stale = it.value();
-      // The stale copy's array is no longer referenced by the live copy.
-      if (stale.has_spill() && (current == nullptr || !current->has_spill() ||
-                                current->spill() != stale.spill())) {
+    // The stale copy's array, when the live copy no longer references it.
+    auto release_stale = [&](const BlockRecord& stale) {
+      if (stale.spilled() && (current == nullptr || !current->spilled() ||
+                              current->spill() != stale.spill())) {
         arena_.Free(stale.spill());
       }
-      if (current != nullptr) {
-        stale = *current;
-      } else {
-        map.erase(it);
+    };
+    if (current != nullptr) {
+      auto [it, inserted] = map.insert({block_key, *current});
+      if (!inserted) {
+        release_stale(it->second);
+        it.value() = *current;
       }
-    } else if (current != nullptr) {
-      map.insert({block_key, *current});
+    } else if (auto it = map.find(block_key, mixed); it != map.end()) {
+      release_stale(it->second);
+      map.erase(it);
     }
-    SyncCounter(front, back, hash, mixed);
+    // Both copies share the array now: from here on it is copy-on-write.
+    if (current != nullptr && current->spilled()) {
+      SpillArena::ClearPrivate(current->spill());
+    }
+    if (counters) SyncCounter(front, back, hash, mixed);
   }
   for (const int64_t hash : counted_) {
     SyncCounter(front, back, hash, MixHash(hash));
@@ -645,9 +689,11 @@ void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
         log.Compact([&](int64_t hash) {
           const BlockRecord* record = front.Find(hash, MixHash(hash));
           if (record == nullptr) return false;
-          const PackedPlacement* p = record->placements();
-          const uint32_t pos = LowerBound(p, record->count, key);
-          return pos < record->count && p[pos].key == key;
+          const uint32_t n = CountOf(*record);
+          Placement single;
+          const Placement* p = PlacementsOf(*record, &single);
+          const uint32_t pos = LowerBound(p, n, key);
+          return pos < n && PlacementKey(p[pos]) == key;
         });
       } catch (const std::bad_alloc&) {
         // Compaction is an optimisation; the log stays valid as it is.

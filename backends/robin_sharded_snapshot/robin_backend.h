@@ -106,8 +106,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   bool ReportPlacement(SnapshotCopy& back, int64_t hash, uint32_t key,
                        uint32_t mask, uint32_t size, HoldingLog& log);
   bool RevokePlacement(SnapshotCopy& back, int64_t hash, uint32_t key);
-  bool IsPrivate(const PackedPlacement* array) const {
-    return SpillArena::Tag(array) == apply_tag_;
+  static bool IsPrivate(const Placement* array) {
+    return SpillArena::IsPrivate(array);
   }
 
   // Makes the non-live copy equal to the live one for every hash in touched_
@@ -137,7 +137,6 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   std::mutex writer_mu_;
   bool poisoned_ = false;
   bool pending_sync_ = false;
-  uint64_t apply_tag_ = 0;
   SpillArena arena_;
   tsl::robin_map<std::string, uint32_t, StringHash, StringEqual> registry_;
   std::vector<std::unique_ptr<WorkerState>> worker_states_;

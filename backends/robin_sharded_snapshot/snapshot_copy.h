@@ -38,7 +38,7 @@ class SnapshotCopy {
  public:
   static constexpr uint32_t kShardBits = 6;
   static constexpr uint32_t kShards = 1u << kShardBits;
-  static constexpr float kMaxLoadFactor = 0.8f;
+  static constexpr float kMaxLoadFactor = 0.75f;
 
   using Map = tsl::robin_map<BlockKey, BlockRecord, BlockKeyHash,
                              std::equal_to<BlockKey>,
@@ -62,6 +62,20 @@ class SnapshotCopy {
     const Map& map = shards_[ShardOf(mixed)].map;
     auto it = map.find(BlockKey::From(hash), mixed);
     return it == map.end() ? nullptr : &it->second;
+  }
+
+  // Prefetches the bucket where a lookup of `mixed` starts, so that several
+  // lookups can wait for memory at once. Relies on robin_map's power-of-two
+  // growth policy (the first bucket is mixed & (bucket_count - 1)) and on
+  // end() designating one past the last bucket; it only computes an address.
+  void Prefetch(uint64_t mixed) const {
+    const Map& map = shards_[ShardOf(mixed)].map;
+    const size_t buckets = map.bucket_count();
+    if (buckets == 0) return;
+    const char* past_end =
+        reinterpret_cast<const char*>(map.end().operator->());
+    __builtin_prefetch(past_end -
+                       (buckets - (mixed & (buckets - 1))) * sizeof(Bucket));
   }
 
   // The hit counter of `hash`; 0 when it has none.
@@ -106,8 +120,8 @@ class SnapshotCopy {
   Shard shards_[kShards];
 };
 
-static_assert(sizeof(SnapshotCopy::Bucket) == 28,
-              "a block bucket should pack into 28 bytes");
+static_assert(sizeof(SnapshotCopy::Bucket) == 24,
+              "a block bucket should pack into 24 bytes");
 
 }  // namespace kvindexer::robin
 

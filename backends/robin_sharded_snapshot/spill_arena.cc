@@ -14,8 +14,9 @@ const std::vector<uint32_t>& ClassCapacities() {
     std::vector<uint32_t> c = {2, 3};
     for (uint64_t p = 4; p <= (uint64_t{1} << 31); p *= 2) {
       c.push_back(static_cast<uint32_t>(p));
-      if (p + p / 2 <= UINT32_MAX)
+      if (p + p / 2 <= UINT32_MAX) {
         c.push_back(static_cast<uint32_t>(p + p / 2));
+      }
     }
     return c;
   }();
@@ -28,90 +29,93 @@ uint32_t ClassIndexFor(uint32_t count) {
                                c.begin());
 }
 
-uint64_t Header(uint32_t class_index, uint64_t tag) {
-  return (tag << 8) | class_index;
-}
-
-uint64_t HeaderOf(const PackedPlacement* array) {
-  uint64_t header;
-  std::memcpy(&header, reinterpret_cast<const char*>(array) - sizeof(header),
-              sizeof(header));
-  return header;
-}
-
 }  // namespace
+
+SpillArena::Header* SpillArena::NextFree(const Header* slot) {
+  Header* next;
+  std::memcpy(&next, slot, sizeof(next));
+  return next;
+}
+
+void SpillArena::SetNextFree(Header* slot, Header* next) {
+  std::memcpy(slot, &next, sizeof(next));
+}
 
 SpillArena::SpillArena() {
   for (uint32_t capacity : ClassCapacities()) {
     Class c;
     c.capacity = capacity;
+    // 8-byte aligned slots keep every header aligned.
+    const uint64_t bytes =
+        sizeof(Header) + uint64_t{capacity} * sizeof(Placement);
+    c.slot_bytes = capacity <= kMaxSlabbedCapacity
+                       ? static_cast<uint32_t>((bytes + 7) / 8 * 8)
+                       : 0;
     classes_.push_back(c);
   }
 }
 
 SpillArena::~SpillArena() {
-  for (uint64_t* slab : slabs_) ::operator delete(slab);
-  for (uint64_t* slot : large_) ::operator delete(slot);
+  for (void* slab : slabs_) ::operator delete(slab);
+  for (Header* slot : large_) ::operator delete(slot);
 }
 
 uint32_t SpillArena::CapacityFor(uint32_t count) {
   return ClassCapacities()[ClassIndexFor(count)];
 }
 
-uint64_t SpillArena::Tag(const PackedPlacement* array) {
-  return HeaderOf(array) >> 8;
+uint32_t SpillArena::Capacity(const Placement* array) {
+  return ClassCapacities()[HeaderOf(array)->class_index];
 }
 
-uint32_t SpillArena::Capacity(const PackedPlacement* array) {
-  return ClassCapacities()[HeaderOf(array) & 0xFF];
-}
-
-uint64_t* SpillArena::AllocateSlot(uint32_t class_index) {
+SpillArena::Header* SpillArena::AllocateSlot(uint32_t class_index) {
   Class& c = classes_[class_index];
-  const size_t slot_words = size_t{c.capacity} + 1;
-  if (c.capacity > kMaxSlabbedCapacity) {
+  if (c.slot_bytes == 0) {
+    const size_t bytes =
+        sizeof(Header) + size_t{c.capacity} * sizeof(Placement);
     large_.reserve(large_.size() + 1);
-    auto* slot =
-        static_cast<uint64_t*>(::operator new(slot_words * sizeof(uint64_t)));
+    auto* slot = static_cast<Header*>(::operator new(bytes));
     large_.insert(slot);
-    bytes_ += slot_words * sizeof(uint64_t);
+    bytes_ += bytes;
     return slot;
   }
   if (c.free_list == nullptr) {
     slabs_.reserve(slabs_.size() + 1);
-    auto* slab = static_cast<uint64_t*>(::operator new(kSlabBytes));
+    char* slab = static_cast<char*>(::operator new(kSlabBytes));
     slabs_.push_back(slab);
     bytes_ += kSlabBytes;
-    const size_t slots = kSlabBytes / sizeof(uint64_t) / slot_words;
+    const size_t slots = kSlabBytes / c.slot_bytes;
     for (size_t i = slots; i-- > 0;) {
-      uint64_t* slot = slab + i * slot_words;
-      *slot = reinterpret_cast<uintptr_t>(c.free_list);
+      auto* slot = reinterpret_cast<Header*>(slab + i * c.slot_bytes);
+      SetNextFree(slot, c.free_list);
       c.free_list = slot;
     }
   }
-  uint64_t* slot = c.free_list;
-  c.free_list = reinterpret_cast<uint64_t*>(static_cast<uintptr_t>(*slot));
+  Header* slot = c.free_list;
+  c.free_list = NextFree(slot);
   return slot;
 }
 
-PackedPlacement* SpillArena::Allocate(uint32_t count, uint64_t tag) {
+Placement* SpillArena::Allocate(uint32_t count) {
   const uint32_t class_index = ClassIndexFor(count);
-  uint64_t* slot = AllocateSlot(class_index);
-  *slot = Header(class_index, tag);
-  return reinterpret_cast<PackedPlacement*>(slot + 1);
+  Header* slot = AllocateSlot(class_index);
+  slot->count = count;
+  slot->class_index = static_cast<uint16_t>(class_index);
+  slot->is_private = 1;
+  slot->unused = 0;
+  return reinterpret_cast<Placement*>(slot + 1);
 }
 
-void SpillArena::Free(PackedPlacement* array) noexcept {
-  uint64_t* slot = reinterpret_cast<uint64_t*>(array) - 1;
-  const uint32_t class_index = static_cast<uint32_t>(*slot & 0xFF);
-  Class& c = classes_[class_index];
-  if (c.capacity > kMaxSlabbedCapacity) {
+void SpillArena::Free(Placement* array) noexcept {
+  Header* slot = HeaderOf(array);
+  Class& c = classes_[slot->class_index];
+  if (c.slot_bytes == 0) {
     large_.erase(slot);
-    bytes_ -= (size_t{c.capacity} + 1) * sizeof(uint64_t);
+    bytes_ -= sizeof(Header) + size_t{c.capacity} * sizeof(Placement);
     ::operator delete(slot);
     return;
   }
-  *slot = reinterpret_cast<uintptr_t>(c.free_list);
+  SetNextFree(slot, c.free_list);
   c.free_list = slot;
 }
 

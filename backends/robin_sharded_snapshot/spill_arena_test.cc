@@ -17,44 +17,49 @@ TEST(SpillArenaTest, ClassesGrowByAboutOneAndAHalf) {
   EXPECT_EQ(SpillArena::CapacityFor(5000), 6144u);
 }
 
-TEST(SpillArenaTest, ArraysKeepTagAndCapacityAndAreReused) {
+TEST(SpillArenaTest, ArraysKeepCountAndCapacityAndAreReused) {
   SpillArena arena;
   EXPECT_EQ(arena.bytes(), 0u);
-  PackedPlacement* a = arena.Allocate(5, 77);
-  EXPECT_EQ(SpillArena::Tag(a), 77u);
+  Placement* a = arena.Allocate(5);
+  EXPECT_EQ(SpillArena::Count(a), 5u);
+  EXPECT_TRUE(SpillArena::IsPrivate(a));
+  SpillArena::ClearPrivate(a);
+  EXPECT_FALSE(SpillArena::IsPrivate(a));
   EXPECT_EQ(SpillArena::Capacity(a), 6u);
-  for (uint32_t i = 0; i < 6; ++i) a[i] = PackedPlacement{i, i};
+  for (uint32_t i = 0; i < 6; ++i) a[i] = Placement{i, 1, i};
   const uint64_t slab_bytes = arena.bytes();
   EXPECT_GT(slab_bytes, 0u);
   arena.Free(a);
-  PackedPlacement* b = arena.Allocate(6, 78);
+  Placement* b = arena.Allocate(6);
   EXPECT_EQ(b, a) << "a freed slot is reused first";
-  EXPECT_EQ(SpillArena::Tag(b), 78u);
+  EXPECT_TRUE(SpillArena::IsPrivate(b)) << "a new array starts private";
   EXPECT_EQ(arena.bytes(), slab_bytes);
 }
 
 TEST(SpillArenaTest, LargeArraysAreSeparateAllocations) {
   SpillArena arena;
-  PackedPlacement* big = arena.Allocate(5000, 1);
+  Placement* big = arena.Allocate(5000);
   EXPECT_EQ(SpillArena::Capacity(big), 6144u);
-  EXPECT_EQ(arena.bytes(), (6144u + 1) * 8);
-  big[6143] = PackedPlacement{1, 2};
+  EXPECT_EQ(arena.bytes(), 8u + 6144u * 12);
+  big[6143] = Placement{1, 2, 3};
+  SpillArena::SetCount(big, 6144);
+  EXPECT_EQ(SpillArena::Count(big), 6144u);
   arena.Free(big);
   EXPECT_EQ(arena.bytes(), 0u);
 }
 
 TEST(SpillArenaTest, ManyArraysDoNotOverlap) {
   SpillArena arena;
-  std::vector<PackedPlacement*> arrays;
+  std::vector<Placement*> arrays;
   for (uint32_t i = 0; i < 20000; ++i) {
-    PackedPlacement* a = arena.Allocate(2 + i % 40, i);
-    for (uint32_t j = 0; j < 2 + i % 40; ++j) a[j] = PackedPlacement{i, j};
+    Placement* a = arena.Allocate(2 + i % 40);
+    for (uint32_t j = 0; j < 2 + i % 40; ++j) a[j] = Placement{i, 2, j};
     arrays.push_back(a);
   }
   for (uint32_t i = 0; i < arrays.size(); ++i) {
-    ASSERT_EQ(SpillArena::Tag(arrays[i]), i);
+    ASSERT_EQ(SpillArena::Count(arrays[i]), 2 + i % 40);
     for (uint32_t j = 0; j < 2 + i % 40; ++j) {
-      ASSERT_EQ(arrays[i][j].key, i);
+      ASSERT_EQ(arrays[i][j].worker, i);
       ASSERT_EQ(arrays[i][j].mask, j);
     }
   }
