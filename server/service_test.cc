@@ -451,6 +451,57 @@ TEST_F(ServiceOverProbeBackendTest, ValidationBeforeAdmission) {
   holder.join();
 }
 
+// MAX_CONCURRENT_STREAMS: one connection carries at most 64 calls at once.
+// 70 prefix queries are held in the backend (admission allows 100); only 64
+// arrive. An apply on a second connection still goes through, and by the time
+// it has, no 65th query has arrived.
+TEST_F(ServiceOverProbeBackendTest, SixtyFourStreamsPerConnection) {
+  Start(/*prefix_limit=*/100);
+  backend_.HoldPrefixScans();
+  constexpr int kCalls = 70;
+  struct Pending {
+    grpc::ClientContext context;
+    MatchExternalKvPrefixResponse response;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  int ok = 0;
+  const MatchExternalKvPrefixRequest req = Prefix({5});
+  for (int i = 0; i < kCalls; ++i) {
+    auto p = std::make_unique<Pending>();
+    p->context.set_deadline(std::chrono::system_clock::now() + 60s);
+    server_->stub().async()->MatchExternalKvPrefix(
+        &p->context, &req, &p->response, [&](grpc::Status status) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++done;
+          if (status.ok()) ++ok;
+          cv.notify_all();
+        });
+    pending.push_back(std::move(p));
+  }
+  ASSERT_TRUE(backend_.WaitForPrefixEntries(kMaxConcurrentStreams));
+
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a new connection
+  auto other = KVIndexer::NewStub(grpc::CreateCustomChannel(
+      server_->target(), grpc::InsecureChannelCredentials(), args));
+  ApplyExternalKvBatchRequest apply;
+  apply.set_worker_id("worker");
+  ApplyExternalKvBatchResponse apply_resp;
+  const grpc::Status applied =
+      other->ApplyExternalKvBatch(Context(5s).get(), apply, &apply_resp);
+  EXPECT_TRUE(applied.ok()) << applied.error_message();
+  EXPECT_EQ(backend_.prefix_entries(), kMaxConcurrentStreams);
+
+  backend_.Release();
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, kWaitBound, [&] { return done == kCalls; }));
+  EXPECT_EQ(ok, kCalls);
+  EXPECT_EQ(backend_.prefix_entries(), kCalls);
+}
+
 // ---------------------------------------------------------------------------
 // Deadline shedding over the wire (behaviours 32, 33, 50; §11.1).
 
