@@ -37,7 +37,10 @@ constexpr std::string_view kServerBuildInfo =
     "compiler " KVINDEXER_COMPILER "; build " KVINDEXER_BUILD_TYPE;
 
 void ConfigureLogging(spdlog::level::level_enum level) {
-  auto logger = spdlog::stderr_color_mt("kv-indexer-server");
+  // Not registered by name, so this cannot throw for a duplicate name.
+  auto logger = std::make_shared<spdlog::logger>(
+      "kv-indexer-server",
+      std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %v",
                       spdlog::pattern_time_type::utc);
   logger->set_level(level);
