@@ -1,5 +1,7 @@
 #include "spill_arena.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -29,6 +31,24 @@ uint32_t ClassIndexFor(uint32_t count) {
                                c.begin());
 }
 
+// Slabs come straight from mmap, aligned to their size, so that releasing one
+// returns its memory to the system (resident size follows bytes()).
+void* MapSlab(size_t bytes) {
+  void* raw = mmap(nullptr, 2 * bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + bytes - 1) & ~uintptr_t{bytes - 1};
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + 2 * bytes;
+  if (end > aligned + bytes) {
+    munmap(reinterpret_cast<void*>(aligned + bytes), end - (aligned + bytes));
+  }
+  return reinterpret_cast<void*>(aligned);
+}
+
+void UnmapSlab(void* slab, size_t bytes) { munmap(slab, bytes); }
+
 }  // namespace
 
 SpillArena::Header* SpillArena::NextFree(const Header* slot) {
@@ -37,8 +57,18 @@ SpillArena::Header* SpillArena::NextFree(const Header* slot) {
   return next;
 }
 
+SpillArena::Header* SpillArena::PrevFree(const Header* slot) {
+  Header* prev;
+  std::memcpy(&prev, reinterpret_cast<const char*>(slot) + 8, sizeof(prev));
+  return prev;
+}
+
 void SpillArena::SetNextFree(Header* slot, Header* next) {
   std::memcpy(slot, &next, sizeof(next));
+}
+
+void SpillArena::SetPrevFree(Header* slot, Header* prev) {
+  std::memcpy(reinterpret_cast<char*>(slot) + 8, &prev, sizeof(prev));
 }
 
 SpillArena::SpillArena() {
@@ -48,15 +78,16 @@ SpillArena::SpillArena() {
     // 8-byte aligned slots keep every header aligned.
     const uint64_t bytes =
         sizeof(Header) + uint64_t{capacity} * sizeof(Placement);
-    c.slot_bytes = capacity <= kMaxSlabbedCapacity
-                       ? static_cast<uint32_t>((bytes + 7) / 8 * 8)
-                       : 0;
+    if (capacity <= kMaxSlabbedCapacity) {
+      c.slot_bytes = static_cast<uint32_t>((bytes + 7) / 8 * 8);
+      c.slots_per_slab = (kSlabBytes - kSlabHeaderBytes) / c.slot_bytes;
+    }
     classes_.push_back(c);
   }
 }
 
 SpillArena::~SpillArena() {
-  for (void* slab : slabs_) ::operator delete(slab);
+  for (Slab* slab : slabs_) UnmapSlab(slab, kSlabBytes);
   for (Header* slot : large_) ::operator delete(slot);
 }
 
@@ -66,6 +97,26 @@ uint32_t SpillArena::CapacityFor(uint32_t count) {
 
 uint32_t SpillArena::Capacity(const Placement* array) {
   return ClassCapacities()[HeaderOf(array)->class_index];
+}
+
+void SpillArena::PushFree(Class& c, Header* slot) {
+  SetNextFree(slot, c.free_list);
+  SetPrevFree(slot, nullptr);
+  if (c.free_list != nullptr) SetPrevFree(c.free_list, slot);
+  c.free_list = slot;
+  ++c.free_slots;
+}
+
+void SpillArena::Unlink(Class& c, Header* slot) {
+  Header* next = NextFree(slot);
+  Header* prev = PrevFree(slot);
+  if (prev != nullptr) {
+    SetNextFree(prev, next);
+  } else {
+    c.free_list = next;
+  }
+  if (next != nullptr) SetPrevFree(next, prev);
+  --c.free_slots;
 }
 
 SpillArena::Header* SpillArena::AllocateSlot(uint32_t class_index) {
@@ -81,19 +132,30 @@ SpillArena::Header* SpillArena::AllocateSlot(uint32_t class_index) {
   }
   if (c.free_list == nullptr) {
     slabs_.reserve(slabs_.size() + 1);
-    char* slab = static_cast<char*>(::operator new(kSlabBytes));
-    slabs_.push_back(slab);
+    auto* slab = static_cast<Slab*>(MapSlab(kSlabBytes));
+    slabs_.insert(slab);  // cannot throw: reserved above
     bytes_ += kSlabBytes;
-    const size_t slots = kSlabBytes / c.slot_bytes;
-    for (size_t i = slots; i-- > 0;) {
-      auto* slot = reinterpret_cast<Header*>(slab + i * c.slot_bytes);
-      SetNextFree(slot, c.free_list);
-      c.free_list = slot;
+    slab->class_index = class_index;
+    slab->live = 0;
+    char* first = reinterpret_cast<char*>(slab) + kSlabHeaderBytes;
+    for (size_t i = c.slots_per_slab; i-- > 0;) {
+      PushFree(c, reinterpret_cast<Header*>(first + i * c.slot_bytes));
     }
   }
   Header* slot = c.free_list;
-  c.free_list = NextFree(slot);
+  Unlink(c, slot);
+  ++SlabOf(slot)->live;
   return slot;
+}
+
+void SpillArena::ReleaseSlab(Class& c, Slab* slab) {
+  char* first = reinterpret_cast<char*>(slab) + kSlabHeaderBytes;
+  for (size_t i = 0; i < c.slots_per_slab; ++i) {
+    Unlink(c, reinterpret_cast<Header*>(first + i * c.slot_bytes));
+  }
+  slabs_.erase(slab);
+  bytes_ -= kSlabBytes;
+  UnmapSlab(slab, kSlabBytes);
 }
 
 Placement* SpillArena::Allocate(uint32_t count) {
@@ -115,8 +177,13 @@ void SpillArena::Free(Placement* array) noexcept {
     ::operator delete(slot);
     return;
   }
-  SetNextFree(slot, c.free_list);
-  c.free_list = slot;
+  PushFree(c, slot);
+  Slab* slab = SlabOf(slot);
+  // Keep one slab's worth of free slots per class so that a slot freed and
+  // reallocated at a boundary does not churn slabs.
+  if (--slab->live == 0 && c.free_slots >= 2 * uint64_t{c.slots_per_slab}) {
+    ReleaseSlab(c, slab);
+  }
 }
 
 }  // namespace kvindexer::robin

@@ -6,7 +6,11 @@
 // placements in use, the class, and a "private" flag meaning "created by the
 // current writer step and not yet visible to any reader", which lets the
 // writer edit it in place. Classes up to kMaxSlabbedCapacity are carved from
-// 64 KiB slabs with a free list per class; larger arrays are single
+// 64 KiB slabs (64 KiB aligned, so a slot finds its slab by masking) with a
+// doubly linked free list per class. A slab whose slots are all free goes back
+// to the heap once its class has another slab's worth of free slots, so
+// arrays that grow through the classes (a block gaining workers) do not
+// strand memory in the smaller classes. Larger arrays are single
 // allocations.
 //
 // Thread safety: none. Only the writer (under the writer mutex) allocates,
@@ -62,9 +66,11 @@ class SpillArena {
 
  private:
   static constexpr uint32_t kSlabBytes = 64 * 1024;
+  static constexpr uint32_t kSlabHeaderBytes = 16;
   static constexpr uint32_t kMaxSlabbedCapacity = 1536;
 
-  // While a slot is free, its header holds the next free slot's address.
+  // While a slot is free, its header holds the next free slot's address and
+  // the 8 bytes after it the previous one's.
   struct Header {
     uint32_t count;
     uint16_t class_index;
@@ -73,23 +79,40 @@ class SpillArena {
   };
   static_assert(sizeof(Header) == 8);
 
+  // At the start of every slab.
+  struct Slab {
+    uint32_t class_index;
+    uint32_t live;  // slots in use
+  };
+
   struct Class {
     uint32_t capacity = 0;
-    uint32_t slot_bytes = 0;
+    uint32_t slot_bytes = 0;  // 0: not slabbed
+    uint32_t slots_per_slab = 0;
+    uint64_t free_slots = 0;
     Header* free_list = nullptr;
   };
-  static Header* NextFree(const Header* slot);
-  static void SetNextFree(Header* slot, Header* next);
 
   static Header* HeaderOf(const Placement* array) {
     return reinterpret_cast<Header*>(
         reinterpret_cast<char*>(const_cast<Placement*>(array)) -
         sizeof(Header));
   }
+  static Header* NextFree(const Header* slot);
+  static Header* PrevFree(const Header* slot);
+  static void SetNextFree(Header* slot, Header* next);
+  static void SetPrevFree(Header* slot, Header* prev);
+  static Slab* SlabOf(const Header* slot) {
+    return reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(slot) &
+                                   ~uintptr_t{kSlabBytes - 1});
+  }
+  void PushFree(Class& c, Header* slot);
+  void Unlink(Class& c, Header* slot);
   Header* AllocateSlot(uint32_t class_index);
+  void ReleaseSlab(Class& c, Slab* slab);
 
   std::vector<Class> classes_;
-  std::vector<void*> slabs_;
+  tsl::robin_set<Slab*> slabs_;
   tsl::robin_set<Header*> large_;
   uint64_t bytes_ = 0;
 };

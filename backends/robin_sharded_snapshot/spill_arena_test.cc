@@ -67,3 +67,29 @@ TEST(SpillArenaTest, ManyArraysDoNotOverlap) {
 
 }  // namespace
 }  // namespace kvindexer::robin
+
+namespace kvindexer::robin {
+namespace {
+
+TEST(SpillArenaTest, EmptySlabsGoBackToTheHeap) {
+  SpillArena arena;
+  std::vector<Placement*> small;
+  for (int i = 0; i < 100000; ++i) small.push_back(arena.Allocate(2));
+  const uint64_t full = arena.bytes();
+  EXPECT_GE(full, 100000u * 32);
+  // Promote every array to a larger class, as blocks gaining workers do.
+  std::vector<Placement*> larger;
+  for (Placement* a : small) {
+    larger.push_back(arena.Allocate(3));
+    arena.Free(a);
+  }
+  const uint64_t after = arena.bytes();
+  // What remains is the class-3 arrays plus at most two spare slabs of
+  // class 2.
+  EXPECT_LE(after, 100000u * 48 + 100000u * 48 / 20 + 2 * 64 * 1024 + 65536);
+  for (Placement* a : larger) arena.Free(a);
+  EXPECT_LE(arena.bytes(), 4u * 64 * 1024);
+}
+
+}  // namespace
+}  // namespace kvindexer::robin
