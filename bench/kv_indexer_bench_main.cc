@@ -127,8 +127,9 @@ ABSL_FLAG(double, mixed_ingest_rate, 200'000,
           "Paced ingest during mixed (hashes/s, realistic batches); 0 skips");
 ABSL_FLAG(uint32_t, mixed_b2b_streams, 1,
           "Streams of back-to-back 16384-hash applies during mixed; 0 skips");
-ABSL_FLAG(uint64_t, mixed_pool_hashes, 2'000'000,
-          "Hashes in the cycled pool of back-to-back applies");
+ABSL_FLAG(uint64_t, mixed_pool_hashes, 4'000'000,
+          "Hashes in the cycled pool of back-to-back applies: fleet batches "
+          "followed by their inverses, so each pass does real work");
 
 ABSL_FLAG(int64_t, max_failed_rpcs, -1,
           "Exit 1 when more RPCs than this failed (-1: no limit). Open-loop "
@@ -188,6 +189,43 @@ IngestPlan MakePlan(SyntheticFleet* fleet, uint32_t batch_hashes,
   }
   fleet->Flush(&sink);
   return sink.Take();
+}
+
+// Appends to each worker's queue the inverse of its batches in reverse
+// order (REPORT <-> REVOKE, actions reversed), so cycling the plan keeps the
+// index near its size while every pass does real inserts and removals
+// instead of re-applying what is already there.
+void AppendInverse(IngestPlan* plan, uint32_t block_tokens) {
+  constexpr uint32_t kFullSwa = 3;
+  for (auto& queue : plan->per_worker) {
+    const size_t n = queue.size();
+    for (size_t i = n; i-- > 0;) {
+      const v1::ApplyExternalKvBatchRequest& b = queue[i];
+      v1::ApplyExternalKvBatchRequest inv;
+      inv.set_worker_id(b.worker_id());
+      inv.set_worker_address(b.worker_address());
+      inv.set_seq(b.seq());
+      if (b.has_cache_spec()) *inv.mutable_cache_spec() = b.cache_spec();
+      for (int a = b.actions_size(); a-- > 0;) {
+        const v1::ExternalKvAction& src = b.actions(a);
+        v1::ExternalKvAction* dst = inv.add_actions();
+        dst->set_tier(src.tier());
+        *dst->mutable_hashes() = src.hashes();
+        if (src.type() == v1::ACTION_REPORT) {
+          dst->set_type(v1::ACTION_REVOKE);
+          continue;
+        }
+        dst->set_type(v1::ACTION_REPORT);
+        for (int h = 0; h < src.hashes_size(); ++h) {
+          if (b.has_cache_spec()) dst->add_component_masks(kFullSwa);
+          dst->add_block_sizes(block_tokens);
+        }
+      }
+      plan->hashes += BatchHashes(inv);
+      ++plan->batches;
+      queue.push_back(std::move(inv));
+    }
+  }
 }
 
 struct Target {
@@ -657,16 +695,11 @@ int Run() {
     };
     const double rate = absl::GetFlag(FLAGS_mixed_ingest_rate);
     const uint32_t b2b = absl::GetFlag(FLAGS_mixed_b2b_streams);
-    IngestPlan paced_plan;
-    if (rate > 0) {
-      paced_plan = MakePlan(
-          &fleet, 0,
-          static_cast<uint64_t>(rate * (absl::GetFlag(FLAGS_mixed_s) + 5)));
-    }
     IngestPlan b2b_plan;
     if (b2b > 0) {
       b2b_plan = MakePlan(&fleet, kMaxBatchHashes,
-                          absl::GetFlag(FLAGS_mixed_pool_hashes));
+                          absl::GetFlag(FLAGS_mixed_pool_hashes) / 2);
+      AppendInverse(&b2b_plan, fc.block_tokens);
     }
     const uint32_t rounds =
         std::max<uint32_t>(absl::GetFlag(FLAGS_mixed_rounds), 1);
@@ -674,6 +707,10 @@ int Run() {
       mixed_idle_p99.push_back(
           run_mixed("mixed/idle", nullptr, IngestLoad(), nullptr));
       if (rate > 0 && time_left()) {
+        // A fresh plan per round: the fleet moves on, as it would.
+        const IngestPlan paced_plan = MakePlan(
+            &fleet, 0,
+            static_cast<uint64_t>(rate * (absl::GetFlag(FLAGS_mixed_s) + 5)));
         IngestLoad load;
         load.label = "server mixed/paced ingest";
         load.hashes_per_s = rate;
