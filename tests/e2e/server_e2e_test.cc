@@ -161,8 +161,16 @@ Finished RunToExit(std::map<std::string, std::string> env,
 
 // ---------------------------------------------------------------------------
 
-TEST(ServerE2eTest, ServesEveryRpc) {
-  auto server = RunningServer::Start();
+// The RPC-level tests run once per in-tree backend, selected by name.
+class ServerBackendE2eTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::unique_ptr<RunningServer> Start() {
+    return RunningServer::Start({{"KV_INDEXER_BACKEND", GetParam()}});
+  }
+};
+
+TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
+  auto server = Start();
   ASSERT_NE(server, nullptr);
 
   ApplyExternalKvBatchResponse applied;
@@ -220,8 +228,8 @@ TEST(ServerE2eTest, ServesEveryRpc) {
 }
 
 // Behaviours 6 and 7 against the real binary and its transport settings.
-TEST(ServerE2eTest, MessageSizeLimits) {
-  auto server = RunningServer::Start();
+TEST_P(ServerBackendE2eTest, MessageSizeLimits) {
+  auto server = Start();
   ASSERT_NE(server, nullptr);
   ApplyExternalKvBatchResponse applied;
   ASSERT_TRUE(server->stub()
@@ -247,6 +255,22 @@ TEST(ServerE2eTest, MessageSizeLimits) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::OUT_OF_RANGE)
       << refused.error_message();
 }
+
+TEST_P(ServerBackendE2eTest, StartupLineNamesTheBackend) {
+  auto server = Start();
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(
+      server->process().Output(),
+      AllOf(HasSubstr(std::string("backend=") + GetParam() + " "),
+            HasSubstr(std::string("kvindexer-backend-") + GetParam() + ".so")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ServerBackendE2eTest,
+                         ::testing::Values("absl_rwlock",
+                                           "robin_sharded_snapshot"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 TEST(ServerE2eTest, StartupLogLine) {
   auto server =
