@@ -760,6 +760,59 @@ TEST_F(ServiceOverReferenceBackendTest, PrefixLongerThanOneApplyChunk) {
   EXPECT_EQ(resp.blocks_read(), 16385u);
 }
 
+// Concurrent prefix queries and applies: every prefix query is either served
+// or rejected as overloaded, applies always succeed, and every permit comes
+// back.
+TEST_F(ServiceOverReferenceBackendTest, ConcurrentQueriesAndApplies) {
+  server_ = nullptr;  // restart with a small admission limit
+  server_ = std::make_unique<InProcessServer>(backend_->backend(), 2);
+  ASSERT_TRUE(server_->started());
+  ASSERT_TRUE(Apply(*server_, Report("w", "10.0.0.1:1", Iota(512))).ok());
+
+  constexpr int kQueryThreads = 6;
+  constexpr int kQueriesPerThread = 150;
+  std::atomic<int> served{0};
+  std::atomic<int> overloaded{0};
+  std::atomic<int> other{0};
+  std::atomic<int> applies_ok{0};
+  std::vector<std::thread> threads;
+  const MatchExternalKvPrefixRequest req = Prefix(Iota(512));
+  for (int t = 0; t < kQueryThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kQueriesPerThread; ++i) {
+        MatchExternalKvPrefixResponse resp;
+        const grpc::Status s = MatchPrefix(*server_, req, &resp);
+        if (s.ok() && resp.best_prefix_blocks() == 512) {
+          served.fetch_add(1);
+        } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          overloaded.fetch_add(1);
+        } else {
+          other.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const std::string worker = "writer-" + std::to_string(t);
+        if (Apply(*server_, Report(worker, "10.0.0.9:1", {1000 + i})).ok()) {
+          applies_ok.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(served.load() + overloaded.load(),
+            kQueryThreads * kQueriesPerThread);
+  EXPECT_GT(served.load(), 0);
+  EXPECT_EQ(applies_ok.load(), 100);
+  EXPECT_EQ(server_->service().admission().in_flight(), 0u);
+  EXPECT_EQ(server_->service().rejection_log().rejected_total(),
+            static_cast<uint64_t>(overloaded.load()));
+}
+
 // ---------------------------------------------------------------------------
 // Behaviours 6 and 7: message size.
 
