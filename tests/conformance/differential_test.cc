@@ -7,6 +7,7 @@
 //
 // A failure prints the seed, the step and the recent operations, and how to
 // rerun exactly that sequence.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,18 @@ std::vector<int64_t> RandomHashes(Random& r, int min, int max) {
   return out;
 }
 
+// A run of consecutive universe hashes, so that multi-block prefixes (and
+// the SWA window and MAMBA boundary rules) come up often.
+std::vector<int64_t> RandomRun(Random& r, int min, int max) {
+  const int n = min + static_cast<int>(r.Below(max - min + 1));
+  const size_t first = r.Below(kUniverse.size());
+  std::vector<int64_t> out;
+  for (int i = 0; i < n && first + i < kUniverse.size(); ++i) {
+    out.push_back(kUniverse[first + i]);
+  }
+  return out;
+}
+
 v1::ApplyExternalKvBatchRequest RandomBatch(Random& r) {
   static const auto specs = SpecPool();
   const int w = static_cast<int>(r.Below(5));
@@ -118,11 +131,20 @@ v1::ApplyExternalKvBatchRequest RandomBatch(Random& r) {
     if (type == kActionClearAllAtTier) {
       if (r.Percent(20)) hashes = RandomHashes(r, 1, 2);
     } else if (!r.Percent(2)) {
-      hashes = RandomHashes(r, 1, 6);
+      hashes = r.Percent(50) ? RandomRun(r, 2, 8) : RandomHashes(r, 1, 6);
     }
     std::vector<uint32_t> masks, sizes;
     if (type == kActionReport || r.Percent(3)) {
-      if (r.Percent(60)) {
+      // Mostly masks that suit the worker's home spec (so that prefixes
+      // are often long), otherwise anything.
+      static const std::vector<uint32_t> kSuited[] = {
+          {}, {3, 3, 3, 1, 7}, {1, 1, 5, 5, 7}, {}, {1, 1, 3}};
+      const std::vector<uint32_t>& suited = kSuited[w];
+      if (r.Percent(70)) {
+        for (size_t k = 0; k < hashes.size() && !suited.empty(); ++k) {
+          masks.push_back(r.Pick(suited));
+        }
+      } else if (r.Percent(60)) {
         for (size_t k = 0; k < hashes.size(); ++k) {
           masks.push_back(r.Pick(kMaskValues));
         }
@@ -244,7 +266,9 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
       note(absl::StrCat("match ", Text(req)));
       if (!compare_match(req)) return false;
     } else if (op < 90) {
-      const Hashes hashes = r.Percent(2) ? Hashes() : RandomHashes(r, 1, 10);
+      const Hashes hashes = r.Percent(2)    ? Hashes()
+                            : r.Percent(50) ? RandomRun(r, 1, 12)
+                                            : RandomHashes(r, 1, 10);
       const uint32_t max_blocks =
           r.Percent(60) ? 0 : static_cast<uint32_t>(r.Below(hashes.size() + 3));
       const auto req = PrefixRequest(hashes, max_blocks);
@@ -260,11 +284,19 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     // The whole observable state after every step.
     if (!compare_match(MatchRequest(kUniverse))) return false;
     if (!compare_hits(HitCountsRequest(kUniverse))) return false;
-    Hashes shuffled = kUniverse;
-    for (size_t i = shuffled.size(); i > 1; --i) {
-      std::swap(shuffled[i - 1], shuffled[r.Below(i)]);
+    // A prefix query over the whole universe: shuffled, or in order from a
+    // random start (where reported runs give long prefixes).
+    Hashes query = kUniverse;
+    if (r.Percent(50)) {
+      for (size_t i = query.size(); i > 1; --i) {
+        std::swap(query[i - 1], query[r.Below(i)]);
+      }
+    } else {
+      std::rotate(query.begin(),
+                  query.begin() + static_cast<ptrdiff_t>(r.Below(query.size())),
+                  query.end());
     }
-    if (!compare_prefix(PrefixRequest(shuffled))) return false;
+    if (!compare_prefix(PrefixRequest(query))) return false;
     BackendStats stats{};
     stats.struct_size = sizeof(stats);
     instance.get()->GetStats(&stats);
