@@ -84,6 +84,17 @@ TEST_P(PrefixRulesTest, PrefixLongerThanOneApplyChunk) {
   EXPECT_EQ(resp.blocks_read(), 16385u);
 }
 
+// Behaviour 6 at the Indexer level: a prefix query far above the apply and
+// match bounds is served.
+TEST_P(PrefixRulesTest, VeryLongPrefixQuery) {
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {-1}));
+  Hashes hashes = Range(0, 600000);
+  hashes[0] = -1;
+  const auto resp = Prefix(hashes);
+  EXPECT_EQ(resp.best_prefix_blocks(), 1u);
+  EXPECT_EQ(resp.blocks_read(), 600000u);
+}
+
 // Behaviour 27.
 TEST_P(PrefixRulesTest, ComponentAwareWorkerSwaWindow) {
   ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
