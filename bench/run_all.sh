@@ -6,6 +6,7 @@
 #   2. kv-indexer-bench against kv-indexer-server (one run per backend, each
 #      with the transport floor server in the same run)
 #      -> grpc_<backend>.json, grpc_<backend>.txt
+#   3. bench/summarize_results.py -> summary.md (the tables of BENCHMARKS.md)
 # Every step runs under `timeout`; the whole set stays under ~10 minutes on
 # 2 cores with the defaults.
 #
@@ -71,4 +72,7 @@ for backend in $backends; do
 done
 
 machine >"$results/machine_end.txt"
+if command -v python3 >/dev/null; then
+  python3 bench/summarize_results.py "$results" >"$results/summary.md" || true
+fi
 echo "results in $results"
