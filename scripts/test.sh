@@ -38,10 +38,13 @@ cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=
   -DKVINDEXER_SANITIZE=thread -DKVINDEXER_BUILD_BENCH=OFF
 cmake --build "$root/tsan" -j"$jobs" --target kvindexer-conformance \
   kvindexer_backend_absl_rwlock kvindexer_backend_robin_sharded_snapshot \
-  kvindexer_robin_tests
-TSAN_OPTIONS=halt_on_error=1 \
-  ctest --test-dir "$root/tsan" --output-on-failure --timeout 600 \
-  -R '^(conformance\.(absl_rwlock|robin_sharded_snapshot)|robin\.)'
+  kvindexer_robin_tests kvindexer_absl_rwlock_tests
+export TSAN_OPTIONS=halt_on_error=1
+"$root/tsan/bin/kvindexer_robin_tests"
+"$root/tsan/bin/kvindexer_absl_rwlock_tests"
+KV_INDEXER_BACKEND=absl_rwlock,robin_sharded_snapshot \
+  "$root/tsan/bin/kvindexer-conformance"
+unset TSAN_OPTIONS
 
 if [[ -x bridge/fuzz/run_fuzz.sh ]]; then
   step "bridge decoder fuzzing (bounded)"
