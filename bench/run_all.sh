@@ -45,6 +45,7 @@ machine() {
     echo "mem: $(grep MemTotal /proc/meminfo | xargs)"
     echo "uptime: $(uptime)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "uncommitted changes: $(git status --porcelain 2>/dev/null | wc -l) paths"
   }
 }
 machine >"$results/machine_start.txt"
