@@ -149,10 +149,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kMaxBatchHashes = 16384;
 
+// Accepts 127.0.0.0/8, [::1] and localhost, optionally with gRPC's "ipv4:" or
+// "ipv6:" scheme.
 bool IsLoopback(const std::string& target) {
   absl::string_view t = target;
-  if (absl::ConsumePrefix(&t, "ipv4:") || absl::ConsumePrefix(&t, "ipv6:")) {
-  }
+  if (!absl::ConsumePrefix(&t, "ipv4:")) absl::ConsumePrefix(&t, "ipv6:");
   return absl::StartsWith(t, "127.") || absl::StartsWith(t, "[::1]:") ||
          absl::StartsWith(t, "localhost:");
 }
