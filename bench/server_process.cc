@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -46,6 +49,30 @@ absl::StatusOr<int> ProbeFreePort() {
 // Returns true and the status once the child has exited.
 bool Reap(pid_t pid, int* wstatus) {
   return ::waitpid(pid, wstatus, WNOHANG) == pid;
+}
+
+// Waits up to `timeout` for the child to exit and reaps it. Blocks on a
+// pidfd when the kernel has them; otherwise polls waitpid in short steps.
+bool WaitForExit(pid_t pid, absl::Duration timeout, int* wstatus) {
+  const auto give_up =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  while (!Reap(pid, wstatus)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        give_up - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      if (pidfd >= 0) ::close(pidfd);
+      return false;
+    }
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(left.count()) + 1);
+    } else {
+      std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(5)));
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return true;
 }
 
 }  // namespace
@@ -134,20 +161,14 @@ ServerProcess::~ServerProcess() { (void)Stop(absl::Seconds(10)); }
 absl::Status ServerProcess::Stop(absl::Duration timeout) {
   if (pid_ < 0) return absl::OkStatus();
   ::kill(pid_, SIGTERM);
-  const auto give_up =
-      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   int wstatus = 0;
-  // Polls for the child's exit, bounded by `timeout`.
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (Reap(pid_, &wstatus)) {
-      pid_ = -1;
-      if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
-        return absl::OkStatus();
-      }
-      return absl::InternalError(
-          absl::StrCat("server exited with wait status ", wstatus));
+  if (WaitForExit(pid_, timeout, &wstatus)) {
+    pid_ = -1;
+    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+      return absl::OkStatus();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return absl::InternalError(
+        absl::StrCat("server exited with wait status ", wstatus));
   }
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, &wstatus, 0);
