@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,13 +88,14 @@ class RunningServer {
     server->process_ = *std::move(process);
 
     const std::optional<std::string> line =
-        server->process_->WaitForOutputMatching(
-            std::regex("listening addr=127\\.0\\.0\\.1:([0-9]+)"), kStartBound);
+        server->process_->WaitForLineContaining("listening addr=127.0.0.1:",
+                                                kStartBound);
     EXPECT_TRUE(line.has_value()) << server->process_->Output();
     if (!line.has_value()) return nullptr;
-    std::smatch m;
-    std::regex_search(*line, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"));
-    server->port_ = std::stoi(m[1]);
+    const std::string addr = LogField(*line, "addr").value_or("");
+    server->port_ = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
+    EXPECT_GT(server->port_, 0) << *line;
+    if (server->port_ <= 0) return nullptr;
 
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
@@ -302,12 +302,11 @@ TEST(ServerE2eTest, LoadsBackendByPath) {
   // The path the default backend was loaded from, given explicitly.
   auto first = RunningServer::Start();
   ASSERT_NE(first, nullptr);
-  std::smatch m;
-  const std::string output = first->process().Output();
-  ASSERT_TRUE(
-      std::regex_search(output, m, std::regex("backend_path=(\\S+\\.so)")))
-      << output;
-  const std::string path = m[1];
+  const std::optional<std::string> startup =
+      first->process().WaitForLineContaining("backend_path=", 1s);
+  ASSERT_TRUE(startup.has_value()) << first->process().Output();
+  const std::string path = LogField(*startup, "backend_path").value_or("");
+  ASSERT_THAT(path, ::testing::EndsWith(".so"));
   auto second = RunningServer::Start({{"KV_INDEXER_BACKEND", path}});
   ASSERT_NE(second, nullptr);
   EXPECT_THAT(second->process().Output(), HasSubstr("backend=absl_rwlock"));

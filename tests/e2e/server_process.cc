@@ -184,16 +184,20 @@ bool ServerProcess::WaitForOutput(std::string_view needle,
   return found;
 }
 
-std::optional<std::string> ServerProcess::WaitForOutputMatching(
-    const std::regex& pattern, std::chrono::milliseconds timeout) {
+std::optional<std::string> ServerProcess::WaitForLine(
+    const std::function<bool(std::string_view line)>& predicate,
+    std::chrono::milliseconds timeout) {
   std::optional<std::string> match;
   WaitUntil(
       [&] {
         const bool running = Running();
-        std::istringstream lines(Output());
-        for (std::string line; std::getline(lines, line);) {
-          if (std::regex_search(line, pattern)) {
-            match = line;
+        const std::string output = Output();
+        size_t start = 0;
+        for (size_t end; (end = output.find('\n', start)) != std::string::npos;
+             start = end + 1) {
+          const std::string_view line(output.data() + start, end - start);
+          if (predicate(line)) {
+            match = std::string(line);
             return true;
           }
         }
@@ -201,6 +205,15 @@ std::optional<std::string> ServerProcess::WaitForOutputMatching(
       },
       timeout);
   return match;
+}
+
+std::optional<std::string> ServerProcess::WaitForLineContaining(
+    std::string_view needle, std::chrono::milliseconds timeout) {
+  return WaitForLine(
+      [needle](std::string_view line) {
+        return line.find(needle) != std::string_view::npos;
+      },
+      timeout);
 }
 
 bool ServerProcess::Signal(int signal) {
@@ -255,6 +268,25 @@ bool WaitUntil(const std::function<bool()>& condition,
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(interval);
   }
+}
+
+std::optional<std::string> LogField(std::string_view line,
+                                    std::string_view key) {
+  const std::string pattern = std::string(key) + "=";
+  size_t pos = 0;
+  // The key must start the line or follow a space.
+  for (;; ++pos) {
+    pos = line.find(pattern, pos);
+    if (pos == std::string_view::npos) return std::nullopt;
+    if (pos == 0 || line[pos - 1] == ' ') break;
+  }
+  std::string_view value = line.substr(pos + pattern.size());
+  if (!value.empty() && value.front() == '"') {
+    const size_t close = value.find('"', 1);
+    if (close == std::string_view::npos) return std::nullopt;
+    return std::string(value.substr(1, close - 1));
+  }
+  return std::string(value.substr(0, value.find(' ')));
 }
 
 absl::StatusOr<int> PickFreeTcpPort(const std::string& host) {

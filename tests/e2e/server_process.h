@@ -7,8 +7,9 @@
 //   ProcessOptions options{.binary = KVINDEXER_SERVER_BINARY};
 //   options.env["KV_INDEXER_LISTEN_ADDR"] = "127.0.0.1:0";
 //   auto server = ServerProcess::Start(std::move(options));
-//   std::optional<std::string> line = (*server)->WaitForOutputMatching(
-//       std::regex("listening addr=127\\.0\\.0\\.1:([0-9]+)"), 10s);
+//   std::optional<std::string> line =
+//       (*server)->WaitForLineContaining("listening addr=", 10s);
+//   std::optional<std::string> addr = LogField(*line, "addr");
 //   ... talk to it ...
 //   (*server)->Signal(SIGTERM);
 //   std::optional<ExitStatus> exit = (*server)->WaitForExit(10s);
@@ -32,7 +33,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,10 +81,13 @@ class ServerProcess {
   bool WaitForOutput(std::string_view needle,
                      std::chrono::milliseconds timeout);
 
-  // Waits until some line of the output matches `pattern` (std::regex_search)
-  // and returns that line.
-  std::optional<std::string> WaitForOutputMatching(
-      const std::regex& pattern, std::chrono::milliseconds timeout);
+  // Waits until some complete line of the output satisfies `predicate` and
+  // returns the first such line (without its newline).
+  std::optional<std::string> WaitForLine(
+      const std::function<bool(std::string_view line)>& predicate,
+      std::chrono::milliseconds timeout);
+  std::optional<std::string> WaitForLineContaining(
+      std::string_view needle, std::chrono::milliseconds timeout);
 
   // Sends `signal`. False if the child has already been reaped.
   bool Signal(int signal);
@@ -115,6 +118,12 @@ class ServerProcess {
 bool WaitUntil(
     const std::function<bool()>& condition, std::chrono::milliseconds timeout,
     std::chrono::milliseconds interval = std::chrono::milliseconds(10));
+
+// The value of `key` in a "key=value key2=value2" log line: the text after
+// "key=" up to the next space, or, when it starts with a double quote, up to
+// the closing quote (quotes removed). nullopt when the key is absent.
+std::optional<std::string> LogField(std::string_view line,
+                                    std::string_view key);
 
 // A TCP port on `host` that was free a moment ago (bind to port 0, read the
 // port, close). Racy by nature: prefer letting the server bind port 0 and

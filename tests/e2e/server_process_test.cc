@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <regex>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,7 +53,10 @@ TEST(ServerProcessTest, WaitsAreBoundedAndKillWorks) {
   auto p = ServerProcess::Start(Shell("echo ready; exec sleep 60"));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE((*p)->WaitForOutput("ready", 10s));
-  EXPECT_EQ((*p)->WaitForOutputMatching(std::regex("rea(dy)"), 10s),
+  EXPECT_EQ((*p)->WaitForLineContaining("ead", 10s),
+            std::optional<std::string>("ready"));
+  EXPECT_EQ((*p)->WaitForLine(
+                [](std::string_view line) { return line.size() == 5; }, 10s),
             std::optional<std::string>("ready"));
   EXPECT_FALSE((*p)->WaitForOutput("never printed", 50ms));
   EXPECT_EQ((*p)->WaitForExit(50ms), std::nullopt);
@@ -95,6 +97,25 @@ TEST(ServerProcessTest, DestructorKillsRunningChild) {
   }
   EXPECT_NE(kill(pid, 0), 0);  // reaped: the pid no longer names our child
   EXPECT_NE(access(path.c_str(), F_OK), 0);  // temporary output removed
+}
+
+TEST(ServerProcessTest, PartialLinesDoNotMatch) {
+  auto p = ServerProcess::Start(Shell("printf 'no newline'; exec sleep 60"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForOutput("no newline", 10s));
+  EXPECT_EQ((*p)->WaitForLineContaining("no newline", 50ms), std::nullopt);
+}
+
+TEST(LogFieldTest, ExtractsPlainAndQuotedValues) {
+  const std::string line =
+      "2026 info  starting x addr=127.0.0.1:0 max=64 build=\"gcc 12; x\" "
+      "xaddr=no";
+  EXPECT_EQ(LogField(line, "addr"), "127.0.0.1:0");
+  EXPECT_EQ(LogField(line, "max"), "64");
+  EXPECT_EQ(LogField(line, "build"), "gcc 12; x");
+  EXPECT_EQ(LogField(line, "xaddr"), "no");
+  EXPECT_EQ(LogField(line, "missing"), std::nullopt);
+  EXPECT_EQ(LogField("addr=end", "addr"), "end");
 }
 
 TEST(ServerProcessTest, PickFreeTcpPort) {
