@@ -16,8 +16,9 @@ namespace {
 
 namespace pb = ::google::protobuf;
 
-// First arena block, on the handler's stack: typical router queries (a few
-// thousand hashes at most) and their responses then need no heap block.
+// First arena block (on the handler's stack, or inside a PrefixCall): a
+// router query of up to about a thousand hashes and its response need no
+// further arena block.
 constexpr size_t kInitialArenaBlockBytes = 8 * 1024;
 
 pb::ArenaOptions InitialBlock(char* block, size_t size) {
