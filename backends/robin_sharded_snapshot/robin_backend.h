@@ -69,6 +69,11 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
 
   // Test only. Installs `hook`; call before any concurrent use.
   void SetWriterHookForTesting(WriterHook hook) { hook_ = std::move(hook); }
+  // Test only: the spill-array allocation after the next `n` fails (n < 0:
+  // none fails). Call without concurrent writers.
+  void FailSpillAllocationsAfterForTesting(int64_t n) {
+    arena_.FailAllocationsAfterForTesting(n);
+  }
 
  private:
   // Writer-side state of one worker: the holdings logs CLEAR needs and the

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -464,6 +465,60 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   EXPECT_EQ(cleared.blocks, 0u);
   EXPECT_EQ(cleared.placements, 0u);
   EXPECT_EQ(cleared.workers, 2u);
+}
+
+// An allocation failure in the middle of a batch leaves no trace: the batch
+// is rolled back in the non-live copy, and later batches (including CLEAR,
+// which depends on the writer's holdings) behave as if it never happened.
+TEST_F(RobinBackendTest, AnAllocationFailureMidBatchChangesNothing) {
+  std::vector<int64_t> hundred, fifty;
+  for (int64_t h = 1; h <= 100; ++h) hundred.push_back(h * 977);
+  for (int64_t h = 1; h <= 50; ++h) fifty.push_back(h * 977);
+  Apply(TestBatch("w1", "a").Report(kTierHbm, hundred));
+  Apply(TestBatch("w2", "b").Report(kTierDram, fifty, {}, {}));
+  Match(fifty, true);
+  auto observe = [&] {
+    RecordingVisitor v = Match(hundred);
+    std::vector<std::map<std::pair<std::string, uint32_t>, uint32_t>> blocks;
+    for (const auto& b : v.blocks) blocks.push_back(b.placements);
+    const BackendStats st = Stats();
+    return std::make_tuple(blocks, Hits(hundred), st.blocks, st.placements,
+                           st.workers, st.hit_counters);
+  };
+  const auto before = observe();
+
+  // w3 joins every block (each needs a new array) and w2 loses its DRAM
+  // copies; the 11th array allocation fails.
+  backend_.FailSpillAllocationsAfterForTesting(10);
+  TestBatch failing("w3", "c");
+  failing.Report(kTierSsd, hundred).Revoke(kTierDram, fifty);
+  EXPECT_EQ(backend_.Apply(failing.View()).code,
+            BackendCode::kResourceExhausted);
+  backend_.FailSpillAllocationsAfterForTesting(-1);
+  EXPECT_EQ(observe(), before);
+
+  // Now for real; blocks 1..50 then have three placements, so removing one
+  // needs a new array.
+  backend_.FailSpillAllocationsAfterForTesting(-1);
+  Apply(TestBatch("w3", "c").Report(kTierSsd, hundred));
+  const auto with_w3 = observe();
+  EXPECT_EQ(std::get<3>(with_w3), 250u);
+
+  // w1 fails halfway through a CLEAR, then clears for real.
+  backend_.FailSpillAllocationsAfterForTesting(5);
+  TestBatch clear_fails("w1", "a");
+  clear_fails.Clear(kTierHbm);
+  EXPECT_EQ(backend_.Apply(clear_fails.View()).code,
+            BackendCode::kResourceExhausted);
+  backend_.FailSpillAllocationsAfterForTesting(-1);
+  EXPECT_EQ(observe(), with_w3);
+  Apply(TestBatch("w1", "a").Clear(kTierHbm));
+  EXPECT_EQ(Stats().placements, 150u);
+  Apply(TestBatch("w2", "b").Clear(kTierDram));
+  Apply(TestBatch("w3", "c").Clear(kTierSsd));
+  EXPECT_EQ(Stats().blocks, 0u);
+  EXPECT_EQ(Stats().placements, 0u);
+  EXPECT_EQ(Stats().hit_counters, 0u);
 }
 
 TEST_F(RobinBackendTest, NoOpBatchesDoNotPublish) {

@@ -159,6 +159,7 @@ void SpillArena::ReleaseSlab(Class& c, Slab* slab) {
 }
 
 Placement* SpillArena::Allocate(uint32_t count) {
+  if (fail_countdown_ >= 0 && fail_countdown_-- == 0) throw std::bad_alloc();
   const uint32_t class_index = ClassIndexFor(count);
   Header* slot = AllocateSlot(class_index);
   slot->count = count;

@@ -61,6 +61,10 @@ class SpillArena {
   }
   static uint32_t Capacity(const Placement* array);
 
+  // Test only: the allocation after the next `n` throws std::bad_alloc
+  // (n < 0: never).
+  void FailAllocationsAfterForTesting(int64_t n) { fail_countdown_ = n; }
+
   // Heap bytes held: slabs (used or free) plus large arrays.
   uint64_t bytes() const { return bytes_; }
 
@@ -115,6 +119,7 @@ class SpillArena {
   tsl::robin_set<Slab*> slabs_;
   tsl::robin_set<Header*> large_;
   uint64_t bytes_ = 0;
+  int64_t fail_countdown_ = -1;
 };
 
 }  // namespace kvindexer::robin
