@@ -124,16 +124,25 @@ SpillArena::Header* SpillArena::AllocateSlot(uint32_t class_index) {
   if (c.slot_bytes == 0) {
     const size_t bytes =
         sizeof(Header) + size_t{c.capacity} * sizeof(Placement);
-    large_.reserve(large_.size() + 1);
+    // (tsl's reserve() rebuilds the table every time, so no reserve here.)
     auto* slot = static_cast<Header*>(::operator new(bytes));
-    large_.insert(slot);
+    try {
+      large_.insert(slot);
+    } catch (...) {
+      ::operator delete(slot);
+      throw;
+    }
     bytes_ += bytes;
     return slot;
   }
   if (c.free_list == nullptr) {
-    slabs_.reserve(slabs_.size() + 1);
     auto* slab = static_cast<Slab*>(MapSlab(kSlabBytes));
-    slabs_.insert(slab);  // cannot throw: reserved above
+    try {
+      slabs_.insert(slab);
+    } catch (...) {
+      UnmapSlab(slab, kSlabBytes);
+      throw;
+    }
     bytes_ += kSlabBytes;
     slab->class_index = class_index;
     slab->live = 0;
