@@ -12,8 +12,9 @@
 //            headline query (the 128-block prefix every worker holds);
 //   mixed    the fixed-load queries again while ingest runs: idle, paced at
 //            --mixed_ingest_rate, and back-to-back maximum-size applies; with
-//            a floor server also a control run whose back-to-back applies go
-//            to the floor, isolating the cost of sharing the CPU.
+//            a floor server also a control run that sends the same applies,
+//            at the rate the server just sustained, to the floor: the cost of
+//            the apply traffic alone, without index work or locking.
 // With a floor server (--floor_target or --spawn_floor) the ingest and query
 // phases also run against it, and the report gives server/floor ratios.
 // Query and mixed phases run in rounds (server and floor alternating) and the
@@ -671,6 +672,7 @@ int Run() {
     // `ingest_pool` receives the applies: the server, or the floor for the
     // control run that shows what the same apply traffic costs the queries
     // through CPU sharing alone (no index work, no locking).
+    double last_ingest_rate = 0;  // hashes/s of the latest run's applies
     const auto run_mixed = [&](const std::string& key, const IngestPlan* plan,
                                IngestLoad ingest, ChannelPool* ingest_pool) {
       std::fprintf(stderr, "== %s at %.0f qps\n", key.c_str(), fixed_qps);
@@ -692,6 +694,7 @@ int Run() {
       if (ingester.joinable()) ingester.join();
       WriteQuery(report, "server", key, q);
       if (ix.has_value()) WriteIngest(report, "server", key + "/ingest", *ix);
+      last_ingest_rate = ix.has_value() ? ix->hashes_per_s : 0;
       return q.latency.p99_us;
     };
     const double rate = absl::GetFlag(FLAGS_mixed_ingest_rate);
@@ -726,8 +729,11 @@ int Run() {
         load.cycle = true;
         mixed_b2b_p99.push_back(run_mixed("mixed/back-to-back-16384", &b2b_plan,
                                           load, server->pool.get()));
-        if (floor != nullptr && time_left()) {
+        if (floor != nullptr && time_left() && last_ingest_rate > 0) {
+          // Same batches at the rate the server just sustained, so the
+          // control costs the machine the same client and transport work.
           load.label = "floor mixed/back-to-back (control)";
+          load.hashes_per_s = last_ingest_rate;
           mixed_control_p99.push_back(
               run_mixed("mixed/back-to-back-16384-to-floor", &b2b_plan, load,
                         floor->pool.get()));

@@ -178,7 +178,7 @@ def grpc(results, out):
                        ("mixed/paced-ingest", "mixed: with paced ingest"),
                        ("mixed/back-to-back-16384", "mixed: with back-to-back 16,384-hash applies"),
                        ("mixed/back-to-back-16384-to-floor",
-                        "mixed control: same applies sent to the floor server")]:
+                        "mixed control: the same applies at the same rate, sent to the floor")]:
         line(f"{label}: query p99 us per round (median)",
              lambda d, run=run: ", ".join(
                  f"{r['latency_us']['p99']:.0f}" for r in rows_of(d, "mixed", run))
