@@ -48,5 +48,6 @@ unset TSAN_OPTIONS
 
 if [[ -x bridge/fuzz/run_fuzz.sh ]]; then
   step "bridge decoder fuzzing (bounded)"
-  KVINDEXER_FUZZ_SECONDS=${KVINDEXER_FUZZ_SECONDS:-60} bash bridge/fuzz/run_fuzz.sh
+  FUZZ_BUILD_DIR="$root/fuzz" FUZZ_JOBS="$jobs" \
+    bash bridge/fuzz/run_fuzz.sh "${KVINDEXER_FUZZ_SECONDS:-60}"
 fi

@@ -4,15 +4,13 @@
 # sanitizer report or a broken invariant (or if the build fails).
 #
 # Usage: bridge/fuzz/run_fuzz.sh [seconds]        (default 60)
-# Environment: FUZZ_BUILD_DIR (default /work/build-bridge-fuzz or
-#              <repo>/build-bridge-fuzz when /work does not exist),
+# Environment: FUZZ_BUILD_DIR (default <repo>/build/fuzz),
 #              FUZZ_JOBS (parallel build jobs, default 2).
 set -euo pipefail
 
 seconds="${1:-60}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [[ -d /work ]]; then default_build=/work/build-bridge-fuzz; else default_build="${repo}/build-bridge-fuzz"; fi
-build="${FUZZ_BUILD_DIR:-${default_build}}"
+build="${FUZZ_BUILD_DIR:-${repo}/build/fuzz}"
 jobs="${FUZZ_JOBS:-2}"
 
 cmake -S "${repo}" -B "${build}" \
