@@ -64,7 +64,7 @@ SpillArena::Header* SpillArena::PrevFree(const Header* slot) {
 }
 
 void SpillArena::SetNextFree(Header* slot, Header* next) {
-  std::memcpy(slot, &next, sizeof(next));
+  std::memcpy(static_cast<void*>(slot), &next, sizeof(next));
 }
 
 void SpillArena::SetPrevFree(Header* slot, Header* prev) {

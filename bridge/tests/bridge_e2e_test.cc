@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -115,13 +114,14 @@ class Server {
     if (!process.ok()) return nullptr;
     server->process_ = *std::move(process);
     const std::optional<std::string> line =
-        server->process_->WaitForOutputMatching(
-            std::regex("listening addr=127\\.0\\.0\\.1:([0-9]+)"), kStartBound);
+        server->process_->WaitForLineContaining("listening addr=127.0.0.1:",
+                                                kStartBound);
     EXPECT_TRUE(line.has_value()) << server->process_->Output();
     if (!line) return nullptr;
-    std::smatch m;
-    std::regex_search(*line, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"));
-    server->port_ = std::stoi(m[1]);
+    const std::optional<std::string> addr = e2e::LogField(*line, "addr");
+    EXPECT_TRUE(addr.has_value()) << *line;
+    if (!addr) return nullptr;
+    server->port_ = std::stoi(addr->substr(addr->rfind(':') + 1));
     server->stub_ = KVIndexer::NewStub(
         grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port_),
                             grpc::InsecureChannelCredentials()));
