@@ -20,7 +20,8 @@
 
 namespace kvindexer {
 
-inline constexpr std::string_view kDefaultBackendName = "absl_rwlock";
+inline constexpr std::string_view kDefaultBackendName =
+    "robin_sharded_snapshot";
 
 // Owns the library handle and one backend created from it. The backend is
 // destroyed before the library is closed.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend_loader.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -41,6 +42,8 @@ using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+
+const std::string kDefaultBackend(::kvindexer::kDefaultBackendName);
 
 // Generous bounds: the machine may be busy. They are upper limits on waits
 // that normally end in milliseconds.
@@ -287,15 +290,15 @@ TEST(ServerE2eTest, StartupLogLine) {
     }
   }
   ASSERT_FALSE(startup.empty()) << output;
-  EXPECT_THAT(
-      startup,
-      AllOf(HasSubstr(" info "), HasSubstr("addr=127.0.0.1:0"),
-            HasSubstr("prefix_query_max_inflight=64"),
-            HasSubstr("max_concurrent_streams=64"),
-            HasSubstr("backend=absl_rwlock"), HasSubstr("backend_version="),
-            HasSubstr("kvindexer-backend-absl_rwlock.so"),
-            HasSubstr("backend_build="), HasSubstr("server_version="),
-            HasSubstr("server_build=")));
+  EXPECT_THAT(startup,
+              AllOf(HasSubstr(" info "), HasSubstr("addr=127.0.0.1:0"),
+                    HasSubstr("prefix_query_max_inflight=64"),
+                    HasSubstr("max_concurrent_streams=64"),
+                    HasSubstr("backend=" + kDefaultBackend),
+                    HasSubstr("backend_version="),
+                    HasSubstr("kvindexer-backend-" + kDefaultBackend + ".so"),
+                    HasSubstr("backend_build="), HasSubstr("server_version="),
+                    HasSubstr("server_build=")));
 }
 
 TEST(ServerE2eTest, LoadsBackendByPath) {
@@ -309,7 +312,8 @@ TEST(ServerE2eTest, LoadsBackendByPath) {
   ASSERT_THAT(path, ::testing::EndsWith(".so"));
   auto second = RunningServer::Start({{"KV_INDEXER_BACKEND", path}});
   ASSERT_NE(second, nullptr);
-  EXPECT_THAT(second->process().Output(), HasSubstr("backend=absl_rwlock"));
+  EXPECT_THAT(second->process().Output(),
+              HasSubstr("backend=" + kDefaultBackend));
 }
 
 struct BadConfig {
