@@ -71,11 +71,11 @@ grpc::Status Encode(const pb::MessageLite& message,
   return grpc::Status::OK;
 }
 
-// Runs one unary call: size check, decode, `serve`, encode.
+// Decodes `request`, runs `serve` and encodes its response: everything of a
+// unary call after the size check.
 template <typename Request, typename Response, typename Serve>
-grpc::Status ServeUnary(const grpc::ByteBuffer& request,
-                        grpc::ByteBuffer* response, Serve&& serve) {
-  if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
+grpc::Status DecodeServeEncode(const grpc::ByteBuffer& request,
+                               grpc::ByteBuffer* response, Serve& serve) {
   alignas(8) char initial_block[kInitialArenaBlockBytes];
   pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
   auto* req = pb::Arena::CreateMessage<Request>(&arena);
@@ -85,10 +85,25 @@ grpc::Status ServeUnary(const grpc::ByteBuffer& request,
   return Encode(*resp, response);
 }
 
-grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
-                                 grpc::Status status) {
+// Runs one unary call that is never shed or admitted: the size check on the
+// callback thread, then decode, `serve` and encode on `executor`. The request
+// and response buffers belong to the call and stay valid until the reactor
+// finishes.
+template <typename Request, typename Response, typename Serve>
+grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
+                                       grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response,
+                                       Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(std::move(status));
+  if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
+    reactor->Finish(std::move(s));
+    return reactor;
+  }
+  executor.Submit([reactor, request, response, serve]() mutable {
+    reactor->Finish(
+        DecodeServeEncode<Request, Response>(*request, response, serve));
+  });
   return reactor;
 }
 
@@ -120,44 +135,43 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
       shedder_(clock),
       rejection_log_(rejection_log != nullptr ? rejection_log
                                               : &own_rejection_log_),
-      scans_(prefix_query_max_inflight) {}
+      scans_(prefix_query_max_inflight, "kvidx-scan"),
+      applies_(kApplyThreads, "kvidx-apply"),
+      lookups_(kLookupThreads, "kvidx-lookup") {}
 
 grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Finish(context, ServeUnary<v1::ApplyExternalKvBatchRequest,
-                                    v1::ApplyExternalKvBatchResponse>(
-                             *request, response,
-                             [this](const v1::ApplyExternalKvBatchRequest& req,
-                                    v1::ApplyExternalKvBatchResponse*) {
-                               return indexer_->Apply(req);
-                             }));
+  return ServeUnaryOn<v1::ApplyExternalKvBatchRequest,
+                      v1::ApplyExternalKvBatchResponse>(
+      applies_, context, request, response,
+      [this](const v1::ApplyExternalKvBatchRequest& req,
+             v1::ApplyExternalKvBatchResponse*) {
+        return indexer_->Apply(req);
+      });
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Finish(
-      context,
-      ServeUnary<v1::MatchExternalKvRequest, v1::MatchExternalKvResponse>(
-          *request, response,
-          [this](const v1::MatchExternalKvRequest& req,
-                 v1::MatchExternalKvResponse* resp) {
-            return indexer_->Match(req, resp);
-          }));
+  return ServeUnaryOn<v1::MatchExternalKvRequest, v1::MatchExternalKvResponse>(
+      lookups_, context, request, response,
+      [this](const v1::MatchExternalKvRequest& req,
+             v1::MatchExternalKvResponse* resp) {
+        return indexer_->Match(req, resp);
+      });
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::GetExternalKvHitCounts(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return Finish(context,
-                ServeUnary<v1::GetExternalKvHitCountsRequest,
-                           v1::GetExternalKvHitCountsResponse>(
-                    *request, response,
-                    [this](const v1::GetExternalKvHitCountsRequest& req,
-                           v1::GetExternalKvHitCountsResponse* resp) {
-                      return indexer_->HitCounts(req, resp);
-                    }));
+  return ServeUnaryOn<v1::GetExternalKvHitCountsRequest,
+                      v1::GetExternalKvHitCountsResponse>(
+      lookups_, context, request, response,
+      [this](const v1::GetExternalKvHitCountsRequest& req,
+             v1::GetExternalKvHitCountsResponse* resp) {
+        return indexer_->HitCounts(req, resp);
+      });
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(

@@ -15,19 +15,30 @@
 //      does not expose the header itself to the application);
 //   3. decoding and validation (INVALID_ARGUMENT);
 //   4. admission: a non-blocking permit (RESOURCE_EXHAUSTED);
-//   5. the scan, holding the permit, on the ScanExecutor (see
-//      scan_executor.h for why scans leave gRPC's callback threads).
-// The other three methods are never shed and never take a permit; they run
-// synchronously on gRPC's callback threads.
+//   5. the scan, holding the permit, on the scan executor.
+// Steps 1 to 4 run on gRPC's callback thread, so a rejection is immediate.
+//
+// The other three methods are never shed and never take a permit. On the
+// callback thread they only run the size check (OUT_OF_RANGE, before any
+// decoding); decoding, the Indexer call and encoding run on an executor:
+//   - ApplyExternalKvBatch on the apply executor (kApplyThreads threads),
+//     which prefix queries never occupy, so an apply never waits for a
+//     prefix permit or a scan;
+//   - MatchExternalKv and GetExternalKvHitCounts on the lookup executor
+//     (kLookupThreads threads): a backend may serve them under an exclusive
+//     lock (counting matches), and they must not wait for it on a callback
+//     thread.
+// See task_executor.h for why work leaves gRPC's callback threads.
 //
 // No thread is created per call. The only lock the service itself takes is
-// the ScanExecutor's queue lock, once per admitted prefix query.
+// an executor's queue lock, once per call handed to it.
 //
 // Thread safety: all methods may run concurrently (the Indexer is
 // thread-safe).
 #ifndef KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
 #define KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -38,7 +49,7 @@
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
 #include "server/rejection_log.h"
-#include "server/scan_executor.h"
+#include "server/task_executor.h"
 
 namespace kvindexer {
 
@@ -57,6 +68,13 @@ using RawKvIndexerService =
                         WithRawCallbackMethod_GetExternalKvHitCounts<
                             ::kv_indexer::v1::KVIndexer::Service>>>>;
 }  // namespace internal
+
+// Threads that decode and run applies. The backends serialise writers, so a
+// second thread would only overlap one apply's decoding with another's
+// apply, while taking a second core from prefix queries on small machines.
+inline constexpr size_t kApplyThreads = 1;
+// Threads that run MatchExternalKv and GetExternalKvHitCounts.
+inline constexpr size_t kLookupThreads = 2;
 
 class KvIndexerService final : public internal::RawKvIndexerService {
  public:
@@ -105,8 +123,10 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   DeadlineShedder shedder_;
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
-  // Last: its destructor runs pending scans, which use the members above.
-  ScanExecutor scans_;
+  // Last: their destructors run pending calls, which use the members above.
+  TaskExecutor scans_;
+  TaskExecutor applies_;
+  TaskExecutor lookups_;
 };
 
 }  // namespace kvindexer

@@ -4,7 +4,8 @@
 //
 // Semantic behaviours run over the reference backend plugin (absl_rwlock,
 // loaded with LoadedBackend); admission and shedding run over ProbeBackend,
-// a test backend that counts calls and can hold prefix scans until released.
+// a test backend that counts calls and can hold prefix scans or applies until
+// released.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -70,8 +71,8 @@ class SkewedClock final : public Clock {
   std::atomic<Duration> offset_{Duration::zero()};
 };
 
-// Counts calls; every hash is absent. PrefixScan can be made to wait until
-// Release() (bounded by kWaitBound so a broken test cannot hang).
+// Counts calls; every hash is absent. PrefixScan and Apply can be made to wait
+// until Release() (bounded by kWaitBound so a broken test cannot hang).
 class ProbeBackend final : public IndexBackend {
  public:
   std::atomic<int> applies{0};
@@ -82,9 +83,14 @@ class ProbeBackend final : public IndexBackend {
     std::lock_guard<std::mutex> lock(mu_);
     hold_ = true;
   }
+  void HoldApplies() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_applies_ = true;
+  }
   void Release() {
     std::lock_guard<std::mutex> lock(mu_);
     hold_ = false;
+    hold_applies_ = false;
     cv_.notify_all();
   }
   int prefix_entries() const {
@@ -96,8 +102,20 @@ class ProbeBackend final : public IndexBackend {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, kWaitBound, [&] { return prefix_entries_ >= n; });
   }
+  // Waits until `n` applies have entered the backend.
+  bool WaitForApplyEntries(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kWaitBound, [&] { return apply_entries_ >= n; });
+  }
 
+  // `applies` counts applies that have returned.
   BackendStatus Apply(const ApplyBatchView&) noexcept override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++apply_entries_;
+      cv_.notify_all();
+      cv_.wait_for(lock, kWaitBound, [&] { return !hold_applies_; });
+    }
     applies.fetch_add(1);
     return Ok();
   }
@@ -136,7 +154,9 @@ class ProbeBackend final : public IndexBackend {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool hold_ = false;
+  bool hold_applies_ = false;
   int prefix_entries_ = 0;
+  int apply_entries_ = 0;
 };
 
 // Records, per call, the method, the deadline the server context reports and
@@ -429,6 +449,62 @@ TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].level, spdlog::level::warn);
   EXPECT_THAT(lines[0].text, HasSubstr("rejected_total=1"));
+}
+
+// Applies run off gRPC's callback threads: while applies are stuck in the
+// backend (more of them than gRPC has callback threads), a prefix query, a
+// match, a hit-count read and an oversize apply are all answered.
+TEST_F(ServiceOverProbeBackendTest, QueriesAreServedWhileAppliesAreInBackend) {
+  Start(/*prefix_limit=*/2);
+  backend_.HoldApplies();
+
+  constexpr int kApplies = 8;
+  std::vector<grpc::Status> apply_status(kApplies);
+  std::vector<std::thread> appliers;
+  for (int i = 0; i < kApplies; ++i) {
+    appliers.emplace_back([this, i, &apply_status] {
+      ApplyExternalKvBatchRequest req;
+      req.set_worker_id("worker-" + std::to_string(i));
+      apply_status[static_cast<size_t>(i)] = Apply(*server_, req, 30s);
+    });
+  }
+  ASSERT_TRUE(backend_.WaitForApplyEntries(1));
+
+  MatchExternalKvPrefixResponse prefix_resp;
+  const grpc::Status prefix =
+      MatchPrefix(*server_, Prefix({-1}), &prefix_resp, kWaitBound);
+  EXPECT_TRUE(prefix.ok()) << prefix.error_message();
+  EXPECT_EQ(backend_.prefix_entries(), 1);
+
+  MatchExternalKvRequest match;
+  match.add_hashes(1);
+  MatchExternalKvResponse match_resp;
+  const grpc::Status matched = server_->stub().MatchExternalKv(
+      Context(kWaitBound).get(), match, &match_resp);
+  EXPECT_TRUE(matched.ok()) << matched.error_message();
+  GetExternalKvHitCountsRequest hits;
+  hits.add_hashes(1);
+  GetExternalKvHitCountsResponse hits_resp;
+  const grpc::Status counted = server_->stub().GetExternalKvHitCounts(
+      Context(kWaitBound).get(), hits, &hits_resp);
+  EXPECT_TRUE(counted.ok()) << counted.error_message();
+
+  // The size check stays on the callback thread, ahead of the held applies.
+  const std::vector<int64_t> hashes = Iota(1049600);
+  const grpc::Status oversize =
+      Apply(*server_, Report("w", "a", hashes), kWaitBound);
+  EXPECT_EQ(oversize.error_code(), grpc::StatusCode::OUT_OF_RANGE)
+      << oversize.error_message();
+
+  // Every apply was still held while the queries were answered.
+  EXPECT_EQ(backend_.applies.load(), 0);
+
+  backend_.Release();
+  for (std::thread& t : appliers) t.join();
+  for (const grpc::Status& s : apply_status) {
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(backend_.applies.load(), kApplies);
 }
 
 // Validation precedes admission: an empty prefix query is INVALID_ARGUMENT

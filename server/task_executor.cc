@@ -1,22 +1,25 @@
-#include "server/scan_executor.h"
+#include "server/task_executor.h"
 
 #include <pthread.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace kvindexer {
 
-ScanExecutor::ScanExecutor(size_t threads) {
-  const size_t n = std::clamp<size_t>(threads, 1, kMaxScanThreads);
+TaskExecutor::TaskExecutor(size_t threads, const std::string& thread_name) {
+  const size_t n = std::clamp<size_t>(threads, 1, kMaxExecutorThreads);
+  // Linux keeps 15 bytes of a thread name and refuses longer ones.
+  const std::string name = thread_name.substr(0, 15);
   threads_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     threads_.emplace_back([this] { Run(); });
-    pthread_setname_np(threads_.back().native_handle(), "kvidx-scan");
+    pthread_setname_np(threads_.back().native_handle(), name.c_str());
   }
 }
 
-ScanExecutor::~ScanExecutor() {
+TaskExecutor::~TaskExecutor() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -25,7 +28,7 @@ ScanExecutor::~ScanExecutor() {
   for (std::thread& t : threads_) t.join();
 }
 
-void ScanExecutor::Submit(std::function<void()> task) {
+void TaskExecutor::Submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.push_back(std::move(task));
@@ -33,7 +36,7 @@ void ScanExecutor::Submit(std::function<void()> task) {
   ready_.notify_one();
 }
 
-void ScanExecutor::Run() {
+void TaskExecutor::Run() {
   for (;;) {
     std::function<void()> task;
     {

@@ -1,0 +1,59 @@
+// TaskExecutor: a fixed set of named threads that run submitted tasks in
+// submission order (FIFO; with several threads, tasks may overlap).
+//
+// Why it exists: gRPC C++ 1.51 runs callback handlers on a small shared pool
+// (two threads on a two-core machine). Work that takes long or waits (a
+// prefix scan, a 16,384-hash apply, a lookup waiting for a backend's lock)
+// would occupy one of those threads, and while it does, other calls queue
+// behind it: the server could neither reject surplus prefix queries at once
+// nor serve a prefix query while an apply runs (contract.md §8.1, §11.3). So
+// the service does the cheap checks on the callback thread and hands the rest
+// to an executor (see kv_indexer_service.h for which executor runs what).
+//
+// No thread is created per task.
+//
+// Thread safety: Submit may be called concurrently from any thread. The
+// destructor runs every task already submitted, then joins the threads.
+#ifndef KVINDEXER_SERVER_TASK_EXECUTOR_H_
+#define KVINDEXER_SERVER_TASK_EXECUTOR_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kvindexer {
+
+inline constexpr size_t kMaxExecutorThreads = 256;
+
+class TaskExecutor {
+ public:
+  // Starts min(threads, kMaxExecutorThreads) threads, at least one, named
+  // `thread_name` (truncated to the 15 bytes Linux keeps).
+  TaskExecutor(size_t threads, const std::string& thread_name);
+  ~TaskExecutor();
+  TaskExecutor(const TaskExecutor&) = delete;
+  TaskExecutor& operator=(const TaskExecutor&) = delete;
+
+  // Runs `task` on one of the threads. Tasks must not throw.
+  void Submit(std::function<void()> task);
+
+  size_t thread_count() const { return threads_.size(); }
+
+ private:
+  void Run();
+
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_TASK_EXECUTOR_H_
