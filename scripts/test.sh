@@ -14,14 +14,30 @@ bash scripts/install-deps.sh
 
 step() { printf '\n=== %s ===\n' "$*"; }
 
+# Counts of passed tests over every stage, for the closing summary line.
+passed=0
+run_ctest() {
+  local log
+  log=$(mktemp)
+  ctest "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local n
+  n=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' "$log")
+  rm -f "$log"
+  [[ $rc -eq 0 ]] || exit "$rc"
+  passed=$((passed + ${n:-0}))
+}
+summary() { printf '\nkvindexer: %d passed, 0 failed\n' "$passed"; }
+
 step "build (RelWithDebInfo, -Werror)"
 cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON
 cmake --build "$root/ci" -j"$jobs"
 
 step "ctest (all tests)"
-ctest --test-dir "$root/ci" --output-on-failure -j"$jobs" --timeout 300
+run_ctest --test-dir "$root/ci" --output-on-failure -j"$jobs" --timeout 300
 
 if [[ ${KVINDEXER_SANITIZERS:-1} == 0 ]]; then
+  summary
   exit 0
 fi
 
@@ -30,7 +46,7 @@ cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
   -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF
 cmake --build "$root/asan" -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$root/asan" --output-on-failure -j"$jobs" --timeout 600 \
+  run_ctest --test-dir "$root/asan" --output-on-failure -j"$jobs" --timeout 600 \
   -E '^(bench\.|conformance\.out_of_tree)'
 
 step "TSan build and concurrency tests"
@@ -51,3 +67,5 @@ if [[ -x bridge/fuzz/run_fuzz.sh ]]; then
   FUZZ_BUILD_DIR="$root/fuzz" FUZZ_JOBS="$jobs" \
     bash bridge/fuzz/run_fuzz.sh "${KVINDEXER_FUZZ_SECONDS:-60}"
 fi
+
+summary
