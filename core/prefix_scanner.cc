@@ -33,14 +33,15 @@ bool PrefixScanner::Available(const WorkerBlock& block, uint32_t component,
           (block.masks[kTierDram] & component) != 0);
 }
 
-void PrefixScanner::Push(const WorkerBlock& block) {
-  ++processed_;
+void PrefixScanner::PushRun(const WorkerBlock& block, uint32_t count,
+                            uint64_t tokens) {
+  processed_ += count;
   switch (mode_) {
     case Mode::kLegacy:
       PushLegacy(block);
       break;
     case Mode::kComponentAware:
-      PushComponentAware(block);
+      PushComponentAware(block, tokens);
       break;
     case Mode::kInvalid:
       break;
@@ -62,7 +63,8 @@ void PrefixScanner::PushLegacy(const WorkerBlock& block) {
   if (!gap_seen_) best_ = processed_;
 }
 
-void PrefixScanner::PushComponentAware(const WorkerBlock& block) {
+void PrefixScanner::PushComponentAware(const WorkerBlock& block,
+                                       uint64_t tokens) {
   if (!active_) return;
   // 1. FULL is always required.
   if (!Available(block, kComponentFull, full_tiers_)) {
@@ -74,7 +76,7 @@ void PrefixScanner::PushComponentAware(const WorkerBlock& block) {
   // cover the window.
   if ((spec_.components & kComponentSwa) != 0) {
     if (Available(block, kComponentSwa, swa_tiers_)) {
-      swa_run_ += block.token_count;
+      swa_run_ += tokens;
       boundary_ok = !swa_head_broken_ || swa_run_ >= spec_.swa_window_tokens;
     } else {
       swa_run_ = 0;

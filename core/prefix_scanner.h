@@ -53,7 +53,17 @@ class PrefixScanner {
   explicit PrefixScanner(const CacheSpec* spec);
 
   // Feeds the next block of the window (the first call is block 0).
-  void Push(const WorkerBlock& block);
+  void Push(const WorkerBlock& block) { PushRun(block, 1, block.token_count); }
+
+  // Feeds `count` (>= 1) consecutive blocks on which this worker's placements
+  // are all equal to `block`, holding `tokens` tokens between them
+  // (block.token_count is ignored). Equivalent to `count` calls of Push, each
+  // with its block's own token count: within such a run the legacy outcome is
+  // decided by its first block, FULL availability does not change, and the
+  // SWA run only grows, so the boundary condition holds at the last block
+  // whenever it holds at any block of the run. settled() after the run equals
+  // settled() after its first block.
+  void PushRun(const WorkerBlock& block, uint32_t count, uint64_t tokens);
 
   // The reusable prefix length, in blocks, for the blocks pushed so far.
   uint32_t result() const;
@@ -72,7 +82,7 @@ class PrefixScanner {
                         uint32_t tiers);
 
   void PushLegacy(const WorkerBlock& block);
-  void PushComponentAware(const WorkerBlock& block);
+  void PushComponentAware(const WorkerBlock& block, uint64_t tokens);
 
   Mode mode_;
   CacheSpec spec_{};

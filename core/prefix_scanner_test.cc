@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -190,6 +191,64 @@ TEST(PrefixScanner, BestFreezesWhenFullBreaks) {
   EXPECT_TRUE(scanner.settled());
   scanner.Push(Block({{kTierHbm, F}}));
   EXPECT_EQ(scanner.result(), 1u);
+}
+
+// A random worker view: absent, or up to three (tier, mask) pairs with tiers
+// 1..3 plus an out-of-range tier now and then.
+WorkerBlock RandomBlock(std::mt19937& rng) {
+  WorkerBlock block;
+  if (rng() % 4 == 0) return block;
+  const uint32_t pairs = 1 + rng() % 3;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    const uint32_t tier = rng() % 16 == 0 ? 7 : 1 + rng() % 3;
+    block.Add(tier, rng() % 3 == 0 ? 0 : rng() % 8);
+  }
+  return block;
+}
+
+TEST(PrefixScanner, PushRunEqualsPushingEachBlock) {
+  const CacheSpec specs[] = {
+      Spec(F, 0, kHbmBit | kDramBit, 0, 0),
+      Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0),
+      Spec(F | S, 40, kHbmBit, kHbmBit | kDramBit, 0),
+      Spec(F | M, 0, kHbmBit | kDramBit, 0, kDramBit),
+      Spec(F | S | M, 64, kHbmBit | kDramBit, kDramBit, kHbmBit | kSsdBit),
+      Spec(S, 16, kHbmBit, kHbmBit, 0, 0),
+      Spec(0, 0, kHbmBit, 0, 0),
+  };
+  for (uint32_t seed = 1; seed <= 400; ++seed) {
+    std::mt19937 rng(seed);
+    const int which = static_cast<int>(rng() % 8);
+    const CacheSpec* spec = which == 7 ? nullptr : &specs[which];
+    PrefixScanner each(spec);
+    PrefixScanner runs(spec);
+    const uint32_t run_count = 1 + rng() % 8;
+    for (uint32_t r = 0; r < run_count; ++r) {
+      const WorkerBlock view = RandomBlock(rng);
+      const uint32_t length = 1 + rng() % 6;
+      uint64_t tokens = 0;
+      for (uint32_t b = 0; b < length; ++b) {
+        WorkerBlock one = view;
+        one.token_count = rng() % 4 == 0 ? 0 : rng() % 48;
+        tokens += one.token_count;
+        each.Push(one);
+      }
+      runs.PushRun(view, length, tokens);
+      ASSERT_EQ(runs.result(), each.result()) << "seed " << seed;
+      ASSERT_EQ(runs.settled(), each.settled()) << "seed " << seed;
+    }
+  }
+}
+
+TEST(PrefixScanner, RunAfterSwaHoleCountsEveryTokenOfTheRun) {
+  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  PrefixScanner scanner(&spec);
+  scanner.Push(Block({{kTierHbm, F | S}}, 50));
+  scanner.Push(Block({{kTierHbm, F}}, 50));  // SWA hole
+  scanner.PushRun(Block({{kTierHbm, F | S}}), 3, 90);
+  EXPECT_EQ(scanner.result(), 1u);  // 90 tokens after the hole: short
+  scanner.PushRun(Block({{kTierHbm, F | S}}), 1, 10);
+  EXPECT_EQ(scanner.result(), 6u);
 }
 
 }  // namespace
