@@ -1,5 +1,7 @@
 #include "core/prefix_query.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -9,6 +11,15 @@
 namespace kvindexer {
 
 namespace v1 = ::kv_indexer::v1;
+
+namespace {
+
+// First allocations of a query's worker records and their text: room for a
+// typical fleet without regrowth.
+constexpr size_t kRecordReserve = 64;
+constexpr size_t kTextReserve = 4096;
+
+}  // namespace
 
 size_t PrefixLimit(size_t hash_count, uint32_t max_blocks) {
   if (max_blocks == 0) return hash_count;
@@ -30,6 +41,7 @@ absl::Status RunPrefixQuery(IndexBackend* backend,
 PrefixQuery::WorkerRecord& PrefixQuery::RecordFor(uint32_t worker) {
   int32_t index = record_of_.Find(worker);
   if (index == WorkerSlotMap::kNone) {
+    if (records_.capacity() == 0) records_.reserve(kRecordReserve);
     index = static_cast<int32_t>(records_.size());
     records_.emplace_back();
     record_of_.Set(worker, index);
@@ -41,13 +53,20 @@ void PrefixQuery::OnWorker(const WorkerView& worker) noexcept {
   // Only workers on block 0 can be candidates; later ones are not needed.
   if (blocks_seen_ > 0) return;
   WorkerRecord& record = RecordFor(worker.worker);
-  record.id.assign(worker.id.data, worker.id.size);
-  record.address.assign(worker.address.data, worker.address.size);
+  // One buffer for all the text keeps the query at a few allocations.
+  if (text_.capacity() == 0) text_.reserve(kTextReserve);
+  record.id_offset = text_.size();
+  record.id_size = worker.id.size;
+  text_.append(worker.id.data, worker.id.size);
+  record.address_offset = text_.size();
+  record.address_size = worker.address.size;
+  text_.append(worker.address.data, worker.address.size);
   record.has_spec = worker.has_cache_spec != 0;
   record.spec = worker.cache_spec;
 }
 
 void PrefixQuery::SelectCandidates(const BlockView& block) {
+  candidates_.reserve(block.placement_count);
   for (size_t i = 0; i < block.placement_count; ++i) {
     // A worker the backend did not announce gets an empty record; with no
     // address it can never appear in the result.
@@ -56,12 +75,57 @@ void PrefixQuery::SelectCandidates(const BlockView& block) {
     const auto record_index = static_cast<uint32_t>(&record - records_.data());
     record.candidate = static_cast<int32_t>(candidates_.size());
     candidate_of_.Set(block.placements[i].worker, record.candidate);
-    candidates_.emplace_back(record_index,
+    candidates_.emplace_back(block.placements[i].worker, record_index,
                              record.has_spec ? &record.spec : nullptr);
   }
   unsettled_.reserve(candidates_.size());
   for (size_t c = 0; c < candidates_.size(); ++c) {
-    unsettled_.push_back(static_cast<uint32_t>(c));
+    if (candidates_[c].scanner.settled()) {
+      candidate_of_.Set(candidates_[c].worker, WorkerSlotMap::kNone);
+    } else {
+      unsettled_.push_back(static_cast<uint32_t>(c));
+    }
+  }
+}
+
+bool PrefixQuery::SameAsPrevious(const BlockView& block) const {
+  return block.placement_count == previous_.size() &&
+         (block.placement_count == 0 ||
+          memcmp(block.placements, previous_.data(),
+                 block.placement_count * sizeof(Placement)) == 0);
+}
+
+void PrefixQuery::FlushRun() {
+  if (run_blocks_ == 0) return;
+  // A repeated list cannot settle a candidate that its first block did not.
+  for (const uint32_t c : unsettled_) {
+    Candidate& candidate = candidates_[c];
+    candidate.scanner.PushRun(candidate.block, run_blocks_, run_tokens_);
+  }
+  run_blocks_ = 0;
+  run_tokens_ = 0;
+}
+
+void PrefixQuery::PushNewList(const BlockView& block) {
+  previous_.assign(block.placements, block.placements + block.placement_count);
+  for (const uint32_t c : unsettled_) candidates_[c].block = WorkerBlock{};
+  // Settled candidates are out of candidate_of_, so they gather nothing.
+  for (size_t i = 0; i < block.placement_count; ++i) {
+    const Placement& p = block.placements[i];
+    const int32_t candidate = candidate_of_.Find(p.worker);
+    if (candidate < 0) continue;
+    candidates_[static_cast<size_t>(candidate)].block.Add(p.tier, p.mask);
+  }
+  for (size_t i = 0; i < unsettled_.size();) {
+    Candidate& candidate = candidates_[unsettled_[i]];
+    candidate.scanner.PushRun(candidate.block, 1, block.token_count);
+    if (candidate.scanner.settled()) {
+      candidate_of_.Set(candidate.worker, WorkerSlotMap::kNone);
+      unsettled_[i] = unsettled_.back();
+      unsettled_.pop_back();
+    } else {
+      ++i;
+    }
   }
 }
 
@@ -74,26 +138,15 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
       return false;
     }
     SelectCandidates(block);
+  } else if (SameAsPrevious(block)) {
+    ++run_blocks_;
+    run_tokens_ += block.token_count;
+    if (blocks_seen_ == limit_) FlushRun();
+    return true;
+  } else {
+    FlushRun();
   }
-  for (size_t i = 0; i < block.placement_count; ++i) {
-    const Placement& p = block.placements[i];
-    const int32_t candidate = candidate_of_.Find(p.worker);
-    if (candidate < 0) continue;
-    candidates_[static_cast<size_t>(candidate)].block.Add(p.tier, p.mask);
-  }
-  for (size_t i = 0; i < unsettled_.size();) {
-    Candidate& candidate = candidates_[unsettled_[i]];
-    candidate.block.token_count = block.token_count;
-    candidate.scanner.Push(candidate.block);
-    candidate.block = WorkerBlock{};
-    if (candidate.scanner.settled()) {
-      unsettled_[i] = unsettled_.back();
-      unsettled_.pop_back();
-    } else {
-      ++i;
-    }
-  }
-  // Settled candidates may have gathered placements; they are never read.
+  PushNewList(block);
   if (unsettled_.empty() && blocks_seen_ < limit_) {
     stopped_early_ = true;
     return false;
@@ -119,19 +172,20 @@ absl::Status PrefixQuery::Finish(
   for (size_t c = 0; c < candidates_.size(); ++c) {
     const Candidate& candidate = candidates_[c];
     const uint32_t prefix = candidate.scanner.result();
-    if (prefix == 0 || records_[candidate.record].address.empty()) continue;
+    if (prefix == 0 || records_[candidate.record].address_size == 0) continue;
     entries.emplace_back(prefix, static_cast<uint32_t>(c));
   }
-  std::stable_sort(
-      entries.begin(), entries.end(),
-      [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Longest first; candidate order breaks ties, as a stable sort would.
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   resp->mutable_matches()->Reserve(static_cast<int>(entries.size()));
   for (const auto& [prefix, c] : entries) {
     const WorkerRecord& record = records_[candidates_[c].record];
     v1::ExternalKvPrefixMatch* match = resp->add_matches();
-    match->set_worker_address(record.address);
+    match->set_worker_address(Text(record.address_offset), record.address_size);
     match->set_matched_prefix_blocks(prefix);
-    match->set_worker_id(record.id);
+    match->set_worker_id(Text(record.id_offset), record.id_size);
   }
   resp->set_best_prefix_blocks(entries.empty() ? 0 : entries.front().first);
   resp->set_blocks_read(static_cast<uint32_t>(limit_));

@@ -6,6 +6,13 @@
 // sees every block of the window. The backend scan is stopped early only when
 // no candidate's result can change any more; blocks_read still reports the
 // whole window, as the contract requires.
+//
+// Consecutive blocks of a prompt usually carry the same placements. A block
+// whose placement list equals the previous one's, entry for entry, gives
+// every candidate the same view again, so it only extends a pending run
+// (block count and token sum) that is pushed to the scanners in one
+// PrefixScanner::PushRun when the list changes or the window ends. Such a
+// block costs one comparison, whatever the number of candidates.
 #ifndef KVINDEXER_CORE_PREFIX_QUERY_H_
 #define KVINDEXER_CORE_PREFIX_QUERY_H_
 
@@ -51,23 +58,37 @@ class PrefixQuery final : public BlockVisitor {
   bool stopped_early() const { return stopped_early_; }
 
  private:
+  // A worker announced before block 0. Its id and address live in text_.
   struct WorkerRecord {
-    std::string id;
-    std::string address;
+    size_t id_offset = 0;
+    size_t id_size = 0;
+    size_t address_offset = 0;
+    size_t address_size = 0;
     bool has_spec = false;
     CacheSpec spec{};
     int32_t candidate = -1;  // index into candidates_, or -1
   };
   struct Candidate {
-    explicit Candidate(uint32_t record_index, const CacheSpec* spec)
-        : record(record_index), scanner(spec) {}
+    Candidate(uint32_t worker_ordinal, uint32_t record_index,
+              const CacheSpec* spec)
+        : worker(worker_ordinal), record(record_index), scanner(spec) {}
+    uint32_t worker;
     uint32_t record;
     PrefixScanner scanner;
-    WorkerBlock block;  // this block's placements, being gathered
+    // The candidate's view of the blocks of the current placement list.
+    WorkerBlock block;
   };
 
   WorkerRecord& RecordFor(uint32_t worker);
+  const char* Text(size_t offset) const { return text_.data() + offset; }
   void SelectCandidates(const BlockView& block);
+  // True when `block` carries exactly the placements of the previous block.
+  bool SameAsPrevious(const BlockView& block) const;
+  // Gathers every unsettled candidate's view of `block` (a new placement
+  // list) and pushes it as a run of one block.
+  void PushNewList(const BlockView& block);
+  // Pushes the pending run of repeated blocks, if any.
+  void FlushRun();
 
   size_t limit_;
   size_t blocks_seen_ = 0;
@@ -76,8 +97,14 @@ class PrefixQuery final : public BlockVisitor {
   WorkerSlotMap record_of_;     // worker ordinal -> index into records_
   WorkerSlotMap candidate_of_;  // worker ordinal -> index into candidates_
   std::vector<WorkerRecord> records_;
+  std::string text_;  // the announced ids and addresses, back to back
   std::vector<Candidate> candidates_;  // in block-0 placement order
   std::vector<uint32_t> unsettled_;    // candidates whose result may change
+  // The previous block's placements, and the blocks after it that repeated
+  // them and have not been pushed yet.
+  std::vector<Placement> previous_;
+  uint32_t run_blocks_ = 0;
+  uint64_t run_tokens_ = 0;
 };
 
 }  // namespace kvindexer

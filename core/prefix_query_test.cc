@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -339,6 +340,120 @@ TEST(PrefixLimit, Rules) {
   EXPECT_EQ(PrefixLimit(5, 0), 5u);
   EXPECT_EQ(PrefixLimit(5, 2), 2u);
   EXPECT_EQ(PrefixLimit(5, 9), 5u);
+}
+
+// Drives PrefixQuery directly with random windows whose placement lists often
+// repeat (the runs PrefixQuery collapses) and compares it with one
+// PrefixScanner per candidate fed block by block.
+TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
+  struct Worker {
+    std::string id;
+    std::string address;
+    bool has_spec;
+    CacheSpec spec;
+  };
+  const std::vector<Worker> workers = {
+      {"legacy", "a-legacy", false, {}},
+      {"legacy2", "a-legacy2", false, {}},
+      {"full", "a-full", true, {1, kF, 0, kHbmBit | kDramBit, 0, 0}},
+      {"swa", "a-swa", true, {1, kF | kS, 40, kHbmBit, kHbmBit | kDramBit, 0}},
+      {"mamba", "a-mamba", true, {1, kF | kM, 0, kHbmBit, 0, kDramBit}},
+      {"all", "a-all", true, {0, kF | kS | kM, 24, kHbmBit, kHbmBit, kHbmBit}},
+      {"invalid", "a-invalid", true, {2, kF, 0, kHbmBit, 0, 0}},
+      {"noaddr", "", false, {}},
+  };
+  const uint32_t masks[] = {0, kF, kF | kS, kS, kM, kF | kM, kF | kS | kM};
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    std::mt19937 rng(seed);
+    // The window: runs of one placement list, sometimes reordered.
+    std::vector<std::vector<Placement>> lists;
+    std::vector<uint32_t> tokens;
+    const uint32_t run_count = 1 + rng() % 6;
+    for (uint32_t r = 0; r < run_count; ++r) {
+      std::vector<Placement> list;
+      for (uint32_t w = 0; w < workers.size(); ++w) {
+        if (rng() % 3 == 0) continue;
+        for (uint32_t tier = kTierHbm; tier <= kTierSsd; ++tier) {
+          if (rng() % 2 == 0) continue;
+          // Masks mostly follow the worker's kind so that runs survive.
+          const uint32_t mask = rng() % 8 == 0        ? masks[rng() % 7]
+                                : workers[w].has_spec ? (kF | kS | kM)
+                                                      : 0;
+          list.push_back(Placement{w, tier, mask});
+        }
+      }
+      const uint32_t length = 1 + rng() % 5;
+      for (uint32_t b = 0; b < length; ++b) {
+        if (b > 0 && rng() % 6 == 0)
+          std::shuffle(list.begin(), list.end(), rng);
+        lists.push_back(list);
+        tokens.push_back(rng() % 5 == 0 ? 0 : 4 + rng() % 20);
+      }
+    }
+    const size_t limit = lists.size();
+
+    // Reference: candidates from block 0, in placement order.
+    std::vector<uint32_t> candidates;
+    for (const Placement& p : lists[0]) {
+      if (std::find(candidates.begin(), candidates.end(), p.worker) ==
+          candidates.end()) {
+        candidates.push_back(p.worker);
+      }
+    }
+    std::vector<PrefixScanner> scanners;
+    for (const uint32_t w : candidates) {
+      scanners.emplace_back(workers[w].has_spec ? &workers[w].spec : nullptr);
+    }
+    for (size_t b = 0; b < limit && !candidates.empty(); ++b) {
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        WorkerBlock view;
+        for (const Placement& p : lists[b]) {
+          if (p.worker == candidates[c]) view.Add(p.tier, p.mask);
+        }
+        view.token_count = tokens[b];
+        scanners[c].Push(view);
+      }
+    }
+    std::vector<std::pair<std::string, uint32_t>> expected;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const Worker& w = workers[candidates[c]];
+      if (scanners[c].result() > 0 && !w.address.empty()) {
+        expected.emplace_back(w.id, scanners[c].result());
+      }
+    }
+    std::stable_sort(
+        expected.begin(), expected.end(),
+        [](const auto& a, const auto& b) { return a.second > b.second; });
+
+    // The query, fed as a backend would.
+    PrefixQuery query(limit);
+    for (uint32_t w = 0; w < workers.size(); ++w) {
+      WorkerView view{};
+      view.worker = w;
+      view.id = StringView{workers[w].id.data(), workers[w].id.size()};
+      view.address =
+          StringView{workers[w].address.data(), workers[w].address.size()};
+      view.has_cache_spec = workers[w].has_spec ? 1 : 0;
+      view.cache_spec = workers[w].spec;
+      query.OnWorker(view);
+    }
+    for (size_t b = 0; b < limit; ++b) {
+      const BlockView view{b, tokens[b], lists[b].data(), lists[b].size()};
+      if (!query.OnBlock(view)) break;
+    }
+    v1::MatchExternalKvPrefixResponse resp;
+    ASSERT_TRUE(query.Finish(&resp).ok()) << "seed " << seed;
+    std::vector<std::pair<std::string, uint32_t>> actual;
+    for (const auto& m : resp.matches()) {
+      actual.emplace_back(m.worker_id(), m.matched_prefix_blocks());
+    }
+    ASSERT_EQ(actual, expected) << "seed " << seed;
+    ASSERT_EQ(resp.best_prefix_blocks(),
+              expected.empty() ? 0u : expected.front().second)
+        << "seed " << seed;
+    ASSERT_EQ(resp.blocks_read(), candidates.empty() ? 1u : limit)
+        << "seed " << seed;
+  }
 }
 
 }  // namespace

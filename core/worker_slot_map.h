@@ -29,7 +29,7 @@ class WorkerSlotMap {
 
   void Set(uint32_t worker, int32_t slot) {
     if (worker < kDenseLimit) {
-      if (worker >= dense_.size()) dense_.resize(worker + 1, kNone);
+      if (worker >= dense_.size()) Grow(worker);
       dense_[worker] = slot;
     } else {
       sparse_[worker] = slot;
@@ -37,6 +37,16 @@ class WorkerSlotMap {
   }
 
  private:
+  // Makes room for `worker`, at least doubling so that ordinals arriving in
+  // increasing order cost few reallocations.
+  void Grow(uint32_t worker) {
+    size_t size = dense_.size() < kMinDense ? kMinDense : 2 * dense_.size();
+    if (size <= worker) size = static_cast<size_t>(worker) + 1;
+    if (size > kDenseLimit) size = kDenseLimit;
+    dense_.resize(size, kNone);
+  }
+
+  static constexpr size_t kMinDense = 64;
   std::vector<int32_t> dense_;
   absl::flat_hash_map<uint32_t, int32_t> sparse_;
 };
