@@ -16,9 +16,9 @@ namespace {
 
 namespace pb = ::google::protobuf;
 
-// First arena block (on the handler's stack, or inside a PrefixCall): a
-// router query of up to about a thousand hashes and its response need no
-// further arena block.
+// First arena block (on an executor thread's stack, or inside a
+// PrefixCall): a router query of up to about a thousand hashes and its
+// response need no further arena block.
 constexpr size_t kInitialArenaBlockBytes = 8 * 1024;
 
 pb::ArenaOptions InitialBlock(char* block, size_t size) {
@@ -136,7 +136,7 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
       rejection_log_(rejection_log != nullptr ? rejection_log
                                               : &own_rejection_log_),
       scans_(prefix_query_max_inflight, "kvidx-scan"),
-      applies_(kApplyThreads, "kvidx-apply"),
+      applies_(kApplyThreads, "kvidx-apply", kApplyNiceIncrement),
       lookups_(kLookupThreads, "kvidx-lookup") {}
 
 grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(

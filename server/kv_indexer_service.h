@@ -73,6 +73,11 @@ using RawKvIndexerService =
 // second thread would only overlap one apply's decoding with another's
 // apply, while taking a second core from prefix queries on small machines.
 inline constexpr size_t kApplyThreads = 1;
+// Nice levels the apply thread runs below the rest of the server, so that a
+// long apply yields the CPU to prefix scans and to gRPC's threads when both
+// want it. It still runs whenever a core is free; under CPU saturation by
+// queries an apply takes longer, but it never waits for a permit or a scan.
+inline constexpr int kApplyNiceIncrement = 10;
 // Threads that run MatchExternalKv and GetExternalKvHitCounts.
 inline constexpr size_t kLookupThreads = 2;
 

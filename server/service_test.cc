@@ -6,14 +6,20 @@
 // loaded with LoadedBackend); admission and shedding run over ProbeBackend,
 // a test backend that counts calls and can hold prefix scans or applies until
 // released.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -505,6 +511,33 @@ TEST_F(ServiceOverProbeBackendTest, QueriesAreServedWhileAppliesAreInBackend) {
     EXPECT_TRUE(s.ok()) << s.error_message();
   }
   EXPECT_EQ(backend_.applies.load(), kApplies);
+}
+
+// The apply thread runs kApplyNiceIncrement nice levels below the test's
+// threads (Linux: nice is per thread; field 19 of /proc/<pid>/task/<tid>/stat).
+TEST_F(ServiceOverProbeBackendTest, ApplyThreadRunsAtLowerPriority) {
+  Start(/*prefix_limit=*/2);
+  const int base = getpriority(PRIO_PROCESS, 0);
+  std::vector<int> apply_nice;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "kvidx-apply") continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // Fields after the parenthesised name: state is field 3, nice field 19.
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19; ++i) fields >> field;
+    apply_nice.push_back(std::stoi(field));
+  }
+  ASSERT_EQ(apply_nice.size(), kApplyThreads);
+  for (int nice : apply_nice) {
+    EXPECT_EQ(nice, std::min(base + kApplyNiceIncrement, 19));
+  }
 }
 
 // Validation precedes admission: an empty prefix query is INVALID_ARGUMENT

@@ -1,6 +1,8 @@
 #include "server/task_executor.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -8,13 +10,23 @@
 
 namespace kvindexer {
 
-TaskExecutor::TaskExecutor(size_t threads, const std::string& thread_name) {
+TaskExecutor::TaskExecutor(size_t threads, const std::string& thread_name,
+                           int nice_increment) {
   const size_t n = std::clamp<size_t>(threads, 1, kMaxExecutorThreads);
   // Linux keeps 15 bytes of a thread name and refuses longer ones.
   const std::string name = thread_name.substr(0, 15);
   threads_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    threads_.emplace_back([this] { Run(); });
+    threads_.emplace_back([this, nice_increment] {
+      // Linux: a nice value is per thread. Raising it needs no privilege;
+      // if it fails the thread just keeps the process's priority.
+      if (nice_increment > 0) {
+        const int current = getpriority(PRIO_PROCESS, 0);
+        (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()),
+                          current + nice_increment);
+      }
+      Run();
+    });
     pthread_setname_np(threads_.back().native_handle(), name.c_str());
   }
 }

@@ -33,8 +33,11 @@ inline constexpr size_t kMaxExecutorThreads = 256;
 class TaskExecutor {
  public:
   // Starts min(threads, kMaxExecutorThreads) threads, at least one, named
-  // `thread_name` (truncated to the 15 bytes Linux keeps).
-  TaskExecutor(size_t threads, const std::string& thread_name);
+  // `thread_name` (truncated to the 15 bytes Linux keeps). A positive
+  // `nice_increment` lowers the threads' CPU priority by that many nice
+  // levels below the calling thread's.
+  TaskExecutor(size_t threads, const std::string& thread_name,
+               int nice_increment = 0);
   ~TaskExecutor();
   TaskExecutor(const TaskExecutor&) = delete;
   TaskExecutor& operator=(const TaskExecutor&) = delete;
