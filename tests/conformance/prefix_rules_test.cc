@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "conformance_fixture.h"
 
 namespace kvindexer::conformance {
@@ -355,7 +356,7 @@ TEST_P(PrefixRulesTest, RepeatedHashesInQueryAreScannedAsGiven) {
 
 TEST_P(PrefixRulesTest, ResultsSortedDescendingAcrossManyWorkers) {
   for (int i = 0; i < 8; ++i) {
-    ApplyOk(Batch("w" + std::to_string(i), "addr" + std::to_string(i))
+    ApplyOk(Batch(absl::StrCat("w", i), absl::StrCat("addr", i))
                 .Report(kTierHbm, Range(100, i % 4 + 1)));
   }
   const auto resp = Prefix(Range(100, 6));
