@@ -195,9 +195,12 @@ class IndexBackend {
 
   // Looks up each hash (the host passes distinct hashes) in one snapshot and
   // calls visitor->OnBlock for each, in order. When count_as_hit is true,
-  // every hash that has at least one placement gets its hit counter raised by
-  // one (created at 1, saturating at UINT64_MAX), atomically with that
-  // snapshot with respect to Apply.
+  // every hash that has at least one placement in that snapshot gets its hit
+  // counter raised by one (created at 1, saturating at UINT64_MAX), even if
+  // the visitor stops early. The increments of one call are atomic with
+  // respect to Apply and to concurrent readers: a concurrent HitCounts sees
+  // all of them or none. Visitor callbacks must not call into the same
+  // backend.
   virtual BackendStatus Match(HashSpan hashes, bool count_as_hit,
                               BlockVisitor* visitor) noexcept = 0;
 
