@@ -6,9 +6,9 @@
 // descriptor's ABI numbers and size before it touches anything else.
 //
 // ABI rules ("C++ as extended C"):
-//   * Only plain data crosses the boundary: fixed-width integers, pointer+length
-//     views, and the POD structs below. No std::string, std::vector, abseil,
-//     protobuf or spdlog types.
+//   * Only plain data crosses the boundary: fixed-width integers, views
+//     (pointer and length), and the POD structs below. No std::string,
+//     std::vector, abseil, protobuf or spdlog types.
 //   * Every virtual function is noexcept. Nothing throws across the boundary;
 //     failures come back as a BackendStatus.
 //   * Structs that may grow carry their size first; new members are only ever
@@ -221,11 +221,11 @@ class IndexBackend {
 // Returned by the entry function. Static storage owned by the backend
 // library; valid while the library is loaded.
 struct BackendDescriptor {
-  uint32_t abi_major;    // kBackendAbiMajor the backend was built against
-  uint32_t abi_minor;    // kBackendAbiMinor the backend was built against
-  uint32_t struct_size;  // sizeof(BackendDescriptor) in the backend's build
-  const char* name;      // short name, e.g. "absl_rwlock"
-  const char* version;   // backend version string
+  uint32_t abi_major;      // kBackendAbiMajor the backend was built against
+  uint32_t abi_minor;      // kBackendAbiMinor the backend was built against
+  uint32_t struct_size;    // sizeof(BackendDescriptor) in the backend's build
+  const char* name;        // short name, e.g. "absl_rwlock"
+  const char* version;     // backend version string
   const char* build_info;  // compiler, flags, build type; free form
   // Creates a backend. On failure returns null and writes a NUL-terminated
   // reason into error[0..error_size). OWNERSHIP: the caller owns the result
@@ -244,10 +244,11 @@ typedef const kvindexer::BackendDescriptor* (*KvindexerBackendEntryFn)(void);
 
 // Use in exactly one translation unit of a backend:
 //   KVINDEXER_DEFINE_BACKEND(descriptor_expression)
-#define KVINDEXER_DEFINE_BACKEND(descriptor)                                   \
-  extern "C" __attribute__((visibility("default")))                            \
-  const ::kvindexer::BackendDescriptor* kvindexer_backend_descriptor(void) {   \
-    return &(descriptor);                                                      \
+#define KVINDEXER_DEFINE_BACKEND(descriptor)        \
+  extern "C" __attribute__((visibility("default"))) \
+  const ::kvindexer::BackendDescriptor*             \
+  kvindexer_backend_descriptor(void) {              \
+    return &(descriptor);                           \
   }
 
 #endif  // KVINDEXER_BACKEND_H_
