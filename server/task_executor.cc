@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <latch>
 #include <string>
 #include <utility>
 
@@ -15,20 +16,25 @@ TaskExecutor::TaskExecutor(size_t threads, const std::string& thread_name,
   const size_t n = std::clamp<size_t>(threads, 1, kMaxExecutorThreads);
   // Linux keeps 15 bytes of a thread name and refuses longer ones.
   const std::string name = thread_name.substr(0, 15);
+  // Each thread names itself and sets its priority before the constructor
+  // returns, so both are in place before the first task is submitted.
+  const int base_nice = getpriority(PRIO_PROCESS, 0);
+  std::latch started(static_cast<std::ptrdiff_t>(n));
   threads_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    threads_.emplace_back([this, nice_increment] {
+    threads_.emplace_back([this, &name, &started, base_nice, nice_increment] {
+      pthread_setname_np(pthread_self(), name.c_str());
       // Linux: a nice value is per thread. Raising it needs no privilege;
       // if it fails the thread just keeps the process's priority.
       if (nice_increment > 0) {
-        const int current = getpriority(PRIO_PROCESS, 0);
         (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()),
-                          current + nice_increment);
+                          base_nice + nice_increment);
       }
+      started.count_down();
       Run();
     });
-    pthread_setname_np(threads_.back().native_handle(), name.c_str());
   }
+  started.wait();
 }
 
 TaskExecutor::~TaskExecutor() {
