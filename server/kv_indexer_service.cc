@@ -180,28 +180,46 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   // The arrival stamp comes first, before any other work.
   const Clock::TimePoint arrival = shedder_.clock().Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::unique_ptr<PrefixCall> call;
-  if (grpc::Status s =
-          AdmitPrefix(arrival, context->deadline(), *request, &call);
+
+  // With an inline slot free, the whole query runs here, on the callback
+  // thread, with its arena on the stack: no allocation for the call and no
+  // thread hand-off (see kInlineScanSlots).
+  if (const PrefixAdmission::Permit inline_slot = inline_scans_.TryAcquire()) {
+    alignas(8) char initial_block[kInitialArenaBlockBytes];
+    pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+    auto* req =
+        pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(&arena);
+    PrefixAdmission::Permit permit;
+    grpc::Status s =
+        AdmitPrefix(arrival, context->deadline(), *request, req, &permit);
+    if (s.ok()) {
+      auto* resp =
+          pb::Arena::CreateMessage<v1::MatchExternalKvPrefixResponse>(&arena);
+      s = ScanPrefix(*req, permit, resp, response);
+    }
+    reactor->Finish(std::move(s));
+    return reactor;
+  }
+
+  auto call = std::make_unique<PrefixCall>();
+  if (grpc::Status s = AdmitPrefix(arrival, context->deadline(), *request,
+                                   call->request, &call->permit);
       !s.ok()) {
     reactor->Finish(std::move(s));
     return reactor;
   }
   scans_.Submit([this, call = call.release(), reactor, response] {
     const std::unique_ptr<PrefixCall> owned(call);
-    const absl::Status s =
-        indexer_->MatchPrefix(*owned->request, owned->response);
-    owned->permit.Release();
-    reactor->Finish(s.ok() ? Encode(*owned->response, response)
-                           : ToGrpcStatus(s));
+    reactor->Finish(
+        ScanPrefix(*owned->request, owned->permit, owned->response, response));
   });
   return reactor;
 }
 
-grpc::Status KvIndexerService::AdmitPrefix(Clock::TimePoint arrival,
-                                           Clock::TimePoint deadline,
-                                           const grpc::ByteBuffer& request,
-                                           std::unique_ptr<PrefixCall>* call) {
+grpc::Status KvIndexerService::AdmitPrefix(
+    Clock::TimePoint arrival, Clock::TimePoint deadline,
+    const grpc::ByteBuffer& request, v1::MatchExternalKvPrefixRequest* decoded,
+    PrefixAdmission::Permit* permit) {
   // Oversize requests never reach the handler in the reference
   // implementation, so their status wins over shedding.
   if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
@@ -213,19 +231,28 @@ grpc::Status KvIndexerService::AdmitPrefix(Clock::TimePoint arrival,
                         std::string(kShedStatusMessage));
   }
 
-  auto admitted = std::make_unique<PrefixCall>();
-  if (grpc::Status s = Decode(request, admitted->request); !s.ok()) return s;
-  if (absl::Status s = ValidatePrefix(*admitted->request); !s.ok()) {
+  if (grpc::Status s = Decode(request, decoded); !s.ok()) return s;
+  if (absl::Status s = ValidatePrefix(*decoded); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  admitted->permit = admission_.TryAcquire();
-  if (!admitted->permit) {
+  *permit = admission_.TryAcquire();
+  if (!*permit) {
     rejection_log_->RecordOverload();
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         std::string(kOverloadStatusMessage));
   }
-  *call = std::move(admitted);
   return grpc::Status::OK;
+}
+
+grpc::Status KvIndexerService::ScanPrefix(
+    const v1::MatchExternalKvPrefixRequest& request,
+    PrefixAdmission::Permit& permit,
+    v1::MatchExternalKvPrefixResponse* decoded_response,
+    grpc::ByteBuffer* response) {
+  const absl::Status s = indexer_->MatchPrefix(request, decoded_response);
+  // The permit bounds scans, not the encoding of their answers.
+  permit.Release();
+  return s.ok() ? Encode(*decoded_response, response) : ToGrpcStatus(s);
 }
 
 }  // namespace kvindexer

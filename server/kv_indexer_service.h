@@ -15,7 +15,8 @@
 //      does not expose the header itself to the application);
 //   3. decoding and validation (INVALID_ARGUMENT);
 //   4. admission: a non-blocking permit (RESOURCE_EXHAUSTED);
-//   5. the scan, holding the permit, on the scan executor.
+//   5. the scan, holding the permit: on the callback thread itself while one
+//      of kInlineScanSlots is free, otherwise on the scan executor.
 // Steps 1 to 4 run on gRPC's callback thread, so a rejection is immediate.
 //
 // The other three methods are never shed and never take a permit. On the
@@ -31,7 +32,8 @@
 // See task_executor.h for why work leaves gRPC's callback threads.
 //
 // No thread is created per call. The only lock the service itself takes is
-// an executor's queue lock, once per call handed to it.
+// an executor's queue lock, once per call handed to it; a prefix query run
+// inline takes none and allocates nothing of its own beyond the response.
 //
 // Thread safety: all methods may run concurrently (the Indexer is
 // thread-safe).
@@ -78,6 +80,15 @@ inline constexpr size_t kApplyThreads = 1;
 // want it. It still runs whenever a core is free; under CPU saturation by
 // queries an apply takes longer, but it never waits for a permit or a scan.
 inline constexpr int kApplyNiceIncrement = 10;
+// Prefix queries that may run at once on gRPC's callback threads instead of
+// being handed to the scan executor. Handing a query to another thread costs
+// a wake-up and a context switch, which on a 2-core machine is several times
+// the scan of a 128-block query (BENCHMARKS.md). gRPC 1.51 runs callbacks on
+// at least two threads; keeping all but one of them free of scans means a
+// scan that takes long (or a backend that blocks) never stops the server from
+// rejecting surplus queries or taking applies. A query that finds no slot
+// free is handed to the executor. Inline scans also hold an admission permit.
+inline constexpr uint32_t kInlineScanSlots = 1;
 // Threads that run MatchExternalKv and GetExternalKvHitCounts.
 inline constexpr size_t kLookupThreads = 2;
 
@@ -118,13 +129,21 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   struct PrefixCall;
 
   // Steps 1 to 4 of MatchExternalKvPrefix, on the callback thread. On OK,
-  // *call holds the decoded request and a permit.
+  // *decoded holds the request and *permit a held admission permit.
   grpc::Status AdmitPrefix(Clock::TimePoint arrival, Clock::TimePoint deadline,
                            const grpc::ByteBuffer& request,
-                           std::unique_ptr<PrefixCall>* call);
+                           v1::MatchExternalKvPrefixRequest* decoded,
+                           PrefixAdmission::Permit* permit);
+  // The scan of one admitted query: runs it, releases `permit` and encodes
+  // the answer into `response`.
+  grpc::Status ScanPrefix(const v1::MatchExternalKvPrefixRequest& request,
+                          PrefixAdmission::Permit& permit,
+                          v1::MatchExternalKvPrefixResponse* decoded_response,
+                          grpc::ByteBuffer* response);
 
   Indexer* indexer_;
   PrefixAdmission admission_;
+  PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;

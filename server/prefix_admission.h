@@ -3,7 +3,8 @@
 //
 // Acquisition never blocks and nothing is queued: TryAcquire either returns a
 // held permit or an empty one at once. A permit is released when it is
-// destroyed. Only MatchExternalKvPrefix takes permits.
+// destroyed. Only MatchExternalKvPrefix takes permits. The service uses a
+// second instance, with its own limit, for its inline scan slots.
 //
 // Thread safety: TryAcquire and in_flight may be called concurrently; a Permit
 // is owned by one thread at a time. Lock-free (one atomic counter).

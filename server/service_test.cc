@@ -6,6 +6,7 @@
 // loaded with LoadedBackend); admission and shedding run over ProbeBackend,
 // a test backend that counts calls and can hold prefix scans or applies until
 // released.
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -103,6 +104,11 @@ class ProbeBackend final : public IndexBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return prefix_entries_;
   }
+  // The names of the threads prefix scans entered the backend on, in order.
+  std::vector<std::string> prefix_threads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefix_threads_;
+  }
   // Waits until `n` prefix scans have entered the backend.
   bool WaitForPrefixEntries(int n) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -134,8 +140,11 @@ class ProbeBackend final : public IndexBackend {
   BackendStatus PrefixScan(HashSpan hashes,
                            BlockVisitor* visitor) noexcept override {
     {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
       std::unique_lock<std::mutex> lock(mu_);
       ++prefix_entries_;
+      prefix_threads_.emplace_back(name);
       cv_.notify_all();
       cv_.wait_for(lock, kWaitBound, [&] { return !hold_; });
     }
@@ -162,6 +171,7 @@ class ProbeBackend final : public IndexBackend {
   bool hold_ = false;
   bool hold_applies_ = false;
   int prefix_entries_ = 0;
+  std::vector<std::string> prefix_threads_;
   int apply_entries_ = 0;
 };
 
@@ -455,6 +465,58 @@ TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].level, spdlog::level::warn);
   EXPECT_THAT(lines[0].text, HasSubstr("rejected_total=1"));
+}
+
+// A prefix query runs on gRPC's callback thread while an inline slot is free;
+// with every slot held by a scan, the next queries go to the scan executor,
+// and the server still takes applies and rejects surplus queries.
+TEST_F(ServiceOverProbeBackendTest, ScansRunInlineOnlyWhileASlotIsFree) {
+  static_assert(kInlineScanSlots == 1, "the test holds one inline scan");
+  Start(/*prefix_limit=*/3);
+  backend_.HoldPrefixScans();
+
+  std::vector<grpc::Status> held_status(3);
+  std::vector<std::thread> held;
+  for (size_t i = 0; i < held_status.size(); ++i) {
+    held.emplace_back([this, i, &held_status] {
+      MatchExternalKvPrefixResponse resp;
+      held_status[i] = MatchPrefix(*server_, Prefix({-1}), &resp, kWaitBound);
+    });
+    // One at a time, so the first query is the one that finds the slot free.
+    if (!backend_.WaitForPrefixEntries(static_cast<int>(i) + 1)) break;
+  }
+  const std::vector<std::string> threads = backend_.prefix_threads();
+  if (threads.size() != 3u) {
+    backend_.Release();
+    for (std::thread& t : held) t.join();
+    FAIL() << threads.size() << " of 3 queries reached the backend";
+  }
+  EXPECT_NE(threads[0], "kvidx-scan");
+  EXPECT_EQ(threads[1], "kvidx-scan");
+  EXPECT_EQ(threads[2], "kvidx-scan");
+
+  MatchExternalKvPrefixResponse rejected_resp;
+  const grpc::Status rejected =
+      MatchPrefix(*server_, Prefix({-1}), &rejected_resp, 1s);
+  EXPECT_EQ(rejected.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ApplyExternalKvBatchRequest apply;
+  apply.set_worker_id("worker");
+  const grpc::Status applied = Apply(*server_, apply, kWaitBound);
+  EXPECT_TRUE(applied.ok()) << applied.error_message();
+
+  backend_.Release();
+  for (std::thread& t : held) t.join();
+  for (const grpc::Status& s : held_status) {
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(server_->service().admission().in_flight(), 0u);
+
+  // With the slot free again, the next query runs inline once more.
+  MatchExternalKvPrefixResponse resp;
+  const grpc::Status again = MatchPrefix(*server_, Prefix({-1}), &resp);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  ASSERT_EQ(backend_.prefix_threads().size(), 4u);
+  EXPECT_NE(backend_.prefix_threads()[3], "kvidx-scan");
 }
 
 // Applies run off gRPC's callback threads: while applies are stuck in the
