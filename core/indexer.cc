@@ -93,6 +93,13 @@ absl::Status Indexer::MatchPrefix(const v1::MatchExternalKvPrefixRequest& req,
   return RunPrefixQuery(backend_, req, resp);
 }
 
+absl::Status Indexer::MatchPrefix(
+    const v1::MatchExternalKvPrefixRequest& req,
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
+  if (absl::Status s = ValidatePrefix(req); !s.ok()) return s;
+  return RunPrefixQuery(backend_, req, deliver);
+}
+
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
                                 v1::GetExternalKvHitCountsResponse* resp) {
   if (absl::Status s = ValidateHitCounts(req); !s.ok()) return s;

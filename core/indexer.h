@@ -9,7 +9,9 @@
 #ifndef KVINDEXER_CORE_INDEXER_H_
 #define KVINDEXER_CORE_INDEXER_H_
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "core/prefix_answer.h"
 #include "kv_indexer.pb.h"
 #include "kvindexer/backend.h"
 
@@ -30,6 +32,12 @@ class Indexer {
   [[nodiscard]] absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       v1::MatchExternalKvPrefixResponse* resp);
+  // The same, handing the answer to `deliver` (once, on OK) as views into
+  // the query's own storage, so a caller can encode it without building the
+  // response message.
+  [[nodiscard]] absl::Status MatchPrefix(
+      const v1::MatchExternalKvPrefixRequest& req,
+      absl::FunctionRef<void(const PrefixAnswer&)> deliver);
   [[nodiscard]] absl::Status HitCounts(
       const v1::GetExternalKvHitCountsRequest& req,
       v1::GetExternalKvHitCountsResponse* resp);

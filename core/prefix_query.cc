@@ -26,16 +26,24 @@ size_t PrefixLimit(size_t hash_count, uint32_t max_blocks) {
   return std::min(hash_count, static_cast<size_t>(max_blocks));
 }
 
-absl::Status RunPrefixQuery(IndexBackend* backend,
-                            const v1::MatchExternalKvPrefixRequest& req,
-                            v1::MatchExternalKvPrefixResponse* resp) {
+absl::Status RunPrefixQuery(
+    IndexBackend* backend, const v1::MatchExternalKvPrefixRequest& req,
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
   const size_t limit =
       PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
   PrefixQuery query(limit);
   const BackendStatus status =
       backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &query);
   if (absl::Status s = ToAbslStatus(status); !s.ok()) return s;
-  return query.Finish(resp);
+  return query.Answer(deliver);
+}
+
+absl::Status RunPrefixQuery(IndexBackend* backend,
+                            const v1::MatchExternalKvPrefixRequest& req,
+                            v1::MatchExternalKvPrefixResponse* resp) {
+  return RunPrefixQuery(backend, req, [resp](const PrefixAnswer& answer) {
+    FillPrefixResponse(answer, resp);
+  });
 }
 
 PrefixQuery::WorkerRecord& PrefixQuery::RecordFor(uint32_t worker) {
@@ -154,12 +162,10 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
   return true;
 }
 
-absl::Status PrefixQuery::Finish(
-    v1::MatchExternalKvPrefixResponse* resp) const {
-  resp->Clear();
+absl::Status PrefixQuery::Answer(
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver) const {
   if (first_block_miss_) {
-    resp->set_best_prefix_blocks(0);
-    resp->set_blocks_read(1);
+    deliver(PrefixAnswer{{}, 0, 1});
     return absl::OkStatus();
   }
   if (!stopped_early_ && blocks_seen_ != limit_) {
@@ -179,17 +185,38 @@ absl::Status PrefixQuery::Finish(
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  resp->mutable_matches()->Reserve(static_cast<int>(entries.size()));
+  std::vector<PrefixMatchView> matches;
+  matches.reserve(entries.size());
   for (const auto& [prefix, c] : entries) {
     const WorkerRecord& record = records_[candidates_[c].record];
-    v1::ExternalKvPrefixMatch* match = resp->add_matches();
-    match->set_worker_address(Text(record.address_offset), record.address_size);
-    match->set_matched_prefix_blocks(prefix);
-    match->set_worker_id(Text(record.id_offset), record.id_size);
+    matches.push_back(PrefixMatchView{
+        std::string_view(Text(record.id_offset), record.id_size),
+        std::string_view(Text(record.address_offset), record.address_size),
+        prefix});
   }
-  resp->set_best_prefix_blocks(entries.empty() ? 0 : entries.front().first);
-  resp->set_blocks_read(static_cast<uint32_t>(limit_));
+  deliver(PrefixAnswer{matches, entries.empty() ? 0 : entries.front().first,
+                       static_cast<uint32_t>(limit_)});
   return absl::OkStatus();
+}
+
+absl::Status PrefixQuery::Finish(
+    v1::MatchExternalKvPrefixResponse* resp) const {
+  return Answer(
+      [resp](const PrefixAnswer& answer) { FillPrefixResponse(answer, resp); });
+}
+
+void FillPrefixResponse(const PrefixAnswer& answer,
+                        v1::MatchExternalKvPrefixResponse* resp) {
+  resp->Clear();
+  resp->mutable_matches()->Reserve(static_cast<int>(answer.matches.size()));
+  for (const PrefixMatchView& m : answer.matches) {
+    v1::ExternalKvPrefixMatch* match = resp->add_matches();
+    match->set_worker_address(m.worker_address.data(), m.worker_address.size());
+    match->set_matched_prefix_blocks(m.matched_prefix_blocks);
+    match->set_worker_id(m.worker_id.data(), m.worker_id.size());
+  }
+  resp->set_best_prefix_blocks(answer.best_prefix_blocks);
+  resp->set_blocks_read(answer.blocks_read);
 }
 
 }  // namespace kvindexer

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "core/prefix_answer.h"
 #include "core/prefix_scanner.h"
 #include "core/worker_slot_map.h"
 #include "kv_indexer.pb.h"
@@ -33,12 +35,22 @@ namespace kvindexer {
 // The number of leading hashes a prefix query considers (§11.4 step 1).
 [[nodiscard]] size_t PrefixLimit(size_t hash_count, uint32_t max_blocks);
 
-// Runs one prefix query: PrefixScan over hashes[0..limit) and assembly into
-// *resp. REQUIRES: the request is valid (non-empty hashes).
+// Runs one prefix query: PrefixScan over hashes[0..limit) and assembly of the
+// answer, which is handed to `deliver` (once, and only on OK). REQUIRES: the
+// request is valid (non-empty hashes).
+[[nodiscard]] absl::Status RunPrefixQuery(
+    IndexBackend* backend,
+    const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver);
+// The same, with the answer filled into *resp.
 [[nodiscard]] absl::Status RunPrefixQuery(
     IndexBackend* backend,
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
     ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
+
+// Replaces *resp with `answer`.
+void FillPrefixResponse(const PrefixAnswer& answer,
+                        ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
 
 // The visitor behind RunPrefixQuery, exposed for tests. Use once per scan.
 class PrefixQuery final : public BlockVisitor {
@@ -49,8 +61,12 @@ class PrefixQuery final : public BlockVisitor {
   void OnWorker(const WorkerView& worker) noexcept override;
   bool OnBlock(const BlockView& block) noexcept override;
 
-  // Fills *resp from the finished scan. Fails with INTERNAL when the backend
-  // delivered fewer blocks than asked without being stopped.
+  // Hands the answer of the finished scan to `deliver`. Fails with INTERNAL
+  // (and delivers nothing) when the backend delivered fewer blocks than asked
+  // without being stopped.
+  [[nodiscard]] absl::Status Answer(
+      absl::FunctionRef<void(const PrefixAnswer&)> deliver) const;
+  // The same, filling *resp.
   [[nodiscard]] absl::Status Finish(
       ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp) const;
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "core/prefix_answer.h"
+#include "core/prefix_response_wire.h"
 #include "core/request_validation.h"
 #include "fmt/format.h"
 #include "google/protobuf/arena.h"
@@ -71,6 +73,21 @@ grpc::Status Encode(const pb::MessageLite& message,
   return grpc::Status::OK;
 }
 
+// Writes the wire form of `answer` into one slice owned by `response`.
+grpc::Status EncodePrefixAnswer(const PrefixAnswer& answer,
+                                grpc::ByteBuffer* response) {
+  const size_t size = PrefixResponseWireSize(answer);
+  if (size > INT_MAX) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "response message is too large to encode");
+  }
+  grpc::Slice slice(size);
+  WritePrefixResponseWire(answer, const_cast<uint8_t*>(slice.begin()));
+  grpc::ByteBuffer encoded(&slice, 1);
+  response->Swap(&encoded);
+  return grpc::Status::OK;
+}
+
 // Decodes `request`, runs `serve` and encodes its response: everything of a
 // unary call after the size check.
 template <typename Request, typename Response, typename Serve>
@@ -110,19 +127,16 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 }  // namespace
 
 // One admitted prefix query on its way to the scan executor. Owns the arena
-// that holds its request and response.
+// that holds its request.
 struct KvIndexerService::PrefixCall {
   PrefixCall()
       : arena(InitialBlock(initial_block, sizeof(initial_block))),
-        request(
-            pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(&arena)),
-        response(pb::Arena::CreateMessage<v1::MatchExternalKvPrefixResponse>(
+        request(pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(
             &arena)) {}
 
   alignas(8) char initial_block[kInitialArenaBlockBytes];
   pb::Arena arena;
   v1::MatchExternalKvPrefixRequest* request;
-  v1::MatchExternalKvPrefixResponse* response;
   PrefixAdmission::Permit permit;
 };
 
@@ -192,11 +206,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
     PrefixAdmission::Permit permit;
     grpc::Status s =
         AdmitPrefix(arrival, context->deadline(), *request, req, &permit);
-    if (s.ok()) {
-      auto* resp =
-          pb::Arena::CreateMessage<v1::MatchExternalKvPrefixResponse>(&arena);
-      s = ScanPrefix(*req, permit, resp, response);
-    }
+    if (s.ok()) s = ScanPrefix(*req, permit, response);
     reactor->Finish(std::move(s));
     return reactor;
   }
@@ -210,8 +220,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   }
   scans_.Submit([this, call = call.release(), reactor, response] {
     const std::unique_ptr<PrefixCall> owned(call);
-    reactor->Finish(
-        ScanPrefix(*owned->request, owned->permit, owned->response, response));
+    reactor->Finish(ScanPrefix(*owned->request, owned->permit, response));
   });
   return reactor;
 }
@@ -246,13 +255,16 @@ grpc::Status KvIndexerService::AdmitPrefix(
 
 grpc::Status KvIndexerService::ScanPrefix(
     const v1::MatchExternalKvPrefixRequest& request,
-    PrefixAdmission::Permit& permit,
-    v1::MatchExternalKvPrefixResponse* decoded_response,
-    grpc::ByteBuffer* response) {
-  const absl::Status s = indexer_->MatchPrefix(request, decoded_response);
-  // The permit bounds scans, not the encoding of their answers.
+    PrefixAdmission::Permit& permit, grpc::ByteBuffer* response) {
+  grpc::Status encoded = grpc::Status::OK;
+  const absl::Status s =
+      indexer_->MatchPrefix(request, [&](const PrefixAnswer& answer) {
+        // The permit bounds scans, not the encoding of their answers.
+        permit.Release();
+        encoded = EncodePrefixAnswer(answer, response);
+      });
   permit.Release();
-  return s.ok() ? Encode(*decoded_response, response) : ToGrpcStatus(s);
+  return s.ok() ? encoded : ToGrpcStatus(s);
 }
 
 }  // namespace kvindexer

@@ -134,11 +134,10 @@ class KvIndexerService final : public internal::RawKvIndexerService {
                            const grpc::ByteBuffer& request,
                            v1::MatchExternalKvPrefixRequest* decoded,
                            PrefixAdmission::Permit* permit);
-  // The scan of one admitted query: runs it, releases `permit` and encodes
-  // the answer into `response`.
+  // The scan of one admitted query: runs it, releases `permit` and writes
+  // the answer's wire form (prefix_response_wire.h) into `response`.
   grpc::Status ScanPrefix(const v1::MatchExternalKvPrefixRequest& request,
                           PrefixAdmission::Permit& permit,
-                          v1::MatchExternalKvPrefixResponse* decoded_response,
                           grpc::ByteBuffer* response);
 
   Indexer* indexer_;
