@@ -64,7 +64,7 @@ for backend in $backends; do
     --spawn_server="$bin/kv-indexer-server" --backend="$backend" \
     --spawn_floor="$bin/kv-indexer-floor-server" \
     --server_log="$results/server_$backend.log" \
-    --preload_placements="$preload" \
+    --preload_placements="$preload" --query_rounds=3 \
     --label="run_all $backend" \
     --json_out="$results/grpc_$backend.json" \
     --max_run_s=280 | tee "$results/grpc_$backend.txt"; then
