@@ -128,6 +128,9 @@ ABSL_FLAG(double, mixed_ingest_rate, 200'000,
           "Paced ingest during mixed (hashes/s, realistic batches); 0 skips");
 ABSL_FLAG(uint32_t, mixed_b2b_streams, 1,
           "Streams of back-to-back 16384-hash applies during mixed; 0 skips");
+ABSL_FLAG(uint32_t, mixed_ingest_channels, 1,
+          "Connections the mixed phase's applies use, separate from the "
+          "query connections (a bridge has its own connection)");
 ABSL_FLAG(uint64_t, mixed_pool_hashes, 4'000'000,
           "Hashes in the cycled pool of back-to-back applies: fleet batches "
           "followed by their inverses, so each pass does real work");
@@ -234,6 +237,8 @@ struct Target {
   std::string name;  // "server" or "floor"
   std::unique_ptr<ServerProcess> process;
   std::unique_ptr<ChannelPool> pool;
+  // The mixed phase's applies: connections of their own, as a bridge has.
+  std::unique_ptr<ChannelPool> mixed_ingest_pool;
 };
 
 struct Report {
@@ -293,8 +298,10 @@ void WriteIngest(Report& r, const std::string& target, const std::string& key,
       x.truncated ? "  (stopped before the plan ran out)" : ""));
 }
 
+// `process_cpu_s`: CPU seconds the answering process used during the run, or
+// a negative value when unknown (a target that was not spawned).
 void WriteQuery(Report& r, const std::string& target, const std::string& key,
-                const QueryResult& x) {
+                const QueryResult& x, double process_cpu_s = -1) {
   JsonWriter& j = r.json;
   j.BeginObject();
   j.Field("target", target);
@@ -308,16 +315,25 @@ void WriteQuery(Report& r, const std::string& target, const std::string& key,
   j.Field("mean_query_blocks", x.mean_query_blocks);
   j.Field("mean_matches", x.mean_matches);
   j.Field("mean_best_prefix_blocks", x.mean_best_prefix);
+  const double ok = x.achieved_qps * x.seconds;
+  const double cpu_us_per_ok =
+      process_cpu_s >= 0 && ok > 0 ? process_cpu_s * 1e6 / ok : -1;
+  if (cpu_us_per_ok >= 0) {
+    j.Field("process_cpu_s", process_cpu_s);
+    j.Field("process_cpu_us_per_ok", cpu_us_per_ok);
+  }
   WriteStatus(j, x.status);
   WriteLatency(j, x.latency);
   j.EndObject();
   r.failed_rpcs += x.status.failed();
   r.Row(absl::StrFormat(
       "%-7s %-26s %10.0f qps  p50 %7.0f  p99 %7.0f  p99.9 %7.0f us  "
-      "blocks %6.0f  matches %5.1f  failed %d",
+      "blocks %6.0f  matches %5.1f  failed %d%s",
       target, key, x.achieved_qps, x.latency.p50_us, x.latency.p99_us,
-      x.latency.p999_us, x.mean_query_blocks, x.mean_matches,
-      x.status.failed()));
+      x.latency.p999_us, x.mean_query_blocks, x.mean_matches, x.status.failed(),
+      cpu_us_per_ok >= 0
+          ? absl::StrFormat("  cpu/answer %.1f us", cpu_us_per_ok)
+          : std::string()));
 }
 
 double Median(std::vector<double> v) {
@@ -383,6 +399,14 @@ int Run() {
         ChannelPool::Connect(addr, static_cast<int>(channels), connect_timeout);
     if (!pool.ok()) return pool.status();
     t.pool = std::move(*pool);
+    absl::StatusOr<std::unique_ptr<ChannelPool>> ingest_pool =
+        ChannelPool::Connect(
+            addr,
+            static_cast<int>(std::max<uint32_t>(
+                absl::GetFlag(FLAGS_mixed_ingest_channels), 1)),
+            connect_timeout);
+    if (!ingest_pool.ok()) return ingest_pool.status();
+    t.mixed_ingest_pool = std::move(*ingest_pool);
     std::fprintf(stderr, "kv-indexer-bench: %s at %s (%u channels)\n",
                  name.c_str(), addr.c_str(), channels);
     targets.push_back(std::move(t));
@@ -610,6 +634,8 @@ int Run() {
   j.BeginArray("query");
   double fixed_qps = absl::GetFlag(FLAGS_query_qps);
   std::vector<double> server_headline_qps, floor_headline_qps;
+  // CPU microseconds the answering process spent per OK headline answer.
+  std::vector<double> server_headline_cpu, floor_headline_cpu;
   std::vector<double> server_fleet_qps, floor_fleet_qps;
   std::vector<double> idle_p99_from_query;
   bool headline_wrong = false;
@@ -633,10 +659,19 @@ int Run() {
       }
       if (!wants("query")) continue;
       if (absl::GetFlag(FLAGS_headline)) {
+        const double cpu_before = t.process ? t.process->CpuSeconds() : -1;
         const QueryResult head = RunQueries(
             t.pool.get(), headline_queries,
             query_load(absl::StrCat(t.name, " query/headline/saturation"), 0));
-        WriteQuery(report, t.name, "query/headline/saturation", head);
+        const double cpu_after = t.process ? t.process->CpuSeconds() : -1;
+        const double cpu =
+            cpu_before >= 0 && cpu_after >= 0 ? cpu_after - cpu_before : -1;
+        WriteQuery(report, t.name, "query/headline/saturation", head, cpu);
+        const double ok = head.achieved_qps * head.seconds;
+        if (cpu >= 0 && ok > 0) {
+          (is_server ? server_headline_cpu : floor_headline_cpu)
+              .push_back(cpu * 1e6 / ok);
+        }
         if (is_server && absl::GetFlag(FLAGS_check_headline) &&
             (head.status.ok() == 0 ||
              head.mean_matches != static_cast<double>(fc.workers) ||
@@ -671,7 +706,11 @@ int Run() {
   if (wants("mixed") && server != nullptr && fixed_qps > 0 && time_left()) {
     // `ingest_pool` receives the applies: the server, or the floor for the
     // control run that shows what the same apply traffic costs the queries
-    // through CPU sharing alone (no index work, no locking).
+    // through CPU sharing alone (no index work, no locking). Either way the
+    // applies travel on connections of their own, never on the queries'
+    // connections: a bridge has its own connection to the server, and
+    // sharing one would put a query behind a 16,384-hash request on the
+    // same TCP stream.
     double last_ingest_rate = 0;  // hashes/s of the latest run's applies
     const auto run_mixed = [&](const std::string& key, const IngestPlan* plan,
                                IngestLoad ingest, ChannelPool* ingest_pool) {
@@ -720,7 +759,8 @@ int Run() {
         load.hashes_per_s = rate;
         load.max_outstanding = ingest_outstanding;
         mixed_paced_p99.push_back(run_mixed("mixed/paced-ingest", &paced_plan,
-                                            load, server->pool.get()));
+                                            load,
+                                            server->mixed_ingest_pool.get()));
       }
       if (b2b > 0 && time_left()) {
         IngestLoad load;
@@ -728,7 +768,8 @@ int Run() {
         load.max_outstanding = b2b;
         load.cycle = true;
         mixed_b2b_p99.push_back(run_mixed("mixed/back-to-back-16384", &b2b_plan,
-                                          load, server->pool.get()));
+                                          load,
+                                          server->mixed_ingest_pool.get()));
         if (floor != nullptr && time_left() && last_ingest_rate > 0) {
           // Same batches at the rate the server just sustained, so the
           // control costs the machine the same client and transport work.
@@ -736,7 +777,7 @@ int Run() {
           load.hashes_per_s = last_ingest_rate;
           mixed_control_p99.push_back(
               run_mixed("mixed/back-to-back-16384-to-floor", &b2b_plan, load,
-                        floor->pool.get()));
+                        floor->mixed_ingest_pool.get()));
         }
       }
     }
@@ -756,6 +797,14 @@ int Run() {
   j.Field("headline_qps_server_median", Median(server_headline_qps));
   j.Field("headline_qps_floor_median", Median(floor_headline_qps));
   j.Field("headline_qps_server_over_floor", headline_ratio);
+  // Queries per CPU-second of the answering process, server over floor: the
+  // server's own capacity, without the load generator's share of the cores.
+  j.Field("headline_cpu_us_per_answer_server_median",
+          Median(server_headline_cpu));
+  j.Field("headline_cpu_us_per_answer_floor_median",
+          Median(floor_headline_cpu));
+  j.Field("headline_per_cpu_second_server_over_floor",
+          ratio(Median(floor_headline_cpu), Median(server_headline_cpu)));
   j.Field("fleet_qps_server_median", Median(server_fleet_qps));
   j.Field("fleet_qps_floor_median", Median(floor_fleet_qps));
   j.Field("fleet_qps_server_over_floor", fleet_ratio);
@@ -787,10 +836,13 @@ int Run() {
               fc.workers, static_cast<unsigned long long>(fleet.placements()));
   for (const std::string& row : report.table) std::printf("%s\n", row.c_str());
   std::printf(
-      "ratios (medians over rounds): headline qps server/floor %.2f  fleet "
+      "ratios (medians over rounds): headline qps server/floor %.2f (per "
+      "process CPU-second %.2f)  fleet "
       "qps server/floor %.2f  ingest-16384 %.0f hashes/s (server/floor %.2f)"
       "  mixed p99 b2b/idle %.2f paced/idle %.2f b2b-to-floor/idle %.2f\n",
-      headline_ratio, fleet_ratio, ingest_max_batch_rate,
+      headline_ratio,
+      ratio(Median(floor_headline_cpu), Median(server_headline_cpu)),
+      fleet_ratio, ingest_max_batch_rate,
       ratio(ingest_max_batch_rate, floor_ingest_max_batch_rate), b2b_ratio,
       paced_ratio, ratio(Median(mixed_control_p99), Median(mixed_idle_p99)));
   std::fflush(stdout);

@@ -15,6 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -174,6 +177,24 @@ absl::Status ServerProcess::Stop(absl::Duration timeout) {
   ::waitpid(pid_, &wstatus, 0);
   pid_ = -1;
   return absl::DeadlineExceededError("server did not stop on SIGTERM");
+}
+
+double ServerProcess::CpuSeconds() const {
+  if (pid_ <= 0) return -1;
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  // Fields after the parenthesised name start with field 3 (state); utime
+  // and stime are fields 14 and 15.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 14; ++i) fields >> field;
+  unsigned long long utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return -1;
+  return static_cast<double>(utime + stime) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace kvindexer::bench

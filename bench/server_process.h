@@ -39,6 +39,10 @@ class ServerProcess {
 
   const std::string& address() const { return address_; }
 
+  // CPU time the process has used so far, user plus system, in seconds
+  // (/proc/<pid>/stat; clock-tick resolution). Negative if unreadable.
+  [[nodiscard]] double CpuSeconds() const;
+
  private:
   ServerProcess() = default;
   pid_t pid_ = -1;

@@ -160,6 +160,12 @@ def grpc(results, out):
                  f"{med([r['achieved_qps'] for r in rows_of(d, 'query', run)]):.0f} / "
                  f"{med([r['achieved_qps'] for r in rows_of(d, 'query', run, 'floor')]):.0f} = "
                  f"{med([r['achieved_qps'] for r in rows_of(d, 'query', run)]) / max(med([r['achieved_qps'] for r in rows_of(d, 'query', run, 'floor')]), 1e-9):.2f}"))
+        if run == "query/headline/saturation":
+            line(f"{label}: CPU us per answer of the answering process, server / floor (median of rounds) = per-CPU-second ratio",
+                 lambda d: (
+                     f"{d['ratios'].get('headline_cpu_us_per_answer_server_median', 0):.1f} / "
+                     f"{d['ratios'].get('headline_cpu_us_per_answer_floor_median', 0):.1f} = "
+                     f"{d['ratios'].get('headline_per_cpu_second_server_over_floor', 0):.2f}"))
         line(f"{label}: server p50 / p99 / p99.9 us (median of rounds)",
              lambda d, run=run: " / ".join(
                  f"{med([r['latency_us'][k] for r in rows_of(d, 'query', run)]):.0f}"
@@ -220,6 +226,10 @@ def targets(inproc, runs, out):
     row("over gRPC, headline throughput >= 70% of transport floor",
         lambda be: (f"{runs[be]['ratios']['headline_qps_server_over_floor']:.2f}: "
                     f"{verdict(runs[be]['ratios']['headline_qps_server_over_floor'] >= 0.7)}")
+        if be in runs else "n/a")
+    row("same, per CPU-second of the answering process (load generator excluded)",
+        lambda be: (f"{runs[be]['ratios'].get('headline_per_cpu_second_server_over_floor', 0):.2f}: "
+                    f"{verdict(runs[be]['ratios'].get('headline_per_cpu_second_server_over_floor', 0) >= 0.7)}")
         if be in runs else "n/a")
     row("ingest in-process >= 3M placements/s (Indexer, 16,384-hash batches)",
         lambda be: f"{fmt_rate(inproc[('apply_indexer/{}/batch16384', be)])}: "
