@@ -118,11 +118,15 @@ void BM_Memory(benchmark::State& state, ScenarioSpec spec, bool keep) {
   }
 }
 
-void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec) {
+// `distinct`: the distinct-lists prefix instead of the headline prefix.
+void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec,
+                      bool distinct) {
   BackendScenario* s = Ensure(spec, state);
   if (s == nullptr) return;
   v1::MatchExternalKvPrefixRequest req;
-  for (const int64_t h : HeadlineHashes()) req.add_hashes(h);
+  for (const int64_t h : distinct ? DistinctListHashes() : HeadlineHashes()) {
+    req.add_hashes(h);
+  }
   v1::MatchExternalKvPrefixResponse resp;
   for (auto _ : state) {
     resp.Clear();
@@ -141,10 +145,11 @@ void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec) {
   SetScenarioCounters(state, *s);
 }
 
-void BM_PrefixRaw(benchmark::State& state, ScenarioSpec spec) {
+void BM_PrefixRaw(benchmark::State& state, ScenarioSpec spec, bool distinct) {
   BackendScenario* s = Ensure(spec, state);
   if (s == nullptr) return;
-  const std::vector<int64_t> hashes = HeadlineHashes();
+  const std::vector<int64_t> hashes =
+      distinct ? DistinctListHashes() : HeadlineHashes();
   const HashSpan span{hashes.data(), hashes.size()};
   uint64_t sum = 0;
   for (auto _ : state) {
@@ -377,14 +382,17 @@ void RegisterAll() {
             ->Unit(benchmark::kMillisecond);
       }
     }
-    benchmark::RegisterBenchmark(
-        absl::StrCat("prefix_indexer/", name, "/", tag).c_str(),
-        BM_PrefixIndexer, spec)
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(
-        absl::StrCat("prefix_raw_scan/", name, "/", tag).c_str(), BM_PrefixRaw,
-        spec)
-        ->Unit(benchmark::kMicrosecond);
+    for (const bool distinct : {false, true}) {
+      const std::string variant = distinct ? "_distinct_lists" : "";
+      benchmark::RegisterBenchmark(
+          absl::StrCat("prefix_indexer", variant, "/", name, "/", tag).c_str(),
+          BM_PrefixIndexer, spec, distinct)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(
+          absl::StrCat("prefix_raw_scan", variant, "/", name, "/", tag).c_str(),
+          BM_PrefixRaw, spec, distinct)
+          ->Unit(benchmark::kMicrosecond);
+    }
     benchmark::RegisterBenchmark(
         absl::StrCat("match_indexer/", name, "/", tag).c_str(), BM_MatchIndexer,
         spec)

@@ -53,6 +53,14 @@ std::vector<int64_t> HeadlineHashes() {
   return out;
 }
 
+std::vector<int64_t> DistinctListHashes() {
+  std::vector<int64_t> out;
+  for (uint32_t i = 0; i < kHeadlineBlocks; ++i) {
+    out.push_back(static_cast<int64_t>(SplitMix64(0x64697374ULL << 32 | i)));
+  }
+  return out;
+}
+
 v1::ApplyExternalKvBatchRequest WorkerBatch(uint32_t w) {
   v1::ApplyExternalKvBatchRequest batch;
   batch.set_worker_id(absl::StrCat("bench-worker-", w));
@@ -109,6 +117,17 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, headline, &batch);
+    if (absl::Status st = s->indexer_->Apply(batch); !st.ok()) return st;
+  }
+  const std::vector<int64_t> distinct = DistinctListHashes();
+  for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
+    std::vector<int64_t> even, odd;
+    for (uint32_t b = 0; b < distinct.size(); ++b) {
+      ((w + b) % 2 == 0 ? even : odd).push_back(distinct[b]);
+    }
+    v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
+    AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, even, &batch);
+    AddAction(w, v1::ACTION_REPORT, v1::TIER_DRAM, odd, &batch);
     if (absl::Status st = s->indexer_->Apply(batch); !st.ok()) return st;
   }
   const uint64_t blocks = FillerBlocks(spec);

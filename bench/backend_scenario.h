@@ -5,6 +5,10 @@
 //   * the headline prefix: kHeadlineBlocks blocks, each held at HBM by all
 //     kHeadlineWorkers workers (so a prefix query of it has 32 candidates on
 //     every block);
+//   * the distinct-lists prefix: as many blocks, also held by every worker,
+//     but worker w holds block b at HBM when w + b is even and at DRAM
+//     otherwise, so no block's placement list equals the previous block's
+//     (the worst case for the rule engine's run detection; same answer);
 //   * filler blocks up to `placements` placements in total, each held by
 //     `placements_per_block` of the same workers (tiers HBM and DRAM mixed).
 // Odd workers are FULL+SWA (cache_spec set, masks F|S), even workers legacy;
@@ -42,6 +46,7 @@ struct ScenarioSpec {
 uint64_t FillerBlocks(const ScenarioSpec& spec);
 int64_t FillerHash(uint64_t block);
 std::vector<int64_t> HeadlineHashes();
+std::vector<int64_t> DistinctListHashes();
 
 // A request for worker `w` carrying the worker's cache_spec (an apply without
 // it would clear a FULL+SWA worker's spec).

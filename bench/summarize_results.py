@@ -65,6 +65,10 @@ def in_process(results, out):
     rows = [
         ("prefix scan, raw PrefixScan + trivial visitor (ns/block)", "prefix_raw_scan"),
         ("prefix query, Indexer::MatchPrefix (ns/block)", "prefix_indexer"),
+        ("worst case, every block a different placement list: raw PrefixScan (ns/block)",
+         "prefix_raw_scan_distinct_lists"),
+        ("worst case, every block a different placement list: Indexer::MatchPrefix (ns/block)",
+         "prefix_indexer_distinct_lists"),
         ("MatchExternalKv, raw Match (ns/block)", "match_raw"),
         ("MatchExternalKv, Indexer::Match (ns/block)", "match_indexer"),
     ]
@@ -223,6 +227,9 @@ def targets(inproc, runs, out):
     row("same, through Indexer::MatchPrefix (rule engine included)",
         lambda be: f"{inproc[('prefix_indexer', be)] / floor:.2f}x: "
                    f"{verdict(inproc[('prefix_indexer', be)] / floor <= 2)}")
+    row("same, worst case: every block a different placement list (Indexer::MatchPrefix)",
+        lambda be: f"{inproc[('prefix_indexer_distinct_lists', be)] / floor:.2f}x: "
+                   f"{verdict(inproc[('prefix_indexer_distinct_lists', be)] / floor <= 2)}")
     row("over gRPC, headline throughput >= 70% of transport floor",
         lambda be: (f"{runs[be]['ratios']['headline_qps_server_over_floor']:.2f}: "
                     f"{verdict(runs[be]['ratios']['headline_qps_server_over_floor'] >= 0.7)}")
