@@ -74,6 +74,24 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
                      "\") or a path to a backend .so file"));
   }
 
+  if (spec ==
+      absl::string_view(kValkeyBackendName.data(), kValkeyBackendName.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": the valkey store of later reference builds is not available in "
+        "this server; use \"memory\" (the default, ",
+        absl::string_view(kDefaultBackendName.data(),
+                          kDefaultBackendName.size()),
+        "), another backend name, or a path to a backend .so file"));
+  }
+  // 0. The later reference builds' name for their in-memory store.
+  const absl::string_view lookup_name =
+      spec == absl::string_view(kMemoryBackendAlias.data(),
+                                kMemoryBackendAlias.size())
+          ? absl::string_view(kDefaultBackendName.data(),
+                              kDefaultBackendName.size())
+          : spec;
+
   // 1. Find the file.
   std::vector<std::string> searched;
   std::string path;
@@ -85,7 +103,8 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
     searched.push_back(candidate);
     if (IsRegularFile(candidate)) path = candidate;
   } else {
-    const std::string file = absl::StrCat("kvindexer-backend-", spec, ".so");
+    const std::string file =
+        absl::StrCat("kvindexer-backend-", lookup_name, ".so");
     std::vector<std::string> dirs;
     if (std::string exe_dir = ExecutableDir(); !exe_dir.empty()) {
       dirs.push_back(absl::StrCat(exe_dir, "/../lib/kvindexer/backends"));

@@ -1,9 +1,10 @@
 // Loads an IndexBackend plugin with dlopen and checks its descriptor.
 //
 // KV_INDEXER_BACKEND is either a path (it contains a '/' or ends in ".so") or
-// a name. A name N is looked up as kvindexer-backend-N.so, first in the plugin
-// folder installed next to the executable (<exe dir>/../lib/kvindexer/backends)
-// and then in each directory of KV_INDEXER_BACKEND_PATH (colon-separated).
+// a name ("memory" stands for kDefaultBackendName). A name N is looked up as
+// kvindexer-backend-N.so, first in the plugin folder installed next to the
+// executable (<exe dir>/../lib/kvindexer/backends) and then in each directory
+// of KV_INDEXER_BACKEND_PATH (colon-separated).
 //
 // Every failure names what went wrong: file missing (with the places searched),
 // dlopen error, entry symbol missing, ABI major/minor or descriptor size
@@ -22,6 +23,14 @@ namespace kvindexer {
 
 inline constexpr std::string_view kDefaultBackendName =
     "robin_sharded_snapshot";
+
+// Later reference builds name their in-memory store KV_INDEXER_BACKEND=memory
+// (contract.md, appendix on later reference builds). The name selects the
+// default backend here, so such a deployment's configuration starts this server
+// unchanged. Their other store, "valkey", is refused with an error that says
+// so.
+inline constexpr std::string_view kMemoryBackendAlias = "memory";
+inline constexpr std::string_view kValkeyBackendName = "valkey";
 
 // Owns the library handle and one backend created from it. The backend is
 // destroyed before the library is closed.

@@ -36,6 +36,33 @@ TEST(BackendLoader, LoadsByNameFromTheSearchPath) {
   EXPECT_EQ(count, 0u);
 }
 
+// "memory" (later reference builds) is the default backend. Whether the test
+// finds that plugin depends on what the build made, so either outcome is
+// checked for the file it names.
+TEST(BackendLoader, MemoryNamesTheDefaultBackend) {
+  const std::string file =
+      "kvindexer-backend-" + std::string(kDefaultBackendName) + ".so";
+  auto loaded = LoadedBackend::Load("memory", "/nonexistent-dir");
+  if (loaded.ok()) {
+    EXPECT_THAT((*loaded)->path(), ::testing::EndsWith("/" + file));
+  } else {
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(
+        Message(loaded.status()),
+        AllOf(HasSubstr(file),
+              ::testing::Not(HasSubstr("kvindexer-backend-memory.so"))));
+  }
+}
+
+TEST(BackendLoader, ValkeyIsRefusedByName) {
+  auto loaded = LoadedBackend::Load("valkey", kFixtureDir);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(loaded.status()),
+              AllOf(HasSubstr("KV_INDEXER_BACKEND"), HasSubstr("valkey"),
+                    HasSubstr("\"memory\"")));
+}
+
 TEST(BackendLoader, LoadsByPath) {
   const std::string path =
       kFixtureDir + "/kvindexer-backend-corefixture_good.so";

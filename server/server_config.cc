@@ -224,7 +224,7 @@ std::string UsageText(std::string_view program) {
        "positive integer: concurrent prefix scans; more get "
        "RESOURCE_EXHAUSTED"},
       {kBackendVar, std::string(kDefaultBackendName),
-       "backend name, or path to a backend .so"},
+       "backend name (memory = the default), or path to a backend .so"},
       {kBackendPathVar, "(empty)",
        "colon-separated directories searched for backends by name"},
       {kLogLevelVar, "info", "trace, debug, info, warn or error"},
