@@ -86,6 +86,13 @@ void PrefixQuery::SelectCandidates(const BlockView& block) {
     candidates_.emplace_back(block.placements[i].worker, record_index,
                              record.has_spec ? &record.spec : nullptr);
   }
+  classes_.assign(candidates_.size(), 0);
+  next_classes_.assign(candidates_.size(), 0);
+  class_rules_.clear();
+  class_rules_.reserve(candidates_.size());
+  for (const Candidate& candidate : candidates_) {
+    class_rules_.push_back(candidate.scanner.class_rule());
+  }
   unsettled_.reserve(candidates_.size());
   for (size_t c = 0; c < candidates_.size(); ++c) {
     if (candidates_[c].scanner.settled()) {
@@ -103,6 +110,24 @@ bool PrefixQuery::SameAsPrevious(const BlockView& block) const {
                  block.placement_count * sizeof(Placement)) == 0);
 }
 
+void PrefixQuery::ClassifyBlock(const BlockView& block) {
+  std::fill(next_classes_.begin(), next_classes_.end(), 0);
+  // Settled candidates are out of candidate_of_, so they stay 0.
+  for (size_t i = 0; i < block.placement_count; ++i) {
+    const Placement& p = block.placements[i];
+    const int32_t c = candidate_of_.Find(p.worker);
+    if (c < 0) continue;
+    const auto index = static_cast<size_t>(c);
+    next_classes_[index] |= ContributionOf(index, p);
+  }
+}
+
+void PrefixQuery::ExtendRun(const BlockView& block) {
+  ++run_blocks_;
+  run_tokens_ += block.token_count;
+  if (blocks_seen_ == limit_) FlushRun();
+}
+
 void PrefixQuery::FlushRun() {
   if (run_blocks_ == 0) return;
   // A repeated list cannot settle a candidate that its first block did not.
@@ -117,17 +142,21 @@ void PrefixQuery::FlushRun() {
 void PrefixQuery::PushNewList(const BlockView& block) {
   previous_.assign(block.placements, block.placements + block.placement_count);
   for (const uint32_t c : unsettled_) candidates_[c].block = WorkerBlock{};
+  std::fill(classes_.begin(), classes_.end(), 0);
   // Settled candidates are out of candidate_of_, so they gather nothing.
   for (size_t i = 0; i < block.placement_count; ++i) {
     const Placement& p = block.placements[i];
-    const int32_t candidate = candidate_of_.Find(p.worker);
-    if (candidate < 0) continue;
-    candidates_[static_cast<size_t>(candidate)].block.Add(p.tier, p.mask);
+    const int32_t c = candidate_of_.Find(p.worker);
+    if (c < 0) continue;
+    const auto index = static_cast<size_t>(c);
+    candidates_[index].block.Add(p.tier, p.mask);
+    classes_[index] |= ContributionOf(index, p);
   }
   for (size_t i = 0; i < unsettled_.size();) {
     Candidate& candidate = candidates_[unsettled_[i]];
     candidate.scanner.PushRun(candidate.block, 1, block.token_count);
     if (candidate.scanner.settled()) {
+      classes_[unsettled_[i]] = 0;
       candidate_of_.Set(candidate.worker, WorkerSlotMap::kNone);
       unsettled_[i] = unsettled_.back();
       unsettled_.pop_back();
@@ -147,11 +176,18 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
     }
     SelectCandidates(block);
   } else if (SameAsPrevious(block)) {
-    ++run_blocks_;
-    run_tokens_ += block.token_count;
-    if (blocks_seen_ == limit_) FlushRun();
+    ExtendRun(block);
     return true;
   } else {
+    ClassifyBlock(block);
+    if (next_classes_ == classes_) {
+      // Every candidate sees a block of its current class: the run goes on,
+      // and the raw comparison continues from this block's list.
+      previous_.assign(block.placements,
+                       block.placements + block.placement_count);
+      ExtendRun(block);
+      return true;
+    }
     FlushRun();
   }
   PushNewList(block);

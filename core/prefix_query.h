@@ -12,7 +12,13 @@
 // every candidate the same view again, so it only extends a pending run
 // (block count and token sum) that is pushed to the scanners in one
 // PrefixScanner::PushRun when the list changes or the window ends. Such a
-// block costs one comparison, whatever the number of candidates.
+// block costs one comparison, whatever the number of candidates. A block
+// whose list differs may still look the same to every candidate (a worker's
+// copy moved from HBM to DRAM, both servable): each placement is reduced to
+// its candidate's PrefixScanner::Contribution, and when every unsettled
+// candidate's class equals its class on the previous list, the block extends
+// the run too. Only a block that changes some candidate's class is pushed
+// candidate by candidate.
 #ifndef KVINDEXER_CORE_PREFIX_QUERY_H_
 #define KVINDEXER_CORE_PREFIX_QUERY_H_
 
@@ -100,6 +106,10 @@ class PrefixQuery final : public BlockVisitor {
   void SelectCandidates(const BlockView& block);
   // True when `block` carries exactly the placements of the previous block.
   bool SameAsPrevious(const BlockView& block) const;
+  // Fills next_classes_ with every unsettled candidate's class on `block`.
+  void ClassifyBlock(const BlockView& block);
+  // Adds `block` to the pending run; flushes it at the end of the window.
+  void ExtendRun(const BlockView& block);
   // Gathers every unsettled candidate's view of `block` (a new placement
   // list) and pushes it as a run of one block.
   void PushNewList(const BlockView& block);
@@ -116,6 +126,17 @@ class PrefixQuery final : public BlockVisitor {
   std::string text_;  // the announced ids and addresses, back to back
   std::vector<Candidate> candidates_;  // in block-0 placement order
   std::vector<uint32_t> unsettled_;    // candidates whose result may change
+  // Per candidate: its class on the current list (0 once settled), and the
+  // scratch of ClassifyBlock.
+  std::vector<uint8_t> classes_;
+  std::vector<uint8_t> next_classes_;
+  // Per candidate, its scanner's class rule, kept densely.
+  std::vector<PrefixScanner::ClassRule> class_rules_;
+  uint8_t ContributionOf(size_t candidate, const Placement& p) const {
+    const PrefixScanner::ClassRule& r = class_rules_[candidate];
+    return static_cast<uint8_t>((p.mask & r.serves[p.tier <= 3 ? p.tier : 0]) |
+                                r.base | (p.mask != 0 ? r.nonzero : 0));
+  }
   // The previous block's placements, and the blocks after it that repeated
   // them and have not been pushed yet.
   std::vector<Placement> previous_;

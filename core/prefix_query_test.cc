@@ -363,9 +363,10 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
       {"noaddr", "", false, {}},
   };
   const uint32_t masks[] = {0, kF, kF | kS, kS, kM, kF | kM, kF | kS | kM};
-  for (uint32_t seed = 1; seed <= 300; ++seed) {
+  for (uint32_t seed = 1; seed <= 2000; ++seed) {
     std::mt19937 rng(seed);
-    // The window: runs of one placement list, sometimes reordered.
+    // The window: runs of one placement list, sometimes reordered, sometimes
+    // with one copy moved between tiers.
     std::vector<std::vector<Placement>> lists;
     std::vector<uint32_t> tokens;
     const uint32_t run_count = 1 + rng() % 6;
@@ -386,6 +387,14 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
       for (uint32_t b = 0; b < length; ++b) {
         if (b > 0 && rng() % 6 == 0)
           std::shuffle(list.begin(), list.end(), rng);
+        // A copy moving between HBM and DRAM: a different list that often
+        // looks the same to every candidate (the class-run path).
+        if (b > 0 && !list.empty() && rng() % 3 == 0) {
+          Placement& p = list[rng() % list.size()];
+          if (p.tier == kTierHbm || p.tier == kTierDram) {
+            p.tier = p.tier == kTierHbm ? kTierDram : kTierHbm;
+          }
+        }
         lists.push_back(list);
         tokens.push_back(rng() % 5 == 0 ? 0 : 4 + rng() % 20);
       }

@@ -1,5 +1,7 @@
 #include "core/prefix_scanner.h"
 
+#include <initializer_list>
+
 namespace kvindexer {
 namespace {
 
@@ -21,6 +23,33 @@ PrefixScanner::PrefixScanner(const CacheSpec* spec) : mode_(ModeFor(spec)) {
   full_tiers_ = spec_.full_tier_mask & kServableTierMask;
   swa_tiers_ = spec_.swa_tier_mask & kServableTierMask;
   mamba_tiers_ = spec_.mamba_tier_mask & kServableTierMask;
+  switch (mode_) {
+    case Mode::kLegacy:
+      // PushLegacy reads presence and whether any mask is set.
+      class_rule_.base = 1;
+      class_rule_.nonzero = 2;
+      break;
+    case Mode::kComponentAware:
+      // Available() reads, per component the spec has, whether an HBM or
+      // DRAM placement that may serve it carries it.
+      for (uint32_t tier : {kTierHbm, kTierDram}) {
+        const uint32_t bit = 1u << tier;
+        uint32_t serves = 0;
+        if ((full_tiers_ & bit) != 0) serves |= kComponentFull;
+        if ((spec_.components & kComponentSwa) != 0 &&
+            (swa_tiers_ & bit) != 0) {
+          serves |= kComponentSwa;
+        }
+        if ((spec_.components & kComponentMamba) != 0 &&
+            (mamba_tiers_ & bit) != 0) {
+          serves |= kComponentMamba;
+        }
+        class_rule_.serves[tier] = static_cast<uint8_t>(serves);
+      }
+      break;
+    case Mode::kInvalid:
+      break;
+  }
 }
 
 bool PrefixScanner::Available(const WorkerBlock& block, uint32_t component,

@@ -65,6 +65,31 @@ class PrefixScanner {
   // settled() after its first block.
   void PushRun(const WorkerBlock& block, uint32_t count, uint64_t tokens);
 
+  // What this scanner's decisions depend on in one placement (at `tier`,
+  // with component `mask`), as a small bit set: for a legacy worker, "held"
+  // and "held with a component mask"; for a component-aware worker, whether
+  // the placement makes FULL, SWA or MAMBA (those the spec has) available.
+  // The class of a WorkerBlock is the OR of its placements' contributions, 0
+  // when the block is absent. Blocks of one class are interchangeable: in a
+  // run fed to PushRun the blocks need only share a class, not be equal.
+  uint8_t Contribution(uint32_t tier, uint32_t mask) const {
+    const ClassRule& r = class_rule_;
+    return static_cast<uint8_t>((mask & r.serves[tier <= 3 ? tier : 0]) |
+                                r.base | (mask != 0 ? r.nonzero : 0));
+  }
+
+  // Contribution() as data, so that a caller classifying many placements can
+  // keep it next to its own state: the contribution of a placement at tier t
+  // (0 for a tier above 3) with mask m is
+  //   (m & serves[t]) | base | (m != 0 ? nonzero : 0).
+  // Component bits double as class bits (FULL 1, SWA 2, MAMBA 4).
+  struct ClassRule {
+    uint8_t serves[4] = {0, 0, 0, 0};
+    uint8_t base = 0;
+    uint8_t nonzero = 0;
+  };
+  const ClassRule& class_rule() const { return class_rule_; }
+
   // The reusable prefix length, in blocks, for the blocks pushed so far.
   uint32_t result() const;
 
@@ -90,6 +115,7 @@ class PrefixScanner {
   uint32_t full_tiers_ = 0;
   uint32_t swa_tiers_ = 0;
   uint32_t mamba_tiers_ = 0;
+  ClassRule class_rule_;
 
   uint32_t processed_ = 0;  // blocks pushed so far
   uint32_t best_ = 0;

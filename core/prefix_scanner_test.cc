@@ -240,6 +240,107 @@ TEST(PrefixScanner, PushRunEqualsPushingEachBlock) {
   }
 }
 
+// A view and its placements, so that a test can compute its class.
+struct Placed {
+  WorkerBlock block;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (tier, mask)
+};
+
+Placed RandomPlaced(std::mt19937& rng) {
+  Placed out;
+  if (rng() % 4 != 0) {
+    const uint32_t pairs = 1 + rng() % 3;
+    for (uint32_t i = 0; i < pairs; ++i) {
+      const uint32_t tier = rng() % 16 == 0 ? 7 : 1 + rng() % 3;
+      const uint32_t mask = rng() % 3 == 0 ? 0 : rng() % 8;
+      out.block.Add(tier, mask);
+      out.pairs.emplace_back(tier, mask);
+    }
+  }
+  out.block.token_count = rng() % 4 == 0 ? 0 : 1 + rng() % 64;
+  return out;
+}
+
+uint8_t ClassOf(const PrefixScanner& scanner, const Placed& placed) {
+  uint8_t c = 0;
+  for (const auto& [tier, mask] : placed.pairs) {
+    c |= scanner.Contribution(tier, mask);
+  }
+  return c;
+}
+
+// PrefixQuery merges blocks of one class into one run; that must give what
+// pushing each block gives, whatever the spec.
+TEST(PrefixScanner, BlocksOfOneClassAreInterchangeable) {
+  const CacheSpec specs[] = {
+      Spec(F, 0, kHbmBit | kDramBit, 0, 0),
+      Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0),
+      Spec(F | S, 40, kHbmBit, kHbmBit | kDramBit, 0),
+      Spec(F | M, 0, kHbmBit | kDramBit, 0, kDramBit),
+      Spec(F | S | M, 64, kHbmBit | kDramBit, kDramBit, kHbmBit | kSsdBit),
+      Spec(S, 16, kHbmBit, kHbmBit, 0, 0),
+      Spec(0, 0, kHbmBit, 0, 0),
+  };
+  int merged = 0;
+  for (uint32_t seed = 1; seed <= 3000; ++seed) {
+    std::mt19937 rng(seed);
+    const int which = static_cast<int>(rng() % 8);
+    const CacheSpec* spec = which == 7 ? nullptr : &specs[which];
+    std::vector<Placed> blocks(1 + rng() % 12);
+    for (Placed& b : blocks) b = RandomPlaced(rng);
+
+    PrefixScanner each(spec);
+    PrefixScanner runs(spec);
+    size_t i = 0;
+    while (i < blocks.size()) {
+      const uint8_t cls = ClassOf(runs, blocks[i]);
+      size_t j = i + 1;
+      uint64_t tokens = blocks[i].block.token_count;
+      each.Push(blocks[i].block);
+      // The first block of a class run is pushed alone, as PrefixQuery does.
+      runs.PushRun(blocks[i].block, 1, tokens);
+      ASSERT_EQ(runs.settled(), each.settled()) << "seed " << seed;
+      tokens = 0;
+      while (j < blocks.size() && ClassOf(runs, blocks[j]) == cls) {
+        each.Push(blocks[j].block);
+        tokens += blocks[j].block.token_count;
+        ++j;
+      }
+      if (j > i + 1) {
+        runs.PushRun(blocks[i].block, static_cast<uint32_t>(j - i - 1), tokens);
+        ++merged;
+      }
+      ASSERT_EQ(runs.result(), each.result()) << "seed " << seed;
+      ASSERT_EQ(runs.settled(), each.settled()) << "seed " << seed;
+      i = j;
+    }
+  }
+  EXPECT_GT(merged, 1000);  // the property was exercised
+}
+
+// The classes themselves: what each mode keeps of a placement.
+TEST(PrefixScanner, ContributionKeepsOnlyWhatTheRulesRead) {
+  const PrefixScanner legacy(nullptr);
+  EXPECT_EQ(legacy.Contribution(kTierHbm, 0), legacy.Contribution(7, 0));
+  EXPECT_NE(legacy.Contribution(kTierHbm, 0), legacy.Contribution(kTierHbm, F));
+  EXPECT_EQ(legacy.Contribution(kTierHbm, F), legacy.Contribution(kTierSsd, S));
+
+  const CacheSpec fs = Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0);
+  const PrefixScanner aware(&fs);
+  // HBM and DRAM both serve FULL: the same class for a FULL-only placement.
+  EXPECT_EQ(aware.Contribution(kTierHbm, F), aware.Contribution(kTierDram, F));
+  // Only HBM serves SWA.
+  EXPECT_NE(aware.Contribution(kTierHbm, F | S),
+            aware.Contribution(kTierDram, F | S));
+  // SSD serves nothing; MAMBA is not in the spec.
+  EXPECT_EQ(aware.Contribution(kTierSsd, F | S), 0);
+  EXPECT_EQ(aware.Contribution(kTierHbm, F | M),
+            aware.Contribution(kTierHbm, F));
+
+  const CacheSpec invalid = Spec(0, 0, kHbmBit, 0, 0);
+  EXPECT_EQ(PrefixScanner(&invalid).Contribution(kTierHbm, F), 0);
+}
+
 TEST(PrefixScanner, RunAfterSwaHoleCountsEveryTokenOfTheRun) {
   const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
   PrefixScanner scanner(&spec);
