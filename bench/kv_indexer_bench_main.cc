@@ -44,6 +44,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench_report.h"
+#include "ingest_plan.h"
 #include "json_writer.h"
 #include "load_client.h"
 #include "machine_info.h"
@@ -162,77 +164,6 @@ bool IsLoopback(const std::string& target) {
          absl::StartsWith(t, "localhost:");
 }
 
-// Collects batches per worker into an IngestPlan.
-class PlanSink final : public BatchSink {
- public:
-  explicit PlanSink(uint32_t workers) { plan_.per_worker.resize(workers); }
-  void OnBatch(uint32_t worker,
-               v1::ApplyExternalKvBatchRequest&& batch) override {
-    plan_.hashes += BatchHashes(batch);
-    ++plan_.batches;
-    plan_.per_worker[worker].push_back(std::move(batch));
-  }
-  IngestPlan Take() {
-    IngestPlan out = std::move(plan_);
-    plan_ = IngestPlan();
-    plan_.per_worker.resize(out.per_worker.size());
-    return out;
-  }
-  uint64_t hashes() const { return plan_.hashes; }
-
- private:
-  IngestPlan plan_;
-};
-
-// Steps the fleet until `hashes` hashes are planned (or `max_steps`).
-IngestPlan MakePlan(SyntheticFleet* fleet, uint32_t batch_hashes,
-                    uint64_t hashes) {
-  PlanSink sink(fleet->config().workers);
-  const uint64_t max_steps = hashes * 4 + 1000;
-  for (uint64_t s = 0; s < max_steps && sink.hashes() < hashes; ++s) {
-    fleet->Step(batch_hashes, &sink);
-  }
-  fleet->Flush(&sink);
-  return sink.Take();
-}
-
-// Appends to each worker's queue the inverse of its batches in reverse
-// order (REPORT <-> REVOKE, actions reversed), so cycling the plan keeps the
-// index near its size while every pass does real inserts and removals
-// instead of re-applying what is already there.
-void AppendInverse(IngestPlan* plan, uint32_t block_tokens) {
-  constexpr uint32_t kFullSwa = 3;
-  for (auto& queue : plan->per_worker) {
-    const size_t n = queue.size();
-    for (size_t i = n; i-- > 0;) {
-      const v1::ApplyExternalKvBatchRequest& b = queue[i];
-      v1::ApplyExternalKvBatchRequest inv;
-      inv.set_worker_id(b.worker_id());
-      inv.set_worker_address(b.worker_address());
-      inv.set_seq(b.seq());
-      if (b.has_cache_spec()) *inv.mutable_cache_spec() = b.cache_spec();
-      for (int a = b.actions_size(); a-- > 0;) {
-        const v1::ExternalKvAction& src = b.actions(a);
-        v1::ExternalKvAction* dst = inv.add_actions();
-        dst->set_tier(src.tier());
-        *dst->mutable_hashes() = src.hashes();
-        if (src.type() == v1::ACTION_REPORT) {
-          dst->set_type(v1::ACTION_REVOKE);
-          continue;
-        }
-        dst->set_type(v1::ACTION_REPORT);
-        for (int h = 0; h < src.hashes_size(); ++h) {
-          if (b.has_cache_spec()) dst->add_component_masks(kFullSwa);
-          dst->add_block_sizes(block_tokens);
-        }
-      }
-      plan->hashes += BatchHashes(inv);
-      ++plan->batches;
-      queue.push_back(std::move(inv));
-    }
-  }
-}
-
 struct Target {
   std::string name;  // "server" or "floor"
   std::unique_ptr<ServerProcess> process;
@@ -240,108 +171,6 @@ struct Target {
   // The mixed phase's applies: connections of their own, as a bridge has.
   std::unique_ptr<ChannelPool> mixed_ingest_pool;
 };
-
-struct Report {
-  JsonWriter json;
-  std::vector<std::string> table;
-  uint64_t failed_rpcs = 0;
-
-  void Row(const std::string& row) {
-    table.push_back(row);
-    std::fprintf(stderr, "  => %s\n", row.c_str());
-  }
-};
-
-void WriteLatency(JsonWriter& j, const LatencySummary& l) {
-  j.BeginObject("latency_us");
-  j.Field("count", l.count);
-  j.Field("dropped", l.dropped);
-  j.Field("mean", l.mean_us);
-  j.Field("p50", l.p50_us);
-  j.Field("p90", l.p90_us);
-  j.Field("p99", l.p99_us);
-  j.Field("p999", l.p999_us);
-  j.Field("max", l.max_us);
-  j.EndObject();
-}
-
-void WriteStatus(JsonWriter& j, const StatusCounts& s) {
-  j.BeginObject("status");
-  for (size_t c = 0; c < s.by_code.size(); ++c) {
-    if (s.by_code[c] != 0) j.Field(absl::StrCat(c), s.by_code[c]);
-  }
-  j.EndObject();
-}
-
-void WriteIngest(Report& r, const std::string& target, const std::string& key,
-                 const IngestResult& x) {
-  JsonWriter& j = r.json;
-  j.BeginObject();
-  j.Field("target", target);
-  j.Field("run", key);
-  j.Field("seconds", x.seconds);
-  j.Field("batches_ok", x.batches_ok);
-  j.Field("batches_planned", x.batches_total);
-  j.Field("hashes_ok", x.hashes_ok);
-  j.Field("hashes_per_s", x.hashes_per_s);
-  j.Field("mean_batch_hashes", x.mean_batch_hashes);
-  j.Field("truncated", x.truncated);
-  WriteStatus(j, x.status);
-  WriteLatency(j, x.latency);
-  j.EndObject();
-  r.failed_rpcs += x.status.failed();
-  r.Row(absl::StrFormat(
-      "%-7s %-26s %12.0f hashes/s  batch %7.0f  p50 %8.0f us  p99 %8.0f us  "
-      "failed %d%s",
-      target, key, x.hashes_per_s, x.mean_batch_hashes, x.latency.p50_us,
-      x.latency.p99_us, x.status.failed(),
-      x.truncated ? "  (stopped before the plan ran out)" : ""));
-}
-
-// `process_cpu_s`: CPU seconds the answering process used during the run, or
-// a negative value when unknown (a target that was not spawned).
-void WriteQuery(Report& r, const std::string& target, const std::string& key,
-                const QueryResult& x, double process_cpu_s = -1) {
-  JsonWriter& j = r.json;
-  j.BeginObject();
-  j.Field("target", target);
-  j.Field("run", key);
-  j.Field("seconds", x.seconds);
-  j.Field("offered_qps", x.offered_qps);
-  j.Field("achieved_qps", x.achieved_qps);
-  j.Field("issued", x.issued);
-  j.Field("skipped", x.skipped);
-  j.Field("late_sends", x.late_sends);
-  j.Field("mean_query_blocks", x.mean_query_blocks);
-  j.Field("mean_matches", x.mean_matches);
-  j.Field("mean_best_prefix_blocks", x.mean_best_prefix);
-  const double ok = x.achieved_qps * x.seconds;
-  const double cpu_us_per_ok =
-      process_cpu_s >= 0 && ok > 0 ? process_cpu_s * 1e6 / ok : -1;
-  if (cpu_us_per_ok >= 0) {
-    j.Field("process_cpu_s", process_cpu_s);
-    j.Field("process_cpu_us_per_ok", cpu_us_per_ok);
-  }
-  WriteStatus(j, x.status);
-  WriteLatency(j, x.latency);
-  j.EndObject();
-  r.failed_rpcs += x.status.failed();
-  r.Row(absl::StrFormat(
-      "%-7s %-26s %10.0f qps  p50 %7.0f  p99 %7.0f  p99.9 %7.0f us  "
-      "blocks %6.0f  matches %5.1f  failed %d%s",
-      target, key, x.achieved_qps, x.latency.p50_us, x.latency.p99_us,
-      x.latency.p999_us, x.mean_query_blocks, x.mean_matches, x.status.failed(),
-      cpu_us_per_ok >= 0
-          ? absl::StrFormat("  cpu/answer %.1f us", cpu_us_per_ok)
-          : std::string()));
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
