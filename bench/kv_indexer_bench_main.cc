@@ -174,34 +174,10 @@ struct Target {
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
-int Run() {
-  const Clock::time_point run_start = Clock::now();
-  const double max_run_s = absl::GetFlag(FLAGS_max_run_s);
-  // Watchdog: the run must stop by itself even if a server hangs.
-  std::thread([max_run_s] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(max_run_s));
-    std::fprintf(stderr, "kv-indexer-bench: --max_run_s=%.0f exceeded\n",
-                 max_run_s);
-    std::fflush(stderr);
-    _exit(2);
-  }).detach();
-  // Phases that would start after 80% of the bound are skipped instead.
-  const auto time_left = [&] {
-    return std::chrono::duration<double>(Clock::now() - run_start).count() <
-           0.8 * max_run_s;
-  };
-
-  const std::vector<std::string> phases =
-      absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty());
-  const auto wants = [&](absl::string_view p) {
-    return std::find(phases.begin(), phases.end(), p) != phases.end();
-  };
-  const absl::Duration connect_timeout =
-      Secs(absl::GetFlag(FLAGS_connect_timeout_s));
-  const uint32_t channels =
-      std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
-
-  // Targets.
+// Starts or connects the server and the floor given by the flags. The
+// server, if any, comes first. Fails with a message for the user.
+absl::StatusOr<std::vector<Target>> ConnectTargets(
+    absl::Duration connect_timeout, uint32_t channels) {
   std::vector<Target> targets;
   const auto add_target = [&](const std::string& name,
                               const std::string& address,
@@ -247,35 +223,30 @@ int Run() {
   }
   if (!absl::GetFlag(FLAGS_target).empty() &&
       !absl::GetFlag(FLAGS_spawn_server).empty()) {
-    std::fprintf(stderr,
-                 "kv-indexer-bench: give --target or --spawn_server, "
-                 "not both\n");
-    return 1;
+    return absl::InvalidArgumentError(
+        "give --target or --spawn_server, not both");
   }
   if (absl::Status s =
           add_target("server", absl::GetFlag(FLAGS_target),
                      absl::GetFlag(FLAGS_spawn_server), server_env);
       !s.ok()) {
-    std::fprintf(stderr, "kv-indexer-bench: server: %s\n",
-                 s.ToString().c_str());
-    return 1;
+    return absl::Status(s.code(), absl::StrCat("server: ", s.ToString()));
   }
   if (absl::Status s = add_target("floor", absl::GetFlag(FLAGS_floor_target),
                                   absl::GetFlag(FLAGS_spawn_floor), {});
       !s.ok()) {
-    std::fprintf(stderr, "kv-indexer-bench: floor: %s\n", s.ToString().c_str());
-    return 1;
+    return absl::Status(s.code(), absl::StrCat("floor: ", s.ToString()));
   }
   if (targets.empty()) {
-    std::fprintf(stderr,
-                 "kv-indexer-bench: no target; give --target, --spawn_server, "
-                 "--floor_target or --spawn_floor\n");
-    return 1;
+    return absl::InvalidArgumentError(
+        "no target; give --target, --spawn_server, --floor_target or "
+        "--spawn_floor");
   }
-  Target* server = targets[0].name == "server" ? &targets[0] : nullptr;
-  Target* floor = targets.back().name == "floor" ? &targets.back() : nullptr;
+  return targets;
+}
 
-  // Fleet.
+// The synthetic fleet the flags describe, sized for `preload` placements.
+FleetConfig FleetConfigFromFlags(uint64_t preload) {
   FleetConfig fc;
   fc.workers = std::max<uint32_t>(absl::GetFlag(FLAGS_workers), 1);
   fc.swa_fraction = absl::GetFlag(FLAGS_swa_fraction);
@@ -295,16 +266,17 @@ int Run() {
   fc.zipf_s = absl::GetFlag(FLAGS_zipf_s);
   fc.hbm_share = absl::GetFlag(FLAGS_hbm_share);
   fc.seed = absl::GetFlag(FLAGS_seed);
-  const uint64_t preload = absl::GetFlag(FLAGS_preload_placements);
   // Capacity a little above the preload target so the fleet reaches it while
   // still filling, then churns at about that size.
   fc.placements_per_worker =
       std::max<uint64_t>(preload / fc.workers + preload / fc.workers / 50, 1);
-  SyntheticFleet fleet(fc);
+  return fc;
+}
 
-  const MachineInfo machine = ReadMachineInfo();
-  Report report;
-  JsonWriter& j = report.json;
+// Opens the report object and writes the machine and the configuration.
+void WriteReportHeader(const MachineInfo& machine, const FleetConfig& fc,
+                       uint64_t preload, uint32_t channels, JsonWriter* out) {
+  JsonWriter& j = *out;
   j.BeginObject();
   j.Field("tool", "kv-indexer-bench");
   j.Field("label", absl::GetFlag(FLAGS_label));
@@ -330,6 +302,54 @@ int Run() {
           uint64_t{absl::GetFlag(FLAGS_query_concurrency)});
   j.Field("phases", absl::GetFlag(FLAGS_phases));
   j.EndObject();
+}
+
+int Run() {
+  const Clock::time_point run_start = Clock::now();
+  const double max_run_s = absl::GetFlag(FLAGS_max_run_s);
+  // Watchdog: the run must stop by itself even if a server hangs.
+  std::thread([max_run_s] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(max_run_s));
+    std::fprintf(stderr, "kv-indexer-bench: --max_run_s=%.0f exceeded\n",
+                 max_run_s);
+    std::fflush(stderr);
+    _exit(2);
+  }).detach();
+  // Phases that would start after 80% of the bound are skipped instead.
+  const auto time_left = [&] {
+    return std::chrono::duration<double>(Clock::now() - run_start).count() <
+           0.8 * max_run_s;
+  };
+
+  const std::vector<std::string> phases =
+      absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty());
+  const auto wants = [&](absl::string_view p) {
+    return std::find(phases.begin(), phases.end(), p) != phases.end();
+  };
+  const absl::Duration connect_timeout =
+      Secs(absl::GetFlag(FLAGS_connect_timeout_s));
+  const uint32_t channels =
+      std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
+
+  absl::StatusOr<std::vector<Target>> connected =
+      ConnectTargets(connect_timeout, channels);
+  if (!connected.ok()) {
+    std::fprintf(stderr, "kv-indexer-bench: %s\n",
+                 std::string(connected.status().message()).c_str());
+    return 1;
+  }
+  std::vector<Target>& targets = *connected;
+  Target* server = targets[0].name == "server" ? &targets[0] : nullptr;
+  Target* floor = targets.back().name == "floor" ? &targets.back() : nullptr;
+
+  const uint64_t preload = absl::GetFlag(FLAGS_preload_placements);
+  const FleetConfig fc = FleetConfigFromFlags(preload);
+  SyntheticFleet fleet(fc);
+
+  const MachineInfo machine = ReadMachineInfo();
+  Report report;
+  JsonWriter& j = report.json;
+  WriteReportHeader(machine, fc, preload, channels, &j);
   j.BeginArray("results");
 
   const absl::Duration rpc_deadline =
