@@ -142,21 +142,17 @@ void PrefixQuery::FlushRun() {
 void PrefixQuery::PushNewList(const BlockView& block) {
   previous_.assign(block.placements, block.placements + block.placement_count);
   for (const uint32_t c : unsettled_) candidates_[c].block = WorkerBlock{};
-  std::fill(classes_.begin(), classes_.end(), 0);
   // Settled candidates are out of candidate_of_, so they gather nothing.
   for (size_t i = 0; i < block.placement_count; ++i) {
     const Placement& p = block.placements[i];
     const int32_t c = candidate_of_.Find(p.worker);
-    if (c < 0) continue;
-    const auto index = static_cast<size_t>(c);
-    candidates_[index].block.Add(p.tier, p.mask);
-    classes_[index] |= ContributionOf(index, p);
+    if (c >= 0) candidates_[static_cast<size_t>(c)].block.Add(p.tier, p.mask);
   }
   for (size_t i = 0; i < unsettled_.size();) {
     Candidate& candidate = candidates_[unsettled_[i]];
     candidate.scanner.PushRun(candidate.block, 1, block.token_count);
     if (candidate.scanner.settled()) {
-      classes_[unsettled_[i]] = 0;
+      next_classes_[unsettled_[i]] = 0;
       candidate_of_.Set(candidate.worker, WorkerSlotMap::kNone);
       unsettled_[i] = unsettled_.back();
       unsettled_.pop_back();
@@ -164,6 +160,9 @@ void PrefixQuery::PushNewList(const BlockView& block) {
       ++i;
     }
   }
+  // next_classes_ held this block's classes (ClassifyBlock), settled ones
+  // now 0: they are the current list's.
+  classes_.swap(next_classes_);
 }
 
 bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
@@ -175,6 +174,7 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
       return false;
     }
     SelectCandidates(block);
+    ClassifyBlock(block);
   } else if (SameAsPrevious(block)) {
     ExtendRun(block);
     return true;

@@ -111,7 +111,8 @@ class PrefixQuery final : public BlockVisitor {
   // Adds `block` to the pending run; flushes it at the end of the window.
   void ExtendRun(const BlockView& block);
   // Gathers every unsettled candidate's view of `block` (a new placement
-  // list) and pushes it as a run of one block.
+  // list) and pushes it as a run of one block. REQUIRES: ClassifyBlock(block)
+  // ran last; its classes become the current list's.
   void PushNewList(const BlockView& block);
   // Pushes the pending run of repeated blocks, if any.
   void FlushRun();

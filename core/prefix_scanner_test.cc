@@ -206,8 +206,10 @@ WorkerBlock RandomBlock(std::mt19937& rng) {
   return block;
 }
 
-TEST(PrefixScanner, PushRunEqualsPushingEachBlock) {
-  const CacheSpec specs[] = {
+// Specs of every kind, for the randomised tests: each picks one of these or
+// none (a legacy worker) by a number in 0..7.
+std::vector<CacheSpec> VariedSpecs() {
+  return {
       Spec(F, 0, kHbmBit | kDramBit, 0, 0),
       Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0),
       Spec(F | S, 40, kHbmBit, kHbmBit | kDramBit, 0),
@@ -216,6 +218,10 @@ TEST(PrefixScanner, PushRunEqualsPushingEachBlock) {
       Spec(S, 16, kHbmBit, kHbmBit, 0, 0),
       Spec(0, 0, kHbmBit, 0, 0),
   };
+}
+
+TEST(PrefixScanner, PushRunEqualsPushingEachBlock) {
+  const std::vector<CacheSpec> specs = VariedSpecs();
   for (uint32_t seed = 1; seed <= 400; ++seed) {
     std::mt19937 rng(seed);
     const int which = static_cast<int>(rng() % 8);
@@ -272,15 +278,7 @@ uint8_t ClassOf(const PrefixScanner& scanner, const Placed& placed) {
 // PrefixQuery merges blocks of one class into one run; that must give what
 // pushing each block gives, whatever the spec.
 TEST(PrefixScanner, BlocksOfOneClassAreInterchangeable) {
-  const CacheSpec specs[] = {
-      Spec(F, 0, kHbmBit | kDramBit, 0, 0),
-      Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0),
-      Spec(F | S, 40, kHbmBit, kHbmBit | kDramBit, 0),
-      Spec(F | M, 0, kHbmBit | kDramBit, 0, kDramBit),
-      Spec(F | S | M, 64, kHbmBit | kDramBit, kDramBit, kHbmBit | kSsdBit),
-      Spec(S, 16, kHbmBit, kHbmBit, 0, 0),
-      Spec(0, 0, kHbmBit, 0, 0),
-  };
+  const std::vector<CacheSpec> specs = VariedSpecs();
   int merged = 0;
   for (uint32_t seed = 1; seed <= 3000; ++seed) {
     std::mt19937 rng(seed);
