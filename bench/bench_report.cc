@@ -30,25 +30,37 @@ void WriteStatus(JsonWriter& j, const StatusCounts& s) {
   j.EndObject();
 }
 
+// Opens a run's JSON object with the fields every run has.
+void BeginRun(JsonWriter& j, const std::string& target, const std::string& key,
+              double seconds) {
+  j.BeginObject();
+  j.Field("target", target);
+  j.Field("run", key);
+  j.Field("seconds", seconds);
+}
+
+// Closes it with the status counts and latencies, and counts the failures.
+void EndRun(Report& r, const StatusCounts& status,
+            const LatencySummary& latency) {
+  WriteStatus(r.json, status);
+  WriteLatency(r.json, latency);
+  r.json.EndObject();
+  r.failed_rpcs += status.failed();
+}
+
 }  // namespace
 
 void WriteIngest(Report& r, const std::string& target, const std::string& key,
                  const IngestResult& x) {
   JsonWriter& j = r.json;
-  j.BeginObject();
-  j.Field("target", target);
-  j.Field("run", key);
-  j.Field("seconds", x.seconds);
+  BeginRun(j, target, key, x.seconds);
   j.Field("batches_ok", x.batches_ok);
   j.Field("batches_planned", x.batches_total);
   j.Field("hashes_ok", x.hashes_ok);
   j.Field("hashes_per_s", x.hashes_per_s);
   j.Field("mean_batch_hashes", x.mean_batch_hashes);
   j.Field("truncated", x.truncated);
-  WriteStatus(j, x.status);
-  WriteLatency(j, x.latency);
-  j.EndObject();
-  r.failed_rpcs += x.status.failed();
+  EndRun(r, x.status, x.latency);
   r.Row(absl::StrFormat(
       "%-7s %-26s %12.0f hashes/s  batch %7.0f  p50 %8.0f us  p99 %8.0f us  "
       "failed %d%s",
@@ -60,10 +72,7 @@ void WriteIngest(Report& r, const std::string& target, const std::string& key,
 void WriteQuery(Report& r, const std::string& target, const std::string& key,
                 const QueryResult& x, double process_cpu_s) {
   JsonWriter& j = r.json;
-  j.BeginObject();
-  j.Field("target", target);
-  j.Field("run", key);
-  j.Field("seconds", x.seconds);
+  BeginRun(j, target, key, x.seconds);
   j.Field("offered_qps", x.offered_qps);
   j.Field("achieved_qps", x.achieved_qps);
   j.Field("issued", x.issued);
@@ -79,10 +88,7 @@ void WriteQuery(Report& r, const std::string& target, const std::string& key,
     j.Field("process_cpu_s", process_cpu_s);
     j.Field("process_cpu_us_per_ok", cpu_us_per_ok);
   }
-  WriteStatus(j, x.status);
-  WriteLatency(j, x.latency);
-  j.EndObject();
-  r.failed_rpcs += x.status.failed();
+  EndRun(r, x.status, x.latency);
   r.Row(absl::StrFormat(
       "%-7s %-26s %10.0f qps  p50 %7.0f  p99 %7.0f  p99.9 %7.0f us  "
       "blocks %6.0f  matches %5.1f  failed %d%s",
