@@ -132,7 +132,7 @@ ABSL_FLAG(uint32_t, mixed_b2b_streams, 1,
           "Streams of back-to-back 16384-hash applies during mixed; 0 skips");
 ABSL_FLAG(uint32_t, mixed_ingest_channels, 1,
           "Connections the mixed phase's applies use, separate from the "
-          "query connections (a bridge has its own connection)");
+          "query connections (a bridge has its own connection); 1..64");
 ABSL_FLAG(uint64_t, mixed_pool_hashes, 4'000'000,
           "Hashes in the cycled pool of back-to-back applies: fleet batches "
           "followed by their inverses, so each pass does real work");
@@ -176,8 +176,10 @@ absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
 // Starts or connects the server and the floor given by the flags. The
 // server, if any, comes first. Fails with a message for the user.
+// `with_mixed_ingest_pool`: also open the mixed phase's apply connections.
 absl::StatusOr<std::vector<Target>> ConnectTargets(
-    absl::Duration connect_timeout, uint32_t channels) {
+    absl::Duration connect_timeout, uint32_t channels,
+    bool with_mixed_ingest_pool) {
   std::vector<Target> targets;
   const auto add_target = [&](const std::string& name,
                               const std::string& address,
@@ -204,14 +206,16 @@ absl::StatusOr<std::vector<Target>> ConnectTargets(
         ChannelPool::Connect(addr, static_cast<int>(channels), connect_timeout);
     if (!pool.ok()) return pool.status();
     t.pool = std::move(*pool);
-    absl::StatusOr<std::unique_ptr<ChannelPool>> ingest_pool =
-        ChannelPool::Connect(
-            addr,
-            static_cast<int>(std::max<uint32_t>(
-                absl::GetFlag(FLAGS_mixed_ingest_channels), 1)),
-            connect_timeout);
-    if (!ingest_pool.ok()) return ingest_pool.status();
-    t.mixed_ingest_pool = std::move(*ingest_pool);
+    if (with_mixed_ingest_pool) {
+      absl::StatusOr<std::unique_ptr<ChannelPool>> ingest_pool =
+          ChannelPool::Connect(
+              addr,
+              static_cast<int>(std::clamp<uint32_t>(
+                  absl::GetFlag(FLAGS_mixed_ingest_channels), 1, 64)),
+              connect_timeout);
+      if (!ingest_pool.ok()) return ingest_pool.status();
+      t.mixed_ingest_pool = std::move(*ingest_pool);
+    }
     std::fprintf(stderr, "kv-indexer-bench: %s at %s (%u channels)\n",
                  name.c_str(), addr.c_str(), channels);
     targets.push_back(std::move(t));
@@ -332,7 +336,7 @@ int Run() {
       std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
 
   absl::StatusOr<std::vector<Target>> connected =
-      ConnectTargets(connect_timeout, channels);
+      ConnectTargets(connect_timeout, channels, wants("mixed"));
   if (!connected.ok()) {
     std::fprintf(stderr, "kv-indexer-bench: %s\n",
                  std::string(connected.status().message()).c_str());

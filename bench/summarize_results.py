@@ -234,10 +234,11 @@ def targets(inproc, runs, out):
         lambda be: (f"{runs[be]['ratios']['headline_qps_server_over_floor']:.2f}: "
                     f"{verdict(runs[be]['ratios']['headline_qps_server_over_floor'] >= 0.7)}")
         if be in runs else "n/a")
-    row("same, per CPU-second of the answering process (load generator excluded)",
-        lambda be: (f"{runs[be]['ratios'].get('headline_per_cpu_second_server_over_floor', 0):.2f}: "
-                    f"{verdict(runs[be]['ratios'].get('headline_per_cpu_second_server_over_floor', 0) >= 0.7)}")
-        if be in runs else "n/a")
+    def per_cpu(be):
+        value = runs[be]["ratios"].get("headline_per_cpu_second_server_over_floor", 0) if be in runs else 0
+        # 0: a side had no CPU figure (a target that was not spawned).
+        return f"{value:.2f}: {verdict(value >= 0.7)}" if value > 0 else "n/a"
+    row("same, per CPU-second of the answering process (load generator excluded)", per_cpu)
     row("ingest in-process >= 3M placements/s (Indexer, 16,384-hash batches)",
         lambda be: f"{fmt_rate(inproc[('apply_indexer/{}/batch16384', be)])}: "
                    f"{verdict(inproc[('apply_indexer/{}/batch16384', be)] >= 3e6)}")

@@ -28,7 +28,8 @@ inline constexpr std::string_view kDefaultBackendName =
 // (contract.md, appendix on later reference builds). The name selects the
 // default backend here, so such a deployment's configuration starts this server
 // unchanged. Their other store, "valkey", is refused with an error that says
-// so.
+// so. A plugin file named kvindexer-backend-memory.so or
+// kvindexer-backend-valkey.so can therefore only be loaded by its path.
 inline constexpr std::string_view kMemoryBackendAlias = "memory";
 inline constexpr std::string_view kValkeyBackendName = "valkey";
 

@@ -362,7 +362,9 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
       {"invalid", "a-invalid", true, {2, kF, 0, kHbmBit, 0, 0}},
       {"noaddr", "", false, {}},
   };
-  const uint32_t masks[] = {0, kF, kF | kS, kS, kM, kF | kM, kF | kS | kM};
+  // 0x100 | kF: a bit above the components, which only the legacy rule reads.
+  const uint32_t masks[] = {0,  kF,      kF | kS,      kS,
+                            kM, kF | kM, kF | kS | kM, 0x100 | kF};
   for (uint32_t seed = 1; seed <= 2000; ++seed) {
     std::mt19937 rng(seed);
     // The window: runs of one placement list, sometimes reordered, sometimes
@@ -377,7 +379,7 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
         for (uint32_t tier = kTierHbm; tier <= kTierSsd; ++tier) {
           if (rng() % 2 == 0) continue;
           // Masks mostly follow the worker's kind so that runs survive.
-          const uint32_t mask = rng() % 8 == 0        ? masks[rng() % 7]
+          const uint32_t mask = rng() % 8 == 0        ? masks[rng() % 8]
                                 : workers[w].has_spec ? (kF | kS | kM)
                                                       : 0;
           list.push_back(Placement{w, tier, mask});

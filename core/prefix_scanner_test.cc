@@ -258,7 +258,10 @@ Placed RandomPlaced(std::mt19937& rng) {
     const uint32_t pairs = 1 + rng() % 3;
     for (uint32_t i = 0; i < pairs; ++i) {
       const uint32_t tier = rng() % 16 == 0 ? 7 : 1 + rng() % 3;
-      const uint32_t mask = rng() % 3 == 0 ? 0 : rng() % 8;
+      // Now and then a bit above the three components, which only the
+      // legacy rule reads.
+      const uint32_t mask =
+          (rng() % 3 == 0 ? 0 : rng() % 8) | (rng() % 10 == 0 ? 0x100u : 0u);
       out.block.Add(tier, mask);
       out.pairs.emplace_back(tier, mask);
     }
@@ -322,6 +325,8 @@ TEST(PrefixScanner, ContributionKeepsOnlyWhatTheRulesRead) {
   EXPECT_EQ(legacy.Contribution(kTierHbm, 0), legacy.Contribution(7, 0));
   EXPECT_NE(legacy.Contribution(kTierHbm, 0), legacy.Contribution(kTierHbm, F));
   EXPECT_EQ(legacy.Contribution(kTierHbm, F), legacy.Contribution(kTierSsd, S));
+  EXPECT_EQ(legacy.Contribution(kTierHbm, 0x100),
+            legacy.Contribution(kTierHbm, F));
 
   const CacheSpec fs = Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0);
   const PrefixScanner aware(&fs);

@@ -195,25 +195,38 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   const Clock::TimePoint arrival = shedder_.clock().Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
 
-  // With an inline slot free, the whole query runs here, on the callback
-  // thread, with its arena on the stack: no allocation for the call and no
-  // thread hand-off (see kInlineScanSlots).
-  if (const PrefixAdmission::Permit inline_slot = inline_scans_.TryAcquire()) {
-    alignas(8) char initial_block[kInitialArenaBlockBytes];
-    pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
-    auto* req =
-        pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(&arena);
-    PrefixAdmission::Permit permit;
-    grpc::Status s =
-        AdmitPrefix(arrival, context->deadline(), *request, req, &permit);
-    if (s.ok()) s = ScanPrefix(*req, permit, response);
+  // Steps 1 and 2 first, so that an oversize or shed query costs nothing
+  // more.
+  if (grpc::Status s = PrecheckPrefix(arrival, context->deadline(), *request);
+      !s.ok()) {
+    reactor->Finish(std::move(s));
+    return reactor;
+  }
+
+  // With an inline slot free, the rest runs here, on the callback thread,
+  // with its arena on the stack: no allocation for the call and no thread
+  // hand-off (see kInlineScanSlots).
+  if (PrefixAdmission::Permit inline_slot = inline_scans_.TryAcquire()) {
+    grpc::Status s;
+    {
+      alignas(8) char initial_block[kInitialArenaBlockBytes];
+      pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+      auto* req =
+          pb::Arena::CreateMessage<v1::MatchExternalKvPrefixRequest>(&arena);
+      PrefixAdmission::Permit permit;
+      s = DecodeAndAdmitPrefix(*request, req, &permit);
+      if (s.ok()) s = ScanPrefix(*req, permit, response);
+    }
+    // Free before Finish: gRPC may send the answer inside Finish, and the
+    // client's next query must find the slot free.
+    inline_slot.Release();
     reactor->Finish(std::move(s));
     return reactor;
   }
 
   auto call = std::make_unique<PrefixCall>();
-  if (grpc::Status s = AdmitPrefix(arrival, context->deadline(), *request,
-                                   call->request, &call->permit);
+  if (grpc::Status s =
+          DecodeAndAdmitPrefix(*request, call->request, &call->permit);
       !s.ok()) {
     reactor->Finish(std::move(s));
     return reactor;
@@ -225,10 +238,9 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   return reactor;
 }
 
-grpc::Status KvIndexerService::AdmitPrefix(
-    Clock::TimePoint arrival, Clock::TimePoint deadline,
-    const grpc::ByteBuffer& request, v1::MatchExternalKvPrefixRequest* decoded,
-    PrefixAdmission::Permit* permit) {
+grpc::Status KvIndexerService::PrecheckPrefix(Clock::TimePoint arrival,
+                                              Clock::TimePoint deadline,
+                                              const grpc::ByteBuffer& request) {
   // Oversize requests never reach the handler in the reference
   // implementation, so their status wins over shedding.
   if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
@@ -239,7 +251,12 @@ grpc::Status KvIndexerService::AdmitPrefix(
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                         std::string(kShedStatusMessage));
   }
+  return grpc::Status::OK;
+}
 
+grpc::Status KvIndexerService::DecodeAndAdmitPrefix(
+    const grpc::ByteBuffer& request, v1::MatchExternalKvPrefixRequest* decoded,
+    PrefixAdmission::Permit* permit) {
   if (grpc::Status s = Decode(request, decoded); !s.ok()) return s;
   if (absl::Status s = ValidatePrefix(*decoded); !s.ok()) {
     return ToGrpcStatus(s);

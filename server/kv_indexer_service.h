@@ -128,12 +128,16 @@ class KvIndexerService final : public internal::RawKvIndexerService {
  private:
   struct PrefixCall;
 
-  // Steps 1 to 4 of MatchExternalKvPrefix, on the callback thread. On OK,
-  // *decoded holds the request and *permit a held admission permit.
-  grpc::Status AdmitPrefix(Clock::TimePoint arrival, Clock::TimePoint deadline,
-                           const grpc::ByteBuffer& request,
-                           v1::MatchExternalKvPrefixRequest* decoded,
-                           PrefixAdmission::Permit* permit);
+  // Steps 1 and 2 of MatchExternalKvPrefix (size check, deadline shed), on
+  // the callback thread.
+  grpc::Status PrecheckPrefix(Clock::TimePoint arrival,
+                              Clock::TimePoint deadline,
+                              const grpc::ByteBuffer& request);
+  // Steps 3 and 4 (decode and validate, admission), on the callback thread.
+  // On OK, *decoded holds the request and *permit a held admission permit.
+  grpc::Status DecodeAndAdmitPrefix(const grpc::ByteBuffer& request,
+                                    v1::MatchExternalKvPrefixRequest* decoded,
+                                    PrefixAdmission::Permit* permit);
   // The scan of one admitted query: runs it, releases `permit` and writes
   // the answer's wire form (prefix_response_wire.h) into `response`.
   grpc::Status ScanPrefix(const v1::MatchExternalKvPrefixRequest& request,

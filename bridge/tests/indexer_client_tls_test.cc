@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -149,6 +150,11 @@ int main(int argc, char** argv) {
   // gRPC reads the default roots once, at the first TLS channel; the test
   // certificate must be the only one this process trusts.
   setenv("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", kvindexer::kCertPath.c_str(), 1);
+  // A proxy from the environment would take the loopback connections.
+  for (const char* proxy : {"grpc_proxy", "https_proxy", "http_proxy",
+                            "HTTPS_PROXY", "HTTP_PROXY"}) {
+    unsetenv(proxy);
+  }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
