@@ -134,9 +134,7 @@ class PrefixQuery final : public BlockVisitor {
   // Per candidate, its scanner's class rule, kept densely.
   std::vector<PrefixScanner::ClassRule> class_rules_;
   uint8_t ContributionOf(size_t candidate, const Placement& p) const {
-    const PrefixScanner::ClassRule& r = class_rules_[candidate];
-    return static_cast<uint8_t>((p.mask & r.serves[p.tier <= 3 ? p.tier : 0]) |
-                                r.base | (p.mask != 0 ? r.nonzero : 0));
+    return class_rules_[candidate].Contribution(p.tier, p.mask);
   }
   // The previous block's placements, and the blocks after it that repeated
   // them and have not been pushed yet.

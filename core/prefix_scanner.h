@@ -73,20 +73,21 @@ class PrefixScanner {
   // when the block is absent. Blocks of one class are interchangeable: in a
   // run fed to PushRun the blocks need only share a class, not be equal.
   uint8_t Contribution(uint32_t tier, uint32_t mask) const {
-    const ClassRule& r = class_rule_;
-    return static_cast<uint8_t>((mask & r.serves[tier <= 3 ? tier : 0]) |
-                                r.base | (mask != 0 ? r.nonzero : 0));
+    return class_rule_.Contribution(tier, mask);
   }
 
   // Contribution() as data, so that a caller classifying many placements can
-  // keep it next to its own state: the contribution of a placement at tier t
-  // (0 for a tier above 3) with mask m is
-  //   (m & serves[t]) | base | (m != 0 ? nonzero : 0).
-  // Component bits double as class bits (FULL 1, SWA 2, MAMBA 4).
+  // keep it next to its own state. Component bits double as class bits
+  // (FULL 1, SWA 2, MAMBA 4).
   struct ClassRule {
-    uint8_t serves[4] = {0, 0, 0, 0};
+    uint8_t serves[4] = {0, 0, 0, 0};  // by tier; slot 0 for tiers above 3
     uint8_t base = 0;
     uint8_t nonzero = 0;
+
+    uint8_t Contribution(uint32_t tier, uint32_t mask) const {
+      return static_cast<uint8_t>((mask & serves[tier <= 3 ? tier : 0]) | base |
+                                  (mask != 0 ? nonzero : 0));
+    }
   };
   const ClassRule& class_rule() const { return class_rule_; }
 

@@ -88,27 +88,22 @@ int Main(int argc, char** argv) {
   for (uint32_t k = 0; k < share; ++k) {
     for (uint32_t w = 0; w < kWorkers; ++w) {
       std::vector<int64_t> chunk;
-      for (uint64_t i = (w + kWorkers - k) % kWorkers; i < blocks;
-           i += kWorkers) {
-        chunk.push_back(bulk[i]);
-        if (chunk.size() == kBatch) {
-          testing::TestBatch b("worker-" + std::to_string(w),
-                               "10.0.0." + std::to_string(w) + ":1");
-          b.Report(kTierHbm, chunk, std::vector<uint32_t>(chunk.size(), 3),
-                   std::vector<uint32_t>(chunk.size(), 16));
-          backend->Apply(b.View());
-          placed += chunk.size();
-          chunk.clear();
-        }
-      }
-      if (!chunk.empty()) {
+      const auto flush = [&] {
+        if (chunk.empty()) return;
         testing::TestBatch b("worker-" + std::to_string(w),
                              "10.0.0." + std::to_string(w) + ":1");
         b.Report(kTierHbm, chunk, std::vector<uint32_t>(chunk.size(), 3),
                  std::vector<uint32_t>(chunk.size(), 16));
         backend->Apply(b.View());
         placed += chunk.size();
+        chunk.clear();
+      };
+      for (uint64_t i = (w + kWorkers - k) % kWorkers; i < blocks;
+           i += kWorkers) {
+        chunk.push_back(bulk[i]);
+        if (chunk.size() == kBatch) flush();
       }
+      flush();
     }
   }
   const double ingest_s = Seconds(Clock::now() - ingest_start);
