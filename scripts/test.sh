@@ -60,6 +60,8 @@ export TSAN_OPTIONS=halt_on_error=1
 "$root/tsan/bin/kvindexer_absl_rwlock_tests"
 KV_INDEXER_BACKEND=absl_rwlock,robin_sharded_snapshot \
   "$root/tsan/bin/kvindexer-conformance"
+KV_INDEXER_BACKEND=robin_sharded_snapshot KV_INDEXER_ROBIN_MERGE_MIN_DELTA=0 \
+  "$root/tsan/bin/kvindexer-conformance"
 unset TSAN_OPTIONS
 
 if [[ -x bridge/fuzz/run_fuzz.sh ]]; then

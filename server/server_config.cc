@@ -228,6 +228,9 @@ std::string UsageText(std::string_view program) {
       {kBackendPathVar, "(empty)",
        "colon-separated directories searched for backends by name"},
       {kLogLevelVar, "info", "trace, debug, info, warn or error"},
+      {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
+       "robin_sharded_snapshot: changed blocks per shard before a merge "
+       "into the base table; 0..4294967295"},
   };
   std::string out = fmt::format(
       "Usage: {} [--help]\n"

@@ -28,6 +28,9 @@ inline uint64_t MixHash(int64_t hash) {
   return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
 }
 
+// The top kShardBits bits of a mixed hash pick a block's shard.
+inline constexpr uint32_t kShardBits = 6;
+
 inline constexpr uint32_t kMaxWorkerOrdinal = (1u << 30) - 1;
 
 // Placements are stored in the ABI's own layout (kvindexer::Placement, 12
@@ -78,12 +81,18 @@ struct BlockKeyHash {
 //       address of a spill array (SpillArena; 8-aligned, so its low bits are
 //       0) that carries its own count. Both snapshot copies may point at the
 //       same array.
-// A block with no placement never has a record: it is deleted instead.
+//   word0 == word1 == 0 (a null spill address): a tombstone. Only a shard's
+//       delta holds tombstones; one hides the base table's record of a block
+//       that has since lost its last placement.
+// Otherwise a block with no placement has no record.
 struct BlockRecord {
   uint32_t word0;
   uint32_t word1;
   uint32_t token_count;
 
+  static BlockRecord Tombstone() { return BlockRecord{0, 0, 0}; }
+  bool tombstone() const { return (word0 | word1) == 0; }
+  // REQUIRES: !tombstone().
   bool spilled() const { return (word0 & 3u) == 0; }
 
   Placement single() const {

@@ -1,10 +1,12 @@
 // The robin_sharded_snapshot plugin's only exported symbol: its
 // BackendDescriptor.
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <new>
 
 #include "kvindexer/backend.h"
+#include "merge_config.h"
 #include "robin_backend.h"
 
 namespace kvindexer::robin {
@@ -24,14 +26,26 @@ namespace {
 
 constexpr char kBuildInfo[] =
     "compiler " KVINDEXER_ROBIN_COMPILER "; build " KVINDEXER_ROBIN_BUILD_TYPE
-    "; tsl::robin_map, 64 shards, left-right";
+    "; 64 shards: sorted base tables under left-right tsl::robin_map "
+    "deltas";
 
 IndexBackend* Create(char* error, size_t error_size) noexcept {
-  IndexBackend* backend = new (std::nothrow) RobinShardedSnapshotBackend();
-  if (backend == nullptr && error != nullptr && error_size != 0) {
-    snprintf(error, error_size, "out of memory creating the %s backend",
-             kBackendName);
+  size_t min_delta = 0;
+  if (!ParseMergeMinDelta(getenv(kMergeMinDeltaVariable),
+                          RobinShardedSnapshotBackend::kMergeMinDelta,
+                          &min_delta, error, error_size)) {
+    return nullptr;
   }
+  auto* backend = new (std::nothrow) RobinShardedSnapshotBackend();
+  if (backend == nullptr) {
+    if (error != nullptr && error_size != 0) {
+      snprintf(error, error_size, "out of memory creating the %s backend",
+               kBackendName);
+    }
+    return nullptr;
+  }
+  backend->SetMergePolicy(min_delta,
+                          RobinShardedSnapshotBackend::kMergeBaseRatio);
   return backend;
 }
 

@@ -30,8 +30,23 @@ __attribute__((format(printf, 2, 3))) BackendStatus ErrorStatus(
   return status;
 }
 
-// How far ahead of its use a writer loop prefetches a bucket.
-constexpr size_t kPrefetchDistance = 8;
+// How far ahead of its use a writer loop prefetches a bucket and the base
+// directory word (kPrefetchDistance), and then the base entries the
+// directory points to (kBasePrefetchDistance).
+constexpr size_t kPrefetchDistance = 16;
+constexpr size_t kBasePrefetchDistance = 8;
+
+// Prefetches for the writer's lookup of hashes[i].
+[[gnu::always_inline]] inline void PrefetchAhead(const SnapshotCopy& copy,
+                                                 const int64_t* hashes,
+                                                 size_t i, size_t n) {
+  if (i + kPrefetchDistance < n) {
+    copy.Prefetch(MixHash(hashes[i + kPrefetchDistance]));
+  }
+  if (i + kBasePrefetchDistance < n) {
+    copy.PrefetchBase(MixHash(hashes[i + kBasePrefetchDistance]));
+  }
+}
 
 uint32_t CountOf(const BlockRecord& record) {
   return record.spilled() ? SpillArena::Count(record.spill()) : 1;
@@ -156,6 +171,7 @@ void VisitBlocks(const SnapshotCopy& snapshot, HashSpan hashes,
       mixed_window[k] = MixHash(hashes.data[base + k]);
       snapshot.Prefetch(mixed_window[k]);
     }
+    for (size_t k = 0; k < m; ++k) snapshot.PrefetchBase(mixed_window[k]);
     for (size_t k = 0; k < m; ++k) {
       const int64_t hash = hashes.data[base + k];
       const uint64_t mixed = mixed_window[k];
@@ -383,7 +399,10 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     back.workers = published_table_.get();
   }
   Publish();
-  if (!pending_sync_) CompactHoldings(ordinal, state);
+  if (!pending_sync_) {
+    CompactHoldings(ordinal, state);
+    MergeLargeDeltas();
+  }
   UpdateMemory();
   return OkStatus();
 }
@@ -432,9 +451,7 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
         const bool has_masks = action.component_masks.size != 0;
         const bool has_sizes = action.block_sizes.size != 0;
         for (size_t i = 0; i < action.hashes.size; ++i) {
-          if (i + kPrefetchDistance < action.hashes.size) {
-            back.Prefetch(MixHash(action.hashes.data[i + kPrefetchDistance]));
-          }
+          PrefetchAhead(back, action.hashes.data, i, action.hashes.size);
           const uint32_t mask = has_masks ? action.component_masks.data[i] : 0;
           const uint32_t size = has_sizes ? action.block_sizes.data[i] : 0;
           if (ReportPlacement(back, action.hashes.data[i], key, mask, size,
@@ -446,9 +463,7 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
       }
       case kActionRevoke:
         for (size_t i = 0; i < action.hashes.size; ++i) {
-          if (i + kPrefetchDistance < action.hashes.size) {
-            back.Prefetch(MixHash(action.hashes.data[i + kPrefetchDistance]));
-          }
+          PrefetchAhead(back, action.hashes.data, i, action.hashes.size);
           if (RevokePlacement(back, action.hashes.data[i], key)) {
             --state.live[tier];
           }
@@ -464,39 +479,69 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
   }
 }
 
+SnapshotCopy::Map::iterator RobinShardedSnapshotBackend::MoveToDelta(
+    SnapshotCopy::Map& delta, BlockKey block_key, const BlockRecord& in_base) {
+  // The delta gets its own copy of a spill array: base arrays belong to the
+  // base alone and are freed only when a merge replaces their entry.
+  BlockRecord copy = in_base;
+  Placement* array = nullptr;
+  if (copy.spilled()) {
+    const uint32_t n = SpillArena::Count(in_base.spill());
+    array = arena_.Allocate(n);
+    std::memcpy(array, in_base.spill(), n * sizeof(Placement));
+    copy.set_spill(array);
+  }
+  try {
+    return delta.insert({block_key, copy}).first;
+  } catch (const std::bad_alloc&) {
+    if (array != nullptr) arena_.Free(array);
+    throw;
+  }
+}
+
 bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
                                                   int64_t hash, uint32_t key,
                                                   uint32_t mask, uint32_t size,
                                                   HoldingLog& log) {
   const uint64_t mixed = MixHash(hash);
-  SnapshotCopy::Map& map = back.map_for(mixed);
+  SnapshotCopy::Map& delta = back.delta_for(mixed);
   const BlockKey block_key = BlockKey::From(hash);
   const Placement added{KeyWorker(key), KeyTier(key), mask};
-  // One probe finds the block or inserts it. Whatever throws here leaves the
-  // copy as it was for this hash, or leaves a change that RollBack undoes
-  // (it restores every hash in touched_ from the live copy).
-  touched_.push_back(hash);
-  BlockRecord fresh;
-  fresh.set_single(added);
-  fresh.token_count = size;
-  auto [it, inserted] = map.insert({block_key, fresh});
-  if (inserted) {
+  // Whatever throws below leaves the copy as it was for this hash, or leaves
+  // a change that RollBack undoes (it restores every hash in touched_ from
+  // the live copy).
+  auto it = delta.find(block_key, mixed);
+  const BlockRecord* in_base = nullptr;
+  if (it == delta.end()) in_base = back.base_for(mixed).Find(block_key, mixed);
+  if (it != delta.end() ? it->second.tombstone() : in_base == nullptr) {
+    touched_.push_back(hash);
+    BlockRecord fresh;
+    fresh.set_single(added);
+    fresh.token_count = size;
+    if (it != delta.end()) {
+      it.value() = fresh;
+    } else {
+      delta.insert({block_key, fresh});
+    }
     ++back.blocks;
     ++back.placements;
     log.Append(hash);
     return true;
   }
-  BlockRecord& record = it.value();
-  const uint32_t n = CountOf(record);
+  const BlockRecord& current = it != delta.end() ? it->second : *in_base;
+  const uint32_t n = CountOf(current);
   Placement single;
-  const Placement* p = PlacementsOf(record, &single);
+  const Placement* p = PlacementsOf(current, &single);
   const uint32_t pos = LowerBound(p, n, key);
   const bool exists = pos < n && PlacementKey(p[pos]) == key;
-  const uint32_t token_count = size > 0 ? size : record.token_count;
-  if (exists && p[pos].mask == mask && token_count == record.token_count) {
-    touched_.pop_back();  // nothing changes
-    return false;
+  const uint32_t token_count = size > 0 ? size : current.token_count;
+  if (exists && p[pos].mask == mask && token_count == current.token_count) {
+    return false;  // nothing changes
   }
+  touched_.push_back(hash);
+  if (it == delta.end()) it = MoveToDelta(delta, block_key, *in_base);
+  BlockRecord& record = it.value();
+  p = PlacementsOf(record, &single);
   if (exists) {
     if (p[pos].mask != mask) {
       if (n == 1) {
@@ -544,18 +589,32 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
 bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
                                                   int64_t hash, uint32_t key) {
   const uint64_t mixed = MixHash(hash);
-  SnapshotCopy::Map& map = back.map_for(mixed);
-  auto it = map.find(BlockKey::From(hash), mixed);
-  if (it == map.end()) return false;
-  BlockRecord& record = it.value();
-  const uint32_t n = CountOf(record);
+  SnapshotCopy::Map& delta = back.delta_for(mixed);
+  const BlockKey block_key = BlockKey::From(hash);
+  auto it = delta.find(block_key, mixed);
+  const BlockRecord* in_base = nullptr;
+  if (it == delta.end()) {
+    in_base = back.base_for(mixed).Find(block_key, mixed);
+    if (in_base == nullptr) return false;
+  } else if (it->second.tombstone()) {
+    return false;
+  }
+  const BlockRecord& current = it != delta.end() ? it->second : *in_base;
+  const uint32_t n = CountOf(current);
   Placement single;
-  const Placement* p = PlacementsOf(record, &single);
+  const Placement* p = PlacementsOf(current, &single);
   const uint32_t pos = LowerBound(p, n, key);
   if (pos == n || PlacementKey(p[pos]) != key) return false;
   touched_.push_back(hash);
   if (n == 1) {
-    map.erase(it);
+    // The block goes. A tombstone hides the base's record, if it has one.
+    if (it == delta.end()) {
+      delta.insert({block_key, BlockRecord::Tombstone()});
+    } else if (back.base_for(mixed).Find(block_key, mixed) != nullptr) {
+      it.value() = BlockRecord::Tombstone();
+    } else {
+      delta.erase(it);
+    }
     --back.blocks;
     --back.placements;
     // The block's hit counter goes with it.
@@ -566,6 +625,8 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
     }
     return true;
   }
+  if (it == delta.end()) it = MoveToDelta(delta, block_key, *in_base);
+  BlockRecord& record = it.value();
   Placement* old = record.spill();
   if (n == 2) {
     const Placement kept = old[1 - pos];
@@ -585,6 +646,9 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
 }
 
 void RobinShardedSnapshotBackend::SyncBackCopy() {
+  // Both copies share their base tables here (a merge installs a new one in
+  // both before it returns), so making the deltas equal makes the copies
+  // equal.
   const SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
   const bool counters = front.hit_counters != 0 || back.hit_counters != 0;
@@ -596,13 +660,19 @@ void RobinShardedSnapshotBackend::SyncBackCopy() {
     }
     const int64_t hash = touched_[i];
     const uint64_t mixed = MixHash(hash);
-    const BlockRecord* current = front.Find(hash, mixed);
-    SnapshotCopy::Map& map = back.map_for(mixed);
     const BlockKey block_key = BlockKey::From(hash);
+    const SnapshotCopy::Map& front_delta = front.delta_for(mixed);
+    auto found = front_delta.find(block_key, mixed);
+    const BlockRecord* current =
+        found == front_delta.end() ? nullptr : &found->second;
+    const bool current_spilled =
+        current != nullptr && !current->tombstone() && current->spilled();
+    SnapshotCopy::Map& map = back.delta_for(mixed);
     // The stale copy's array, when the live copy no longer references it.
+    // Delta arrays are never base arrays, so this frees only delta arrays.
     auto release_stale = [&](const BlockRecord& stale) {
-      if (stale.spilled() && (current == nullptr || !current->spilled() ||
-                              current->spill() != stale.spill())) {
+      if (!stale.tombstone() && stale.spilled() &&
+          (!current_spilled || current->spill() != stale.spill())) {
         arena_.Free(stale.spill());
       }
     };
@@ -617,9 +687,7 @@ void RobinShardedSnapshotBackend::SyncBackCopy() {
       map.erase(it);
     }
     // Both copies share the array now: from here on it is copy-on-write.
-    if (current != nullptr && current->spilled()) {
-      SpillArena::ClearPrivate(current->spill());
-    }
+    if (current_spilled) SpillArena::ClearPrivate(current->spill());
     if (counters) SyncCounter(front, back, hash, mixed);
   }
   for (const int64_t hash : counted_) {
@@ -675,6 +743,68 @@ void RobinShardedSnapshotBackend::RollBack(
   counted_.clear();
 }
 
+void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
+  SnapshotCopy& front = copies_[gate_.live()];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+  std::vector<uint32_t> shards;
+  std::vector<std::unique_ptr<BaseTable>> built;
+  std::vector<Placement*> released;
+  try {
+    // The shards whose deltas exceed their limit, those furthest over it
+    // first, until kMergeBudget entries have been written: shards fill at
+    // the same pace and would otherwise all come due in the same apply,
+    // which would then rewrite the whole index. At least one shard is
+    // merged, so a backlog always shrinks.
+    std::vector<std::pair<double, uint32_t>> due;
+    for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
+      const size_t limit = std::max<size_t>(
+          merge_min_delta_, front.base(shard).size() / merge_base_ratio_);
+      const size_t size = front.delta(shard).size();
+      if (size > limit) {
+        due.emplace_back(double(size) / double(std::max<size_t>(limit, 1)),
+                         shard);
+      }
+    }
+    std::sort(due.begin(), due.end(), std::greater<>());
+    std::vector<BaseTable::Change> changes;
+    size_t written = 0;
+    for (const auto& [excess, shard] : due) {
+      const SnapshotCopy::Map& delta = front.delta(shard);
+      const BaseTable& base = front.base(shard);
+      if (written != 0 && written + base.size() + delta.size() > kMergeBudget) {
+        break;
+      }
+      written += base.size() + delta.size();
+      changes.clear();
+      changes.reserve(delta.size());
+      for (const auto& [key, record] : delta) {
+        changes.push_back({MixHash(key.hash()), {key, record}});
+      }
+      shards.reserve(shards.size() + 1);
+      built.push_back(BaseTable::Merge(base, changes, &released));
+      shards.push_back(shard);
+    }
+  } catch (const std::bad_alloc&) {
+    return;  // merging is an optimisation; the layers stay as they are
+  }
+  if (shards.empty()) return;
+  // Readers of either copy see the same blocks before and after: the new
+  // base holds exactly what the old base and the delta held together.
+  for (size_t k = 0; k < shards.size(); ++k) {
+    back.InstallBase(shards[k], built[k].get());
+  }
+  gate_.PublishAndDrain({});
+  for (size_t k = 0; k < shards.size(); ++k) {
+    front.InstallBase(shards[k], built[k].get());
+  }
+  // No reader can reach the old tables or the arrays of replaced entries.
+  for (Placement* array : released) arena_.Free(array);
+  for (size_t k = 0; k < shards.size(); ++k) {
+    bases_[shards[k]] = std::move(built[k]);
+  }
+  ++merges_;
+}
+
 void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
                                                   WorkerState& state) noexcept {
   const SnapshotCopy& front = copies_[gate_.live()];
@@ -706,6 +836,9 @@ void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
 void RobinShardedSnapshotBackend::UpdateMemory() noexcept {
   uint64_t total = sizeof(*this);
   total += copies_[0].bytes() + copies_[1].bytes();
+  for (const std::unique_ptr<BaseTable>& base : bases_) {
+    if (base != nullptr) total += sizeof(BaseTable) + base->bytes();
+  }
   total += arena_.bytes();
   total += holdings_bytes_;
   total += worker_bytes_;

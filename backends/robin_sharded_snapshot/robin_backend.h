@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base_table.h"
 #include "holding_log.h"
 #include "kvindexer/backend.h"
 #include "left_right_gate.h"
@@ -52,6 +53,13 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
     kDone,             // both copies hold the batch
   };
   using WriterHook = std::function<void(WriterPhase)>;
+
+  // A shard's delta is merged into its base table once it holds more than
+  // max(kMergeMinDelta, base size / kMergeBaseRatio) blocks (DESIGN.md).
+  static constexpr size_t kMergeMinDelta = 1024;
+  static constexpr size_t kMergeBaseRatio = 8;
+  // The entries one apply's merges may write (about 80 MB, tens of ms).
+  static constexpr size_t kMergeBudget = size_t{1} << 22;
 
   RobinShardedSnapshotBackend();
   ~RobinShardedSnapshotBackend() override;
@@ -74,6 +82,16 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   void FailSpillAllocationsAfterForTesting(int64_t n) {
     arena_.FailAllocationsAfterForTesting(n);
   }
+  // Merge a shard's delta into its base table once the delta holds more
+  // than max(min_delta, base size / base_ratio) blocks. base_ratio > 0. Call
+  // before any concurrent use.
+  void SetMergePolicy(size_t min_delta, size_t base_ratio) {
+    merge_min_delta_ = min_delta;
+    merge_base_ratio_ = base_ratio;
+  }
+  // Test only: merges so far (each may cover several shards). Call without
+  // concurrent writers.
+  uint64_t merges_for_testing() const { return merges_; }
 
  private:
   // Writer-side state of one worker: the holdings logs CLEAR needs and the
@@ -108,6 +126,11 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // Pass one: the batch's effect on `back`. Throws std::bad_alloc.
   void RunActions(const ApplyBatchView& batch, uint32_t ordinal,
                   WorkerState& state, SnapshotCopy& back);
+  // Gives the delta a copy of a block that is only in the base (with its own
+  // copy of a spill array) and returns it. Throws std::bad_alloc.
+  SnapshotCopy::Map::iterator MoveToDelta(SnapshotCopy::Map& delta,
+                                          BlockKey block_key,
+                                          const BlockRecord& in_base);
   bool ReportPlacement(SnapshotCopy& back, int64_t hash, uint32_t key,
                        uint32_t mask, uint32_t size, HoldingLog& log);
   bool RevokePlacement(SnapshotCopy& back, int64_t hash, uint32_t key);
@@ -127,6 +150,9 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // Undoes pass one on the non-live copy after an allocation failure.
   void RollBack(WorkerState& state,
                 const std::array<uint64_t, kMaxTier + 1>& saved_live);
+  // REQUIRES: both copies in step. Folds every delta that has grown past the
+  // merge policy into a new base table and installs it in both copies.
+  void MergeLargeDeltas() noexcept;
   void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
   void UpdateMemory() noexcept;
   void RunHook(WriterPhase phase) {
@@ -151,6 +177,11 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   std::vector<std::unique_ptr<WorkerTable>> retired_tables_;
   std::vector<int64_t> touched_;  // blocks (and their counters) changed
   std::vector<int64_t> counted_;  // counters raised by a counting Match
+  // The base table of each shard (nullptr: BaseTable::Empty()).
+  std::unique_ptr<BaseTable> bases_[SnapshotCopy::kShards];
+  size_t merge_min_delta_ = kMergeMinDelta;
+  size_t merge_base_ratio_ = kMergeBaseRatio;
+  uint64_t merges_ = 0;
   uint64_t worker_bytes_ = 0;
   uint64_t holdings_bytes_ = 0;
   WriterHook hook_;

@@ -109,6 +109,14 @@ class RobinBackendTest : public ::testing::Test {
     return stats;
   }
 
+  // Two readers check that every scan sees one batch's values on all blocks
+  // while the test thread applies batch after batch.
+  void ReadersSeeWholeBatchesWhileWriting();
+  // Failed applies (spill allocations failing mid-batch) change nothing that
+  // readers, hit counts or stats can see, and later batches behave as if
+  // they never happened.
+  void AllocationFailuresChangeNothing();
+
   RobinShardedSnapshotBackend backend_;
 };
 
@@ -394,6 +402,18 @@ TEST_F(RobinBackendTest, ConcurrentCountingMatchesAgreeWithIncarnations) {
 // Readers never see part of a batch: every batch restates all hashes, spread
 // over all shards, with one new mask and token count.
 TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesOnly) {
+  ReadersSeeWholeBatchesWhileWriting();
+}
+
+// The same while every apply is followed by a merge, which installs new base
+// tables in both copies and frees the old ones.
+TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesAcrossMerges) {
+  backend_.SetMergePolicy(0, size_t{1} << 40);
+  ReadersSeeWholeBatchesWhileWriting();
+  EXPECT_GT(backend_.merges_for_testing(), 100u);
+}
+
+void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
   constexpr int kHashes = 512;
   std::vector<int64_t> hashes(kHashes);
   for (int i = 0; i < kHashes; ++i) hashes[i] = i * 7919;
@@ -443,17 +463,21 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   const BackendStats one = Stats();
   EXPECT_EQ(one.blocks, 100000u);
   EXPECT_EQ(one.placements, 100000u);
-  // Two copies of a 24-byte bucket per block at a load between 0.375 and
-  // 0.75 (power-of-two growth), plus 8 bytes of holdings log.
+  // 1,562 blocks per shard is past the default merge threshold, so the batch
+  // went into the base tables: a 20-byte entry and at most two bytes of
+  // directory per block, 8 bytes of holdings log and 8 bytes of the writer's
+  // list of changed blocks, with the deltas empty again.
+  EXPECT_GE(backend_.merges_for_testing(), 1u);
   const double per_block =
       double(one.memory_bytes - empty.memory_bytes) / one.placements;
-  EXPECT_GE(per_block, 2 * 24 / 0.75 + 8);
-  EXPECT_LE(per_block, 2 * 24 / 0.375 + 16);
+  EXPECT_GE(per_block, 20 + 8 + 8);
+  EXPECT_LE(per_block, 20 + 2 + 8 + 8 + 4);
   Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
   const BackendStats two = Stats();
   EXPECT_EQ(two.placements, 200000u);
-  // The second placement spills into one shared 32-byte array per block
-  // (8-byte header, two 12-byte placements) and adds 8 bytes of log.
+  // The second placement spills into one 32-byte array per block (8-byte
+  // header, two 12-byte placements) and adds 8 bytes of log; the merge that
+  // follows leaves the base table's size as it was.
   EXPECT_GE(two.memory_bytes - one.memory_bytes, 100000u * (32 + 8));
   EXPECT_LE(two.memory_bytes - one.memory_bytes, 100000u * (32 + 8) * 1.2);
   printf("memory: %.1f bytes/placement at 1 per block, %.1f at 2 per block\n",
@@ -465,12 +489,72 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   EXPECT_EQ(cleared.blocks, 0u);
   EXPECT_EQ(cleared.placements, 0u);
   EXPECT_EQ(cleared.workers, 2u);
+  // The tombstones were merged away with the blocks they hid: what is left
+  // is the capacity of the writer's list of changed blocks (2^17 entries of
+  // 8 bytes after a batch that changed 100,000) and a spare spill slab or
+  // two.
+  EXPECT_LE(cleared.memory_bytes - empty.memory_bytes,
+            (uint64_t{1} << 17) * 8 + 2 * 65536);
+}
+
+// Blocks survive any sequence of merges: a block moved from the base into the
+// delta by a change, a block deleted from the base (tombstone), and a block
+// re-created after its deletion, read back before and after each merge.
+TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
+  backend_.SetMergePolicy(0, size_t{1} << 40);  // after every apply
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 300; ++h) hashes.push_back(h * 7777);
+  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
+  Apply(TestBatch("w2", "b").Report(kTierDram, {hashes[0], hashes[1]}));
+  const uint64_t merges = backend_.merges_for_testing();
+  EXPECT_EQ(merges, 2u);
+  // In the base now; change them through the delta.
+  Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[0], hashes[2]}));
+  RecordingVisitor v = Match({hashes[0], hashes[1], hashes[2], hashes[3]});
+  ASSERT_EQ(v.blocks.size(), 4u);
+  EXPECT_EQ(v.blocks[0].placements.size(), 1u);  // w2 only
+  EXPECT_EQ(v.blocks[1].placements.size(), 2u);
+  EXPECT_TRUE(v.blocks[2].placements.empty());  // gone from the base
+  EXPECT_EQ(v.blocks[3].placements.size(), 1u);
+  Apply(TestBatch("w3", "c").Report(kTierHbm, {hashes[2]}));
+  v = Match({hashes[2]});
+  ASSERT_EQ(v.blocks.size(), 1u);
+  ASSERT_EQ(v.blocks[0].placements.size(), 1u);
+  EXPECT_EQ(v.blocks[0].placements.begin()->first.first, "w3");
+  EXPECT_EQ(backend_.merges_for_testing(), merges + 2);
+  const BackendStats stats = Stats();
+  EXPECT_EQ(stats.blocks, 300u);
+  EXPECT_EQ(stats.placements, 301u);
+}
+
+// A delta below the default threshold stays a delta; one past it is merged.
+TEST_F(RobinBackendTest, TheDefaultPolicyMergesOnlyLargeDeltas) {
+  std::vector<int64_t> few(64 * 8), many(64 * 4096);
+  for (size_t i = 0; i < few.size(); ++i) few[i] = int64_t(i) * 13 + 1;
+  for (size_t i = 0; i < many.size(); ++i) many[i] = -int64_t(i) * 17 - 1;
+  Apply(TestBatch("w", "a").Report(kTierHbm, few));
+  EXPECT_EQ(backend_.merges_for_testing(), 0u);
+  Apply(TestBatch("w", "a").Report(kTierHbm, many));
+  EXPECT_EQ(backend_.merges_for_testing(), 1u);
+  EXPECT_EQ(Stats().placements, few.size() + many.size());
 }
 
 // An allocation failure in the middle of a batch leaves no trace: the batch
 // is rolled back in the non-live copy, and later batches (including CLEAR,
 // which depends on the writer's holdings) behave as if it never happened.
 TEST_F(RobinBackendTest, AnAllocationFailureMidBatchChangesNothing) {
+  AllocationFailuresChangeNothing();
+}
+
+// The same with every block in the base tables before each batch, so that the
+// failing allocations include the delta's copies of base arrays.
+TEST_F(RobinBackendTest, AnAllocationFailureAfterMergesChangesNothing) {
+  backend_.SetMergePolicy(0, size_t{1} << 40);
+  AllocationFailuresChangeNothing();
+  EXPECT_GE(backend_.merges_for_testing(), 5u);
+}
+
+void RobinBackendTest::AllocationFailuresChangeNothing() {
   std::vector<int64_t> hundred, fifty;
   for (int64_t h = 1; h <= 100; ++h) hundred.push_back(h * 977);
   for (int64_t h = 1; h <= 50; ++h) fifty.push_back(h * 977);

@@ -4,6 +4,10 @@
 // max-size applies running back to back.
 //
 //   kvindexer_robin_microbench [placements=10000000] [workers_per_block=1]
+//                              [merge_min_delta merge_base_ratio]
+//
+// The last two set the merge policy (RobinShardedSnapshotBackend::
+// SetMergePolicy) for experiments; both or neither.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,6 +69,10 @@ int Main(int argc, char** argv) {
 
   const uint64_t rss_before = RssBytes();
   auto backend = std::make_unique<RobinShardedSnapshotBackend>();
+  if (argc > 4) {
+    backend->SetMergePolicy(std::strtoull(argv[3], nullptr, 10),
+                            std::strtoull(argv[4], nullptr, 10));
+  }
 
   // The anchor prefix: 128 blocks on every worker.
   std::vector<int64_t> anchor(kPrefix);

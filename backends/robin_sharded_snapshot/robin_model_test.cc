@@ -1,12 +1,15 @@
 // Randomised differential test at the ABI level: random apply sequences (every
 // apply flips the live copy and replays onto the other, so a replay bug shows
-// up in later reads) against a plain std::map model. Deterministic per seed;
-// the seed is printed with any failure.
+// up in later reads) against a plain std::map model. Each seed runs under
+// three merge policies: the default (deltas of this size never merge), a
+// delta merged into the base after every apply, and merges now and then.
+// Deterministic per seed; the seed and policy are printed with any failure.
 #include <cstdint>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -75,7 +78,25 @@ class Model {
   std::map<int64_t, uint64_t> hits_;
 };
 
-class ModelTest : public ::testing::TestWithParam<uint64_t> {};
+struct MergePolicy {
+  const char* name;
+  size_t min_delta;
+  size_t base_ratio;
+};
+
+const MergePolicy kPolicies[] = {
+    {"default", RobinShardedSnapshotBackend::kMergeMinDelta,
+     RobinShardedSnapshotBackend::kMergeBaseRatio},
+    {"every_apply", 0, size_t{1} << 40},
+    {"now_and_then", 2, 2},
+};
+
+void PrintTo(const MergePolicy& policy, std::ostream* os) {
+  *os << policy.name;
+}
+
+class ModelTest
+    : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy>> {};
 
 void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
                        const std::vector<int64_t>& universe) {
@@ -122,11 +143,13 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
 }
 
 TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
-  const uint64_t seed = GetParam();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto [seed, policy] = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", merge policy " +
+               policy.name);
   std::mt19937_64 rng(seed);
   auto uniform = [&](uint64_t n) { return rng() % n; };
   RobinShardedSnapshotBackend backend;
+  backend.SetMergePolicy(policy.min_delta, policy.base_ratio);
   Model model;
   std::vector<int64_t> universe;
   for (int64_t h = -40; h < 360; ++h) universe.push_back(h * 1000003);
@@ -222,10 +245,22 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
       return;
     }
   }
+  if (policy.min_delta == 0) {
+    EXPECT_GT(backend.merges_for_testing(), 100u);
+  }
+  if (policy.min_delta == RobinShardedSnapshotBackend::kMergeMinDelta) {
+    EXPECT_EQ(backend.merges_for_testing(), 0u);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, ModelTest,
-                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
+INSTANTIATE_TEST_SUITE_P(
+    SeedsAndPolicies, ModelTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
+                       ::testing::ValuesIn(kPolicies)),
+    [](const ::testing::TestParamInfo<ModelTest::ParamType>& param) {
+      return "seed" + std::to_string(std::get<0>(param.param)) + "_" +
+             std::get<1>(param.param).name;
+    });
 
 }  // namespace
 }  // namespace kvindexer::robin

@@ -2,20 +2,29 @@
 // left-right protocol (left_right_gate.h), and the published worker table it
 // points at.
 //
+// Each of the 64 shards has two layers: a delta (a tsl::robin_map of recent
+// changes, one per copy) over a base table (base_table.h) that both copies
+// share. A delta entry overrides the base; a tombstone in the delta hides a
+// base entry whose block has gone.
+//
 // A copy is immutable while it is live. The writer modifies only the copy that
-// is not live; spill arrays (SpillArena) and worker records are shared between
-// the two copies whenever they are equal.
+// is not live; base tables, spill arrays (SpillArena) and worker records are
+// shared between the two copies whenever they are equal.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_SNAPSHOT_COPY_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_SNAPSHOT_COPY_H_
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "base_table.h"
 #include "block_record.h"
 #include "kvindexer/backend.h"
+#include "mapped_allocator.h"
 #include "tsl/robin_map.h"
 
 namespace kvindexer::robin {
@@ -36,46 +45,58 @@ struct WorkerTable {
 
 class SnapshotCopy {
  public:
-  static constexpr uint32_t kShardBits = 6;
   static constexpr uint32_t kShards = 1u << kShardBits;
   static constexpr float kMaxLoadFactor = 0.75f;
 
   using Map = tsl::robin_map<BlockKey, BlockRecord, BlockKeyHash,
                              std::equal_to<BlockKey>,
-                             std::allocator<std::pair<BlockKey, BlockRecord>>,
+                             MappedAllocator<std::pair<BlockKey, BlockRecord>>,
                              /*StoreHash=*/false>;
   using Bucket =
       tsl::detail_robin_hash::bucket_entry<std::pair<BlockKey, BlockRecord>,
                                            false>;
   // Hit counters, only for blocks that have been counted.
-  using CounterMap = tsl::robin_map<int64_t, uint64_t, MixedInt64Hash>;
+  using CounterMap =
+      tsl::robin_map<int64_t, uint64_t, MixedInt64Hash, std::equal_to<int64_t>,
+                     MappedAllocator<std::pair<int64_t, uint64_t>>>;
   using CounterBucket =
       tsl::detail_robin_hash::bucket_entry<std::pair<int64_t, uint64_t>, false>;
 
   SnapshotCopy() {
-    for (Shard& shard : shards_) shard.map.max_load_factor(kMaxLoadFactor);
+    for (Shard& shard : shards_) shard.delta.max_load_factor(kMaxLoadFactor);
   }
   SnapshotCopy(const SnapshotCopy&) = delete;
   SnapshotCopy& operator=(const SnapshotCopy&) = delete;
 
+  // The block's record (delta first, then base); nullptr when it is absent.
   const BlockRecord* Find(int64_t hash, uint64_t mixed) const {
-    const Map& map = shards_[ShardOf(mixed)].map;
-    auto it = map.find(BlockKey::From(hash), mixed);
-    return it == map.end() ? nullptr : &it->second;
+    const Shard& shard = shards_[ShardOf(mixed)];
+    const BlockKey key = BlockKey::From(hash);
+    if (!shard.delta.empty()) {
+      auto it = shard.delta.find(key, mixed);
+      if (it != shard.delta.end()) {
+        return it->second.tombstone() ? nullptr : &it->second;
+      }
+    }
+    return shard.base->Find(key, mixed);
   }
 
-  // Prefetches the bucket where a lookup of `mixed` starts, so that several
-  // lookups can wait for memory at once. Relies on robin_map's power-of-two
-  // growth policy (the first bucket is mixed & (bucket_count - 1)) and on
-  // end() designating one past the last bucket; it only computes an address.
-  void Prefetch(uint64_t mixed) const {
-    const Map& map = shards_[ShardOf(mixed)].map;
-    const size_t buckets = map.bucket_count();
-    if (buckets == 0) return;
-    const char* past_end =
-        reinterpret_cast<const char*>(map.end().operator->());
-    __builtin_prefetch(past_end -
-                       (buckets - (mixed & (buckets - 1))) * sizeof(Bucket));
+  // Prefetches the delta bucket and the base directory word a lookup of
+  // `mixed` starts with, so that several lookups can wait for memory at once.
+  // Relies on robin_map's power-of-two growth policy (the first bucket is
+  // mixed & (bucket_count - 1)); it only computes an address. Always inlined
+  // (see BaseTable::PrefetchDirectory).
+  [[gnu::always_inline]] void Prefetch(uint64_t mixed) const {
+    const Shard& shard = shards_[ShardOf(mixed)];
+    shard.base->PrefetchDirectory(mixed);
+    const size_t buckets = shard.delta.bucket_count();
+    if (buckets == 0 || shard.delta.empty()) return;
+    __builtin_prefetch(PastLastBucket(shard.delta) -
+                       (buckets - (mixed & (buckets - 1))));
+  }
+  // The second stage: prefetches the base entries (reads the directory).
+  [[gnu::always_inline]] void PrefetchBase(uint64_t mixed) const {
+    shards_[ShardOf(mixed)].base->PrefetchEntries(mixed);
   }
 
   // The hit counter of `hash`; 0 when it has none.
@@ -85,16 +106,34 @@ class SnapshotCopy {
     return it == map.end() ? 0 : it->second;
   }
 
-  Map& map_for(uint64_t mixed) { return shards_[ShardOf(mixed)].map; }
+  Map& delta_for(uint64_t mixed) { return shards_[ShardOf(mixed)].delta; }
+  const Map& delta_for(uint64_t mixed) const {
+    return shards_[ShardOf(mixed)].delta;
+  }
+  const BaseTable& base_for(uint64_t mixed) const {
+    return *shards_[ShardOf(mixed)].base;
+  }
+  const Map& delta(uint32_t shard) const { return shards_[shard].delta; }
+  const BaseTable& base(uint32_t shard) const { return *shards_[shard].base; }
+
+  // Makes `base` the shard's base table and empties its delta (freeing the
+  // delta's buckets, not the spill arrays its records point to).
+  // REQUIRES: the copy is not live.
+  void InstallBase(uint32_t shard, const BaseTable* base) noexcept {
+    shards_[shard].base = base;
+    Map empty;
+    empty.max_load_factor(kMaxLoadFactor);
+    shards_[shard].delta.swap(empty);
+  }
   CounterMap& counters_for(uint64_t mixed) {
     return shards_[ShardOf(mixed)].counters;
   }
 
-  // Heap bytes of the bucket arrays.
+  // Heap bytes of the bucket arrays (the shared base tables not included).
   uint64_t bytes() const {
     uint64_t total = 0;
     for (const Shard& shard : shards_) {
-      total += shard.map.bucket_count() * sizeof(Bucket) +
+      total += shard.delta.bucket_count() * sizeof(Bucket) +
                shard.counters.bucket_count() * sizeof(CounterBucket);
     }
     return total;
@@ -109,9 +148,23 @@ class SnapshotCopy {
 
  private:
   struct alignas(64) Shard {
-    Map map;
+    Map delta;
     CounterMap counters;
+    const BaseTable* base = &BaseTable::Empty();
   };
+
+  // One past the last bucket of `map`, read out of its end() iterator,
+  // which holds nothing but that pointer. (Taking the address of end()'s
+  // value instead is undefined, and GCC drops code that does it.)
+  static const Bucket* PastLastBucket(const Map& map) {
+    using Iterator = Map::const_iterator;
+    static_assert(sizeof(Iterator) == sizeof(const Bucket*) &&
+                  std::is_trivially_copyable_v<Iterator>);
+    const Iterator end = map.end();
+    const Bucket* past_last;
+    std::memcpy(&past_last, &end, sizeof(past_last));
+    return past_last;
+  }
 
   static uint32_t ShardOf(uint64_t mixed) {
     return static_cast<uint32_t>(mixed >> (64 - kShardBits));

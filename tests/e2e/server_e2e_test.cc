@@ -82,7 +82,8 @@ class RunningServer {
     options.binary = KVINDEXER_SERVER_BINARY;
     options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
                          "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
-                         "KV_INDEXER_LOG_LEVEL"};
+                         "KV_INDEXER_LOG_LEVEL",
+                         "KV_INDEXER_ROBIN_MERGE_MIN_DELTA"};
     options.env = std::move(env);
     options.env.emplace("KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0");
     auto process = ServerProcess::Start(std::move(options));
@@ -151,7 +152,8 @@ Finished RunToExit(std::map<std::string, std::string> env,
   options.args = std::move(args);
   options.unset_env = {
       "KV_INDEXER_LISTEN_ADDR", "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
-      "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH", "KV_INDEXER_LOG_LEVEL"};
+      "KV_INDEXER_BACKEND",     "KV_INDEXER_BACKEND_PATH",
+      "KV_INDEXER_LOG_LEVEL",   "KV_INDEXER_ROBIN_MERGE_MIN_DELTA"};
   options.env = std::move(env);
   auto process = ServerProcess::Start(std::move(options));
   EXPECT_TRUE(process.ok()) << process.status();
@@ -358,7 +360,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"BackendValkey", "KV_INDEXER_BACKEND", "valkey",
                   "not available in this server"},
         BadConfig{"LogLevelLoud", "KV_INDEXER_LOG_LEVEL", "loud",
-                  "trace, debug"}),
+                  "trace, debug"},
+        BadConfig{"RobinMergeMinDeltaWords", "KV_INDEXER_ROBIN_MERGE_MIN_DELTA",
+                  "lots", "number of blocks"}),
     [](const ::testing::TestParamInfo<BadConfig>& param) {
       return std::string(param.param.name);
     });
@@ -372,7 +376,8 @@ TEST(ServerE2eTest, HelpExitsZero) {
                     HasSubstr("KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT"),
                     HasSubstr("KV_INDEXER_BACKEND"),
                     HasSubstr("KV_INDEXER_BACKEND_PATH"),
-                    HasSubstr("KV_INDEXER_LOG_LEVEL")));
+                    HasSubstr("KV_INDEXER_LOG_LEVEL"),
+                    HasSubstr("KV_INDEXER_ROBIN_MERGE_MIN_DELTA")));
 }
 
 TEST(ServerE2eTest, UnknownArgumentFails) {

@@ -1,0 +1,167 @@
+#include "base_table.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+
+namespace kvindexer::robin {
+namespace {
+
+// Where a table without entries points, so that a lookup's empty scan never
+// does arithmetic on a null pointer.
+BaseTable::Entry no_entries[1];
+
+size_t PageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+size_t RoundUpToPage(size_t bytes) {
+  const size_t page = PageBytes();
+  return (bytes + page - 1) / page * page;
+}
+
+uint64_t KeyBits(BlockKey key) { return static_cast<uint64_t>(key.hash()); }
+
+// Table order: the mixed hash without its shard bits (the bits the
+// directory reads), then the key itself, so that keys with equal bits still
+// have a fixed order. In the backend a table holds one shard's keys, for
+// which this is mixed-hash order; it holds for any keys, though.
+bool Before(uint64_t mixed_a, BlockKey a, uint64_t mixed_b, BlockKey b) {
+  const uint64_t order_a = mixed_a << kShardBits;
+  const uint64_t order_b = mixed_b << kShardBits;
+  if (order_a != order_b) return order_a < order_b;
+  return KeyBits(a) < KeyBits(b);
+}
+
+}  // namespace
+
+const BaseTable& BaseTable::Empty() {
+  static const BaseTable* const empty = [] {
+    BaseTable* table = new BaseTable();
+    table->entries_ = no_entries;
+    table->BuildDirectory();
+    return table;
+  }();
+  return *empty;
+}
+
+BaseTable::~BaseTable() {
+  if (mapped_bytes_ != 0) munmap(entries_, mapped_bytes_);
+}
+
+std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
+                                            std::vector<Change>& changes,
+                                            std::vector<Placement*>* released) {
+  std::sort(changes.begin(), changes.end(),
+            [](const Change& a, const Change& b) {
+              return Before(a.mixed, a.entry.key, b.mixed, b.entry.key);
+            });
+  const size_t most = base.size_ + changes.size();
+  if (most > UINT32_MAX) throw std::bad_alloc();
+  std::unique_ptr<BaseTable> table(new BaseTable());
+  table->entries_ = no_entries;
+  if (most != 0) {
+    const size_t bytes = RoundUpToPage(most * sizeof(Entry));
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (memory == MAP_FAILED) throw std::bad_alloc();
+    table->entries_ = static_cast<Entry*>(memory);
+    table->mapped_bytes_ = bytes;
+  }
+  const size_t released_before = released->size();
+  released->reserve(released_before + std::min(base.size_, changes.size()));
+  // The directory is filled as entries are written, sized for `most`
+  // entries; BuildDirectory redoes it below if far fewer are written.
+  table->SizeDirectory(most);
+  uint32_t* const directory = table->directory_.data();
+  const size_t slots = table->directory_.size() - 1;
+  size_t next_slot = 0;
+
+  Entry* const out = table->entries_;
+  size_t n = 0;
+  auto emit = [&](const Entry& entry, uint64_t mixed) {
+    const uint64_t slot = table->Slot(mixed);
+    while (next_slot <= slot) directory[next_slot++] = static_cast<uint32_t>(n);
+    out[n++] = entry;
+  };
+  size_t i = 0;
+  size_t j = 0;
+  const Entry* const old = base.entries_;
+  uint64_t old_mixed = base.size_ != 0 ? MixHash(old[0].key.hash()) : 0;
+  auto next_old = [&] {
+    ++i;
+    if (i < base.size_) old_mixed = MixHash(old[i].key.hash());
+  };
+  while (i < base.size_ || j < changes.size()) {
+    if (j == changes.size() ||
+        (i < base.size_ && Before(old_mixed, old[i].key, changes[j].mixed,
+                                  changes[j].entry.key))) {
+      emit(old[i], old_mixed);
+      next_old();
+      continue;
+    }
+    const BlockRecord& change = changes[j].entry.record;
+    if (i < base.size_ && old[i].key == changes[j].entry.key) {
+      // Delta arrays are never base arrays (the writer copies an array when
+      // it moves a block into the delta), but check rather than free twice.
+      const BlockRecord& replaced = old[i].record;
+      if (replaced.spilled() && (change.tombstone() || !change.spilled() ||
+                                 change.spill() != replaced.spill())) {
+        released->push_back(replaced.spill());
+      }
+      next_old();
+    }
+    // A tombstone of a block the base does not hold deletes nothing.
+    if (!change.tombstone()) emit(changes[j].entry, changes[j].mixed);
+    ++j;
+  }
+  while (next_slot <= slots) directory[next_slot++] = static_cast<uint32_t>(n);
+
+  table->size_ = n;
+  const size_t needed = n == 0 ? 0 : RoundUpToPage(n * sizeof(Entry));
+  if (needed < table->mapped_bytes_) {
+    munmap(reinterpret_cast<char*>(table->entries_) + needed,
+           table->mapped_bytes_ - needed);
+    table->mapped_bytes_ = needed;
+    if (needed == 0) table->entries_ = no_entries;
+  }
+  if (DirectoryBits(n) != 64 - table->directory_shift_) {
+    try {
+      table->BuildDirectory();
+    } catch (const std::bad_alloc&) {
+      released->resize(released_before);
+      throw;
+    }
+  }
+  return table;
+}
+
+uint32_t BaseTable::DirectoryBits(size_t entries) {
+  // 2^bits slots for 2 to 4 entries each on average; at least 2 slots.
+  uint32_t bits = 1;
+  while (bits < 31 && (uint64_t{1} << (bits + 1)) <= entries / 2) ++bits;
+  return bits;
+}
+
+void BaseTable::SizeDirectory(size_t entries) {
+  const uint32_t bits = DirectoryBits(entries);
+  directory_shift_ = 64 - bits;
+  // A new vector rather than assign(), which would keep a larger capacity.
+  directory_ = decltype(directory_)((size_t{1} << bits) + 1, 0);
+}
+
+void BaseTable::BuildDirectory() {
+  SizeDirectory(size_);
+  const size_t slots = directory_.size() - 1;
+  size_t e = 0;
+  for (size_t slot = 0; slot < slots; ++slot) {
+    directory_[slot] = static_cast<uint32_t>(e);
+    while (e < size_ && Slot(MixHash(entries_[e].key.hash())) <= slot) ++e;
+  }
+  directory_[slots] = static_cast<uint32_t>(size_);
+}
+
+}  // namespace kvindexer::robin

@@ -1,0 +1,37 @@
+#include "merge_config.h"
+
+#include <stdio.h>
+
+#include <cstdint>
+
+namespace kvindexer::robin {
+
+bool ParseMergeMinDelta(const char* value, size_t fallback, size_t* min_delta,
+                        char* error, size_t error_size) noexcept {
+  if (value == nullptr) {
+    *min_delta = fallback;
+    return true;
+  }
+  uint64_t parsed = 0;
+  bool valid = *value != '\0';
+  for (const char* c = value; valid && *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9') {
+      valid = false;
+      break;
+    }
+    parsed = parsed * 10 + static_cast<uint64_t>(*c - '0');
+    if (parsed > UINT32_MAX) valid = false;
+  }
+  if (!valid) {
+    if (error != nullptr && error_size != 0) {
+      snprintf(error, error_size,
+               "%s=\"%.64s\" is not a number of blocks from 0 to 4294967295",
+               kMergeMinDeltaVariable, value);
+    }
+    return false;
+  }
+  *min_delta = static_cast<size_t>(parsed);
+  return true;
+}
+
+}  // namespace kvindexer::robin
