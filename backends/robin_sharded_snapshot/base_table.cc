@@ -1,9 +1,7 @@
 #include "base_table.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <bit>
 #include <new>
 
 namespace kvindexer::robin {
@@ -12,16 +10,6 @@ namespace {
 // Where a table without entries points, so that a lookup's empty scan never
 // does arithmetic on a null pointer.
 BaseTable::Entry no_entries[1];
-
-size_t PageBytes() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-size_t RoundUpToPage(size_t bytes) {
-  const size_t page = PageBytes();
-  return (bytes + page - 1) / page * page;
-}
 
 uint64_t KeyBits(BlockKey key) { return static_cast<uint64_t>(key.hash()); }
 
@@ -49,12 +37,17 @@ const BaseTable& BaseTable::Empty() {
 }
 
 BaseTable::~BaseTable() {
-  if (mapped_bytes_ != 0) munmap(entries_, mapped_bytes_);
+  if (pool_ != nullptr) {
+    pool_->Give(mapping_);
+  } else {
+    MappingPool::Unmap(mapping_);
+  }
 }
 
 std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
                                             std::vector<Change>& changes,
-                                            std::vector<Placement*>* released) {
+                                            std::vector<Placement*>* released,
+                                            MappingPool* pool) {
   std::sort(changes.begin(), changes.end(),
             [](const Change& a, const Change& b) {
               return Before(a.mixed, a.entry.key, b.mixed, b.entry.key);
@@ -63,13 +56,12 @@ std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
   if (most > UINT32_MAX) throw std::bad_alloc();
   std::unique_ptr<BaseTable> table(new BaseTable());
   table->entries_ = no_entries;
+  table->pool_ = pool;
   if (most != 0) {
-    const size_t bytes = RoundUpToPage(most * sizeof(Entry));
-    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (memory == MAP_FAILED) throw std::bad_alloc();
-    table->entries_ = static_cast<Entry*>(memory);
-    table->mapped_bytes_ = bytes;
+    const size_t bytes = most * sizeof(Entry);
+    table->mapping_ =
+        pool != nullptr ? pool->Take(bytes) : MappingPool::Map(bytes);
+    table->entries_ = reinterpret_cast<Entry*>(table->mapping_.data);
   }
   const size_t released_before = released->size();
   released->reserve(released_before + std::min(base.size_, changes.size()));
@@ -121,20 +113,19 @@ std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
   while (next_slot <= slots) directory[next_slot++] = static_cast<uint32_t>(n);
 
   table->size_ = n;
-  const size_t needed = n == 0 ? 0 : RoundUpToPage(n * sizeof(Entry));
-  if (needed < table->mapped_bytes_) {
-    munmap(reinterpret_cast<char*>(table->entries_) + needed,
-           table->mapped_bytes_ - needed);
-    table->mapped_bytes_ = needed;
-    if (needed == 0) table->entries_ = no_entries;
-  }
-  if (DirectoryBits(n) != 64 - table->directory_shift_) {
-    try {
+  MappingPool::Shrink(&table->mapping_, n * sizeof(Entry));
+  if (n == 0) table->entries_ = no_entries;
+  try {
+    // The filter of changed blocks starts empty, as the deltas do.
+    const uint64_t filter_bits = std::bit_ceil(std::max<uint64_t>(n, 4096));
+    table->changed_.reset(new std::atomic<uint64_t>[filter_bits / 64]());
+    table->changed_mask_ = filter_bits - 1;
+    if (DirectoryBits(n) != 64 - table->directory_shift_) {
       table->BuildDirectory();
-    } catch (const std::bad_alloc&) {
-      released->resize(released_before);
-      throw;
     }
+  } catch (const std::bad_alloc&) {
+    released->resize(released_before);
+    throw;
   }
   return table;
 }

@@ -14,13 +14,15 @@
 // with the shard's delta (Merge), publishes it in both copies with an emptied
 // delta, and destroys the old one once no reader can see it.
 //
-// Entries are allocated with mmap so that a table the writer destroys goes
-// back to the system at once instead of fragmenting the malloc heap.
+// Entries live in page mappings from a MappingPool, so that a table the
+// writer destroys neither fragments the malloc heap nor makes the next merge
+// pay for fresh pages.
 //
 // Thread safety: const methods may be called concurrently.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_BASE_TABLE_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_BASE_TABLE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,7 +30,7 @@
 
 #include "block_record.h"
 #include "kvindexer/backend.h"
-#include "mapped_allocator.h"
+#include "mapping_pool.h"
 
 namespace kvindexer::robin {
 
@@ -54,9 +56,13 @@ class BaseTable {
   // spill arrays of replaced or deleted entries are appended to `released`
   // (the caller frees them once no reader can reach the old table). Throws
   // std::bad_alloc, leaving `released` as it was.
+  // The new table's pages come from `pool` and go back to it when the table
+  // is destroyed, so the pool must outlive the table; a null `pool` maps
+  // and unmaps directly.
   static std::unique_ptr<BaseTable> Merge(const BaseTable& base,
                                           std::vector<Change>& changes,
-                                          std::vector<Placement*>* released);
+                                          std::vector<Placement*>* released,
+                                          MappingPool* pool = nullptr);
 
   BaseTable(const BaseTable&) = delete;
   BaseTable& operator=(const BaseTable&) = delete;
@@ -70,6 +76,28 @@ class BaseTable {
       if (entry->key == key) return &entry->record;
     }
     return nullptr;
+  }
+
+  // False when no delta over this table can hold a block with this mixed
+  // hash, so a lookup may skip the delta. A filter of one bit per entry
+  // (rounded up to a power of two, at least 4096) indexed by the mixed
+  // hash's low bits; the writer sets a block's bit before the block first
+  // enters a delta, and bits are cleared only by replacing the table. The
+  // empty table has no filter and answers true.
+  bool MayHaveChanged(uint64_t mixed) const {
+    if (changed_ == nullptr) return true;
+    const uint64_t bit = mixed & changed_mask_;
+    return ((changed_[bit >> 6].load(std::memory_order_relaxed) >> (bit & 63)) &
+            1) != 0;
+  }
+  // Writer only, before the block enters either copy's delta. The filter is
+  // the one mutable part of a table; its bits are atomics because readers
+  // of either copy test them meanwhile.
+  void MarkChanged(uint64_t mixed) const {
+    if (changed_ == nullptr) return;
+    const uint64_t bit = mixed & changed_mask_;
+    changed_[bit >> 6].fetch_or(uint64_t{1} << (bit & 63),
+                                std::memory_order_relaxed);
   }
 
   // Prefetches the directory word a lookup of `mixed` reads first.
@@ -87,7 +115,8 @@ class BaseTable {
   size_t size() const { return size_; }
   // Bytes held: mapped entry pages and the directory.
   uint64_t bytes() const {
-    return mapped_bytes_ + directory_.capacity() * sizeof(uint32_t);
+    return mapping_.bytes + directory_.capacity() * sizeof(uint32_t) +
+           (changed_ == nullptr ? 0 : (changed_mask_ + 1) / 8);
   }
 
   // Calls fn(entry) for every entry, in table order. Test and tool use.
@@ -112,9 +141,12 @@ class BaseTable {
 
   Entry* entries_ = nullptr;
   size_t size_ = 0;
-  size_t mapped_bytes_ = 0;
-  std::vector<uint32_t, MappedAllocator<uint32_t>> directory_;  // 2^bits + 1
-  uint32_t directory_shift_ = 63;  // 64 - directory bits
+  MappingPool::Mapping mapping_;  // holds entries_ unless empty
+  MappingPool* pool_ = nullptr;
+  std::vector<uint32_t> directory_;                   // 2^bits + 1 offsets
+  std::unique_ptr<std::atomic<uint64_t>[]> changed_;  // see MayHaveChanged
+  uint64_t changed_mask_ = 0;                         // bits - 1
+  uint32_t directory_shift_ = 63;                     // 64 - directory bits
 };
 
 }  // namespace kvindexer::robin

@@ -62,7 +62,7 @@ struct BlockKey {
     return hash;
   }
   friend bool operator==(const BlockKey& a, const BlockKey& b) {
-    return a.lo == b.lo && a.hi == b.hi;
+    return a.hash() == b.hash();  // one 8-byte comparison
   }
 };
 

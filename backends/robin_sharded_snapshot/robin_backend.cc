@@ -471,9 +471,12 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
         break;
       case kActionClearAllAtTier:
         if (state.live[tier] == 0) break;
-        log.ForEach([&](int64_t hash) {
-          if (RevokePlacement(back, hash, key)) --state.live[tier];
-        });
+        log.ForEachAhead(
+            [&](int64_t hash) {
+              if (RevokePlacement(back, hash, key)) --state.live[tier];
+            },
+            [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
+            [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
         break;
     }
   }
@@ -510,11 +513,14 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
   // Whatever throws below leaves the copy as it was for this hash, or leaves
   // a change that RollBack undoes (it restores every hash in touched_ from
   // the live copy).
-  auto it = delta.find(block_key, mixed);
+  const BaseTable& base = back.base_for(mixed);
+  auto it =
+      base.MayHaveChanged(mixed) ? delta.find(block_key, mixed) : delta.end();
   const BlockRecord* in_base = nullptr;
-  if (it == delta.end()) in_base = back.base_for(mixed).Find(block_key, mixed);
+  if (it == delta.end()) in_base = base.Find(block_key, mixed);
   if (it != delta.end() ? it->second.tombstone() : in_base == nullptr) {
     touched_.push_back(hash);
+    base.MarkChanged(mixed);
     BlockRecord fresh;
     fresh.set_single(added);
     fresh.token_count = size;
@@ -539,6 +545,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
     return false;  // nothing changes
   }
   touched_.push_back(hash);
+  base.MarkChanged(mixed);
   if (it == delta.end()) it = MoveToDelta(delta, block_key, *in_base);
   BlockRecord& record = it.value();
   p = PlacementsOf(record, &single);
@@ -591,10 +598,12 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   const uint64_t mixed = MixHash(hash);
   SnapshotCopy::Map& delta = back.delta_for(mixed);
   const BlockKey block_key = BlockKey::From(hash);
-  auto it = delta.find(block_key, mixed);
+  const BaseTable& base = back.base_for(mixed);
+  auto it =
+      base.MayHaveChanged(mixed) ? delta.find(block_key, mixed) : delta.end();
   const BlockRecord* in_base = nullptr;
   if (it == delta.end()) {
-    in_base = back.base_for(mixed).Find(block_key, mixed);
+    in_base = base.Find(block_key, mixed);
     if (in_base == nullptr) return false;
   } else if (it->second.tombstone()) {
     return false;
@@ -606,11 +615,12 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   const uint32_t pos = LowerBound(p, n, key);
   if (pos == n || PlacementKey(p[pos]) != key) return false;
   touched_.push_back(hash);
+  base.MarkChanged(mixed);
   if (n == 1) {
     // The block goes. A tombstone hides the base's record, if it has one.
     if (it == delta.end()) {
       delta.insert({block_key, BlockRecord::Tombstone()});
-    } else if (back.base_for(mixed).Find(block_key, mixed) != nullptr) {
+    } else if (base.Find(block_key, mixed) != nullptr) {
       it.value() = BlockRecord::Tombstone();
     } else {
       delta.erase(it);
@@ -743,6 +753,10 @@ void RobinShardedSnapshotBackend::RollBack(
   counted_.clear();
 }
 
+size_t RobinShardedSnapshotBackend::MergeLimit(const BaseTable& base) const {
+  return std::max<size_t>(merge_min_delta_, base.size() / merge_base_ratio_);
+}
+
 void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
   SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
@@ -757,8 +771,7 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
     // merged, so a backlog always shrinks.
     std::vector<std::pair<double, uint32_t>> due;
     for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
-      const size_t limit = std::max<size_t>(
-          merge_min_delta_, front.base(shard).size() / merge_base_ratio_);
+      const size_t limit = MergeLimit(front.base(shard));
       const size_t size = front.delta(shard).size();
       if (size > limit) {
         due.emplace_back(double(size) / double(std::max<size_t>(limit, 1)),
@@ -781,7 +794,8 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
         changes.push_back({MixHash(key.hash()), {key, record}});
       }
       shards.reserve(shards.size() + 1);
-      built.push_back(BaseTable::Merge(base, changes, &released));
+      built.push_back(
+          BaseTable::Merge(base, changes, &released, &mapping_pool_));
       shards.push_back(shard);
     }
   } catch (const std::bad_alloc&) {
@@ -791,11 +805,11 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
   // Readers of either copy see the same blocks before and after: the new
   // base holds exactly what the old base and the delta held together.
   for (size_t k = 0; k < shards.size(); ++k) {
-    back.InstallBase(shards[k], built[k].get());
+    back.InstallBase(shards[k], built[k].get(), MergeLimit(*built[k]));
   }
   gate_.PublishAndDrain({});
   for (size_t k = 0; k < shards.size(); ++k) {
-    front.InstallBase(shards[k], built[k].get());
+    front.InstallBase(shards[k], built[k].get(), MergeLimit(*built[k]));
   }
   // No reader can reach the old tables or the arrays of replaced entries.
   for (Placement* array : released) arena_.Free(array);
@@ -816,15 +830,18 @@ void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
     } else if (log.size() > 2 * state.live[tier] + 4096) {
       const uint32_t key = PlacementKey(ordinal, tier);
       try {
-        log.Compact([&](int64_t hash) {
-          const BlockRecord* record = front.Find(hash, MixHash(hash));
-          if (record == nullptr) return false;
-          const uint32_t n = CountOf(*record);
-          Placement single;
-          const Placement* p = PlacementsOf(*record, &single);
-          const uint32_t pos = LowerBound(p, n, key);
-          return pos < n && PlacementKey(p[pos]) == key;
-        });
+        log.Compact(
+            [&](int64_t hash) {
+              const BlockRecord* record = front.Find(hash, MixHash(hash));
+              if (record == nullptr) return false;
+              const uint32_t n = CountOf(*record);
+              Placement single;
+              const Placement* p = PlacementsOf(*record, &single);
+              const uint32_t pos = LowerBound(p, n, key);
+              return pos < n && PlacementKey(p[pos]) == key;
+            },
+            [&](int64_t hash) { front.Prefetch(MixHash(hash)); },
+            [&](int64_t hash) { front.PrefetchBase(MixHash(hash)); });
       } catch (const std::bad_alloc&) {
         // Compaction is an optimisation; the log stays valid as it is.
       }
@@ -839,6 +856,7 @@ void RobinShardedSnapshotBackend::UpdateMemory() noexcept {
   for (const std::unique_ptr<BaseTable>& base : bases_) {
     if (base != nullptr) total += sizeof(BaseTable) + base->bytes();
   }
+  total += mapping_pool_.cached_bytes();
   total += arena_.bytes();
   total += holdings_bytes_;
   total += worker_bytes_;

@@ -36,6 +36,7 @@
 #include "holding_log.h"
 #include "kvindexer/backend.h"
 #include "left_right_gate.h"
+#include "mapping_pool.h"
 #include "snapshot_copy.h"
 #include "spill_arena.h"
 #include "tsl/robin_map.h"
@@ -57,7 +58,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // A shard's delta is merged into its base table once it holds more than
   // max(kMergeMinDelta, base size / kMergeBaseRatio) blocks (DESIGN.md).
   static constexpr size_t kMergeMinDelta = 1024;
-  static constexpr size_t kMergeBaseRatio = 8;
+  static constexpr size_t kMergeBaseRatio = 12;
   // The entries one apply's merges may write (about 80 MB, tens of ms).
   static constexpr size_t kMergeBudget = size_t{1} << 22;
 
@@ -153,6 +154,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // REQUIRES: both copies in step. Folds every delta that has grown past the
   // merge policy into a new base table and installs it in both copies.
   void MergeLargeDeltas() noexcept;
+  // The delta size past which a shard over `base` is merged.
+  size_t MergeLimit(const BaseTable& base) const;
   void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
   void UpdateMemory() noexcept;
   void RunHook(WriterPhase phase) {
@@ -177,6 +180,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   std::vector<std::unique_ptr<WorkerTable>> retired_tables_;
   std::vector<int64_t> touched_;  // blocks (and their counters) changed
   std::vector<int64_t> counted_;  // counters raised by a counting Match
+  // Pages for base tables; declared before bases_ so that it outlives them.
+  MappingPool mapping_pool_;
   // The base table of each shard (nullptr: BaseTable::Empty()).
   std::unique_ptr<BaseTable> bases_[SnapshotCopy::kShards];
   size_t merge_min_delta_ = kMergeMinDelta;

@@ -72,7 +72,7 @@ class SnapshotCopy {
   const BlockRecord* Find(int64_t hash, uint64_t mixed) const {
     const Shard& shard = shards_[ShardOf(mixed)];
     const BlockKey key = BlockKey::From(hash);
-    if (!shard.delta.empty()) {
+    if (!shard.delta.empty() && shard.base->MayHaveChanged(mixed)) {
       auto it = shard.delta.find(key, mixed);
       if (it != shard.delta.end()) {
         return it->second.tombstone() ? nullptr : &it->second;
@@ -90,7 +90,7 @@ class SnapshotCopy {
     const Shard& shard = shards_[ShardOf(mixed)];
     shard.base->PrefetchDirectory(mixed);
     const size_t buckets = shard.delta.bucket_count();
-    if (buckets == 0 || shard.delta.empty()) return;
+    if (shard.delta.empty() || !shard.base->MayHaveChanged(mixed)) return;
     __builtin_prefetch(PastLastBucket(shard.delta) -
                        (buckets - (mixed & (buckets - 1))));
   }
@@ -116,14 +116,23 @@ class SnapshotCopy {
   const Map& delta(uint32_t shard) const { return shards_[shard].delta; }
   const BaseTable& base(uint32_t shard) const { return *shards_[shard].base; }
 
-  // Makes `base` the shard's base table and empties its delta (freeing the
-  // delta's buckets, not the spill arrays its records point to).
+  // Makes `base` the shard's base table and empties its delta (not freeing
+  // the spill arrays its records point to). The delta keeps its buckets when
+  // it will need as many again before the next merge (`expected` entries):
+  // growing it back from nothing would rehash every entry about twice and
+  // map fresh pages at each doubling.
   // REQUIRES: the copy is not live.
-  void InstallBase(uint32_t shard, const BaseTable* base) noexcept {
+  void InstallBase(uint32_t shard, const BaseTable* base,
+                   size_t expected) noexcept {
     shards_[shard].base = base;
+    Map& delta = shards_[shard].delta;
+    if (delta.bucket_count() * kMaxLoadFactor <= 2.0 * expected) {
+      delta.clear();  // keeps the buckets (min_load_factor is 0)
+      return;
+    }
     Map empty;
     empty.max_load_factor(kMaxLoadFactor);
-    shards_[shard].delta.swap(empty);
+    delta.swap(empty);
   }
   CounterMap& counters_for(uint64_t mixed) {
     return shards_[ShardOf(mixed)].counters;
