@@ -30,23 +30,8 @@ constexpr char kBuildInfo[] =
     "deltas";
 
 IndexBackend* Create(char* error, size_t error_size) noexcept {
-  size_t min_delta = 0;
-  if (!ParseMergeMinDelta(getenv(kMergeMinDeltaVariable),
-                          RobinShardedSnapshotBackend::kMergeMinDelta,
-                          &min_delta, error, error_size)) {
-    return nullptr;
-  }
-  auto* backend = new (std::nothrow) RobinShardedSnapshotBackend();
-  if (backend == nullptr) {
-    if (error != nullptr && error_size != 0) {
-      snprintf(error, error_size, "out of memory creating the %s backend",
-               kBackendName);
-    }
-    return nullptr;
-  }
-  backend->SetMergePolicy(min_delta,
-                          RobinShardedSnapshotBackend::kMergeBaseRatio);
-  return backend;
+  return CreateConfiguredBackend(getenv(kMergeMinDeltaVariable), error,
+                                 error_size);
 }
 
 void Destroy(IndexBackend* backend) noexcept { delete backend; }

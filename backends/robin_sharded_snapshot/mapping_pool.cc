@@ -38,6 +38,7 @@ void MappingPool::Shrink(Mapping* mapping, size_t bytes) noexcept {
 }
 
 MappingPool::Mapping MappingPool::Take(size_t bytes) {
+  if (fail_countdown_ >= 0 && fail_countdown_-- == 0) throw std::bad_alloc();
   bytes = RoundUpToPage(bytes);
   if (cached_.empty()) return Map(bytes);
   // The smallest cached mapping that is large enough, else the largest.

@@ -41,6 +41,10 @@ class MappingPool {
   // Bytes of the cached mappings.
   uint64_t cached_bytes() const;
 
+  // Test only: the next `n` calls of Take succeed and the one after throws
+  // std::bad_alloc (n < 0: none throws).
+  void FailAfterForTesting(int64_t n) { fail_countdown_ = n; }
+
   static size_t RoundUpToPage(size_t bytes);
   // Maps fresh pages; Throws std::bad_alloc.
   static Mapping Map(size_t bytes);
@@ -50,6 +54,7 @@ class MappingPool {
 
  private:
   std::vector<Mapping> cached_;
+  int64_t fail_countdown_ = -1;
 };
 
 }  // namespace kvindexer::robin

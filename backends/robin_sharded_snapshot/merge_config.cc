@@ -3,6 +3,9 @@
 #include <stdio.h>
 
 #include <cstdint>
+#include <new>
+
+#include "robin_backend.h"
 
 namespace kvindexer::robin {
 
@@ -32,6 +35,27 @@ bool ParseMergeMinDelta(const char* value, size_t fallback, size_t* min_delta,
   }
   *min_delta = static_cast<size_t>(parsed);
   return true;
+}
+
+RobinShardedSnapshotBackend* CreateConfiguredBackend(
+    const char* min_delta_value, char* error, size_t error_size) noexcept {
+  size_t min_delta = 0;
+  if (!ParseMergeMinDelta(min_delta_value,
+                          RobinShardedSnapshotBackend::kMergeMinDelta,
+                          &min_delta, error, error_size)) {
+    return nullptr;
+  }
+  auto* backend = new (std::nothrow) RobinShardedSnapshotBackend();
+  if (backend == nullptr) {
+    if (error != nullptr && error_size != 0) {
+      snprintf(error, error_size, "out of memory creating the %s backend",
+               kBackendName);
+    }
+    return nullptr;
+  }
+  backend->SetMergePolicy(min_delta,
+                          RobinShardedSnapshotBackend::kMergeBaseRatio);
+  return backend;
 }
 
 }  // namespace kvindexer::robin

@@ -22,6 +22,14 @@ inline constexpr char kMergeMinDeltaVariable[] =
 bool ParseMergeMinDelta(const char* value, size_t fallback, size_t* min_delta,
                         char* error, size_t error_size) noexcept;
 
+class RobinShardedSnapshotBackend;
+
+// What the plugin's create() does: a backend whose merge policy follows
+// `min_delta_value` (the variable's value, or null when unset). Null, with a
+// message in `error`, for a bad value or when out of memory.
+RobinShardedSnapshotBackend* CreateConfiguredBackend(
+    const char* min_delta_value, char* error, size_t error_size) noexcept;
+
 }  // namespace kvindexer::robin
 
 #endif  // KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_MERGE_CONFIG_H_

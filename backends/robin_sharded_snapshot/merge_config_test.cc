@@ -2,9 +2,13 @@
 // the variable.
 #include "merge_config.h"
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "robin_backend.h"
+#include "test_batch.h"
 
 namespace kvindexer::robin {
 namespace {
@@ -45,6 +49,35 @@ TEST(MergeConfigTest, RefusesAnythingElseNamingTheVariable) {
               std::string::npos)
         << error;
   }
+}
+
+// The plugin's create() path: the variable's value reaches the merge policy.
+TEST(MergeConfigTest, CreatedBackendsFollowTheVariable) {
+  std::vector<int64_t> hashes(64);
+  for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 11;
+  auto apply_twice = [&](RobinShardedSnapshotBackend& backend) {
+    for (uint32_t tier : {kTierHbm, kTierDram}) {
+      testing::TestBatch batch("w", "a");
+      batch.Report(tier, hashes);
+      ASSERT_TRUE(testing::Ok(backend.Apply(batch.View())));
+    }
+  };
+  char error[256] = "";
+  std::unique_ptr<RobinShardedSnapshotBackend> merging(
+      CreateConfiguredBackend("0", error, sizeof(error)));
+  ASSERT_NE(merging, nullptr) << error;
+  apply_twice(*merging);
+  EXPECT_EQ(merging->merges_for_testing(), 2u);
+
+  std::unique_ptr<RobinShardedSnapshotBackend> by_default(
+      CreateConfiguredBackend(nullptr, error, sizeof(error)));
+  ASSERT_NE(by_default, nullptr) << error;
+  apply_twice(*by_default);
+  EXPECT_EQ(by_default->merges_for_testing(), 0u);
+
+  EXPECT_EQ(CreateConfiguredBackend("lots", error, sizeof(error)), nullptr);
+  EXPECT_NE(std::string(error).find(kMergeMinDeltaVariable), std::string::npos)
+      << error;
 }
 
 }  // namespace

@@ -367,8 +367,17 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     }
     if (new_worker) {
       registry_.erase(id);
-      worker_states_.pop_back();
+      worker_states_.pop_back();  // frees its logs too
+    } else {
+      // The logs may have grown (an entry logged before the failure stays:
+      // the log is lazy, a stale entry revokes nothing).
+      uint64_t holdings_after = 0;
+      for (const HoldingLog& log : state.holdings) {
+        holdings_after += log.bytes();
+      }
+      holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
     }
+    UpdateMemory();
     return ErrorStatus(BackendCode::kResourceExhausted,
                        "out of memory applying the batch; nothing changed");
   }
@@ -482,22 +491,28 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
   }
 }
 
-SnapshotCopy::Map::iterator RobinShardedSnapshotBackend::MoveToDelta(
-    SnapshotCopy::Map& delta, BlockKey block_key, const BlockRecord& in_base) {
-  // The delta gets its own copy of a spill array: base arrays belong to the
-  // base alone and are freed only when a merge replaces their entry.
-  BlockRecord copy = in_base;
-  Placement* array = nullptr;
-  if (copy.spilled()) {
-    const uint32_t n = SpillArena::Count(in_base.spill());
-    array = arena_.Allocate(n);
-    std::memcpy(array, in_base.spill(), n * sizeof(Placement));
-    copy.set_spill(array);
+void RobinShardedSnapshotBackend::StoreInDelta(SnapshotCopy::Map& delta,
+                                               SnapshotCopy::Map::iterator it,
+                                               BlockKey block_key,
+                                               BlockRecord record) {
+  if (it != delta.end()) {
+    it.value() = record;
+    return;
+  }
+  // A new delta entry for a block of the base. Its array is either one this
+  // step allocated (private) or still the base's, which the delta must not
+  // share: base arrays are freed only by the merge that replaces them.
+  if (record.spilled() && !IsPrivate(record.spill())) {
+    const Placement* shared = record.spill();
+    const uint32_t n = SpillArena::Count(shared);
+    Placement* copy = arena_.Allocate(n);
+    std::memcpy(copy, shared, n * sizeof(Placement));
+    record.set_spill(copy);
   }
   try {
-    return delta.insert({block_key, copy}).first;
+    delta.insert({block_key, record});
   } catch (const std::bad_alloc&) {
-    if (array != nullptr) arena_.Free(array);
+    if (record.spilled()) arena_.Free(record.spill());
     throw;
   }
 }
@@ -546,9 +561,9 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
   }
   touched_.push_back(hash);
   base.MarkChanged(mixed);
-  if (it == delta.end()) it = MoveToDelta(delta, block_key, *in_base);
-  BlockRecord& record = it.value();
-  p = PlacementsOf(record, &single);
+  // The new state is built in `record` and stored at the end; allocations
+  // come first, so a failure leaves the delta entry as it was.
+  BlockRecord record = current;
   if (exists) {
     if (p[pos].mask != mask) {
       if (n == 1) {
@@ -565,6 +580,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
       }
     }
     record.token_count = token_count;
+    StoreInDelta(delta, it, block_key, record);
     return false;
   }
   log.Append(hash);
@@ -589,6 +605,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
     }
   }
   record.token_count = token_count;
+  StoreInDelta(delta, it, block_key, record);
   ++back.placements;
   return true;
 }
@@ -635,8 +652,7 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
     }
     return true;
   }
-  if (it == delta.end()) it = MoveToDelta(delta, block_key, *in_base);
-  BlockRecord& record = it.value();
+  BlockRecord record = current;  // stored at the end, as in ReportPlacement
   Placement* old = record.spill();
   if (n == 2) {
     const Placement kept = old[1 - pos];
@@ -651,6 +667,7 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
     std::memcpy(array + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
     record.set_spill(array);
   }
+  StoreInDelta(delta, it, block_key, record);
   --back.placements;
   return true;
 }
@@ -784,7 +801,8 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
     for (const auto& [excess, shard] : due) {
       const SnapshotCopy::Map& delta = front.delta(shard);
       const BaseTable& base = front.base(shard);
-      if (written != 0 && written + base.size() + delta.size() > kMergeBudget) {
+      if (written != 0 &&
+          written + base.size() + delta.size() > merge_budget_) {
         break;
       }
       written += base.size() + delta.size();

@@ -84,15 +84,26 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
     arena_.FailAllocationsAfterForTesting(n);
   }
   // Merge a shard's delta into its base table once the delta holds more
-  // than max(min_delta, base size / base_ratio) blocks. base_ratio > 0. Call
-  // before any concurrent use.
-  void SetMergePolicy(size_t min_delta, size_t base_ratio) {
+  // than max(min_delta, base size / base_ratio) blocks (base_ratio > 0),
+  // writing at most `budget` entries after one apply (but always merging at
+  // least one due shard). Call before any concurrent use.
+  void SetMergePolicy(size_t min_delta, size_t base_ratio,
+                      size_t budget = kMergeBudget) {
     merge_min_delta_ = min_delta;
     merge_base_ratio_ = base_ratio;
+    merge_budget_ = budget;
   }
   // Test only: merges so far (each may cover several shards). Call without
   // concurrent writers.
   uint64_t merges_for_testing() const { return merges_; }
+  // Test only: spill arrays allocated and not freed. Call without concurrent
+  // writers.
+  uint64_t spill_arrays_for_testing() const { return arena_.arrays(); }
+  // Test only: the next `n` page mappings for base tables succeed and the
+  // one after fails (n < 0: none fails). Call without concurrent writers.
+  void FailMergeMappingsAfterForTesting(int64_t n) {
+    mapping_pool_.FailAfterForTesting(n);
+  }
 
  private:
   // Writer-side state of one worker: the holdings logs CLEAR needs and the
@@ -127,11 +138,13 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // Pass one: the batch's effect on `back`. Throws std::bad_alloc.
   void RunActions(const ApplyBatchView& batch, uint32_t ordinal,
                   WorkerState& state, SnapshotCopy& back);
-  // Gives the delta a copy of a block that is only in the base (with its own
-  // copy of a spill array) and returns it. Throws std::bad_alloc.
-  SnapshotCopy::Map::iterator MoveToDelta(SnapshotCopy::Map& delta,
-                                          BlockKey block_key,
-                                          const BlockRecord& in_base);
+  // Stores `record`, a block's new state, in `delta`: over `it` when the
+  // delta holds the block, else as a new entry (the block was only in the
+  // base; a spill array still shared with the base is copied first). On
+  // failure frees the arrays only `record` references and rethrows
+  // std::bad_alloc, leaving the delta as it was.
+  void StoreInDelta(SnapshotCopy::Map& delta, SnapshotCopy::Map::iterator it,
+                    BlockKey block_key, BlockRecord record);
   bool ReportPlacement(SnapshotCopy& back, int64_t hash, uint32_t key,
                        uint32_t mask, uint32_t size, HoldingLog& log);
   bool RevokePlacement(SnapshotCopy& back, int64_t hash, uint32_t key);
@@ -186,6 +199,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   std::unique_ptr<BaseTable> bases_[SnapshotCopy::kShards];
   size_t merge_min_delta_ = kMergeMinDelta;
   size_t merge_base_ratio_ = kMergeBaseRatio;
+  size_t merge_budget_ = kMergeBudget;
   uint64_t merges_ = 0;
   uint64_t worker_bytes_ = 0;
   uint64_t holdings_bytes_ = 0;

@@ -29,6 +29,11 @@ using Phase = RobinShardedSnapshotBackend::WriterPhase;
 
 constexpr auto kTimeout = std::chrono::seconds(10);
 
+// Merge policies: with a minimum delta of 0, kHugeRatio merges after every
+// apply that changes something; kNeverMerge as minimum never merges.
+constexpr size_t kNeverMerge = SIZE_MAX;
+constexpr size_t kHugeRatio = size_t{1} << 40;
+
 // A one-shot rendezvous: one side blocks in Hold() until Release(); the other
 // waits for it to arrive with WaitHeld().
 class Rendezvous {
@@ -408,9 +413,65 @@ TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesOnly) {
 // The same while every apply is followed by a merge, which installs new base
 // tables in both copies and frees the old ones.
 TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesAcrossMerges) {
-  backend_.SetMergePolicy(0, size_t{1} << 40);
+  backend_.SetMergePolicy(0, kHugeRatio);
   ReadersSeeWholeBatchesWhileWriting();
   EXPECT_GT(backend_.merges_for_testing(), 100u);
+}
+
+// Readers scan while batches spill blocks into arrays, change arrays, shrink
+// them back and delete blocks (tombstones over the base), with a merge after
+// every apply freeing replaced base arrays and old tables under the readers.
+TEST_F(RobinBackendTest,
+       ConcurrentReadersSeeWholeBatchesWithSpillsAndDeletions) {
+  backend_.SetMergePolicy(0, kHugeRatio);
+  constexpr int kHashes = 256;
+  std::vector<int64_t> hashes(kHashes);
+  for (int i = 0; i < kHashes; ++i) hashes[i] = i * 104729 + 1;
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        RecordingVisitor v;
+        EXPECT_TRUE(Ok(
+            backend_.PrefixScan(HashSpan{hashes.data(), hashes.size()}, &v)));
+        ASSERT_TRUE(v.errors.empty()) << v.errors.front();
+        ASSERT_EQ(v.blocks.size(), size_t{kHashes});
+        for (const auto& b : v.blocks) {
+          ASSERT_EQ(b.placements, v.blocks[0].placements) << "a torn batch";
+        }
+        ++reads;
+      }
+    });
+  }
+  // A cycle of four batches: w1 reports (new blocks, or a changed mask in a
+  // spilled array), w2 reports (blocks spill), w1 revokes (arrays shrink to
+  // one placement), w2 revokes (blocks deleted).
+  for (uint32_t step = 0; step < 200000 && (step < 400 || reads.load() < 200);
+       ++step) {
+    TestBatch b(step % 2 == 0 ? "w1" : "w2", step % 2 == 0 ? "a" : "b");
+    switch (step % 4) {
+      case 0:
+        b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step));
+        break;
+      case 1:
+        b.Report(kTierDram, hashes);
+        break;
+      case 2:
+        b.Revoke(kTierHbm, hashes);
+        break;
+      case 3:
+        b.Revoke(kTierDram, hashes);
+        break;
+    }
+    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_GE(backend_.merges_for_testing(), 400u);  // one per apply
+  EXPECT_EQ(backend_.spill_arrays_for_testing(), 0u);
 }
 
 void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
@@ -503,34 +564,104 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
                 64 * 1024);
 }
 
-// Blocks survive any sequence of merges: a block moved from the base into the
-// delta by a change, a block deleted from the base (tombstone), and a block
-// re-created after its deletion, read back before and after each merge.
+// Blocks read the same through the delta over a base and after the merge:
+// blocks moved from the base into the delta (a placement revoked, one added
+// to a spilled block), a block deleted from the base (tombstone) and one
+// re-created after its deletion.
 TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
-  backend_.SetMergePolicy(0, size_t{1} << 40);  // after every apply
+  backend_.SetMergePolicy(0, kHugeRatio);
   std::vector<int64_t> hashes;
   for (int64_t h = 1; h <= 300; ++h) hashes.push_back(h * 7777);
   Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
   Apply(TestBatch("w2", "b").Report(kTierDram, {hashes[0], hashes[1]}));
-  const uint64_t merges = backend_.merges_for_testing();
-  EXPECT_EQ(merges, 2u);
-  // In the base now; change them through the delta.
+  EXPECT_EQ(backend_.merges_for_testing(), 2u);  // all in the base now
+
+  // Changes that stay in the delta.
+  backend_.SetMergePolicy(kNeverMerge, kHugeRatio);
   Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[0], hashes[2]}));
-  RecordingVisitor v = Match({hashes[0], hashes[1], hashes[2], hashes[3]});
-  ASSERT_EQ(v.blocks.size(), 4u);
-  EXPECT_EQ(v.blocks[0].placements.size(), 1u);  // w2 only
-  EXPECT_EQ(v.blocks[1].placements.size(), 2u);
-  EXPECT_TRUE(v.blocks[2].placements.empty());  // gone from the base
-  EXPECT_EQ(v.blocks[3].placements.size(), 1u);
-  Apply(TestBatch("w3", "c").Report(kTierHbm, {hashes[2]}));
-  v = Match({hashes[2]});
-  ASSERT_EQ(v.blocks.size(), 1u);
-  ASSERT_EQ(v.blocks[0].placements.size(), 1u);
-  EXPECT_EQ(v.blocks[0].placements.begin()->first.first, "w3");
-  EXPECT_EQ(backend_.merges_for_testing(), merges + 2);
-  const BackendStats stats = Stats();
-  EXPECT_EQ(stats.blocks, 300u);
-  EXPECT_EQ(stats.placements, 301u);
+  Apply(TestBatch("w3", "c").Report(kTierHbm, {hashes[1], hashes[3]}));
+  Apply(TestBatch("w4", "d").Report(kTierHbm, {hashes[4]}));
+  Apply(TestBatch("w4", "d").Revoke(kTierHbm, {hashes[4]}));
+  Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[5]}));
+  Apply(TestBatch("w5", "e").Report(kTierSsd, {hashes[5]}));
+  EXPECT_EQ(backend_.merges_for_testing(), 2u);
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    RecordingVisitor v = Match({hashes[0], hashes[1], hashes[2], hashes[3],
+                                hashes[4], hashes[5], hashes[6]});
+    ASSERT_EQ(v.blocks.size(), 7u);
+    using Key = std::pair<std::string, uint32_t>;
+    using Placements = std::map<Key, uint32_t>;
+    EXPECT_EQ(v.blocks[0].placements, (Placements{{{"w2", kTierDram}, 0}}));
+    EXPECT_EQ(v.blocks[1].placements, (Placements{{{"w1", kTierHbm}, 0},
+                                                  {{"w2", kTierDram}, 0},
+                                                  {{"w3", kTierHbm}, 0}}));
+    EXPECT_TRUE(v.blocks[2].placements.empty());  // deleted from the base
+    EXPECT_EQ(v.blocks[3].placements,
+              (Placements{{{"w1", kTierHbm}, 0}, {{"w3", kTierHbm}, 0}}));
+    EXPECT_EQ(v.blocks[4].placements, (Placements{{{"w1", kTierHbm}, 0}}));
+    EXPECT_EQ(v.blocks[5].placements, (Placements{{{"w5", kTierSsd}, 0}}));
+    EXPECT_EQ(v.blocks[6].placements, (Placements{{{"w1", kTierHbm}, 0}}));
+    const BackendStats stats = Stats();
+    EXPECT_EQ(stats.blocks, 299u);
+    EXPECT_EQ(stats.placements, 302u);
+  };
+  check("through the delta");
+  // Any apply that changes something now merges.
+  backend_.SetMergePolicy(0, kHugeRatio);
+  Apply(TestBatch("w6", "f").Report(kTierHbm, {int64_t{-1}}));
+  Apply(TestBatch("w6", "f").Revoke(kTierHbm, {int64_t{-1}}));
+  EXPECT_EQ(backend_.merges_for_testing(), 4u);
+  check("after the merge");
+}
+
+// One apply's merges stop at the budget, the shards furthest over their limit
+// first, and later applies merge the rest.
+TEST_F(RobinBackendTest, MergesStopAtTheBudget) {
+  std::vector<int64_t> hashes(64 * 64);
+  for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 29 + 3;
+  // Every shard due, and a budget of one shard's entries: one shard each.
+  backend_.SetMergePolicy(0, kHugeRatio, /*budget=*/1);
+  Apply(TestBatch("w", "a").Report(kTierHbm, hashes));
+  EXPECT_EQ(backend_.merges_for_testing(), 1u);
+  const uint64_t one_merge = Stats().memory_bytes;
+  for (int i = 0; i < 100; ++i) {
+    // A change in one block: every apply merges the most overdue shard.
+    Apply(TestBatch("v", "b").Report(kTierHbm, {int64_t{i} * 1000003}));
+  }
+  EXPECT_EQ(backend_.merges_for_testing(), 101u);
+  // All shards are merged now, so the deltas are nearly empty.
+  EXPECT_LT(Stats().memory_bytes, one_merge);
+  RecordingVisitor v = Match(hashes);
+  for (const auto& block : v.blocks) {
+    EXPECT_EQ(block.placements.size(), 1u) << block.index;
+  }
+  EXPECT_EQ(Stats().placements, hashes.size() + 100);
+}
+
+// A merge that cannot get pages is skipped; blocks stay as they were and the
+// next merge folds everything in.
+TEST_F(RobinBackendTest, AMergeThatCannotAllocateIsSkipped) {
+  backend_.SetMergePolicy(0, kHugeRatio);
+  std::vector<int64_t> hashes(1000);
+  for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 31 + 7;
+  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
+  const uint64_t merges = backend_.merges_for_testing();
+  backend_.FailMergeMappingsAfterForTesting(3);  // fails in the 4th shard
+  Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
+  EXPECT_EQ(backend_.merges_for_testing(), merges);
+  RecordingVisitor v = Match(hashes);
+  for (const auto& block : v.blocks) {
+    EXPECT_EQ(block.placements.size(), 2u) << block.index;
+  }
+  backend_.FailMergeMappingsAfterForTesting(-1);
+  Apply(TestBatch("w3", "c").Report(kTierSsd, {hashes[0]}));
+  EXPECT_EQ(backend_.merges_for_testing(), merges + 1);
+  v = Match(hashes);
+  for (const auto& block : v.blocks) {
+    EXPECT_EQ(block.placements.size(), block.index == 0 ? 3u : 2u)
+        << block.index;
+  }
 }
 
 // A delta below the default threshold stays a delta; one past it is merged.
@@ -555,7 +686,7 @@ TEST_F(RobinBackendTest, AnAllocationFailureMidBatchChangesNothing) {
 // The same with every block in the base tables before each batch, so that the
 // failing allocations include the delta's copies of base arrays.
 TEST_F(RobinBackendTest, AnAllocationFailureAfterMergesChangesNothing) {
-  backend_.SetMergePolicy(0, size_t{1} << 40);
+  backend_.SetMergePolicy(0, kHugeRatio);
   AllocationFailuresChangeNothing();
   EXPECT_GE(backend_.merges_for_testing(), 5u);
 }
@@ -567,13 +698,16 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
   Apply(TestBatch("w1", "a").Report(kTierHbm, hundred));
   Apply(TestBatch("w2", "b").Report(kTierDram, fifty, {}, {}));
   Match(fifty, true);
+  // What readers, hit counts and stats see, and the spill arrays held (a
+  // rolled-back batch must free every array it allocated).
   auto observe = [&] {
     RecordingVisitor v = Match(hundred);
     std::vector<std::map<std::pair<std::string, uint32_t>, uint32_t>> blocks;
     for (const auto& b : v.blocks) blocks.push_back(b.placements);
     const BackendStats st = Stats();
     return std::make_tuple(blocks, Hits(hundred), st.blocks, st.placements,
-                           st.workers, st.hit_counters);
+                           st.workers, st.hit_counters,
+                           backend_.spill_arrays_for_testing());
   };
   const auto before = observe();
 

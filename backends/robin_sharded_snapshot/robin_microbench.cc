@@ -70,8 +70,12 @@ int Main(int argc, char** argv) {
   const uint64_t rss_before = RssBytes();
   auto backend = std::make_unique<RobinShardedSnapshotBackend>();
   if (argc > 4) {
-    backend->SetMergePolicy(std::strtoull(argv[3], nullptr, 10),
-                            std::strtoull(argv[4], nullptr, 10));
+    const size_t ratio = std::strtoull(argv[4], nullptr, 10);
+    if (ratio == 0) {
+      fprintf(stderr, "merge_base_ratio must be at least 1\n");
+      return 2;
+    }
+    backend->SetMergePolicy(std::strtoull(argv[3], nullptr, 10), ratio);
   }
 
   // The anchor prefix: 128 blocks on every worker.

@@ -247,6 +247,8 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   }
   if (policy.min_delta == 0) {
     EXPECT_GT(backend.merges_for_testing(), 100u);
+  } else if (policy.min_delta < RobinShardedSnapshotBackend::kMergeMinDelta) {
+    EXPECT_GT(backend.merges_for_testing(), 10u);
   }
   if (policy.min_delta == RobinShardedSnapshotBackend::kMergeMinDelta) {
     EXPECT_EQ(backend.merges_for_testing(), 0u);

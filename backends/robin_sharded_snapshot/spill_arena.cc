@@ -175,12 +175,14 @@ Placement* SpillArena::Allocate(uint32_t count) {
   slot->class_index = static_cast<uint16_t>(class_index);
   slot->is_private = 1;
   slot->unused = 0;
+  ++arrays_;
   return reinterpret_cast<Placement*>(slot + 1);
 }
 
 void SpillArena::Free(Placement* array) noexcept {
   Header* slot = HeaderOf(array);
   Class& c = classes_[slot->class_index];
+  --arrays_;
   if (c.slot_bytes == 0) {
     large_.erase(slot);
     bytes_ -= sizeof(Header) + size_t{c.capacity} * sizeof(Placement);

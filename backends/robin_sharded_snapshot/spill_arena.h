@@ -67,6 +67,8 @@ class SpillArena {
 
   // Heap bytes held: slabs (used or free) plus large arrays.
   uint64_t bytes() const { return bytes_; }
+  // Arrays allocated and not yet freed.
+  uint64_t arrays() const { return arrays_; }
 
  private:
   static constexpr uint32_t kSlabBytes = 64 * 1024;
@@ -119,6 +121,7 @@ class SpillArena {
   tsl::robin_set<Slab*> slabs_;
   tsl::robin_set<Header*> large_;
   uint64_t bytes_ = 0;
+  uint64_t arrays_ = 0;
   int64_t fail_countdown_ = -1;
 };
 
