@@ -31,7 +31,10 @@ absl::Status RunPrefixQuery(
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
   const size_t limit =
       PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
-  PrefixQuery query(limit);
+  // Reused by this thread's queries. A visitor never starts another query
+  // on its own thread, so one per thread is enough.
+  thread_local PrefixQuery query(0);
+  query.Reset(limit);
   const BackendStatus status =
       backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &query);
   if (absl::Status s = ToAbslStatus(status); !s.ok()) return s;
@@ -44,6 +47,25 @@ absl::Status RunPrefixQuery(IndexBackend* backend,
   return RunPrefixQuery(backend, req, [resp](const PrefixAnswer& answer) {
     FillPrefixResponse(answer, resp);
   });
+}
+
+void PrefixQuery::Reset(size_t limit) {
+  limit_ = limit;
+  blocks_seen_ = 0;
+  first_block_miss_ = false;
+  stopped_early_ = false;
+  record_of_.Clear();
+  candidate_of_.Clear();
+  records_.clear();
+  text_.clear();
+  candidates_.clear();
+  unsettled_.clear();
+  classes_.clear();
+  next_classes_.clear();
+  class_rules_.clear();
+  previous_.clear();
+  run_blocks_ = 0;
+  run_tokens_ = 0;
 }
 
 PrefixQuery::WorkerRecord& PrefixQuery::RecordFor(uint32_t worker) {
@@ -209,7 +231,8 @@ absl::Status PrefixQuery::Answer(
                                             blocks_seen_, " of ", limit_,
                                             " blocks"));
   }
-  std::vector<std::pair<uint32_t, uint32_t>> entries;  // (prefix, candidate)
+  auto& entries = ranked_;  // (prefix, candidate)
+  entries.clear();
   entries.reserve(candidates_.size());
   for (size_t c = 0; c < candidates_.size(); ++c) {
     const Candidate& candidate = candidates_[c];
@@ -221,7 +244,8 @@ absl::Status PrefixQuery::Answer(
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  std::vector<PrefixMatchView> matches;
+  auto& matches = matches_;
+  matches.clear();
   matches.reserve(entries.size());
   for (const auto& [prefix, c] : entries) {
     const WorkerRecord& record = records_[candidates_[c].record];

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -58,11 +59,16 @@ namespace kvindexer {
 void FillPrefixResponse(const PrefixAnswer& answer,
                         ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
 
-// The visitor behind RunPrefixQuery, exposed for tests. Use once per scan.
+// The visitor behind RunPrefixQuery, exposed for tests. One scan per Reset:
+// RunPrefixQuery keeps one per thread and resets it for each query, so that a
+// query reuses the previous one's buffers instead of allocating its own.
 class PrefixQuery final : public BlockVisitor {
  public:
   // `limit` is the number of blocks the backend was asked to visit.
   explicit PrefixQuery(size_t limit) : limit_(limit) {}
+
+  // Prepares for a new scan of `limit` blocks, keeping allocated buffers.
+  void Reset(size_t limit);
 
   void OnWorker(const WorkerView& worker) noexcept override;
   bool OnBlock(const BlockView& block) noexcept override;
@@ -141,6 +147,9 @@ class PrefixQuery final : public BlockVisitor {
   std::vector<Placement> previous_;
   uint32_t run_blocks_ = 0;
   uint64_t run_tokens_ = 0;
+  // Answer's buffers, kept for reuse.
+  mutable std::vector<std::pair<uint32_t, uint32_t>> ranked_;
+  mutable std::vector<PrefixMatchView> matches_;
 };
 
 }  // namespace kvindexer

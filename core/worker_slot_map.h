@@ -11,6 +11,8 @@
 
 #include <vector>
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 
 namespace kvindexer {
@@ -25,6 +27,12 @@ class WorkerSlotMap {
     if (worker < kDenseLimit || sparse_.empty()) return kNone;
     auto it = sparse_.find(worker);
     return it == sparse_.end() ? kNone : it->second;
+  }
+
+  // Forgets every mapping and keeps the storage for reuse.
+  void Clear() {
+    std::fill(dense_.begin(), dense_.end(), kNone);
+    sparse_.clear();
   }
 
   void Set(uint32_t worker, int32_t slot) {
