@@ -263,11 +263,27 @@ def targets(inproc, runs, out):
 
     row("mixed: p99 with back-to-back max applies <= 1.5x idle p99", mixed)
     big = [m for m in inproc.get("mem_names", []) if m.startswith("10000000pl")]
+    # The issue: "at most 48 bytes per placement ... for robin_sharded_snapshot,
+    # absl_rwlock within 2x of that": robin <= 48 and absl <= 96. absl's ratio
+    # to robin's own figure is shown too, since "that" can also be read so.
+    def memory(be, m):
+        key = ("mem", be, m)
+        if key not in inproc:
+            return "n/a"
+        value = inproc[key]["stats_bytes_per_placement"]
+        if be == "absl_rwlock":
+            robin = inproc.get(("mem", "robin_sharded_snapshot", m))
+            text = f"{value:.1f}: {verdict(value <= 96)}"
+            if robin:
+                text += (f" ({value / robin['stats_bytes_per_placement']:.2f}x "
+                         "robin's figure)")
+            return text
+        return f"{value:.1f}: {verdict(value <= 48)}"
+
     for m in big:
         row(f"memory at 10M placements ({m.split('/')[1]}), GetStats B/placement "
-            "(robin <= 48, absl <= 2x robin)",
-            lambda be, m=m: f"{inproc[('mem', be, m)]['stats_bytes_per_placement']:.1f}"
-            if ("mem", be, m) in inproc else "n/a")
+            "(robin <= 48, absl <= 2 x 48)",
+            lambda be, m=m: memory(be, m))
 
 
 def main():
