@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -117,6 +118,13 @@ class RobinBackendTest : public ::testing::Test {
   // Two readers check that every scan sees one batch's values on all blocks
   // while the test thread applies batch after batch.
   void ReadersSeeWholeBatchesWhileWriting();
+  // Two reader threads scan `hashes` and hand every scan to `check` while
+  // this thread applies batch(0), batch(1), ...: at least 400 batches, then
+  // until the readers have made 200 scans (at most 200,000 batches).
+  void ScanWhileWriting(
+      const std::vector<int64_t>& hashes,
+      const std::function<void(const RecordingVisitor&)>& check,
+      const std::function<testing::TestBatch(uint32_t)>& batch);
   // Failed applies (spill allocations failing mid-batch) change nothing that
   // readers, hit counts or stats can see, and later batches behave as if
   // they never happened.
@@ -427,49 +435,35 @@ TEST_F(RobinBackendTest,
   constexpr int kHashes = 256;
   std::vector<int64_t> hashes(kHashes);
   for (int i = 0; i < kHashes; ++i) hashes[i] = i * 104729 + 1;
-  std::atomic<bool> stop{false};
-  std::atomic<int> reads{0};
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
-      while (!stop.load()) {
-        RecordingVisitor v;
-        EXPECT_TRUE(Ok(
-            backend_.PrefixScan(HashSpan{hashes.data(), hashes.size()}, &v)));
-        ASSERT_TRUE(v.errors.empty()) << v.errors.front();
+  // A cycle of four batches: w1 reports (new blocks, or a changed mask in a
+  // spilled array), w2 reports (blocks spill), w1 revokes (arrays shrink to
+  // one placement), w2 revokes (blocks deleted).
+  ScanWhileWriting(
+      hashes,
+      [&](const RecordingVisitor& v) {
         ASSERT_EQ(v.blocks.size(), size_t{kHashes});
         for (const auto& b : v.blocks) {
           ASSERT_EQ(b.placements, v.blocks[0].placements) << "a torn batch";
         }
-        ++reads;
-      }
-    });
-  }
-  // A cycle of four batches: w1 reports (new blocks, or a changed mask in a
-  // spilled array), w2 reports (blocks spill), w1 revokes (arrays shrink to
-  // one placement), w2 revokes (blocks deleted).
-  for (uint32_t step = 0; step < 200000 && (step < 400 || reads.load() < 200);
-       ++step) {
-    TestBatch b(step % 2 == 0 ? "w1" : "w2", step % 2 == 0 ? "a" : "b");
-    switch (step % 4) {
-      case 0:
-        b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step));
-        break;
-      case 1:
-        b.Report(kTierDram, hashes);
-        break;
-      case 2:
-        b.Revoke(kTierHbm, hashes);
-        break;
-      case 3:
-        b.Revoke(kTierDram, hashes);
-        break;
-    }
-    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
-  }
-  stop = true;
-  for (auto& t : readers) t.join();
-  EXPECT_GT(reads.load(), 0);
+      },
+      [&](uint32_t step) {
+        TestBatch b(step % 2 == 0 ? "w1" : "w2", step % 2 == 0 ? "a" : "b");
+        switch (step % 4) {
+          case 0:
+            b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step));
+            break;
+          case 1:
+            b.Report(kTierDram, hashes);
+            break;
+          case 2:
+            b.Revoke(kTierHbm, hashes);
+            break;
+          case 3:
+            b.Revoke(kTierDram, hashes);
+            break;
+        }
+        return b;
+      });
   EXPECT_GE(backend_.merges_for_testing(), 400u);  // one per apply
   EXPECT_EQ(backend_.spill_arrays_for_testing(), 0u);
 }
@@ -481,6 +475,30 @@ void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
   Apply(TestBatch("w", "a").Report(kTierHbm, hashes,
                                    std::vector<uint32_t>(kHashes, 1),
                                    std::vector<uint32_t>(kHashes, 1)));
+  // Every batch sets one value as both mask and token count on all blocks.
+  ScanWhileWriting(
+      hashes,
+      [](const RecordingVisitor& v) {
+        std::set<std::pair<uint32_t, uint32_t>> states;
+        for (const auto& b : v.blocks) {
+          ASSERT_EQ(b.placements.size(), 1u);
+          states.insert({b.token_count, b.placements.begin()->second});
+        }
+        ASSERT_EQ(states.size(), 1u) << "a torn batch";
+        ASSERT_EQ(states.begin()->first, states.begin()->second);
+      },
+      [&](uint32_t step) {
+        TestBatch b("w", "a");
+        b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step + 2),
+                 std::vector<uint32_t>(kHashes, step + 2));
+        return b;
+      });
+}
+
+void RobinBackendTest::ScanWhileWriting(
+    const std::vector<int64_t>& hashes,
+    const std::function<void(const RecordingVisitor&)>& check,
+    const std::function<TestBatch(uint32_t)>& batch) {
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
   std::vector<std::thread> readers;
@@ -490,24 +508,19 @@ void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
         RecordingVisitor v;
         EXPECT_TRUE(Ok(
             backend_.PrefixScan(HashSpan{hashes.data(), hashes.size()}, &v)));
-        std::set<std::pair<uint32_t, uint32_t>> states;
-        for (const auto& b : v.blocks) {
-          ASSERT_EQ(b.placements.size(), 1u);
-          states.insert({b.token_count, b.placements.begin()->second});
-        }
-        ASSERT_EQ(states.size(), 1u) << "a torn batch";
-        ASSERT_EQ(states.begin()->first, states.begin()->second);
+        EXPECT_TRUE(v.errors.empty()) << v.errors.front();
+        check(v);
         ++reads;
       }
     });
   }
   // Keep writing until the readers have overlapped with plenty of batches.
-  for (uint32_t step = 2; step <= 200000 && (step <= 400 || reads.load() < 200);
+  for (uint32_t step = 0; step < 200000 && (step < 400 || reads.load() < 200);
        ++step) {
-    TestBatch b("w", "a");
-    b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step),
-             std::vector<uint32_t>(kHashes, step));
-    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
+    TestBatch b = batch(step);
+    const BackendStatus s = backend_.Apply(b.View());
+    EXPECT_TRUE(Ok(s)) << s.message;
+    if (!Ok(s)) break;
   }
   stop = true;
   for (auto& t : readers) t.join();
