@@ -3,9 +3,8 @@
 //
 // Layout is kept lean because there is one record per cached block: a
 // placement is 8 bytes (worker ordinal and tier packed into one word, mask in
-// the other) and the first kInlinePlacements of them live inside the record,
-// so a block held by one or two (worker, tier) pairs costs no allocation
-// beyond its slot in the table.
+// the other), a block held by one (worker, tier) keeps it inside its 16-byte
+// record (PlacementList), and the table's slot is 24 bytes.
 //
 // Invariant between Apply calls: a record exists only while it has at least
 // one placement, and a record holds at most one placement per (worker, tier).
@@ -17,9 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <utility>
+
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "kvindexer/backend.h"
+#include "placement_list.h"
 #include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
@@ -31,19 +32,6 @@ inline constexpr uint32_t kMaxWorkerOrdinal = (uint32_t{1} << 30) - 1;
 inline constexpr uint32_t PlacementKey(uint32_t worker, uint32_t tier) {
   return worker << 2 | tier;
 }
-
-// One placement in 8 bytes.
-struct PackedPlacement {
-  uint32_t key;   // PlacementKey(worker, tier)
-  uint32_t mask;  // component mask, 0 for legacy whole-block reports
-
-  uint32_t worker() const { return key >> 2; }
-  uint32_t tier() const { return key & 3u; }
-  Placement Unpack() const { return Placement{worker(), tier(), mask}; }
-};
-
-inline constexpr size_t kInlinePlacements = 2;
-using PlacementList = absl::InlinedVector<PackedPlacement, kInlinePlacements>;
 
 struct BlockRecord {
   uint32_t token_count = 0;  // 0 = unknown
@@ -58,12 +46,10 @@ struct BlockRecord {
   }
 
   // Bytes the placement list has spilled to the heap.
-  uint64_t HeapBytes() const {
-    return placements.capacity() > kInlinePlacements
-               ? placements.capacity() * sizeof(PackedPlacement)
-               : 0;
-  }
+  uint64_t HeapBytes() const { return placements.HeapBytes(); }
 };
+static_assert(sizeof(std::pair<const int64_t, BlockRecord>) == 24,
+              "a block's slot in the table should be 24 bytes");
 
 // The map plus O(1) counters of placements and spilled bytes. Methods that
 // may allocate say so; they give the strong guarantee (a throw changes
@@ -107,7 +93,7 @@ class BlockTable {
   // until ShrinkToInline.
   void RestorePlacementAt(BlockRecord& record, size_t index,
                           PackedPlacement p) noexcept {
-    record.placements.insert(record.placements.begin() + index, p);
+    record.placements.insert_at(index, p);
     ++placements_;
   }
 
@@ -115,14 +101,14 @@ class BlockTable {
   PackedPlacement RemovePlacementAt(BlockRecord& record,
                                     size_t index) noexcept {
     const PackedPlacement p = record.placements[index];
-    record.placements.erase(record.placements.begin() + index);
+    record.placements.erase_at(index);
     --placements_;
     return p;
   }
 
   // Moves a spilled list back inside the record once it fits there again.
   void ShrinkToInline(BlockRecord& record) noexcept {
-    if (record.placements.size() > kInlinePlacements) return;
+    if (record.placements.size() > 1) return;
     const uint64_t before = record.HeapBytes();
     if (before == 0) return;
     record.placements.shrink_to_fit();  // fits inline: no allocation
