@@ -23,6 +23,7 @@
 
 #include "gtest/gtest.h"
 #include "kvindexer/backend.h"
+#include "tests/support/parking_visitor.h"
 
 // ---------------------------------------------------------------------------
 // Allocation hooks for this test binary: every operator new is counted, and
@@ -560,39 +561,15 @@ TEST(AbslRwlockApplyTest, RefusesMalformedViewsWithoutChangingState) {
 
 // A visitor that parks inside its first OnBlock until released, holding the
 // backend's shared lock all that time.
-class ParkingVisitor final : public BlockVisitor {
- public:
-  void OnWorker(const WorkerView&) noexcept override {}
-  bool OnBlock(const BlockView&) noexcept override {
-    std::unique_lock<std::mutex> lock(mu_);
-    parked_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return released_; });
-    return false;
-  }
-  bool WaitParked(std::chrono::seconds limit) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, limit, [this] { return parked_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool parked_ = false;
-  bool released_ = false;
-};
+// Stops the scan once released: the tests only need the lock held.
+using test_support::ParkingVisitor;
 
 TEST(AbslRwlockLockTest, NonCountingMatchRunsWhileAReaderHoldsTheLock) {
   AbslRwlockBackend backend;
   ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
   const std::vector<int64_t> q = {1, 2};
 
-  ParkingVisitor parker;
+  ParkingVisitor parker(/*continue_after_release=*/false);
   std::thread reader([&] {
     ExpectOk(backend.PrefixScan({q.data(), q.size()}, &parker));
   });
@@ -626,7 +603,7 @@ TEST(AbslRwlockLockTest, CountingMatchWaitsForReaders) {
   ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
   const std::vector<int64_t> q = {1};
 
-  ParkingVisitor parker;
+  ParkingVisitor parker(/*continue_after_release=*/false);
   std::thread reader([&] {
     ExpectOk(backend.PrefixScan({q.data(), q.size()}, &parker));
   });

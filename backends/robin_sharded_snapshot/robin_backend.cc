@@ -272,14 +272,8 @@ BackendStatus RobinShardedSnapshotBackend::Apply(
   const BackendStatus check = CheckBatch(batch);
   if (check.code != BackendCode::kOk) return check;
   std::lock_guard<std::mutex> lock(writer_mu_);
-  if (poisoned_) {
-    return ErrorStatus(BackendCode::kInternal,
-                       "a previous allocation failure left the writer copy "
-                       "inconsistent; recreate the backend");
-  }
-  if (!FinishPendingSync()) {
-    return ErrorStatus(BackendCode::kResourceExhausted,
-                       "out of memory completing the previous apply");
+  if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
+    return ready;
   }
   try {
     return ApplyLocked(batch);
@@ -413,6 +407,19 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     MergeLargeDeltas();
   }
   UpdateMemory();
+  return OkStatus();
+}
+
+BackendStatus RobinShardedSnapshotBackend::WriterReady() noexcept {
+  if (poisoned_) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "a previous allocation failure left the writer copy "
+                       "inconsistent; recreate the backend");
+  }
+  if (!FinishPendingSync()) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory completing the previous apply");
+  }
   return OkStatus();
 }
 
@@ -915,14 +922,8 @@ BackendStatus RobinShardedSnapshotBackend::CountingMatch(
     HashSpan hashes, BlockVisitor* visitor) noexcept {
   if (!ValidScan(hashes, visitor)) return InvalidScan();
   std::lock_guard<std::mutex> lock(writer_mu_);
-  if (poisoned_) {
-    return ErrorStatus(BackendCode::kInternal,
-                       "a previous allocation failure left the writer copy "
-                       "inconsistent; recreate the backend");
-  }
-  if (!FinishPendingSync()) {
-    return ErrorStatus(BackendCode::kResourceExhausted,
-                       "out of memory completing the previous apply");
+  if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
+    return ready;
   }
   // The non-live copy equals the live one here and only this thread touches
   // it: read the blocks from it and raise its counters.

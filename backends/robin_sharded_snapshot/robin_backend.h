@@ -128,6 +128,10 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
 
   BackendStatus ApplyLocked(const ApplyBatchView& batch);
   BackendStatus CountingMatch(HashSpan hashes, BlockVisitor* visitor) noexcept;
+  // REQUIRES: writer_mu_ held. OK when the writer may change the non-live
+  // copy: not poisoned, and any sync left pending by an allocation failure
+  // completed.
+  BackendStatus WriterReady() noexcept;
   // REQUIRES: writer_mu_ held. Completes a sync left pending by an allocation
   // failure; false when it still cannot.
   bool FinishPendingSync() noexcept;

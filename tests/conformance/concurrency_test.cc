@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "conformance_fixture.h"
+#include "tests/support/parking_visitor.h"
 
 namespace kvindexer::conformance {
 namespace {
@@ -222,34 +223,6 @@ TEST_P(ConcurrencyTest, CountingMatchIsAtomicForConcurrentReaders) {
 }
 
 // Holds a PrefixScan inside OnBlock until released.
-class BlockingVisitor final : public BlockVisitor {
- public:
-  void OnWorker(const WorkerView&) noexcept override {}
-  bool OnBlock(const BlockView&) noexcept override {
-    std::unique_lock<std::mutex> lock(mu_);
-    entered_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lock, std::chrono::seconds(30), [&] { return released_; });
-    return true;
-  }
-  bool WaitEntered() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10),
-                        [&] { return entered_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool entered_ = false;
-  bool released_ = false;
-};
-
 class CountingVisitor final : public BlockVisitor {
  public:
   void OnWorker(const WorkerView&) noexcept override { ++workers; }
@@ -269,11 +242,11 @@ TEST_P(ConcurrencyTest, ReadsCompleteWhileAPrefixScanIsHeld) {
   const int64_t hashes[] = {1, 2, 3};
   const HashSpan span{hashes, 3};
 
-  BlockingVisitor blocker;
+  test_support::ParkingVisitor blocker;
   BackendStatus scan_status{};
   std::thread scanner(
       [&] { scan_status = backend()->PrefixScan(span, &blocker); });
-  const bool entered = blocker.WaitEntered();
+  const bool entered = blocker.WaitParked();
 
   std::mutex mu;
   std::condition_variable cv;
