@@ -789,7 +789,8 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
   std::vector<Placement*> released;
   try {
     // The shards whose deltas exceed their limit, those furthest over it
-    // first, until kMergeBudget entries have been written: shards fill at
+    // first, until the merge budget (kMergeBudget unless SetMergePolicy
+    // changed it) has been written: shards fill at
     // the same pace and would otherwise all come due in the same apply,
     // which would then rewrite the whole index. At least one shard is
     // merged, so a backlog always shrinks.
