@@ -3,15 +3,14 @@
 // Backends hand out worker ordinals that are small and dense (backend.h), so
 // the map is a flat vector indexed by ordinal. An ordinal past kDenseLimit
 // (never produced by a conforming backend) falls back to a hash map rather
-// than allocating a huge vector. Not thread-safe; one map per query.
+// than allocating a huge vector. Not thread-safe; one map per query at a
+// time (Clear makes it ready for the next one).
 #ifndef KVINDEXER_CORE_WORKER_SLOT_MAP_H_
 #define KVINDEXER_CORE_WORKER_SLOT_MAP_H_
 
 #include <stdint.h>
 
 #include <vector>
-
-#include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -29,9 +28,12 @@ class WorkerSlotMap {
     return it == sparse_.end() ? kNone : it->second;
   }
 
-  // Forgets every mapping and keeps the storage for reuse.
+  // Forgets every mapping and keeps the storage for reuse. Costs the number
+  // of Set calls since the last Clear, not the size of the dense vector
+  // (which is as large as the largest ordinal ever set).
   void Clear() {
-    std::fill(dense_.begin(), dense_.end(), kNone);
+    for (const uint32_t worker : set_) dense_[worker] = kNone;
+    set_.clear();
     sparse_.clear();
   }
 
@@ -39,6 +41,7 @@ class WorkerSlotMap {
     if (worker < kDenseLimit) {
       if (worker >= dense_.size()) Grow(worker);
       dense_[worker] = slot;
+      set_.push_back(worker);
     } else {
       sparse_[worker] = slot;
     }
@@ -56,6 +59,7 @@ class WorkerSlotMap {
 
   static constexpr size_t kMinDense = 64;
   std::vector<int32_t> dense_;
+  std::vector<uint32_t> set_;  // dense ordinals set since the last Clear
   absl::flat_hash_map<uint32_t, int32_t> sparse_;
 };
 

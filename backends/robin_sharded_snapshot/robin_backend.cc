@@ -536,8 +536,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
   // a change that RollBack undoes (it restores every hash in touched_ from
   // the live copy).
   const BaseTable& base = back.base_for(mixed);
-  auto it =
-      base.MayHaveChanged(mixed) ? delta.find(block_key, mixed) : delta.end();
+  auto it = back.FindInDelta(block_key, mixed);
   const BlockRecord* in_base = nullptr;
   if (it == delta.end()) in_base = base.Find(block_key, mixed);
   if (it != delta.end() ? it->second.tombstone() : in_base == nullptr) {
@@ -623,8 +622,7 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   SnapshotCopy::Map& delta = back.delta_for(mixed);
   const BlockKey block_key = BlockKey::From(hash);
   const BaseTable& base = back.base_for(mixed);
-  auto it =
-      base.MayHaveChanged(mixed) ? delta.find(block_key, mixed) : delta.end();
+  auto it = back.FindInDelta(block_key, mixed);
   const BlockRecord* in_base = nullptr;
   if (it == delta.end()) {
     in_base = base.Find(block_key, mixed);

@@ -72,13 +72,17 @@ class SnapshotCopy {
   const BlockRecord* Find(int64_t hash, uint64_t mixed) const {
     const Shard& shard = shards_[ShardOf(mixed)];
     const BlockKey key = BlockKey::From(hash);
-    if (!shard.delta.empty() && shard.base->MayHaveChanged(mixed)) {
-      auto it = shard.delta.find(key, mixed);
-      if (it != shard.delta.end()) {
-        return it->second.tombstone() ? nullptr : &it->second;
-      }
+    auto it = FindInDelta(shard, key, mixed);
+    if (it != shard.delta.end()) {
+      return it->second.tombstone() ? nullptr : &it->second;
     }
     return shard.base->Find(key, mixed);
+  }
+
+  // The block's delta entry (a record or a tombstone), or delta_for(mixed)
+  // .end(); skips the probe when the base's filter rules an entry out.
+  Map::iterator FindInDelta(BlockKey key, uint64_t mixed) {
+    return FindInDelta(shards_[ShardOf(mixed)], key, mixed);
   }
 
   // Prefetches the delta bucket and the base directory word a lookup of
@@ -173,6 +177,15 @@ class SnapshotCopy {
     const Bucket* past_last;
     std::memcpy(&past_last, &end, sizeof(past_last));
     return past_last;
+  }
+
+  template <typename S>
+  static auto FindInDelta(S& shard, BlockKey key, uint64_t mixed)
+      -> decltype(shard.delta.end()) {
+    if (shard.delta.empty() || !shard.base->MayHaveChanged(mixed)) {
+      return shard.delta.end();
+    }
+    return shard.delta.find(key, mixed);
   }
 
   static uint32_t ShardOf(uint64_t mixed) {
