@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev robin-map-dev libabsl-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev clang-format ccache git
 )
 
 missing=()

@@ -12,7 +12,24 @@ root=${KVINDEXER_BUILD_ROOT:-build}
 
 bash scripts/install-deps.sh
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# ccache (installed by install-deps.sh) keys objects by paths relative to the
+# checkout, so a fresh clone in another folder reuses the objects of an
+# earlier build on this machine.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+
+# Each stage prints how long the one before it took, and the summary the
+# whole run's time, so the README's CI figure can be checked from any log.
+started=$SECONDS
+stage_started=$SECONDS
+step() {
+  if [[ -n ${stage_name:-} ]]; then
+    printf '(%s: %d s)\n' "$stage_name" $((SECONDS - stage_started))
+  fi
+  stage_name=$*
+  stage_started=$SECONDS
+  printf '\n=== %s ===\n' "$*"
+}
 
 # Counts of passed tests over every stage, for the closing summary line.
 passed=0
@@ -27,7 +44,14 @@ run_ctest() {
   [[ $rc -eq 0 ]] || exit "$rc"
   passed=$((passed + ${n:-0}))
 }
-summary() { printf '\nkvindexer: %d passed, 0 failed\n' "$passed"; }
+summary() {
+  step "done"
+  printf 'total: %d s\n' $((SECONDS - started))
+  printf '\nkvindexer: %d passed, 0 failed\n' "$passed"
+}
+
+step "clang-format check"
+bash scripts/check-format.sh
 
 step "build (RelWithDebInfo, -Werror)"
 cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON
