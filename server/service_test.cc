@@ -674,7 +674,8 @@ TEST_F(ServiceOverProbeBackendTest, SixtyFourStreamsPerConnection) {
 }
 
 // ---------------------------------------------------------------------------
-// Deadline shedding over the wire (behaviours 32, 33, 50; §11.1).
+// Deadline shedding over the wire (behaviours 32, 33, 50; docs/contract.md,
+// "MatchExternalKvPrefix > Deadline shedding").
 
 TEST_F(ServiceOverProbeBackendTest, ExpiredPrefixQueryNeverReachesBackend) {
   Start(32);
