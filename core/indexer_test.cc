@@ -73,7 +73,8 @@ class IndexerTest : public ::testing::Test {
   Indexer indexer_{&backend_};
 };
 
-// --- Validation never reaches the backend (behaviours 34-42). ---
+// --- Validation never reaches the backend (behaviours 34-42 of
+// docs/contract.md, "Reference behaviours"). ---
 
 TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   std::vector<v1::ApplyExternalKvBatchRequest> bad;

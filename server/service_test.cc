@@ -423,7 +423,8 @@ class ServiceOverProbeBackendTest : public ::testing::Test {
 };
 
 // ---------------------------------------------------------------------------
-// Behaviour 1: admission rejects without blocking writes.
+// Behaviour 1 (numbers as in docs/contract.md, "Reference behaviours"):
+// admission rejects without blocking writes.
 
 TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
   Start(/*prefix_limit=*/2);
