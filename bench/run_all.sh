@@ -7,6 +7,10 @@
 #      with the transport floor server in the same run)
 #      -> grpc_<backend>.json, grpc_<backend>.txt
 #   3. bench/summarize_results.py -> summary.md (the tables of BENCHMARKS.md)
+# Paths under the checkout that the tools write into the results (the build
+# directory in cmake.log, the benchmark binary in backend_bench.json, the
+# backend plugin in server_*.log) are rewritten relative to the checkout, so
+# committed results name no machine's directories.
 # Every step runs under `timeout`; the whole set stays under ~10 minutes on
 # 2 cores with the defaults.
 #
@@ -73,6 +77,14 @@ for backend in $backends; do
 done
 
 machine >"$results/machine_end.txt"
+
+# Strip the checkout's absolute path (and its trailing slash) from every
+# result file: "/src/kvindexer/build/..." becomes "build/...".
+checkout_re=$(printf '%s/' "$(pwd)" | sed 's/[][\.*^$|]/\\&/g')
+find "$results" -maxdepth 1 -type f \
+  \( -name '*.json' -o -name '*.txt' -o -name '*.log' \) \
+  -exec sed -i "s|$checkout_re||g" {} +
+
 if command -v python3 >/dev/null; then
   python3 bench/summarize_results.py "$results" >"$results/summary.md" || true
 fi

@@ -1,5 +1,6 @@
-// Turns a decoded batch into the ordered, merged action list of bridge spec
-// §11. The list is flat: every action's hashes, component masks and block
+// Turns a decoded batch into the ordered, merged action list of
+// docs/bridge-events.md, "Building actions". The list is flat: every action's
+// hashes, component masks and block
 // sizes are ranges of three aligned vectors.
 #ifndef KVINDEXER_BRIDGE_ACTION_BUILDER_H_
 #define KVINDEXER_BRIDGE_ACTION_BUILDER_H_

@@ -1,4 +1,5 @@
-// Reconnect backoff (bridge spec §13.3): 500 ms, doubling, capped at 10 s,
+// Reconnect backoff (docs/bridge-events.md,
+// "Sending and errors > Reconnect backoff"): 500 ms, doubling, capped at 10 s,
 // back to 500 ms after a successful connect.
 //
 // Thread safety: not thread-safe.

@@ -1,6 +1,7 @@
 // Handles one ZMQ live message end to end: frames -> sequence check ->
-// decode -> actions -> chunks -> apply RPCs in order (bridge spec §1, §11,
-// §12). Stops at the first failed RPC; earlier chunks stay applied and the
+// decode -> actions -> chunks -> apply RPCs in order (docs/bridge-events.md,
+// "Role of the bridge", "Building actions" and "Chunking"). Stops at the
+// first failed RPC; earlier chunks stay applied and the
 // rest of the batch is dropped.
 //
 // Thread safety: not thread-safe; one per bridge loop.

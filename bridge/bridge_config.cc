@@ -55,7 +55,8 @@ absl::Status ConfigError(std::string_view variable, std::string_view value,
                    "\" is invalid: ", std::string(accepted)));
 }
 
-// Cache-spec variables: trimmed, and a blank value counts as unset (§10.2).
+// Cache-spec variables: trimmed, and a blank value counts as unset
+// (docs/bridge-events.md, "Configuration > Trimming").
 std::optional<std::string> TrimmedOrUnset(const EnvLookup& env,
                                           const char* name) {
   std::optional<std::string> raw = env(name);
@@ -211,7 +212,8 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
         "worker's event stream (any string, e.g. worker-0)");
   }
   config.worker_id = *worker_id;
-  // Read raw (§10.2): set-but-empty values are used as empty strings.
+  // Read raw ("Configuration > Trimming"): set-but-empty values are used as
+  // empty strings.
   if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
   if (auto v = env("KV_INDEXER_ENDPOINT")) config.indexer_endpoint = *v;
   if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;

@@ -1,5 +1,6 @@
 // The bridge's configuration, read once from the environment at startup
-// (bridge spec §10). Every rule of §10 lives here: defaults, which variables
+// (docs/bridge-events.md, "Configuration"). Every rule of that section lives
+// here: defaults, which variables
 // are trimmed, aliases, and startup validation.
 #ifndef KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
 #define KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
@@ -40,7 +41,8 @@ EnvLookup ProcessEnvironment();
 
 // Reads and validates the configuration. A startup error is returned as
 // InvalidArgument whose message names the variable, the bad value and what
-// is accepted. An unusable endpoint is not a startup error (§10.4).
+// is accepted. An unusable endpoint is not a startup error
+// (docs/bridge-events.md, "Configuration > Startup validation").
 [[nodiscard]] absl::StatusOr<BridgeConfig> LoadBridgeConfig(
     const EnvLookup& env);
 

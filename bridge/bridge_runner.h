@@ -1,4 +1,5 @@
-// The bridge's outer loop (bridge spec §13): connect the gRPC channel and the
+// The bridge's outer loop (docs/bridge-events.md, "Sending and errors"):
+// connect the gRPC channel and the
 // ZMQ SUB socket, process messages one at a time, and on a transient failure
 // tear both down and reconnect with backoff. A permanent apply failure ends
 // the run. Shutdown is observed within about 100 ms everywhere: between

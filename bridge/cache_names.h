@@ -1,5 +1,7 @@
-// Name tables for tiers, event mediums and cache components (bridge spec
-// §6.5, §6.8 and §10.1).
+// Name tables for tiers, event mediums and cache components
+// (docs/bridge-events.md, "Event batches > Medium to tier",
+// "Event batches > Components and block size" and
+// "Configuration > Variables").
 #ifndef KVINDEXER_BRIDGE_CACHE_NAMES_H_
 #define KVINDEXER_BRIDGE_CACHE_NAMES_H_
 

@@ -1,4 +1,5 @@
-// Splits an action list into ApplyExternalKvBatch requests (bridge spec §12):
+// Splits an action list into ApplyExternalKvBatch requests
+// (docs/bridge-events.md, "Chunking"):
 // at most 16,384 hashes and 256 actions per request, actions in order, and
 // every request repeating the same worker_id, seq, worker_address and
 // cache_spec.

@@ -121,7 +121,8 @@ class BatchVisitor : public msgpack::null_visitor {
   bool visit_boolean(bool /*v*/) { return OnScalar(ScalarType::kOther, 0, {}); }
   bool visit_positive_integer(uint64_t v) {
     if (roles_[depth_] == Role::kHashList) {  // hot path
-      // uint64 above INT64_MAX is reinterpreted bit for bit (§6.4).
+      // uint64 above INT64_MAX is reinterpreted bit for bit
+      // (docs/bridge-events.md, "Event batches > Hashes").
       out_->hashes.push_back(static_cast<int64_t>(v));
       return true;
     }
@@ -230,7 +231,8 @@ class BatchVisitor : public msgpack::null_visitor {
         break;
       case Field::kComponents:
       case Field::kComponentSingle: {
-        // Metadata such as {"cache_salt": ...}: a legacy store (§6.8).
+        // Metadata such as {"cache_salt": ...}: a legacy store
+        // (docs/bridge-events.md, "Event batches > Components and block size").
         ComponentValue& target = ComponentTarget();
         target.state = ComponentValue::State::kMetadata;
         target.mask = 0;
@@ -306,7 +308,8 @@ class BatchVisitor : public msgpack::null_visitor {
     return Field::kIgnore;
   }
 
-  // Array-form slots (§6.7): the tag in slot 0 selects the layout.
+  // Array-form slots (docs/bridge-events.md,
+  // "Event batches > Decoding rules"): the tag in slot 0 selects the layout.
   Field ArraySlotField() const {
     if (slot_ == 0) return Field::kTag;
     if (tag_ == Tag::kStore) {

@@ -1,7 +1,8 @@
-// Decodes one SGLang KV-event batch (a msgpack value, bridge spec §6) into a
-// DecodedBatch.
+// Decodes one SGLang KV-event batch (a msgpack value, docs/bridge-events.md,
+// "Event batches") into a DecodedBatch.
 //
-// Every event shape of §6.2 is accepted: array events of any era (2, 3, 6, 7,
+// Every event shape of "Event batches > Event shapes" is accepted: array
+// events of any era (2, 3, 6, 7,
 // 8 or more slots), E4 tagged maps, and the WithComponentType tag variants.
 // A bad event is skipped alone with a reason; a bad envelope (not an array,
 // fewer than 2 elements, index 1 not an array, malformed or truncated

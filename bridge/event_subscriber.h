@@ -1,5 +1,6 @@
 // The ZMQ side of the bridge: a SUB socket with a prefix subscription,
-// connected to SGLang's PUB endpoint (bridge spec §2, §13.1).
+// connected to SGLang's PUB endpoint (docs/bridge-events.md, "The ZMQ stream"
+// and "Sending and errors > Connection").
 //
 // Thread safety: not thread-safe (ZMQ sockets belong to one thread).
 #ifndef KVINDEXER_BRIDGE_EVENT_SUBSCRIBER_H_

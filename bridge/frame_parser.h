@@ -1,6 +1,8 @@
-// Splits one ZMQ live message into its sequence number and payload (bridge
-// spec §2.2, §2.3). The topic frame is never compared with the configured
-// topic: the SUB prefix filter already selected the message (§2.4).
+// Splits one ZMQ live message into its sequence number and payload
+// (docs/bridge-events.md, "The ZMQ stream", "Frames" and "Framing rules").
+// The topic frame is never compared with the configured topic: the SUB prefix
+// filter already selected the message (same page,
+// "Topics and epoch suffixes").
 #ifndef KVINDEXER_BRIDGE_FRAME_PARSER_H_
 #define KVINDEXER_BRIDGE_FRAME_PARSER_H_
 

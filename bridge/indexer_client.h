@@ -1,6 +1,6 @@
 // The gRPC side of the bridge: a kv_indexer.v1 channel to the indexer,
 // connected eagerly with a 5 s connect timeout, sending applies with a 10 s
-// deadline each (bridge spec §13.1).
+// deadline each (docs/bridge-events.md, "Sending and errors > Connection").
 //
 // Thread safety: Apply() must not be called concurrently (the bridge sends
 // one request at a time); the shutdown signal may cancel it from any thread.

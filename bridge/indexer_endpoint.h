@@ -1,6 +1,7 @@
 // Turns KV_INDEXER_ENDPOINT (a URI such as http://127.0.0.1:50051) into a
 // gRPC channel target. An endpoint that cannot be used is not a startup
-// error (bridge spec §10.4): the caller treats the error as a transport
+// error (docs/bridge-events.md, "Configuration > Startup validation"): the
+// caller treats the error as a transport
 // failure and retries with backoff.
 #ifndef KVINDEXER_BRIDGE_INDEXER_ENDPOINT_H_
 #define KVINDEXER_BRIDGE_INDEXER_ENDPOINT_H_

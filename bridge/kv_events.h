@@ -14,7 +14,8 @@ namespace kvindexer {
 // Storage tiers, numbered exactly like kv_indexer.v1.TierType.
 enum class Tier : uint8_t { kHbm = 1, kDram = 2, kSsd = 3 };
 
-// Component bits (contract.md §2.2).
+// Component bits (docs/contract.md,
+// "Enums and bit constants > Component bits").
 inline constexpr uint32_t kComponentFull = 1;
 inline constexpr uint32_t kComponentSwa = 2;
 inline constexpr uint32_t kComponentMamba = 4;
@@ -28,8 +29,9 @@ struct KvEvent {
   Tier tier = Tier::kHbm;
   size_t hash_begin = 0;
   size_t hash_count = 0;
-  // Store only: true when the event carried component information (bridge
-  // spec §6.8); then component_mask and block_size apply to every hash.
+  // Store only: true when the event carried component information
+  // (docs/bridge-events.md, "Event batches > Components and block size");
+  // then component_mask and block_size apply to every hash.
   bool has_components = false;
   uint32_t component_mask = 0;
   uint32_t block_size = 0;

@@ -1,5 +1,6 @@
 // Watches publisher sequence numbers for gaps, duplicates and reorders
-// (bridge spec §2.3). Diagnostic only: every batch is forwarded whatever the
+// (docs/bridge-events.md, "The ZMQ stream > Sequence numbers"). Diagnostic
+// only: every batch is forwarded whatever the
 // verdict. Also decides when the "not contiguous" WARN may be printed, so
 // that a misbehaving publisher cannot flood the log: the first anomaly is
 // reported at once, later ones at most once per interval with a count of

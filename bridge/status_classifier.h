@@ -1,4 +1,5 @@
-// Permanent versus transient apply failures (bridge spec §13.2).
+// Permanent versus transient apply failures (docs/bridge-events.md,
+// "Sending and errors > Error classes").
 #ifndef KVINDEXER_BRIDGE_STATUS_CLASSIFIER_H_
 #define KVINDEXER_BRIDGE_STATUS_CLASSIFIER_H_
 

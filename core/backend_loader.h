@@ -25,7 +25,7 @@ inline constexpr std::string_view kDefaultBackendName =
     "robin_sharded_snapshot";
 
 // Later reference builds name their in-memory store KV_INDEXER_BACKEND=memory
-// (contract.md, appendix on later reference builds). The name selects the
+// (docs/contract.md, "Later reference builds"). The name selects the
 // default backend here, so such a deployment's configuration starts this server
 // unchanged. Their other store, "valkey", is refused with an error that says
 // so. A plugin file named kvindexer-backend-memory.so or

@@ -4,7 +4,8 @@
 //   * Queries (MatchExternalKv, GetExternalKvHitCounts) keep each hash's first
 //     occurrence, in request order: [1, -2, 1, 3] -> [1, -2, 3].
 //   * REPORT keeps each hash's LAST occurrence together with its mask and
-//     size; earlier occurrences have no effect at all (contract.md §8.2).
+//     size; earlier occurrences have no effect at all (docs/contract.md,
+//     "ApplyExternalKvBatch > Apply semantics").
 //
 // Both return views. When the input has no repeats, which is the common case,
 // the result views the input itself and nothing is copied; otherwise it views

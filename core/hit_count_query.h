@@ -1,4 +1,5 @@
-// GetExternalKvHitCounts (contract.md §10): request hashes collapsed keeping
+// GetExternalKvHitCounts (docs/contract.md, "GetExternalKvHitCounts"):
+// request hashes collapsed keeping
 // the first occurrence; one entry per hash that has a counter, in request
 // order; a hash without a counter (or with a zero one) is left out.
 #ifndef KVINDEXER_CORE_HIT_COUNT_QUERY_H_

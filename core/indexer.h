@@ -1,6 +1,8 @@
 // Indexer: the transport-independent kv_indexer.v1 semantics over any
-// IndexBackend. It validates requests (contract.md §8.1, §9, §10, §11.1 step
-// 2), normalises them (repeated-hash collapsing), calls the backend, and
+// IndexBackend. It validates requests (docs/contract.md, "Apply validation",
+// "Match validation", "GetExternalKvHitCounts" and
+// "MatchExternalKvPrefix > Order of checks"), normalises them (repeated-hash
+// collapsing), calls the backend, and
 // assembles responses (MatchExternalKv ordering, the prefix rule engine,
 // result sorting). Deadline shedding and admission are the server's job.
 //

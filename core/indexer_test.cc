@@ -73,7 +73,8 @@ class IndexerTest : public ::testing::Test {
   Indexer indexer_{&backend_};
 };
 
-// --- Validation never reaches the backend (behaviours 34-42). ---
+// --- Validation never reaches the backend (behaviours 34-42 of
+// docs/contract.md, "Reference behaviours"). ---
 
 TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   std::vector<v1::ApplyExternalKvBatchRequest> bad;
@@ -221,7 +222,7 @@ TEST_F(IndexerTest, MatchAndHitCountsCollapseKeepingFirst) {
   EXPECT_THAT(backend_.hit_count_calls.back(), ElementsAre(3, 1, -2));
 }
 
-// --- MatchExternalKv assembly (§9). ---
+// --- MatchExternalKv assembly (docs/contract.md, "MatchExternalKv"). ---
 
 TEST_F(IndexerTest, MatchOrdersWorkersTiersAndHashes) {
   // w2 is first met on hash 10; w1 on hash 20; w3 (empty address) on 30.

@@ -1,4 +1,5 @@
-// Response assembly for MatchExternalKv (contract.md §9).
+// Response assembly for MatchExternalKv (docs/contract.md,
+// "MatchExternalKv > Matching and response order").
 //
 // MatchExternalKv: workers in the order they are first met while scanning the
 // (deduplicated) request; per worker, hashes_by_tier sorted by tier with only

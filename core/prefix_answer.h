@@ -1,5 +1,6 @@
 // PrefixAnswer: the result of one prefix query before it becomes a
-// MatchExternalKvPrefixResponse, as plain views (contract.md §11.6).
+// MatchExternalKvPrefixResponse, as plain views (docs/contract.md,
+// "MatchExternalKvPrefix > Result assembly").
 //
 // The views borrow the query's storage: an answer is valid only inside the
 // callback it is handed to. Matches are already in response order (longest

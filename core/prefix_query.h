@@ -1,6 +1,7 @@
-// MatchExternalKvPrefix over a backend scan: candidate selection (contract.md
-// §11.4), one PrefixScanner per candidate (§11.5), and result assembly
-// (§11.6).
+// MatchExternalKvPrefix over a backend scan: candidate selection, one
+// PrefixScanner per candidate, and result assembly (docs/contract.md,
+// "MatchExternalKvPrefix": "Candidates and the scan", "Prefix rules",
+// "Result assembly").
 //
 // The candidates are the workers holding block 0 at any tier. Every candidate
 // sees every block of the window. The backend scan is stopped early only when
@@ -39,7 +40,8 @@
 
 namespace kvindexer {
 
-// The number of leading hashes a prefix query considers (§11.4 step 1).
+// The number of leading hashes a prefix query considers (docs/contract.md,
+// "MatchExternalKvPrefix > Candidates and the scan", step 1).
 [[nodiscard]] size_t PrefixLimit(size_t hash_count, uint32_t max_blocks);
 
 // Runs one prefix query: PrefixScan over hashes[0..limit) and assembly of the

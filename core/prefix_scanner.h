@@ -1,4 +1,5 @@
-// The per-worker prefix scanner of contract.md §11.5: the one place that
+// The per-worker prefix scanner of docs/contract.md,
+// "MatchExternalKvPrefix > Prefix rules": the one place that
 // decides how many leading blocks of a prompt a worker can serve, under the
 // legacy rule or the FULL/SWA/MAMBA component rules.
 //
@@ -13,7 +14,8 @@
 
 namespace kvindexer {
 
-// Component bits (contract.md §2.2).
+// Component bits (docs/contract.md,
+// "Enums and bit constants > Component bits").
 inline constexpr uint32_t kComponentFull = 1;
 inline constexpr uint32_t kComponentSwa = 2;
 inline constexpr uint32_t kComponentMamba = 4;

@@ -1,5 +1,7 @@
-// Request validation for kv_indexer.v1 (contract.md §8.1, §9, §10, §11.1
-// step 2). Status codes and messages are those of the contract, verbatim.
+// Request validation for kv_indexer.v1 (docs/contract.md, "Apply validation",
+// "Match validation", "GetExternalKvHitCounts" and
+// "MatchExternalKvPrefix > Order of checks"). Status codes and messages are
+// those of the contract, verbatim.
 // Enum fields are checked by their raw numbers: proto3 enums are open, so a
 // request may carry any int32 there.
 //
@@ -21,18 +23,21 @@ inline constexpr size_t kMaxHashesPerRequest = 16384;
 // MAX_ACTIONS_PER_BATCH.
 inline constexpr size_t kMaxActionsPerBatch = 256;
 
-// §8.1, first failure wins: empty worker_id; too many actions; too many hashes
+// "ApplyExternalKvBatch > Apply validation", first failure wins: empty
+// worker_id; too many actions; too many hashes
 // over all actions (CLEAR included); then per action: tier, type and hashes,
 // side-array lengths.
 [[nodiscard]] absl::Status ValidateApply(
     const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req);
-// §9: non-empty, at most kMaxHashesPerRequest hashes.
+// "MatchExternalKv > Match validation": non-empty, at most
+// kMaxHashesPerRequest hashes.
 [[nodiscard]] absl::Status ValidateMatch(
     const ::kv_indexer::v1::MatchExternalKvRequest& req);
-// §10: as ValidateMatch.
+// "GetExternalKvHitCounts": as ValidateMatch.
 [[nodiscard]] absl::Status ValidateHitCounts(
     const ::kv_indexer::v1::GetExternalKvHitCountsRequest& req);
-// §11.1 step 2: non-empty; no upper bound.
+// "MatchExternalKvPrefix > Order of checks", step 3: non-empty; no upper
+// bound.
 [[nodiscard]] absl::Status ValidatePrefix(
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req);
 

@@ -1,5 +1,6 @@
 // DeadlineShedder: decides whether a prefix query has already spent its
-// caller's budget while waiting inside the server (contract.md §11.1 step 1).
+// caller's budget while waiting inside the server (docs/contract.md,
+// "MatchExternalKvPrefix > Deadline shedding").
 //
 // Rule: shed iff the request has an arrival stamp, the caller supplied a
 // budget, and (now - arrival) >= budget. A budget of 0 is therefore always

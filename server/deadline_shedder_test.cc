@@ -26,7 +26,8 @@ class DeadlineShedderTest : public ::testing::Test {
   DeadlineShedder shedder_{clock_};
 };
 
-// Behaviour 32: 20 ms budget, 60 ms queued -> shed.
+// Behaviour 32 (numbers as in docs/contract.md, "Reference behaviours"):
+// 20 ms budget, 60 ms queued -> shed.
 TEST_F(DeadlineShedderTest, ShedsWhenQueuedLongerThanBudget) {
   const ShedDecision d = DecideAfter(20ms, 60ms);
   EXPECT_TRUE(d.shed);

@@ -1,5 +1,6 @@
 // Parser for the value of the gRPC `grpc-timeout` request header
-// (contract.md §11.2): one or more ASCII digits followed by exactly one unit
+// (docs/contract.md, "MatchExternalKvPrefix > grpc-timeout values"): one or
+// more ASCII digits followed by exactly one unit
 // letter out of H (hours), M (minutes), S (seconds), m (milliseconds),
 // u (microseconds) and n (nanoseconds).
 //

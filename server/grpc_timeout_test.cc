@@ -11,7 +11,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Behaviour 46: every unit parses.
+// Behaviour 46 (docs/contract.md, "Reference behaviours"): every unit parses.
 TEST(GrpcTimeoutTest, EveryUnitParses) {
   EXPECT_EQ(ParseGrpcTimeout("1H"), std::chrono::nanoseconds(3600s));
   EXPECT_EQ(ParseGrpcTimeout("2M"), std::chrono::nanoseconds(120s));

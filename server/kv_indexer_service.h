@@ -1,10 +1,12 @@
 // KvIndexerService: the kv_indexer.v1.KVIndexer gRPC service on the callback
-// API, over an Indexer (contract.md §8 to §12).
+// API, over an Indexer (docs/contract.md, "ApplyExternalKvBatch" to
+// "Rejection logging").
 //
 // Every method is registered as a raw method (grpc::ByteBuffer in and out), so
 // the service sees a request's serialized size before decoding it: a request
 // larger than kMaxRequestBytes is refused with OUT_OF_RANGE as the reference
-// implementation does (§6.3). Requests and responses live on a per-call
+// implementation does (docs/contract.md, "Transport > Request size").
+// Requests and responses live on a per-call
 // protobuf Arena; hash arrays are not copied beyond protobuf parsing.
 //
 // MatchExternalKvPrefix runs, in order:

@@ -1,5 +1,6 @@
 // PrefixAdmission: the server's bound on concurrently running prefix scans
-// (KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT, contract.md §11.3).
+// (KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT; docs/contract.md,
+// "MatchExternalKvPrefix > Admission control").
 //
 // Acquisition never blocks and nothing is queued: TryAcquire either returns a
 // held permit or an empty one at once. A permit is released when it is

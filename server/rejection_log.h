@@ -1,7 +1,7 @@
 // RejectionLog: counts prefix-query rejections per class and logs a line only
 // when a class's running total is a power of two (1, 2, 4, 8, ...), so the
 // first rejection is visible at the default level while sustained overload
-// grows the log only logarithmically (contract.md §12).
+// grows the log only logarithmically (docs/contract.md, "Rejection logging").
 //
 // | Class              | Level | Fields                              |
 // | deadline shed      | INFO  | shed_total, waited_ms, budget_ms    |

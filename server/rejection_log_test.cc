@@ -29,7 +29,8 @@ class RejectionLogTest : public ::testing::Test {
   std::vector<Line> lines_;
 };
 
-// Behaviour 49: 16 rejections log at totals 1, 2, 4, 8, 16.
+// Behaviour 49 (docs/contract.md, "Reference behaviours"): 16 rejections log
+// at totals 1, 2, 4, 8, 16.
 TEST_F(RejectionLogTest, OverloadLogsAtPowersOfTwo) {
   for (int i = 0; i < 16; ++i) log_.RecordOverload();
   ASSERT_EQ(lines_.size(), 5u);

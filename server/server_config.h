@@ -1,5 +1,5 @@
 // ServerConfig: kv-indexer-server's configuration, read from the environment
-// and the command line (contract.md §6.1).
+// and the command line (docs/contract.md, "Transport > Server configuration").
 //
 // | Variable                             | Default        | Accepted values |
 // | KV_INDEXER_LISTEN_ADDR               | [::1]:50051    | IP literal and

@@ -56,7 +56,7 @@ TEST(ServerConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(config->log_level, spdlog::level::debug);
 }
 
-// Behaviour 51.
+// Behaviour 51 (docs/contract.md, "Reference behaviours").
 TEST(ServerConfigTest, PrefixQueryMaxInflight) {
   EXPECT_EQ(ParsePrefixQueryMaxInflight("64").value(), 64u);
   EXPECT_EQ(ParsePrefixQueryMaxInflight("1").value(), 1u);

@@ -423,7 +423,8 @@ class ServiceOverProbeBackendTest : public ::testing::Test {
 };
 
 // ---------------------------------------------------------------------------
-// Behaviour 1: admission rejects without blocking writes.
+// Behaviour 1 (numbers as in docs/contract.md, "Reference behaviours"):
+// admission rejects without blocking writes.
 
 TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
   Start(/*prefix_limit=*/2);
@@ -674,7 +675,8 @@ TEST_F(ServiceOverProbeBackendTest, SixtyFourStreamsPerConnection) {
 }
 
 // ---------------------------------------------------------------------------
-// Deadline shedding over the wire (behaviours 32, 33, 50; §11.1).
+// Deadline shedding over the wire (behaviours 32, 33, 50; docs/contract.md,
+// "MatchExternalKvPrefix > Deadline shedding").
 
 TEST_F(ServiceOverProbeBackendTest, ExpiredPrefixQueryNeverReachesBackend) {
   Start(32);

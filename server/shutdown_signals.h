@@ -1,5 +1,6 @@
 // ShutdownSignals: turns SIGINT and SIGTERM into a synchronous event that the
-// main thread waits for (contract.md §6.2, graceful shutdown).
+// main thread waits for (docs/contract.md,
+// "Transport > Startup and shutdown").
 //
 // Block() must run in the main thread before any other thread starts: it
 // blocks both signals in the calling thread, and every thread created later

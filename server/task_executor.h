@@ -6,7 +6,8 @@
 // prefix scan, a 16,384-hash apply, a lookup waiting for a backend's lock)
 // would occupy one of those threads, and while it does, other calls queue
 // behind it: the server could neither reject surplus prefix queries at once
-// nor serve a prefix query while an apply runs (contract.md §8.1, §11.3). So
+// nor serve a prefix query while an apply runs (docs/contract.md,
+// "MatchExternalKvPrefix > Admission control"). So
 // the service does the cheap checks on the callback thread and hands the rest
 // to an executor (see kv_indexer_service.h for which executor runs what).
 //

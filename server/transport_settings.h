@@ -1,4 +1,4 @@
-// Transport settings of kv-indexer-server (contract.md §6.2, §6.3, §6.4).
+// Transport settings of kv-indexer-server (docs/contract.md, "Transport").
 //
 // Request size: the contract's limit is 8 MiB (kMaxRequestBytes). A request
 // of exactly that size is served; a larger one is refused with OUT_OF_RANGE
@@ -7,7 +7,8 @@
 // a hard ceiling, kTransportReceiveCeilingBytes = 16 MiB: requests above the
 // ceiling are refused by the runtime with RESOURCE_EXHAUSTED ("overloaded"
 // to sgl-router, which falls back to least-loaded routing exactly as for
-// OUT_OF_RANGE). The ceiling widens the buffering bound of §6.2 from
+// OUT_OF_RANGE). The ceiling widens the buffering bound (docs/contract.md,
+// "Transport > Transport settings") from
 // 64 x 8 MiB to 64 x 16 MiB of undecoded requests per connection.
 //
 // Also: 64 concurrent HTTP/2 streams per connection; SO_REUSEPORT off, so that

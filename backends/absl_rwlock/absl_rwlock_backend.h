@@ -1,6 +1,6 @@
 // AbslRwlockBackend: the reference IndexBackend. Three abseil hash tables
-// (blocks, workers, hit counters; contract.md §7) behind ONE reader/writer
-// lock, an absl::Mutex (rw_lock.h):
+// (blocks, workers, hit counters; docs/contract.md, "State model") behind ONE
+// reader/writer lock, an absl::Mutex (rw_lock.h):
 //
 //   Apply, Match with count_as_hit      exclusive, for the whole call
 //   Match without counting, PrefixScan,

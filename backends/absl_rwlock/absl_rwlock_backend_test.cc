@@ -557,7 +557,7 @@ TEST(AbslRwlockApplyTest, RefusesMalformedViewsWithoutChangingState) {
 }
 
 // ---------------------------------------------------------------------------
-// Lock modes (contract.md §7, behaviour 45).
+// Lock modes (docs/contract.md, "State model > Consistency"; behaviour 45).
 
 // A visitor that parks inside its first OnBlock until released, holding the
 // backend's shared lock all that time.

@@ -1,5 +1,6 @@
 // Defensive checks on an ApplyBatchView before the absl_rwlock backend takes
-// its lock. The host has already validated the request (contract.md §8.1);
+// its lock. The host has already validated the request (docs/contract.md,
+// "ApplyExternalKvBatch > Apply validation");
 // these checks only make sure a malformed view from a broken host is refused
 // instead of touching memory it does not own. They never re-implement the
 // contract's messages.

@@ -1,5 +1,6 @@
 // The blocks map of the absl_rwlock backend: block hash -> { token_count,
-// placements (worker, tier) -> component mask } (contract.md §7).
+// placements (worker, tier) -> component mask } (docs/contract.md,
+// "State model").
 //
 // Layout is kept lean because there is one record per cached block: a
 // placement is 8 bytes (worker ordinal and tier packed into one word, mask in

@@ -1,5 +1,6 @@
 // The hit_counts map of the absl_rwlock backend: block hash -> cumulative
-// hit count (contract.md §7, §9). A counter is created at 1, saturates at
+// hit count (docs/contract.md, "State model" and
+// "MatchExternalKv > Hit counting"). A counter is created at 1, saturates at
 // UINT64_MAX, and is deleted only together with its block record.
 //
 // Thread safety: none; the backend's lock guards every call.

@@ -1,5 +1,6 @@
 // The workers map of the absl_rwlock backend: worker id -> { address,
-// optional cache spec, holdings per tier } (contract.md §7), stored densely by
+// optional cache spec, holdings per tier } (docs/contract.md, "State model"),
+// stored densely by
 // ordinal. Ordinals are assigned in order of first sight and never reused;
 // records are never deleted (the only exception is RemoveLast, which undoes
 // an Add inside a failed Apply before anyone could see it).

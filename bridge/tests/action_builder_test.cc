@@ -1,4 +1,5 @@
-// Action building (§11): merging, clear expansion and the side-array rule,
+// Action building (docs/bridge-events.md, "Building actions"): merging, clear
+// expansion and the side-array rule,
 // driven from DecodedBatch values directly.
 #include "bridge/action_builder.h"
 

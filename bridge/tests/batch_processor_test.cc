@@ -1,5 +1,6 @@
 // One message end to end against a fake applier: RPC order, chunk failure
-// handling (§12 item 4), no RPC for empty batches (§12 item 5, P2, B23) and
+// handling (docs/bridge-events.md, "Chunking" rule 4), no RPC for empty
+// batches ("Chunking" rule 5, P2, B23) and
 // skip accounting.
 #include "bridge/batch_processor.h"
 

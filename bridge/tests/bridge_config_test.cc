@@ -1,5 +1,6 @@
-// Configuration (§10): defaults, trimming, aliases and startup validation
-// (B16, B19, B20 and the §10.4 list).
+// Configuration (docs/bridge-events.md, "Configuration"): defaults, trimming,
+// aliases and startup validation (B16, B19, B20 and the list of
+// "Configuration > Startup validation").
 #include "bridge/bridge_config.h"
 
 #include <map>

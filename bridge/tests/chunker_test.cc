@@ -1,4 +1,5 @@
-// Chunking (§12) and the request header (B1, B2, B3, B19).
+// Chunking (docs/bridge-events.md, "Chunking") and the request header (B1,
+// B2, B3, B19; "Reference behaviours" there).
 #include "bridge/chunker.h"
 
 #include <numeric>

@@ -1,5 +1,7 @@
-// Decoder conformance: golden payloads (§9), reference behaviours B4–B23 and
-// project cases P1–P10 that concern decoding, and malformed input.
+// Decoder conformance: golden payloads, reference behaviours B4–B23 and
+// project cases P1–P10 that concern decoding (docs/bridge-events.md,
+// "Golden payloads", "Reference behaviours" and
+// "Reference behaviours > Project cases"), and malformed input.
 #include "bridge/event_decoder.h"
 
 #include <cstdint>
@@ -54,7 +56,7 @@ std::vector<EventSkipReason> SkipReasons(const DecodedBatch& batch) {
   return out;
 }
 
-// --- §9 golden payloads ---------------------------------------------------
+// --- Golden payloads ------------------------------------------------------
 
 TEST(EventDecoderGolden, G1MixedBatch) {  // B21
   EXPECT_EQ(
@@ -117,7 +119,7 @@ TEST(EventDecoderGolden, BuilderReproducesX1AndX3Bytes) {
   EXPECT_EQ(testing::ToHex(PackBatch(x3, 1700000000.5, 0)), testing::kGoldenX3);
 }
 
-// --- §15 reference behaviours -------------------------------------------
+// --- Reference behaviours -----------------------------------------------
 
 TEST(EventDecoderReference, B4RemoveThenStoreKeepOrder) {
   EXPECT_EQ(DecodeAndDescribe(PackBatch(
@@ -246,7 +248,7 @@ TEST(EventDecoderReference, B18ComponentStoresMerge) {
             (Actions{"REPORT HBM [1,2] masks=[3,1] sizes=[64,32]"}));
 }
 
-// --- §16 project cases ---------------------------------------------------
+// --- Project cases -------------------------------------------------------
 
 TEST(EventDecoderProject, P2BarrierBatchYieldsNoActions) {
   DecodedBatch batch = MustDecode(PackBatch({}));

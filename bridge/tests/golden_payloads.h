@@ -1,4 +1,5 @@
-// The golden msgpack payloads of bridge spec §9, as hex.
+// The golden msgpack payloads of docs/bridge-events.md, "Golden payloads", as
+// hex.
 #ifndef KVINDEXER_BRIDGE_TESTS_GOLDEN_PAYLOADS_H_
 #define KVINDEXER_BRIDGE_TESTS_GOLDEN_PAYLOADS_H_
 
@@ -35,7 +36,7 @@ inline constexpr char kGoldenX5[] =
     "6b656e5f6964739401020304aa626c6f636b5f73697a6504a76c6f72615f6964c0a66d6564"
     "69756da347505500";
 
-// The [1..8], page-size-4 vectors of §8.
+// The [1..8], page-size-4 vectors of docs/bridge-events.md, "Block hashes".
 inline constexpr int64_t kH0 = -3488128144981237669;
 inline constexpr int64_t kH1 = 5674439469042975057;
 

@@ -1,5 +1,7 @@
 // IndexerClient::Connect failure modes: every one is UNAVAILABLE (a
-// transport error to retry, §10.4 and §13.2), bounded by the connect timeout
+// transport error to retry; docs/bridge-events.md,
+// "Configuration > Startup validation" and
+// "Sending and errors > Error classes"), bounded by the connect timeout
 // and interruptible by shutdown.
 #include "bridge/indexer_client.h"
 

@@ -1,5 +1,6 @@
-// Test helpers that build msgpack payloads in SGLang's layouts (bridge spec
-// §6, §9.3) with msgpack-cxx's packer, plus a tiny value tree for arbitrary
+// Test helpers that build msgpack payloads in SGLang's layouts
+// (docs/bridge-events.md, "Event batches" and "Golden payloads") with
+// msgpack-cxx's packer, plus a tiny value tree for arbitrary
 // (including malformed) shapes.
 #ifndef KVINDEXER_BRIDGE_TESTS_MSGPACK_BUILDERS_H_
 #define KVINDEXER_BRIDGE_TESTS_MSGPACK_BUILDERS_H_

@@ -75,7 +75,8 @@ struct StringView {
   size_t size;
 };
 
-// Raw enum numbers of kv_indexer.v1 (contract.md §2). Tiers are 1..3 by the
+// Raw enum numbers of kv_indexer.v1 (docs/contract.md,
+// "Enums and bit constants"). Tiers are 1..3 by the
 // time a batch reaches a backend.
 enum : uint32_t {
   kTierHbm = 1,

@@ -1,4 +1,6 @@
-// ApplyExternalKvBatch semantics (contract.md §8.2; behaviours 9–23 of §15).
+// ApplyExternalKvBatch semantics (docs/contract.md,
+// "ApplyExternalKvBatch > Apply semantics"; behaviours 9–23 of
+// "Reference behaviours").
 #include <vector>
 
 #include "conformance_fixture.h"

@@ -1,5 +1,6 @@
 // Snapshot isolation under concurrency (backend.h "Thread safety",
-// contract.md §7; behaviour 45 of §15). Writers move their worker between two
+// docs/contract.md, "State model > Consistency"; behaviour 45 of
+// "Reference behaviours"). Writers move their worker between two
 // complete hash sets in single batches while readers check that they only
 // ever observe whole batches. Bounded iterations, no sleeps; meant to run
 // under ThreadSanitizer as well.
@@ -180,7 +181,8 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
   }
 }
 
-// A counting match is one atomic step for every reader too (contract.md §7:
+// A counting match is one atomic step for every reader too (docs/contract.md,
+// "State model > Consistency":
 // it runs under the exclusive lock, and every query sees one consistent
 // snapshot): a concurrent GetExternalKvHitCounts never sees it half done.
 TEST_P(ConcurrencyTest, CountingMatchIsAtomicForConcurrentReaders) {

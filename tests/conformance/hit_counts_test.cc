@@ -1,5 +1,6 @@
-// Hit counting and GetExternalKvHitCounts (contract.md §9 "Hit counting",
-// §10; behaviours 2 and 20–22 of §15). Saturation at UINT64_MAX is not
+// Hit counting and GetExternalKvHitCounts (docs/contract.md,
+// "MatchExternalKv > Hit counting" and "GetExternalKvHitCounts"; behaviours 2
+// and 20–22 of "Reference behaviours"). Saturation at UINT64_MAX is not
 // tested: it would take 2^64 matches.
 #include <map>
 

@@ -1,5 +1,5 @@
-// MatchExternalKv: collapsing, ordering and response shape (contract.md §9;
-// behaviours 2, 9 and 44 of §15).
+// MatchExternalKv: collapsing, ordering and response shape (docs/contract.md,
+// "MatchExternalKv"; behaviours 2, 9 and 44 of "Reference behaviours").
 #include <vector>
 
 #include "conformance_fixture.h"

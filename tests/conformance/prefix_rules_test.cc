@@ -1,6 +1,7 @@
 // MatchExternalKvPrefix: candidate selection, the FULL/SWA/MAMBA rules and
-// result assembly (contract.md §11; behaviours 24–31 and 43 of §15, with the
-// §11.8 vectors V1–V10 expressed as applies plus prefix queries).
+// result assembly (docs/contract.md, "MatchExternalKvPrefix"; behaviours 24–31
+// and 43 of "Reference behaviours", with the "Rule vectors" V1–V10 expressed
+// as applies plus prefix queries).
 #include <map>
 #include <string>
 
@@ -149,19 +150,19 @@ TEST_P(PrefixRulesTest, BatchWithoutSpecClearsTheSpec) {
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
 }
 
-// §11.8 V1: legacy presence stops at the first absent block.
+// V1: legacy presence stops at the first absent block.
 TEST_P(PrefixRulesTest, V1LegacyStopsAtFirstGap) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2, 3, 5}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4, 5}), 3u);
 }
 
-// §11.8 V2.
+// V2.
 TEST_P(PrefixRulesTest, V2FullWithoutSpecIsExcluded) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2}, {kFull, kFull}));
   EXPECT_EQ(PrefixOf({1, 2}), 0u);
 }
 
-// §11.8 V3: FULL from HBM or DRAM; an SWA-only block breaks FULL.
+// V3: FULL from HBM or DRAM; an SWA-only block breaks FULL.
 TEST_P(PrefixRulesTest, V3FullOnlyAcrossTiers) {
   ApplyOk(Batch("w", "a")
               .Spec(Spec(kFull, 0, kHbmBit | kDramBit))
@@ -172,7 +173,7 @@ TEST_P(PrefixRulesTest, V3FullOnlyAcrossTiers) {
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 2u);
 }
 
-// §11.8 V4: SSD never serves a component, yet makes the worker a candidate.
+// V4: SSD never serves a component, yet makes the worker a candidate.
 TEST_P(PrefixRulesTest, V4FullAtSsdIsNeverServable) {
   ApplyOk(Batch("w", "a")
               .Spec(Spec(kFull, 0, kHbmBit | kDramBit))
@@ -187,7 +188,7 @@ TEST_P(PrefixRulesTest, V4FullAtSsdIsNeverServable) {
   EXPECT_EQ(PrefixOf({1}), 0u);
 }
 
-// §11.8 V5.
+// V5.
 TEST_P(PrefixRulesTest, V5UnbrokenSwaRun) {
   const auto fs = kFull | kSwa;
   ApplyOk(Batch("w", "a")
@@ -197,7 +198,7 @@ TEST_P(PrefixRulesTest, V5UnbrokenSwaRun) {
   EXPECT_EQ(PrefixOf({1, 2, 3, 4, 5}), 5u);
 }
 
-// §11.8 V6.
+// V6.
 TEST_P(PrefixRulesTest, V6SwaHoleNeedsAFullWindowAfterIt) {
   const auto fs = kFull | kSwa;
   ApplyOk(Batch("w", "a")
@@ -217,7 +218,7 @@ TEST_P(PrefixRulesTest, SwaRunAfterHoleReachingTheWindowCounts) {
   EXPECT_EQ(PrefixOf({1, 2, 3}), 1u);  // run of 60 < 100 at block 3
 }
 
-// §11.8 V7: the head of the prompt counts as unlimited history.
+// V7: the head of the prompt counts as unlimited history.
 TEST_P(PrefixRulesTest, V7HeadRule) {
   const auto fs = kFull | kSwa;
   ApplyOk(Batch("w", "a")
@@ -227,7 +228,7 @@ TEST_P(PrefixRulesTest, V7HeadRule) {
   EXPECT_EQ(PrefixOf({1, 2}), 2u);
 }
 
-// §11.8 V8: MAMBA is checked only at the boundary block.
+// V8: MAMBA is checked only at the boundary block.
 TEST_P(PrefixRulesTest, V8MambaOnlyAtBoundary) {
   const auto servable = kHbmBit | kDramBit;
   ApplyOk(Batch("w", "a")
@@ -239,7 +240,7 @@ TEST_P(PrefixRulesTest, V8MambaOnlyAtBoundary) {
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}, 2), 0u);
 }
 
-// §11.8 V9: invalid specs fail closed.
+// V9: invalid specs fail closed.
 TEST_P(PrefixRulesTest, V9InvalidSpecs) {
   const auto servable = kHbmBit | kDramBit;
   const v1::WorkerCacheSpec invalid[] = {
@@ -260,7 +261,7 @@ TEST_P(PrefixRulesTest, V9InvalidSpecs) {
   EXPECT_EQ(PrefixOf({1}), 1u);
 }
 
-// §11.8 V10: a spec with legacy placements never has FULL.
+// V10: a spec with legacy placements never has FULL.
 TEST_P(PrefixRulesTest, V10SpecWithLegacyPlacements) {
   ApplyOk(Batch("w", "a")
               .Spec(Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit))

@@ -1,5 +1,6 @@
 // ReferenceModel: a deliberately plain, single-threaded model of the whole
-// kv_indexer.v1 contract (contract.md §7–§11), used as the oracle of the
+// kv_indexer.v1 contract (docs/contract.md, "State model" to
+// "MatchExternalKvPrefix"), used as the oracle of the
 // differential test. It favours obviousness over speed: std::map state, the
 // validation table written out step by step, and a per-worker prefix
 // recomputation that tries every boundary instead of the single-pass scanner

@@ -19,7 +19,8 @@ namespace kvindexer::conformance {
 
 namespace v1 = ::kv_indexer::v1;
 
-// Checks every order and alignment rule of §9 that is fixed.
+// Checks every order and alignment rule of docs/contract.md,
+// "MatchExternalKv > Matching and response order", that is fixed.
 ::testing::AssertionResult MatchOrderHolds(
     const v1::MatchExternalKvRequest& req,
     const v1::MatchExternalKvResponse& resp);
@@ -27,7 +28,9 @@ namespace v1 = ::kv_indexer::v1;
 void CanonicalizeMatch(const v1::MatchExternalKvRequest& req,
                        v1::MatchExternalKvResponse* resp);
 
-// Checks §3.11, §3.12 and §11.6: prefixes > 0, descending, addresses
+// Checks docs/contract.md, "Messages > Field summary" and
+// "MatchExternalKvPrefix > Result assembly": prefixes > 0, descending,
+// addresses
 // non-empty, best = first prefix (or 0).
 ::testing::AssertionResult PrefixOrderHolds(
     const v1::MatchExternalKvPrefixResponse& resp);

@@ -1,5 +1,8 @@
-// Request validation (contract.md §8.1, §9, §10, §11.1; behaviours 3 and
-// 34–42 of §15): the status code, the message, and that a rejected request
+// Request validation (docs/contract.md, "Apply validation",
+// "Match validation", "GetExternalKvHitCounts" and
+// "MatchExternalKvPrefix > Order of checks"; behaviours 3 and 34–42 of
+// "Reference behaviours"): the status code, the message, and that a rejected
+// request
 // changes nothing observable.
 #include <string>
 
@@ -192,7 +195,7 @@ TEST_P(ValidationTest, ValidActionsBeforeAnInvalidOneAreNotApplied) {
                  kInvalid, "tier must not be TIER_UNKNOWN");
 }
 
-// §9 and §10 validation; behaviour 39.
+// MatchExternalKv and GetExternalKvHitCounts validation; behaviour 39.
 TEST_P(ValidationTest, MatchAndHitCountBounds) {
   v1::MatchExternalKvResponse match;
   absl::Status s = indexer().Match(MatchRequest({}), &match);
@@ -220,7 +223,8 @@ TEST_P(ValidationTest, MatchAndHitCountBounds) {
       indexer().HitCounts(HitCountsRequest(Range(0, 16384)), &hits).ok());
 }
 
-// §11.1 step 2; behaviour 39: prefix queries have no upper bound.
+// Prefix validation ("MatchExternalKvPrefix > Order of checks", step 3);
+// behaviour 39: prefix queries have no upper bound.
 TEST_P(ValidationTest, PrefixQueryBounds) {
   v1::MatchExternalKvPrefixResponse resp;
   absl::Status s = indexer().MatchPrefix(PrefixRequest({}), &resp);

@@ -232,7 +232,8 @@ TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
   EXPECT_EQ(invalid.error_message(), "worker_id must not be empty");
 }
 
-// Behaviours 6 and 7 against the real binary and its transport settings.
+// Behaviours 6 and 7 (docs/contract.md, "Reference behaviours") against the
+// real binary and its transport settings.
 TEST_P(ServerBackendE2eTest, MessageSizeLimits) {
   auto server = Start();
   ASSERT_NE(server, nullptr);
