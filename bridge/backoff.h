@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class Backoff {
  public:
@@ -34,6 +34,6 @@ class Backoff {
   Duration next_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BACKOFF_H_

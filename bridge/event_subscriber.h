@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class EventSubscriber {
  public:
@@ -37,6 +37,6 @@ class EventSubscriber {
   std::unique_ptr<zmq::socket_t> socket_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_EVENT_SUBSCRIBER_H_

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using namespace std::chrono_literals;
@@ -49,4 +49,4 @@ TEST(IndexerClient, ShutdownInterruptsConnect) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
