@@ -7,14 +7,14 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/wire_vocabulary.h"
 #include "machine_info.h"
 
 namespace kvindexer::bench {
 namespace {
 
-constexpr size_t kBatchHashes = 16384;
-constexpr uint32_t kFullSwa = 3;
-constexpr uint32_t kServableTiers = 0x6;
+constexpr size_t kBatchHashes = kMaxHashesPerRequest;
+constexpr uint32_t kFullSwa = kComponentFull | kComponentSwa;
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -70,8 +70,8 @@ v1::ApplyExternalKvBatchRequest WorkerBatch(uint32_t w) {
     spec->set_version(1);
     spec->set_components(kFullSwa);
     spec->set_swa_window_tokens(1024);
-    spec->set_full_tier_mask(kServableTiers);
-    spec->set_swa_tier_mask(kServableTiers);
+    spec->set_full_tier_mask(kServableTierMask);
+    spec->set_swa_tier_mask(kServableTierMask);
   }
   return batch;
 }

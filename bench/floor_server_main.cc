@@ -8,13 +8,13 @@
 //
 // Environment: KV_INDEXER_LISTEN_ADDR (default [::1]:50052). Stops gracefully
 // on SIGINT or SIGTERM.
-#include <signal.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "common/env.h"
+#include "common/shutdown_signals.h"
+#include "common/wire_vocabulary.h"
 #include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
 #include "server/transport_settings.h"
@@ -78,15 +78,16 @@ class FloorService final : public RawService {
 };
 
 int Main() {
-  const char* env = std::getenv("KV_INDEXER_LISTEN_ADDR");
-  const std::string addr = env != nullptr ? env : "[::1]:50052";
-
-  // Block the stop signals before gRPC starts threads, then wait for one.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before gRPC starts threads.
+  const ShutdownSignals signals = ShutdownSignals::Block();
+  const std::string addr =
+      ProcessEnvironment()("KV_INDEXER_LISTEN_ADDR").value_or("[::1]:50052");
+  if (!signals.active()) {
+    std::fprintf(
+        stderr,
+        "kv-indexer-floor-server: %s; SIGINT and SIGTERM end it at once\n",
+        signals.error().c_str());
+  }
 
   FloorService service;
   grpc::ServerBuilder builder;
@@ -102,8 +103,7 @@ int Main() {
   }
   std::fprintf(stderr, "kv-indexer-floor-server: listening on %s\n",
                addr.c_str());
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  if (!signals.Wait()) server->Wait();  // no signal handling: until killed
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;
 }

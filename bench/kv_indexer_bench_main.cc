@@ -45,6 +45,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench_report.h"
+#include "common/wire_vocabulary.h"
 #include "ingest_plan.h"
 #include "json_writer.h"
 #include "load_client.h"
@@ -153,7 +154,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint32_t kMaxBatchHashes = 16384;
+constexpr uint32_t kMaxBatchHashes = kMaxHashesPerRequest;
 
 // Accepts 127.0.0.0/8, [::1] and localhost, optionally with gRPC's "ipv4:" or
 // "ipv6:" scheme.

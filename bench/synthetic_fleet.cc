@@ -4,15 +4,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kvindexer/backend.h"
+#include "common/wire_vocabulary.h"
 
 namespace kvindexer::bench {
 namespace {
 
-constexpr uint32_t kMaxBatchHashes = 16384;
-constexpr int kMaxActions = 256;
-constexpr uint32_t kFullSwa = 3;
-constexpr uint32_t kServableTiers = 0x6;
+constexpr uint32_t kMaxBatchHashes = kMaxHashesPerRequest;
+constexpr int kMaxActions = kMaxActionsPerBatch;
+constexpr uint32_t kFullSwa = kComponentFull | kComponentSwa;
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -85,8 +84,8 @@ void SyntheticFleet::StartBatch(uint32_t w) {
     spec->set_version(1);
     spec->set_components(kFullSwa);
     spec->set_swa_window_tokens(config_.swa_window_tokens);
-    spec->set_full_tier_mask(kServableTiers);
-    spec->set_swa_tier_mask(kServableTiers);
+    spec->set_full_tier_mask(kServableTierMask);
+    spec->set_swa_tier_mask(kServableTierMask);
   }
   worker.pending_hashes = 0;
 }
@@ -103,7 +102,7 @@ void SyntheticFleet::Flush(BatchSink* sink) {
   for (uint32_t w = 0; w < workers_.size(); ++w) FlushWorker(w, sink);
 }
 
-void SyntheticFleet::AddAction(uint32_t w, uint32_t type, uint32_t tier,
+void SyntheticFleet::AddAction(uint32_t w, ActionType type, Tier tier,
                                int64_t hash, uint32_t batch_hashes,
                                BatchSink* sink) {
   Worker& worker = workers_[w];
@@ -116,19 +115,19 @@ void SyntheticFleet::AddAction(uint32_t w, uint32_t type, uint32_t tier,
   if (batch.actions_size() > 0) {
     v1::ExternalKvAction* last =
         batch.mutable_actions(batch.actions_size() - 1);
-    if (static_cast<uint32_t>(last->type()) == type &&
-        static_cast<uint32_t>(last->tier()) == tier) {
+    if (static_cast<uint32_t>(last->type()) == ActionNumber(type) &&
+        static_cast<uint32_t>(last->tier()) == TierNumber(tier)) {
       action = last;
     }
   }
   if (action == nullptr) {
     if (batch.actions_size() >= kMaxActions) FlushWorker(w, sink);
     action = worker.pending.add_actions();
-    action->set_type(static_cast<v1::ExternalKvActionType>(type));
-    action->set_tier(static_cast<v1::TierType>(tier));
+    action->set_type(static_cast<v1::ExternalKvActionType>(ActionNumber(type)));
+    action->set_tier(static_cast<v1::TierType>(TierNumber(tier)));
   }
   action->add_hashes(hash);
-  if (type == kActionReport) {
+  if (type == ActionType::kReport) {
     if (worker.swa) action->add_component_masks(kFullSwa);
     action->add_block_sizes(config_.block_tokens);
   }
@@ -142,12 +141,12 @@ void SyntheticFleet::EmitAnchors(BatchSink* sink) {
     for (uint32_t i = 0; i < config_.anchor_blocks; ++i) {
       auto [it, inserted] = worker.holdings.try_emplace(anchor[i]);
       if (!inserted) continue;
-      it->second.tier = kTierHbm;
+      it->second.tier = Tier::kHbm;
       it->second.pinned = true;
       worker.hbm_clock.push_back(anchor[i]);
       ++worker.hbm_count;
       ++placements_;
-      AddAction(w, kActionReport, kTierHbm, anchor[i], 0, sink);
+      AddAction(w, ActionType::kReport, Tier::kHbm, anchor[i], 0, sink);
     }
     FlushWorker(w, sink);
   }
@@ -190,7 +189,7 @@ void SyntheticFleet::EvictDram(uint32_t w, uint32_t batch_hashes,
     const int64_t h = worker.dram_clock.front();
     worker.dram_clock.pop_front();
     auto it = worker.holdings.find(h);
-    if (it == worker.holdings.end() || it->second.tier != kTierDram) continue;
+    if (it == worker.holdings.end() || it->second.tier != Tier::kDram) continue;
     if (it->second.referenced) {
       it->second.referenced = false;
       worker.dram_clock.push_back(h);
@@ -202,7 +201,7 @@ void SyntheticFleet::EvictDram(uint32_t w, uint32_t batch_hashes,
     victims.push_back(h);
   }
   for (const int64_t h : victims) {
-    AddAction(w, kActionRevoke, kTierDram, h, batch_hashes, sink);
+    AddAction(w, ActionType::kRevoke, Tier::kDram, h, batch_hashes, sink);
   }
 }
 
@@ -216,7 +215,7 @@ void SyntheticFleet::EvictHbm(uint32_t w, uint32_t batch_hashes,
     const int64_t h = worker.hbm_clock.front();
     worker.hbm_clock.pop_front();
     auto it = worker.holdings.find(h);
-    if (it == worker.holdings.end() || it->second.tier != kTierHbm) continue;
+    if (it == worker.holdings.end() || it->second.tier != Tier::kHbm) continue;
     if (it->second.pinned || it->second.referenced) {
       it->second.referenced = false;
       worker.hbm_clock.push_back(h);
@@ -229,16 +228,16 @@ void SyntheticFleet::EvictHbm(uint32_t w, uint32_t batch_hashes,
       --placements_;
       continue;
     }
-    it->second.tier = kTierDram;
+    it->second.tier = Tier::kDram;
     worker.dram_clock.push_back(h);
     ++worker.dram_count;
   }
   for (const int64_t h : victims) {
-    AddAction(w, kActionRevoke, kTierHbm, h, batch_hashes, sink);
+    AddAction(w, ActionType::kRevoke, Tier::kHbm, h, batch_hashes, sink);
   }
   if (dram_capacity_ == 0) return;
   for (const int64_t h : victims) {
-    AddAction(w, kActionReport, kTierDram, h, batch_hashes, sink);
+    AddAction(w, ActionType::kReport, Tier::kDram, h, batch_hashes, sink);
   }
   EvictDram(w, batch_hashes, sink);
 }
@@ -253,11 +252,11 @@ void SyntheticFleet::CacheOnWorker(uint32_t w,
       it->second.referenced = true;
       continue;
     }
-    it->second.tier = kTierHbm;
+    it->second.tier = Tier::kHbm;
     worker.hbm_clock.push_back(h);
     ++worker.hbm_count;
     ++placements_;
-    AddAction(w, kActionReport, kTierHbm, h, batch_hashes, sink);
+    AddAction(w, ActionType::kReport, Tier::kHbm, h, batch_hashes, sink);
   }
   EvictHbm(w, batch_hashes, sink);
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "common/wire_vocabulary.h"
 #include "kv_indexer.pb.h"
 #include "zipf_sampler.h"
 
@@ -95,7 +96,7 @@ class SyntheticFleet {
 
  private:
   struct Holding {
-    uint8_t tier = 0;  // kTierHbm or kTierDram
+    Tier tier = Tier::kHbm;  // HBM or DRAM
     bool referenced = false;
     bool pinned = false;
   };
@@ -125,7 +126,7 @@ class SyntheticFleet {
   static uint64_t LowWatermark(uint64_t capacity);
   void EvictHbm(uint32_t w, uint32_t batch_hashes, BatchSink* sink);
   void EvictDram(uint32_t w, uint32_t batch_hashes, BatchSink* sink);
-  void AddAction(uint32_t w, uint32_t type, uint32_t tier, int64_t hash,
+  void AddAction(uint32_t w, ActionType type, Tier tier, int64_t hash,
                  uint32_t batch_hashes, BatchSink* sink);
   void FlushWorker(uint32_t w, BatchSink* sink);
   void StartBatch(uint32_t w);

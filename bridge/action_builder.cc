@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 void BuildActions(const DecodedBatch& batch, std::span<const Tier> clear_tiers,
                   ActionList* out) {
@@ -11,7 +11,7 @@ void BuildActions(const DecodedBatch& batch, std::span<const Tier> clear_tiers,
     if (ev.kind == EventKind::kClear) {
       for (Tier tier : clear_tiers) {
         KvAction clear;
-        clear.kind = ActionKind::kClearAll;
+        clear.kind = ActionType::kClearAllAtTier;
         clear.tier = tier;
         clear.hash_begin = out->hashes.size();
         out->actions.push_back(clear);
@@ -19,8 +19,8 @@ void BuildActions(const DecodedBatch& batch, std::span<const Tier> clear_tiers,
       continue;
     }
     if (ev.hash_count == 0) continue;
-    const ActionKind kind = ev.kind == EventKind::kStore ? ActionKind::kReport
-                                                         : ActionKind::kRevoke;
+    const ActionType kind = ev.kind == EventKind::kStore ? ActionType::kReport
+                                                         : ActionType::kRevoke;
     const bool side = ev.kind == EventKind::kStore && ev.has_components;
     const bool merge = !out->actions.empty() &&
                        out->actions.back().kind == kind &&
@@ -45,4 +45,4 @@ void BuildActions(const DecodedBatch& batch, std::span<const Tier> clear_tiers,
   }
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -12,16 +12,13 @@
 
 #include "bridge/kv_events.h"
 
-namespace kvindexer {
-
-// Numbered exactly like kv_indexer.v1.ExternalKvActionType.
-enum class ActionKind : uint8_t { kReport = 1, kRevoke = 2, kClearAll = 3 };
+namespace kvindexer::bridge {
 
 struct KvAction {
-  ActionKind kind = ActionKind::kReport;
+  ActionType kind = ActionType::kReport;
   Tier tier = Tier::kHbm;
   size_t hash_begin = 0;  // into ActionList::hashes / masks / sizes
-  size_t hash_count = 0;  // 0 for kClearAll
+  size_t hash_count = 0;  // 0 for kClearAllAtTier
   // REPORT only: true when some hash came from a component store, so the
   // wire action carries component_masks and block_sizes (0 for legacy
   // hashes). Otherwise both side arrays are sent empty.
@@ -55,6 +52,6 @@ struct ActionList {
 void BuildActions(const DecodedBatch& batch, std::span<const Tier> clear_tiers,
                   ActionList* out);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_ACTION_BUILDER_H_

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class Backoff {
  public:
@@ -35,6 +35,6 @@ class Backoff {
   Duration next_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BACKOFF_H_

@@ -5,7 +5,7 @@
 #include "bridge/frame_parser.h"
 #include "spdlog/spdlog.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 BatchProcessor::BatchProcessor(const BridgeConfig& config, BridgeStats* stats,
                                ChunkLimits limits)
@@ -115,4 +115,4 @@ void BatchProcessor::SyncSequenceStats() {
   stats_->seq_reorders = sequence_.reorders();
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

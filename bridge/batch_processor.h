@@ -23,7 +23,7 @@
 #include "bridge/log_throttle.h"
 #include "bridge/sequence_tracker.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class BatchProcessor {
  public:
@@ -53,6 +53,6 @@ class BatchProcessor {
   std::array<LogThrottle, kMessageSkipReasonCount> message_throttles_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BATCH_PROCESSOR_H_

@@ -1,98 +1,51 @@
 #include "bridge/bridge_config.h"
 
-#include <cctype>
 #include <cstdint>
-#include <cstdlib>
-#include <limits>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "bridge/cache_names.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-constexpr char kTierNames[] =
-    "HBM (or GPU), DRAM (or CPU, CPU_PINNED), SSD (or DISK)";
+constexpr char kTierListAccepted[] =
+    "a comma-separated list of HBM (or GPU), DRAM (or CPU, CPU_PINNED), "
+    "SSD (or DISK), any case";
+constexpr char kComponentsAccepted[] =
+    "a comma-separated list of full, swa, mamba, any case";
+constexpr char kUint32Accepted[] = "an unsigned 32-bit integer (0..4294967295)";
+// Unsigned 32-bit decimal with an optional leading '+', as Rust's u32 parser
+// (the reference bridge) accepts.
+constexpr Uint32Syntax kUint32Syntax{.allow_plus_sign = true};
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
+// Items of a comma list, each trimmed; empty items are skipped.
 std::vector<std::string_view> SplitTrimmed(std::string_view value) {
   std::vector<std::string_view> items;
   size_t start = 0;
   while (true) {
     const size_t comma = value.find(',', start);
-    std::string_view item = Trim(value.substr(
+    const std::string_view raw = value.substr(
         start, comma == std::string_view::npos ? std::string_view::npos
-                                               : comma - start));
-    if (!item.empty()) items.push_back(item);
+                                               : comma - start);
+    const absl::string_view item =
+        absl::StripAsciiWhitespace(absl::string_view(raw.data(), raw.size()));
+    if (!item.empty()) items.emplace_back(item.data(), item.size());
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
   return items;
 }
 
-absl::Status ConfigError(std::string_view variable, std::string_view value,
-                         std::string_view accepted) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(variable), "=\"", std::string(value),
-                   "\" is invalid: ", std::string(accepted)));
-}
-
-// Cache-spec variables: trimmed, and a blank value counts as unset
-// (docs/bridge-events.md, "Configuration > Trimming").
-std::optional<std::string> TrimmedOrUnset(const EnvLookup& env,
-                                          const char* name) {
-  std::optional<std::string> raw = env(name);
-  if (!raw) return std::nullopt;
-  std::string_view trimmed = Trim(*raw);
-  if (trimmed.empty()) return std::nullopt;
-  return std::string(trimmed);
-}
-
-// Unsigned 32-bit decimal, an optional leading '+' (as Rust's u32 parser).
 absl::StatusOr<uint32_t> ParseUint32(std::string_view variable,
                                      std::string_view value) {
-  std::string_view digits = value;
-  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
-  uint64_t result = 0;
-  bool ok = !digits.empty();
-  for (char c : digits) {
-    if (c < '0' || c > '9') {
-      ok = false;
-      break;
-    }
-    result = result * 10 + static_cast<uint64_t>(c - '0');
-    if (result > std::numeric_limits<uint32_t>::max()) {
-      ok = false;
-      break;
-    }
-  }
-  if (!ok) {
-    return ConfigError(variable, value,
-                       "expected an unsigned 32-bit integer (0..4294967295)");
-  }
-  return static_cast<uint32_t>(result);
+  return ParseEnvUint32(variable, value, kUint32Syntax, kUint32Accepted);
 }
 
-absl::StatusOr<uint32_t> TierMask(const EnvLookup& env, const char* name) {
-  std::optional<std::string> value = TrimmedOrUnset(env, name);
+absl::StatusOr<uint32_t> TierMask(const EnvLookup& env, std::string_view name) {
+  std::optional<std::string> value = LookupTrimmed(env, name);
   std::vector<Tier> tiers = {Tier::kHbm, Tier::kDram};
   if (value) {
     absl::StatusOr<std::vector<Tier>> parsed = ParseTierList(name, *value);
@@ -100,7 +53,7 @@ absl::StatusOr<uint32_t> TierMask(const EnvLookup& env, const char* name) {
     tiers = *std::move(parsed);
   }
   uint32_t mask = 0;
-  for (Tier t : tiers) mask |= 1u << static_cast<uint32_t>(t);
+  for (Tier t : tiers) mask |= TierBit(t);
   return mask;
 }
 
@@ -109,7 +62,7 @@ absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> LoadCacheSpec(
   // Parsed even without SWA: a bad value is always a startup error.
   uint32_t swa_window = 0;
   bool swa_window_set = false;
-  if (auto window = TrimmedOrUnset(env, "KV_INDEXER_SWA_WINDOW_TOKENS")) {
+  if (auto window = LookupTrimmed(env, "KV_INDEXER_SWA_WINDOW_TOKENS")) {
     absl::StatusOr<uint32_t> parsed =
         ParseUint32("KV_INDEXER_SWA_WINDOW_TOKENS", *window);
     if (!parsed.ok()) return parsed.status();
@@ -117,7 +70,7 @@ absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> LoadCacheSpec(
     swa_window_set = true;
   }
   uint32_t version = 1;
-  if (auto v = TrimmedOrUnset(env, "KV_INDEXER_CACHE_SPEC_VERSION")) {
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_CACHE_SPEC_VERSION")) {
     absl::StatusOr<uint32_t> parsed =
         ParseUint32("KV_INDEXER_CACHE_SPEC_VERSION", *v);
     if (!parsed.ok()) return parsed.status();
@@ -125,25 +78,25 @@ absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> LoadCacheSpec(
   }
 
   std::optional<std::string> components =
-      TrimmedOrUnset(env, "KV_INDEXER_CACHE_COMPONENTS");
+      LookupTrimmed(env, "KV_INDEXER_CACHE_COMPONENTS");
   if (!components) return std::nullopt;  // legacy: no spec
 
   uint32_t bits = kComponentFull;  // FULL is always added
   for (std::string_view item : SplitTrimmed(*components)) {
     std::optional<uint32_t> bit = ComponentBitFromName(item);
     if (!bit) {
-      return ConfigError(
+      return InvalidEnvValueBecause(
           "KV_INDEXER_CACHE_COMPONENTS", *components,
-          absl::StrCat("unknown component \"", std::string(item),
-                       "\"; accepted: a comma list of full, swa, mamba"));
+          absl::StrCat("unknown component ", QuoteEnvValue(item)),
+          kComponentsAccepted);
     }
     bits |= *bit;
   }
   if ((bits & kComponentSwa) != 0 && swa_window == 0) {
-    return ConfigError(
+    return InvalidEnvValueBecause(
         "KV_INDEXER_SWA_WINDOW_TOKENS", swa_window_set ? "0" : "",
-        "SWA is configured in KV_INDEXER_CACHE_COMPONENTS, so a window of at "
-        "least 1 token is required");
+        "SWA is configured in KV_INDEXER_CACHE_COMPONENTS",
+        "a window of at least 1 token (1..4294967295)");
   }
   kv_indexer::v1::WorkerCacheSpec spec;
   spec.set_version(version);
@@ -161,32 +114,7 @@ absl::StatusOr<std::optional<kv_indexer::v1::WorkerCacheSpec>> LoadCacheSpec(
   return spec;
 }
 
-absl::StatusOr<spdlog::level::level_enum> LoadLogLevel(const EnvLookup& env) {
-  std::optional<std::string> value =
-      TrimmedOrUnset(env, "KV_INDEXER_LOG_LEVEL");
-  if (!value) return spdlog::level::info;
-  const std::string name = Lower(*value);
-  if (name == "trace") return spdlog::level::trace;
-  if (name == "debug") return spdlog::level::debug;
-  if (name == "info") return spdlog::level::info;
-  if (name == "warn" || name == "warning") return spdlog::level::warn;
-  if (name == "error") return spdlog::level::err;
-  if (name == "critical") return spdlog::level::critical;
-  if (name == "off") return spdlog::level::off;
-  return ConfigError(
-      "KV_INDEXER_LOG_LEVEL", *value,
-      "accepted: trace, debug, info, warn, error, critical, off");
-}
-
 }  // namespace
-
-EnvLookup ProcessEnvironment() {
-  return [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
-}
 
 absl::StatusOr<std::vector<Tier>> ParseTierList(std::string_view variable,
                                                 std::string_view value) {
@@ -194,9 +122,9 @@ absl::StatusOr<std::vector<Tier>> ParseTierList(std::string_view variable,
   for (std::string_view item : SplitTrimmed(value)) {
     std::optional<Tier> tier = TierFromConfigName(item);
     if (!tier) {
-      return ConfigError(variable, value,
-                         absl::StrCat("unknown tier \"", std::string(item),
-                                      "\"; accepted: ", kTierNames));
+      return InvalidEnvValueBecause(
+          variable, value, absl::StrCat("unknown tier ", QuoteEnvValue(item)),
+          kTierListAccepted);
     }
     tiers.push_back(*tier);
   }
@@ -212,8 +140,8 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
         "worker's event stream (any string, e.g. worker-0)");
   }
   config.worker_id = *worker_id;
-  // Read raw ("Configuration > Trimming"): set-but-empty values are used as
-  // empty strings.
+  // Read raw ("Configuration > Trimming" in docs/bridge-events.md):
+  // set-but-empty values are used as empty strings.
   if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
   if (auto v = env("KV_INDEXER_ENDPOINT")) config.indexer_endpoint = *v;
   if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;
@@ -232,7 +160,7 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   absl::StatusOr<spdlog::level::level_enum> level = LoadLogLevel(env);
   if (!level.ok()) return level.status();
   config.log_level = *level;
-  if (auto v = TrimmedOrUnset(env, "KV_INDEXER_STATS_INTERVAL_SECS")) {
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_STATS_INTERVAL_SECS")) {
     absl::StatusOr<uint32_t> secs =
         ParseUint32("KV_INDEXER_STATS_INTERVAL_SECS", *v);
     if (!secs.ok()) return secs.status();
@@ -300,4 +228,4 @@ bad command line. Transport and transient errors are retried with backoff
 )";
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

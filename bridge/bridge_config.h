@@ -6,7 +6,6 @@
 #define KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
 
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,10 +13,12 @@
 
 #include "absl/status/statusor.h"
 #include "bridge/kv_events.h"
+#include "common/env.h"
+#include "common/log_setup.h"
 #include "kv_indexer.pb.h"
 #include "spdlog/common.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 struct BridgeConfig {
   std::string worker_id;
@@ -28,16 +29,10 @@ struct BridgeConfig {
   std::vector<Tier> clear_tiers = {Tier::kHbm, Tier::kDram, Tier::kSsd};
   // Absent when no components are configured (legacy worker).
   std::optional<kv_indexer::v1::WorkerCacheSpec> cache_spec;
-  spdlog::level::level_enum log_level = spdlog::level::info;
+  spdlog::level::level_enum log_level = kDefaultLogLevel;
   // 0 disables the periodic stats line (it is still printed at shutdown).
   std::chrono::seconds stats_interval{30};
 };
-
-// Returns the value of an environment variable, or nullopt when unset.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
-
-// Looks variables up in the process environment.
-EnvLookup ProcessEnvironment();
 
 // Reads and validates the configuration. A startup error is returned as
 // InvalidArgument whose message names the variable, the bad value and what
@@ -57,6 +52,6 @@ std::string BridgeUsage();
 // One-line summary of the effective configuration for the startup log.
 std::string DescribeConfig(const BridgeConfig& config);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_

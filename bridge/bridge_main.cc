@@ -1,91 +1,66 @@
 // kv-indexer-bridge: one SGLang worker's ZMQ KV-event stream ->
 // kv-indexer-server. Configuration comes from the environment; see --help.
-#include <pthread.h>
-#include <signal.h>
-
 #include <cstdio>
-#include <cstring>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_runner.h"
 #include "bridge/shutdown_signal.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
+#include "common/env.h"
+#include "common/log_setup.h"
+#include "common/shutdown_signals.h"
 #include "spdlog/spdlog.h"
 
-namespace {
-
-void SetUpLogging() {
-  auto logger = spdlog::stderr_color_mt("kv-indexer-bridge");
-  logger->set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [%l] %v");
-  spdlog::set_default_logger(logger);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
+  namespace bridge = kvindexer::bridge;
+  // Before anything can start a thread (gRPC and ZMQ do).
+  const kvindexer::ShutdownSignals signals =
+      kvindexer::ShutdownSignals::Block();
+
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kvindexer::BridgeUsage().c_str(), stdout);
-      return kvindexer::kExitOk;
+      std::fputs(bridge::BridgeUsage().c_str(), stdout);
+      return bridge::kExitOk;
     }
     std::fprintf(stderr,
-                 "kv-indexer-bridge: unknown argument \"%s\"; configuration "
+                 "kv-indexer-bridge: unknown argument %s; configuration "
                  "comes from the environment (see --help)\n",
-                 argv[i]);
-    return kvindexer::kExitConfigError;
+                 kvindexer::QuoteEnvValue(arg).c_str());
+    return bridge::kExitConfigError;
   }
 
-  // Block SIGINT/SIGTERM before any thread exists (gRPC and ZMQ start
-  // threads); a dedicated thread receives them with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  const bool signals_blocked =
-      pthread_sigmask(SIG_BLOCK, &signals, nullptr) == 0;
-
-  SetUpLogging();
-  absl::StatusOr<kvindexer::BridgeConfig> config =
-      kvindexer::LoadBridgeConfig(kvindexer::ProcessEnvironment());
+  kvindexer::SetUpLogging("kv-indexer-bridge");
+  absl::StatusOr<bridge::BridgeConfig> config =
+      bridge::LoadBridgeConfig(kvindexer::ProcessEnvironment());
   if (!config.ok()) {
     spdlog::error("configuration error: {}",
                   std::string(config.status().message()));
-    return kvindexer::kExitConfigError;
+    return bridge::kExitConfigError;
   }
   spdlog::set_level(config->log_level);
   spdlog::info("starting kv-indexer-bridge: {}",
-               kvindexer::DescribeConfig(*config));
+               bridge::DescribeConfig(*config));
 
-  kvindexer::ShutdownSignal shutdown;
-  std::thread signal_thread;
-  if (signals_blocked) {
-    signal_thread = std::thread([&shutdown, signals] {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0) return;
+  bridge::ShutdownSignal shutdown;
+  // Declared after `shutdown`, which its callback uses, so it is stopped and
+  // joined first.
+  std::optional<kvindexer::ShutdownSignalWatcher> watcher;
+  if (signals.active()) {
+    watcher.emplace(signals, [&shutdown](int signal_number) {
       if (!shutdown.triggered()) {
         spdlog::info("received {}; shutting down",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+                     kvindexer::SignalName(signal_number));
       }
       shutdown.Trigger();
     });
   } else {
     spdlog::warn(
-        "could not install signal handling; SIGINT/SIGTERM will not "
-        "stop the bridge cleanly");
+        "cannot take over SIGINT/SIGTERM ({}); they keep their default "
+        "action and will not stop the bridge cleanly",
+        signals.error());
   }
 
-  const int exit_code =
-      kvindexer::BridgeRunner(*std::move(config), &shutdown).Run();
-
-  if (signal_thread.joinable()) {
-    if (!shutdown.triggered()) {
-      shutdown.Trigger();
-      pthread_kill(signal_thread.native_handle(), SIGTERM);  // wake sigwait
-    }
-    signal_thread.join();
-  }
-  return exit_code;
+  return bridge::BridgeRunner(*std::move(config), &shutdown).Run();
 }

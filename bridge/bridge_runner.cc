@@ -12,7 +12,7 @@
 #include "bridge/status_classifier.h"
 #include "spdlog/spdlog.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 constexpr auto kPollTimeout = std::chrono::milliseconds(100);
@@ -106,4 +106,4 @@ void BridgeRunner::MaybeLogStats(std::chrono::steady_clock::time_point now) {
   spdlog::info("stats: {}", stats_.FormatLine());
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

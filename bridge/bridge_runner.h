@@ -19,7 +19,7 @@
 #include "bridge/bridge_stats.h"
 #include "bridge/shutdown_signal.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 // Process exit statuses of kv-indexer-bridge.
 inline constexpr int kExitOk = 0;
@@ -48,6 +48,6 @@ class BridgeRunner {
   std::chrono::steady_clock::time_point last_stats_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 std::string_view MessageSkipReasonName(MessageSkipReason reason) {
   switch (reason) {
@@ -48,4 +48,4 @@ std::string BridgeStats::FormatLine() const {
   return line;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -11,7 +11,7 @@
 
 #include "bridge/kv_events.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 // Why a whole ZMQ message was not forwarded.
 enum class MessageSkipReason : uint8_t {
@@ -52,6 +52,6 @@ struct BridgeStats {
   std::string FormatLine() const;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_BRIDGE_STATS_H_

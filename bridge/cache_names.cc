@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -58,4 +58,4 @@ std::string_view TierName(Tier tier) {
   return "UNKNOWN";
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

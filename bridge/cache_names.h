@@ -11,7 +11,7 @@
 
 #include "bridge/kv_events.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 // Configuration tier names, case-insensitive: HBM/GPU, DRAM/CPU/CPU_PINNED,
 // SSD/DISK. Anything else (e.g. NVME) yields nullopt.
@@ -27,6 +27,6 @@ std::optional<uint32_t> ComponentBitFromName(std::string_view name);
 // "HBM", "DRAM" or "SSD".
 std::string_view TierName(Tier tier);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_CACHE_NAMES_H_

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using kv_indexer::v1::ApplyExternalKvBatchRequest;
@@ -65,4 +65,4 @@ std::vector<ApplyExternalKvBatchRequest> ChunkActions(
   return requests;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "bridge/action_builder.h"
+#include "common/wire_vocabulary.h"
 #include "kv_indexer.pb.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 // The per-worker fields repeated on every request.
 struct ApplyHeader {
@@ -25,8 +26,8 @@ struct ApplyHeader {
 };
 
 struct ChunkLimits {
-  size_t max_hashes = 16384;  // MAX_HASHES_PER_REQUEST
-  size_t max_actions = 256;   // MAX_ACTIONS_PER_BATCH
+  size_t max_hashes = kMaxHashesPerRequest;
+  size_t max_actions = kMaxActionsPerBatch;
 };
 
 // Returns the requests for one batch, in sending order. An empty action list
@@ -38,6 +39,6 @@ std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest> ChunkActions(
     const ActionList& actions, const ApplyHeader& header, uint64_t seq,
     const ChunkLimits& limits = {});
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_CHUNKER_H_

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "bridge/cache_names.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 // What the container at a given depth is.
@@ -666,4 +666,4 @@ absl::Status EventDecoder::Decode(std::string_view payload,
   return absl::InvalidArgumentError(failure);
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

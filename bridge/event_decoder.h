@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "bridge/kv_events.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class EventDecoder {
  public:
@@ -37,6 +37,6 @@ class EventDecoder {
                                     DecodedBatch* out) const;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_EVENT_DECODER_H_

@@ -3,7 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 absl::Status EventSubscriber::Connect(const std::string& endpoint,
                                       const std::string& topic) {
@@ -50,4 +50,4 @@ absl::StatusOr<bool> EventSubscriber::Receive(
   }
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class EventSubscriber {
  public:
@@ -38,6 +38,6 @@ class EventSubscriber {
   std::unique_ptr<zmq::socket_t> socket_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_EVENT_SUBSCRIBER_H_

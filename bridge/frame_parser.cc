@@ -3,7 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 absl::StatusOr<LiveMessage> ParseLiveMessage(
     std::span<const std::string_view> frames) {
@@ -29,4 +29,4 @@ absl::StatusOr<LiveMessage> ParseLiveMessage(
   return message;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 struct LiveMessage {
   std::string_view topic;  // empty for 2-frame messages
@@ -27,6 +27,6 @@ struct LiveMessage {
 [[nodiscard]] absl::StatusOr<LiveMessage> ParseLiveMessage(
     std::span<const std::string_view> frames);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_FRAME_PARSER_H_

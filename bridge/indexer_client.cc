@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "bridge/indexer_endpoint.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 // Wait in small slices so that shutdown interrupts a connect promptly.
@@ -75,4 +75,4 @@ absl::Status IndexerClient::Apply(
                       status.error_message());
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -16,7 +16,7 @@
 #include "bridge/shutdown_signal.h"
 #include "kv_indexer.grpc.pb.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class IndexerClient final : public KvApplier {
  public:
@@ -43,6 +43,6 @@ class IndexerClient final : public KvApplier {
   std::chrono::milliseconds rpc_timeout_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_INDEXER_CLIENT_H_

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 absl::Status Invalid(std::string_view endpoint, std::string_view why) {
@@ -95,4 +95,4 @@ absl::StatusOr<GrpcTarget> ParseIndexerEndpoint(std::string_view endpoint) {
   return t;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 struct GrpcTarget {
   std::string target;  // e.g. "127.0.0.1:50051", "[::1]:50051", "unix:/p"
@@ -27,6 +27,6 @@ struct GrpcTarget {
 [[nodiscard]] absl::StatusOr<GrpcTarget> ParseIndexerEndpoint(
     std::string_view endpoint);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_INDEXER_ENDPOINT_H_

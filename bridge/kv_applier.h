@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "kv_indexer.pb.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class KvApplier {
  public:
@@ -17,6 +17,6 @@ class KvApplier {
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request) = 0;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_KV_APPLIER_H_

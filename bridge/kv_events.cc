@@ -1,6 +1,6 @@
 #include "bridge/kv_events.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 std::string_view EventSkipReasonName(EventSkipReason reason) {
   switch (reason) {
@@ -26,4 +26,4 @@ std::string_view EventSkipReasonName(EventSkipReason reason) {
   return "unknown";
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

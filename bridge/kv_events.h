@@ -9,16 +9,11 @@
 #include <string_view>
 #include <vector>
 
-namespace kvindexer {
+#include "common/wire_vocabulary.h"
 
-// Storage tiers, numbered exactly like kv_indexer.v1.TierType.
-enum class Tier : uint8_t { kHbm = 1, kDram = 2, kSsd = 3 };
+namespace kvindexer::bridge {
 
-// Component bits (docs/contract.md,
-// "Enums and bit constants > Component bits").
-inline constexpr uint32_t kComponentFull = 1;
-inline constexpr uint32_t kComponentSwa = 2;
-inline constexpr uint32_t kComponentMamba = 4;
+// Tiers and component bits are those of common/wire_vocabulary.h.
 
 enum class EventKind : uint8_t { kStore, kRemove, kClear };
 
@@ -77,6 +72,6 @@ struct DecodedBatch {
   }
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_KV_EVENTS_H_

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class LogThrottle {
  public:
@@ -38,6 +38,6 @@ class LogThrottle {
   uint64_t suppressed_ = 0;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_LOG_THROTTLE_H_

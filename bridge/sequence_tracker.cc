@@ -1,6 +1,6 @@
 #include "bridge/sequence_tracker.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 SequenceTracker::Observation SequenceTracker::Observe(uint64_t seq,
                                                       Clock::time_point now) {
@@ -39,4 +39,4 @@ SequenceTracker::Observation SequenceTracker::Observe(uint64_t seq,
   return obs;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

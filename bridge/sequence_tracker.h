@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class SequenceTracker {
  public:
@@ -60,6 +60,6 @@ class SequenceTracker {
   uint64_t reorders_ = 0;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_SEQUENCE_TRACKER_H_

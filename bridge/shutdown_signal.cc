@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 void ShutdownSignal::Trigger() {
   std::function<void()> cancel;
@@ -41,4 +41,4 @@ void ShutdownSignal::ClearCanceller() {
   cancel_ = nullptr;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -12,7 +12,7 @@
 #include <functional>
 #include <mutex>
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 class ShutdownSignal {
  public:
@@ -36,6 +36,6 @@ class ShutdownSignal {
   std::function<void()> cancel_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_SHUTDOWN_SIGNAL_H_

@@ -1,6 +1,6 @@
 #include "bridge/status_classifier.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 bool IsPermanentStatus(absl::StatusCode code) {
   switch (code) {
@@ -19,4 +19,4 @@ bool IsPermanentStatus(absl::StatusCode code) {
   }
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 
 // True for INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND, ALREADY_EXISTS,
 // OUT_OF_RANGE, UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED and
@@ -14,6 +14,6 @@ namespace kvindexer {
 // is transient: reconnect with backoff. OK is neither; it returns false.
 bool IsPermanentStatus(absl::StatusCode code);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 #endif  // KVINDEXER_BRIDGE_STATUS_CLASSIFIER_H_

@@ -56,9 +56,9 @@ bool PrefixScanner::Available(const WorkerBlock& block, uint32_t component,
                               uint32_t tiers) {
   const uint32_t candidate_tiers = block.tier_bits & tiers;
   if (candidate_tiers == 0) return false;
-  return ((candidate_tiers & (1u << kTierHbm)) != 0 &&
+  return ((candidate_tiers & kTierBitHbm) != 0 &&
           (block.masks[kTierHbm] & component) != 0) ||
-         ((candidate_tiers & (1u << kTierDram)) != 0 &&
+         ((candidate_tiers & kTierBitDram) != 0 &&
           (block.masks[kTierDram] & component) != 0);
 }
 

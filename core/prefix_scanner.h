@@ -10,20 +10,10 @@
 
 #include <stdint.h>
 
+#include "common/wire_vocabulary.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
-
-// Component bits (docs/contract.md,
-// "Enums and bit constants > Component bits").
-inline constexpr uint32_t kComponentFull = 1;
-inline constexpr uint32_t kComponentSwa = 2;
-inline constexpr uint32_t kComponentMamba = 4;
-// Tier-mask bits (1 << tier) of the tiers that can serve a component.
-inline constexpr uint32_t kServableTierMask =
-    (1u << kTierHbm) | (1u << kTierDram);
-// The newest WorkerCacheSpec.version this build understands.
-inline constexpr uint32_t kSupportedSpecVersion = 1;
 
 // One worker's placements on one block.
 struct WorkerBlock {

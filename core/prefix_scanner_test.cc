@@ -13,9 +13,6 @@ namespace {
 constexpr uint32_t F = kComponentFull;
 constexpr uint32_t S = kComponentSwa;
 constexpr uint32_t M = kComponentMamba;
-constexpr uint32_t kHbmBit = 1u << kTierHbm;
-constexpr uint32_t kDramBit = 1u << kTierDram;
-constexpr uint32_t kSsdBit = 1u << kTierSsd;
 
 // A block held at the given (tier, mask) pairs; no pairs means absent.
 WorkerBlock Block(std::initializer_list<std::pair<uint32_t, uint32_t>> pairs,
@@ -51,38 +48,38 @@ TEST(PrefixScannerVectors, V2ComponentsWithoutSpecFailClosed) {
 }
 
 TEST(PrefixScannerVectors, V3FullRunEndsAtSwaOnlyBlock) {
-  const CacheSpec spec = Spec(F, 0, kHbmBit | kDramBit, 0, 0);
+  const CacheSpec spec = Spec(F, 0, kTierBitHbm | kTierBitDram, 0, 0);
   EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F}}), Block({{kTierDram, F}}),
                          Block({{kTierHbm, S}}), Block({{kTierHbm, F}})}),
             2u);
 }
 
 TEST(PrefixScannerVectors, V4SsdNeverServes) {
-  const CacheSpec spec = Spec(F, 0, kHbmBit | kDramBit, 0, 0);
+  const CacheSpec spec = Spec(F, 0, kTierBitHbm | kTierBitDram, 0, 0);
   EXPECT_EQ(Scan(&spec, {Block({{kTierSsd, F}})}), 0u);
 }
 
 TEST(PrefixScannerVectors, V5SwaRunCoversWholePrompt) {
-  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 100, kTierBitHbm, kTierBitHbm, 0);
   std::vector<WorkerBlock> blocks(5, Block({{kTierHbm, F | S}}, 50));
   EXPECT_EQ(Scan(&spec, blocks), 5u);
 }
 
 TEST(PrefixScannerVectors, V6SwaHoleNeedsAWindowAfterIt) {
-  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 100, kTierBitHbm, kTierBitHbm, 0);
   std::vector<WorkerBlock> blocks(5, Block({{kTierHbm, F | S}}, 50));
   blocks[3] = Block({{kTierHbm, F}}, 50);
   EXPECT_EQ(Scan(&spec, blocks), 3u);
 }
 
 TEST(PrefixScannerVectors, V7HeadRunNeedsNoWindow) {
-  const CacheSpec spec = Spec(F | S, 1000, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 1000, kTierBitHbm, kTierBitHbm, 0);
   std::vector<WorkerBlock> blocks(2, Block({{kTierHbm, F | S}}, 16));
   EXPECT_EQ(Scan(&spec, blocks), 2u);
 }
 
 TEST(PrefixScannerVectors, V8MambaOnlyAtTheBoundary) {
-  const uint32_t tiers = kHbmBit | kDramBit;
+  const uint32_t tiers = kTierBitHbm | kTierBitDram;
   const CacheSpec spec = Spec(F | M, 0, tiers, tiers, tiers);
   const auto full = Block({{kTierHbm, F}});
   const auto full_mamba = Block({{kTierHbm, F | M}});
@@ -91,7 +88,7 @@ TEST(PrefixScannerVectors, V8MambaOnlyAtTheBoundary) {
 }
 
 TEST(PrefixScannerVectors, V9InvalidSpecs) {
-  const uint32_t tiers = kHbmBit | kDramBit;
+  const uint32_t tiers = kTierBitHbm | kTierBitDram;
   const auto block = Block({{kTierHbm, F | S}}, 16);
   const CacheSpec no_components = Spec(0, 100, tiers, tiers, tiers);
   const CacheSpec version2 = Spec(F | S, 100, tiers, tiers, tiers, 2);
@@ -106,16 +103,16 @@ TEST(PrefixScannerVectors, V9InvalidSpecs) {
 }
 
 TEST(PrefixScannerVectors, V10SpecWithLegacyPlacements) {
-  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 100, kTierBitHbm, kTierBitHbm, 0);
   const auto legacy = Block({{kTierHbm, 0}}, 16);
   EXPECT_EQ(Scan(&spec, {legacy, legacy}), 0u);
 }
 
 TEST(PrefixScanner, ModeSelection) {
-  const CacheSpec v0 = Spec(F, 0, kHbmBit, 0, 0, /*version=*/0);
+  const CacheSpec v0 = Spec(F, 0, kTierBitHbm, 0, 0, /*version=*/0);
   EXPECT_EQ(PrefixScanner(nullptr).mode(), PrefixScanner::Mode::kLegacy);
   EXPECT_EQ(PrefixScanner(&v0).mode(), PrefixScanner::Mode::kComponentAware);
-  const CacheSpec mamba_no_window = Spec(F | M, 0, kHbmBit, 0, kHbmBit);
+  const CacheSpec mamba_no_window = Spec(F | M, 0, kTierBitHbm, 0, kTierBitHbm);
   EXPECT_EQ(PrefixScanner(&mamba_no_window).mode(),
             PrefixScanner::Mode::kComponentAware);
 }
@@ -144,34 +141,34 @@ TEST(PrefixScanner, LegacySettlesOnlyWhenFailedClosed) {
 }
 
 TEST(PrefixScanner, FullAlwaysRequiredEvenWhenNotDeclared) {
-  const uint32_t tiers = kHbmBit | kDramBit;
+  const uint32_t tiers = kTierBitHbm | kTierBitDram;
   const CacheSpec spec = Spec(S, 10, tiers, tiers, tiers);
   EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, S}}, 16)}), 0u);
   EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F | S}}, 16)}), 1u);
 }
 
 TEST(PrefixScanner, ComponentsMaySitOnDifferentTiers) {
-  const uint32_t tiers = kHbmBit | kDramBit;
+  const uint32_t tiers = kTierBitHbm | kTierBitDram;
   const CacheSpec spec = Spec(F | S | M, 10, tiers, tiers, tiers);
   EXPECT_EQ(Scan(&spec, {Block({{kTierHbm, F}, {kTierDram, S | M}}, 16)}), 1u);
 }
 
 TEST(PrefixScanner, SpecTierMaskLimitsEachComponent) {
   // FULL only from DRAM: an HBM copy does not count.
-  const CacheSpec dram_only = Spec(F, 0, kDramBit, 0, 0);
+  const CacheSpec dram_only = Spec(F, 0, kTierBitDram, 0, 0);
   EXPECT_EQ(Scan(&dram_only, {Block({{kTierHbm, F}})}), 0u);
   EXPECT_EQ(Scan(&dram_only, {Block({{kTierDram, F}})}), 1u);
   // A spec that declares only SSD for FULL never serves anything.
-  const CacheSpec ssd_only = Spec(F, 0, kSsdBit, 0, 0);
+  const CacheSpec ssd_only = Spec(F, 0, kTierBitSsd, 0, 0);
   EXPECT_EQ(Scan(&ssd_only, {Block({{kTierSsd, F}}), Block({{kTierHbm, F}})}),
             0u);
   // MAMBA declared at SSD only: never available, so no boundary.
-  const CacheSpec mamba_ssd = Spec(F | M, 0, kHbmBit, 0, kSsdBit);
+  const CacheSpec mamba_ssd = Spec(F | M, 0, kTierBitHbm, 0, kTierBitSsd);
   EXPECT_EQ(Scan(&mamba_ssd, {Block({{kTierHbm, F | M}, {kTierSsd, M}})}), 0u);
 }
 
 TEST(PrefixScanner, SwaRunAfterHoleMustReachWindow) {
-  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 100, kTierBitHbm, kTierBitHbm, 0);
   const auto fs = Block({{kTierHbm, F | S}}, 60);
   const auto f = Block({{kTierHbm, F}}, 60);
   // Hole at block 1; run of 60 at block 2 is short; 120 at block 3 is enough.
@@ -183,7 +180,7 @@ TEST(PrefixScanner, SwaRunAfterHoleMustReachWindow) {
 }
 
 TEST(PrefixScanner, BestFreezesWhenFullBreaks) {
-  const CacheSpec spec = Spec(F, 0, kHbmBit, 0, 0);
+  const CacheSpec spec = Spec(F, 0, kTierBitHbm, 0, 0);
   PrefixScanner scanner(&spec);
   scanner.Push(Block({{kTierHbm, F}}));
   EXPECT_FALSE(scanner.settled());
@@ -210,13 +207,14 @@ WorkerBlock RandomBlock(std::mt19937& rng) {
 // none (a legacy worker) by a number in 0..7.
 std::vector<CacheSpec> VariedSpecs() {
   return {
-      Spec(F, 0, kHbmBit | kDramBit, 0, 0),
-      Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0),
-      Spec(F | S, 40, kHbmBit, kHbmBit | kDramBit, 0),
-      Spec(F | M, 0, kHbmBit | kDramBit, 0, kDramBit),
-      Spec(F | S | M, 64, kHbmBit | kDramBit, kDramBit, kHbmBit | kSsdBit),
-      Spec(S, 16, kHbmBit, kHbmBit, 0, 0),
-      Spec(0, 0, kHbmBit, 0, 0),
+      Spec(F, 0, kTierBitHbm | kTierBitDram, 0, 0),
+      Spec(F | S, 100, kTierBitHbm | kTierBitDram, kTierBitHbm, 0),
+      Spec(F | S, 40, kTierBitHbm, kTierBitHbm | kTierBitDram, 0),
+      Spec(F | M, 0, kTierBitHbm | kTierBitDram, 0, kTierBitDram),
+      Spec(F | S | M, 64, kTierBitHbm | kTierBitDram, kTierBitDram,
+           kTierBitHbm | kTierBitSsd),
+      Spec(S, 16, kTierBitHbm, kTierBitHbm, 0, 0),
+      Spec(0, 0, kTierBitHbm, 0, 0),
   };
 }
 
@@ -328,7 +326,8 @@ TEST(PrefixScanner, ContributionKeepsOnlyWhatTheRulesRead) {
   EXPECT_EQ(legacy.Contribution(kTierHbm, 0x100),
             legacy.Contribution(kTierHbm, F));
 
-  const CacheSpec fs = Spec(F | S, 100, kHbmBit | kDramBit, kHbmBit, 0);
+  const CacheSpec fs =
+      Spec(F | S, 100, kTierBitHbm | kTierBitDram, kTierBitHbm, 0);
   const PrefixScanner aware(&fs);
   // HBM and DRAM both serve FULL: the same class for a FULL-only placement.
   EXPECT_EQ(aware.Contribution(kTierHbm, F), aware.Contribution(kTierDram, F));
@@ -340,12 +339,12 @@ TEST(PrefixScanner, ContributionKeepsOnlyWhatTheRulesRead) {
   EXPECT_EQ(aware.Contribution(kTierHbm, F | M),
             aware.Contribution(kTierHbm, F));
 
-  const CacheSpec invalid = Spec(0, 0, kHbmBit, 0, 0);
+  const CacheSpec invalid = Spec(0, 0, kTierBitHbm, 0, 0);
   EXPECT_EQ(PrefixScanner(&invalid).Contribution(kTierHbm, F), 0);
 }
 
 TEST(PrefixScanner, RunAfterSwaHoleCountsEveryTokenOfTheRun) {
-  const CacheSpec spec = Spec(F | S, 100, kHbmBit, kHbmBit, 0);
+  const CacheSpec spec = Spec(F | S, 100, kTierBitHbm, kTierBitHbm, 0);
   PrefixScanner scanner(&spec);
   scanner.Push(Block({{kTierHbm, F | S}}, 50));
   scanner.Push(Block({{kTierHbm, F}}, 50));  // SWA hole

@@ -12,16 +12,10 @@
 #include <stddef.h>
 
 #include "absl/status/status.h"
+#include "common/wire_vocabulary.h"
 #include "kv_indexer.pb.h"
 
 namespace kvindexer {
-
-// MAX_HASHES_PER_REQUEST: applies to a whole apply batch, to each REPORT or
-// REVOKE action, to MatchExternalKv and to GetExternalKvHitCounts. Prefix
-// queries have no hash bound.
-inline constexpr size_t kMaxHashesPerRequest = 16384;
-// MAX_ACTIONS_PER_BATCH.
-inline constexpr size_t kMaxActionsPerBatch = 256;
 
 // "ApplyExternalKvBatch > Apply validation", first failure wins: empty
 // worker_id; too many actions; too many hashes

@@ -8,7 +8,7 @@
 // | | KV_INDEXER_BACKEND                   | kDefaultBackendName | backend name
 // or path to a backend .so | | KV_INDEXER_BACKEND_PATH              | (empty)
 // | colon-separated directories searched for backends | | KV_INDEXER_LOG_LEVEL
-// | info           | trace, debug, info, warn, error |
+// | info           | see common/log_setup.h |
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -19,13 +19,13 @@
 #define KVINDEXER_SERVER_SERVER_CONFIG_H_
 
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/env.h"
+#include "common/log_setup.h"
 #include "core/backend_loader.h"
 #include "spdlog/common.h"
 
@@ -36,7 +36,7 @@ inline constexpr std::string_view kPrefixQueryMaxInflightVar =
     "KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT";
 inline constexpr std::string_view kBackendVar = "KV_INDEXER_BACKEND";
 inline constexpr std::string_view kBackendPathVar = "KV_INDEXER_BACKEND_PATH";
-inline constexpr std::string_view kLogLevelVar = "KV_INDEXER_LOG_LEVEL";
+// KV_INDEXER_LOG_LEVEL is kLogLevelVar of common/log_setup.h.
 
 inline constexpr std::string_view kDefaultListenAddr = "[::1]:50051";
 inline constexpr uint32_t kDefaultPrefixQueryMaxInflight = 32;
@@ -48,25 +48,18 @@ struct ServerConfig {
   uint32_t prefix_query_max_inflight = kDefaultPrefixQueryMaxInflight;
   std::string backend{kDefaultBackendName};  // name or path
   std::string backend_path;                  // may be empty
-  spdlog::level::level_enum log_level = spdlog::level::info;
+  spdlog::level::level_enum log_level = kDefaultLogLevel;
 };
-
-// Returns a variable's value, or nullopt when it is unset.
-using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
-
-// Reads the real process environment.
-EnvLookup ProcessEnvironment();
 
 // Reads every variable above; unset variables take their defaults.
 [[nodiscard]] absl::StatusOr<ServerConfig> LoadServerConfig(
     const EnvLookup& env);
 
 // The per-variable parsers. Errors are InvalidArgument with the full message.
+// KV_INDEXER_LOG_LEVEL is parsed by ParseLogLevel of common/log_setup.h.
 [[nodiscard]] absl::StatusOr<std::string> ParseListenAddr(
     std::string_view value);
 [[nodiscard]] absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(
-    std::string_view value);
-[[nodiscard]] absl::StatusOr<spdlog::level::level_enum> ParseLogLevel(
     std::string_view value);
 
 // What the command line asks for. The only option is --help (or -h); any

@@ -14,12 +14,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](
-             std::string_view name) -> std::optional<std::string> {
-    auto it = vars.find(std::string(name));
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
+  return MapEnvironment({vars.begin(), vars.end()});
 }
 
 std::string ErrorOf(std::map<std::string, std::string> vars) {
@@ -145,6 +140,10 @@ TEST(ServerConfigTest, LogLevels) {
               AllOf(HasSubstr("KV_INDEXER_LOG_LEVEL"), HasSubstr("\"verbose\""),
                     HasSubstr("trace, debug, info, warn, error")));
   EXPECT_FALSE(ParseLogLevel("").ok());
+  // Set but blank means the default, as for the bridge.
+  auto blank = LoadServerConfig(FakeEnv({{"KV_INDEXER_LOG_LEVEL", " "}}));
+  ASSERT_TRUE(blank.ok()) << blank.status();
+  EXPECT_EQ(blank->log_level, spdlog::level::info);
 }
 
 TEST(ServerConfigTest, CommandLine) {

@@ -1,11 +1,12 @@
 #include "server/server_runner.h"
 
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "common/log_setup.h"
+#include "common/shutdown_signals.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "fmt/format.h"
@@ -13,9 +14,7 @@
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/server_config.h"
-#include "server/shutdown_signals.h"
 #include "server/transport_settings.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 #ifndef KVINDEXER_VERSION
@@ -35,29 +34,6 @@ namespace {
 #endif
 constexpr std::string_view kServerBuildInfo =
     "compiler " KVINDEXER_COMPILER "; build " KVINDEXER_BUILD_TYPE;
-
-void ConfigureLogging(spdlog::level::level_enum level) {
-  // Not registered by name, so this cannot throw for a duplicate name.
-  auto logger = std::make_shared<spdlog::logger>(
-      "kv-indexer-server",
-      std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %v",
-                      spdlog::pattern_time_type::utc);
-  logger->set_level(level);
-  logger->flush_on(spdlog::level::trace);
-  spdlog::set_default_logger(std::move(logger));
-}
-
-const char* SignalName(int signal_number) {
-  switch (signal_number) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    default:
-      return "signal";
-  }
-}
 
 }  // namespace
 
@@ -82,7 +58,7 @@ int RunServer(std::span<const char* const> args) {
     return kExitOk;
   }
 
-  ConfigureLogging(spdlog::level::info);
+  SetUpLogging("kv-indexer-server");
   const auto config = LoadServerConfig(ProcessEnvironment());
   if (!config.ok()) {
     spdlog::error("invalid configuration: {}",

@@ -16,18 +16,16 @@
 #ifndef KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
 #define KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
 
-#include <cstddef>
-
+#include "common/wire_vocabulary.h"
 #include "grpcpp/server_builder.h"
 
 namespace kvindexer {
 
-// MAX_GRPC_DECODING_MESSAGE_SIZE.
-inline constexpr size_t kMaxRequestBytes = 8 * 1024 * 1024;
+// kMaxRequestBytes and kMaxConcurrentStreams are the contract's limits, in
+// common/wire_vocabulary.h.
+
 // Runtime receive limit; see above.
 inline constexpr int kTransportReceiveCeilingBytes = 16 * 1024 * 1024;
-// MAX_CONCURRENT_STREAMS.
-inline constexpr int kMaxConcurrentStreams = 64;
 
 // Applies every setting above to `builder`. Adds no services and no ports.
 void ApplyTransportSettings(grpc::ServerBuilder& builder);

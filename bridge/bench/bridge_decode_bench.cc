@@ -14,14 +14,14 @@
 #include "bridge/event_decoder.h"
 #include "bridge/tests/msgpack_builders.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::Labels;
-using ::kvindexer::testing::Mp;
-using ::kvindexer::testing::MpArray;
-using ::kvindexer::testing::PackBatch;
-using ::kvindexer::testing::StoreEvent;
+using ::kvindexer::bridge::testing::Labels;
+using ::kvindexer::bridge::testing::Mp;
+using ::kvindexer::bridge::testing::MpArray;
+using ::kvindexer::bridge::testing::PackBatch;
+using ::kvindexer::bridge::testing::StoreEvent;
 
 // Pseudo-random 64-bit hashes, half of them negative, like SHA-256 prefixes.
 int64_t HashAt(uint64_t i) {
@@ -128,6 +128,6 @@ void BM_DecodeOnly_Stores32x64_Page16(benchmark::State& state) {
 BENCHMARK(BM_DecodeOnly_Stores32x64_Page16);
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 BENCHMARK_MAIN();

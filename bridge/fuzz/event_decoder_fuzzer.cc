@@ -21,8 +21,8 @@ void Check(bool condition) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const kvindexer::Tier kClearTiers[] = {
       kvindexer::Tier::kHbm, kvindexer::Tier::kDram, kvindexer::Tier::kSsd};
-  kvindexer::DecodedBatch batch;
-  const absl::Status status = kvindexer::EventDecoder().Decode(
+  kvindexer::bridge::DecodedBatch batch;
+  const absl::Status status = kvindexer::bridge::EventDecoder().Decode(
       std::string_view(reinterpret_cast<const char*>(data), size), &batch);
   if (!status.ok()) {
     Check(batch.events.empty() && batch.hashes.empty());
@@ -30,22 +30,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Check(batch.events.size() + batch.skipped.size() == batch.event_count);
   size_t expected_begin = 0;
-  for (const kvindexer::KvEvent& ev : batch.events) {
-    if (ev.kind == kvindexer::EventKind::kClear) continue;
+  for (const kvindexer::bridge::KvEvent& ev : batch.events) {
+    if (ev.kind == kvindexer::bridge::EventKind::kClear) continue;
     Check(ev.hash_begin == expected_begin);  // ranges are contiguous
     expected_begin += ev.hash_count;
   }
   Check(expected_begin == batch.hashes.size());
 
-  kvindexer::ActionList actions;
-  kvindexer::BuildActions(batch, kClearTiers, &actions);
+  kvindexer::bridge::ActionList actions;
+  kvindexer::bridge::BuildActions(batch, kClearTiers, &actions);
   Check(actions.hashes.size() == batch.hashes.size());
   Check(actions.masks.size() == actions.hashes.size());
   Check(actions.sizes.size() == actions.hashes.size());
 
-  const auto requests = kvindexer::ChunkActions(
-      actions, kvindexer::ApplyHeader{"w", "a", std::nullopt}, 1,
-      kvindexer::ChunkLimits{64, 4});  // small limits exercise splitting
+  const auto requests = kvindexer::bridge::ChunkActions(
+      actions, kvindexer::bridge::ApplyHeader{"w", "a", std::nullopt}, 1,
+      kvindexer::bridge::ChunkLimits{64,
+                                     4});  // small limits exercise splitting
   size_t total = 0;
   for (const auto& r : requests) {
     Check(r.actions_size() <= 4);

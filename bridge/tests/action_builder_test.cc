@@ -10,10 +10,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::DescribeActions;
+using ::kvindexer::bridge::testing::DescribeActions;
 using ::testing::IsEmpty;
 using Actions = std::vector<std::string>;
 
@@ -148,4 +148,4 @@ TEST(ActionBuilder, ReusedListIsCleared) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -5,7 +5,7 @@
 #include "bridge/cache_names.h"
 #include "bridge/event_decoder.h"
 
-namespace kvindexer::testing {
+namespace kvindexer::bridge::testing {
 namespace {
 
 std::string Describe(int type, int tier, const std::vector<int64_t>& hashes,
@@ -80,4 +80,4 @@ std::vector<std::string> DecodeAndDescribe(
   return DescribeActions(actions);
 }
 
-}  // namespace kvindexer::testing
+}  // namespace kvindexer::bridge::testing

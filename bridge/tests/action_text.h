@@ -11,7 +11,7 @@
 #include "bridge/kv_events.h"
 #include "kv_indexer.pb.h"
 
-namespace kvindexer::testing {
+namespace kvindexer::bridge::testing {
 
 // "REPORT HBM [1,2]", "REVOKE SSD [100,200]", "CLEAR DRAM", and for REPORTs
 // with side arrays "REPORT HBM [1] masks=[3] sizes=[64]".
@@ -25,6 +25,6 @@ std::vector<std::string> DecodeAndDescribe(
     std::string_view payload, const std::vector<Tier>& clear_tiers = {
                                   Tier::kHbm, Tier::kDram, Tier::kSsd});
 
-}  // namespace kvindexer::testing
+}  // namespace kvindexer::bridge::testing
 
 #endif  // KVINDEXER_BRIDGE_TESTS_ACTION_TEXT_H_

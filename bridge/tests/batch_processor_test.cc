@@ -13,15 +13,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::ClearEvent;
-using ::kvindexer::testing::FromHex;
-using ::kvindexer::testing::PackBatch;
-using ::kvindexer::testing::RemoveEvent;
-using ::kvindexer::testing::SeqFrame;
-using ::kvindexer::testing::StoreEvent;
+using ::kvindexer::bridge::testing::ClearEvent;
+using ::kvindexer::bridge::testing::FromHex;
+using ::kvindexer::bridge::testing::PackBatch;
+using ::kvindexer::bridge::testing::RemoveEvent;
+using ::kvindexer::bridge::testing::SeqFrame;
+using ::kvindexer::bridge::testing::StoreEvent;
 using ::testing::IsEmpty;
 
 class FakeApplier : public KvApplier {
@@ -185,4 +185,4 @@ TEST(BatchProcessor, TopicFrameIsNeverCompared) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

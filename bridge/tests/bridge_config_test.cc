@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using ::testing::ElementsAre;
@@ -19,12 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 EnvLookup Env(std::map<std::string, std::string> vars) {
-  return
-      [vars = std::move(vars)](const char* name) -> std::optional<std::string> {
-        auto it = vars.find(name);
-        if (it == vars.end()) return std::nullopt;
-        return it->second;
-      };
+  return MapEnvironment({vars.begin(), vars.end()});
 }
 
 BridgeConfig MustLoad(std::map<std::string, std::string> vars) {
@@ -200,6 +195,15 @@ TEST(BridgeConfig, LogLevelAndStatsInterval) {
                              {"KV_INDEXER_STATS_INTERVAL_SECS", "0"}});
   EXPECT_EQ(c.log_level, spdlog::level::debug);
   EXPECT_EQ(c.stats_interval.count(), 0);
+  // The grammar shared with the server (common/log_setup.h).
+  EXPECT_EQ(MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                      {"KV_INDEXER_LOG_LEVEL", "warning"}})
+                .log_level,
+            spdlog::level::warn);
+  EXPECT_EQ(
+      MustLoad({{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_LOG_LEVEL", " "}})
+          .log_level,
+      spdlog::level::info);
 }
 
 TEST(BridgeConfig, UsageListsEveryVariable) {
@@ -250,4 +254,4 @@ TEST(IndexerEndpoint, RejectedForms) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -31,22 +31,22 @@
 #error "KVINDEXER_BRIDGE_BINARY must name the kv-indexer-bridge executable"
 #endif
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::KVIndexer;
+using ::kvindexer::bridge::testing::ClearEvent;
+using ::kvindexer::bridge::testing::Labels;
+using ::kvindexer::bridge::testing::Mp;
+using ::kvindexer::bridge::testing::MpArray;
+using ::kvindexer::bridge::testing::PackBatch;
+using ::kvindexer::bridge::testing::RemoveEvent;
+using ::kvindexer::bridge::testing::SeqFrame;
+using ::kvindexer::bridge::testing::StoreEvent;
 using ::kvindexer::e2e::ProcessOptions;
 using ::kvindexer::e2e::ServerProcess;
 using ::kvindexer::e2e::WaitUntil;
-using ::kvindexer::testing::ClearEvent;
-using ::kvindexer::testing::Labels;
-using ::kvindexer::testing::Mp;
-using ::kvindexer::testing::MpArray;
-using ::kvindexer::testing::PackBatch;
-using ::kvindexer::testing::RemoveEvent;
-using ::kvindexer::testing::SeqFrame;
-using ::kvindexer::testing::StoreEvent;
 
 // Upper bounds on waits that normally end within milliseconds; the machine
 // may be busy.
@@ -469,4 +469,4 @@ TEST(BridgeProcessE2e, SigtermWhileRetryingAnUnusableEndpoint) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -10,15 +10,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::DescribeActions;
+using ::kvindexer::bridge::testing::DescribeActions;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using Actions = std::vector<std::string>;
 
-void AddAction(ActionList* list, ActionKind kind, Tier tier,
+void AddAction(ActionList* list, ActionType kind, Tier tier,
                std::vector<int64_t> hashes, std::vector<uint32_t> masks = {},
                std::vector<uint32_t> sizes = {}) {
   KvAction a;
@@ -47,7 +47,7 @@ ApplyHeader Header() {
 
 TEST(Chunker, B1HeaderFields) {
   ActionList list;
-  AddAction(&list, ActionKind::kReport, Tier::kHbm, {1});
+  AddAction(&list, ActionType::kReport, Tier::kHbm, {1});
   auto requests = ChunkActions(list, Header(), 42);
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].worker_id(), "worker-1");
@@ -63,7 +63,7 @@ TEST(Chunker, B2OversizedReportSplitsWithAlignedSideArrays) {
   std::vector<uint32_t> masks(16385), sizes(16385);
   std::iota(masks.begin(), masks.end(), 0u);
   std::iota(sizes.begin(), sizes.end(), 1u);
-  AddAction(&list, ActionKind::kReport, Tier::kHbm, hashes, masks, sizes);
+  AddAction(&list, ActionType::kReport, Tier::kHbm, hashes, masks, sizes);
   auto requests = ChunkActions(list, Header(), 42);
   ASSERT_EQ(requests.size(), 2u);
   ASSERT_EQ(requests[0].actions_size(), 1);
@@ -81,7 +81,7 @@ TEST(Chunker, B2OversizedReportSplitsWithAlignedSideArrays) {
 TEST(Chunker, B3ActionLimit) {
   ActionList list;
   for (int i = 0; i < 257; ++i) {
-    AddAction(&list, ActionKind::kClearAll,
+    AddAction(&list, ActionType::kClearAllAtTier,
               i % 2 == 0 ? Tier::kHbm : Tier::kDram, {});
   }
   auto requests = ChunkActions(list, Header(), 7);
@@ -102,7 +102,7 @@ TEST(Chunker, B19CacheSpecForwardedUnchangedOnEveryChunk) {
   spec.set_mamba_tier_mask(0x6);
   header.cache_spec = spec;
   ActionList list;
-  AddAction(&list, ActionKind::kRevoke, Tier::kHbm, Range(0, 20000));
+  AddAction(&list, ActionType::kRevoke, Tier::kHbm, Range(0, 20000));
   auto requests = ChunkActions(list, header, 9);
   ASSERT_EQ(requests.size(), 2u);
   for (const auto& r : requests) {
@@ -123,10 +123,10 @@ TEST(Chunker, NoActionsNoRequests) {
 
 TEST(Chunker, GreedyPackingByHashTotal) {
   ActionList list;
-  AddAction(&list, ActionKind::kReport, Tier::kHbm, Range(0, 10000));
-  AddAction(&list, ActionKind::kRevoke, Tier::kHbm, Range(10000, 16384));
-  AddAction(&list, ActionKind::kClearAll, Tier::kSsd, {});
-  AddAction(&list, ActionKind::kReport, Tier::kDram, Range(0, 1));
+  AddAction(&list, ActionType::kReport, Tier::kHbm, Range(0, 10000));
+  AddAction(&list, ActionType::kRevoke, Tier::kHbm, Range(10000, 16384));
+  AddAction(&list, ActionType::kClearAllAtTier, Tier::kSsd, {});
+  AddAction(&list, ActionType::kReport, Tier::kDram, Range(0, 1));
   auto requests = ChunkActions(list, Header(), 1);
   ASSERT_EQ(requests.size(), 2u);
   // 10000 + 6384 = 16384 exactly fits; the clear (0 hashes) still fits.
@@ -137,8 +137,8 @@ TEST(Chunker, GreedyPackingByHashTotal) {
 
 TEST(Chunker, LargeActionSlicesThenPacksFollowingActions) {
   ActionList list;
-  AddAction(&list, ActionKind::kReport, Tier::kHbm, Range(0, 40000));
-  AddAction(&list, ActionKind::kRevoke, Tier::kDram, Range(0, 100));
+  AddAction(&list, ActionType::kReport, Tier::kHbm, Range(0, 40000));
+  AddAction(&list, ActionType::kRevoke, Tier::kDram, Range(0, 100));
   auto requests = ChunkActions(list, Header(), 1);
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[0].actions(0).hashes_size(), 16384);
@@ -163,7 +163,7 @@ TEST(Chunker, LargeActionSlicesThenPacksFollowingActions) {
 TEST(Chunker, ExplicitLimits) {
   ActionList list;
   for (int i = 0; i < 5; ++i) {
-    AddAction(&list, ActionKind::kReport, Tier::kHbm, Range(i * 3, i * 3 + 3),
+    AddAction(&list, ActionType::kReport, Tier::kHbm, Range(i * 3, i * 3 + 3),
               {1, 2, 3}, {4, 5, 6});
   }
   auto requests = ChunkActions(list, Header(), 1, ChunkLimits{4, 2});
@@ -174,4 +174,4 @@ TEST(Chunker, ExplicitLimits) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

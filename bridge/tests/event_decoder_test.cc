@@ -16,25 +16,25 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::Batch;
-using ::kvindexer::testing::ClearEvent;
-using ::kvindexer::testing::DecodeAndDescribe;
-using ::kvindexer::testing::FromHex;
-using ::kvindexer::testing::Hashes;
-using ::kvindexer::testing::kH0;
-using ::kvindexer::testing::kH1;
-using ::kvindexer::testing::Labels;
-using ::kvindexer::testing::Mp;
-using ::kvindexer::testing::MpArray;
-using ::kvindexer::testing::MpBin;
-using ::kvindexer::testing::MpMap;
-using ::kvindexer::testing::Pack;
-using ::kvindexer::testing::PackBatch;
-using ::kvindexer::testing::RemoveEvent;
-using ::kvindexer::testing::StoreEvent;
+using ::kvindexer::bridge::testing::Batch;
+using ::kvindexer::bridge::testing::ClearEvent;
+using ::kvindexer::bridge::testing::DecodeAndDescribe;
+using ::kvindexer::bridge::testing::FromHex;
+using ::kvindexer::bridge::testing::Hashes;
+using ::kvindexer::bridge::testing::kH0;
+using ::kvindexer::bridge::testing::kH1;
+using ::kvindexer::bridge::testing::Labels;
+using ::kvindexer::bridge::testing::Mp;
+using ::kvindexer::bridge::testing::MpArray;
+using ::kvindexer::bridge::testing::MpBin;
+using ::kvindexer::bridge::testing::MpMap;
+using ::kvindexer::bridge::testing::Pack;
+using ::kvindexer::bridge::testing::PackBatch;
+using ::kvindexer::bridge::testing::RemoveEvent;
+using ::kvindexer::bridge::testing::StoreEvent;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -664,4 +664,4 @@ TEST(EventDecoderMalformed, RandomMutationsNeverCrash) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

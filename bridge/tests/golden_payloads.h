@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace kvindexer::testing {
+namespace kvindexer::bridge::testing {
 
 inline constexpr char kGoldenG1[] =
     "93cb405edd2f1a9fbe779397ab426c6f636b53746f72656492cf0000011f71fb04cbd2c521"
@@ -40,6 +40,6 @@ inline constexpr char kGoldenX5[] =
 inline constexpr int64_t kH0 = -3488128144981237669;
 inline constexpr int64_t kH1 = 5674439469042975057;
 
-}  // namespace kvindexer::testing
+}  // namespace kvindexer::bridge::testing
 
 #endif  // KVINDEXER_BRIDGE_TESTS_GOLDEN_PAYLOADS_H_

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using namespace std::chrono_literals;
@@ -51,4 +51,4 @@ TEST(IndexerClient, ShutdownInterruptsConnect) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -24,7 +24,7 @@
 #error "KVINDEXER_TLS_TESTDATA_DIR must name bridge/tests/testdata"
 #endif
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
 using namespace std::chrono_literals;
@@ -144,12 +144,13 @@ TEST(IndexerClientTls, HttpToATlsServerDoesNotConnect) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge
 
 int main(int argc, char** argv) {
   // gRPC reads the default roots once, at the first TLS channel; the test
   // certificate must be the only one this process trusts.
-  setenv("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", kvindexer::kCertPath.c_str(), 1);
+  setenv("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+         kvindexer::bridge::kCertPath.c_str(), 1);
   // A proxy from the environment would take the loopback connections.
   for (const char* proxy : {"grpc_proxy", "https_proxy", "http_proxy",
                             "HTTPS_PROXY", "HTTP_PROXY"}) {

@@ -5,7 +5,7 @@
 
 #include <msgpack.hpp>
 
-namespace kvindexer::testing {
+namespace kvindexer::bridge::testing {
 namespace {
 
 // Always float64 (cb), as Python's msgpack writes a float. msgpack-cxx's
@@ -155,4 +155,4 @@ std::string SeqFrame(uint64_t seq) {
   return out;
 }
 
-}  // namespace kvindexer::testing
+}  // namespace kvindexer::bridge::testing

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-namespace kvindexer::testing {
+namespace kvindexer::bridge::testing {
 
 struct Mp;
 using MpArray = std::vector<Mp>;
@@ -72,6 +72,6 @@ std::string ToHex(std::string_view bytes);
 // 8-byte big-endian sequence frame.
 std::string SeqFrame(uint64_t seq);
 
-}  // namespace kvindexer::testing
+}  // namespace kvindexer::bridge::testing
 
 #endif  // KVINDEXER_BRIDGE_TESTS_MSGPACK_BUILDERS_H_

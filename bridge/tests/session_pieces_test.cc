@@ -17,10 +17,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::bridge {
 namespace {
 
-using ::kvindexer::testing::SeqFrame;
+using ::kvindexer::bridge::testing::SeqFrame;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -196,4 +196,4 @@ TEST(BridgeStats, LineListsCountersAndNonZeroReasons) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::bridge

@@ -6,15 +6,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/wire_vocabulary.h"
 
 namespace kvindexer::conformance {
 namespace {
 
-constexpr size_t kMaxHashes = 16384;
-constexpr int kMaxActions = 256;
-constexpr uint32_t kFull = 1;
-constexpr uint32_t kSwa = 2;
-constexpr uint32_t kMamba = 4;
+constexpr size_t kMaxHashes = kMaxHashesPerRequest;
+constexpr int kMaxActions = kMaxActionsPerBatch;
 
 // Repeated hashes collapsed, first occurrence kept, order preserved.
 std::vector<int64_t> FirstOccurrences(
@@ -251,8 +249,8 @@ uint32_t ReferenceModel::WorkerPrefix(
   }
 
   const v1::WorkerCacheSpec& spec = *w.spec;
-  const bool has_swa = (spec.components() & kSwa) != 0;
-  const bool has_mamba = (spec.components() & kMamba) != 0;
+  const bool has_swa = (spec.components() & kComponentSwa) != 0;
+  const bool has_mamba = (spec.components() & kComponentMamba) != 0;
   if (spec.components() == 0 || spec.version() > 1 ||
       (has_swa && spec.swa_window_tokens() == 0)) {
     return 0;  // Invalid spec.
@@ -273,28 +271,29 @@ uint32_t ReferenceModel::WorkerPrefix(
   for (uint32_t n = limit; n >= 1; --n) {
     bool full_ok = true;
     for (uint32_t i = 0; i < n && full_ok; ++i) {
-      full_ok = available(i, kFull, spec.full_tier_mask());
+      full_ok = available(i, kComponentFull, spec.full_tier_mask());
     }
     if (!full_ok) continue;
     const uint32_t last = n - 1;
     if (has_swa) {
-      if (!available(last, kSwa, spec.swa_tier_mask())) continue;
+      if (!available(last, kComponentSwa, spec.swa_tier_mask())) continue;
       bool unbroken_from_head = true;
       for (uint32_t i = 0; i < n; ++i) {
-        if (!available(i, kSwa, spec.swa_tier_mask())) {
+        if (!available(i, kComponentSwa, spec.swa_tier_mask())) {
           unbroken_from_head = false;
         }
       }
       if (!unbroken_from_head) {
         uint64_t run = 0;
         for (uint32_t i = last + 1; i-- > 0;) {
-          if (!available(i, kSwa, spec.swa_tier_mask())) break;
+          if (!available(i, kComponentSwa, spec.swa_tier_mask())) break;
           run += seen[i].tokens;
         }
         if (run < spec.swa_window_tokens()) continue;
       }
     }
-    if (has_mamba && !available(last, kMamba, spec.mamba_tier_mask())) {
+    if (has_mamba &&
+        !available(last, kComponentMamba, spec.mamba_tier_mask())) {
       continue;
     }
     return n;
