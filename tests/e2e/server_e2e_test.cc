@@ -20,7 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "tests/e2e/server_process.h"
+#include "tests/support/server_process.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
 #error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
@@ -40,6 +40,13 @@ using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
 using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::kvindexer::test_support::ExitStatus;
+using ::kvindexer::test_support::ListeningServer;
+using ::kvindexer::test_support::LogField;
+using ::kvindexer::test_support::ProcessOptions;
+using ::kvindexer::test_support::ServerProcess;
+using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitUntil;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -85,27 +92,16 @@ class RunningServer {
                          "KV_INDEXER_LOG_LEVEL",
                          "KV_INDEXER_ROBIN_MERGE_MIN_DELTA"};
     options.env = std::move(env);
-    options.env.emplace("KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0");
-    auto process = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(process.ok()) << process.status();
-    if (!process.ok()) return nullptr;
-    server->process_ = *std::move(process);
-
-    const std::optional<std::string> line =
-        server->process_->WaitForLineContaining("listening addr=127.0.0.1:",
-                                                kStartBound);
-    EXPECT_TRUE(line.has_value()) << server->process_->Output();
-    if (!line.has_value()) return nullptr;
-    const std::string addr = LogField(*line, "addr").value_or("");
-    server->port_ = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
-    EXPECT_GT(server->port_, 0) << *line;
-    if (server->port_ <= 0) return nullptr;
+    absl::StatusOr<ListeningServer> listening =
+        StartListeningServer(std::move(options), /*port=*/0, kStartBound);
+    EXPECT_TRUE(listening.ok()) << listening.status();
+    if (!listening.ok()) return nullptr;
+    server->process_ = std::move(listening->process);
 
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    server->stub_ = KVIndexer::NewStub(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port_),
-                                  grpc::InsecureChannelCredentials(), args));
+    server->stub_ = KVIndexer::NewStub(grpc::CreateCustomChannel(
+        listening->address, grpc::InsecureChannelCredentials(), args));
 
     // Ready when a real RPC succeeds; retried with short waits, bounded.
     const bool ready = WaitUntil(
@@ -129,13 +125,11 @@ class RunningServer {
   // socket, so it would not acknowledge the server's graceful GOAWAY ping and
   // the server would wait for the ping's timeout (about 5 s) before closing.
   void CloseClient() { stub_.reset(); }
-  int port() const { return port_; }
 
  private:
   RunningServer() = default;
 
   std::unique_ptr<ServerProcess> process_;
-  int port_ = 0;
   std::unique_ptr<KVIndexer::Stub> stub_;
 };
 
