@@ -14,25 +14,24 @@
 #include "core/backend_status.h"
 #include "core/indexer.h"
 #include "core/testing/map_backend.h"
-#include "core/testing/requests.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer {
 namespace {
 
-using testing::AddAction;
-using testing::Batch;
+using test_support::Batch;
+using test_support::kDramBit;
+using test_support::kFull;
+using test_support::kHbmBit;
+using test_support::kMamba;
+using test_support::kSwa;
+using test_support::MatchRequest;
+using test_support::PrefixRequest;
+using test_support::Spec;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::kDramBit;
-using testing::kF;
-using testing::kHbmBit;
-using testing::kM;
-using testing::kS;
-using testing::MakeSpec;
 using testing::MapBackend;
 using ::testing::Pair;
-using testing::PrefixRequest;
-using testing::Report;
 using ::testing::UnorderedElementsAre;
 
 class PrefixQueryTest : public ::testing::Test {
@@ -65,8 +64,8 @@ class PrefixQueryTest : public ::testing::Test {
 };
 
 TEST_F(PrefixQueryTest, Behaviour4LongerPrefixFirst) {
-  Apply(Report("long", "10.0.0.1:9000", {1, 2, 3}));
-  Apply(Report("short", "10.0.0.2:9000", {1}));
+  Apply(Batch("long", "10.0.0.1:9000").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("short", "10.0.0.2:9000").Report(kTierHbm, {1}));
   const auto resp = Query({1, 2, 3});
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
   EXPECT_EQ(resp.blocks_read(), 3u);
@@ -80,10 +79,10 @@ TEST_F(PrefixQueryTest, Behaviour4LongerPrefixFirst) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour24EmptyAddressExcludedAndSorted) {
-  Apply(Report("w-long", "10.0.0.1:1", {1, 2, 3, 4}));
-  Apply(Report("w-short", "10.0.0.2:1", {1, 2}));
-  Apply(Report("w-hole", "10.0.0.3:1", {1, 3, 4}));
-  Apply(Report("w-noaddr", "", {1, 2}));
+  Apply(Batch("w-long", "10.0.0.1:1").Report(kTierHbm, {1, 2, 3, 4}));
+  Apply(Batch("w-short", "10.0.0.2:1").Report(kTierHbm, {1, 2}));
+  Apply(Batch("w-hole", "10.0.0.3:1").Report(kTierHbm, {1, 3, 4}));
+  Apply(Batch("w-noaddr", "").Report(kTierHbm, {1, 2}));
   const auto resp = Query({1, 2, 3, 4});
   EXPECT_THAT(
       Entries(resp),
@@ -94,7 +93,7 @@ TEST_F(PrefixQueryTest, Behaviour24EmptyAddressExcludedAndSorted) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour25FirstBlockMissReadsOneBlock) {
-  Apply(Report("w1", "a1", {2, 3}));
+  Apply(Batch("w1", "a1").Report(kTierHbm, {2, 3}));
   const auto resp = Query({1, 2, 3});
   EXPECT_THAT(resp.matches(), IsEmpty());
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
@@ -103,7 +102,7 @@ TEST_F(PrefixQueryTest, Behaviour25FirstBlockMissReadsOneBlock) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour26MaxBlocksCapsTheWindow) {
-  Apply(Report("w1", "a1", {1, 2, 3, 4}));
+  Apply(Batch("w1", "a1").Report(kTierHbm, {1, 2, 3, 4}));
   const auto resp = Query({1, 2, 3, 4}, 2);
   EXPECT_THAT(Entries(resp), ElementsAre(Pair("w1", 2u)));
   EXPECT_EQ(resp.best_prefix_blocks(), 2u);
@@ -115,39 +114,41 @@ TEST_F(PrefixQueryTest, Behaviour26MaxBlocksCapsTheWindow) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour27ComponentAwareWorker) {
-  auto req = Batch("w-swa", "10.0.0.9:1",
-                   MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit));
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3, 4},
-            {kF | kS, kF | kS, kF | kS, kF}, {50, 50, 50, 50});
+  Batch req("w-swa", "10.0.0.9:1");
+  req.Spec(Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit));
+  req.Report(kTierHbm, {1, 2, 3, 4},
+             {kFull | kSwa, kFull | kSwa, kFull | kSwa, kFull},
+             {50, 50, 50, 50});
   Apply(req);
   EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("w-swa", 3u)));
 }
 
 TEST_F(PrefixQueryTest, Behaviour28ReportReplacesComponents) {
-  const auto spec = MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit);
-  auto first = Batch("w", "a", spec);
-  AddAction(&first, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF | kS, kF | kS},
-            {80, 80});
+  const auto spec = Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit);
+  Batch first("w", "a");
+  first.Spec(spec);
+  first.Report(kTierHbm, {1, 2}, {kFull | kSwa, kFull | kSwa}, {80, 80});
   Apply(first);
   EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 2u);
-  auto second = Batch("w", "a", spec);
-  AddAction(&second, v1::ACTION_REPORT, v1::TIER_HBM, {2}, {kF}, {80});
+  Batch second("w", "a");
+  second.Spec(spec);
+  second.Report(kTierHbm, {2}, {kFull}, {80});
   Apply(second);
   EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 1u);
 
   v1::MatchExternalKvResponse match;
-  ASSERT_TRUE(indexer_.Match(testing::MatchRequest({1, 2}), &match).ok());
+  ASSERT_TRUE(indexer_.Match(MatchRequest({1, 2}), &match).ok());
   ASSERT_EQ(match.matches_size(), 1);
   ASSERT_EQ(match.matches(0).hashes_by_tier_size(), 1);
   const auto& tier = match.matches(0).hashes_by_tier(0);
   EXPECT_EQ(tier.tier(), v1::TIER_HBM);
-  EXPECT_THAT(tier.component_masks(), ElementsAre(kF | kS, kF));
+  EXPECT_THAT(tier.component_masks(), ElementsAre(kFull | kSwa, kFull));
   EXPECT_THAT(tier.block_sizes(), ElementsAre(80u, 80u));
 }
 
 TEST_F(PrefixQueryTest, Behaviour29ComponentsWithoutSpec) {
-  auto req = Batch("w", "a");
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF}, {16, 16});
+  Batch req("w", "a");
+  req.Report(kTierHbm, {1, 2}, {kFull, kFull}, {16, 16});
   Apply(req);
   const auto resp = Query({1, 2});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -156,20 +157,21 @@ TEST_F(PrefixQueryTest, Behaviour29ComponentsWithoutSpec) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour30RepeatedHashLastEntryWins) {
-  auto req = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 1}, {kF | kS, kF},
-            {80, 80});
+  Batch req("w", "a");
+  req.Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit));
+  req.Report(kTierHbm, {1, 1}, {kFull | kSwa, kFull}, {80, 80});
   Apply(req);
   EXPECT_EQ(Query({1}).best_prefix_blocks(), 0u);
 }
 
 TEST_F(PrefixQueryTest, Behaviour31BatchWithoutSpecClearsIt) {
-  auto with_spec = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
-  AddAction(&with_spec, v1::ACTION_REPORT, v1::TIER_HBM, {1}, {kF | kS}, {200});
+  Batch with_spec("w", "a");
+  with_spec.Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit));
+  with_spec.Report(kTierHbm, {1}, {kFull | kSwa}, {200});
   Apply(with_spec);
   EXPECT_EQ(Query({1}).best_prefix_blocks(), 1u);
-  auto without = Batch("w", "a");
-  AddAction(&without, v1::ACTION_REPORT, v1::TIER_DRAM, {2});
+  Batch without("w", "a");
+  without.Report(kTierDram, {2});
   Apply(without);
   const auto resp = Query({1});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -177,27 +179,27 @@ TEST_F(PrefixQueryTest, Behaviour31BatchWithoutSpecClearsIt) {
 }
 
 TEST_F(PrefixQueryTest, CandidatesComeOnlyFromTheFirstBlock) {
-  Apply(Report("head", "a-head", {1}));
-  Apply(Report("tail", "a-tail", {2, 3, 4}));
+  Apply(Batch("head", "a-head").Report(kTierHbm, {1}));
+  Apply(Batch("tail", "a-tail").Report(kTierHbm, {2, 3, 4}));
   EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("head", 1u)));
 }
 
 TEST_F(PrefixQueryTest, SsdOnlyHolderOfBlockZeroIsACandidate) {
-  auto req = Batch("ssd", "a-ssd");
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_SSD, {1, 2});
+  Batch req("ssd", "a-ssd");
+  req.Report(kTierSsd, {1, 2});
   Apply(req);
   EXPECT_THAT(Entries(Query({1, 2, 3})), ElementsAre(Pair("ssd", 2u)));
 }
 
 TEST_F(PrefixQueryTest, RepeatedHashesInAPrefixQueryAreNotCollapsed) {
-  Apply(Report("w", "a", {7}));
+  Apply(Batch("w", "a").Report(kTierHbm, {7}));
   const auto resp = Query({7, 7, 7, 8});
   EXPECT_THAT(Entries(resp), ElementsAre(Pair("w", 3u)));
   EXPECT_EQ(resp.blocks_read(), 4u);
 }
 
 TEST_F(PrefixQueryTest, HeldFirstBlockWithNoSurvivorStillReadsTheWindow) {
-  Apply(Report("noaddr", "", {1, 2, 3}));
+  Apply(Batch("noaddr", "").Report(kTierHbm, {1, 2, 3}));
   const auto resp = Query({1, 2, 3});
   EXPECT_THAT(resp.matches(), IsEmpty());
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
@@ -207,14 +209,16 @@ TEST_F(PrefixQueryTest, HeldFirstBlockWithNoSurvivorStillReadsTheWindow) {
 TEST_F(PrefixQueryTest, EarlyStopWhenEveryCandidateIsSettled) {
   // Invalid spec: settled from the start.
   Apply([] {
-    auto req = Batch("bad", "a-bad", MakeSpec(0, 0, kHbmBit, 0));
-    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3}, {kF, kF, kF});
+    Batch req("bad", "a-bad");
+    req.Spec(Spec(0, 0, kHbmBit, 0));
+    req.Report(kTierHbm, {1, 2, 3}, {kFull, kFull, kFull});
     return req;
   }());
   // Component-aware: FULL breaks at block 2.
   Apply([] {
-    auto req = Batch("ca", "a-ca", MakeSpec(kF, 0, kHbmBit, 0));
-    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF});
+    Batch req("ca", "a-ca");
+    req.Spec(Spec(kFull, 0, kHbmBit, 0));
+    req.Report(kTierHbm, {1, 2}, {kFull, kFull});
     return req;
   }());
   std::vector<int64_t> hashes(10);
@@ -226,10 +230,10 @@ TEST_F(PrefixQueryTest, EarlyStopWhenEveryCandidateIsSettled) {
 }
 
 TEST_F(PrefixQueryTest, LegacyCandidatesKeepScanningForFailClosed) {
-  Apply(Report("legacy", "a", {1, 2}));
-  auto late_mask = Batch("legacy", "a");
-  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2});
-  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_DRAM, {9}, {kM});
+  Apply(Batch("legacy", "a").Report(kTierHbm, {1, 2}));
+  Batch late_mask("legacy", "a");
+  late_mask.Report(kTierHbm, {1, 2});
+  late_mask.Report(kTierDram, {9}, {kMamba});
   Apply(late_mask);
   const auto resp = Query({1, 2, 3, 4, 5, 9});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -241,10 +245,10 @@ TEST_F(PrefixQueryTest, LegacyCandidatesKeepScanningForFailClosed) {
 }
 
 TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
-  Apply(Report("a", "addr-a", {1}));
-  Apply(Report("b", "addr-b", {1, 2, 3}));
-  Apply(Report("c", "addr-c", {1, 2}));
-  Apply(Report("d", "addr-d", {1, 2, 3}));
+  Apply(Batch("a", "addr-a").Report(kTierHbm, {1}));
+  Apply(Batch("b", "addr-b").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("c", "addr-c").Report(kTierHbm, {1, 2}));
+  Apply(Batch("d", "addr-d").Report(kTierHbm, {1, 2, 3}));
   const auto resp = Query({1, 2, 3});
   ASSERT_EQ(resp.matches_size(), 4);
   std::vector<uint32_t> prefixes;
@@ -259,7 +263,7 @@ TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
 }
 
 TEST_F(PrefixQueryTest, BackendErrorIsPassedThrough) {
-  Apply(Report("w", "a", {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   backend_.fail_with =
       MakeBackendStatus(BackendCode::kUnavailable, "scan refused");
   v1::MatchExternalKvPrefixResponse resp;
@@ -355,16 +359,24 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
   const std::vector<Worker> workers = {
       {"legacy", "a-legacy", false, {}},
       {"legacy2", "a-legacy2", false, {}},
-      {"full", "a-full", true, {1, kF, 0, kHbmBit | kDramBit, 0, 0}},
-      {"swa", "a-swa", true, {1, kF | kS, 40, kHbmBit, kHbmBit | kDramBit, 0}},
-      {"mamba", "a-mamba", true, {1, kF | kM, 0, kHbmBit, 0, kDramBit}},
-      {"all", "a-all", true, {0, kF | kS | kM, 24, kHbmBit, kHbmBit, kHbmBit}},
-      {"invalid", "a-invalid", true, {2, kF, 0, kHbmBit, 0, 0}},
+      {"full", "a-full", true, {1, kFull, 0, kHbmBit | kDramBit, 0, 0}},
+      {"swa",
+       "a-swa",
+       true,
+       {1, kFull | kSwa, 40, kHbmBit, kHbmBit | kDramBit, 0}},
+      {"mamba", "a-mamba", true, {1, kFull | kMamba, 0, kHbmBit, 0, kDramBit}},
+      {"all",
+       "a-all",
+       true,
+       {0, kFull | kSwa | kMamba, 24, kHbmBit, kHbmBit, kHbmBit}},
+      {"invalid", "a-invalid", true, {2, kFull, 0, kHbmBit, 0, 0}},
       {"noaddr", "", false, {}},
   };
-  // 0x100 | kF: a bit above the components, which only the legacy rule reads.
-  const uint32_t masks[] = {0,  kF,      kF | kS,      kS,
-                            kM, kF | kM, kF | kS | kM, 0x100 | kF};
+  // 0x100 | kFull: a bit above the components, which only the legacy rule
+  // reads.
+  const uint32_t masks[] = {
+      0,      kFull,          kFull | kSwa,          kSwa,
+      kMamba, kFull | kMamba, kFull | kSwa | kMamba, 0x100 | kFull};
   for (uint32_t seed = 1; seed <= 2000; ++seed) {
     std::mt19937 rng(seed);
     // The window: runs of one placement list, sometimes reordered, sometimes
@@ -380,7 +392,7 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
           if (rng() % 2 == 0) continue;
           // Masks mostly follow the worker's kind so that runs survive.
           const uint32_t mask = rng() % 8 == 0        ? masks[rng() % 8]
-                                : workers[w].has_spec ? (kF | kS | kM)
+                                : workers[w].has_spec ? (kFull | kSwa | kMamba)
                                                       : 0;
           list.push_back(Placement{w, tier, mask});
         }

@@ -21,10 +21,26 @@
 #include "core/indexer.h"
 #include "gtest/gtest.h"
 #include "kvindexer/backend.h"
-#include "requests.h"
 #include "response_order.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer::conformance {
+
+// The shared request builders, by their short names in every suite.
+using test_support::Batch;
+using test_support::Hashes;
+using test_support::HitCountsRequest;
+using test_support::kDramBit;
+using test_support::kFull;
+using test_support::kHbmBit;
+using test_support::kMamba;
+using test_support::kSsdBit;
+using test_support::kSwa;
+using test_support::Masks;
+using test_support::MatchRequest;
+using test_support::PrefixRequest;
+using test_support::Range;
+using test_support::Spec;
 
 // One backend instance, created and destroyed through a descriptor.
 // OWNERSHIP: owns the instance; the descriptor's library must outlive it.

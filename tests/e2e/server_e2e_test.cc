@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/requests.h"
 #include "tests/support/server_process.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
@@ -32,7 +33,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::ApplyExternalKvBatchRequest;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
-using ::kv_indexer::v1::ExternalKvAction;
 using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
 using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
 using ::kv_indexer::v1::KVIndexer;
@@ -40,6 +40,7 @@ using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
 using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::kvindexer::test_support::Batch;
 using ::kvindexer::test_support::ExitStatus;
 using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::LogField;
@@ -62,19 +63,6 @@ std::unique_ptr<grpc::ClientContext> Context(
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + timeout);
   return context;
-}
-
-ApplyExternalKvBatchRequest Report(const std::string& worker,
-                                   const std::string& address,
-                                   const std::vector<int64_t>& hashes) {
-  ApplyExternalKvBatchRequest req;
-  req.set_worker_id(worker);
-  req.set_worker_address(address);
-  ExternalKvAction* action = req.add_actions();
-  action->set_type(::kv_indexer::v1::ACTION_REPORT);
-  action->set_tier(::kv_indexer::v1::TIER_HBM);
-  for (int64_t h : hashes) action->add_hashes(h);
-  return req;
 }
 
 // A running kv-indexer-server and a client stub connected to it.
@@ -173,15 +161,18 @@ TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
   ASSERT_NE(server, nullptr);
 
   ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(
+      server->stub()
+          .ApplyExternalKvBatch(
+              Context().get(),
+              Batch("long", "10.0.0.1:9000").Report(kTierHbm, {1, 2, 3}),
+              &applied)
+          .ok());
   ASSERT_TRUE(server->stub()
                   .ApplyExternalKvBatch(
                       Context().get(),
-                      Report("long", "10.0.0.1:9000", {1, 2, 3}), &applied)
-                  .ok());
-  ASSERT_TRUE(server->stub()
-                  .ApplyExternalKvBatch(Context().get(),
-                                        Report("short", "10.0.0.2:9000", {1}),
-                                        &applied)
+                      Batch("short", "10.0.0.2:9000").Report(kTierHbm, {1}),
+                      &applied)
                   .ok());
 
   MatchExternalKvPrefixRequest prefix;
@@ -219,7 +210,7 @@ TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
   EXPECT_EQ(hits_resp.entries(0).hit_count_total(), 1u);
 
   // Validation over the wire.
-  ApplyExternalKvBatchRequest bad = Report("", "a", {1});
+  ApplyExternalKvBatchRequest bad = Batch("", "a").Report(kTierHbm, {1});
   const grpc::Status invalid =
       server->stub().ApplyExternalKvBatch(Context().get(), bad, &applied);
   EXPECT_EQ(invalid.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -232,9 +223,9 @@ TEST_P(ServerBackendE2eTest, MessageSizeLimits) {
   ASSERT_NE(server, nullptr);
   ApplyExternalKvBatchResponse applied;
   ASSERT_TRUE(server->stub()
-                  .ApplyExternalKvBatch(Context().get(),
-                                        Report("w", "10.0.0.1:1", {-1}),
-                                        &applied)
+                  .ApplyExternalKvBatch(
+                      Context().get(),
+                      Batch("w", "10.0.0.1:1").Report(kTierHbm, {-1}), &applied)
                   .ok());
 
   MatchExternalKvPrefixRequest big;
