@@ -13,24 +13,27 @@
 
 #include "core/backend_status.h"
 #include "core/indexer.h"
-#include "core/testing/map_backend.h"
+#include "tests/support/make_backend_status.h"
+#include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
 namespace {
 
+using test_support::BackendOk;
 using test_support::Batch;
 using test_support::kDramBit;
 using test_support::kFull;
 using test_support::kHbmBit;
 using test_support::kMamba;
 using test_support::kSwa;
+using test_support::MakeBackendStatus;
 using test_support::MatchRequest;
+using test_support::ModelBackend;
 using test_support::PrefixRequest;
 using test_support::Spec;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::MapBackend;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -59,7 +62,7 @@ class PrefixQueryTest : public ::testing::Test {
     return out;
   }
 
-  MapBackend backend_;
+  ModelBackend backend_;
   Indexer indexer_{&backend_};
 };
 
@@ -256,7 +259,7 @@ TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
     prefixes.push_back(m.matched_prefix_blocks());
   EXPECT_THAT(prefixes, ElementsAre(3u, 3u, 2u, 1u));
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
-  // MapBackend reports block 0's placements in worker-ordinal order, so the
+  // ModelBackend reports block 0's placements in worker-ordinal order, so the
   // stable sort keeps b before d.
   EXPECT_EQ(resp.matches(0).worker_id(), "b");
   EXPECT_EQ(resp.matches(1).worker_id(), "d");

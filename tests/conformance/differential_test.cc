@@ -23,10 +23,12 @@
 #include "absl/strings/str_join.h"
 #include "conformance_fixture.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "reference_model.h"
+#include "tests/support/reference_model.h"
 
 namespace kvindexer::conformance {
 namespace {
+
+using test_support::ReferenceModel;
 
 constexpr uint64_t kDefaultSeed = 20261130;
 constexpr int kDefaultSequences = 48;
