@@ -12,6 +12,7 @@
 #include "core/match_assembler.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
+#include "tests/support/prefix_response.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
@@ -118,7 +119,7 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   v1::MatchExternalKvPrefixResponse prefix;
   v1::MatchExternalKvPrefixRequest prefix_req;
   for (int64_t h : too_many) prefix_req.add_hashes(h);
-  EXPECT_TRUE(indexer_.MatchPrefix(prefix_req, &prefix).ok());
+  EXPECT_TRUE(test_support::MatchPrefix(indexer_, prefix_req, &prefix).ok());
   EXPECT_EQ(backend_.prefix_scans.size(), 1u);
 }
 

@@ -15,6 +15,7 @@
 #include "core/indexer.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
+#include "tests/support/prefix_response.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
@@ -22,12 +23,14 @@ namespace {
 
 using test_support::BackendOk;
 using test_support::Batch;
+using test_support::FillPrefixResponse;
 using test_support::kDramBit;
 using test_support::kFull;
 using test_support::kHbmBit;
 using test_support::kMamba;
 using test_support::kSwa;
 using test_support::MakeBackendStatus;
+using test_support::MatchPrefix;
 using test_support::MatchRequest;
 using test_support::ModelBackend;
 using test_support::PrefixRequest;
@@ -47,7 +50,7 @@ class PrefixQueryTest : public ::testing::Test {
                                           uint32_t max_blocks = 0) {
     v1::MatchExternalKvPrefixResponse resp;
     const absl::Status s =
-        indexer_.MatchPrefix(PrefixRequest(hashes, max_blocks), &resp);
+        MatchPrefix(indexer_, PrefixRequest(hashes, max_blocks), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }
@@ -270,16 +273,15 @@ TEST_F(PrefixQueryTest, BackendErrorIsPassedThrough) {
   backend_.fail_with =
       MakeBackendStatus(BackendCode::kUnavailable, "scan refused");
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = indexer_.MatchPrefix(PrefixRequest({1}), &resp);
+  const absl::Status s = MatchPrefix(indexer_, PrefixRequest({1}), &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(std::string(s.message()), "scan refused");
 }
 
-TEST_F(PrefixQueryTest, ValidationFailureNeverReachesTheBackend) {
-  v1::MatchExternalKvPrefixResponse resp;
-  EXPECT_EQ(indexer_.MatchPrefix(PrefixRequest({}), &resp).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(backend_.calls(), 0u);
+// A deliver callback that fills *resp.
+auto Filler(v1::MatchExternalKvPrefixResponse* resp) {
+  return
+      [resp](const PrefixAnswer& answer) { FillPrefixResponse(answer, resp); };
 }
 
 // A backend that serves fixed blocks and may end the scan too soon.
@@ -327,7 +329,8 @@ TEST(PrefixQueryScripted, ShortScanIsAnInternalError) {
   backend.blocks = {{Placement{0, kTierHbm, 0}}, {Placement{0, kTierHbm, 0}}};
   backend.stop_after = 1;
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp);
+  const absl::Status s =
+      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
 }
 
@@ -337,7 +340,8 @@ TEST(PrefixQueryScripted, LargeSparseOrdinalsWork) {
   backend.blocks = {{Placement{huge, kTierHbm, 0}, Placement{3, kTierDram, 0}},
                     {Placement{huge, kTierHbm, 0}}};
   v1::MatchExternalKvPrefixResponse resp;
-  ASSERT_TRUE(RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp).ok());
+  ASSERT_TRUE(
+      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp)).ok());
   ASSERT_EQ(resp.matches_size(), 2);
   EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 2u);
   EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
@@ -468,7 +472,7 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
       if (!query.OnBlock(view)) break;
     }
     v1::MatchExternalKvPrefixResponse resp;
-    ASSERT_TRUE(query.Finish(&resp).ok()) << "seed " << seed;
+    ASSERT_TRUE(query.Answer(Filler(&resp)).ok()) << "seed " << seed;
     std::vector<std::pair<std::string, uint32_t>> actual;
     for (const auto& m : resp.matches()) {
       actual.emplace_back(m.worker_id(), m.matched_prefix_blocks());

@@ -133,7 +133,7 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
         }
         // 2. A prefix query over set 0: the whole set or nothing.
         v1::MatchExternalKvPrefixResponse prefix;
-        if (!indexer().MatchPrefix(PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
+        if (!MatchPrefix(indexer(), PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
           report("prefix failed");
         }
         if (prefix.best_prefix_blocks() != 0 &&

@@ -22,11 +22,13 @@
 #include "gtest/gtest.h"
 #include "kvindexer/backend.h"
 #include "response_order.h"
+#include "tests/support/prefix_response.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer::conformance {
 
-// The shared request builders, by their short names in every suite.
+// The shared request builders and the server's prefix query path, by their
+// short names in every suite.
 using test_support::Batch;
 using test_support::Hashes;
 using test_support::HitCountsRequest;
@@ -37,6 +39,7 @@ using test_support::kMamba;
 using test_support::kSsdBit;
 using test_support::kSwa;
 using test_support::Masks;
+using test_support::MatchPrefix;
 using test_support::MatchRequest;
 using test_support::PrefixRequest;
 using test_support::Range;

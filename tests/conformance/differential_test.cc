@@ -217,7 +217,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
   };
   const auto compare_prefix = [&](const v1::MatchExternalKvPrefixRequest& req) {
     v1::MatchExternalKvPrefixResponse got, want;
-    const absl::Status gs = indexer.MatchPrefix(req, &got);
+    const absl::Status gs = MatchPrefix(indexer, req, &got);
     const absl::Status ws = model.MatchPrefix(req, &want);
     if (!SameStatus(gs, ws)) {
       return fail(absl::StrCat("prefix status ", gs.ToString(), ", model ",

@@ -223,20 +223,20 @@ TEST_P(ValidationTest, MatchAndHitCountBounds) {
 // §11.1 step 2; behaviour 39: prefix queries have no upper bound.
 TEST_P(ValidationTest, PrefixQueryBounds) {
   v1::MatchExternalKvPrefixResponse resp;
-  absl::Status s = indexer().MatchPrefix(PrefixRequest({}), &resp);
+  absl::Status s = MatchPrefix(indexer(), PrefixRequest({}), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
   EXPECT_EQ(s.message(), "hashes must not be empty");
-  s = indexer().MatchPrefix(PrefixRequest({}, 5), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest({}, 5), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
 
   Hashes big = {1, 2, 3};
   const Hashes tail = Range(1000, 100000);
   big.insert(big.end(), tail.begin(), tail.end());
-  s = indexer().MatchPrefix(PrefixRequest(big), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest(big), &resp);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
   EXPECT_EQ(resp.blocks_read(), big.size());
-  s = indexer().MatchPrefix(PrefixRequest(Range(0, 16385)), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest(Range(0, 16385)), &resp);
   EXPECT_TRUE(s.ok()) << s;
 }
 
