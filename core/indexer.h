@@ -41,8 +41,6 @@ class Indexer {
       const v1::GetExternalKvHitCountsRequest& req,
       v1::GetExternalKvHitCountsResponse* resp);
 
-  IndexBackend* backend() const { return backend_; }
-
  private:
   IndexBackend* backend_;
 };

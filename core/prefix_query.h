@@ -70,9 +70,6 @@ class PrefixQuery final : public BlockVisitor {
   [[nodiscard]] absl::Status Answer(
       absl::FunctionRef<void(const PrefixAnswer&)> deliver) const;
 
-  // True when the visitor stopped the scan before the last block.
-  bool stopped_early() const { return stopped_early_; }
-
  private:
   // A worker announced before block 0. Its id and address live in text_.
   struct WorkerRecord {

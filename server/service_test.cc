@@ -34,7 +34,6 @@
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "server/clock.h"
-#include "server/grpc_timeout.h"
 #include "server/kv_indexer_service.h"
 #include "server/rejection_log.h"
 #include "server/transport_settings.h"
@@ -744,8 +743,8 @@ TEST_F(ServiceOverProbeBackendTest, ClientDeadlineReachesServer) {
   EXPECT_GT(calls[0].deadline, before);
   EXPECT_LE(calls[0].deadline, before + 250ms + 50ms);  // clock granularity
   // Tripwire: gRPC C++ 1.51 turns the header into the deadline and hides it
-  // from the application. Should it ever become visible, the service can use
-  // ParseGrpcTimeout on it directly (see kv_indexer_service.h).
+  // from the application. Should it ever become visible, the service could
+  // read the caller's budget from it directly (see kv_indexer_service.h).
   EXPECT_FALSE(calls[0].grpc_timeout.has_value()) << *calls[0].grpc_timeout;
 }
 
