@@ -82,7 +82,9 @@ class SkewedClock final : public Clock {
 };
 
 // Counts calls; every hash is absent. PrefixScan and Apply can be made to wait
-// until Release() (bounded by kWaitBound so a broken test cannot hang).
+// until Release() (bounded by kWaitBound so a broken test cannot hang; a held
+// scan that gives up counts as an exit, so a test that took that long
+// fails).
 class ProbeBackend final : public IndexBackend {
  public:
   std::atomic<int> applies{0};
@@ -106,6 +108,13 @@ class ProbeBackend final : public IndexBackend {
   int prefix_entries() const {
     std::lock_guard<std::mutex> lock(mu_);
     return prefix_entries_;
+  }
+  // Prefix scans that have finished waiting and left the backend. While it
+  // is 0 after HoldPrefixScans, every scan that entered is still held: an
+  // RPC that completes meanwhile did not wait for one.
+  int prefix_exits() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefix_exits_;
   }
   // The names of the threads prefix scans entered the backend on, in order.
   std::vector<std::string> prefix_threads() const {
@@ -150,6 +159,7 @@ class ProbeBackend final : public IndexBackend {
       prefix_threads_.emplace_back(name);
       cv_.notify_all();
       cv_.wait_for(lock, kWaitBound, [&] { return !hold_; });
+      ++prefix_exits_;
     }
     VisitAbsent(hashes, visitor);
     return Ok();
@@ -174,6 +184,7 @@ class ProbeBackend final : public IndexBackend {
   bool hold_ = false;
   bool hold_applies_ = false;
   int prefix_entries_ = 0;
+  int prefix_exits_ = 0;
   std::vector<std::string> prefix_threads_;
   int apply_entries_ = 0;
 };
@@ -191,14 +202,23 @@ class CallObserver {
   void Add(ObservedCall call) {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(std::move(call));
+    added_.notify_all();
   }
   std::vector<ObservedCall> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
   }
+  // Waits until `n` calls have been observed. A call that ended on the
+  // client's side (its deadline passed) may reach the server later.
+  bool WaitForCalls(size_t n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return added_.wait_for(lock, kWaitBound,
+                           [&] { return calls_.size() >= n; });
+  }
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable added_;
   std::vector<ObservedCall> calls_;
 };
 
@@ -413,21 +433,25 @@ TEST_F(ServiceOverProbeBackendTest, AdmissionRejectsWithoutBlockingApplies) {
   }
   ASSERT_TRUE(backend_.WaitForPrefixEntries(2));
 
-  const auto start = std::chrono::steady_clock::now();
+  // Neither the rejection nor the apply may wait for the held scans: both
+  // must come back while the two scans are still in the backend. The
+  // deadlines only end a hang; a server that queued the third query would
+  // admit it once a scan gave up, and the exits would show it.
   MatchExternalKvPrefixResponse third;
   const grpc::Status rejected =
-      MatchPrefix(*server_, PrefixRequest({-1}), &third, 1s);
+      MatchPrefix(*server_, PrefixRequest({-1}), &third, kWaitBound);
   EXPECT_EQ(rejected.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << rejected.error_message();
   EXPECT_EQ(rejected.error_message(), "too many in-flight prefix queries");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   EXPECT_EQ(backend_.prefix_entries(), 2);
 
   ApplyExternalKvBatchRequest apply;
   apply.set_worker_id("worker");
-  const grpc::Status applied = Apply(*server_, apply, 1s);
+  const grpc::Status applied = Apply(*server_, apply, kWaitBound);
   EXPECT_TRUE(applied.ok()) << applied.error_message();
   EXPECT_EQ(backend_.applies.load(), 1);
+  EXPECT_EQ(backend_.prefix_exits(), 0)
+      << "the rejection or the apply waited for a held scan";
 
   backend_.Release();
   for (std::thread& t : blocked) t.join();
@@ -473,12 +497,14 @@ TEST_F(ServiceOverProbeBackendTest, ScansRunInlineOnlyWhileASlotIsFree) {
 
   MatchExternalKvPrefixResponse rejected_resp;
   const grpc::Status rejected =
-      MatchPrefix(*server_, PrefixRequest({-1}), &rejected_resp, 1s);
+      MatchPrefix(*server_, PrefixRequest({-1}), &rejected_resp, kWaitBound);
   EXPECT_EQ(rejected.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   ApplyExternalKvBatchRequest apply;
   apply.set_worker_id("worker");
   const grpc::Status applied = Apply(*server_, apply, kWaitBound);
   EXPECT_TRUE(applied.ok()) << applied.error_message();
+  EXPECT_EQ(backend_.prefix_exits(), 0)
+      << "the rejection or the apply waited for a held scan";
 
   backend_.Release();
   for (std::thread& t : held) t.join();
@@ -590,12 +616,13 @@ TEST_F(ServiceOverProbeBackendTest, ValidationBeforeAdmission) {
   ASSERT_TRUE(backend_.WaitForPrefixEntries(1));
   MatchExternalKvPrefixResponse resp;
   const grpc::Status empty =
-      MatchPrefix(*server_, PrefixRequest({}), &resp, 5s);
+      MatchPrefix(*server_, PrefixRequest({}), &resp, kWaitBound);
   EXPECT_EQ(empty.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(empty.error_message(), "hashes must not be empty");
   const grpc::Status busy =
-      MatchPrefix(*server_, PrefixRequest({7}), &resp, 5s);
+      MatchPrefix(*server_, PrefixRequest({7}), &resp, kWaitBound);
   EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(backend_.prefix_exits(), 0) << "a rejection waited for the scan";
   backend_.Release();
   holder.join();
 }
@@ -639,8 +666,8 @@ TEST_F(ServiceOverProbeBackendTest, SixtyFourStreamsPerConnection) {
   ApplyExternalKvBatchRequest apply;
   apply.set_worker_id("worker");
   ApplyExternalKvBatchResponse apply_resp;
-  const grpc::Status applied =
-      other->ApplyExternalKvBatch(Context(5s).get(), apply, &apply_resp);
+  const grpc::Status applied = other->ApplyExternalKvBatch(
+      Context(kWaitBound).get(), apply, &apply_resp);
   EXPECT_TRUE(applied.ok()) << applied.error_message();
   EXPECT_EQ(backend_.prefix_entries(), kMaxConcurrentStreams);
 
@@ -728,20 +755,31 @@ TEST_F(ServiceOverProbeBackendTest, OtherMethodsAreNeverShed) {
 // Behaviour 8 (server side): a 250 ms client deadline reaches the server
 // exactly once. gRPC C++ consumes the grpc-timeout header into the call
 // deadline and does not show it to the application, so the observable form is
-// a finite deadline at most 250 ms after the call started.
+// a finite deadline carrying the 250 ms budget.
 TEST_F(ServiceOverProbeBackendTest, ClientDeadlineReachesServer) {
   Start(32);
+  // The server's deadline is its arrival time plus the time the client had
+  // left when it sent the header, at most 250 ms (rounded up to whole
+  // milliseconds). The arrival lies between the two stamps, however long the
+  // call takes on a loaded machine; only the rounding and the conversion
+  // between gRPC's clock and the system clock need a tolerance.
+  constexpr auto kRounding = 2ms;
+  // Connected first, so that the 250 ms are not spent on the connection.
+  ASSERT_TRUE(server_->channel()->WaitForConnected(
+      std::chrono::system_clock::now() + kWaitBound));
   const auto before = std::chrono::system_clock::now();
   MatchExternalKvPrefixResponse resp;
-  // The call itself may or may not beat 250 ms on a loaded machine; what
-  // matters is what the server saw.
+  // The call itself may or may not beat 250 ms; what matters is what the
+  // server saw.
   (void)MatchPrefix(*server_, PrefixRequest({1, 2, 3}), &resp, 250ms);
+  const auto after = std::chrono::system_clock::now();
+  ASSERT_TRUE(server_->observer().WaitForCalls(1));
   const std::vector<ObservedCall> calls = server_->observer().calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].method, "/kv_indexer.v1.KVIndexer/MatchExternalKvPrefix");
   EXPECT_NE(calls[0].deadline, std::chrono::system_clock::time_point::max());
   EXPECT_GT(calls[0].deadline, before);
-  EXPECT_LE(calls[0].deadline, before + 250ms + 50ms);  // clock granularity
+  EXPECT_LE(calls[0].deadline, after + 250ms + kRounding);
   // Tripwire: gRPC C++ 1.51 turns the header into the deadline and hides it
   // from the application. Should it ever become visible, the service could
   // read the caller's budget from it directly (see kv_indexer_service.h).
