@@ -33,6 +33,8 @@
 #include "absl/strings/str_split.h"
 #include "backend_scenario.h"
 #include "benchmark/benchmark.h"
+#include "core/prefix_answer.h"
+#include "core/prefix_response_wire.h"
 #include "lookup_floor.h"
 #include "machine_info.h"
 
@@ -119,6 +121,8 @@ void BM_Memory(benchmark::State& state, ScenarioSpec spec, bool keep) {
 }
 
 // `distinct`: the distinct-lists prefix instead of the headline prefix.
+// The query runs as the server runs it once admitted: Indexer::MatchPrefix,
+// the answer written in its wire form.
 void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec,
                       bool distinct) {
   BackendScenario* s = Ensure(spec, state);
@@ -127,18 +131,24 @@ void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec,
   for (const int64_t h : distinct ? DistinctListHashes() : HeadlineHashes()) {
     req.add_hashes(h);
   }
-  v1::MatchExternalKvPrefixResponse resp;
+  std::vector<uint8_t> wire;
+  size_t matches = 0;
+  uint32_t best = 0;
   for (auto _ : state) {
-    resp.Clear();
-    absl::Status st = s->indexer().MatchPrefix(req, &resp);
+    absl::Status st =
+        s->indexer().MatchPrefix(req, [&](const PrefixAnswer& answer) {
+          wire.resize(PrefixResponseWireSize(answer));
+          WritePrefixResponseWire(answer, wire.data());
+          matches = answer.matches.size();
+          best = answer.best_prefix_blocks;
+        });
     benchmark::DoNotOptimize(st);
+    benchmark::DoNotOptimize(wire.data());
   }
-  if (resp.matches_size() != static_cast<int>(kHeadlineWorkers) ||
-      resp.best_prefix_blocks() != kHeadlineBlocks) {
-    state.SkipWithError(absl::StrCat("wrong answer: ", resp.matches_size(),
-                                     " matches, best ",
-                                     resp.best_prefix_blocks())
-                            .c_str());
+  if (matches != kHeadlineWorkers || best != kHeadlineBlocks) {
+    state.SkipWithError(
+        absl::StrCat("wrong answer: ", matches, " matches, best ", best)
+            .c_str());
     return;
   }
   PerBlockCounters(state, kHeadlineBlocks);

@@ -17,6 +17,7 @@
 #include "common/wire_vocabulary.h"
 #include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
+#include "server/server_runner.h"
 #include "server/transport_settings.h"
 
 namespace kvindexer::bench {
@@ -101,8 +102,10 @@ int Main() {
                  addr.c_str());
     return 1;
   }
-  std::fprintf(stderr, "kv-indexer-floor-server: listening on %s\n",
-               addr.c_str());
+  // The same line as kv-indexer-server's, which is what a spawning process
+  // reads the bound port from when it asked for port 0.
+  std::fprintf(stderr, "kv-indexer-floor-server: listening addr=%s\n",
+               kvindexer::BoundAddress(addr, port).c_str());
   if (!signals.Wait()) server->Wait();  // no signal handling: until killed
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;

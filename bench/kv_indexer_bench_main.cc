@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,14 +45,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "bench_report.h"
 #include "common/wire_vocabulary.h"
 #include "ingest_plan.h"
 #include "json_writer.h"
 #include "load_client.h"
 #include "machine_info.h"
-#include "server_process.h"
 #include "synthetic_fleet.h"
+#include "tests/support/server_process.h"
 
 ABSL_FLAG(std::string, target, "",
           "Address of a running kv-indexer-server (loopback only), e.g. "
@@ -65,8 +67,9 @@ ABSL_FLAG(std::string, floor_target, "",
           "Address of a running kv-indexer-floor-server (loopback only)");
 ABSL_FLAG(std::string, spawn_floor, "",
           "Path of kv-indexer-floor-server to start on a free port");
-ABSL_FLAG(std::string, server_log, "/dev/null",
-          "File receiving spawned servers' stdout and stderr");
+ABSL_FLAG(std::string, server_log, "",
+          "File spawned servers' stdout and stderr are appended to (empty: a "
+          "temporary file per server, removed when it stops)");
 ABSL_FLAG(std::string, phases, "preload,ingest,query,mixed",
           "Comma-separated phases to run, in this order");
 ABSL_FLAG(std::string, json_out, "", "Write the JSON report to this file");
@@ -165,6 +168,11 @@ bool IsLoopback(const std::string& target) {
          absl::StartsWith(t, "localhost:");
 }
 
+using ::kvindexer::test_support::ListeningServer;
+using ::kvindexer::test_support::ProcessOptions;
+using ::kvindexer::test_support::ServerProcess;
+using ::kvindexer::test_support::StartListeningServer;
+
 struct Target {
   std::string name;  // "server" or "floor"
   std::unique_ptr<ServerProcess> process;
@@ -182,19 +190,24 @@ absl::StatusOr<std::vector<Target>> ConnectTargets(
     absl::Duration connect_timeout, uint32_t channels,
     bool with_mixed_ingest_pool) {
   std::vector<Target> targets;
-  const auto add_target = [&](const std::string& name,
-                              const std::string& address,
-                              const std::string& spawn,
-                              std::vector<std::string> env) -> absl::Status {
+  const auto add_target =
+      [&](const std::string& name, const std::string& address,
+          const std::string& spawn,
+          std::map<std::string, std::string> env) -> absl::Status {
     Target t;
     t.name = name;
     std::string addr = address;
     if (!spawn.empty()) {
-      absl::StatusOr<std::unique_ptr<ServerProcess>> p = ServerProcess::Start(
-          spawn, env, absl::GetFlag(FLAGS_server_log), connect_timeout);
-      if (!p.ok()) return p.status();
-      t.process = std::move(*p);
-      addr = t.process->address();
+      ProcessOptions options;
+      options.binary = spawn;
+      options.env = std::move(env);
+      options.output_path = absl::GetFlag(FLAGS_server_log);
+      absl::StatusOr<ListeningServer> server =
+          StartListeningServer(std::move(options), /*port=*/0,
+                               absl::ToChronoMilliseconds(connect_timeout));
+      if (!server.ok()) return server.status();
+      t.process = std::move(server->process);
+      addr = server->address;
     }
     if (addr.empty()) return absl::OkStatus();
     if (!IsLoopback(addr)) {
@@ -222,9 +235,9 @@ absl::StatusOr<std::vector<Target>> ConnectTargets(
     targets.push_back(std::move(t));
     return absl::OkStatus();
   };
-  std::vector<std::string> server_env;
+  std::map<std::string, std::string> server_env;
   if (!absl::GetFlag(FLAGS_backend).empty()) {
-    server_env.push_back("KV_INDEXER_BACKEND=" + absl::GetFlag(FLAGS_backend));
+    server_env["KV_INDEXER_BACKEND"] = absl::GetFlag(FLAGS_backend);
   }
   if (!absl::GetFlag(FLAGS_target).empty() &&
       !absl::GetFlag(FLAGS_spawn_server).empty()) {
@@ -723,7 +736,7 @@ int Run() {
   }
   for (Target& t : targets) {
     if (t.process != nullptr) {
-      if (absl::Status s = t.process->Stop(absl::Seconds(10)); !s.ok()) {
+      if (absl::Status s = t.process->Stop(std::chrono::seconds(10)); !s.ok()) {
         std::fprintf(stderr, "kv-indexer-bench: stopping %s: %s\n",
                      t.name.c_str(), s.ToString().c_str());
         rc = 1;

@@ -151,7 +151,6 @@ uint64_t BatchHashes(const v1::ApplyExternalKvBatchRequest& batch) {
 absl::StatusOr<std::unique_ptr<ChannelPool>> ChannelPool::Connect(
     const std::string& target, int channels, absl::Duration connect_timeout) {
   std::unique_ptr<ChannelPool> pool(new ChannelPool);
-  pool->target_ = target;
   for (int i = 0; i < channels; ++i) {
     grpc::ChannelArguments args;
     // A private subchannel pool and a distinct argument give each channel its

@@ -41,12 +41,10 @@ class ChannelPool {
 
   // Round-robin over the channels.
   v1::KVIndexer::Stub* Next();
-  const std::string& target() const { return target_; }
   size_t size() const { return stubs_.size(); }
 
  private:
   ChannelPool() = default;
-  std::string target_;
   std::vector<std::unique_ptr<v1::KVIndexer::Stub>> stubs_;
   std::atomic<size_t> next_{0};
 };

@@ -93,7 +93,6 @@ void SyntheticFleet::StartBatch(uint32_t w) {
 void SyntheticFleet::FlushWorker(uint32_t w, BatchSink* sink) {
   Worker& worker = workers_[w];
   if (worker.pending.actions_size() == 0) return;
-  hashes_emitted_ += worker.pending_hashes;
   sink->OnBatch(w, std::move(worker.pending));
   StartBatch(w);
 }

@@ -90,7 +90,6 @@ class SyntheticFleet {
   std::vector<int64_t> AnchorQuery() const;
 
   uint64_t placements() const { return placements_; }
-  uint64_t hashes_emitted() const { return hashes_emitted_; }
   const FleetConfig& config() const { return config_; }
   bool is_swa_worker(uint32_t worker) const { return workers_[worker].swa; }
 
@@ -141,7 +140,6 @@ class SyntheticFleet {
   uint64_t hbm_capacity_;
   uint64_t dram_capacity_;
   uint64_t placements_ = 0;
-  uint64_t hashes_emitted_ = 0;
   uint64_t salt_ = 0;
 };
 

@@ -3,9 +3,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <algorithm>
-#include <string>
-
 #include "absl/strings/str_cat.h"
 
 namespace kvindexer {
@@ -26,15 +23,6 @@ absl::Status ToAbslStatus(const BackendStatus& status) {
                         "backend failed without a message");
   }
   return absl::Status(static_cast<absl::StatusCode>(code), message);
-}
-
-BackendStatus MakeBackendStatus(BackendCode code, std::string_view message) {
-  BackendStatus status;
-  status.code = code;
-  const size_t n = std::min(message.size(), sizeof(status.message) - 1);
-  if (n > 0) memcpy(status.message, message.data(), n);
-  status.message[n] = '\0';
-  return status;
 }
 
 }  // namespace kvindexer

@@ -87,16 +87,9 @@ absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
   return RunMatch(backend_, req, resp);
 }
 
-absl::Status Indexer::MatchPrefix(const v1::MatchExternalKvPrefixRequest& req,
-                                  v1::MatchExternalKvPrefixResponse* resp) {
-  if (absl::Status s = ValidatePrefix(req); !s.ok()) return s;
-  return RunPrefixQuery(backend_, req, resp);
-}
-
 absl::Status Indexer::MatchPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
-  if (absl::Status s = ValidatePrefix(req); !s.ok()) return s;
   return RunPrefixQuery(backend_, req, deliver);
 }
 

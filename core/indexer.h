@@ -1,8 +1,8 @@
 // Indexer: the transport-independent kv_indexer.v1 semantics over any
 // IndexBackend. It validates requests (docs/contract.md, "Apply validation",
-// "Match validation", "GetExternalKvHitCounts" and
-// "MatchExternalKvPrefix > Order of checks"), normalises them (repeated-hash
-// collapsing), calls the backend, and
+// "Match validation" and "GetExternalKvHitCounts"; prefix queries arrive
+// validated, see "MatchExternalKvPrefix > Order of checks"), normalises them
+// (repeated-hash collapsing), calls the backend, and
 // assembles responses (MatchExternalKv ordering, the prefix rule engine,
 // result sorting). Deadline shedding and admission are the server's job.
 //
@@ -30,21 +30,17 @@ class Indexer {
   [[nodiscard]] absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req);
   [[nodiscard]] absl::Status Match(const v1::MatchExternalKvRequest& req,
                                    v1::MatchExternalKvResponse* resp);
-  // Validates (empty hashes) and scans. The server sheds and admits first.
-  [[nodiscard]] absl::Status MatchPrefix(
-      const v1::MatchExternalKvPrefixRequest& req,
-      v1::MatchExternalKvPrefixResponse* resp);
-  // The same, handing the answer to `deliver` (once, on OK) as views into
-  // the query's own storage, so a caller can encode it without building the
-  // response message.
+  // Scans and hands the answer to `deliver` (once, on OK) as views into the
+  // query's own storage, so a caller can encode it without building the
+  // response message. Unlike the other methods it does not validate: the
+  // server validates a prefix query before admitting it, so that an invalid
+  // one never takes a permit. REQUIRES: ValidatePrefix(req).ok().
   [[nodiscard]] absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       absl::FunctionRef<void(const PrefixAnswer&)> deliver);
   [[nodiscard]] absl::Status HitCounts(
       const v1::GetExternalKvHitCountsRequest& req,
       v1::GetExternalKvHitCountsResponse* resp);
-
-  IndexBackend* backend() const { return backend_; }
 
  private:
   IndexBackend* backend_;

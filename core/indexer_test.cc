@@ -10,25 +10,24 @@
 
 #include "core/backend_status.h"
 #include "core/match_assembler.h"
-#include "core/testing/map_backend.h"
-#include "core/testing/requests.h"
+#include "tests/support/make_backend_status.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/prefix_response.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer {
 namespace {
 
-using testing::AddAction;
-using testing::Batch;
+using test_support::BackendOk;
+using test_support::Batch;
+using test_support::HitCountsRequest;
+using test_support::MakeBackendStatus;
+using test_support::MatchRequest;
+using test_support::ModelBackend;
+using test_support::Spec;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
-using testing::HitCountsRequest;
 using ::testing::IsEmpty;
-using testing::kF;
-using testing::kHbmBit;
-using testing::kS;
-using testing::MakeSpec;
-using testing::MapBackend;
-using testing::MatchRequest;
-using testing::Report;
 
 class IndexerTest : public ::testing::Test {
  protected:
@@ -69,7 +68,7 @@ class IndexerTest : public ::testing::Test {
     return out;
   }
 
-  MapBackend backend_;
+  ModelBackend backend_;
   Indexer indexer_{&backend_};
 };
 
@@ -77,30 +76,28 @@ class IndexerTest : public ::testing::Test {
 // docs/contract.md, "Reference behaviours"). ---
 
 TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
-  std::vector<v1::ApplyExternalKvBatchRequest> bad;
+  std::vector<Batch> bad;
   bad.push_back(Batch("", "a"));  // 42
   bad.push_back(Batch("w", "a"));
-  AddAction(&bad.back(), v1::ACTION_UNKNOWN, v1::TIER_HBM, {1});  // 35
+  bad.back().Action(0, kTierHbm, {1});  // 35
   bad.push_back(Batch("w", "a"));
-  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_UNKNOWN, {1});  // 36
+  bad.back().Report(0, {1});  // 36
   bad.push_back(Batch("w", "a"));
-  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF});  // 37
+  bad.back().Report(kTierHbm, {1, 2}, {kComponentFull});  // 37
   bad.push_back(Batch("w", "a"));
-  AddAction(&bad.back(), v1::ACTION_REVOKE, v1::TIER_HBM, {});  // 38
+  bad.back().Action(kActionRevoke, kTierHbm, {});  // 38
   bad.push_back(Batch("w", "a"));
   for (int i = 0; i < 2; ++i) {  // 40
-    AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM,
-              std::vector<int64_t>(8193, i));
+    bad.back().Report(kTierHbm, std::vector<int64_t>(8193, i));
   }
   bad.push_back(Batch("w", "a"));
   for (int i = 0; i < 257; ++i) {  // 41
-    AddAction(&bad.back(), v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_HBM, {});
+    bad.back().Action(kActionClearAllAtTier, kTierHbm, {});
   }
   // A bad action after a good one: nothing of the batch is applied.
   bad.push_back(Batch("w", "a"));
-  AddAction(&bad.back(), v1::ACTION_REPORT, v1::TIER_HBM, {1});
-  AddAction(&bad.back(), static_cast<v1::ExternalKvActionType>(999),
-            v1::TIER_HBM, {1});
+  bad.back().Report(kTierHbm, {1});
+  bad.back().Action(999, kTierHbm, {1});
   for (const auto& req : bad) EXPECT_FALSE(indexer_.Apply(req).ok());
 
   std::vector<int64_t> too_many(16385);
@@ -121,16 +118,16 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   v1::MatchExternalKvPrefixResponse prefix;
   v1::MatchExternalKvPrefixRequest prefix_req;
   for (int64_t h : too_many) prefix_req.add_hashes(h);
-  EXPECT_TRUE(indexer_.MatchPrefix(prefix_req, &prefix).ok());
+  EXPECT_TRUE(test_support::MatchPrefix(indexer_, prefix_req, &prefix).ok());
   EXPECT_EQ(backend_.prefix_scans.size(), 1u);
 }
 
 TEST_F(IndexerTest, ValidBatchesReachTheBackend) {
   Apply(Batch("worker-1", "a"));  // 34, 42
-  auto side = Batch("worker-1", "a");
-  AddAction(&side, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2});
-  AddAction(&side, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF}, {8, 8});
-  AddAction(&side, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_DRAM, {});  // 38
+  Batch side("worker-1", "a");
+  side.Report(kTierHbm, {1, 2});
+  side.Report(kTierHbm, {1, 2}, {kComponentFull, kComponentFull}, {8, 8});
+  side.Action(kActionClearAllAtTier, kTierDram, {});  // 38
   Apply(side);
   EXPECT_EQ(backend_.applies.size(), 2u);
 }
@@ -138,7 +135,8 @@ TEST_F(IndexerTest, ValidBatchesReachTheBackend) {
 // --- What the backend receives. ---
 
 TEST_F(IndexerTest, ApplyPassesWorkerAddressAndSpec) {
-  Apply(Batch("w", "http://x:1", MakeSpec(kF | kS, 64, 6, 2, 0, 0)));
+  Apply(Batch("w", "http://x:1")
+            .Spec(Spec(kComponentFull | kComponentSwa, 64, 6, 2, 0, 0)));
   Apply(Batch("w", ""));
   ASSERT_EQ(backend_.applies.size(), 2u);
   const auto& first = backend_.applies[0];
@@ -146,7 +144,7 @@ TEST_F(IndexerTest, ApplyPassesWorkerAddressAndSpec) {
   EXPECT_EQ(first.worker_address, "http://x:1");
   ASSERT_TRUE(first.spec.has_value());
   EXPECT_EQ(first.spec->version, 0u);
-  EXPECT_EQ(first.spec->components, kF | kS);
+  EXPECT_EQ(first.spec->components, kComponentFull | kComponentSwa);
   EXPECT_EQ(first.spec->swa_window_tokens, 64u);
   EXPECT_EQ(first.spec->full_tier_mask, 6u);
   EXPECT_EQ(first.spec->swa_tier_mask, 2u);
@@ -155,19 +153,18 @@ TEST_F(IndexerTest, ApplyPassesWorkerAddressAndSpec) {
   EXPECT_EQ(backend_.applies[1].worker_address, "");
 
   // A present spec with every field zero is still present.
-  v1::ApplyExternalKvBatchRequest zero = Batch("w", "a");
-  zero.mutable_cache_spec();
+  Batch zero("w", "a");
+  zero.mutable_request()->mutable_cache_spec();
   Apply(zero);
   EXPECT_TRUE(backend_.applies[2].spec.has_value());
 }
 
 TEST_F(IndexerTest, ReportKeepsLastOccurrenceRevokeAndClearCarryNoExtras) {
-  auto req = Batch("w", "a");
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {5, 6, 5}, {3, 1, 1},
-            {80, 16, 0});
-  AddAction(&req, v1::ACTION_REVOKE, v1::TIER_DRAM, {7, 7}, {1, 1}, {2, 2});
-  AddAction(&req, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_SSD, {8}, {1}, {1});
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_DRAM, {9, 10});
+  Batch req("w", "a");
+  req.Report(kTierHbm, {5, 6, 5}, {3, 1, 1}, {80, 16, 0});
+  req.Action(kActionRevoke, kTierDram, {7, 7}, {1, 1}, {2, 2});
+  req.Action(kActionClearAllAtTier, kTierSsd, {8}, {1}, {1});
+  req.Report(kTierDram, {9, 10});
   Apply(req);
   ASSERT_EQ(backend_.applies.size(), 1u);
   const auto& actions = backend_.applies[0].actions;
@@ -193,10 +190,10 @@ TEST_F(IndexerTest, ReportKeepsLastOccurrenceRevokeAndClearCarryNoExtras) {
 }
 
 TEST_F(IndexerTest, ManyReportsWithRepeatsKeepTheirOwnBuffers) {
-  auto req = Batch("w", "a");
+  Batch req("w", "a");
   for (int i = 0; i < 256; ++i) {
-    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {i, i, i + 1000},
-              {1, 2, 3}, {uint32_t(i), uint32_t(i + 1), 9});
+    req.Report(kTierHbm, {i, i, i + 1000}, {1, 2, 3},
+               {uint32_t(i), uint32_t(i + 1), 9});
   }
   Apply(req);
   const auto& actions = backend_.applies.at(0).actions;
@@ -209,7 +206,7 @@ TEST_F(IndexerTest, ManyReportsWithRepeatsKeepTheirOwnBuffers) {
 }
 
 TEST_F(IndexerTest, MatchAndHitCountsCollapseKeepingFirst) {
-  Apply(Report("w", "a", {1, -2, 3}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1, -2, 3}));
   const auto resp = Match({1, -2, 1, 3}, true);
   EXPECT_THAT(backend_.matches.back(), ElementsAre(1, -2, 3));
   ASSERT_EQ(resp.matches_size(), 1);
@@ -226,14 +223,14 @@ TEST_F(IndexerTest, MatchAndHitCountsCollapseKeepingFirst) {
 
 TEST_F(IndexerTest, MatchOrdersWorkersTiersAndHashes) {
   // w2 is first met on hash 10; w1 on hash 20; w3 (empty address) on 30.
-  auto w1 = Batch("w1", "addr-1");
-  AddAction(&w1, v1::ACTION_REPORT, v1::TIER_SSD, {20, 40}, {0, 1}, {5, 7});
-  AddAction(&w1, v1::ACTION_REPORT, v1::TIER_HBM, {40, 20}, {5, 3}, {0, 0});
+  Batch w1("w1", "addr-1");
+  w1.Report(kTierSsd, {20, 40}, {0, 1}, {5, 7});
+  w1.Report(kTierHbm, {40, 20}, {5, 3}, {0, 0});
   Apply(w1);
-  auto w2 = Batch("w2", "addr-2");
-  AddAction(&w2, v1::ACTION_REPORT, v1::TIER_DRAM, {10, 20}, {}, {16, 0});
+  Batch w2("w2", "addr-2");
+  w2.Report(kTierDram, {10, 20}, {}, {16, 0});
   Apply(w2);
-  Apply(Report("w3", "", {30}));
+  Apply(Batch("w3", "").Report(kTierHbm, {30}));
 
   const auto resp = Match({10, 20, 30, 40, 50});
   ASSERT_EQ(resp.matches_size(), 3);
@@ -271,7 +268,7 @@ TEST_F(IndexerTest, MatchWithNothingMatchedIsEmpty) {
 // --- Backend-semantics behaviours through the glue (9-23). ---
 
 TEST_F(IndexerTest, Behaviour9And10) {
-  Apply(Report("w1", "10.0.0.1:9000", {1, 2}));
+  Apply(Batch("w1", "10.0.0.1:9000").Report(kTierHbm, {1, 2}));
   const auto resp = Match({1, 2, 3});
   ASSERT_EQ(resp.matches_size(), 1);
   EXPECT_EQ(resp.matches(0).address(), "10.0.0.1:9000");
@@ -279,7 +276,7 @@ TEST_F(IndexerTest, Behaviour9And10) {
 
   std::vector<int64_t> many(300);
   for (int i = 0; i < 300; ++i) many[i] = i;
-  Apply(Report("w2", "b", many));
+  Apply(Batch("w2", "b").Report(kTierHbm, many));
   const auto big = Match(many);
   ASSERT_EQ(big.matches_size(), 2);
   EXPECT_EQ(big.matches(0).worker_id(), "w2");  // hash 0 is met first
@@ -288,38 +285,38 @@ TEST_F(IndexerTest, Behaviour9And10) {
 }
 
 TEST_F(IndexerTest, Behaviour12And14And16And19And23) {
-  auto b12 = Batch("w", "a");
-  AddAction(&b12, v1::ACTION_REPORT, v1::TIER_HBM, {9});
-  AddAction(&b12, v1::ACTION_REVOKE, v1::TIER_HBM, {9});
-  AddAction(&b12, v1::ACTION_REPORT, v1::TIER_HBM, {9});
+  Batch b12("w", "a");
+  b12.Report(kTierHbm, {9});
+  b12.Action(kActionRevoke, kTierHbm, {9});
+  b12.Report(kTierHbm, {9});
   Apply(b12);
   Apply(b12);
   EXPECT_THAT(Held({9})[9], ElementsAre(v1::TIER_HBM));
 
-  auto b16 = Batch("w", "a");
-  AddAction(&b16, v1::ACTION_REPORT, v1::TIER_HBM, {1});
-  AddAction(&b16, v1::ACTION_REPORT, v1::TIER_DRAM, {1});
-  AddAction(&b16, v1::ACTION_REVOKE, v1::TIER_HBM, {1});
+  Batch b16("w", "a");
+  b16.Report(kTierHbm, {1});
+  b16.Report(kTierDram, {1});
+  b16.Action(kActionRevoke, kTierHbm, {1});
   Apply(b16);
   EXPECT_THAT(Held({1})[1], ElementsAre(v1::TIER_DRAM));
 
-  auto b19 = Batch("x", "a");
-  AddAction(&b19, v1::ACTION_REPORT, v1::TIER_HBM, {11, 12, 13});
-  AddAction(&b19, v1::ACTION_REPORT, v1::TIER_DRAM, {11});
+  Batch b19("x", "a");
+  b19.Report(kTierHbm, {11, 12, 13});
+  b19.Report(kTierDram, {11});
   Apply(b19);
-  auto clear = Batch("x", "a");
-  AddAction(&clear, v1::ACTION_CLEAR_ALL_AT_TIER, v1::TIER_HBM, {});
+  Batch clear("x", "a");
+  clear.Action(kActionClearAllAtTier, kTierHbm, {});
   Apply(clear);
   auto held = Held({11, 12, 13});
   EXPECT_THAT(held[11], ElementsAre(v1::TIER_DRAM));
   EXPECT_EQ(held.count(12), 0u);
   EXPECT_EQ(held.count(13), 0u);
 
-  auto b23 = Batch("y", "a");
-  AddAction(&b23, v1::ACTION_REVOKE, v1::TIER_HBM, {5});
-  AddAction(&b23, v1::ACTION_REPORT, v1::TIER_HBM, {5});
-  AddAction(&b23, v1::ACTION_REPORT, v1::TIER_HBM, {6});
-  AddAction(&b23, v1::ACTION_REVOKE, v1::TIER_HBM, {6});
+  Batch b23("y", "a");
+  b23.Action(kActionRevoke, kTierHbm, {5});
+  b23.Report(kTierHbm, {5});
+  b23.Report(kTierHbm, {6});
+  b23.Action(kActionRevoke, kTierHbm, {6});
   Apply(b23);
   held = Held({5, 6});
   EXPECT_EQ(held.count(5), 1u);
@@ -327,17 +324,17 @@ TEST_F(IndexerTest, Behaviour12And14And16And19And23) {
 }
 
 TEST_F(IndexerTest, Behaviour20To22HitCounting) {
-  Apply(Report("w", "a", {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   Match({1, 2});
   EXPECT_THAT(Hits({1, 2}), IsEmpty());
   Match({1, 2, 1}, true);
   EXPECT_THAT(Hits({1, 2}),
               ElementsAre(std::make_pair(int64_t{1}, uint64_t{1})));
-  Apply(Report("w", "a", {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   EXPECT_THAT(Hits({1}), ElementsAre(std::make_pair(int64_t{1}, uint64_t{1})));
 
-  auto revoke = Batch("w", "a");
-  AddAction(&revoke, v1::ACTION_REVOKE, v1::TIER_HBM, {1});
+  Batch revoke("w", "a");
+  revoke.Action(kActionRevoke, kTierHbm, {1});
   Apply(revoke);
   EXPECT_THAT(Match({1}).matches(), IsEmpty());
   EXPECT_THAT(Hits({1}), IsEmpty());
@@ -373,11 +370,6 @@ TEST(BackendStatus, Conversion) {
       ToAbslStatus(MakeBackendStatus(BackendCode::kUnavailable, ""));
   EXPECT_EQ(silent.code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(silent.message().empty());
-  // Long messages are truncated and NUL-terminated.
-  const BackendStatus long_status =
-      MakeBackendStatus(BackendCode::kInternal, std::string(1000, 'x'));
-  EXPECT_EQ(std::string(long_status.message).size(),
-            sizeof(long_status.message) - 1);
 }
 
 TEST(MatchAssembler, RejectsInconsistentBackendOutput) {

@@ -41,14 +41,6 @@ absl::Status RunPrefixQuery(
   return query.Answer(deliver);
 }
 
-absl::Status RunPrefixQuery(IndexBackend* backend,
-                            const v1::MatchExternalKvPrefixRequest& req,
-                            v1::MatchExternalKvPrefixResponse* resp) {
-  return RunPrefixQuery(backend, req, [resp](const PrefixAnswer& answer) {
-    FillPrefixResponse(answer, resp);
-  });
-}
-
 void PrefixQuery::Reset(size_t limit) {
   limit_ = limit;
   blocks_seen_ = 0;
@@ -257,26 +249,6 @@ absl::Status PrefixQuery::Answer(
   deliver(PrefixAnswer{matches, entries.empty() ? 0 : entries.front().first,
                        static_cast<uint32_t>(limit_)});
   return absl::OkStatus();
-}
-
-absl::Status PrefixQuery::Finish(
-    v1::MatchExternalKvPrefixResponse* resp) const {
-  return Answer(
-      [resp](const PrefixAnswer& answer) { FillPrefixResponse(answer, resp); });
-}
-
-void FillPrefixResponse(const PrefixAnswer& answer,
-                        v1::MatchExternalKvPrefixResponse* resp) {
-  resp->Clear();
-  resp->mutable_matches()->Reserve(static_cast<int>(answer.matches.size()));
-  for (const PrefixMatchView& m : answer.matches) {
-    v1::ExternalKvPrefixMatch* match = resp->add_matches();
-    match->set_worker_address(m.worker_address.data(), m.worker_address.size());
-    match->set_matched_prefix_blocks(m.matched_prefix_blocks);
-    match->set_worker_id(m.worker_id.data(), m.worker_id.size());
-  }
-  resp->set_best_prefix_blocks(answer.best_prefix_blocks);
-  resp->set_blocks_read(answer.blocks_read);
 }
 
 }  // namespace kvindexer

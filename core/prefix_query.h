@@ -45,21 +45,12 @@ namespace kvindexer {
 [[nodiscard]] size_t PrefixLimit(size_t hash_count, uint32_t max_blocks);
 
 // Runs one prefix query: PrefixScan over hashes[0..limit) and assembly of the
-// answer, which is handed to `deliver` (once, and only on OK). REQUIRES: the
-// request is valid (non-empty hashes).
+// answer, which is handed to `deliver` (once, and only on OK). REQUIRES:
+// ValidatePrefix(req).ok().
 [[nodiscard]] absl::Status RunPrefixQuery(
     IndexBackend* backend,
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver);
-// The same, with the answer filled into *resp.
-[[nodiscard]] absl::Status RunPrefixQuery(
-    IndexBackend* backend,
-    const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
-    ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
-
-// Replaces *resp with `answer`.
-void FillPrefixResponse(const PrefixAnswer& answer,
-                        ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
 
 // The visitor behind RunPrefixQuery, exposed for tests. One scan per Reset:
 // RunPrefixQuery keeps one per thread and resets it for each query, so that a
@@ -80,12 +71,6 @@ class PrefixQuery final : public BlockVisitor {
   // without being stopped.
   [[nodiscard]] absl::Status Answer(
       absl::FunctionRef<void(const PrefixAnswer&)> deliver) const;
-  // The same, filling *resp.
-  [[nodiscard]] absl::Status Finish(
-      ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp) const;
-
-  // True when the visitor stopped the scan before the last block.
-  bool stopped_early() const { return stopped_early_; }
 
  private:
   // A worker announced before block 0. Its id and address live in text_.

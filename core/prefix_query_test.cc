@@ -13,26 +13,26 @@
 
 #include "core/backend_status.h"
 #include "core/indexer.h"
-#include "core/testing/map_backend.h"
-#include "core/testing/requests.h"
+#include "tests/support/make_backend_status.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/prefix_response.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer {
 namespace {
 
-using testing::AddAction;
-using testing::Batch;
+using test_support::BackendOk;
+using test_support::Batch;
+using test_support::FillPrefixResponse;
+using test_support::MakeBackendStatus;
+using test_support::MatchPrefix;
+using test_support::MatchRequest;
+using test_support::ModelBackend;
+using test_support::PrefixRequest;
+using test_support::Spec;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::kDramBit;
-using testing::kF;
-using testing::kHbmBit;
-using testing::kM;
-using testing::kS;
-using testing::MakeSpec;
-using testing::MapBackend;
 using ::testing::Pair;
-using testing::PrefixRequest;
-using testing::Report;
 using ::testing::UnorderedElementsAre;
 
 class PrefixQueryTest : public ::testing::Test {
@@ -45,7 +45,7 @@ class PrefixQueryTest : public ::testing::Test {
                                           uint32_t max_blocks = 0) {
     v1::MatchExternalKvPrefixResponse resp;
     const absl::Status s =
-        indexer_.MatchPrefix(PrefixRequest(hashes, max_blocks), &resp);
+        MatchPrefix(indexer_, PrefixRequest(hashes, max_blocks), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }
@@ -60,13 +60,13 @@ class PrefixQueryTest : public ::testing::Test {
     return out;
   }
 
-  MapBackend backend_;
+  ModelBackend backend_;
   Indexer indexer_{&backend_};
 };
 
 TEST_F(PrefixQueryTest, Behaviour4LongerPrefixFirst) {
-  Apply(Report("long", "10.0.0.1:9000", {1, 2, 3}));
-  Apply(Report("short", "10.0.0.2:9000", {1}));
+  Apply(Batch("long", "10.0.0.1:9000").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("short", "10.0.0.2:9000").Report(kTierHbm, {1}));
   const auto resp = Query({1, 2, 3});
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
   EXPECT_EQ(resp.blocks_read(), 3u);
@@ -80,10 +80,10 @@ TEST_F(PrefixQueryTest, Behaviour4LongerPrefixFirst) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour24EmptyAddressExcludedAndSorted) {
-  Apply(Report("w-long", "10.0.0.1:1", {1, 2, 3, 4}));
-  Apply(Report("w-short", "10.0.0.2:1", {1, 2}));
-  Apply(Report("w-hole", "10.0.0.3:1", {1, 3, 4}));
-  Apply(Report("w-noaddr", "", {1, 2}));
+  Apply(Batch("w-long", "10.0.0.1:1").Report(kTierHbm, {1, 2, 3, 4}));
+  Apply(Batch("w-short", "10.0.0.2:1").Report(kTierHbm, {1, 2}));
+  Apply(Batch("w-hole", "10.0.0.3:1").Report(kTierHbm, {1, 3, 4}));
+  Apply(Batch("w-noaddr", "").Report(kTierHbm, {1, 2}));
   const auto resp = Query({1, 2, 3, 4});
   EXPECT_THAT(
       Entries(resp),
@@ -94,7 +94,7 @@ TEST_F(PrefixQueryTest, Behaviour24EmptyAddressExcludedAndSorted) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour25FirstBlockMissReadsOneBlock) {
-  Apply(Report("w1", "a1", {2, 3}));
+  Apply(Batch("w1", "a1").Report(kTierHbm, {2, 3}));
   const auto resp = Query({1, 2, 3});
   EXPECT_THAT(resp.matches(), IsEmpty());
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
@@ -103,7 +103,7 @@ TEST_F(PrefixQueryTest, Behaviour25FirstBlockMissReadsOneBlock) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour26MaxBlocksCapsTheWindow) {
-  Apply(Report("w1", "a1", {1, 2, 3, 4}));
+  Apply(Batch("w1", "a1").Report(kTierHbm, {1, 2, 3, 4}));
   const auto resp = Query({1, 2, 3, 4}, 2);
   EXPECT_THAT(Entries(resp), ElementsAre(Pair("w1", 2u)));
   EXPECT_EQ(resp.best_prefix_blocks(), 2u);
@@ -115,39 +115,47 @@ TEST_F(PrefixQueryTest, Behaviour26MaxBlocksCapsTheWindow) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour27ComponentAwareWorker) {
-  auto req = Batch("w-swa", "10.0.0.9:1",
-                   MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit));
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3, 4},
-            {kF | kS, kF | kS, kF | kS, kF}, {50, 50, 50, 50});
+  Batch req("w-swa", "10.0.0.9:1");
+  req.Spec(Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm | kTierBitDram,
+                kTierBitHbm));
+  req.Report(kTierHbm, {1, 2, 3, 4},
+             {kComponentFull | kComponentSwa, kComponentFull | kComponentSwa,
+              kComponentFull | kComponentSwa, kComponentFull},
+             {50, 50, 50, 50});
   Apply(req);
   EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("w-swa", 3u)));
 }
 
 TEST_F(PrefixQueryTest, Behaviour28ReportReplacesComponents) {
-  const auto spec = MakeSpec(kF | kS, 100, kHbmBit | kDramBit, kHbmBit);
-  auto first = Batch("w", "a", spec);
-  AddAction(&first, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF | kS, kF | kS},
-            {80, 80});
+  const auto spec = Spec(kComponentFull | kComponentSwa, 100,
+                         kTierBitHbm | kTierBitDram, kTierBitHbm);
+  Batch first("w", "a");
+  first.Spec(spec);
+  first.Report(kTierHbm, {1, 2},
+               {kComponentFull | kComponentSwa, kComponentFull | kComponentSwa},
+               {80, 80});
   Apply(first);
   EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 2u);
-  auto second = Batch("w", "a", spec);
-  AddAction(&second, v1::ACTION_REPORT, v1::TIER_HBM, {2}, {kF}, {80});
+  Batch second("w", "a");
+  second.Spec(spec);
+  second.Report(kTierHbm, {2}, {kComponentFull}, {80});
   Apply(second);
   EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 1u);
 
   v1::MatchExternalKvResponse match;
-  ASSERT_TRUE(indexer_.Match(testing::MatchRequest({1, 2}), &match).ok());
+  ASSERT_TRUE(indexer_.Match(MatchRequest({1, 2}), &match).ok());
   ASSERT_EQ(match.matches_size(), 1);
   ASSERT_EQ(match.matches(0).hashes_by_tier_size(), 1);
   const auto& tier = match.matches(0).hashes_by_tier(0);
   EXPECT_EQ(tier.tier(), v1::TIER_HBM);
-  EXPECT_THAT(tier.component_masks(), ElementsAre(kF | kS, kF));
+  EXPECT_THAT(tier.component_masks(),
+              ElementsAre(kComponentFull | kComponentSwa, kComponentFull));
   EXPECT_THAT(tier.block_sizes(), ElementsAre(80u, 80u));
 }
 
 TEST_F(PrefixQueryTest, Behaviour29ComponentsWithoutSpec) {
-  auto req = Batch("w", "a");
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF}, {16, 16});
+  Batch req("w", "a");
+  req.Report(kTierHbm, {1, 2}, {kComponentFull, kComponentFull}, {16, 16});
   Apply(req);
   const auto resp = Query({1, 2});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -156,20 +164,23 @@ TEST_F(PrefixQueryTest, Behaviour29ComponentsWithoutSpec) {
 }
 
 TEST_F(PrefixQueryTest, Behaviour30RepeatedHashLastEntryWins) {
-  auto req = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 1}, {kF | kS, kF},
-            {80, 80});
+  Batch req("w", "a");
+  req.Spec(Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm, kTierBitHbm));
+  req.Report(kTierHbm, {1, 1}, {kComponentFull | kComponentSwa, kComponentFull},
+             {80, 80});
   Apply(req);
   EXPECT_EQ(Query({1}).best_prefix_blocks(), 0u);
 }
 
 TEST_F(PrefixQueryTest, Behaviour31BatchWithoutSpecClearsIt) {
-  auto with_spec = Batch("w", "a", MakeSpec(kF | kS, 100, kHbmBit, kHbmBit));
-  AddAction(&with_spec, v1::ACTION_REPORT, v1::TIER_HBM, {1}, {kF | kS}, {200});
+  Batch with_spec("w", "a");
+  with_spec.Spec(
+      Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm, kTierBitHbm));
+  with_spec.Report(kTierHbm, {1}, {kComponentFull | kComponentSwa}, {200});
   Apply(with_spec);
   EXPECT_EQ(Query({1}).best_prefix_blocks(), 1u);
-  auto without = Batch("w", "a");
-  AddAction(&without, v1::ACTION_REPORT, v1::TIER_DRAM, {2});
+  Batch without("w", "a");
+  without.Report(kTierDram, {2});
   Apply(without);
   const auto resp = Query({1});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -177,27 +188,27 @@ TEST_F(PrefixQueryTest, Behaviour31BatchWithoutSpecClearsIt) {
 }
 
 TEST_F(PrefixQueryTest, CandidatesComeOnlyFromTheFirstBlock) {
-  Apply(Report("head", "a-head", {1}));
-  Apply(Report("tail", "a-tail", {2, 3, 4}));
+  Apply(Batch("head", "a-head").Report(kTierHbm, {1}));
+  Apply(Batch("tail", "a-tail").Report(kTierHbm, {2, 3, 4}));
   EXPECT_THAT(Entries(Query({1, 2, 3, 4})), ElementsAre(Pair("head", 1u)));
 }
 
 TEST_F(PrefixQueryTest, SsdOnlyHolderOfBlockZeroIsACandidate) {
-  auto req = Batch("ssd", "a-ssd");
-  AddAction(&req, v1::ACTION_REPORT, v1::TIER_SSD, {1, 2});
+  Batch req("ssd", "a-ssd");
+  req.Report(kTierSsd, {1, 2});
   Apply(req);
   EXPECT_THAT(Entries(Query({1, 2, 3})), ElementsAre(Pair("ssd", 2u)));
 }
 
 TEST_F(PrefixQueryTest, RepeatedHashesInAPrefixQueryAreNotCollapsed) {
-  Apply(Report("w", "a", {7}));
+  Apply(Batch("w", "a").Report(kTierHbm, {7}));
   const auto resp = Query({7, 7, 7, 8});
   EXPECT_THAT(Entries(resp), ElementsAre(Pair("w", 3u)));
   EXPECT_EQ(resp.blocks_read(), 4u);
 }
 
 TEST_F(PrefixQueryTest, HeldFirstBlockWithNoSurvivorStillReadsTheWindow) {
-  Apply(Report("noaddr", "", {1, 2, 3}));
+  Apply(Batch("noaddr", "").Report(kTierHbm, {1, 2, 3}));
   const auto resp = Query({1, 2, 3});
   EXPECT_THAT(resp.matches(), IsEmpty());
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
@@ -207,14 +218,17 @@ TEST_F(PrefixQueryTest, HeldFirstBlockWithNoSurvivorStillReadsTheWindow) {
 TEST_F(PrefixQueryTest, EarlyStopWhenEveryCandidateIsSettled) {
   // Invalid spec: settled from the start.
   Apply([] {
-    auto req = Batch("bad", "a-bad", MakeSpec(0, 0, kHbmBit, 0));
-    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2, 3}, {kF, kF, kF});
+    Batch req("bad", "a-bad");
+    req.Spec(Spec(0, 0, kTierBitHbm, 0));
+    req.Report(kTierHbm, {1, 2, 3},
+               {kComponentFull, kComponentFull, kComponentFull});
     return req;
   }());
   // Component-aware: FULL breaks at block 2.
   Apply([] {
-    auto req = Batch("ca", "a-ca", MakeSpec(kF, 0, kHbmBit, 0));
-    AddAction(&req, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2}, {kF, kF});
+    Batch req("ca", "a-ca");
+    req.Spec(Spec(kComponentFull, 0, kTierBitHbm, 0));
+    req.Report(kTierHbm, {1, 2}, {kComponentFull, kComponentFull});
     return req;
   }());
   std::vector<int64_t> hashes(10);
@@ -226,10 +240,10 @@ TEST_F(PrefixQueryTest, EarlyStopWhenEveryCandidateIsSettled) {
 }
 
 TEST_F(PrefixQueryTest, LegacyCandidatesKeepScanningForFailClosed) {
-  Apply(Report("legacy", "a", {1, 2}));
-  auto late_mask = Batch("legacy", "a");
-  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_HBM, {1, 2});
-  AddAction(&late_mask, v1::ACTION_REPORT, v1::TIER_DRAM, {9}, {kM});
+  Apply(Batch("legacy", "a").Report(kTierHbm, {1, 2}));
+  Batch late_mask("legacy", "a");
+  late_mask.Report(kTierHbm, {1, 2});
+  late_mask.Report(kTierDram, {9}, {kComponentMamba});
   Apply(late_mask);
   const auto resp = Query({1, 2, 3, 4, 5, 9});
   EXPECT_THAT(resp.matches(), IsEmpty());
@@ -241,10 +255,10 @@ TEST_F(PrefixQueryTest, LegacyCandidatesKeepScanningForFailClosed) {
 }
 
 TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
-  Apply(Report("a", "addr-a", {1}));
-  Apply(Report("b", "addr-b", {1, 2, 3}));
-  Apply(Report("c", "addr-c", {1, 2}));
-  Apply(Report("d", "addr-d", {1, 2, 3}));
+  Apply(Batch("a", "addr-a").Report(kTierHbm, {1}));
+  Apply(Batch("b", "addr-b").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("c", "addr-c").Report(kTierHbm, {1, 2}));
+  Apply(Batch("d", "addr-d").Report(kTierHbm, {1, 2, 3}));
   const auto resp = Query({1, 2, 3});
   ASSERT_EQ(resp.matches_size(), 4);
   std::vector<uint32_t> prefixes;
@@ -252,27 +266,26 @@ TEST_F(PrefixQueryTest, SortIsStableAndDescending) {
     prefixes.push_back(m.matched_prefix_blocks());
   EXPECT_THAT(prefixes, ElementsAre(3u, 3u, 2u, 1u));
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
-  // MapBackend reports block 0's placements in worker-ordinal order, so the
+  // ModelBackend reports block 0's placements in worker-ordinal order, so the
   // stable sort keeps b before d.
   EXPECT_EQ(resp.matches(0).worker_id(), "b");
   EXPECT_EQ(resp.matches(1).worker_id(), "d");
 }
 
 TEST_F(PrefixQueryTest, BackendErrorIsPassedThrough) {
-  Apply(Report("w", "a", {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   backend_.fail_with =
       MakeBackendStatus(BackendCode::kUnavailable, "scan refused");
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = indexer_.MatchPrefix(PrefixRequest({1}), &resp);
+  const absl::Status s = MatchPrefix(indexer_, PrefixRequest({1}), &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(std::string(s.message()), "scan refused");
 }
 
-TEST_F(PrefixQueryTest, ValidationFailureNeverReachesTheBackend) {
-  v1::MatchExternalKvPrefixResponse resp;
-  EXPECT_EQ(indexer_.MatchPrefix(PrefixRequest({}), &resp).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(backend_.calls(), 0u);
+// A deliver callback that fills *resp.
+auto Filler(v1::MatchExternalKvPrefixResponse* resp) {
+  return
+      [resp](const PrefixAnswer& answer) { FillPrefixResponse(answer, resp); };
 }
 
 // A backend that serves fixed blocks and may end the scan too soon.
@@ -320,7 +333,8 @@ TEST(PrefixQueryScripted, ShortScanIsAnInternalError) {
   backend.blocks = {{Placement{0, kTierHbm, 0}}, {Placement{0, kTierHbm, 0}}};
   backend.stop_after = 1;
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp);
+  const absl::Status s =
+      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
 }
 
@@ -330,7 +344,8 @@ TEST(PrefixQueryScripted, LargeSparseOrdinalsWork) {
   backend.blocks = {{Placement{huge, kTierHbm, 0}, Placement{3, kTierDram, 0}},
                     {Placement{huge, kTierHbm, 0}}};
   v1::MatchExternalKvPrefixResponse resp;
-  ASSERT_TRUE(RunPrefixQuery(&backend, PrefixRequest({1, 2}), &resp).ok());
+  ASSERT_TRUE(
+      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp)).ok());
   ASSERT_EQ(resp.matches_size(), 2);
   EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 2u);
   EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
@@ -355,16 +370,37 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
   const std::vector<Worker> workers = {
       {"legacy", "a-legacy", false, {}},
       {"legacy2", "a-legacy2", false, {}},
-      {"full", "a-full", true, {1, kF, 0, kHbmBit | kDramBit, 0, 0}},
-      {"swa", "a-swa", true, {1, kF | kS, 40, kHbmBit, kHbmBit | kDramBit, 0}},
-      {"mamba", "a-mamba", true, {1, kF | kM, 0, kHbmBit, 0, kDramBit}},
-      {"all", "a-all", true, {0, kF | kS | kM, 24, kHbmBit, kHbmBit, kHbmBit}},
-      {"invalid", "a-invalid", true, {2, kF, 0, kHbmBit, 0, 0}},
+      {"full",
+       "a-full",
+       true,
+       {1, kComponentFull, 0, kTierBitHbm | kTierBitDram, 0, 0}},
+      {"swa",
+       "a-swa",
+       true,
+       {1, kComponentFull | kComponentSwa, 40, kTierBitHbm,
+        kTierBitHbm | kTierBitDram, 0}},
+      {"mamba",
+       "a-mamba",
+       true,
+       {1, kComponentFull | kComponentMamba, 0, kTierBitHbm, 0, kTierBitDram}},
+      {"all",
+       "a-all",
+       true,
+       {0, kComponentFull | kComponentSwa | kComponentMamba, 24, kTierBitHbm,
+        kTierBitHbm, kTierBitHbm}},
+      {"invalid", "a-invalid", true, {2, kComponentFull, 0, kTierBitHbm, 0, 0}},
       {"noaddr", "", false, {}},
   };
-  // 0x100 | kF: a bit above the components, which only the legacy rule reads.
-  const uint32_t masks[] = {0,  kF,      kF | kS,      kS,
-                            kM, kF | kM, kF | kS | kM, 0x100 | kF};
+  // 0x100 | kComponentFull: a bit above the components, which only the legacy
+  // rule reads.
+  const uint32_t masks[] = {0,
+                            kComponentFull,
+                            kComponentFull | kComponentSwa,
+                            kComponentSwa,
+                            kComponentMamba,
+                            kComponentFull | kComponentMamba,
+                            kComponentFull | kComponentSwa | kComponentMamba,
+                            0x100 | kComponentFull};
   for (uint32_t seed = 1; seed <= 2000; ++seed) {
     std::mt19937 rng(seed);
     // The window: runs of one placement list, sometimes reordered, sometimes
@@ -379,9 +415,11 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
         for (uint32_t tier = kTierHbm; tier <= kTierSsd; ++tier) {
           if (rng() % 2 == 0) continue;
           // Masks mostly follow the worker's kind so that runs survive.
-          const uint32_t mask = rng() % 8 == 0        ? masks[rng() % 8]
-                                : workers[w].has_spec ? (kF | kS | kM)
-                                                      : 0;
+          const uint32_t mask =
+              rng() % 8 == 0 ? masks[rng() % 8]
+              : workers[w].has_spec
+                  ? (kComponentFull | kComponentSwa | kComponentMamba)
+                  : 0;
           list.push_back(Placement{w, tier, mask});
         }
       }
@@ -453,7 +491,7 @@ TEST(PrefixQueryRuns, MatchesPerBlockScanners) {
       if (!query.OnBlock(view)) break;
     }
     v1::MatchExternalKvPrefixResponse resp;
-    ASSERT_TRUE(query.Finish(&resp).ok()) << "seed " << seed;
+    ASSERT_TRUE(query.Answer(Filler(&resp)).ok()) << "seed " << seed;
     std::vector<std::pair<std::string, uint32_t>> actual;
     for (const auto& m : resp.matches()) {
       actual.emplace_back(m.worker_id(), m.matched_prefix_blocks());

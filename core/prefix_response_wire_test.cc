@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/prefix_query.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.pb.h"
+#include "tests/support/prefix_response.h"
 
 namespace kvindexer {
 namespace {
@@ -27,7 +27,7 @@ std::string Wire(const PrefixAnswer& answer) {
 
 std::string Generated(const PrefixAnswer& answer) {
   v1::MatchExternalKvPrefixResponse resp;
-  FillPrefixResponse(answer, &resp);
+  test_support::FillPrefixResponse(answer, &resp);
   std::string out;
   EXPECT_TRUE(resp.SerializeToString(&out));
   return out;

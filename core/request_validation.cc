@@ -31,6 +31,8 @@ absl::Status ValidateSideArray(const char* field, int entries, int hashes) {
   return absl::OkStatus();
 }
 
+// REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
+// (ValidateApply checks that before any action), so no action exceeds it.
 absl::Status ValidateAction(const v1::ExternalKvAction& action) {
   // 4a: the tier, by raw number.
   const int32_t tier = static_cast<int32_t>(action.tier());
@@ -48,13 +50,6 @@ absl::Status ValidateAction(const v1::ExternalKvAction& action) {
     case kActionReport:
     case kActionRevoke:
       if (hashes == 0) return absl::InvalidArgumentError(kEmptyHashes);
-      // Unreachable after the batch-wide check; kept so that this function
-      // holds on its own.
-      if (static_cast<size_t>(hashes) > kMaxHashesPerRequest) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("action contains ", hashes, " hashes; maximum is ",
-                         kMaxHashesPerRequest));
-      }
       break;
     case kActionClearAllAtTier:
       break;

@@ -19,19 +19,14 @@ nanoseconds SaturatingDiff(Clock::TimePoint a, Clock::TimePoint b) {
 
 }  // namespace
 
-ShedDecision DeadlineShedder::Decide(std::optional<Clock::TimePoint> arrival,
-                                     std::optional<nanoseconds> budget) const {
-  if (!arrival.has_value() || !budget.has_value()) return {};
-  const nanoseconds waited = SaturatingDiff(clock_->Now(), *arrival);
-  return {.shed = waited >= *budget, .waited = waited, .budget = *budget};
-}
-
 ShedDecision DeadlineShedder::DecideByDeadline(
     std::optional<Clock::TimePoint> arrival, Clock::TimePoint deadline) const {
   if (!arrival.has_value() || deadline == Clock::TimePoint::max()) return {};
   // The budget left at the arrival stamp. It may already be negative when the
   // request waited in the transport before it was stamped.
-  return Decide(arrival, SaturatingDiff(deadline, *arrival));
+  const nanoseconds budget = SaturatingDiff(deadline, *arrival);
+  const nanoseconds waited = SaturatingDiff(clock_->Now(), *arrival);
+  return {.shed = waited >= budget, .waited = waited, .budget = budget};
 }
 
 }  // namespace kvindexer

@@ -36,12 +36,7 @@ class DeadlineShedder {
   // REQUIRES: clock outlives the shedder. OWNERSHIP: not taken.
   explicit DeadlineShedder(const Clock& clock) : clock_(&clock) {}
 
-  // The budget form: `budget` comes from a parsed grpc-timeout header.
-  [[nodiscard]] ShedDecision Decide(
-      std::optional<Clock::TimePoint> arrival,
-      std::optional<std::chrono::nanoseconds> budget) const;
-
-  // The absolute-deadline form. Clock::TimePoint::max() is "no deadline".
+  // Clock::TimePoint::max() is "no deadline".
   [[nodiscard]] ShedDecision DecideByDeadline(
       std::optional<Clock::TimePoint> arrival, Clock::TimePoint deadline) const;
 

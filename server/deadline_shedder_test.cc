@@ -5,7 +5,6 @@
 
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
-#include "server/grpc_timeout.h"
 
 namespace kvindexer {
 namespace {
@@ -15,11 +14,12 @@ using std::chrono::nanoseconds;
 
 class DeadlineShedderTest : public ::testing::Test {
  protected:
-  // Arrives now, then waits `queued` on the fake clock.
+  // Arrives now with `budget` left until its deadline, then waits `queued`
+  // on the fake clock.
   ShedDecision DecideAfter(nanoseconds budget, nanoseconds queued) {
     const Clock::TimePoint arrival = clock_.Now();
     clock_.Advance(queued);
-    return shedder_.Decide(arrival, budget);
+    return shedder_.DecideByDeadline(arrival, arrival + budget);
   }
 
   FakeClock clock_;
@@ -40,12 +40,11 @@ TEST_F(DeadlineShedderTest, ServesInsideBudget) {
   EXPECT_FALSE(DecideAfter(30s, 10ms).shed);
 }
 
-// Behaviour 48: a parsed "100m" budget sheds after 150 ms, not after 10 ms.
-TEST_F(DeadlineShedderTest, HundredMillisecondHeader) {
-  const std::optional<nanoseconds> budget = ParseGrpcTimeout("100m");
-  ASSERT_TRUE(budget.has_value());
-  EXPECT_TRUE(DecideAfter(*budget, 150ms).shed);
-  EXPECT_FALSE(DecideAfter(*budget, 10ms).shed);
+// Behaviour 48: a 100 ms budget ("grpc-timeout: 100m") sheds after 150 ms,
+// not after 10 ms.
+TEST_F(DeadlineShedderTest, HundredMillisecondBudget) {
+  EXPECT_TRUE(DecideAfter(100ms, 150ms).shed);
+  EXPECT_FALSE(DecideAfter(100ms, 10ms).shed);
 }
 
 TEST_F(DeadlineShedderTest, BoundaryIsInclusive) {
@@ -55,17 +54,7 @@ TEST_F(DeadlineShedderTest, BoundaryIsInclusive) {
   EXPECT_TRUE(DecideAfter(0ns, 0ns).shed);
 }
 
-// Behaviour 50: nothing is shed without a budget or without an arrival stamp.
-TEST_F(DeadlineShedderTest, NoBudgetOrNoArrivalNeverSheds) {
-  const Clock::TimePoint arrival = clock_.Now();
-  clock_.Advance(60s);
-  EXPECT_FALSE(shedder_.Decide(arrival, std::nullopt).shed);
-  EXPECT_FALSE(shedder_.Decide(arrival, ParseGrpcTimeout("")).shed);
-  EXPECT_FALSE(shedder_.Decide(std::nullopt, nanoseconds(20ms)).shed);
-  EXPECT_FALSE(shedder_.Decide(std::nullopt, std::nullopt).shed);
-}
-
-// The absolute-deadline form used by the service: shed iff now >= deadline.
+// Shed iff now >= deadline.
 TEST_F(DeadlineShedderTest, ByDeadlineMatchesNowAtOrPastDeadline) {
   const Clock::TimePoint arrival = clock_.Now();
   const Clock::TimePoint deadline = arrival + 20ms;
@@ -88,12 +77,16 @@ TEST_F(DeadlineShedderTest, ByDeadlineAlreadyPassedAtArrival) {
   EXPECT_EQ(d.budget, nanoseconds(-5ms));
 }
 
+// Behaviour 50: nothing is shed without a deadline (no budget) or without
+// an arrival stamp.
 TEST_F(DeadlineShedderTest, ByDeadlineInfiniteOrNoArrivalNeverSheds) {
   const Clock::TimePoint arrival = clock_.Now();
   clock_.Advance(std::chrono::hours(24 * 365));
   EXPECT_FALSE(
       shedder_.DecideByDeadline(arrival, Clock::TimePoint::max()).shed);
   EXPECT_FALSE(shedder_.DecideByDeadline(std::nullopt, arrival).shed);
+  EXPECT_FALSE(
+      shedder_.DecideByDeadline(std::nullopt, Clock::TimePoint::max()).shed);
 }
 
 TEST_F(DeadlineShedderTest, SaturatesFarFutureDeadlines) {

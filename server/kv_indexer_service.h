@@ -136,12 +136,14 @@ class KvIndexerService final : public internal::RawKvIndexerService {
                               Clock::TimePoint deadline,
                               const grpc::ByteBuffer& request);
   // Steps 3 and 4 (decode and validate, admission), on the callback thread.
-  // On OK, *decoded holds the request and *permit a held admission permit.
+  // The only validation a prefix query gets. On OK, *decoded holds the
+  // request and *permit a held admission permit.
   grpc::Status DecodeAndAdmitPrefix(const grpc::ByteBuffer& request,
                                     v1::MatchExternalKvPrefixRequest* decoded,
                                     PrefixAdmission::Permit* permit);
   // The scan of one admitted query: runs it, releases `permit` and writes
   // the answer's wire form (prefix_response_wire.h) into `response`.
+  // REQUIRES: DecodeAndAdmitPrefix accepted `request`.
   grpc::Status ScanPrefix(const v1::MatchExternalKvPrefixRequest& request,
                           PrefixAdmission::Permit& permit,
                           grpc::ByteBuffer* response);

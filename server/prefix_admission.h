@@ -50,7 +50,6 @@ class PrefixAdmission {
   // REQUIRES: every permit is released before the PrefixAdmission dies.
   [[nodiscard]] Permit TryAcquire();
 
-  uint32_t limit() const { return limit_; }
   uint32_t in_flight() const {
     return in_flight_.load(std::memory_order_relaxed);
   }

@@ -46,8 +46,6 @@ class TaskExecutor {
   // Runs `task` on one of the threads. Tasks must not throw.
   void Submit(std::function<void()> task);
 
-  size_t thread_count() const { return threads_.size(); }
-
  private:
   void Run();
 

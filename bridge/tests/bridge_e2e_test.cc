@@ -22,7 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "tests/e2e/server_process.h"
+#include "tests/support/server_process.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
 #error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
@@ -44,9 +44,12 @@ using ::kvindexer::bridge::testing::PackBatch;
 using ::kvindexer::bridge::testing::RemoveEvent;
 using ::kvindexer::bridge::testing::SeqFrame;
 using ::kvindexer::bridge::testing::StoreEvent;
-using ::kvindexer::e2e::ProcessOptions;
-using ::kvindexer::e2e::ServerProcess;
-using ::kvindexer::e2e::WaitUntil;
+using ::kvindexer::test_support::ExitStatus;
+using ::kvindexer::test_support::ListeningServer;
+using ::kvindexer::test_support::ProcessOptions;
+using ::kvindexer::test_support::ServerProcess;
+using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitUntil;
 
 // Upper bounds on waits that normally end within milliseconds; the machine
 // may be busy.
@@ -108,23 +111,14 @@ class Server {
     options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
                          "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
                          "KV_INDEXER_LOG_LEVEL"};
-    options.env["KV_INDEXER_LISTEN_ADDR"] = "127.0.0.1:" + std::to_string(port);
-    auto process = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(process.ok()) << process.status();
-    if (!process.ok()) return nullptr;
-    server->process_ = *std::move(process);
-    const std::optional<std::string> line =
-        server->process_->WaitForLineContaining("listening addr=127.0.0.1:",
-                                                kStartBound);
-    EXPECT_TRUE(line.has_value()) << server->process_->Output();
-    if (!line) return nullptr;
-    const std::optional<std::string> addr = e2e::LogField(*line, "addr");
-    EXPECT_TRUE(addr.has_value()) << *line;
-    if (!addr) return nullptr;
-    server->port_ = std::stoi(addr->substr(addr->rfind(':') + 1));
-    server->stub_ = KVIndexer::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port_),
-                            grpc::InsecureChannelCredentials()));
+    absl::StatusOr<ListeningServer> listening =
+        StartListeningServer(std::move(options), port, kStartBound);
+    EXPECT_TRUE(listening.ok()) << listening.status();
+    if (!listening.ok()) return nullptr;
+    server->process_ = std::move(listening->process);
+    server->port_ = listening->port;
+    server->stub_ = KVIndexer::NewStub(grpc::CreateChannel(
+        listening->address, grpc::InsecureChannelCredentials()));
     const bool ready = WaitUntil(
         [&] {
           kv_indexer::v1::GetExternalKvHitCountsRequest req;
@@ -418,7 +412,7 @@ TEST_F(BridgeE2eTest, ReconnectsAfterServerRestart) {
 TEST_F(BridgeE2eTest, EmptyWorkerIdExitsOnPermanentError) {
   bridge_ = StartBridge(*server_, publisher_, {{"KV_INDEXER_WORKER_ID", ""}});
   ASSERT_NE(bridge_, nullptr);
-  std::optional<e2e::ExitStatus> exit;
+  std::optional<ExitStatus> exit;
   const auto deadline = std::chrono::steady_clock::now() + kEffectBound;
   while (!exit && std::chrono::steady_clock::now() < deadline) {
     publisher_.Publish(PackBatch({StoreEvent({601}, "GPU")}));

@@ -168,11 +168,10 @@ TEST(ShutdownSignal, WaitIsInterruptedAndCancellerRuns) {
   EXPECT_FALSE(signal.WaitFor(1ms));
   bool cancelled = false;
   signal.SetCanceller([&cancelled] { cancelled = true; });
-  const auto start = std::chrono::steady_clock::now();
   std::thread trigger([&signal] { signal.Trigger(); });
+  // True only when the wait ended because of Trigger(), not its bound.
   EXPECT_TRUE(signal.WaitFor(30s));
   trigger.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   EXPECT_TRUE(cancelled);
   EXPECT_TRUE(signal.triggered());
   // A canceller installed after shutdown runs at once.

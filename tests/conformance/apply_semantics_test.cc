@@ -183,7 +183,8 @@ TEST_P(ApplySemanticsTest, AddressIsLastWriterWinsEvenWhenEmpty) {
 }
 
 TEST_P(ApplySemanticsTest, ReportReplacesMaskAndSizeZeroKeepsTokenCount) {
-  ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}, {kFull | kSwa}, {80}));
+  ApplyOk(Batch("w1", "a").Report(kTierHbm, {1},
+                                  {kComponentFull | kComponentSwa}, {80}));
   ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}, {0}, {0}));
   auto resp = Match({1});
   ASSERT_EQ(resp.matches_size(), 1);
@@ -210,16 +211,17 @@ TEST_P(ApplySemanticsTest, ReportReplacesMaskAndSizeZeroKeepsTokenCount) {
 
 TEST_P(ApplySemanticsTest, RepeatedHashInReportLastOccurrenceWins) {
   // The earlier occurrence's size has no effect at all.
-  ApplyOk(Batch("w1", "a").Report(kTierHbm, {4, 1, 4}, {kFull, kSwa, kMamba},
-                                  {16, 0, 0}));
+  ApplyOk(Batch("w1", "a").Report(
+      kTierHbm, {4, 1, 4}, {kComponentFull, kComponentSwa, kComponentMamba},
+      {16, 0, 0}));
   const auto resp = Match({1, 4});
   ASSERT_EQ(resp.matches_size(), 1);
   const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   ASSERT_EQ(t.hashes_size(), 2);
   EXPECT_EQ(At(t.hashes(), 0), 1);
-  EXPECT_EQ(At(t.component_masks(), 0), kSwa);
+  EXPECT_EQ(At(t.component_masks(), 0), kComponentSwa);
   EXPECT_EQ(At(t.hashes(), 1), 4);
-  EXPECT_EQ(At(t.component_masks(), 1), kMamba);
+  EXPECT_EQ(At(t.component_masks(), 1), kComponentMamba);
   EXPECT_EQ(At(t.block_sizes(), 1), 0u);
 }
 

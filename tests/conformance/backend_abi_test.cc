@@ -107,7 +107,7 @@ KVINDEXER_INSTANTIATE_CONFORMANCE(BackendAbiTest);
 
 TEST_P(BackendAbiTest, MatchVisitsEveryHashInOrderWithWorkersFirst) {
   ApplyOk(Batch("w1", "addr-1")
-              .Report(kTierHbm, {10, 20}, {kFull, 0}, {16, 0})
+              .Report(kTierHbm, {10, 20}, {kComponentFull, 0}, {16, 0})
               .Report(kTierSsd, {20}, {0xF0u}));
   ApplyOk(Batch("w2", "").Report(kTierDram, {30}, {}, {99}));
   const Hashes hashes = {30, 99, 20, 10};
@@ -133,7 +133,7 @@ TEST_P(BackendAbiTest, MatchVisitsEveryHashInOrderWithWorkersFirst) {
   EXPECT_EQ(blocks[2]->token_count, 0u);
   // 10: FULL at HBM, size 16.
   ASSERT_EQ(blocks[3]->placements.size(), 1u);
-  EXPECT_EQ(blocks[3]->placements[0].mask, kFull);
+  EXPECT_EQ(blocks[3]->placements[0].mask, kComponentFull);
   EXPECT_EQ(blocks[3]->token_count, 16u);
   // Worker records come back with their ids and addresses.
   const auto* w1 = v.Worker("w1");
@@ -271,7 +271,7 @@ TEST_P(BackendAbiTest, ApplyTakesAHandBuiltView) {
   const char id[] = {'r', 'a', 'w', 'X'};
   const char address[] = {'h', 'o', 's', 't', 'Y'};
   const int64_t hashes[] = {-7, 8};
-  const uint32_t masks[] = {kFull, kSwa};
+  const uint32_t masks[] = {kComponentFull, kComponentSwa};
   const uint32_t sizes[] = {0, 12};
   ActionView action{kActionReport, kTierDram, HashSpan{hashes, 2},
                     U32Span{masks, 2}, U32Span{sizes, 2}};
@@ -289,7 +289,7 @@ TEST_P(BackendAbiTest, ApplyTakesAHandBuiltView) {
   const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(t.tier(), v1::TIER_DRAM);
   EXPECT_EQ(Masks(t.component_masks().begin(), t.component_masks().end()),
-            Masks({kFull, kSwa}));
+            Masks({kComponentFull, kComponentSwa}));
   EXPECT_EQ(Masks(t.block_sizes().begin(), t.block_sizes().end()),
             Masks({0, 12}));
 }

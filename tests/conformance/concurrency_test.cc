@@ -134,7 +134,7 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
         }
         // 2. A prefix query over set 0: the whole set or nothing.
         v1::MatchExternalKvPrefixResponse prefix;
-        if (!indexer().MatchPrefix(PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
+        if (!MatchPrefix(indexer(), PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
           report("prefix failed");
         }
         if (prefix.best_prefix_blocks() != 0 &&
@@ -257,27 +257,35 @@ TEST_P(ConcurrencyTest, ReadsCompleteWhileAPrefixScanIsHeld) {
   BackendStatus match_status{};
   BackendStatus hits_status{};
   uint64_t counts[3] = {};
+  bool scan_still_parked = false;
   std::thread reader([&] {
     match_status = backend()->Match(span, /*count_as_hit=*/false, &visitor);
     hits_status = backend()->HitCounts(span, counts);
+    // The order is what counts: both reads returned before the scan left
+    // its visitor.
+    scan_still_parked = !blocker.left();
     std::lock_guard<std::mutex> lock(mu);
     done = true;
     cv.notify_all();
   });
+  // A reader that waits for the scan finishes once the parked OnBlock gives
+  // up (kParkLimit); this bound only keeps a hang from outliving that.
   bool completed;
   {
     std::unique_lock<std::mutex> lock(mu);
-    completed =
-        cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; });
+    completed = cv.wait_for(
+        lock,
+        test_support::ParkingVisitor::kParkLimit + std::chrono::seconds(10),
+        [&] { return done; });
   }
   blocker.Release();
   reader.join();
   scanner.join();
 
   ASSERT_TRUE(entered) << "PrefixScan never called OnBlock";
-  EXPECT_TRUE(completed)
-      << "a non-counting Match did not complete within 5 s while a "
-         "PrefixScan was held inside its visitor";
+  EXPECT_TRUE(completed && scan_still_parked)
+      << "a non-counting Match or HitCounts waited for a PrefixScan held "
+         "inside its visitor";
   EXPECT_EQ(scan_status.code, BackendCode::kOk) << scan_status.message;
   EXPECT_EQ(match_status.code, BackendCode::kOk) << match_status.message;
   EXPECT_EQ(hits_status.code, BackendCode::kOk) << hits_status.message;

@@ -58,7 +58,7 @@ v1::MatchExternalKvPrefixResponse ConformanceTest::Prefix(const Hashes& hashes,
   const v1::MatchExternalKvPrefixRequest req =
       PrefixRequest(hashes, max_blocks);
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = indexer_->MatchPrefix(req, &resp);
+  const absl::Status s = MatchPrefix(*indexer_, req, &resp);
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   EXPECT_TRUE(PrefixOrderHolds(resp));
   CanonicalizePrefix(&resp);

@@ -21,10 +21,23 @@
 #include "core/indexer.h"
 #include "gtest/gtest.h"
 #include "kvindexer/backend.h"
-#include "requests.h"
 #include "response_order.h"
+#include "tests/support/prefix_response.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer::conformance {
+
+// The shared request builders and the server's prefix query path, by their
+// short names in every suite.
+using test_support::Batch;
+using test_support::Hashes;
+using test_support::HitCountsRequest;
+using test_support::Masks;
+using test_support::MatchPrefix;
+using test_support::MatchRequest;
+using test_support::PrefixRequest;
+using test_support::Range;
+using test_support::Spec;
 
 // One backend instance, created and destroyed through a descriptor.
 // OWNERSHIP: owns the instance; the descriptor's library must outlive it.

@@ -23,10 +23,12 @@
 #include "absl/strings/str_join.h"
 #include "conformance_fixture.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "reference_model.h"
+#include "tests/support/reference_model.h"
 
 namespace kvindexer::conformance {
 namespace {
+
+using test_support::ReferenceModel;
 
 constexpr uint64_t kDefaultSeed = 20261130;
 constexpr int kDefaultSequences = 48;
@@ -61,19 +63,22 @@ const std::vector<uint32_t> kMaskValues = {0, 1, 3, 5, 7, 2,          4,
 const std::vector<uint32_t> kSizeValues = {0, 16, 50, 100, 30, 64};
 
 std::vector<std::optional<v1::WorkerCacheSpec>> SpecPool() {
-  const uint32_t servable = kHbmBit | kDramBit;
+  const uint32_t servable = kTierBitHbm | kTierBitDram;
   return {
       std::nullopt,
-      Spec(kFull | kSwa, 100, servable, kHbmBit),
-      Spec(kFull | kMamba, 0, servable, 0, servable),
-      Spec(kFull, 0, servable),
-      Spec(kFull | kSwa | kMamba, 64, servable | kSsdBit, servable, kDramBit),
-      Spec(0, 100, servable, servable),                   // invalid
-      Spec(kFull | kSwa, 100, servable, servable, 0, 2),  // invalid
-      Spec(kFull | kSwa, 0, servable, servable),          // invalid
-      Spec(kFull | kSwa, 50, servable, servable, 0, 0),   // version 0
-      Spec(kFull, 0, kSsdBit),                            // never servable
-      Spec(kSwa, 10, servable, kHbmBit),                  // FULL still needed
+      Spec(kComponentFull | kComponentSwa, 100, servable, kTierBitHbm),
+      Spec(kComponentFull | kComponentMamba, 0, servable, 0, servable),
+      Spec(kComponentFull, 0, servable),
+      Spec(kComponentFull | kComponentSwa | kComponentMamba, 64,
+           servable | kTierBitSsd, servable, kTierBitDram),
+      Spec(0, 100, servable, servable),  // invalid
+      Spec(kComponentFull | kComponentSwa, 100, servable, servable, 0,
+           2),                                                      // invalid
+      Spec(kComponentFull | kComponentSwa, 0, servable, servable),  // invalid
+      Spec(kComponentFull | kComponentSwa, 50, servable, servable, 0,
+           0),                                         // version 0
+      Spec(kComponentFull, 0, kTierBitSsd),            // never servable
+      Spec(kComponentSwa, 10, servable, kTierBitHbm),  // FULL still needed
   };
 }
 
@@ -215,7 +220,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
   };
   const auto compare_prefix = [&](const v1::MatchExternalKvPrefixRequest& req) {
     v1::MatchExternalKvPrefixResponse got, want;
-    const absl::Status gs = indexer.MatchPrefix(req, &got);
+    const absl::Status gs = MatchPrefix(indexer, req, &got);
     const absl::Status ws = model.MatchPrefix(req, &want);
     if (!SameStatus(gs, ws)) {
       return fail(absl::StrCat("prefix status ", gs.ToString(), ", model ",
@@ -341,13 +346,14 @@ TEST(ReferenceModelTest, SpotChecks) {
   ASSERT_EQ(resp.matches_size(), 2);
   EXPECT_EQ(At(resp.matches(), 0).worker_id(), "w-long");
   EXPECT_EQ(At(resp.matches(), 1).matched_prefix_blocks(), 1u);
-  const uint32_t fs = kFull | kSwa;
-  ASSERT_TRUE(
-      m.Apply(Batch("w", "a")
-                  .Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit))
-                  .Report(kTierHbm, {11, 12, 13, 14, 15},
-                          {fs, fs, fs, kFull, fs}, {50, 50, 50, 50, 50}))
-          .ok());
+  const uint32_t fs = kComponentFull | kComponentSwa;
+  ASSERT_TRUE(m.Apply(Batch("w", "a")
+                          .Spec(Spec(kComponentFull | kComponentSwa, 100,
+                                     kTierBitHbm, kTierBitHbm))
+                          .Report(kTierHbm, {11, 12, 13, 14, 15},
+                                  {fs, fs, fs, kComponentFull, fs},
+                                  {50, 50, 50, 50, 50}))
+                  .ok());
   ASSERT_TRUE(m.MatchPrefix(PrefixRequest({11, 12, 13, 14, 15}), &resp).ok());
   ASSERT_EQ(resp.matches_size(), 1);
   EXPECT_EQ(At(resp.matches(), 0).matched_prefix_blocks(), 3u);

@@ -85,11 +85,11 @@ TEST_P(HitCountsTest, EntriesInRequestOrderWithoutZeroes) {
 }
 
 TEST_P(HitCountsTest, AppliesNeverChangeCounters) {
-  ApplyOk(Batch("w", "a").Report(kTierHbm, {1}, {kFull}, {16}));
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {1}, {kComponentFull}, {16}));
   Match({1}, true);
   Match({1}, true);
   ApplyOk(Batch("w", "a")
-              .Report(kTierHbm, {1}, {kSwa}, {32})
+              .Report(kTierHbm, {1}, {kComponentSwa}, {32})
               .Report(kTierSsd, {1})
               .Revoke(kTierSsd, {1}));
   ApplyOk(Batch("w", "zz"));

@@ -1,6 +1,8 @@
-// LoadedBackend against tiny plugin fixtures (fixtures/), each broken in one
-// way: every failure must be a clear status naming the problem, never a
-// crash. Not per-backend; run as the ctest entry conformance.loader.
+// The tests of LoadedBackend (core/backend_loader.h): name and path
+// resolution, and tiny plugin fixtures (fixtures/), each broken in one way:
+// every failure must be a clear status naming the problem and the
+// KV_INDEXER_BACKEND value, never a crash. Not per-backend; run as the ctest
+// entry conformance.loader.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -53,26 +55,74 @@ TEST(LoaderTest, GoodFixtureLoadsByPath) {
 }
 
 TEST(LoaderTest, NameResolvedThroughSearchPath) {
+  // An empty entry in the path is skipped.
   auto loaded = LoadedBackend::Load(
-      "fixture_good", absl::StrCat("/nonexistent-kvindexer-dir:", kFixtureDir));
+      "fixture_good",
+      absl::StrCat("/nonexistent-kvindexer-dir::", kFixtureDir));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_STREQ((*loaded)->descriptor().name, "fixture_good");
-  EXPECT_TRUE(Mentions((*loaded)->path(), kFixtureDir));
+  EXPECT_EQ((*loaded)->path(), FixturePath("good"));
+  // The backend it created answers.
+  uint64_t count = 1;
+  const int64_t hash = 5;
+  EXPECT_EQ((*loaded)->backend()->HitCounts(HashSpan{&hash, 1}, &count).code,
+            BackendCode::kOk);
+  EXPECT_EQ(count, 0u);
 }
 
 TEST(LoaderTest, NameNotFoundListsPlacesSearched) {
   const std::string message = LoadError(
       "fixture_good", "/nonexistent-kvindexer-a:/nonexistent-kvindexer-b");
-  EXPECT_TRUE(Mentions(message, "kvindexer-backend-fixture_good.so"));
-  EXPECT_TRUE(Mentions(message, "/nonexistent-kvindexer-a"));
-  EXPECT_TRUE(Mentions(message, "/nonexistent-kvindexer-b"));
+  EXPECT_TRUE(Mentions(message, "KV_INDEXER_BACKEND=\"fixture_good\""));
+  // First the plugin folder next to the executable, then the search path.
+  EXPECT_TRUE(Mentions(
+      message, "/../lib/kvindexer/backends/kvindexer-backend-fixture_good.so"));
+  EXPECT_TRUE(Mentions(
+      message, "/nonexistent-kvindexer-a/kvindexer-backend-fixture_good.so"));
+  EXPECT_TRUE(Mentions(
+      message, "/nonexistent-kvindexer-b/kvindexer-backend-fixture_good.so"));
   EXPECT_TRUE(Mentions(LoadError("no_such_backend", ""),
                        "kvindexer-backend-no_such_backend.so"));
 }
 
+TEST(LoaderTest, EmptySpecIsRejected) {
+  EXPECT_TRUE(Mentions(LoadError(""), "KV_INDEXER_BACKEND"));
+}
+
+// "memory", the later reference builds' name for their in-memory store,
+// selects the default backend. Whether this build made that plugin decides
+// which outcome the test sees; either way it must concern that file.
+TEST(LoaderTest, MemoryNamesTheDefaultBackend) {
+  const std::string file =
+      "kvindexer-backend-" + std::string(kDefaultBackendName) + ".so";
+  auto loaded = LoadedBackend::Load("memory", "/nonexistent-kvindexer-dir");
+  if (loaded.ok()) {
+    EXPECT_TRUE(Mentions((*loaded)->path(), "/" + file));
+  } else {
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+    const std::string message(loaded.status().message());
+    EXPECT_TRUE(Mentions(message, file));
+    EXPECT_FALSE(Mentions(message, "kvindexer-backend-memory.so"));
+  }
+}
+
+TEST(LoaderTest, ValkeyIsRefusedByName) {
+  auto loaded = LoadedBackend::Load("valkey", kFixtureDir);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(loaded.status().message());
+  EXPECT_TRUE(Mentions(message, "KV_INDEXER_BACKEND"));
+  EXPECT_TRUE(Mentions(message, "valkey"));
+  EXPECT_TRUE(Mentions(message, "\"memory\""));
+}
+
 TEST(LoaderTest, FileDoesNotExist) {
   const std::string path = "/nonexistent-kvindexer/kvindexer-backend-x.so";
-  EXPECT_TRUE(Mentions(LoadError(path), path));
+  auto loaded = LoadedBackend::Load(path, "");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  const std::string message(loaded.status().message());
+  EXPECT_TRUE(Mentions(message, absl::StrCat("KV_INDEXER_BACKEND=\"", path)));
 }
 
 TEST(LoaderTest, NotAnElfFile) {
@@ -92,6 +142,7 @@ TEST(LoaderTest, NotAnElfFile) {
   const std::string message = LoadError(path);
   std::remove(path.c_str());
   ASSERT_FALSE(reason.empty());
+  EXPECT_TRUE(Mentions(message, "KV_INDEXER_BACKEND"));
   EXPECT_TRUE(Mentions(message, path));
   EXPECT_TRUE(Mentions(message, reason));
 }

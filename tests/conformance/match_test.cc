@@ -97,7 +97,8 @@ TEST_P(MatchTest, TiersAscendingOnlyTiersWithMatches) {
 TEST_P(MatchTest, SideArraysAlwaysFilledAndAligned) {
   ApplyOk(Batch("w", "a")
               .Report(kTierHbm, {1, 2})
-              .Report(kTierDram, {1, 2}, {kFull | kMamba, 0}, {0, 48}));
+              .Report(kTierDram, {1, 2}, {kComponentFull | kComponentMamba, 0},
+                      {0, 48}));
   const auto resp = Match({2, 1});
   ASSERT_EQ(resp.matches_size(), 1);
   const auto& hbm = At(At(resp.matches(), 0).hashes_by_tier(), 0);
@@ -109,7 +110,7 @@ TEST_P(MatchTest, SideArraysAlwaysFilledAndAligned) {
             Masks({48, 0}));
   const auto& dram = At(At(resp.matches(), 0).hashes_by_tier(), 1);
   EXPECT_EQ(Masks(dram.component_masks().begin(), dram.component_masks().end()),
-            Masks({0, kFull | kMamba}));
+            Masks({0, kComponentFull | kComponentMamba}));
   EXPECT_EQ(Masks(dram.block_sizes().begin(), dram.block_sizes().end()),
             Masks({48, 0}));
 }

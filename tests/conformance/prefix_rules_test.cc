@@ -26,7 +26,8 @@ class PrefixRulesTest : public ConformanceTest {
 KVINDEXER_INSTANTIATE_CONFORMANCE(PrefixRulesTest);
 
 const v1::WorkerCacheSpec kSwaSpec =
-    Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit);
+    Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm | kTierBitDram,
+         kTierBitHbm);
 
 // Behaviour 24.
 TEST_P(PrefixRulesTest, SinglePassAgreesWithRecomputation) {
@@ -100,7 +101,9 @@ TEST_P(PrefixRulesTest, VeryLongPrefixQuery) {
 // Behaviour 27.
 TEST_P(PrefixRulesTest, ComponentAwareWorkerSwaWindow) {
   ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
-      kTierHbm, {1, 2, 3, 4}, {kFull | kSwa, kFull | kSwa, kFull | kSwa, kFull},
+      kTierHbm, {1, 2, 3, 4},
+      {kComponentFull | kComponentSwa, kComponentFull | kComponentSwa,
+       kComponentFull | kComponentSwa, kComponentFull},
       {50, 50, 50, 50}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 3u);
 }
@@ -108,9 +111,12 @@ TEST_P(PrefixRulesTest, ComponentAwareWorkerSwaWindow) {
 // Behaviour 28.
 TEST_P(PrefixRulesTest, ReportReplacesTheComponentSet) {
   ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
-      kTierHbm, {1, 2}, {kFull | kSwa, kFull | kSwa}, {80, 80}));
+      kTierHbm, {1, 2},
+      {kComponentFull | kComponentSwa, kComponentFull | kComponentSwa},
+      {80, 80}));
   EXPECT_EQ(Prefix({1, 2}).best_prefix_blocks(), 2u);
-  ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(kTierHbm, {2}, {kFull}, {80}));
+  ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(kTierHbm, {2}, {kComponentFull},
+                                                {80}));
   EXPECT_EQ(Prefix({1, 2}).best_prefix_blocks(), 1u);
   const auto resp = Match({1, 2});
   ASSERT_EQ(resp.matches_size(), 1);
@@ -118,14 +124,15 @@ TEST_P(PrefixRulesTest, ReportReplacesTheComponentSet) {
   const auto& t = At(At(resp.matches(), 0).hashes_by_tier(), 0);
   EXPECT_EQ(t.tier(), v1::TIER_HBM);
   EXPECT_EQ(Masks(t.component_masks().begin(), t.component_masks().end()),
-            Masks({kFull | kSwa, kFull}));
+            Masks({kComponentFull | kComponentSwa, kComponentFull}));
   EXPECT_EQ(Masks(t.block_sizes().begin(), t.block_sizes().end()),
             Masks({80, 80}));
 }
 
 // Behaviour 29 (and V2).
 TEST_P(PrefixRulesTest, ComponentsWithoutSpecFailClosed) {
-  ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2}, {kFull, kFull}, {16, 16}));
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2},
+                                 {kComponentFull, kComponentFull}, {16, 16}));
   const auto resp = Prefix({1, 2});
   EXPECT_EQ(resp.matches_size(), 0);
   EXPECT_EQ(resp.best_prefix_blocks(), 0u);
@@ -135,14 +142,15 @@ TEST_P(PrefixRulesTest, ComponentsWithoutSpecFailClosed) {
 // Behaviour 30.
 TEST_P(PrefixRulesTest, RepeatedHashInReportLastEntryWins) {
   ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
-      kTierHbm, {1, 1}, {kFull | kSwa, kFull}, {80, 80}));
+      kTierHbm, {1, 1}, {kComponentFull | kComponentSwa, kComponentFull},
+      {80, 80}));
   EXPECT_EQ(Prefix({1}).best_prefix_blocks(), 0u);
 }
 
 // Behaviour 31.
 TEST_P(PrefixRulesTest, BatchWithoutSpecClearsTheSpec) {
-  ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(kTierHbm, {1}, {kFull | kSwa},
-                                                {200}));
+  ApplyOk(Batch("w", "a").Spec(kSwaSpec).Report(
+      kTierHbm, {1}, {kComponentFull | kComponentSwa}, {200}));
   EXPECT_EQ(Prefix({1}).best_prefix_blocks(), 1u);
   ApplyOk(Batch("w", "a").Report(kTierDram, {2}));
   const auto resp = Prefix({1});
@@ -158,41 +166,44 @@ TEST_P(PrefixRulesTest, V1LegacyStopsAtFirstGap) {
 
 // V2.
 TEST_P(PrefixRulesTest, V2FullWithoutSpecIsExcluded) {
-  ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2}, {kFull, kFull}));
+  ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2},
+                                 {kComponentFull, kComponentFull}));
   EXPECT_EQ(PrefixOf({1, 2}), 0u);
 }
 
 // V3: FULL from HBM or DRAM; an SWA-only block breaks FULL.
 TEST_P(PrefixRulesTest, V3FullOnlyAcrossTiers) {
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull, 0, kHbmBit | kDramBit))
-              .Report(kTierHbm, {1}, {kFull})
-              .Report(kTierDram, {2}, {kFull})
-              .Report(kTierHbm, {3}, {kSwa})
-              .Report(kTierHbm, {4}, {kFull}));
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm | kTierBitDram))
+              .Report(kTierHbm, {1}, {kComponentFull})
+              .Report(kTierDram, {2}, {kComponentFull})
+              .Report(kTierHbm, {3}, {kComponentSwa})
+              .Report(kTierHbm, {4}, {kComponentFull}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 2u);
 }
 
 // V4: SSD never serves a component, yet makes the worker a candidate.
 TEST_P(PrefixRulesTest, V4FullAtSsdIsNeverServable) {
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull, 0, kHbmBit | kDramBit))
-              .Report(kTierSsd, {1}, {kFull}));
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm | kTierBitDram))
+              .Report(kTierSsd, {1}, {kComponentFull}));
   const auto resp = Prefix({1});
   EXPECT_EQ(resp.matches_size(), 0);
   EXPECT_EQ(resp.blocks_read(), 1u);
   // Declaring SSD in the spec does not make it servable either.
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull, 0, kHbmBit | kDramBit | kSsdBit))
-              .Report(kTierSsd, {1}, {kFull}));
+              .Spec(Spec(kComponentFull, 0,
+                         kTierBitHbm | kTierBitDram | kTierBitSsd))
+              .Report(kTierSsd, {1}, {kComponentFull}));
   EXPECT_EQ(PrefixOf({1}), 0u);
 }
 
 // V5.
 TEST_P(PrefixRulesTest, V5UnbrokenSwaRun) {
-  const auto fs = kFull | kSwa;
+  const auto fs = kComponentFull | kComponentSwa;
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit))
+              .Spec(Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm,
+                         kTierBitHbm))
               .Report(kTierHbm, {1, 2, 3, 4, 5}, {fs, fs, fs, fs, fs},
                       {50, 50, 50, 50, 50}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4, 5}), 5u);
@@ -200,19 +211,21 @@ TEST_P(PrefixRulesTest, V5UnbrokenSwaRun) {
 
 // V6.
 TEST_P(PrefixRulesTest, V6SwaHoleNeedsAFullWindowAfterIt) {
-  const auto fs = kFull | kSwa;
+  const auto fs = kComponentFull | kComponentSwa;
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit))
-              .Report(kTierHbm, {1, 2, 3, 4, 5}, {fs, fs, fs, kFull, fs},
-                      {50, 50, 50, 50, 50}));
+              .Spec(Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm,
+                         kTierBitHbm))
+              .Report(kTierHbm, {1, 2, 3, 4, 5},
+                      {fs, fs, fs, kComponentFull, fs}, {50, 50, 50, 50, 50}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4, 5}), 3u);
 }
 
 TEST_P(PrefixRulesTest, SwaRunAfterHoleReachingTheWindowCounts) {
-  const auto fs = kFull | kSwa;
+  const auto fs = kComponentFull | kComponentSwa;
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 100, kHbmBit, kHbmBit))
-              .Report(kTierHbm, {1, 2, 3, 4}, {fs, kFull, fs, fs},
+              .Spec(Spec(kComponentFull | kComponentSwa, 100, kTierBitHbm,
+                         kTierBitHbm))
+              .Report(kTierHbm, {1, 2, 3, 4}, {fs, kComponentFull, fs, fs},
                       {50, 50, 60, 50}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 4u);
   EXPECT_EQ(PrefixOf({1, 2, 3}), 1u);  // run of 60 < 100 at block 3
@@ -220,21 +233,24 @@ TEST_P(PrefixRulesTest, SwaRunAfterHoleReachingTheWindowCounts) {
 
 // V7: the head of the prompt counts as unlimited history.
 TEST_P(PrefixRulesTest, V7HeadRule) {
-  const auto fs = kFull | kSwa;
-  ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 1000, kHbmBit | kDramBit,
-                         kHbmBit | kDramBit))
-              .Report(kTierHbm, {1, 2}, {fs, fs}, {16, 16}));
+  const auto fs = kComponentFull | kComponentSwa;
+  ApplyOk(
+      Batch("w", "a")
+          .Spec(Spec(kComponentFull | kComponentSwa, 1000,
+                     kTierBitHbm | kTierBitDram, kTierBitHbm | kTierBitDram))
+          .Report(kTierHbm, {1, 2}, {fs, fs}, {16, 16}));
   EXPECT_EQ(PrefixOf({1, 2}), 2u);
 }
 
 // V8: MAMBA is checked only at the boundary block.
 TEST_P(PrefixRulesTest, V8MambaOnlyAtBoundary) {
-  const auto servable = kHbmBit | kDramBit;
+  const auto servable = kTierBitHbm | kTierBitDram;
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kMamba, 0, servable, servable, servable))
+              .Spec(Spec(kComponentFull | kComponentMamba, 0, servable,
+                         servable, servable))
               .Report(kTierHbm, {1, 2, 3, 4},
-                      {kFull, kFull, kFull, kFull | kMamba}));
+                      {kComponentFull, kComponentFull, kComponentFull,
+                       kComponentFull | kComponentMamba}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 4u);
   EXPECT_EQ(PrefixOf({1, 2}), 0u);
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}, 2), 0u);
@@ -242,55 +258,67 @@ TEST_P(PrefixRulesTest, V8MambaOnlyAtBoundary) {
 
 // V9: invalid specs fail closed.
 TEST_P(PrefixRulesTest, V9InvalidSpecs) {
-  const auto servable = kHbmBit | kDramBit;
+  const auto servable = kTierBitHbm | kTierBitDram;
   const v1::WorkerCacheSpec invalid[] = {
-      Spec(0, 100, servable, servable),                   // no components
-      Spec(kFull | kSwa, 100, servable, servable, 0, 2),  // version 2
-      Spec(kFull | kSwa, 0, servable, servable),          // SWA, no window
+      Spec(0, 100, servable, servable),  // no components
+      Spec(kComponentFull | kComponentSwa, 100, servable, servable, 0,
+           2),  // version 2
+      Spec(kComponentFull | kComponentSwa, 0, servable,
+           servable),  // SWA, no window
   };
   for (const auto& spec : invalid) {
     SCOPED_TRACE(Text(spec));
-    ApplyOk(
-        Batch("w", "a").Spec(spec).Report(kTierHbm, {1}, {kFull | kSwa}, {64}));
+    ApplyOk(Batch("w", "a").Spec(spec).Report(
+        kTierHbm, {1}, {kComponentFull | kComponentSwa}, {64}));
     EXPECT_EQ(PrefixOf({1}), 0u);
   }
   // Version 0 is accepted like version 1.
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 100, servable, servable, 0, 0))
-              .Report(kTierHbm, {1}, {kFull | kSwa}, {64}));
+              .Spec(Spec(kComponentFull | kComponentSwa, 100, servable,
+                         servable, 0, 0))
+              .Report(kTierHbm, {1}, {kComponentFull | kComponentSwa}, {64}));
   EXPECT_EQ(PrefixOf({1}), 1u);
 }
 
 // V10: a spec with legacy placements never has FULL.
 TEST_P(PrefixRulesTest, V10SpecWithLegacyPlacements) {
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit))
+              .Spec(Spec(kComponentFull | kComponentSwa, 100,
+                         kTierBitHbm | kTierBitDram, kTierBitHbm))
               .Report(kTierHbm, {1, 2}));
   EXPECT_EQ(PrefixOf({1, 2}), 0u);
 }
 
 TEST_P(PrefixRulesTest, FullIsRequiredEvenWithoutTheFullBit) {
-  ApplyOk(Batch("w", "a")
-              .Spec(Spec(kSwa, 10, kHbmBit, kHbmBit))
-              .Report(kTierHbm, {1, 2}, {kSwa, kSwa}, {16, 16}));
-  EXPECT_EQ(PrefixOf({1, 2}), 0u);
   ApplyOk(
       Batch("w", "a")
-          .Spec(Spec(kSwa, 10, kHbmBit, kHbmBit))
-          .Report(kTierHbm, {1, 2}, {kFull | kSwa, kFull | kSwa}, {16, 16}));
+          .Spec(Spec(kComponentSwa, 10, kTierBitHbm, kTierBitHbm))
+          .Report(kTierHbm, {1, 2}, {kComponentSwa, kComponentSwa}, {16, 16}));
+  EXPECT_EQ(PrefixOf({1, 2}), 0u);
+  ApplyOk(Batch("w", "a")
+              .Spec(Spec(kComponentSwa, 10, kTierBitHbm, kTierBitHbm))
+              .Report(kTierHbm, {1, 2},
+                      {kComponentFull | kComponentSwa,
+                       kComponentFull | kComponentSwa},
+                      {16, 16}));
   EXPECT_EQ(PrefixOf({1, 2}), 2u);
 }
 
 TEST_P(PrefixRulesTest, ComponentsMaySitAtDifferentTiers) {
-  ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 10, kDramBit, kHbmBit))
-              .Report(kTierDram, {1, 2}, {kFull, kFull}, {16, 16})
-              .Report(kTierHbm, {1, 2}, {kSwa, kSwa}));
+  ApplyOk(
+      Batch("w", "a")
+          .Spec(Spec(kComponentFull | kComponentSwa, 10, kTierBitDram,
+                     kTierBitHbm))
+          .Report(kTierDram, {1, 2}, {kComponentFull, kComponentFull}, {16, 16})
+          .Report(kTierHbm, {1, 2}, {kComponentSwa, kComponentSwa}));
   EXPECT_EQ(PrefixOf({1, 2}), 2u);
   // The tier masks are honoured: FULL at HBM is not in full_tier_mask.
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull | kSwa, 10, kDramBit, kHbmBit))
-              .Report(kTierHbm, {1, 2}, {kFull | kSwa, kFull | kSwa})
+              .Spec(Spec(kComponentFull | kComponentSwa, 10, kTierBitDram,
+                         kTierBitHbm))
+              .Report(kTierHbm, {1, 2},
+                      {kComponentFull | kComponentSwa,
+                       kComponentFull | kComponentSwa})
               .Revoke(kTierDram, {1, 2}));
   EXPECT_EQ(PrefixOf({1, 2}), 0u);
 }
@@ -300,19 +328,21 @@ TEST_P(PrefixRulesTest, OddMaskBitsAreIgnoredButCountAsComponents) {
   ApplyOk(Batch("w", "a").Report(kTierHbm, {1, 2}, {8, 8}));
   EXPECT_EQ(PrefixOf({1, 2}), 0u);  // legacy worker fails closed
   ApplyOk(Batch("w", "a")
-              .Spec(Spec(kFull, 0, kHbmBit))
-              .Report(kTierHbm, {1, 2}, {kFull | 8, 0xFFFFFFF9u}));
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+              .Report(kTierHbm, {1, 2}, {kComponentFull | 8, 0xFFFFFFF9u}));
   EXPECT_EQ(PrefixOf({1, 2}), 2u);
 }
 
 TEST_P(PrefixRulesTest, LegacyFailsClosedOnMaskAnywhereInTheRange) {
-  ApplyOk(
-      Batch("w", "a").Report(kTierHbm, {1, 2}).Report(kTierDram, {4}, {kFull}));
+  ApplyOk(Batch("w", "a")
+              .Report(kTierHbm, {1, 2})
+              .Report(kTierDram, {4}, {kComponentFull}));
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}), 0u);     // mask after the gap counts
   EXPECT_EQ(PrefixOf({1, 2, 3, 4}, 3), 2u);  // outside the limit it does not
   // A mask on a block that also has a legacy placement at another tier.
-  ApplyOk(
-      Batch("v", "b").Report(kTierHbm, {1, 2}).Report(kTierSsd, {2}, {kMamba}));
+  ApplyOk(Batch("v", "b")
+              .Report(kTierHbm, {1, 2})
+              .Report(kTierSsd, {2}, {kComponentMamba}));
   EXPECT_EQ(Prefixes(Prefix({1, 2})).count("v"), 0u);
 }
 

@@ -20,7 +20,8 @@ class ValidationTest : public ConformanceTest {
     // A state in which address, spec, placements, sizes and counters of the
     // target worker "w1" are all observable.
     ApplyOk(Batch("w1", "10.0.0.1:1")
-                .Spec(Spec(kFull | kSwa, 100, kHbmBit | kDramBit, kHbmBit))
+                .Spec(Spec(kComponentFull | kComponentSwa, 100,
+                           kTierBitHbm | kTierBitDram, kTierBitHbm))
                 .Report(kTierHbm, {1, 2, 3}, {3, 3, 3}, {64, 64, 64})
                 .Report(kTierDram, {4}, {1}, {16}));
     ApplyOk(Batch("w2", "10.0.0.2:1").Report(kTierHbm, {1, 5}));
@@ -227,20 +228,20 @@ TEST_P(ValidationTest, MatchAndHitCountBounds) {
 // behaviour 39: prefix queries have no upper bound.
 TEST_P(ValidationTest, PrefixQueryBounds) {
   v1::MatchExternalKvPrefixResponse resp;
-  absl::Status s = indexer().MatchPrefix(PrefixRequest({}), &resp);
+  absl::Status s = MatchPrefix(indexer(), PrefixRequest({}), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
   EXPECT_EQ(s.message(), "hashes must not be empty");
-  s = indexer().MatchPrefix(PrefixRequest({}, 5), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest({}, 5), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
 
   Hashes big = {1, 2, 3};
   const Hashes tail = Range(1000, 100000);
   big.insert(big.end(), tail.begin(), tail.end());
-  s = indexer().MatchPrefix(PrefixRequest(big), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest(big), &resp);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
   EXPECT_EQ(resp.blocks_read(), big.size());
-  s = indexer().MatchPrefix(PrefixRequest(Range(0, 16385)), &resp);
+  s = MatchPrefix(indexer(), PrefixRequest(Range(0, 16385)), &resp);
   EXPECT_TRUE(s.ok()) << s;
 }
 

@@ -13,14 +13,18 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/time/time.h"
 #include "core/backend_loader.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "tests/e2e/server_process.h"
+#include "tests/support/requests.h"
+#include "tests/support/server_process.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
 #error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
@@ -32,7 +36,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::ApplyExternalKvBatchRequest;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
-using ::kv_indexer::v1::ExternalKvAction;
 using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
 using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
 using ::kv_indexer::v1::KVIndexer;
@@ -40,6 +43,14 @@ using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
 using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::kvindexer::test_support::Batch;
+using ::kvindexer::test_support::ExitStatus;
+using ::kvindexer::test_support::ListeningServer;
+using ::kvindexer::test_support::LogField;
+using ::kvindexer::test_support::ProcessOptions;
+using ::kvindexer::test_support::ServerProcess;
+using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitUntil;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -57,19 +68,6 @@ std::unique_ptr<grpc::ClientContext> Context(
   return context;
 }
 
-ApplyExternalKvBatchRequest Report(const std::string& worker,
-                                   const std::string& address,
-                                   const std::vector<int64_t>& hashes) {
-  ApplyExternalKvBatchRequest req;
-  req.set_worker_id(worker);
-  req.set_worker_address(address);
-  ExternalKvAction* action = req.add_actions();
-  action->set_type(::kv_indexer::v1::ACTION_REPORT);
-  action->set_tier(::kv_indexer::v1::TIER_HBM);
-  for (int64_t h : hashes) action->add_hashes(h);
-  return req;
-}
-
 // A running kv-indexer-server and a client stub connected to it.
 class RunningServer {
  public:
@@ -85,27 +83,16 @@ class RunningServer {
                          "KV_INDEXER_LOG_LEVEL",
                          "KV_INDEXER_ROBIN_MERGE_MIN_DELTA"};
     options.env = std::move(env);
-    options.env.emplace("KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0");
-    auto process = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(process.ok()) << process.status();
-    if (!process.ok()) return nullptr;
-    server->process_ = *std::move(process);
-
-    const std::optional<std::string> line =
-        server->process_->WaitForLineContaining("listening addr=127.0.0.1:",
-                                                kStartBound);
-    EXPECT_TRUE(line.has_value()) << server->process_->Output();
-    if (!line.has_value()) return nullptr;
-    const std::string addr = LogField(*line, "addr").value_or("");
-    server->port_ = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
-    EXPECT_GT(server->port_, 0) << *line;
-    if (server->port_ <= 0) return nullptr;
+    absl::StatusOr<ListeningServer> listening =
+        StartListeningServer(std::move(options), /*port=*/0, kStartBound);
+    EXPECT_TRUE(listening.ok()) << listening.status();
+    if (!listening.ok()) return nullptr;
+    server->process_ = std::move(listening->process);
 
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    server->stub_ = KVIndexer::NewStub(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port_),
-                                  grpc::InsecureChannelCredentials(), args));
+    server->stub_ = KVIndexer::NewStub(grpc::CreateCustomChannel(
+        listening->address, grpc::InsecureChannelCredentials(), args));
 
     // Ready when a real RPC succeeds; retried with short waits, bounded.
     const bool ready = WaitUntil(
@@ -129,15 +116,40 @@ class RunningServer {
   // socket, so it would not acknowledge the server's graceful GOAWAY ping and
   // the server would wait for the ping's timeout (about 5 s) before closing.
   void CloseClient() { stub_.reset(); }
-  int port() const { return port_; }
 
  private:
   RunningServer() = default;
 
   std::unique_ptr<ServerProcess> process_;
-  int port_ = 0;
   std::unique_ptr<KVIndexer::Stub> stub_;
 };
+
+// The time stamp that starts a kv-indexer-server log line
+// ("2026-11-30T06:13:26.123456Z info  ...").
+std::optional<absl::Time> LogTime(const std::string& line) {
+  absl::Time time;
+  std::string error;
+  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%E*SZ", line.substr(0, line.find(' ')),
+                       &time, &error)) {
+    return std::nullopt;
+  }
+  return time;
+}
+
+// N of the "(grace period N s)" the server logs when a signal arrives.
+std::optional<absl::Duration> GracePeriod(const std::string& line) {
+  constexpr std::string_view kKey = "grace period ";
+  const size_t pos = line.find(kKey);
+  int seconds = 0;
+  if (pos == std::string::npos ||
+      !absl::SimpleAtoi(
+          line.substr(pos + kKey.size(),
+                      line.find(' ', pos + kKey.size()) - (pos + kKey.size())),
+          &seconds)) {
+    return std::nullopt;
+  }
+  return absl::Seconds(seconds);
+}
 
 // Runs the binary with `env` (on top of a cleaned environment) and `args`,
 // and waits for it to exit.
@@ -179,15 +191,18 @@ TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
   ASSERT_NE(server, nullptr);
 
   ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(
+      server->stub()
+          .ApplyExternalKvBatch(
+              Context().get(),
+              Batch("long", "10.0.0.1:9000").Report(kTierHbm, {1, 2, 3}),
+              &applied)
+          .ok());
   ASSERT_TRUE(server->stub()
                   .ApplyExternalKvBatch(
                       Context().get(),
-                      Report("long", "10.0.0.1:9000", {1, 2, 3}), &applied)
-                  .ok());
-  ASSERT_TRUE(server->stub()
-                  .ApplyExternalKvBatch(Context().get(),
-                                        Report("short", "10.0.0.2:9000", {1}),
-                                        &applied)
+                      Batch("short", "10.0.0.2:9000").Report(kTierHbm, {1}),
+                      &applied)
                   .ok());
 
   MatchExternalKvPrefixRequest prefix;
@@ -225,7 +240,7 @@ TEST_P(ServerBackendE2eTest, ServesEveryRpc) {
   EXPECT_EQ(hits_resp.entries(0).hit_count_total(), 1u);
 
   // Validation over the wire.
-  ApplyExternalKvBatchRequest bad = Report("", "a", {1});
+  ApplyExternalKvBatchRequest bad = Batch("", "a").Report(kTierHbm, {1});
   const grpc::Status invalid =
       server->stub().ApplyExternalKvBatch(Context().get(), bad, &applied);
   EXPECT_EQ(invalid.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -239,9 +254,9 @@ TEST_P(ServerBackendE2eTest, MessageSizeLimits) {
   ASSERT_NE(server, nullptr);
   ApplyExternalKvBatchResponse applied;
   ASSERT_TRUE(server->stub()
-                  .ApplyExternalKvBatch(Context().get(),
-                                        Report("w", "10.0.0.1:1", {-1}),
-                                        &applied)
+                  .ApplyExternalKvBatch(
+                      Context().get(),
+                      Batch("w", "10.0.0.1:1").Report(kTierHbm, {-1}), &applied)
                   .ok());
 
   MatchExternalKvPrefixRequest big;
@@ -420,19 +435,30 @@ TEST_P(ServerSignalTest, ExitsCleanly) {
   auto server = RunningServer::Start();
   ASSERT_NE(server, nullptr);
   server->CloseClient();
-  const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(server->process().Signal(GetParam()));
   const std::optional<ExitStatus> status =
       server->process().WaitForExit(kExitBound);
   ASSERT_TRUE(status.has_value()) << "did not exit in time";
   EXPECT_TRUE(status->ok()) << status->ToString() << "\n"
                             << server->process().Output();
-  // Nothing is in flight, so nothing holds the shutdown up.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  EXPECT_THAT(server->process().Output(),
-              AllOf(HasSubstr(GetParam() == SIGTERM ? "received SIGTERM"
-                                                    : "received SIGINT"),
-                    HasSubstr("stopped")));
+  const std::optional<std::string> received =
+      server->process().WaitForLineContaining(
+          GetParam() == SIGTERM ? "received SIGTERM" : "received SIGINT", 0s);
+  const std::optional<std::string> stopped =
+      server->process().WaitForLineContaining(" stopped", 0s);
+  ASSERT_TRUE(received.has_value() && stopped.has_value())
+      << server->process().Output();
+  // Nothing is in flight, so nothing holds the shutdown up: the server stops
+  // before its grace period is over, when it would cancel whatever still
+  // ran. Measured between the server's own log lines, so that neither
+  // process start and exit nor the scheduling of this test count.
+  const std::optional<absl::Time> received_at = LogTime(*received);
+  const std::optional<absl::Time> stopped_at = LogTime(*stopped);
+  const std::optional<absl::Duration> grace = GracePeriod(*received);
+  ASSERT_TRUE(received_at && stopped_at && grace) << *received << "\n"
+                                                  << *stopped;
+  EXPECT_LT(*stopped_at - *received_at, *grace) << *received << "\n"
+                                                << *stopped;
 }
 
 // With an idle client still connected the server waits for the client to

@@ -30,6 +30,7 @@ class ParkingVisitor final : public BlockVisitor {
     parked_ = true;
     cv_.notify_all();
     cv_.wait_for(lock, kParkLimit, [this] { return released_; });
+    left_ = true;
     return continue_;
   }
 
@@ -37,6 +38,14 @@ class ParkingVisitor final : public BlockVisitor {
   bool WaitParked(std::chrono::seconds limit = std::chrono::seconds(10)) {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, limit, [this] { return parked_; });
+  }
+
+  // True once the parked OnBlock has returned (released, or given up after
+  // kParkLimit). A call that completes while this is false completed while
+  // the scan was parked.
+  bool left() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return left_;
   }
 
   // Lets the parked scan (and any later OnBlock) go on.
@@ -52,6 +61,7 @@ class ParkingVisitor final : public BlockVisitor {
   std::condition_variable cv_;
   bool parked_ = false;
   bool released_ = false;
+  bool left_ = false;
 };
 
 }  // namespace kvindexer::test_support

@@ -1,18 +1,15 @@
-// ServerProcess: starts a program as a child process for end-to-end tests,
-// captures its stdout and stderr in a file, and waits on it with bounded
-// timeouts. Nothing here is specific to kv-indexer-server; the bridge's e2e
-// tests use it too.
+// ServerProcess: starts a program as a child process, captures its stdout and
+// stderr in a file, and waits on it with bounded timeouts. The end-to-end
+// tests of the server and of the bridge start their binaries with it, and
+// kv-indexer-bench its servers.
 //
 // Typical use:
 //   ProcessOptions options{.binary = KVINDEXER_SERVER_BINARY};
-//   options.env["KV_INDEXER_LISTEN_ADDR"] = "127.0.0.1:0";
-//   auto server = ServerProcess::Start(std::move(options));
-//   std::optional<std::string> line =
-//       (*server)->WaitForLineContaining("listening addr=", 10s);
-//   std::optional<std::string> addr = LogField(*line, "addr");
-//   ... talk to it ...
-//   (*server)->Signal(SIGTERM);
-//   std::optional<ExitStatus> exit = (*server)->WaitForExit(10s);
+//   absl::StatusOr<ListeningServer> server =
+//       StartListeningServer(std::move(options), /*port=*/0, 10s);
+//   ... talk to server->address ...
+//   server->process->Signal(SIGTERM);
+//   std::optional<ExitStatus> exit = server->process->WaitForExit(10s);
 //
 // Waiting is polling with short pauses inside a bounded loop: every wait
 // returns by its timeout, whatever the child does.
@@ -23,8 +20,8 @@
 // still running.
 //
 // Thread safety: one ServerProcess is used by one thread at a time.
-#ifndef KVINDEXER_TESTS_E2E_SERVER_PROCESS_H_
-#define KVINDEXER_TESTS_E2E_SERVER_PROCESS_H_
+#ifndef KVINDEXER_TESTS_SUPPORT_SERVER_PROCESS_H_
+#define KVINDEXER_TESTS_SUPPORT_SERVER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -37,9 +34,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace kvindexer::e2e {
+namespace kvindexer::test_support {
 
 struct ProcessOptions {
   std::string binary;                  // path of the program
@@ -48,7 +46,8 @@ struct ProcessOptions {
   std::vector<std::string> unset_env;  // then remove these names
   std::map<std::string, std::string> env;  // then set these
   // stdout and stderr are both appended here. Empty: a fresh file under
-  // $TMPDIR (or /tmp), removed again by the destructor.
+  // $TMPDIR (or /tmp), removed again by the destructor. Output() and the
+  // waits see only what this child appends.
   std::string output_path;
 };
 
@@ -102,13 +101,24 @@ class ServerProcess {
   // SIGKILL, then reap.
   void Kill();
 
+  // SIGTERM, then Kill() if the child has not ended within `timeout`. OK
+  // when it exited with code 0 on its own.
+  [[nodiscard]] absl::Status Stop(std::chrono::milliseconds timeout);
+
+  // CPU time the child has used so far, user plus system, in seconds
+  // (/proc/<pid>/stat; clock-tick resolution). Negative once reaped or when
+  // unreadable.
+  [[nodiscard]] double CpuSeconds() const;
+
  private:
-  ServerProcess(pid_t pid, std::string output_path, bool remove_output);
+  ServerProcess(pid_t pid, std::string output_path, off_t output_offset,
+                bool remove_output);
   // Reaps without blocking; true once reaped.
   bool TryReap();
 
   pid_t pid_;
   std::string output_path_;
+  off_t output_offset_;  // size of the output file before the child started
   bool remove_output_;
   std::optional<ExitStatus> exit_status_;
 };
@@ -125,12 +135,21 @@ bool WaitUntil(
 std::optional<std::string> LogField(std::string_view line,
                                     std::string_view key);
 
-// A TCP port on `host` that was free a moment ago (bind to port 0, read the
-// port, close). Racy by nature: prefer letting the server bind port 0 and
-// reading its port from its log when the server supports that.
-[[nodiscard]] absl::StatusOr<int> PickFreeTcpPort(
-    const std::string& host = "127.0.0.1");
+// A kv_indexer.v1 server (kv-indexer-server, or kv-indexer-bench's floor
+// server) listening on a loopback port.
+struct ListeningServer {
+  std::unique_ptr<ServerProcess> process;
+  std::string address;  // "127.0.0.1:<port>"
+  int port = 0;
+};
 
-}  // namespace kvindexer::e2e
+// Starts `options` with KV_INDEXER_LISTEN_ADDR=127.0.0.1:<port> and waits
+// until it logs "listening addr=127.0.0.1:<bound port>". `port` 0 lets the
+// server pick a free port, which it then logs. Fails, quoting the server's
+// output, when the server exits first or `timeout` passes.
+[[nodiscard]] absl::StatusOr<ListeningServer> StartListeningServer(
+    ProcessOptions options, int port, std::chrono::milliseconds timeout);
 
-#endif  // KVINDEXER_TESTS_E2E_SERVER_PROCESS_H_
+}  // namespace kvindexer::test_support
+
+#endif  // KVINDEXER_TESTS_SUPPORT_SERVER_PROCESS_H_

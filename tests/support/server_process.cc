@@ -1,17 +1,16 @@
-#include "tests/e2e/server_process.h"
+#include "tests/support/server_process.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -22,7 +21,7 @@
 
 extern char** environ;
 
-namespace kvindexer::e2e {
+namespace kvindexer::test_support {
 namespace {
 
 std::string ErrnoText(int error) { return strerror(error); }
@@ -87,6 +86,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
           absl::StrCat("open ", options.output_path, ": ", ErrnoText(errno)));
     }
   }
+  // Output() skips what the file held before this child.
+  struct stat out_stat {};
+  const off_t output_offset =
+      fstat(out_fd, &out_stat) == 0 ? out_stat.st_size : 0;
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int exec_error_pipe[2];
   if (null_fd < 0 || pipe2(exec_error_pipe, O_CLOEXEC) != 0) {
@@ -143,8 +146,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     n = read(exec_error_pipe[0], &exec_error, sizeof(exec_error));
   } while (n < 0 && errno == EINTR);
   close(exec_error_pipe[0]);
-  auto process = std::unique_ptr<ServerProcess>(
-      new ServerProcess(pid, options.output_path, remove_output));
+  auto process = std::unique_ptr<ServerProcess>(new ServerProcess(
+      pid, options.output_path, output_offset, remove_output));
   if (n > 0) {
     process->WaitForExit(std::chrono::seconds(5));
     return absl::FailedPreconditionError(absl::StrCat(
@@ -154,9 +157,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 }
 
 ServerProcess::ServerProcess(pid_t pid, std::string output_path,
-                             bool remove_output)
+                             off_t output_offset, bool remove_output)
     : pid_(pid),
       output_path_(std::move(output_path)),
+      output_offset_(output_offset),
       remove_output_(remove_output) {}
 
 ServerProcess::~ServerProcess() {
@@ -166,6 +170,7 @@ ServerProcess::~ServerProcess() {
 
 std::string ServerProcess::Output() const {
   std::ifstream in(output_path_, std::ios::binary);
+  in.seekg(output_offset_);
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
@@ -259,6 +264,40 @@ void ServerProcess::Kill() {
   WaitForExit(std::chrono::seconds(30));
 }
 
+absl::Status ServerProcess::Stop(std::chrono::milliseconds timeout) {
+  Signal(SIGTERM);
+  const std::optional<ExitStatus> exit = WaitForExit(timeout);
+  if (!exit.has_value()) {
+    Kill();
+    return absl::DeadlineExceededError(
+        absl::StrCat("pid ", pid_, " did not stop within ", timeout.count(),
+                     " ms of SIGTERM; killed"));
+  }
+  if (!exit->ok()) {
+    return absl::InternalError(
+        absl::StrCat("pid ", pid_, " ended with ", exit->ToString()));
+  }
+  return absl::OkStatus();
+}
+
+double ServerProcess::CpuSeconds() const {
+  if (exit_status_.has_value()) return -1;
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  // Fields after the parenthesised name start with field 3 (state); utime
+  // and stime are fields 14 and 15.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 14; ++i) fields >> field;
+  unsigned long long utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return -1;
+  return static_cast<double>(utime + stime) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 bool WaitUntil(const std::function<bool()>& condition,
                std::chrono::milliseconds timeout,
                std::chrono::milliseconds interval) {
@@ -289,36 +328,36 @@ std::optional<std::string> LogField(std::string_view line,
   return std::string(value.substr(0, value.find(' ')));
 }
 
-absl::StatusOr<int> PickFreeTcpPort(const std::string& host) {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  int family = AF_INET;
-  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-      inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    len = sizeof(sockaddr_in);
-  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-             inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    family = AF_INET6;
-    len = sizeof(sockaddr_in6);
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not an IP literal: ", host));
+absl::StatusOr<ListeningServer> StartListeningServer(
+    ProcessOptions options, int port, std::chrono::milliseconds timeout) {
+  const std::string binary = options.binary;
+  options.env["KV_INDEXER_LISTEN_ADDR"] = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> process =
+      ServerProcess::Start(std::move(options));
+  if (!process.ok()) return process.status();
+  ListeningServer server;
+  server.process = *std::move(process);
+  const std::optional<std::string> line = server.process->WaitForLineContaining(
+      "listening addr=127.0.0.1:", timeout);
+  if (!line.has_value()) {
+    const std::string reason =
+        server.process->Running()
+            ? absl::StrCat("did not log its address within ", timeout.count(),
+                           " ms")
+            : absl::StrCat("ended (",
+                           server.process->WaitForExit({})->ToString(),
+                           ") without listening");
+    return absl::UnavailableError(absl::StrCat(
+        binary, " ", reason, "; its output:\n", server.process->Output()));
   }
-  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(ErrnoText(errno));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int error = errno;
-    close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("bind ", host, ":0: ", ErrnoText(error)));
+  server.address = LogField(*line, "addr").value_or("");
+  server.port =
+      std::atoi(server.address.substr(server.address.rfind(':') + 1).c_str());
+  if (server.port <= 0) {
+    return absl::InternalError(
+        absl::StrCat(binary, " logged no usable address: ", *line));
   }
-  close(fd);
-  return family == AF_INET
-             ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
-             : ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return server;
 }
 
-}  // namespace kvindexer::e2e
+}  // namespace kvindexer::test_support

@@ -1,8 +1,26 @@
-#include "requests.h"
+#include "tests/support/requests.h"
 
+#include <string>
+#include <type_traits>
 #include <utility>
 
-namespace kvindexer::conformance {
+namespace kvindexer::test_support {
+namespace {
+
+template <typename T>
+auto SpanOf(const google::protobuf::RepeatedField<T>& field) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    return HashSpan{field.data(), static_cast<size_t>(field.size())};
+  } else {
+    return U32Span{field.data(), static_cast<size_t>(field.size())};
+  }
+}
+
+StringView ViewOf(const std::string& s) {
+  return StringView{s.data(), s.size()};
+}
+
+}  // namespace
 
 Batch::Batch(std::string worker_id, std::string address) {
   req_.set_worker_id(std::move(worker_id));
@@ -17,6 +35,10 @@ Batch& Batch::Address(std::string address) {
 Batch& Batch::Spec(const v1::WorkerCacheSpec& spec) {
   *req_.mutable_cache_spec() = spec;
   return *this;
+}
+
+Batch& Batch::Spec(const CacheSpec& spec) {
+  return Spec(ToWorkerCacheSpec(spec));
 }
 
 Batch& Batch::Report(int tier, const Hashes& hashes, const Masks& masks,
@@ -43,6 +65,22 @@ Batch& Batch::Action(int type, int tier, const Hashes& hashes,
   return *this;
 }
 
+BatchView::BatchView(const v1::ApplyExternalKvBatchRequest& req) {
+  actions_.reserve(static_cast<size_t>(req.actions_size()));
+  for (const v1::ExternalKvAction& a : req.actions()) {
+    actions_.push_back(
+        ActionView{static_cast<uint32_t>(a.type()),
+                   static_cast<uint32_t>(a.tier()), SpanOf(a.hashes()),
+                   SpanOf(a.component_masks()), SpanOf(a.block_sizes())});
+  }
+  view_.worker_id = ViewOf(req.worker_id());
+  view_.worker_address = ViewOf(req.worker_address());
+  view_.has_cache_spec = req.has_cache_spec() ? 1 : 0;
+  view_.cache_spec = ToCacheSpec(req.cache_spec());
+  view_.actions = actions_.data();
+  view_.action_count = actions_.size();
+}
+
 v1::WorkerCacheSpec Spec(uint32_t components, uint32_t swa_window_tokens,
                          uint32_t full_tier_mask, uint32_t swa_tier_mask,
                          uint32_t mamba_tier_mask, uint32_t version) {
@@ -54,6 +92,17 @@ v1::WorkerCacheSpec Spec(uint32_t components, uint32_t swa_window_tokens,
   spec.set_swa_tier_mask(swa_tier_mask);
   spec.set_mamba_tier_mask(mamba_tier_mask);
   return spec;
+}
+
+CacheSpec ToCacheSpec(const v1::WorkerCacheSpec& spec) {
+  return CacheSpec{spec.version(),           spec.components(),
+                   spec.swa_window_tokens(), spec.full_tier_mask(),
+                   spec.swa_tier_mask(),     spec.mamba_tier_mask()};
+}
+
+v1::WorkerCacheSpec ToWorkerCacheSpec(const CacheSpec& spec) {
+  return Spec(spec.components, spec.swa_window_tokens, spec.full_tier_mask,
+              spec.swa_tier_mask, spec.mamba_tier_mask, spec.version);
 }
 
 v1::MatchExternalKvRequest MatchRequest(const Hashes& hashes,
@@ -85,4 +134,4 @@ Hashes Range(int64_t first, int64_t n) {
   return out;
 }
 
-}  // namespace kvindexer::conformance
+}  // namespace kvindexer::test_support

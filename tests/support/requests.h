@@ -2,26 +2,28 @@
 // behaviour it checks: Batch("w1", "10.0.0.1:9000").Report(kTierHbm, {1, 2}).
 // Raw numbers are accepted everywhere so that invalid enum values (tier 4,
 // action 999) can be expressed.
-#ifndef KVINDEXER_TESTS_CONFORMANCE_REQUESTS_H_
-#define KVINDEXER_TESTS_CONFORMANCE_REQUESTS_H_
+//
+// Tests that drive an IndexBackend directly build the same Batch and hand the
+// backend BatchView(batch).view(), the ABI form of the request.
+//
+// Test-only.
+#ifndef KVINDEXER_TESTS_SUPPORT_REQUESTS_H_
+#define KVINDEXER_TESTS_SUPPORT_REQUESTS_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/wire_vocabulary.h"
 #include "kv_indexer.pb.h"
 #include "kvindexer/backend.h"
 
-namespace kvindexer::conformance {
+namespace kvindexer::test_support {
 
 namespace v1 = ::kv_indexer::v1;
 
-inline constexpr uint32_t kFull = 1;
-inline constexpr uint32_t kSwa = 2;
-inline constexpr uint32_t kMamba = 4;
-inline constexpr uint32_t kHbmBit = 1U << kTierHbm;
-inline constexpr uint32_t kDramBit = 1U << kTierDram;
-inline constexpr uint32_t kSsdBit = 1U << kTierSsd;
+// Component bits and tier-mask bits come from common/wire_vocabulary.h
+// (kComponentFull, kTierBitHbm, ...).
 
 using Hashes = std::vector<int64_t>;
 using Masks = std::vector<uint32_t>;
@@ -32,6 +34,7 @@ class Batch {
 
   Batch& Address(std::string address);
   Batch& Spec(const v1::WorkerCacheSpec& spec);
+  Batch& Spec(const CacheSpec& spec);
   Batch& Report(int tier, const Hashes& hashes, const Masks& masks = {},
                 const Masks& sizes = {});
   Batch& Revoke(int tier, const Hashes& hashes);
@@ -48,9 +51,29 @@ class Batch {
   v1::ApplyExternalKvBatchRequest req_;
 };
 
+// The ApplyBatchView of a request, field for field, as a backend receives
+// it. Nothing is validated or collapsed: a test that calls a backend directly
+// passes only what the host would (backend.h). REQUIRES: `req` outlives the
+// BatchView and is not modified while it lives.
+class BatchView {
+ public:
+  explicit BatchView(const v1::ApplyExternalKvBatchRequest& req);
+  BatchView(const BatchView&) = delete;
+  BatchView& operator=(const BatchView&) = delete;
+
+  const ApplyBatchView& view() const { return view_; }
+
+ private:
+  std::vector<ActionView> actions_;
+  ApplyBatchView view_{};
+};
+
 v1::WorkerCacheSpec Spec(uint32_t components, uint32_t swa_window_tokens,
                          uint32_t full_tier_mask, uint32_t swa_tier_mask = 0,
                          uint32_t mamba_tier_mask = 0, uint32_t version = 1);
+// The ABI form of `spec`, and back.
+CacheSpec ToCacheSpec(const v1::WorkerCacheSpec& spec);
+v1::WorkerCacheSpec ToWorkerCacheSpec(const CacheSpec& spec);
 
 v1::MatchExternalKvRequest MatchRequest(const Hashes& hashes,
                                         bool count_as_hit = false);
@@ -58,9 +81,9 @@ v1::MatchExternalKvPrefixRequest PrefixRequest(const Hashes& hashes,
                                                uint32_t max_blocks = 0);
 v1::GetExternalKvHitCountsRequest HitCountsRequest(const Hashes& hashes);
 
-// 0, 1, ..., n-1 offset by `first`.
+// n hashes: first, first + 1, ..., first + n - 1.
 Hashes Range(int64_t first, int64_t n);
 
-}  // namespace kvindexer::conformance
+}  // namespace kvindexer::test_support
 
-#endif  // KVINDEXER_TESTS_CONFORMANCE_REQUESTS_H_
+#endif  // KVINDEXER_TESTS_SUPPORT_REQUESTS_H_

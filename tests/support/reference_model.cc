@@ -1,4 +1,4 @@
-#include "reference_model.h"
+#include "tests/support/reference_model.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/wire_vocabulary.h"
+#include "tests/support/requests.h"
 
-namespace kvindexer::conformance {
+namespace kvindexer::test_support {
 namespace {
 
 constexpr size_t kMaxHashes = kMaxHashesPerRequest;
@@ -89,6 +90,24 @@ absl::Status ReferenceModel::Validate(
   return absl::OkStatus();
 }
 
+ReferenceModel::Worker& ReferenceModel::Upsert(const std::string& id,
+                                               std::string address,
+                                               std::optional<CacheSpec> spec) {
+  auto [it, inserted] = workers_.try_emplace(id);
+  if (inserted) it->second.ordinal = static_cast<uint32_t>(workers_.size() - 1);
+  it->second.address = std::move(address);
+  it->second.spec = spec;
+  return it->second;
+}
+
+void ReferenceModel::Report(const std::string& worker, uint32_t tier,
+                            int64_t hash, uint32_t mask, uint32_t size) {
+  Block& b = blocks_[hash];
+  b.placements[{worker, tier}] = mask;
+  if (size > 0) b.token_count = size;
+  workers_[worker].holdings[tier].insert(hash);
+}
+
 void ReferenceModel::Revoke(const std::string& worker, uint32_t tier,
                             int64_t hash) {
   Worker& w = workers_[worker];
@@ -106,16 +125,20 @@ void ReferenceModel::Revoke(const std::string& worker, uint32_t tier,
   }
 }
 
+void ReferenceModel::Clear(const std::string& worker, uint32_t tier) {
+  const auto it = workers_[worker].holdings.find(tier);
+  if (it == workers_[worker].holdings.end()) return;
+  const std::set<int64_t> copy = it->second;
+  for (int64_t hash : copy) Revoke(worker, tier, hash);
+}
+
 absl::Status ReferenceModel::Apply(const v1::ApplyExternalKvBatchRequest& req) {
   if (absl::Status s = Validate(req); !s.ok()) return s;
   const std::string& id = req.worker_id();
-  Worker& w = workers_[id];
-  w.address = req.worker_address();
-  if (req.has_cache_spec()) {
-    w.spec = req.cache_spec();
-  } else {
-    w.spec.reset();
-  }
+  Upsert(id, req.worker_address(),
+         req.has_cache_spec()
+             ? std::optional<CacheSpec>(ToCacheSpec(req.cache_spec()))
+             : std::nullopt);
   for (const auto& a : req.actions()) {
     const uint32_t tier = static_cast<uint32_t>(a.tier());
     switch (static_cast<int>(a.type())) {
@@ -129,26 +152,48 @@ absl::Status ReferenceModel::Apply(const v1::ApplyExternalKvBatchRequest& req) {
           last[a.hashes(i)] = {mask, size};
         }
         for (const auto& [hash, mask_size] : last) {
-          Block& b = blocks_[hash];
-          b.placements[{id, tier}] = mask_size.first;
-          if (mask_size.second > 0) b.token_count = mask_size.second;
-          workers_[id].holdings[tier].insert(hash);
+          Report(id, tier, hash, mask_size.first, mask_size.second);
         }
         break;
       }
       case 2:  // REVOKE
         for (int64_t hash : a.hashes()) Revoke(id, tier, hash);
         break;
-      case 3: {  // CLEAR_ALL_AT_TIER
-        const auto it = workers_[id].holdings.find(tier);
-        if (it == workers_[id].holdings.end()) break;
-        const std::set<int64_t> copy = it->second;
-        for (int64_t hash : copy) Revoke(id, tier, hash);
+      case 3:  // CLEAR_ALL_AT_TIER
+        Clear(id, tier);
         break;
-      }
     }
   }
   return absl::OkStatus();
+}
+
+void ReferenceModel::Store(const ApplyBatchView& batch) {
+  const std::string id(batch.worker_id.data, batch.worker_id.size);
+  Upsert(id, std::string(batch.worker_address.data, batch.worker_address.size),
+         batch.has_cache_spec != 0 ? std::optional<CacheSpec>(batch.cache_spec)
+                                   : std::nullopt);
+  for (size_t i = 0; i < batch.action_count; ++i) {
+    const ActionView& a = batch.actions[i];
+    for (size_t j = 0; j < a.hashes.size; ++j) {
+      const int64_t hash = a.hashes.data[j];
+      if (a.type == kActionReport) {
+        Report(id, a.tier, hash,
+               a.component_masks.size == 0 ? 0 : a.component_masks.data[j],
+               a.block_sizes.size == 0 ? 0 : a.block_sizes.data[j]);
+      } else if (a.type == kActionRevoke) {
+        Revoke(id, a.tier, hash);
+      }
+    }
+    if (a.type == kActionClearAllAtTier) Clear(id, a.tier);
+  }
+}
+
+void ReferenceModel::CountHits(const std::vector<int64_t>& hashes) {
+  for (int64_t hash : hashes) {
+    if (blocks_.count(hash) == 0) continue;
+    uint64_t& count = hits_[hash];
+    if (count != std::numeric_limits<uint64_t>::max()) ++count;
+  }
 }
 
 absl::Status ReferenceModel::Match(const v1::MatchExternalKvRequest& req,
@@ -189,12 +234,7 @@ absl::Status ReferenceModel::Match(const v1::MatchExternalKvRequest& req,
       }
     }
   }
-  if (req.count_as_hit()) {
-    for (int64_t hash : matched) {
-      uint64_t& count = hits_[hash];
-      if (count != std::numeric_limits<uint64_t>::max()) ++count;
-    }
-  }
+  if (req.count_as_hit()) CountHits(matched);
   return absl::OkStatus();
 }
 
@@ -248,11 +288,11 @@ uint32_t ReferenceModel::WorkerPrefix(
     return n;
   }
 
-  const v1::WorkerCacheSpec& spec = *w.spec;
-  const bool has_swa = (spec.components() & kComponentSwa) != 0;
-  const bool has_mamba = (spec.components() & kComponentMamba) != 0;
-  if (spec.components() == 0 || spec.version() > 1 ||
-      (has_swa && spec.swa_window_tokens() == 0)) {
+  const CacheSpec& spec = *w.spec;
+  const bool has_swa = (spec.components & kComponentSwa) != 0;
+  const bool has_mamba = (spec.components & kComponentMamba) != 0;
+  if (spec.components == 0 || spec.version > 1 ||
+      (has_swa && spec.swa_window_tokens == 0)) {
     return 0;  // Invalid spec.
   }
   const auto available = [&](uint32_t i, uint32_t component,
@@ -271,29 +311,28 @@ uint32_t ReferenceModel::WorkerPrefix(
   for (uint32_t n = limit; n >= 1; --n) {
     bool full_ok = true;
     for (uint32_t i = 0; i < n && full_ok; ++i) {
-      full_ok = available(i, kComponentFull, spec.full_tier_mask());
+      full_ok = available(i, kComponentFull, spec.full_tier_mask);
     }
     if (!full_ok) continue;
     const uint32_t last = n - 1;
     if (has_swa) {
-      if (!available(last, kComponentSwa, spec.swa_tier_mask())) continue;
+      if (!available(last, kComponentSwa, spec.swa_tier_mask)) continue;
       bool unbroken_from_head = true;
       for (uint32_t i = 0; i < n; ++i) {
-        if (!available(i, kComponentSwa, spec.swa_tier_mask())) {
+        if (!available(i, kComponentSwa, spec.swa_tier_mask)) {
           unbroken_from_head = false;
         }
       }
       if (!unbroken_from_head) {
         uint64_t run = 0;
         for (uint32_t i = last + 1; i-- > 0;) {
-          if (!available(i, kComponentSwa, spec.swa_tier_mask())) break;
+          if (!available(i, kComponentSwa, spec.swa_tier_mask)) break;
           run += seen[i].tokens;
         }
-        if (run < spec.swa_window_tokens()) continue;
+        if (run < spec.swa_window_tokens) continue;
       }
     }
-    if (has_mamba &&
-        !available(last, kComponentMamba, spec.mamba_tier_mask())) {
+    if (has_mamba && !available(last, kComponentMamba, spec.mamba_tier_mask)) {
       continue;
     }
     return n;
@@ -342,4 +381,4 @@ absl::Status ReferenceModel::MatchPrefix(
   return absl::OkStatus();
 }
 
-}  // namespace kvindexer::conformance
+}  // namespace kvindexer::test_support

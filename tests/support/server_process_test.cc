@@ -1,15 +1,16 @@
-// Tests of the e2e process helper itself, with /bin/sh as the child.
-#include "tests/e2e/server_process.h"
+// Tests of the process helper itself, with /bin/sh as the child.
+#include "tests/support/server_process.h"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer::e2e {
+namespace kvindexer::test_support {
 namespace {
 
 using namespace std::chrono_literals;
@@ -72,9 +73,11 @@ TEST(ServerProcessTest, WaitsAreBoundedAndKillWorks) {
 TEST(ServerProcessTest, OutputWaitStopsWhenChildExits) {
   auto p = ServerProcess::Start(Shell("exit 0"));
   ASSERT_TRUE(p.ok()) << p.status();
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE((*p)->WaitForOutput("never", 30s));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  // The wait's own bound is far longer than the test's TIMEOUT (see
+  // CMakeLists.txt), so the wait can only end because the child exited; a
+  // wait that ignored the exit fails the test by timing it out.
+  EXPECT_FALSE((*p)->WaitForOutput("never", std::chrono::hours(1)));
+  EXPECT_FALSE((*p)->Running());
 }
 
 TEST(ServerProcessTest, MissingBinaryIsAnError) {
@@ -118,13 +121,65 @@ TEST(LogFieldTest, ExtractsPlainAndQuotedValues) {
   EXPECT_EQ(LogField("addr=end", "addr"), "end");
 }
 
-TEST(ServerProcessTest, PickFreeTcpPort) {
-  auto port = PickFreeTcpPort("127.0.0.1");
-  ASSERT_TRUE(port.ok()) << port.status();
-  EXPECT_GT(*port, 0);
-  EXPECT_LE(*port, 65535);
-  EXPECT_FALSE(PickFreeTcpPort("localhost").ok());
+TEST(ServerProcessTest, OutputIsWhatThisChildAppended) {
+  const std::string path = ::testing::TempDir() + "kvindexer-process-output-" +
+                           std::to_string(getpid()) + ".log";
+  ProcessOptions first = Shell("echo first");
+  first.output_path = path;
+  auto p = ServerProcess::Start(std::move(first));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForExit(10s).has_value());
+  ProcessOptions second = Shell("echo second");
+  second.output_path = path;
+  auto q = ServerProcess::Start(std::move(second));
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_TRUE((*q)->WaitForExit(10s).has_value());
+  EXPECT_EQ((*p)->Output(), "first\nsecond\n");  // p started at offset 0
+  EXPECT_EQ((*q)->Output(), "second\n");
+  unlink(path.c_str());
+}
+
+TEST(ServerProcessTest, StopEndsTheChildWithSigterm) {
+  // The shell exits 0 on SIGTERM once it has announced its trap.
+  auto p = ServerProcess::Start(
+      Shell("trap 'exit 0' TERM; echo trapped; while :; do sleep 1; done"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForOutput("trapped", 10s));
+  EXPECT_GE((*p)->CpuSeconds(), 0.0);
+  EXPECT_TRUE((*p)->Stop(10s).ok());
+  EXPECT_FALSE((*p)->Running());
+  EXPECT_LT((*p)->CpuSeconds(), 0.0);  // reaped
+}
+
+TEST(ServerProcessTest, StopReportsAnUncleanExit) {
+  auto p = ServerProcess::Start(Shell("echo up; exec sleep 60"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForOutput("up", 10s));
+  const absl::Status stopped = (*p)->Stop(10s);
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kInternal) << stopped;
+  EXPECT_THAT(std::string(stopped.message()),
+              ::testing::HasSubstr("signal " + std::to_string(SIGTERM)));
+}
+
+TEST(StartListeningServerTest, ReadsTheLoggedAddress) {
+  // A stand-in server that binds port 4242 when asked for port 0.
+  ProcessOptions options = Shell(
+      "echo \"info listening addr=${KV_INDEXER_LISTEN_ADDR%:0}:4242\"; "
+      "exec sleep 60");
+  auto server = StartListeningServer(std::move(options), 0, 10s);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(server->address, "127.0.0.1:4242");
+  EXPECT_EQ(server->port, 4242);
+}
+
+TEST(StartListeningServerTest, ServerThatExitsFirstIsAnError) {
+  auto server =
+      StartListeningServer(Shell("echo cannot listen; exit 1"), 0, 10s);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(std::string(server.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("exit code 1"),
+                               ::testing::HasSubstr("cannot listen")));
 }
 
 }  // namespace
-}  // namespace kvindexer::e2e
+}  // namespace kvindexer::test_support
