@@ -1,34 +1,18 @@
 #include "robin_backend.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <new>
 #include <type_traits>
 
+#include "kvindexer/backend_kit.h"
+
 namespace kvindexer::robin {
 namespace {
 
-BackendStatus OkStatus() noexcept {
-  BackendStatus status;
-  status.code = BackendCode::kOk;
-  status.message[0] = '\0';
-  return status;
-}
-
-__attribute__((format(printf, 2, 3))) BackendStatus ErrorStatus(
-    BackendCode code, const char* format, ...) noexcept {
-  BackendStatus status;
-  status.code = code;
-  va_list args;
-  va_start(args, format);
-  vsnprintf(status.message, sizeof(status.message), format, args);
-  va_end(args);
-  return status;
-}
+using kit::ErrorStatus;
+using kit::OkStatus;
 
 // How far ahead of its use a writer loop prefetches a bucket and the base
 // directory word (kPrefetchDistance), and then the base entries the
@@ -137,15 +121,6 @@ struct IgnorePresent {
   void operator()(int64_t, uint64_t) const {}
 };
 
-bool ValidScan(HashSpan hashes, const BlockVisitor* visitor) {
-  return visitor != nullptr && (hashes.size == 0 || hashes.data != nullptr);
-}
-
-BackendStatus InvalidScan() {
-  return ErrorStatus(BackendCode::kInvalidArgument,
-                     "hashes or visitor is null");
-}
-
 // Visits `hashes` in `snapshot`: OnWorker before a worker's first placement,
 // OnBlock for every hash in order (absent ones with no placements), and
 // `on_present(hash, mixed)` for every present block. After the visitor asks
@@ -211,47 +186,6 @@ void VisitBlocks(const SnapshotCopy& snapshot, HashSpan hashes,
   }
 }
 
-BackendStatus CheckBatch(const ApplyBatchView& batch) {
-  if (batch.worker_id.size == 0 || batch.worker_id.data == nullptr) {
-    return ErrorStatus(BackendCode::kInvalidArgument,
-                       "worker_id must not be empty");
-  }
-  if (batch.action_count != 0 && batch.actions == nullptr) {
-    return ErrorStatus(BackendCode::kInvalidArgument, "actions is null");
-  }
-  for (size_t a = 0; a < batch.action_count; ++a) {
-    const ActionView& action = batch.actions[a];
-    if (action.type != kActionReport && action.type != kActionRevoke &&
-        action.type != kActionClearAllAtTier) {
-      return ErrorStatus(BackendCode::kInvalidArgument,
-                         "action %zu has unknown type %u", a, action.type);
-    }
-    if (action.tier < kTierHbm || action.tier > kMaxTier) {
-      return ErrorStatus(BackendCode::kInvalidArgument,
-                         "action %zu has invalid tier %u", a, action.tier);
-    }
-    if (action.hashes.size != 0 && action.hashes.data == nullptr) {
-      return ErrorStatus(BackendCode::kInvalidArgument,
-                         "action %zu has null hashes", a);
-    }
-    if (action.type == kActionReport) {
-      const size_t n = action.hashes.size;
-      if ((action.component_masks.size != 0 &&
-           (action.component_masks.size != n ||
-            action.component_masks.data == nullptr)) ||
-          (action.block_sizes.size != 0 &&
-           (action.block_sizes.size != n ||
-            action.block_sizes.data == nullptr))) {
-        return ErrorStatus(BackendCode::kInvalidArgument,
-                           "action %zu has side arrays that do not match its "
-                           "%zu hashes",
-                           a, n);
-      }
-    }
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 RobinShardedSnapshotBackend::RobinShardedSnapshotBackend() {
@@ -269,7 +203,7 @@ RobinShardedSnapshotBackend::~RobinShardedSnapshotBackend() = default;
 
 BackendStatus RobinShardedSnapshotBackend::Apply(
     const ApplyBatchView& batch) noexcept {
-  const BackendStatus check = CheckBatch(batch);
+  const BackendStatus check = kit::CheckApplyBatch(batch);
   if (check.code != BackendCode::kOk) return check;
   std::lock_guard<std::mutex> lock(writer_mu_);
   if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
@@ -906,7 +840,10 @@ BackendStatus RobinShardedSnapshotBackend::Match(
 
 BackendStatus RobinShardedSnapshotBackend::PrefixScan(
     HashSpan hashes, BlockVisitor* visitor) noexcept {
-  if (!ValidScan(hashes, visitor)) return InvalidScan();
+  if (BackendStatus check = kit::CheckVisit(hashes, visitor);
+      check.code != BackendCode::kOk) {
+    return check;
+  }
   try {
     ReadSection section(gate_);
     VisitBlocks(copies_[section.live()], hashes, visitor, IgnorePresent());
@@ -919,7 +856,10 @@ BackendStatus RobinShardedSnapshotBackend::PrefixScan(
 
 BackendStatus RobinShardedSnapshotBackend::CountingMatch(
     HashSpan hashes, BlockVisitor* visitor) noexcept {
-  if (!ValidScan(hashes, visitor)) return InvalidScan();
+  if (BackendStatus check = kit::CheckVisit(hashes, visitor);
+      check.code != BackendCode::kOk) {
+    return check;
+  }
   std::lock_guard<std::mutex> lock(writer_mu_);
   if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
     return ready;
@@ -959,9 +899,9 @@ BackendStatus RobinShardedSnapshotBackend::CountingMatch(
 
 BackendStatus RobinShardedSnapshotBackend::HitCounts(
     HashSpan hashes, uint64_t* counts) noexcept {
-  if (hashes.size != 0 && (hashes.data == nullptr || counts == nullptr)) {
-    return ErrorStatus(BackendCode::kInvalidArgument,
-                       "hashes or counts is null");
+  if (BackendStatus check = kit::CheckHitCounts(hashes, counts);
+      check.code != BackendCode::kOk) {
+    return check;
   }
   ReadSection section(gate_);
   const SnapshotCopy& snapshot = copies_[section.live()];
@@ -976,23 +916,12 @@ void RobinShardedSnapshotBackend::GetStats(BackendStats* stats) noexcept {
   if (stats == nullptr) return;
   ReadSection section(gate_);
   const SnapshotCopy& snapshot = copies_[section.live()];
-  const size_t size = stats->struct_size;
-  auto fits = [size](size_t offset) {
-    return offset + sizeof(uint64_t) <= size;
-  };
-  if (fits(offsetof(BackendStats, blocks))) stats->blocks = snapshot.blocks;
-  if (fits(offsetof(BackendStats, placements))) {
-    stats->placements = snapshot.placements;
-  }
-  if (fits(offsetof(BackendStats, workers))) {
-    stats->workers = snapshot.workers->records.size();
-  }
-  if (fits(offsetof(BackendStats, hit_counters))) {
-    stats->hit_counters = snapshot.hit_counters;
-  }
-  if (fits(offsetof(BackendStats, memory_bytes))) {
-    stats->memory_bytes = writer_bytes_.load(std::memory_order_relaxed);
-  }
+  kit::SetStat(stats, &BackendStats::blocks, snapshot.blocks);
+  kit::SetStat(stats, &BackendStats::placements, snapshot.placements);
+  kit::SetStat(stats, &BackendStats::workers, snapshot.workers->records.size());
+  kit::SetStat(stats, &BackendStats::hit_counters, snapshot.hit_counters);
+  kit::SetStat(stats, &BackendStats::memory_bytes,
+               writer_bytes_.load(std::memory_order_relaxed));
 }
 
 }  // namespace kvindexer::robin
