@@ -63,6 +63,16 @@ TEST(BackendLoader, ValkeyIsRefusedByName) {
                     HasSubstr("\"memory\"")));
 }
 
+TEST(BackendLoader, RecordsTheBackendsAbiMinor) {
+  auto loaded = LoadedBackend::Load("corefixture_good", kFixtureDir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->abi_minor(), kBackendAbiMinor);
+  for (uint32_t minor = 0; minor <= kBackendAbiMinor; ++minor) {
+    EXPECT_TRUE((*loaded)->SupportsAbiMinor(minor)) << minor;
+  }
+  EXPECT_FALSE((*loaded)->SupportsAbiMinor(kBackendAbiMinor + 1));
+}
+
 TEST(BackendLoader, LoadsByPath) {
   const std::string path =
       kFixtureDir + "/kvindexer-backend-corefixture_good.so";

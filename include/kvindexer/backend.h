@@ -167,7 +167,9 @@ class BlockVisitor {
   ~BlockVisitor() = default;
 };
 
-// Sizes the backend reports about itself.
+// Sizes the backend reports about itself. The caller zero-initialises the
+// struct and sets struct_size; the backend writes only the fields that
+// struct_size covers, so either side may be built against an older minor.
 struct BackendStats {
   uint32_t struct_size;  // set by the caller to sizeof(BackendStats)
   uint64_t blocks;       // block records
