@@ -57,10 +57,13 @@ struct IgnorePresent {
 // Visits `hashes` in `snapshot`: OnWorker before a worker's first placement,
 // OnBlock for every hash in order (absent ones with no placements), and
 // `on_present(hash, mixed)` for every present block. After the visitor asks
-// to stop, only `on_present` runs. Throws std::bad_alloc.
+// to stop, only `on_present` runs. Throws std::bad_alloc. Never inlined: as a
+// function of its own its lookup loop compiles tighter (inlined into
+// PrefixScan, a prefix scan ran 8% more instructions under callgrind).
 template <typename OnPresent>
-void VisitBlocks(const SnapshotCopy& snapshot, HashSpan hashes,
-                 BlockVisitor* visitor, OnPresent&& on_present) {
+[[gnu::noinline]] void VisitBlocks(const SnapshotCopy& snapshot,
+                                   HashSpan hashes, BlockVisitor* visitor,
+                                   OnPresent&& on_present) {
   constexpr bool kVisitOnly =
       std::is_same_v<std::decay_t<OnPresent>, IgnorePresent>;
   // Lookups run a small window ahead of the callbacks so that their cache
