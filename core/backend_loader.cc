@@ -12,12 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/backend_abi_check.h"
 
 namespace kvindexer {
 namespace {
-
-// The smallest descriptor the host accepts: the ABI 1.0 layout.
-constexpr size_t kMinDescriptorSize = sizeof(BackendDescriptor);
 
 bool IsPath(absl::string_view spec) {
   return absl::StrContains(spec, '/') || absl::EndsWith(spec, ".so");
@@ -158,28 +156,9 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
         absl::StrCat(what, ": ", path, ": ", KVINDEXER_BACKEND_ENTRY_SYMBOL,
                      "() returned a null descriptor"));
   }
-  if (descriptor->abi_major != kBackendAbiMajor) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, ": ", path, " was built for backend ABI major version ",
-        descriptor->abi_major, ", but this host speaks major version ",
-        kBackendAbiMajor,
-        "; rebuild the backend against this host's "
-        "kvindexer/backend.h"));
-  }
-  if (descriptor->abi_minor > kBackendAbiMinor) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, ": ", path, " was built for backend ABI version ",
-        descriptor->abi_major, ".", descriptor->abi_minor,
-        ", newer than this host's ", kBackendAbiMajor, ".", kBackendAbiMinor,
-        " (backend ABI minor ", descriptor->abi_minor, " > host minor ",
-        kBackendAbiMinor, "); upgrade the host or rebuild the backend"));
-  }
-  if (descriptor->struct_size < kMinDescriptorSize) {
+  if (absl::Status abi = CheckDescriptorAbi(*descriptor); !abi.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(what, ": ", path, " has a descriptor struct_size of ",
-                     descriptor->struct_size, " bytes, smaller than the ",
-                     kMinDescriptorSize, " bytes ABI ", kBackendAbiMajor, ".",
-                     descriptor->abi_minor, " requires"));
+        absl::StrCat(what, ": ", path, " ", abi.message()));
   }
   if (descriptor->create == nullptr || descriptor->destroy == nullptr) {
     return absl::FailedPreconditionError(
@@ -187,6 +166,7 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
                      descriptor->create == nullptr ? "create()" : "destroy()"));
   }
   loaded->descriptor_ = descriptor;
+  loaded->abi_minor_ = descriptor->abi_minor;
 
   // 5. Create the backend.
   char error[512];

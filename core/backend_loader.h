@@ -9,8 +9,15 @@
 // Every failure names what went wrong: file missing (with the places searched),
 // dlopen error, entry symbol missing, ABI major/minor or descriptor size
 // mismatch (with both values), create() failure (with the backend's reason).
+//
+// A backend built against an older ABI minor version loads
+// (backend_abi_check.h). Before the host calls a virtual function, or reads a
+// member of a struct the backend fills, that ABI minor N added, it checks
+// SupportsAbiMinor(N).
 #ifndef KVINDEXER_CORE_BACKEND_LOADER_H_
 #define KVINDEXER_CORE_BACKEND_LOADER_H_
+
+#include <stdint.h>
 
 #include <memory>
 #include <string>
@@ -50,12 +57,21 @@ class LoadedBackend {
   const BackendDescriptor& descriptor() const { return *descriptor_; }
   const std::string& path() const { return path_; }
 
+  // The ABI minor version the backend was built against; never greater than
+  // kBackendAbiMinor.
+  uint32_t abi_minor() const { return abi_minor_; }
+  // True when the backend was built against ABI minor `minor` or later, so
+  // that what `minor` added to the ABI (virtual functions, members of the
+  // structs the backend fills, descriptor members) exists in it.
+  bool SupportsAbiMinor(uint32_t minor) const { return minor <= abi_minor_; }
+
  private:
   LoadedBackend() = default;
 
   void* handle_ = nullptr;
   const BackendDescriptor* descriptor_ = nullptr;
   IndexBackend* backend_ = nullptr;
+  uint32_t abi_minor_ = 0;
   std::string path_;
 };
 

@@ -6,35 +6,19 @@
 #include <new>
 #include <string>
 
-#include "batch_validation.h"
 #include "block_emitter.h"
-#include "status_message.h"
+#include "kvindexer/backend_kit.h"
 
 namespace kvindexer::absl_rwlock {
-namespace {
 
-BackendStatus CheckSpan(HashSpan hashes) noexcept {
-  if (hashes.size != 0 && hashes.data == nullptr) {
-    return ErrorStatus(BackendCode::kInvalidArgument,
-                       "hashes has a length but no data");
-  }
-  return OkStatus();
-}
-
-BackendStatus CheckVisit(HashSpan hashes, BlockVisitor* visitor) noexcept {
-  if (visitor == nullptr) {
-    return ErrorStatus(BackendCode::kInvalidArgument, "visitor is null");
-  }
-  return CheckSpan(hashes);
-}
-
-}  // namespace
+using kit::ErrorStatus;
+using kit::OkStatus;
 
 AbslRwlockBackend::AbslRwlockBackend() noexcept
     : applier_(&blocks_, &workers_, &hits_) {}
 
 BackendStatus AbslRwlockBackend::Apply(const ApplyBatchView& batch) noexcept {
-  BackendStatus status = ValidateBatch(batch);
+  BackendStatus status = kit::CheckApplyBatch(batch);
   if (status.code != BackendCode::kOk) return status;
   // The new address is built before the lock so that the exclusive section
   // does not allocate for it; the applier swaps it in at commit.
@@ -52,7 +36,7 @@ BackendStatus AbslRwlockBackend::Apply(const ApplyBatchView& batch) noexcept {
 
 BackendStatus AbslRwlockBackend::Match(HashSpan hashes, bool count_as_hit,
                                        BlockVisitor* visitor) noexcept {
-  BackendStatus status = CheckVisit(hashes, visitor);
+  BackendStatus status = kit::CheckVisit(hashes, visitor);
   if (status.code != BackendCode::kOk) return status;
   if (!count_as_hit) {
     ReaderGuard lock(&mu_);
@@ -69,7 +53,7 @@ BackendStatus AbslRwlockBackend::Match(HashSpan hashes, bool count_as_hit,
 
 BackendStatus AbslRwlockBackend::PrefixScan(HashSpan hashes,
                                             BlockVisitor* visitor) noexcept {
-  BackendStatus status = CheckVisit(hashes, visitor);
+  BackendStatus status = kit::CheckVisit(hashes, visitor);
   if (status.code != BackendCode::kOk) return status;
   ReaderGuard lock(&mu_);
   return Visit(hashes, visitor);
@@ -77,11 +61,8 @@ BackendStatus AbslRwlockBackend::PrefixScan(HashSpan hashes,
 
 BackendStatus AbslRwlockBackend::HitCounts(HashSpan hashes,
                                            uint64_t* counts) noexcept {
-  BackendStatus status = CheckSpan(hashes);
+  BackendStatus status = kit::CheckHitCounts(hashes, counts);
   if (status.code != BackendCode::kOk) return status;
-  if (hashes.size != 0 && counts == nullptr) {
-    return ErrorStatus(BackendCode::kInvalidArgument, "counts is null");
-  }
   ReaderGuard lock(&mu_);
   for (size_t i = 0; i < hashes.size; ++i) {
     counts[i] = hits_.Get(hashes.data[i]);
@@ -91,21 +72,15 @@ BackendStatus AbslRwlockBackend::HitCounts(HashSpan hashes,
 
 void AbslRwlockBackend::GetStats(BackendStats* stats) noexcept {
   if (stats == nullptr) return;
-  const size_t limit = stats->struct_size;
   ReaderGuard lock(&mu_);
   const uint64_t memory = sizeof(*this) + blocks_.MemoryBytes() +
                           workers_.MemoryBytes() + hits_.MemoryBytes() +
                           applier_.MemoryBytes();
-  // Writes a field only when the caller's struct is large enough to hold it.
-  auto put = [&](size_t offset, uint64_t* field, uint64_t value) {
-    if (offset + sizeof(uint64_t) <= limit) *field = value;
-  };
-  put(offsetof(BackendStats, blocks), &stats->blocks, blocks_.size());
-  put(offsetof(BackendStats, placements), &stats->placements,
-      blocks_.placements());
-  put(offsetof(BackendStats, workers), &stats->workers, workers_.size());
-  put(offsetof(BackendStats, hit_counters), &stats->hit_counters, hits_.size());
-  put(offsetof(BackendStats, memory_bytes), &stats->memory_bytes, memory);
+  kit::SetStat(stats, &BackendStats::blocks, blocks_.size());
+  kit::SetStat(stats, &BackendStats::placements, blocks_.placements());
+  kit::SetStat(stats, &BackendStats::workers, workers_.size());
+  kit::SetStat(stats, &BackendStats::hit_counters, hits_.size());
+  kit::SetStat(stats, &BackendStats::memory_bytes, memory);
 }
 
 BackendStatus AbslRwlockBackend::SetHitCountForTest(int64_t hash,

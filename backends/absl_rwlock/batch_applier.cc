@@ -6,11 +6,14 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "status_message.h"
+#include "kvindexer/backend_kit.h"
 #include "swiss_table.h"
 
 namespace kvindexer::absl_rwlock {
 namespace {
+
+using kit::ErrorStatus;
+using kit::OkStatus;
 
 // Buffers above this many entries are released after the batch.
 constexpr size_t kKeptBufferEntries = size_t{1} << 16;

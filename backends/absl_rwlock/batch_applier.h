@@ -48,8 +48,8 @@ class BatchApplier {
                HitCounterTable* hits) noexcept
       : blocks_(blocks), workers_(workers), hits_(hits) {}
 
-  // REQUIRES: `batch` passed ValidateBatch (batch_validation.h); `address`
-  // holds batch.worker_address. Consumes `address` on success.
+  // REQUIRES: `batch` passed kit::CheckApplyBatch (kvindexer/backend_kit.h);
+  // `address` holds batch.worker_address. Consumes `address` on success.
   BackendStatus Apply(const ApplyBatchView& batch,
                       std::string& address) noexcept;
 

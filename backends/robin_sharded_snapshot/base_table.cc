@@ -27,11 +27,13 @@ bool Before(uint64_t mixed_a, BlockKey a, uint64_t mixed_b, BlockKey b) {
 }  // namespace
 
 const BaseTable& BaseTable::Empty() {
+  // A static object rather than a leaked one: the plugin can be unloaded
+  // (dlclose), which destroys it and frees its directory.
   static const BaseTable* const empty = [] {
-    BaseTable* table = new BaseTable();
-    table->entries_ = no_entries;
-    table->BuildDirectory();
-    return table;
+    static BaseTable table;
+    table.entries_ = no_entries;
+    table.BuildDirectory();
+    return &table;
   }();
   return *empty;
 }

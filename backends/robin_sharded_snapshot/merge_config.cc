@@ -1,10 +1,9 @@
 #include "merge_config.h"
 
-#include <stdio.h>
-
 #include <cstdint>
 #include <new>
 
+#include "kvindexer/backend_kit.h"
 #include "robin_backend.h"
 
 namespace kvindexer::robin {
@@ -26,11 +25,10 @@ bool ParseMergeMinDelta(const char* value, size_t fallback, size_t* min_delta,
     if (parsed > UINT32_MAX) valid = false;
   }
   if (!valid) {
-    if (error != nullptr && error_size != 0) {
-      snprintf(error, error_size,
-               "%s=\"%.64s\" is not a number of blocks from 0 to 4294967295",
-               kMergeMinDeltaVariable, value);
-    }
+    kit::WriteCreateError(
+        error, error_size,
+        "%s=\"%.64s\" is not a number of blocks from 0 to 4294967295",
+        kMergeMinDeltaVariable, value);
     return false;
   }
   *min_delta = static_cast<size_t>(parsed);
@@ -47,10 +45,9 @@ RobinShardedSnapshotBackend* CreateConfiguredBackend(
   }
   auto* backend = new (std::nothrow) RobinShardedSnapshotBackend();
   if (backend == nullptr) {
-    if (error != nullptr && error_size != 0) {
-      snprintf(error, error_size, "out of memory creating the %s backend",
-               kBackendName);
-    }
+    kit::WriteCreateError(error, error_size,
+                          "out of memory creating the %s backend",
+                          kBackendName);
     return nullptr;
   }
   backend->SetMergePolicy(min_delta,

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "robin_backend.h"
+#include "robin_backend_testing.h"
 #include "test_batch.h"
 
 namespace kvindexer::robin {
@@ -67,13 +68,13 @@ TEST(MergeConfigTest, CreatedBackendsFollowTheVariable) {
       CreateConfiguredBackend("0", error, sizeof(error)));
   ASSERT_NE(merging, nullptr) << error;
   apply_twice(*merging);
-  EXPECT_EQ(merging->merges_for_testing(), 2u);
+  EXPECT_EQ(RobinBackendTesting::Merges(*merging), 2u);
 
   std::unique_ptr<RobinShardedSnapshotBackend> by_default(
       CreateConfiguredBackend(nullptr, error, sizeof(error)));
   ASSERT_NE(by_default, nullptr) << error;
   apply_twice(*by_default);
-  EXPECT_EQ(by_default->merges_for_testing(), 0u);
+  EXPECT_EQ(RobinBackendTesting::Merges(*by_default), 0u);
 
   EXPECT_EQ(CreateConfiguredBackend("lots", error, sizeof(error)), nullptr);
   EXPECT_NE(std::string(error).find(kMergeMinDeltaVariable), std::string::npos)

@@ -19,6 +19,13 @@
 // REQUIRES: a BlockVisitor callback never calls Apply or a counting Match on
 // the same backend (they would wait for the callback's own read section or
 // for the writer mutex the counting Match holds).
+//
+// The class is defined by concern (DESIGN.md, "Files"): robin_backend.cc
+// (construction), apply.cc (Apply: the worker, pass one, holdings),
+// publish.cc (publish, catch-up and rollback of the other copy),
+// delta_merge.cc (the merge policy and merges), queries.cc (Match,
+// PrefixScan, HitCounts), stats.cc (GetStats and memory accounting). Tests
+// reach its internals through robin_backend_testing.h.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
 
@@ -40,6 +47,7 @@
 #include "snapshot_copy.h"
 #include "spill_arena.h"
 #include "tsl/robin_map.h"
+#include "worker_table.h"
 
 namespace kvindexer::robin {
 
@@ -47,14 +55,6 @@ inline constexpr char kBackendName[] = "robin_sharded_snapshot";
 
 class RobinShardedSnapshotBackend final : public IndexBackend {
  public:
-  // Points in Apply where the test hook runs (with the writer mutex held).
-  enum class WriterPhase {
-    kBackCopyApplied,  // the batch is in the non-live copy, not yet published
-    kPublished,        // the batch is live; old-copy readers may still run
-    kDone,             // both copies hold the batch
-  };
-  using WriterHook = std::function<void(WriterPhase)>;
-
   // A shard's delta is merged into its base table once it holds more than
   // max(kMergeMinDelta, base size / kMergeBaseRatio) blocks (DESIGN.md).
   static constexpr size_t kMergeMinDelta = 1024;
@@ -76,34 +76,12 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
   void GetStats(BackendStats* stats) noexcept override;
 
-  // Test only. Installs `hook`; call before any concurrent use.
-  void SetWriterHookForTesting(WriterHook hook) { hook_ = std::move(hook); }
-  // Test only: the spill-array allocation after the next `n` fails (n < 0:
-  // none fails). Call without concurrent writers.
-  void FailSpillAllocationsAfterForTesting(int64_t n) {
-    arena_.FailAllocationsAfterForTesting(n);
-  }
   // Merge a shard's delta into its base table once the delta holds more
   // than max(min_delta, base size / base_ratio) blocks (base_ratio > 0),
   // writing at most `budget` entries after one apply (but always merging at
   // least one due shard). Call before any concurrent use.
   void SetMergePolicy(size_t min_delta, size_t base_ratio,
-                      size_t budget = kMergeBudget) {
-    merge_min_delta_ = min_delta;
-    merge_base_ratio_ = base_ratio;
-    merge_budget_ = budget;
-  }
-  // Test only: merges so far (each may cover several shards). Call without
-  // concurrent writers.
-  uint64_t merges_for_testing() const { return merges_; }
-  // Test only: spill arrays allocated and not freed. Call without concurrent
-  // writers.
-  uint64_t spill_arrays_for_testing() const { return arena_.arrays(); }
-  // Test only: the next `n` page mappings for base tables succeed and the
-  // one after fails (n < 0: none fails). Call without concurrent writers.
-  void FailMergeMappingsAfterForTesting(int64_t n) {
-    mapping_pool_.FailAfterForTesting(n);
-  }
+                      size_t budget = kMergeBudget);
 
  private:
   // Writer-side state of one worker: the holdings logs CLEAR needs and the
@@ -175,9 +153,19 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   size_t MergeLimit(const BaseTable& base) const;
   void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
   void UpdateMemory() noexcept;
+
+  // Points in Apply and counting Match where the writer hook runs, with the
+  // writer mutex held (tests set it through RobinBackendTesting).
+  enum class WriterPhase {
+    kBackCopyApplied,  // the batch is in the non-live copy, not yet published
+    kPublished,        // the batch is live; old-copy readers may still run
+    kDone,             // both copies hold the batch
+  };
+  using WriterHook = std::function<void(WriterPhase)>;
   void RunHook(WriterPhase phase) {
     if (hook_) hook_(phase);
   }
+  friend class RobinBackendTesting;
 
   // Reader-visible.
   LeftRightGate gate_;
@@ -207,7 +195,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   uint64_t merges_ = 0;
   uint64_t worker_bytes_ = 0;
   uint64_t holdings_bytes_ = 0;
-  WriterHook hook_;
+  WriterHook hook_;  // empty unless a test set it
 };
 
 }  // namespace kvindexer::robin

@@ -3,6 +3,7 @@
 // hit-counter reset races, and stats/memory accounting. Semantics shared by all
 // backends are covered by tests/conformance.
 #include "robin_backend.h"
+#include "robin_backend_testing.h"
 
 #include <atomic>
 #include <chrono>
@@ -26,7 +27,7 @@ namespace {
 using testing::Ok;
 using testing::RecordingVisitor;
 using testing::TestBatch;
-using Phase = RobinShardedSnapshotBackend::WriterPhase;
+using Phase = RobinBackendTesting::WriterPhase;
 
 constexpr auto kTimeout = std::chrono::seconds(10);
 
@@ -192,7 +193,7 @@ TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
   Apply(TestBatch("w", "old").Report(kTierHbm, {1}));
   ASSERT_EQ(Match({1}, true).blocks.size(), 1u);  // counter of 1 := 1
   Rendezvous writer_blocked;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kBackCopyApplied) writer_blocked.Hold();
   });
   std::thread writer([&] {
@@ -216,7 +217,7 @@ TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
   }));
   writer_blocked.Release();
   writer.join();
-  backend_.SetWriterHookForTesting(nullptr);
+  RobinBackendTesting::SetWriterHook(backend_, nullptr);
   RecordingVisitor v = Match({1, 2});
   EXPECT_TRUE(v.blocks[0].placements.empty());
   EXPECT_EQ(v.blocks[1].placements.size(), 1u);
@@ -227,7 +228,7 @@ TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
 TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterDrains) {
   Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
   Rendezvous writer_blocked;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kPublished) writer_blocked.Hold();
   });
   std::thread writer([&] {
@@ -251,7 +252,7 @@ TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
   Apply(TestBatch("w1", "a").Report(kTierHbm, {1, 2}));
   Rendezvous reader_held;
   Rendezvous writer_published;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kPublished) writer_published.Release();
   });
   class HoldingVisitor : public RecordingVisitor {
@@ -288,7 +289,7 @@ TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
   EXPECT_EQ(visitor.blocks[1].placements.size(), 1u)
       << "the held reader must not see the later batch";
   EXPECT_EQ(visitor.workers.size(), 1u);
-  backend_.SetWriterHookForTesting(nullptr);
+  RobinBackendTesting::SetWriterHook(backend_, nullptr);
   EXPECT_EQ(Match({2}).blocks[0].placements.size(), 2u);
 }
 
@@ -299,7 +300,7 @@ TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
   for (int i = 0; i < 3; ++i) Match({9}, true);
   ASSERT_EQ(Hits({9}), std::vector<uint64_t>{3});
   int hooks = 0;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     // Runs on the writer thread between its steps; non-counting queries
     // from here are ordinary readers.
     if (phase == Phase::kBackCopyApplied) {
@@ -318,7 +319,7 @@ TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
             .Report(kTierHbm, {9}, {}, {1})
             .Revoke(kTierHbm, {9})
             .Report(kTierHbm, {9}, {}, {2}));
-  backend_.SetWriterHookForTesting(nullptr);
+  RobinBackendTesting::SetWriterHook(backend_, nullptr);
   EXPECT_EQ(hooks, 2);
   EXPECT_EQ(Hits({9}), std::vector<uint64_t>{0});
   Match({9}, true);
@@ -331,7 +332,7 @@ TEST_F(RobinBackendTest, ACountingMatchIsAtomicForHitCountReaders) {
   Apply(TestBatch("w", "a").Report(kTierHbm, {1, 2, 3}));
   Match({1, 2}, true);
   int hooks = 0;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kBackCopyApplied) {
       ++hooks;
       EXPECT_EQ(Hits({1, 2, 3, 4}), (std::vector<uint64_t>{1, 1, 0, 0}));
@@ -341,7 +342,7 @@ TEST_F(RobinBackendTest, ACountingMatchIsAtomicForHitCountReaders) {
     }
   });
   Match({1, 2, 3, 4}, true);
-  backend_.SetWriterHookForTesting(nullptr);
+  RobinBackendTesting::SetWriterHook(backend_, nullptr);
   EXPECT_EQ(hooks, 2);
   EXPECT_EQ(Stats().hit_counters, 3u);
 }
@@ -423,7 +424,7 @@ TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesOnly) {
 TEST_F(RobinBackendTest, ConcurrentReadersSeeWholeBatchesAcrossMerges) {
   backend_.SetMergePolicy(0, kHugeRatio);
   ReadersSeeWholeBatchesWhileWriting();
-  EXPECT_GT(backend_.merges_for_testing(), 100u);
+  EXPECT_GT(RobinBackendTesting::Merges(backend_), 100u);
 }
 
 // Readers scan while batches spill blocks into arrays, change arrays, shrink
@@ -464,8 +465,8 @@ TEST_F(RobinBackendTest,
         }
         return b;
       });
-  EXPECT_GE(backend_.merges_for_testing(), 400u);  // one per apply
-  EXPECT_EQ(backend_.spill_arrays_for_testing(), 0u);
+  EXPECT_GE(RobinBackendTesting::Merges(backend_), 400u);  // one per apply
+  EXPECT_EQ(RobinBackendTesting::SpillArrays(backend_), 0u);
 }
 
 void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
@@ -544,7 +545,7 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   // The batch went into the base tables: a 20-byte entry and at most two bytes
   // of directory per block, 8 bytes of holdings log and 8 bytes of the writer's
   // list of changed blocks, with the deltas empty again.
-  EXPECT_GE(backend_.merges_for_testing(), 1u);
+  EXPECT_GE(RobinBackendTesting::Merges(backend_), 1u);
   const double per_block =
       double(one.memory_bytes - empty.memory_bytes) / one.placements;
   EXPECT_GE(per_block, 20 + 8 + 8);
@@ -587,7 +588,7 @@ TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
   for (int64_t h = 1; h <= 300; ++h) hashes.push_back(h * 7777);
   Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
   Apply(TestBatch("w2", "b").Report(kTierDram, {hashes[0], hashes[1]}));
-  EXPECT_EQ(backend_.merges_for_testing(), 2u);  // all in the base now
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 2u);  // all in the base now
 
   // Changes that stay in the delta.
   backend_.SetMergePolicy(kNeverMerge, kHugeRatio);
@@ -597,7 +598,7 @@ TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
   Apply(TestBatch("w4", "d").Revoke(kTierHbm, {hashes[4]}));
   Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[5]}));
   Apply(TestBatch("w5", "e").Report(kTierSsd, {hashes[5]}));
-  EXPECT_EQ(backend_.merges_for_testing(), 2u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 2u);
   auto check = [&](const char* when) {
     SCOPED_TRACE(when);
     RecordingVisitor v = Match({hashes[0], hashes[1], hashes[2], hashes[3],
@@ -624,7 +625,7 @@ TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
   backend_.SetMergePolicy(0, kHugeRatio);
   Apply(TestBatch("w6", "f").Report(kTierHbm, {int64_t{-1}}));
   Apply(TestBatch("w6", "f").Revoke(kTierHbm, {int64_t{-1}}));
-  EXPECT_EQ(backend_.merges_for_testing(), 4u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 4u);
   check("after the merge");
 }
 
@@ -636,13 +637,13 @@ TEST_F(RobinBackendTest, MergesStopAtTheBudget) {
   // Every shard due, and a budget of one shard's entries: one shard each.
   backend_.SetMergePolicy(0, kHugeRatio, /*budget=*/1);
   Apply(TestBatch("w", "a").Report(kTierHbm, hashes));
-  EXPECT_EQ(backend_.merges_for_testing(), 1u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 1u);
   const uint64_t one_merge = Stats().memory_bytes;
   for (int i = 0; i < 100; ++i) {
     // A change in one block: every apply merges the most overdue shard.
     Apply(TestBatch("v", "b").Report(kTierHbm, {int64_t{i} * 1000003}));
   }
-  EXPECT_EQ(backend_.merges_for_testing(), 101u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 101u);
   // All shards are merged now, so the deltas are nearly empty.
   EXPECT_LT(Stats().memory_bytes, one_merge);
   RecordingVisitor v = Match(hashes);
@@ -659,17 +660,18 @@ TEST_F(RobinBackendTest, AMergeThatCannotAllocateIsSkipped) {
   std::vector<int64_t> hashes(1000);
   for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 31 + 7;
   Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
-  const uint64_t merges = backend_.merges_for_testing();
-  backend_.FailMergeMappingsAfterForTesting(3);  // fails in the 4th shard
+  const uint64_t merges = RobinBackendTesting::Merges(backend_);
+  RobinBackendTesting::FailMergeMappingsAfter(backend_,
+                                              3);  // fails in the 4th shard
   Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
-  EXPECT_EQ(backend_.merges_for_testing(), merges);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), merges);
   RecordingVisitor v = Match(hashes);
   for (const auto& block : v.blocks) {
     EXPECT_EQ(block.placements.size(), 2u) << block.index;
   }
-  backend_.FailMergeMappingsAfterForTesting(-1);
+  RobinBackendTesting::FailMergeMappingsAfter(backend_, -1);
   Apply(TestBatch("w3", "c").Report(kTierSsd, {hashes[0]}));
-  EXPECT_EQ(backend_.merges_for_testing(), merges + 1);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), merges + 1);
   v = Match(hashes);
   for (const auto& block : v.blocks) {
     EXPECT_EQ(block.placements.size(), block.index == 0 ? 3u : 2u)
@@ -683,9 +685,9 @@ TEST_F(RobinBackendTest, TheDefaultPolicyMergesOnlyLargeDeltas) {
   for (size_t i = 0; i < few.size(); ++i) few[i] = int64_t(i) * 13 + 1;
   for (size_t i = 0; i < many.size(); ++i) many[i] = -int64_t(i) * 17 - 1;
   Apply(TestBatch("w", "a").Report(kTierHbm, few));
-  EXPECT_EQ(backend_.merges_for_testing(), 0u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 0u);
   Apply(TestBatch("w", "a").Report(kTierHbm, many));
-  EXPECT_EQ(backend_.merges_for_testing(), 1u);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 1u);
   EXPECT_EQ(Stats().placements, few.size() + many.size());
 }
 
@@ -701,7 +703,7 @@ TEST_F(RobinBackendTest, AnAllocationFailureMidBatchChangesNothing) {
 TEST_F(RobinBackendTest, AnAllocationFailureAfterMergesChangesNothing) {
   backend_.SetMergePolicy(0, kHugeRatio);
   AllocationFailuresChangeNothing();
-  EXPECT_GE(backend_.merges_for_testing(), 5u);
+  EXPECT_GE(RobinBackendTesting::Merges(backend_), 5u);
 }
 
 void RobinBackendTest::AllocationFailuresChangeNothing() {
@@ -720,34 +722,34 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
     const BackendStats st = Stats();
     return std::make_tuple(blocks, Hits(hundred), st.blocks, st.placements,
                            st.workers, st.hit_counters,
-                           backend_.spill_arrays_for_testing());
+                           RobinBackendTesting::SpillArrays(backend_));
   };
   const auto before = observe();
 
   // w3 joins every block (each needs a new array) and w2 loses its DRAM
   // copies; the 11th array allocation fails.
-  backend_.FailSpillAllocationsAfterForTesting(10);
+  RobinBackendTesting::FailSpillAllocationsAfter(backend_, 10);
   TestBatch failing("w3", "c");
   failing.Report(kTierSsd, hundred).Revoke(kTierDram, fifty);
   EXPECT_EQ(backend_.Apply(failing.View()).code,
             BackendCode::kResourceExhausted);
-  backend_.FailSpillAllocationsAfterForTesting(-1);
+  RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
   EXPECT_EQ(observe(), before);
 
   // Now for real; blocks 1..50 then have three placements, so removing one
   // needs a new array.
-  backend_.FailSpillAllocationsAfterForTesting(-1);
+  RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
   Apply(TestBatch("w3", "c").Report(kTierSsd, hundred));
   const auto with_w3 = observe();
   EXPECT_EQ(std::get<3>(with_w3), 250u);
 
   // w1 fails halfway through a CLEAR, then clears for real.
-  backend_.FailSpillAllocationsAfterForTesting(5);
+  RobinBackendTesting::FailSpillAllocationsAfter(backend_, 5);
   TestBatch clear_fails("w1", "a");
   clear_fails.Clear(kTierHbm);
   EXPECT_EQ(backend_.Apply(clear_fails.View()).code,
             BackendCode::kResourceExhausted);
-  backend_.FailSpillAllocationsAfterForTesting(-1);
+  RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
   EXPECT_EQ(observe(), with_w3);
   Apply(TestBatch("w1", "a").Clear(kTierHbm));
   EXPECT_EQ(Stats().placements, 150u);
@@ -760,7 +762,7 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
 
 TEST_F(RobinBackendTest, NoOpBatchesDoNotPublish) {
   int publishes = 0;
-  backend_.SetWriterHookForTesting([&](Phase phase) {
+  RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kPublished) ++publishes;
   });
   Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
@@ -771,7 +773,7 @@ TEST_F(RobinBackendTest, NoOpBatchesDoNotPublish) {
   EXPECT_EQ(publishes, 1);
   Apply(TestBatch("w", "b"));  // address change
   EXPECT_EQ(publishes, 2);
-  backend_.SetWriterHookForTesting(nullptr);
+  RobinBackendTesting::SetWriterHook(backend_, nullptr);
 }
 
 TEST_F(RobinBackendTest, RejectsMalformedBatchesWithoutChanges) {

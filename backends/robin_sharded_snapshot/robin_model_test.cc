@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "robin_backend.h"
+#include "robin_backend_testing.h"
 #include "test_batch.h"
 
 namespace kvindexer::robin {
@@ -246,12 +247,12 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
     }
   }
   if (policy.min_delta == 0) {
-    EXPECT_GT(backend.merges_for_testing(), 100u);
+    EXPECT_GT(RobinBackendTesting::Merges(backend), 100u);
   } else if (policy.min_delta < RobinShardedSnapshotBackend::kMergeMinDelta) {
-    EXPECT_GT(backend.merges_for_testing(), 10u);
+    EXPECT_GT(RobinBackendTesting::Merges(backend), 10u);
   }
   if (policy.min_delta == RobinShardedSnapshotBackend::kMergeMinDelta) {
-    EXPECT_EQ(backend.merges_for_testing(), 0u);
+    EXPECT_EQ(RobinBackendTesting::Merges(backend), 0u);
   }
 }
 

@@ -1,6 +1,6 @@
 // SnapshotCopy: one of the two reader-visible copies of the index kept by the
-// left-right protocol (left_right_gate.h), and the published worker table it
-// points at.
+// left-right protocol (left_right_gate.h). It points at the published worker
+// table (worker_table.h).
 //
 // Each of the 64 shards has two layers: a delta (a tsl::robin_map of recent
 // changes, one per copy) over a base table (base_table.h) that both copies
@@ -17,31 +17,16 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "base_table.h"
 #include "block_record.h"
 #include "kvindexer/backend.h"
 #include "mapped_allocator.h"
 #include "tsl/robin_map.h"
+#include "worker_table.h"
 
 namespace kvindexer::robin {
-
-// A worker as readers see it. Immutable once published; a change of address
-// or spec publishes a new record.
-struct WorkerRecord {
-  std::string id;
-  std::string address;
-  uint32_t has_cache_spec = 0;
-  CacheSpec cache_spec{};
-};
-
-// Every worker ever seen, indexed by ordinal. Immutable once published.
-struct WorkerTable {
-  std::vector<const WorkerRecord*> records;
-};
 
 class SnapshotCopy {
  public:
@@ -69,7 +54,10 @@ class SnapshotCopy {
   SnapshotCopy& operator=(const SnapshotCopy&) = delete;
 
   // The block's record (delta first, then base); nullptr when it is absent.
-  const BlockRecord* Find(int64_t hash, uint64_t mixed) const {
+  // Always inlined: it is the readers' per-block lookup, and GCC stops
+  // inlining it into small translation units (queries.cc) on its own.
+  [[gnu::always_inline]] const BlockRecord* Find(int64_t hash,
+                                                 uint64_t mixed) const {
     const Shard& shard = shards_[ShardOf(mixed)];
     const BlockKey key = BlockKey::From(hash);
     auto it = FindInDelta(shard, key, mixed);

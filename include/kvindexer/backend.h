@@ -5,7 +5,7 @@
 // this file), which returns a static descriptor. The host checks the
 // descriptor's ABI numbers and size before it touches anything else.
 //
-// ABI rules ("C++ as extended C"):
+// ABI rules ("C++ as extended C"; docs/backend-abi.md has the full set):
 //   * Only plain data crosses the boundary: fixed-width integers, views
 //     (pointer and length), and the POD structs below. No std::string,
 //     std::vector, abseil, protobuf or spdlog types.
@@ -32,11 +32,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 namespace kvindexer {
 
 // Version of this header. The host refuses a backend whose major differs, or
 // whose minor is greater than the host's (it may call functions the host does
-// not know).
+// not know). It accepts a backend built against an older minor, and then never
+// calls a virtual function or reads a struct member added after that minor.
 inline constexpr uint32_t kBackendAbiMajor = 1;
 inline constexpr uint32_t kBackendAbiMinor = 0;
 
@@ -165,7 +168,9 @@ class BlockVisitor {
   ~BlockVisitor() = default;
 };
 
-// Sizes the backend reports about itself.
+// Sizes the backend reports about itself. The caller zero-initialises the
+// struct and sets struct_size; the backend writes only the fields that
+// struct_size covers, so either side may be built against an older minor.
 struct BackendStats {
   uint32_t struct_size;  // set by the caller to sizeof(BackendStats)
   uint64_t blocks;       // block records
@@ -234,6 +239,121 @@ struct BackendDescriptor {
   IndexBackend* (*create)(char* error, size_t error_size) noexcept;
   void (*destroy)(IndexBackend* backend) noexcept;
 };
+
+// ---------------------------------------------------------------------------
+// Frozen layouts. Every struct above crosses the boundary, so its size,
+// alignment and member offsets are part of ABI 1.0 on LP64 (x86-64 and
+// AArch64 Linux, the only targets the ABI is defined for). A change that
+// trips one of these asserts breaks every backend already built: append a
+// member instead (docs/backend-abi.md), bump kBackendAbiMinor and add the new
+// offset here.
+static_assert(sizeof(void*) == 8 && sizeof(size_t) == 8 &&
+                  sizeof(long) == 8,  // NOLINT(runtime/int)
+              "the kvindexer backend ABI is defined for LP64 targets only");
+
+static_assert(sizeof(BackendCode) == 4);
+static_assert(std::is_standard_layout_v<BackendStatus> &&
+              std::is_trivially_copyable_v<BackendStatus>);
+static_assert(sizeof(BackendStatus) == 224 && alignof(BackendStatus) == 4);
+static_assert(offsetof(BackendStatus, code) == 0);
+static_assert(offsetof(BackendStatus, message) == 4);
+
+static_assert(std::is_standard_layout_v<HashSpan> &&
+              std::is_trivially_copyable_v<HashSpan>);
+static_assert(sizeof(HashSpan) == 16 && alignof(HashSpan) == 8);
+static_assert(offsetof(HashSpan, data) == 0);
+static_assert(offsetof(HashSpan, size) == 8);
+
+static_assert(std::is_standard_layout_v<U32Span> &&
+              std::is_trivially_copyable_v<U32Span>);
+static_assert(sizeof(U32Span) == 16 && alignof(U32Span) == 8);
+static_assert(offsetof(U32Span, data) == 0);
+static_assert(offsetof(U32Span, size) == 8);
+
+static_assert(std::is_standard_layout_v<StringView> &&
+              std::is_trivially_copyable_v<StringView>);
+static_assert(sizeof(StringView) == 16 && alignof(StringView) == 8);
+static_assert(offsetof(StringView, data) == 0);
+static_assert(offsetof(StringView, size) == 8);
+
+static_assert(std::is_standard_layout_v<CacheSpec> &&
+              std::is_trivially_copyable_v<CacheSpec>);
+static_assert(sizeof(CacheSpec) == 24 && alignof(CacheSpec) == 4);
+static_assert(offsetof(CacheSpec, version) == 0);
+static_assert(offsetof(CacheSpec, components) == 4);
+static_assert(offsetof(CacheSpec, swa_window_tokens) == 8);
+static_assert(offsetof(CacheSpec, full_tier_mask) == 12);
+static_assert(offsetof(CacheSpec, swa_tier_mask) == 16);
+static_assert(offsetof(CacheSpec, mamba_tier_mask) == 20);
+
+// Passed as an array (ApplyBatchView::actions): its size is its stride and
+// can never change within a major version.
+static_assert(std::is_standard_layout_v<ActionView> &&
+              std::is_trivially_copyable_v<ActionView>);
+static_assert(sizeof(ActionView) == 56 && alignof(ActionView) == 8);
+static_assert(offsetof(ActionView, type) == 0);
+static_assert(offsetof(ActionView, tier) == 4);
+static_assert(offsetof(ActionView, hashes) == 8);
+static_assert(offsetof(ActionView, component_masks) == 24);
+static_assert(offsetof(ActionView, block_sizes) == 40);
+
+static_assert(std::is_standard_layout_v<ApplyBatchView> &&
+              std::is_trivially_copyable_v<ApplyBatchView>);
+static_assert(sizeof(ApplyBatchView) == 80 && alignof(ApplyBatchView) == 8);
+static_assert(offsetof(ApplyBatchView, worker_id) == 0);
+static_assert(offsetof(ApplyBatchView, worker_address) == 16);
+static_assert(offsetof(ApplyBatchView, has_cache_spec) == 32);
+static_assert(offsetof(ApplyBatchView, cache_spec) == 36);
+static_assert(offsetof(ApplyBatchView, actions) == 64);
+static_assert(offsetof(ApplyBatchView, action_count) == 72);
+
+static_assert(std::is_standard_layout_v<WorkerView> &&
+              std::is_trivially_copyable_v<WorkerView>);
+static_assert(sizeof(WorkerView) == 72 && alignof(WorkerView) == 8);
+static_assert(offsetof(WorkerView, worker) == 0);
+static_assert(offsetof(WorkerView, id) == 8);
+static_assert(offsetof(WorkerView, address) == 24);
+static_assert(offsetof(WorkerView, has_cache_spec) == 40);
+static_assert(offsetof(WorkerView, cache_spec) == 44);
+
+// Passed as an array (BlockView::placements): frozen like ActionView.
+static_assert(std::is_standard_layout_v<Placement> &&
+              std::is_trivially_copyable_v<Placement>);
+static_assert(sizeof(Placement) == 12 && alignof(Placement) == 4);
+static_assert(offsetof(Placement, worker) == 0);
+static_assert(offsetof(Placement, tier) == 4);
+static_assert(offsetof(Placement, mask) == 8);
+
+static_assert(std::is_standard_layout_v<BlockView> &&
+              std::is_trivially_copyable_v<BlockView>);
+static_assert(sizeof(BlockView) == 32 && alignof(BlockView) == 8);
+static_assert(offsetof(BlockView, index) == 0);
+static_assert(offsetof(BlockView, token_count) == 8);
+static_assert(offsetof(BlockView, placements) == 16);
+static_assert(offsetof(BlockView, placement_count) == 24);
+
+static_assert(std::is_standard_layout_v<BackendStats> &&
+              std::is_trivially_copyable_v<BackendStats>);
+static_assert(sizeof(BackendStats) == 48 && alignof(BackendStats) == 8);
+static_assert(offsetof(BackendStats, struct_size) == 0);
+static_assert(offsetof(BackendStats, blocks) == 8);
+static_assert(offsetof(BackendStats, placements) == 16);
+static_assert(offsetof(BackendStats, workers) == 24);
+static_assert(offsetof(BackendStats, hit_counters) == 32);
+static_assert(offsetof(BackendStats, memory_bytes) == 40);
+
+static_assert(std::is_standard_layout_v<BackendDescriptor> &&
+              std::is_trivially_copyable_v<BackendDescriptor>);
+static_assert(sizeof(BackendDescriptor) == 56 &&
+              alignof(BackendDescriptor) == 8);
+static_assert(offsetof(BackendDescriptor, abi_major) == 0);
+static_assert(offsetof(BackendDescriptor, abi_minor) == 4);
+static_assert(offsetof(BackendDescriptor, struct_size) == 8);
+static_assert(offsetof(BackendDescriptor, name) == 16);
+static_assert(offsetof(BackendDescriptor, version) == 24);
+static_assert(offsetof(BackendDescriptor, build_info) == 32);
+static_assert(offsetof(BackendDescriptor, create) == 40);
+static_assert(offsetof(BackendDescriptor, destroy) == 48);
 
 }  // namespace kvindexer
 

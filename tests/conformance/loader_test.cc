@@ -54,6 +54,16 @@ TEST(LoaderTest, GoodFixtureLoadsByPath) {
   EXPECT_TRUE(Mentions((*loaded)->path(), "kvindexer-backend-fixture_good.so"));
 }
 
+TEST(LoaderTest, RecordsTheBackendsAbiMinor) {
+  auto loaded = LoadedBackend::Load(FixturePath("good"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->abi_minor(), kBackendAbiMinor);
+  for (uint32_t minor = 0; minor <= kBackendAbiMinor; ++minor) {
+    EXPECT_TRUE((*loaded)->SupportsAbiMinor(minor)) << minor;
+  }
+  EXPECT_FALSE((*loaded)->SupportsAbiMinor(kBackendAbiMinor + 1));
+}
+
 TEST(LoaderTest, NameResolvedThroughSearchPath) {
   // An empty entry in the path is skipped.
   auto loaded = LoadedBackend::Load(

@@ -1,0 +1,440 @@
+// RobinShardedSnapshotBackend's writer, pass one (DESIGN.md, "Writes"):
+// Apply checks the batch, takes the writer mutex, upserts the worker, runs the
+// actions on the non-live copy (REPORT, REVOKE, CLEAR_ALL_AT_TIER through the
+// holdings logs) and hands over to Publish (publish.cc) and the merges
+// (delta_merge.cc). Also the holdings logs' compaction after an apply.
+#include "robin_backend.h"
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "block_placements.h"
+#include "kvindexer/backend_kit.h"
+#include "worker_table.h"
+#include "writer_prefetch.h"
+
+namespace kvindexer::robin {
+namespace {
+
+using kit::ErrorStatus;
+using kit::OkStatus;
+
+}  // namespace
+
+BackendStatus RobinShardedSnapshotBackend::Apply(
+    const ApplyBatchView& batch) noexcept {
+  const BackendStatus check = kit::CheckApplyBatch(batch);
+  if (check.code != BackendCode::kOk) return check;
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
+    return ready;
+  }
+  try {
+    return ApplyLocked(batch);
+  } catch (const std::bad_alloc&) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory applying the batch");
+  }
+}
+
+BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
+    const ApplyBatchView& batch) {
+  const uint32_t live = gate_.live();
+  SnapshotCopy& back = copies_[1 - live];
+  const SnapshotCopy& front = copies_[live];
+
+  // Step 1: the worker. A new worker or a changed address or spec prepares a
+  // new published table; nothing reader-visible changes yet.
+  const std::string_view id(batch.worker_id.data, batch.worker_id.size);
+  const std::string_view address(batch.worker_address.data,
+                                 batch.worker_address.size);
+  uint32_t ordinal;
+  bool new_worker = false;
+  if (auto it = registry_.find(id); it != registry_.end()) {
+    ordinal = it->second;
+  } else {
+    if (worker_states_.size() > kMaxWorkerOrdinal) {
+      return ErrorStatus(BackendCode::kResourceExhausted,
+                         "too many workers (the limit is %u)",
+                         kMaxWorkerOrdinal + 1);
+    }
+    ordinal = static_cast<uint32_t>(worker_states_.size());
+    new_worker = true;
+  }
+  std::unique_ptr<WorkerRecord> new_record;
+  std::unique_ptr<WorkerTable> new_table;
+  if (new_worker || records_[ordinal]->address != address ||
+      !SameSpec(*records_[ordinal], batch)) {
+    new_record = std::make_unique<WorkerRecord>();
+    new_record->id.assign(id);
+    new_record->address.assign(address);
+    new_record->has_cache_spec = batch.has_cache_spec != 0 ? 1 : 0;
+    if (batch.has_cache_spec != 0) new_record->cache_spec = batch.cache_spec;
+    new_table = std::make_unique<WorkerTable>();
+    new_table->records.reserve(front.workers->records.size() +
+                               (new_worker ? 1 : 0));
+    new_table->records = front.workers->records;
+    if (new_worker) {
+      new_table->records.push_back(new_record.get());
+    } else {
+      new_table->records[ordinal] = new_record.get();
+    }
+  }
+  if (new_worker) {
+    // Reserve everything the commit below needs so that it cannot fail.
+    worker_states_.reserve(worker_states_.size() + 1);
+    records_.reserve(records_.size() + 1);
+    worker_states_.push_back(std::make_unique<WorkerState>());
+    try {
+      registry_.insert({std::string(id), ordinal});
+    } catch (const std::bad_alloc&) {
+      worker_states_.pop_back();
+      throw;
+    }
+  }
+  retired_records_.reserve(1);
+  retired_tables_.reserve(1);
+  WorkerState& state = *worker_states_[ordinal];
+  const uint64_t holdings_before = [&] {
+    uint64_t total = 0;
+    for (const HoldingLog& log : state.holdings) total += log.bytes();
+    return total;
+  }();
+
+  // Step 2: pass one on the non-live copy.
+  const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
+  touched_.clear();
+  counted_.clear();
+  try {
+    RunActions(batch, ordinal, state, back);
+  } catch (const std::bad_alloc&) {
+    try {
+      RollBack(state, saved_live);
+    } catch (const std::bad_alloc&) {
+      poisoned_ = true;
+    }
+    if (new_worker) {
+      registry_.erase(id);
+      worker_states_.pop_back();  // frees its logs too
+    } else {
+      // The logs may have grown (an entry logged before the failure stays:
+      // the log is lazy, a stale entry revokes nothing).
+      uint64_t holdings_after = 0;
+      for (const HoldingLog& log : state.holdings) {
+        holdings_after += log.bytes();
+      }
+      holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
+    }
+    UpdateMemory();
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory applying the batch; nothing changed");
+  }
+  uint64_t holdings_after = 0;
+  for (const HoldingLog& log : state.holdings) holdings_after += log.bytes();
+  holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
+
+  if (touched_.empty() && new_table == nullptr) {
+    // Nothing reader-visible changed: no need to publish.
+    CompactHoldings(ordinal, state);
+    UpdateMemory();
+    return OkStatus();
+  }
+
+  // Step 3: publish. Commit the worker first (cannot fail: reserved above).
+  if (new_table != nullptr) {
+    worker_bytes_ += RecordBytes(*new_record) + TableBytes(*new_table);
+    if (new_worker) {
+      records_.push_back(std::move(new_record));
+    } else {
+      worker_bytes_ -= RecordBytes(*records_[ordinal]);
+      retired_records_.push_back(std::move(records_[ordinal]));
+      records_[ordinal] = std::move(new_record);
+    }
+    worker_bytes_ -= TableBytes(*published_table_);
+    retired_tables_.push_back(std::move(published_table_));
+    published_table_ = std::move(new_table);
+    back.workers = published_table_.get();
+  }
+  Publish();
+  if (!pending_sync_) {
+    CompactHoldings(ordinal, state);
+    MergeLargeDeltas();
+  }
+  UpdateMemory();
+  return OkStatus();
+}
+
+BackendStatus RobinShardedSnapshotBackend::WriterReady() noexcept {
+  if (poisoned_) {
+    return ErrorStatus(BackendCode::kInternal,
+                       "a previous allocation failure left the writer copy "
+                       "inconsistent; recreate the backend");
+  }
+  if (!FinishPendingSync()) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory completing the previous apply");
+  }
+  return OkStatus();
+}
+
+void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
+                                             uint32_t ordinal,
+                                             WorkerState& state,
+                                             SnapshotCopy& back) {
+  for (size_t a = 0; a < batch.action_count; ++a) {
+    const ActionView& action = batch.actions[a];
+    const uint32_t tier = action.tier;
+    const uint32_t key = PlacementKey(ordinal, tier);
+    HoldingLog& log = state.holdings[tier];
+    switch (action.type) {
+      case kActionReport: {
+        const bool has_masks = action.component_masks.size != 0;
+        const bool has_sizes = action.block_sizes.size != 0;
+        for (size_t i = 0; i < action.hashes.size; ++i) {
+          PrefetchAhead(back, action.hashes.data, i, action.hashes.size);
+          const uint32_t mask = has_masks ? action.component_masks.data[i] : 0;
+          const uint32_t size = has_sizes ? action.block_sizes.data[i] : 0;
+          if (ReportPlacement(back, action.hashes.data[i], key, mask, size,
+                              log)) {
+            ++state.live[tier];
+          }
+        }
+        break;
+      }
+      case kActionRevoke:
+        for (size_t i = 0; i < action.hashes.size; ++i) {
+          PrefetchAhead(back, action.hashes.data, i, action.hashes.size);
+          if (RevokePlacement(back, action.hashes.data[i], key)) {
+            --state.live[tier];
+          }
+        }
+        break;
+      case kActionClearAllAtTier:
+        if (state.live[tier] == 0) break;
+        log.ForEachAhead(
+            [&](int64_t hash) {
+              if (RevokePlacement(back, hash, key)) --state.live[tier];
+            },
+            [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
+            [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
+        break;
+    }
+  }
+}
+
+void RobinShardedSnapshotBackend::StoreInDelta(SnapshotCopy::Map& delta,
+                                               SnapshotCopy::Map::iterator it,
+                                               BlockKey block_key,
+                                               BlockRecord record) {
+  if (it != delta.end()) {
+    it.value() = record;
+    return;
+  }
+  // A new delta entry for a block of the base. Its array is either one this
+  // step allocated (private) or still the base's, which the delta must not
+  // share: base arrays are freed only by the merge that replaces them.
+  if (record.spilled() && !IsPrivate(record.spill())) {
+    const Placement* shared = record.spill();
+    const uint32_t n = SpillArena::Count(shared);
+    Placement* copy = arena_.Allocate(n);
+    std::memcpy(copy, shared, n * sizeof(Placement));
+    record.set_spill(copy);
+  }
+  try {
+    delta.insert({block_key, record});
+  } catch (const std::bad_alloc&) {
+    if (record.spilled()) arena_.Free(record.spill());
+    throw;
+  }
+}
+
+bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
+                                                  int64_t hash, uint32_t key,
+                                                  uint32_t mask, uint32_t size,
+                                                  HoldingLog& log) {
+  const uint64_t mixed = MixHash(hash);
+  SnapshotCopy::Map& delta = back.delta_for(mixed);
+  const BlockKey block_key = BlockKey::From(hash);
+  const Placement added{KeyWorker(key), KeyTier(key), mask};
+  // Whatever throws below leaves the copy as it was for this hash, or leaves
+  // a change that RollBack undoes (it restores every hash in touched_ from
+  // the live copy).
+  const BaseTable& base = back.base_for(mixed);
+  auto it = back.FindInDelta(block_key, mixed);
+  const BlockRecord* in_base = nullptr;
+  if (it == delta.end()) in_base = base.Find(block_key, mixed);
+  if (it != delta.end() ? it->second.tombstone() : in_base == nullptr) {
+    touched_.push_back(hash);
+    base.MarkChanged(mixed);
+    BlockRecord fresh;
+    fresh.set_single(added);
+    fresh.token_count = size;
+    if (it != delta.end()) {
+      it.value() = fresh;
+    } else {
+      delta.insert({block_key, fresh});
+    }
+    ++back.blocks;
+    ++back.placements;
+    log.Append(hash);
+    return true;
+  }
+  const BlockRecord& current = it != delta.end() ? it->second : *in_base;
+  const uint32_t n = CountOf(current);
+  Placement single;
+  const Placement* p = PlacementsOf(current, &single);
+  const uint32_t pos = LowerBound(p, n, key);
+  const bool exists = pos < n && PlacementKey(p[pos]) == key;
+  const uint32_t token_count = size > 0 ? size : current.token_count;
+  if (exists && p[pos].mask == mask && token_count == current.token_count) {
+    return false;  // nothing changes
+  }
+  touched_.push_back(hash);
+  base.MarkChanged(mixed);
+  // The new state is built in `record` and stored at the end; allocations
+  // come first, so a failure leaves the delta entry as it was.
+  BlockRecord record = current;
+  if (exists) {
+    if (p[pos].mask != mask) {
+      if (n == 1) {
+        record.word1 = mask;
+      } else {
+        Placement* array = record.spill();
+        if (!IsPrivate(array)) {
+          Placement* copy = arena_.Allocate(n);
+          std::memcpy(copy, array, n * sizeof(Placement));
+          array = copy;
+          record.set_spill(copy);
+        }
+        array[pos].mask = mask;
+      }
+    }
+    record.token_count = token_count;
+    StoreInDelta(delta, it, block_key, record);
+    return false;
+  }
+  log.Append(hash);
+  if (n == 1) {
+    Placement* array = arena_.Allocate(2);
+    array[pos] = added;
+    array[1 - pos] = single;
+    record.set_spill(array);
+  } else {
+    Placement* old = record.spill();
+    if (IsPrivate(old) && SpillArena::Capacity(old) > n) {
+      std::memmove(old + pos + 1, old + pos, (n - pos) * sizeof(*old));
+      old[pos] = added;
+      SpillArena::SetCount(old, n + 1);
+    } else {
+      Placement* array = arena_.Allocate(n + 1);
+      std::memcpy(array, old, pos * sizeof(*old));
+      array[pos] = added;
+      std::memcpy(array + pos + 1, old + pos, (n - pos) * sizeof(*old));
+      if (IsPrivate(old)) arena_.Free(old);
+      record.set_spill(array);
+    }
+  }
+  record.token_count = token_count;
+  StoreInDelta(delta, it, block_key, record);
+  ++back.placements;
+  return true;
+}
+
+bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
+                                                  int64_t hash, uint32_t key) {
+  const uint64_t mixed = MixHash(hash);
+  SnapshotCopy::Map& delta = back.delta_for(mixed);
+  const BlockKey block_key = BlockKey::From(hash);
+  const BaseTable& base = back.base_for(mixed);
+  auto it = back.FindInDelta(block_key, mixed);
+  const BlockRecord* in_base = nullptr;
+  if (it == delta.end()) {
+    in_base = base.Find(block_key, mixed);
+    if (in_base == nullptr) return false;
+  } else if (it->second.tombstone()) {
+    return false;
+  }
+  const BlockRecord& current = it != delta.end() ? it->second : *in_base;
+  const uint32_t n = CountOf(current);
+  Placement single;
+  const Placement* p = PlacementsOf(current, &single);
+  const uint32_t pos = LowerBound(p, n, key);
+  if (pos == n || PlacementKey(p[pos]) != key) return false;
+  touched_.push_back(hash);
+  base.MarkChanged(mixed);
+  if (n == 1) {
+    // The block goes. A tombstone hides the base's record, if it has one.
+    if (it == delta.end()) {
+      delta.insert({block_key, BlockRecord::Tombstone()});
+    } else if (base.Find(block_key, mixed) != nullptr) {
+      it.value() = BlockRecord::Tombstone();
+    } else {
+      delta.erase(it);
+    }
+    --back.blocks;
+    --back.placements;
+    // The block's hit counter goes with it.
+    SnapshotCopy::CounterMap& counters = back.counters_for(mixed);
+    if (auto c = counters.find(hash, mixed); c != counters.end()) {
+      counters.erase(c);
+      --back.hit_counters;
+    }
+    return true;
+  }
+  BlockRecord record = current;  // stored at the end, as in ReportPlacement
+  Placement* old = record.spill();
+  if (n == 2) {
+    const Placement kept = old[1 - pos];
+    if (IsPrivate(old)) arena_.Free(old);
+    record.set_single(kept);
+  } else if (IsPrivate(old)) {
+    std::memmove(old + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
+    SpillArena::SetCount(old, n - 1);
+  } else {
+    Placement* array = arena_.Allocate(n - 1);
+    std::memcpy(array, old, pos * sizeof(*old));
+    std::memcpy(array + pos, old + pos + 1, (n - pos - 1) * sizeof(*old));
+    record.set_spill(array);
+  }
+  StoreInDelta(delta, it, block_key, record);
+  --back.placements;
+  return true;
+}
+
+void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
+                                                  WorkerState& state) noexcept {
+  const SnapshotCopy& front = copies_[gate_.live()];
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    HoldingLog& log = state.holdings[tier];
+    const uint64_t before = log.bytes();
+    if (state.live[tier] == 0) {
+      log.Clear();
+    } else if (log.size() > 2 * state.live[tier] + 4096) {
+      const uint32_t key = PlacementKey(ordinal, tier);
+      try {
+        log.Compact(
+            [&](int64_t hash) {
+              const BlockRecord* record = front.Find(hash, MixHash(hash));
+              if (record == nullptr) return false;
+              const uint32_t n = CountOf(*record);
+              Placement single;
+              const Placement* p = PlacementsOf(*record, &single);
+              const uint32_t pos = LowerBound(p, n, key);
+              return pos < n && PlacementKey(p[pos]) == key;
+            },
+            [&](int64_t hash) { front.Prefetch(MixHash(hash)); },
+            [&](int64_t hash) { front.PrefetchBase(MixHash(hash)); });
+      } catch (const std::bad_alloc&) {
+        // Compaction is an optimisation; the log stays valid as it is.
+      }
+    }
+    holdings_bytes_ = holdings_bytes_ + log.bytes() - before;
+  }
+}
+
+}  // namespace kvindexer::robin

@@ -1,0 +1,54 @@
+// Test-only access to RobinShardedSnapshotBackend's internals: a hook that
+// runs between the writer's steps, allocation-failure injection, and counts
+// of merges and live spill arrays. Only tests and test tools include this
+// header; the backend's public interface (robin_backend.h) has none of it.
+//
+// Every function requires that no writer (Apply, counting Match) runs
+// concurrently on the backend, unless it says otherwise.
+#ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_TESTING_H_
+#define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_TESTING_H_
+
+#include <cstdint>
+#include <utility>
+
+#include "robin_backend.h"
+
+namespace kvindexer::robin {
+
+class RobinBackendTesting {
+ public:
+  // Where the hook runs, with the writer mutex held: after pass one (the
+  // batch is in the non-live copy), after the publish (old-copy readers may
+  // still run), after the catch-up (both copies hold the batch).
+  using WriterPhase = RobinShardedSnapshotBackend::WriterPhase;
+  using WriterHook = RobinShardedSnapshotBackend::WriterHook;
+
+  // Installs `hook` (empty: none). Call before any concurrent use.
+  static void SetWriterHook(RobinShardedSnapshotBackend& backend,
+                            WriterHook hook) {
+    backend.hook_ = std::move(hook);
+  }
+  // The spill-array allocation after the next `n` fails (n < 0: none fails).
+  static void FailSpillAllocationsAfter(RobinShardedSnapshotBackend& backend,
+                                        int64_t n) {
+    backend.arena_.FailAllocationsAfterForTesting(n);
+  }
+  // The next `n` page mappings for base tables succeed and the one after
+  // fails (n < 0: none fails).
+  static void FailMergeMappingsAfter(RobinShardedSnapshotBackend& backend,
+                                     int64_t n) {
+    backend.mapping_pool_.FailAfterForTesting(n);
+  }
+  // Merges so far (each may cover several shards).
+  static uint64_t Merges(const RobinShardedSnapshotBackend& backend) {
+    return backend.merges_;
+  }
+  // Spill arrays allocated and not freed.
+  static uint64_t SpillArrays(const RobinShardedSnapshotBackend& backend) {
+    return backend.arena_.arrays();
+  }
+};
+
+}  // namespace kvindexer::robin
+
+#endif  // KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_TESTING_H_
