@@ -33,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "backend_scenario.h"
 #include "benchmark/benchmark.h"
+#include "common/env.h"
 #include "core/prefix_answer.h"
 #include "core/prefix_response_wire.h"
 #include "lookup_floor.h"
@@ -328,19 +329,26 @@ void BM_LookupFloor(benchmark::State& state, ScenarioSpec spec) {
   state.counters["placements"] = static_cast<double>(g_floor->placements());
 }
 
-std::vector<std::string> EnvList(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return absl::StrSplit(v != nullptr && *v != '\0' ? v : fallback, ',',
-                        absl::SkipEmpty());
+std::vector<std::string> EnvList(std::string_view name,
+                                 std::string_view fallback) {
+  const std::string value =
+      LookupTrimmed(ProcessEnvironment(), name).value_or(std::string(fallback));
+  return absl::StrSplit(value, ',', absl::SkipEmpty());
 }
 
-std::vector<uint64_t> EnvNumbers(const char* name, const char* fallback) {
+// Exits with status 2 and common/env.h's message when an item is not a
+// positive whole number.
+std::vector<uint64_t> EnvNumbers(std::string_view name,
+                                 std::string_view fallback) {
   std::vector<uint64_t> out;
   for (const std::string& s : EnvList(name, fallback)) {
     uint64_t n = 0;
     if (!absl::SimpleAtoi(s, &n) || n == 0) {
-      std::fprintf(stderr, "%s: '%s' is not a positive integer\n", name,
-                   s.c_str());
+      const absl::Status error = InvalidEnvValueBecause(
+          name, s, "an item of the list is not a positive whole number",
+          "comma-separated positive whole numbers, for example "
+          "1000000,4000000");
+      std::fprintf(stderr, "%s\n", std::string(error.message()).c_str());
       std::exit(2);
     }
     out.push_back(n);
@@ -357,7 +365,8 @@ void RegisterAll() {
   const std::vector<uint64_t> sizes =
       EnvNumbers("KV_INDEXER_BENCH_SIZES", "1000000,10000000");
   const std::vector<uint64_t> ppbs = EnvNumbers("KV_INDEXER_BENCH_PPB", "1,4");
-  const char* search = std::getenv("KV_INDEXER_BACKEND_PATH");
+  const std::string search =
+      ProcessEnvironment()("KV_INDEXER_BACKEND_PATH").value_or("");
   ScenarioSpec headline;
   headline.placements = sizes.back();
   headline.placements_per_block = static_cast<uint32_t>(ppbs.back());
@@ -368,7 +377,7 @@ void RegisterAll() {
            "KV_INDEXER_BENCH_BACKENDS", "absl_rwlock,robin_sharded_snapshot")) {
     {
       absl::StatusOr<std::unique_ptr<LoadedBackend>> probe =
-          LoadedBackend::Load(backend, search != nullptr ? search : "");
+          LoadedBackend::Load(backend, search);
       if (!probe.ok()) {
         std::fprintf(stderr,
                      "kvindexer_backend_bench: skipping backend %s: %s\n",

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
 #include "common/wire_vocabulary.h"
 #include "machine_info.h"
 
@@ -104,9 +105,9 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   s->spec_ = spec;
   malloc_trim(0);
   const uint64_t rss0 = ReadRssBytes();
-  const char* search = std::getenv("KV_INDEXER_BACKEND_PATH");
-  absl::StatusOr<std::unique_ptr<LoadedBackend>> loaded =
-      LoadedBackend::Load(spec.backend, search != nullptr ? search : "");
+  absl::StatusOr<std::unique_ptr<LoadedBackend>> loaded = LoadedBackend::Load(
+      spec.backend,
+      ProcessEnvironment()("KV_INDEXER_BACKEND_PATH").value_or(""));
   if (!loaded.ok()) return loaded.status();
   s->loaded_ = std::move(*loaded);
   s->indexer_ = std::make_unique<Indexer>(s->loaded_->backend());

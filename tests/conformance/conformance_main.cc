@@ -2,17 +2,17 @@
 // backend named in KV_INDEXER_BACKEND. An unset or empty variable is a usage
 // error, never a silent pass.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "backend_registry.h"
+#include "common/env.h"
 #include "gtest/gtest.h"
 
 namespace {
 
-const char* Env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
+std::string Env(std::string_view name) {
+  return kvindexer::ProcessEnvironment()(name).value_or("");
 }
 
 void PrintUsage(const char* argv0) {

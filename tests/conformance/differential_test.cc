@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -18,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/env.h"
 #include "conformance_fixture.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/support/reference_model.h"
@@ -34,11 +33,20 @@ constexpr uint64_t kDefaultSeed = 20261130;
 constexpr int kDefaultSequences = 48;
 constexpr int kStepsPerSequence = 300;
 
-uint64_t EnvNumber(const char* name, uint64_t fallback) {
-  const char* value = std::getenv(name);
-  uint64_t n = 0;
-  if (value == nullptr || !absl::SimpleAtoi(value, &n)) return fallback;
-  return n;
+// The variable's value, or `fallback` when it is unset or blank. A value that
+// is not a whole number fails the calling test with common/env.h's message
+// (naming the variable, the value and what is accepted) and yields nullopt.
+std::optional<uint64_t> EnvNumber(std::string_view name, uint64_t fallback) {
+  const std::optional<std::string> value =
+      LookupTrimmed(ProcessEnvironment(), name);
+  if (!value) return fallback;
+  absl::StatusOr<uint32_t> n = ParseEnvUint32(name, *value, Uint32Syntax{},
+                                              "a whole number 0..4294967295");
+  if (!n.ok()) {
+    ADD_FAILURE() << n.status().message();
+    return std::nullopt;
+  }
+  return *n;
 }
 
 // Small deterministic generator helpers (no std distributions, whose output
@@ -320,9 +328,13 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
 }
 
 TEST_P(DifferentialTest, RandomSequencesAgreeWithReferenceModel) {
-  const uint64_t seed = EnvNumber("KV_INDEXER_CONFORMANCE_SEED", kDefaultSeed);
-  const uint64_t sequences =
+  const std::optional<uint64_t> seed_var =
+      EnvNumber("KV_INDEXER_CONFORMANCE_SEED", kDefaultSeed);
+  const std::optional<uint64_t> sequences_var =
       EnvNumber("KV_INDEXER_CONFORMANCE_ITERATIONS", kDefaultSequences);
+  if (!seed_var || !sequences_var) return;
+  const uint64_t seed = *seed_var;
+  const uint64_t sequences = *sequences_var;
   std::printf("differential: seeds %llu..%llu, %d steps each\n",
               static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(seed + sequences - 1),
