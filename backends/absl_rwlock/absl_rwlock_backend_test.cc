@@ -546,26 +546,35 @@ TEST(AbslRwlockLockTest, NonCountingMatchRunsWhileAReaderHoldsTheLock) {
   });
   ASSERT_TRUE(parker.WaitParked(std::chrono::seconds(10)));
 
-  // The reader now holds the shared lock. A non-counting match must finish.
+  // The reader now holds the shared lock. A non-counting match must finish
+  // while it is still parked: the matcher notes, as its Match returns,
+  // whether the parked scan has left OnBlock. The wait is bounded just under
+  // kParkLimit, so a slow machine only makes it longer, and a Match that
+  // blocks behind the reader cannot pass: it returns only once the reader
+  // has left, released after this wait or given up at kParkLimit.
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  bool done_while_parked = false;
   RecordingVisitor visitor;
   std::thread matcher([&] {
     ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+    const bool parked = !parker.left();
     std::lock_guard<std::mutex> lock(mu);
     done = true;
+    done_while_parked = parked;
     cv.notify_all();
   });
-  bool finished;
   {
     std::unique_lock<std::mutex> lock(mu);
-    finished = cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; });
+    cv.wait_for(lock, ParkingVisitor::kParkLimit - std::chrono::seconds(5),
+                [&] { return done; });
   }
   parker.Release();  // lets every thread finish whatever happened
   matcher.join();
   reader.join();
-  EXPECT_TRUE(finished) << "non-counting Match blocked behind a reader";
+  EXPECT_TRUE(done_while_parked)
+      << "non-counting Match blocked behind a reader";
   EXPECT_EQ(visitor.blocks().size(), 2u);
 }
 
