@@ -21,9 +21,11 @@
 #include <tuple>
 #include <vector>
 
+#include "common/wire_vocabulary.h"
 #include "gtest/gtest.h"
 #include "kvindexer/backend.h"
 #include "tests/support/parking_visitor.h"
+#include "tests/support/requests.h"
 
 // ---------------------------------------------------------------------------
 // Allocation hooks for this test binary: every operator new is counted, and
@@ -88,52 +90,11 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept {
 namespace kvindexer::absl_rwlock {
 namespace {
 
-constexpr uint32_t kFull = 1, kSwa = 2;
+using test_support::Batch;
 
-// ---------------------------------------------------------------------------
-// Building batches.
-
-struct Action {
-  uint32_t type;
-  uint32_t tier;
-  std::vector<int64_t> hashes;
-  std::vector<uint32_t> masks;
-  std::vector<uint32_t> sizes;
-};
-
-Action Report(uint32_t tier, std::vector<int64_t> hashes,
-              std::vector<uint32_t> masks = {},
-              std::vector<uint32_t> sizes = {}) {
-  return {kActionReport, tier, std::move(hashes), std::move(masks),
-          std::move(sizes)};
-}
-Action Revoke(uint32_t tier, std::vector<int64_t> hashes) {
-  return {kActionRevoke, tier, std::move(hashes), {}, {}};
-}
-Action Clear(uint32_t tier) {
-  return {kActionClearAllAtTier, tier, {}, {}, {}};
-}
-
-BackendStatus ApplyBatch(IndexBackend& backend, const std::string& worker,
-                         const std::string& address,
-                         const std::vector<Action>& actions,
-                         const CacheSpec* spec = nullptr) {
-  std::vector<ActionView> views;
-  for (const Action& a : actions) {
-    views.push_back(ActionView{a.type,
-                               a.tier,
-                               {a.hashes.data(), a.hashes.size()},
-                               {a.masks.data(), a.masks.size()},
-                               {a.sizes.data(), a.sizes.size()}});
-  }
-  ApplyBatchView batch{};
-  batch.worker_id = {worker.data(), worker.size()};
-  batch.worker_address = {address.data(), address.size()};
-  batch.has_cache_spec = spec != nullptr ? 1 : 0;
-  if (spec != nullptr) batch.cache_spec = *spec;
-  batch.actions = views.data();
-  batch.action_count = views.size();
-  return backend.Apply(batch);
+// Applies `batch` as the host hands it to a backend.
+BackendStatus Apply(IndexBackend& backend, const Batch& batch) {
+  return backend.Apply(test_support::BatchView(batch).view());
 }
 
 void ExpectOk(const BackendStatus& status) {
@@ -281,16 +242,16 @@ TEST(AbslRwlockDescriptorTest, DescribesItselfAndCreates) {
   char error[64] = "untouched";
   IndexBackend* backend = d->create(error, sizeof(error));
   ASSERT_NE(backend, nullptr);
-  ExpectOk(ApplyBatch(*backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  ExpectOk(Apply(*backend, Batch("w1", "a1").Report(kTierHbm, {1})));
   EXPECT_EQ(Stats(*backend).blocks, 1u);
   d->destroy(backend);
 }
 
 TEST(AbslRwlockVisitTest, WorkerAnnouncedOncePerCallBeforeItsPlacements) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierDram, {2, 3})}));
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierDram, {3})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1, 2})));
+  ExpectOk(Apply(backend, Batch("w2", "a2").Report(kTierDram, {2, 3})));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierDram, {3})));
   const std::vector<int64_t> q = {4, 1, 2, 3};
   for (int call = 0; call < 2; ++call) {  // once per call, not per backend
     RecordingVisitor visitor;
@@ -313,16 +274,17 @@ TEST(AbslRwlockVisitTest, WorkerAnnouncedOncePerCallBeforeItsPlacements) {
 TEST(AbslRwlockVisitTest, AbsentBlocksAreReportedInOrder) {
   AbslRwlockBackend backend;
   ExpectOk(
-      ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {2}, {kFull}, {64})}));
+      Apply(backend,
+            Batch("w1", "a1").Report(kTierHbm, {2}, {kComponentFull}, {64})));
   const std::vector<BlockRecordSeen> expected = {
-      {0, 0, {}}, {1, 64, {{"w1", kTierHbm, kFull}}}, {2, 0, {}}};
+      {0, 0, {}}, {1, 64, {{"w1", kTierHbm, kComponentFull}}}, {2, 0, {}}};
   EXPECT_EQ(Scan(backend, {7, 2, -9}), expected);
 }
 
 TEST(AbslRwlockVisitTest, EarlyStopEndsTheCallbacks) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {3})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1, 2})));
+  ExpectOk(Apply(backend, Batch("w2", "a2").Report(kTierHbm, {3})));
   const std::vector<int64_t> q = {1, 2, 3};
   for (bool counting : {false, true}) {
     RecordingVisitor visitor(/*stop_after_blocks=*/2);
@@ -342,19 +304,20 @@ TEST(AbslRwlockVisitTest, EarlyStopEndsTheCallbacks) {
 
 TEST(AbslRwlockVisitTest, WorkerViewCarriesAddressAndSpec) {
   AbslRwlockBackend backend;
-  const CacheSpec spec{1, kFull | kSwa, 100, 3, 1, 0};
-  ExpectOk(ApplyBatch(backend, "w1", "10.0.0.1:9000", {Report(kTierHbm, {1})},
-                      &spec));
+  const CacheSpec spec{1, kComponentFull | kComponentSwa, 100, 3, 1, 0};
+  ExpectOk(Apply(
+      backend, Batch("w1", "10.0.0.1:9000").Spec(spec).Report(kTierHbm, {1})));
   RecordingVisitor with_spec;
   const std::vector<int64_t> q = {1};
   ExpectOk(backend.PrefixScan({q.data(), q.size()}, &with_spec));
   EXPECT_EQ(with_spec.worker("w1").address, "10.0.0.1:9000");
   ASSERT_EQ(with_spec.worker("w1").has_cache_spec, 1u);
   EXPECT_EQ(with_spec.worker("w1").spec.swa_window_tokens, 100u);
-  EXPECT_EQ(with_spec.worker("w1").spec.components, kFull | kSwa);
+  EXPECT_EQ(with_spec.worker("w1").spec.components,
+            kComponentFull | kComponentSwa);
   // An empty action list still upserts: empty address overwrites, an absent
   // spec clears the stored one.
-  ExpectOk(ApplyBatch(backend, "w1", "", {}));
+  ExpectOk(Apply(backend, Batch("w1", "")));
   RecordingVisitor cleared;
   ExpectOk(backend.PrefixScan({q.data(), q.size()}, &cleared));
   EXPECT_EQ(cleared.worker("w1").address, "");
@@ -363,17 +326,20 @@ TEST(AbslRwlockVisitTest, WorkerViewCarriesAddressAndSpec) {
 
 TEST(AbslRwlockApplyTest, ReportReplacesMaskAndKeepsKnownTokenCount) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1",
-                      {Report(kTierHbm, {1}, {kFull | kSwa}, {80})}));
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {1}, {kFull})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1")
+                              .Report(kTierHbm, {1},
+                                      {kComponentFull | kComponentSwa}, {80})));
+  ExpectOk(Apply(backend,
+                 Batch("w2", "a2").Report(kTierHbm, {1}, {kComponentFull})));
   // Mask replaced down to legacy 0; size 0 does not erase the count.
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1}, {0}, {0})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1}, {0}, {0})));
   std::vector<BlockRecordSeen> expected = {
-      {0, 80, {{"w1", kTierHbm, 0}, {"w2", kTierHbm, kFull}}}};
+      {0, 80, {{"w1", kTierHbm, 0}, {"w2", kTierHbm, kComponentFull}}}};
   EXPECT_EQ(Scan(backend, {1}), expected);
   // The last non-zero size wins, whoever reports it.
   ExpectOk(
-      ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {1}, {kFull}, {96})}));
+      Apply(backend,
+            Batch("w2", "a2").Report(kTierHbm, {1}, {kComponentFull}, {96})));
   expected[0].token_count = 96;
   EXPECT_EQ(Scan(backend, {1}), expected);
 }
@@ -387,9 +353,10 @@ TEST(AbslRwlockApplyTest, StatsFollowReportRevokeAndClear) {
   EXPECT_EQ(s.hit_counters, 0u);
   const uint64_t empty_bytes = s.memory_bytes;
 
-  ExpectOk(ApplyBatch(backend, "w1", "a1",
-                      {Report(kTierHbm, {1, 2, 3}), Report(kTierDram, {1})}));
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {3, 4})}));
+  ExpectOk(Apply(
+      backend,
+      Batch("w1", "a1").Report(kTierHbm, {1, 2, 3}).Report(kTierDram, {1})));
+  ExpectOk(Apply(backend, Batch("w2", "a2").Report(kTierHbm, {3, 4})));
   s = Stats(backend);
   EXPECT_EQ(s.blocks, 4u);
   EXPECT_EQ(s.placements, 6u);
@@ -399,20 +366,20 @@ TEST(AbslRwlockApplyTest, StatsFollowReportRevokeAndClear) {
   CountingMatch(backend, {1, 2, 3, 4, 5});
   EXPECT_EQ(Stats(backend).hit_counters, 4u);
 
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierHbm, {2, 404})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Revoke(kTierHbm, {2, 404})));
   s = Stats(backend);
   EXPECT_EQ(s.blocks, 3u);
   EXPECT_EQ(s.placements, 5u);
   EXPECT_EQ(s.hit_counters, 3u);
 
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierHbm)}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Clear(kTierHbm)));
   s = Stats(backend);
   EXPECT_EQ(s.blocks, 3u);      // 1 (DRAM), 3 and 4 (w2)
   EXPECT_EQ(s.placements, 3u);  // w1:1@DRAM, w2:3, w2:4
   EXPECT_EQ(s.hit_counters, 3u);
 
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Clear(kTierHbm)}));
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierDram)}));
+  ExpectOk(Apply(backend, Batch("w2", "a2").Clear(kTierHbm)));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Clear(kTierDram)));
   s = Stats(backend);
   EXPECT_EQ(s.blocks, 0u);
   EXPECT_EQ(s.placements, 0u);
@@ -422,7 +389,7 @@ TEST(AbslRwlockApplyTest, StatsFollowReportRevokeAndClear) {
 
 TEST(AbslRwlockApplyTest, StatsRespectCallerStructSize) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1})));
   BackendStats stats;
   memset(&stats, 0xAB, sizeof(stats));
   stats.struct_size = offsetof(BackendStats, workers);  // an older host
@@ -435,39 +402,41 @@ TEST(AbslRwlockApplyTest, StatsRespectCallerStructSize) {
 
 TEST(AbslRwlockHitTest, CounterDiesWithTheLastPlacementOnly) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1",
-                      {Report(kTierHbm, {1, 2}), Report(kTierDram, {1})}));
+  ExpectOk(
+      Apply(backend,
+            Batch("w1", "a1").Report(kTierHbm, {1, 2}).Report(kTierDram, {1})));
   CountingMatch(backend, {1, 2, 3});
   EXPECT_EQ(Hits(backend, {1, 2, 3}), (std::vector<uint64_t>{1, 1, 0}));
   // Losing one of two placements keeps the counter.
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierHbm, {1, 2})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Revoke(kTierHbm, {1, 2})));
   EXPECT_EQ(Hits(backend, {1, 2}), (std::vector<uint64_t>{1, 0}));
   // Losing the last one deletes it, and a new report starts from nothing.
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Revoke(kTierDram, {1})}));
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Revoke(kTierDram, {1})));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1})));
   EXPECT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{0}));
 }
 
 TEST(AbslRwlockHitTest, EmptiedInsideABatchLosesCounterAndTokenCount) {
   AbslRwlockBackend backend;
   ExpectOk(
-      ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1}, {kFull}, {50})}));
+      Apply(backend,
+            Batch("w1", "a1").Report(kTierHbm, {1}, {kComponentFull}, {50})));
   CountingMatch(backend, {1});
   ASSERT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{1}));
   // Sequentially the block is deleted and then created again.
-  ExpectOk(
-      ApplyBatch(backend, "w1", "a1",
-                 {Revoke(kTierHbm, {1}), Report(kTierDram, {1}, {kFull})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1")
+                              .Revoke(kTierHbm, {1})
+                              .Report(kTierDram, {1}, {kComponentFull})));
   EXPECT_EQ(Hits(backend, {1}), (std::vector<uint64_t>{0}));
   const std::vector<BlockRecordSeen> expected = {
-      {0, 0, {{"w1", kTierDram, kFull}}}};
+      {0, 0, {{"w1", kTierDram, kComponentFull}}}};
   EXPECT_EQ(Scan(backend, {1}), expected);
   EXPECT_EQ(Stats(backend).hit_counters, 0u);
 }
 
 TEST(AbslRwlockHitTest, CountsOnlyHeldHashesAndSaturates) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1, 2})));
   RecordingVisitor plain;
   const std::vector<int64_t> q = {1, 2, 3};
   ExpectOk(backend.Match({q.data(), q.size()}, false, &plain));
@@ -480,34 +449,34 @@ TEST(AbslRwlockHitTest, CountsOnlyHeldHashesAndSaturates) {
   EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{kMax, 2, 0}));
   EXPECT_EQ(Stats(backend).hit_counters, 2u);
   // Applies never change counters except by deletion.
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1, 2})));
   EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{kMax, 2, 0}));
 }
 
 TEST(AbslRwlockApplyTest, ReapplyingABatchIsIdempotent) {
   AbslRwlockBackend backend;
-  const std::vector<Action> batch = {
-      Report(kTierHbm, {9, 10}, {kFull, kSwa}, {16, 0}),
-      Revoke(kTierHbm, {9}),
-      Report(kTierHbm, {9}, {kFull}, {0}),
-      Report(kTierDram, {11}),
-      Clear(kTierDram),
-      Report(kTierDram, {12}),
-  };
+  const Batch batch =
+      Batch("w1", "a1")
+          .Report(kTierHbm, {9, 10}, {kComponentFull, kComponentSwa}, {16, 0})
+          .Revoke(kTierHbm, {9})
+          .Report(kTierHbm, {9}, {kComponentFull}, {0})
+          .Report(kTierDram, {11})
+          .Clear(kTierDram)
+          .Report(kTierDram, {12});
   const std::vector<int64_t> universe = {9, 10, 11, 12};
-  ExpectOk(ApplyBatch(backend, "w1", "a1", batch));
+  ExpectOk(Apply(backend, batch));
   const std::vector<BlockRecordSeen> once = Scan(backend, universe);
   const BackendStats first = Stats(backend);
   for (int i = 0; i < 3; ++i) {
-    ExpectOk(ApplyBatch(backend, "w1", "a1", batch));
+    ExpectOk(Apply(backend, batch));
     EXPECT_EQ(Scan(backend, universe), once);
     const BackendStats again = Stats(backend);
     EXPECT_EQ(again.blocks, first.blocks);
     EXPECT_EQ(again.placements, first.placements);
   }
   const std::vector<BlockRecordSeen> expected = {
-      {0, 0, {{"w1", kTierHbm, kFull}}},
-      {1, 0, {{"w1", kTierHbm, kSwa}}},
+      {0, 0, {{"w1", kTierHbm, kComponentFull}}},
+      {1, 0, {{"w1", kTierHbm, kComponentSwa}}},
       {2, 0, {}},
       {3, 0, {{"w1", kTierDram, 0}}}};
   EXPECT_EQ(once, expected);
@@ -515,36 +484,38 @@ TEST(AbslRwlockApplyTest, ReapplyingABatchIsIdempotent) {
 
 TEST(AbslRwlockApplyTest, ClearUsesHoldingsAndLaterReportsSurvive) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1",
-                      {Report(kTierHbm, {1, 2, 3}), Report(kTierDram, {1})}));
-  ExpectOk(ApplyBatch(backend, "w2", "a2", {Report(kTierHbm, {2})}));
-  ExpectOk(ApplyBatch(backend, "w1", "a1",
-                      {Clear(kTierHbm), Report(kTierHbm, {3})}));
+  ExpectOk(Apply(
+      backend,
+      Batch("w1", "a1").Report(kTierHbm, {1, 2, 3}).Report(kTierDram, {1})));
+  ExpectOk(Apply(backend, Batch("w2", "a2").Report(kTierHbm, {2})));
+  ExpectOk(
+      Apply(backend, Batch("w1", "a1").Clear(kTierHbm).Report(kTierHbm, {3})));
   const std::vector<BlockRecordSeen> expected = {{0, 0, {{"w1", kTierDram, 0}}},
                                                  {1, 0, {{"w2", kTierHbm, 0}}},
                                                  {2, 0, {{"w1", kTierHbm, 0}}}};
   EXPECT_EQ(Scan(backend, {1, 2, 3}), expected);
   // The re-reported hash is still in the holdings: a second clear finds it.
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Clear(kTierHbm)}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Clear(kTierHbm)));
   EXPECT_EQ(Scan(backend, {3}), (std::vector<BlockRecordSeen>{{0, 0, {}}}));
 }
 
 TEST(AbslRwlockApplyTest, RefusesMalformedViewsWithoutChangingState) {
   AbslRwlockBackend backend;
-  EXPECT_EQ(ApplyBatch(backend, "", "a", {Report(kTierHbm, {1})}).code,
+  EXPECT_EQ(Apply(backend, Batch("", "a").Report(kTierHbm, {1})).code,
             BackendCode::kInvalidArgument);
-  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {Report(0, {1})}).code,
+  EXPECT_EQ(Apply(backend, Batch("w1", "a").Report(0, {1})).code,
             BackendCode::kInvalidArgument);
-  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {Report(4, {1})}).code,
+  EXPECT_EQ(Apply(backend, Batch("w1", "a").Report(4, {1})).code,
             BackendCode::kInvalidArgument);
-  EXPECT_EQ(ApplyBatch(backend, "w1", "a", {{999, kTierHbm, {1}, {}, {}}}).code,
+  EXPECT_EQ(Apply(backend, Batch("w1", "a").Action(999, kTierHbm, {1})).code,
             BackendCode::kInvalidArgument);
-  EXPECT_EQ(
-      ApplyBatch(backend, "w1", "a", {Report(kTierHbm, {1, 2}, {kFull})}).code,
-      BackendCode::kInvalidArgument);
+  EXPECT_EQ(Apply(backend,
+                  Batch("w1", "a").Report(kTierHbm, {1, 2}, {kComponentFull}))
+                .code,
+            BackendCode::kInvalidArgument);
   // A valid action after an invalid one must not have been applied.
   EXPECT_EQ(
-      ApplyBatch(backend, "w1", "a", {Report(kTierHbm, {5}), Report(7, {6})})
+      Apply(backend, Batch("w1", "a").Report(kTierHbm, {5}).Report(7, {6}))
           .code,
       BackendCode::kInvalidArgument);
   EXPECT_EQ(Stats(backend).workers, 0u);
@@ -566,7 +537,7 @@ using test_support::ParkingVisitor;
 
 TEST(AbslRwlockLockTest, NonCountingMatchRunsWhileAReaderHoldsTheLock) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1, 2})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1, 2})));
   const std::vector<int64_t> q = {1, 2};
 
   ParkingVisitor parker(/*continue_after_release=*/false);
@@ -575,32 +546,41 @@ TEST(AbslRwlockLockTest, NonCountingMatchRunsWhileAReaderHoldsTheLock) {
   });
   ASSERT_TRUE(parker.WaitParked(std::chrono::seconds(10)));
 
-  // The reader now holds the shared lock. A non-counting match must finish.
+  // The reader now holds the shared lock. A non-counting match must finish
+  // while it is still parked: the matcher notes, as its Match returns,
+  // whether the parked scan has left OnBlock. The wait is bounded just under
+  // kParkLimit, so a slow machine only makes it longer, and a Match that
+  // blocks behind the reader cannot pass: it returns only once the reader
+  // has left, released after this wait or given up at kParkLimit.
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  bool done_while_parked = false;
   RecordingVisitor visitor;
   std::thread matcher([&] {
     ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+    const bool parked = !parker.left();
     std::lock_guard<std::mutex> lock(mu);
     done = true;
+    done_while_parked = parked;
     cv.notify_all();
   });
-  bool finished;
   {
     std::unique_lock<std::mutex> lock(mu);
-    finished = cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; });
+    cv.wait_for(lock, ParkingVisitor::kParkLimit - std::chrono::seconds(5),
+                [&] { return done; });
   }
   parker.Release();  // lets every thread finish whatever happened
   matcher.join();
   reader.join();
-  EXPECT_TRUE(finished) << "non-counting Match blocked behind a reader";
+  EXPECT_TRUE(done_while_parked)
+      << "non-counting Match blocked behind a reader";
   EXPECT_EQ(visitor.blocks().size(), 2u);
 }
 
 TEST(AbslRwlockLockTest, CountingMatchWaitsForReaders) {
   AbslRwlockBackend backend;
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, {1})}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1})));
   const std::vector<int64_t> q = {1};
 
   ParkingVisitor parker(/*continue_after_release=*/false);
@@ -644,14 +624,15 @@ TEST(AbslRwlockLockTest, ReadersSeeWholeBatchesOnly) {
   for (int64_t h = 64; h < 128; ++h) high.push_back(h);
   all = low;
   all.insert(all.end(), high.begin(), high.end());
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, low)}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, low)));
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     for (int i = 0; i < 300; ++i) {
       const auto& from = (i % 2 == 0) ? low : high;
       const auto& to = (i % 2 == 0) ? high : low;
-      ExpectOk(ApplyBatch(backend, "w1", "a1",
-                          {Report(kTierHbm, to), Revoke(kTierHbm, from)}));
+      ExpectOk(
+          Apply(backend,
+                Batch("w1", "a1").Report(kTierHbm, to).Revoke(kTierHbm, from)));
     }
     stop = true;
   });
@@ -720,7 +701,7 @@ TEST(AbslRwlockFailureTest, AFailedApplyLeavesNoTrace) {
     const std::string& id = ids[rng() % ids.size()];
     const std::string address = "addr-" + std::to_string(round) +
                                 "-long-enough-to-leave-small-string-buffer";
-    std::vector<Action> actions;
+    Batch batch(id, address);
     const int n_actions = 1 + static_cast<int>(rng() % 4);
     for (int a = 0; a < n_actions; ++a) {
       const uint32_t tier = 1 + static_cast<uint32_t>(rng() % 3);
@@ -739,33 +720,21 @@ TEST(AbslRwlockFailureTest, AFailedApplyLeavesNoTrace) {
           masks.push_back(static_cast<uint32_t>(rng() % 8));
           sizes.push_back(static_cast<uint32_t>(rng() % 3) * 16);
         }
-        actions.push_back(Report(tier, hashes, masks, sizes));
+        batch.Report(tier, hashes, masks, sizes);
       } else if (kind <= 4) {
-        actions.push_back(Revoke(tier, hashes));
+        batch.Revoke(tier, hashes);
       } else {
-        actions.push_back(Clear(tier));
+        batch.Clear(tier);
       }
     }
     if (rng() % 3 == 0) CountingMatch(backend, universe);
     const Snapshot before = Take(backend, universe, ids);
     for (int64_t fail_at = 0;; ++fail_at) {
-      // The views are built before arming, so only Apply's own
-      // allocations count.
-      std::vector<ActionView> views;
-      for (const Action& a : actions) {
-        views.push_back(ActionView{a.type,
-                                   a.tier,
-                                   {a.hashes.data(), a.hashes.size()},
-                                   {a.masks.data(), a.masks.size()},
-                                   {a.sizes.data(), a.sizes.size()}});
-      }
-      ApplyBatchView batch{};
-      batch.worker_id = {id.data(), id.size()};
-      batch.worker_address = {address.data(), address.size()};
-      batch.actions = views.data();
-      batch.action_count = views.size();
+      // The view is built before arming, so only Apply's own allocations
+      // count.
+      const test_support::BatchView view(batch);
       t_fail_countdown = fail_at;
-      const BackendStatus status = backend.Apply(batch);
+      const BackendStatus status = backend.Apply(view.view());
       const bool injected = t_fail_countdown == -1;
       t_fail_countdown = -1;
       if (status.code == BackendCode::kOk) {
@@ -785,7 +754,7 @@ TEST(AbslRwlockFailureTest, AFailedCountingMatchCountsNothing) {
   AbslRwlockBackend backend;
   std::vector<int64_t> hashes;
   for (int64_t h = 0; h < 100; ++h) hashes.push_back(h);
-  ExpectOk(ApplyBatch(backend, "w1", "a1", {Report(kTierHbm, hashes)}));
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, hashes)));
   RecordingVisitor visitor;
   t_fail_countdown = 0;
   const BackendStatus status =
@@ -817,9 +786,9 @@ TEST(AbslRwlockMemoryTest, AccountingTracksTheHeap) {
         // private.
         hashes.push_back(h < 2000 ? h : w * kBlocksPerWorker + h);
       }
-      ExpectOk(ApplyBatch(
-          *backend, id, "10.0.0." + std::to_string(w) + ":1",
-          {Report(kTierHbm, hashes), Report(kTierDram, {hashes[0]})}));
+      ExpectOk(Apply(*backend, Batch(id, "10.0.0." + std::to_string(w) + ":1")
+                                   .Report(kTierHbm, hashes)
+                                   .Report(kTierDram, {hashes[0]})));
     }
   }
   const BackendStats s = Stats(*backend);
@@ -841,7 +810,7 @@ TEST(AbslRwlockMemoryTest, AccountingTracksTheHeap) {
   // table keeps its capacity (abseil tables do not shrink on erase).
   for (int w = 0; w < kWorkers; ++w) {
     const std::string id = "worker-" + std::to_string(w);
-    ExpectOk(ApplyBatch(*backend, id, "", {Clear(kTierHbm), Clear(kTierDram)}));
+    ExpectOk(Apply(*backend, Batch(id, "").Clear(kTierHbm).Clear(kTierDram)));
   }
   const BackendStats after = Stats(*backend);
   EXPECT_EQ(after.placements, 0u);

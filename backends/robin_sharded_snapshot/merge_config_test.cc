@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "recording_visitor.h"
 #include "robin_backend.h"
 #include "robin_backend_testing.h"
-#include "test_batch.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer::robin {
 namespace {
@@ -58,9 +59,10 @@ TEST(MergeConfigTest, CreatedBackendsFollowTheVariable) {
   for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 11;
   auto apply_twice = [&](RobinShardedSnapshotBackend& backend) {
     for (uint32_t tier : {kTierHbm, kTierDram}) {
-      testing::TestBatch batch("w", "a");
+      test_support::Batch batch("w", "a");
       batch.Report(tier, hashes);
-      ASSERT_TRUE(testing::Ok(backend.Apply(batch.View())));
+      ASSERT_TRUE(
+          testing::Ok(backend.Apply(test_support::BatchView(batch).view())));
     }
   };
   char error[256] = "";

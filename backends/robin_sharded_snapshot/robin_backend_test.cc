@@ -19,14 +19,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "test_batch.h"
+#include "recording_visitor.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer::robin {
 namespace {
 
+using test_support::Batch;
 using testing::Ok;
 using testing::RecordingVisitor;
-using testing::TestBatch;
 using Phase = RobinBackendTesting::WriterPhase;
 
 constexpr auto kTimeout = std::chrono::seconds(10);
@@ -90,8 +91,9 @@ bool CompletesOnAnotherThread(Fn fn) {
 
 class RobinBackendTest : public ::testing::Test {
  protected:
-  void Apply(TestBatch batch) {
-    const BackendStatus s = backend_.Apply(batch.View());
+  void Apply(const Batch& batch) {
+    const BackendStatus s =
+        backend_.Apply(test_support::BatchView(batch).view());
     ASSERT_TRUE(Ok(s)) << s.message;
   }
   RecordingVisitor Match(std::vector<int64_t> hashes, bool count = false) {
@@ -125,7 +127,7 @@ class RobinBackendTest : public ::testing::Test {
   void ScanWhileWriting(
       const std::vector<int64_t>& hashes,
       const std::function<void(const RecordingVisitor&)>& check,
-      const std::function<testing::TestBatch(uint32_t)>& batch);
+      const std::function<Batch(uint32_t)>& batch);
   // Failed applies (spill allocations failing mid-batch) change nothing that
   // readers, hit counts or stats can see, and later batches behave as if
   // they never happened.
@@ -135,8 +137,8 @@ class RobinBackendTest : public ::testing::Test {
 };
 
 TEST_F(RobinBackendTest, ReportsAbsentBlocksAndAnnouncesWorkersOnce) {
-  Apply(TestBatch("w1", "a1").Report(kTierHbm, {1, 2}, {3, 5}, {16, 0}));
-  Apply(TestBatch("w2", "a2").Report(kTierDram, {2}));
+  Apply(Batch("w1", "a1").Report(kTierHbm, {1, 2}, {3, 5}, {16, 0}));
+  Apply(Batch("w2", "a2").Report(kTierDram, {2}));
   RecordingVisitor v = Match({1, 404, 2});
   ASSERT_EQ(v.blocks.size(), 3u);
   EXPECT_EQ(v.blocks[0].token_count, 16u);
@@ -150,7 +152,7 @@ TEST_F(RobinBackendTest, ReportsAbsentBlocksAndAnnouncesWorkersOnce) {
 }
 
 TEST_F(RobinBackendTest, EarlyStopMakesNoFurtherCallbacksButCountsAllHits) {
-  Apply(TestBatch("w", "a").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1, 2, 3}));
   const int64_t hashes[] = {1, 2, 3};
   RecordingVisitor v(/*stop_after=*/1);
   ASSERT_TRUE(Ok(backend_.PrefixScan(HashSpan{hashes, 3}, &v)));
@@ -165,23 +167,21 @@ TEST_F(RobinBackendTest, ManyWorkersSpillAndShrinkBack) {
   // 40 workers on one block exercises spill arrays of several size classes,
   // in both directions, across many publishes.
   for (int w = 0; w < 40; ++w) {
-    Apply(TestBatch("w" + std::to_string(w), "a")
+    Apply(Batch("w" + std::to_string(w), "a")
               .Report(kTierHbm, {7}, {}, {uint32_t(w + 1)}));
-    Apply(TestBatch("w" + std::to_string(w), "a").Report(kTierSsd, {7}));
+    Apply(Batch("w" + std::to_string(w), "a").Report(kTierSsd, {7}));
   }
   RecordingVisitor v = Match({7});
   ASSERT_EQ(v.blocks.size(), 1u);
   EXPECT_EQ(v.blocks[0].placements.size(), 80u);
   EXPECT_EQ(v.blocks[0].token_count, 40u);
   for (int w = 0; w < 40; w += 2) {
-    Apply(TestBatch("w" + std::to_string(w), "a")
-              .Clear(kTierHbm)
-              .Clear(kTierSsd));
+    Apply(Batch("w" + std::to_string(w), "a").Clear(kTierHbm).Clear(kTierSsd));
   }
   v = Match({7});
   EXPECT_EQ(v.blocks[0].placements.size(), 40u);
   for (int w = 1; w < 40; w += 2) {
-    Apply(TestBatch("w" + std::to_string(w), "a").Revoke(kTierSsd, {7}));
+    Apply(Batch("w" + std::to_string(w), "a").Revoke(kTierSsd, {7}));
   }
   v = Match({7});
   EXPECT_EQ(v.blocks[0].placements.size(), 20u);
@@ -190,16 +190,16 @@ TEST_F(RobinBackendTest, ManyWorkersSpillAndShrinkBack) {
 }
 
 TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
-  Apply(TestBatch("w", "old").Report(kTierHbm, {1}));
+  Apply(Batch("w", "old").Report(kTierHbm, {1}));
   ASSERT_EQ(Match({1}, true).blocks.size(), 1u);  // counter of 1 := 1
   Rendezvous writer_blocked;
   RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kBackCopyApplied) writer_blocked.Hold();
   });
   std::thread writer([&] {
-    TestBatch b("w", "new");
+    Batch b("w", "new");
     b.Revoke(kTierHbm, {1}).Report(kTierHbm, {2});
-    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+    EXPECT_TRUE(Ok(backend_.Apply(test_support::BatchView(b).view())));
   });
   ASSERT_TRUE(writer_blocked.WaitHeld());
   // The writer holds its mutex mid-apply; every query still completes and
@@ -226,15 +226,15 @@ TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterIsBlockedBeforePublish) {
 }
 
 TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterDrains) {
-  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   Rendezvous writer_blocked;
   RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kPublished) writer_blocked.Hold();
   });
   std::thread writer([&] {
-    TestBatch b("w", "a");
+    Batch b("w", "a");
     b.Report(kTierHbm, {2});
-    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+    EXPECT_TRUE(Ok(backend_.Apply(test_support::BatchView(b).view())));
   });
   ASSERT_TRUE(writer_blocked.WaitHeld());
   EXPECT_TRUE(CompletesOnAnotherThread([&] {
@@ -249,7 +249,7 @@ TEST_F(RobinBackendTest, ReadersCompleteWhileTheWriterDrains) {
 // A reader that started before a publish keeps reading its own snapshot: the
 // writer waits for it before touching that copy.
 TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
-  Apply(TestBatch("w1", "a").Report(kTierHbm, {1, 2}));
+  Apply(Batch("w1", "a").Report(kTierHbm, {1, 2}));
   Rendezvous reader_held;
   Rendezvous writer_published;
   RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
@@ -274,9 +274,9 @@ TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
   ASSERT_TRUE(reader_held.WaitHeld());
   std::atomic<bool> applied{false};
   std::thread writer([&] {
-    TestBatch b("w2", "b");
+    Batch b("w2", "b");
     b.Report(kTierHbm, {2}).Report(kTierDram, {1});
-    EXPECT_TRUE(Ok(backend_.Apply(b.View())));
+    EXPECT_TRUE(Ok(backend_.Apply(test_support::BatchView(b).view())));
     applied = true;
   });
   // Wait until the batch is live, then let the held reader continue.
@@ -296,7 +296,7 @@ TEST_F(RobinBackendTest, AHeldReaderKeepsItsSnapshotAcrossAPublish) {
 // Block 9 is deleted and re-created inside one batch: its counter is reset,
 // and readers see the reset together with the rest of the batch.
 TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
-  Apply(TestBatch("w", "a").Report(kTierHbm, {9}, {}, {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {9}, {}, {1}));
   for (int i = 0; i < 3; ++i) Match({9}, true);
   ASSERT_EQ(Hits({9}), std::vector<uint64_t>{3});
   int hooks = 0;
@@ -315,7 +315,7 @@ TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
       EXPECT_EQ(Stats().hit_counters, 0u);
     }
   });
-  Apply(TestBatch("w", "a")
+  Apply(Batch("w", "a")
             .Report(kTierHbm, {9}, {}, {1})
             .Revoke(kTierHbm, {9})
             .Report(kTierHbm, {9}, {}, {2}));
@@ -329,7 +329,7 @@ TEST_F(RobinBackendTest, ACounterResetIsPublishedWithItsBatch) {
 
 // A counting match publishes all of its increments at once.
 TEST_F(RobinBackendTest, ACountingMatchIsAtomicForHitCountReaders) {
-  Apply(TestBatch("w", "a").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1, 2, 3}));
   Match({1, 2}, true);
   int hooks = 0;
   RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
@@ -376,7 +376,7 @@ TEST_F(RobinBackendTest, ConcurrentCountingMatchesAgreeWithIncarnations) {
   std::map<int64_t, uint32_t> token;  // present blocks -> incarnation token
   uint32_t next_token = 1;
   for (int step = 0; step < 3000; ++step) {
-    TestBatch b("w", "a");
+    Batch b("w", "a");
     for (int k = 0; k < 4; ++k) {
       const int64_t h = static_cast<int64_t>(rng() % kHashes);
       if (token.count(h) != 0 && rng() % 2 == 0) {
@@ -391,7 +391,7 @@ TEST_F(RobinBackendTest, ConcurrentCountingMatchesAgreeWithIncarnations) {
         token[h] = next_token++;
       }
     }
-    ASSERT_TRUE(Ok(backend_.Apply(b.View())));
+    ASSERT_TRUE(Ok(backend_.Apply(test_support::BatchView(b).view())));
   }
   stop = true;
   for (auto& t : readers) t.join();
@@ -448,7 +448,7 @@ TEST_F(RobinBackendTest,
         }
       },
       [&](uint32_t step) {
-        TestBatch b(step % 2 == 0 ? "w1" : "w2", step % 2 == 0 ? "a" : "b");
+        Batch b(step % 2 == 0 ? "w1" : "w2", step % 2 == 0 ? "a" : "b");
         switch (step % 4) {
           case 0:
             b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step));
@@ -473,9 +473,9 @@ void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
   constexpr int kHashes = 512;
   std::vector<int64_t> hashes(kHashes);
   for (int i = 0; i < kHashes; ++i) hashes[i] = i * 7919;
-  Apply(TestBatch("w", "a").Report(kTierHbm, hashes,
-                                   std::vector<uint32_t>(kHashes, 1),
-                                   std::vector<uint32_t>(kHashes, 1)));
+  Apply(Batch("w", "a").Report(kTierHbm, hashes,
+                               std::vector<uint32_t>(kHashes, 1),
+                               std::vector<uint32_t>(kHashes, 1)));
   // Every batch sets one value as both mask and token count on all blocks.
   ScanWhileWriting(
       hashes,
@@ -489,7 +489,7 @@ void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
         ASSERT_EQ(states.begin()->first, states.begin()->second);
       },
       [&](uint32_t step) {
-        TestBatch b("w", "a");
+        Batch b("w", "a");
         b.Report(kTierHbm, hashes, std::vector<uint32_t>(kHashes, step + 2),
                  std::vector<uint32_t>(kHashes, step + 2));
         return b;
@@ -499,7 +499,7 @@ void RobinBackendTest::ReadersSeeWholeBatchesWhileWriting() {
 void RobinBackendTest::ScanWhileWriting(
     const std::vector<int64_t>& hashes,
     const std::function<void(const RecordingVisitor&)>& check,
-    const std::function<TestBatch(uint32_t)>& batch) {
+    const std::function<Batch(uint32_t)>& batch) {
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
   std::vector<std::thread> readers;
@@ -518,8 +518,8 @@ void RobinBackendTest::ScanWhileWriting(
   // Keep writing until the readers have overlapped with plenty of batches.
   for (uint32_t step = 0; step < 200000 && (step < 400 || reads.load() < 200);
        ++step) {
-    TestBatch b = batch(step);
-    const BackendStatus s = backend_.Apply(b.View());
+    Batch b = batch(step);
+    const BackendStatus s = backend_.Apply(test_support::BatchView(b).view());
     EXPECT_TRUE(Ok(s)) << s.message;
     if (!Ok(s)) break;
   }
@@ -538,7 +538,7 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   EXPECT_GT(empty.memory_bytes, 0u);
   std::vector<int64_t> hashes(100000);
   for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 31;
-  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
+  Apply(Batch("w1", "a").Report(kTierHbm, hashes));
   const BackendStats one = Stats();
   EXPECT_EQ(one.blocks, 100000u);
   EXPECT_EQ(one.placements, 100000u);
@@ -550,7 +550,7 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
       double(one.memory_bytes - empty.memory_bytes) / one.placements;
   EXPECT_GE(per_block, 20 + 8 + 8);
   EXPECT_LE(per_block, 20 + 2 + 8 + 8 + 4);
-  Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
+  Apply(Batch("w2", "b").Report(kTierDram, hashes));
   const BackendStats two = Stats();
   EXPECT_EQ(two.placements, 200000u);
   // The second placement spills into one 32-byte array per block (8-byte
@@ -561,8 +561,8 @@ TEST_F(RobinBackendTest, StatsAndMemoryFollowTheIndex) {
   printf("memory: %.1f bytes/placement at 1 per block, %.1f at 2 per block\n",
          double(one.memory_bytes) / one.placements,
          double(two.memory_bytes) / two.placements);
-  Apply(TestBatch("w1", "a").Clear(kTierHbm));
-  Apply(TestBatch("w2", "b").Clear(kTierDram));
+  Apply(Batch("w1", "a").Clear(kTierHbm));
+  Apply(Batch("w2", "b").Clear(kTierDram));
   const BackendStats cleared = Stats();
   EXPECT_EQ(cleared.blocks, 0u);
   EXPECT_EQ(cleared.placements, 0u);
@@ -586,18 +586,18 @@ TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
   backend_.SetMergePolicy(0, kHugeRatio);
   std::vector<int64_t> hashes;
   for (int64_t h = 1; h <= 300; ++h) hashes.push_back(h * 7777);
-  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
-  Apply(TestBatch("w2", "b").Report(kTierDram, {hashes[0], hashes[1]}));
+  Apply(Batch("w1", "a").Report(kTierHbm, hashes));
+  Apply(Batch("w2", "b").Report(kTierDram, {hashes[0], hashes[1]}));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 2u);  // all in the base now
 
   // Changes that stay in the delta.
   backend_.SetMergePolicy(kNeverMerge, kHugeRatio);
-  Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[0], hashes[2]}));
-  Apply(TestBatch("w3", "c").Report(kTierHbm, {hashes[1], hashes[3]}));
-  Apply(TestBatch("w4", "d").Report(kTierHbm, {hashes[4]}));
-  Apply(TestBatch("w4", "d").Revoke(kTierHbm, {hashes[4]}));
-  Apply(TestBatch("w1", "a").Revoke(kTierHbm, {hashes[5]}));
-  Apply(TestBatch("w5", "e").Report(kTierSsd, {hashes[5]}));
+  Apply(Batch("w1", "a").Revoke(kTierHbm, {hashes[0], hashes[2]}));
+  Apply(Batch("w3", "c").Report(kTierHbm, {hashes[1], hashes[3]}));
+  Apply(Batch("w4", "d").Report(kTierHbm, {hashes[4]}));
+  Apply(Batch("w4", "d").Revoke(kTierHbm, {hashes[4]}));
+  Apply(Batch("w1", "a").Revoke(kTierHbm, {hashes[5]}));
+  Apply(Batch("w5", "e").Report(kTierSsd, {hashes[5]}));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 2u);
   auto check = [&](const char* when) {
     SCOPED_TRACE(when);
@@ -623,8 +623,8 @@ TEST_F(RobinBackendTest, MergesKeepEveryBlockAsTheDeltaSaysIt) {
   check("through the delta");
   // Any apply that changes something now merges.
   backend_.SetMergePolicy(0, kHugeRatio);
-  Apply(TestBatch("w6", "f").Report(kTierHbm, {int64_t{-1}}));
-  Apply(TestBatch("w6", "f").Revoke(kTierHbm, {int64_t{-1}}));
+  Apply(Batch("w6", "f").Report(kTierHbm, {int64_t{-1}}));
+  Apply(Batch("w6", "f").Revoke(kTierHbm, {int64_t{-1}}));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 4u);
   check("after the merge");
 }
@@ -636,12 +636,12 @@ TEST_F(RobinBackendTest, MergesStopAtTheBudget) {
   for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 29 + 3;
   // Every shard due, and a budget of one shard's entries: one shard each.
   backend_.SetMergePolicy(0, kHugeRatio, /*budget=*/1);
-  Apply(TestBatch("w", "a").Report(kTierHbm, hashes));
+  Apply(Batch("w", "a").Report(kTierHbm, hashes));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 1u);
   const uint64_t one_merge = Stats().memory_bytes;
   for (int i = 0; i < 100; ++i) {
     // A change in one block: every apply merges the most overdue shard.
-    Apply(TestBatch("v", "b").Report(kTierHbm, {int64_t{i} * 1000003}));
+    Apply(Batch("v", "b").Report(kTierHbm, {int64_t{i} * 1000003}));
   }
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 101u);
   // All shards are merged now, so the deltas are nearly empty.
@@ -659,18 +659,18 @@ TEST_F(RobinBackendTest, AMergeThatCannotAllocateIsSkipped) {
   backend_.SetMergePolicy(0, kHugeRatio);
   std::vector<int64_t> hashes(1000);
   for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = int64_t(i) * 31 + 7;
-  Apply(TestBatch("w1", "a").Report(kTierHbm, hashes));
+  Apply(Batch("w1", "a").Report(kTierHbm, hashes));
   const uint64_t merges = RobinBackendTesting::Merges(backend_);
   RobinBackendTesting::FailMergeMappingsAfter(backend_,
                                               3);  // fails in the 4th shard
-  Apply(TestBatch("w2", "b").Report(kTierDram, hashes));
+  Apply(Batch("w2", "b").Report(kTierDram, hashes));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), merges);
   RecordingVisitor v = Match(hashes);
   for (const auto& block : v.blocks) {
     EXPECT_EQ(block.placements.size(), 2u) << block.index;
   }
   RobinBackendTesting::FailMergeMappingsAfter(backend_, -1);
-  Apply(TestBatch("w3", "c").Report(kTierSsd, {hashes[0]}));
+  Apply(Batch("w3", "c").Report(kTierSsd, {hashes[0]}));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), merges + 1);
   v = Match(hashes);
   for (const auto& block : v.blocks) {
@@ -684,9 +684,9 @@ TEST_F(RobinBackendTest, TheDefaultPolicyMergesOnlyLargeDeltas) {
   std::vector<int64_t> few(64 * 8), many(64 * 4096);
   for (size_t i = 0; i < few.size(); ++i) few[i] = int64_t(i) * 13 + 1;
   for (size_t i = 0; i < many.size(); ++i) many[i] = -int64_t(i) * 17 - 1;
-  Apply(TestBatch("w", "a").Report(kTierHbm, few));
+  Apply(Batch("w", "a").Report(kTierHbm, few));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 0u);
-  Apply(TestBatch("w", "a").Report(kTierHbm, many));
+  Apply(Batch("w", "a").Report(kTierHbm, many));
   EXPECT_EQ(RobinBackendTesting::Merges(backend_), 1u);
   EXPECT_EQ(Stats().placements, few.size() + many.size());
 }
@@ -710,8 +710,8 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
   std::vector<int64_t> hundred, fifty;
   for (int64_t h = 1; h <= 100; ++h) hundred.push_back(h * 977);
   for (int64_t h = 1; h <= 50; ++h) fifty.push_back(h * 977);
-  Apply(TestBatch("w1", "a").Report(kTierHbm, hundred));
-  Apply(TestBatch("w2", "b").Report(kTierDram, fifty, {}, {}));
+  Apply(Batch("w1", "a").Report(kTierHbm, hundred));
+  Apply(Batch("w2", "b").Report(kTierDram, fifty, {}, {}));
   Match(fifty, true);
   // What readers, hit counts and stats see, and the spill arrays held (a
   // rolled-back batch must free every array it allocated).
@@ -729,9 +729,9 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
   // w3 joins every block (each needs a new array) and w2 loses its DRAM
   // copies; the 11th array allocation fails.
   RobinBackendTesting::FailSpillAllocationsAfter(backend_, 10);
-  TestBatch failing("w3", "c");
+  Batch failing("w3", "c");
   failing.Report(kTierSsd, hundred).Revoke(kTierDram, fifty);
-  EXPECT_EQ(backend_.Apply(failing.View()).code,
+  EXPECT_EQ(backend_.Apply(test_support::BatchView(failing).view()).code,
             BackendCode::kResourceExhausted);
   RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
   EXPECT_EQ(observe(), before);
@@ -739,22 +739,22 @@ void RobinBackendTest::AllocationFailuresChangeNothing() {
   // Now for real; blocks 1..50 then have three placements, so removing one
   // needs a new array.
   RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
-  Apply(TestBatch("w3", "c").Report(kTierSsd, hundred));
+  Apply(Batch("w3", "c").Report(kTierSsd, hundred));
   const auto with_w3 = observe();
   EXPECT_EQ(std::get<3>(with_w3), 250u);
 
   // w1 fails halfway through a CLEAR, then clears for real.
   RobinBackendTesting::FailSpillAllocationsAfter(backend_, 5);
-  TestBatch clear_fails("w1", "a");
+  Batch clear_fails("w1", "a");
   clear_fails.Clear(kTierHbm);
-  EXPECT_EQ(backend_.Apply(clear_fails.View()).code,
+  EXPECT_EQ(backend_.Apply(test_support::BatchView(clear_fails).view()).code,
             BackendCode::kResourceExhausted);
   RobinBackendTesting::FailSpillAllocationsAfter(backend_, -1);
   EXPECT_EQ(observe(), with_w3);
-  Apply(TestBatch("w1", "a").Clear(kTierHbm));
+  Apply(Batch("w1", "a").Clear(kTierHbm));
   EXPECT_EQ(Stats().placements, 150u);
-  Apply(TestBatch("w2", "b").Clear(kTierDram));
-  Apply(TestBatch("w3", "c").Clear(kTierSsd));
+  Apply(Batch("w2", "b").Clear(kTierDram));
+  Apply(Batch("w3", "c").Clear(kTierSsd));
   EXPECT_EQ(Stats().blocks, 0u);
   EXPECT_EQ(Stats().placements, 0u);
   EXPECT_EQ(Stats().hit_counters, 0u);
@@ -765,24 +765,26 @@ TEST_F(RobinBackendTest, NoOpBatchesDoNotPublish) {
   RobinBackendTesting::SetWriterHook(backend_, [&](Phase phase) {
     if (phase == Phase::kPublished) ++publishes;
   });
-  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));
   EXPECT_EQ(publishes, 1);
-  Apply(TestBatch("w", "a").Report(kTierHbm, {1}));   // same state
-  Apply(TestBatch("w", "a").Revoke(kTierDram, {1}));  // nothing to revoke
-  Apply(TestBatch("w", "a"));
+  Apply(Batch("w", "a").Report(kTierHbm, {1}));   // same state
+  Apply(Batch("w", "a").Revoke(kTierDram, {1}));  // nothing to revoke
+  Apply(Batch("w", "a"));
   EXPECT_EQ(publishes, 1);
-  Apply(TestBatch("w", "b"));  // address change
+  Apply(Batch("w", "b"));  // address change
   EXPECT_EQ(publishes, 2);
   RobinBackendTesting::SetWriterHook(backend_, nullptr);
 }
 
 TEST_F(RobinBackendTest, RejectsMalformedBatchesWithoutChanges) {
-  TestBatch bad("w", "a");
+  Batch bad("w", "a");
   bad.Report(0, {1});
-  EXPECT_EQ(backend_.Apply(bad.View()).code, BackendCode::kInvalidArgument);
-  TestBatch sides("w", "a");
+  EXPECT_EQ(backend_.Apply(test_support::BatchView(bad).view()).code,
+            BackendCode::kInvalidArgument);
+  Batch sides("w", "a");
   sides.Report(kTierHbm, {1, 2}, {1});
-  EXPECT_EQ(backend_.Apply(sides.View()).code, BackendCode::kInvalidArgument);
+  EXPECT_EQ(backend_.Apply(test_support::BatchView(sides).view()).code,
+            BackendCode::kInvalidArgument);
   EXPECT_EQ(Stats().workers, 0u);
 }
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "robin_backend.h"
-#include "test_batch.h"
+#include "tests/support/requests.h"
 #include "tsl/robin_map.h"
 
 namespace kvindexer::robin {
@@ -90,10 +90,10 @@ int Main(int argc, char** argv) {
   const auto ingest_start = Clock::now();
   const double ingest_cpu_start = ThreadCpuSeconds();
   for (uint32_t w = 0; w < kWorkers; ++w) {
-    testing::TestBatch b("worker-" + std::to_string(w),
-                         "10.0.0." + std::to_string(w) + ":1");
+    test_support::Batch b("worker-" + std::to_string(w),
+                          "10.0.0." + std::to_string(w) + ":1");
     b.Report(kTierHbm, anchor);
-    backend->Apply(b.View());
+    backend->Apply(test_support::BatchView(b).view());
     placed += kPrefix;
   }
   // Block i goes to workers (i + k) % 32 for k < share.
@@ -102,11 +102,11 @@ int Main(int argc, char** argv) {
       std::vector<int64_t> chunk;
       const auto flush = [&] {
         if (chunk.empty()) return;
-        testing::TestBatch b("worker-" + std::to_string(w),
-                             "10.0.0." + std::to_string(w) + ":1");
+        test_support::Batch b("worker-" + std::to_string(w),
+                              "10.0.0." + std::to_string(w) + ":1");
         b.Report(kTierHbm, chunk, std::vector<uint32_t>(chunk.size(), 3),
                  std::vector<uint32_t>(chunk.size(), 16));
-        backend->Apply(b.View());
+        backend->Apply(test_support::BatchView(b).view());
         placed += chunk.size();
         chunk.clear();
       };
@@ -196,7 +196,7 @@ int Main(int argc, char** argv) {
         while (!stop.load()) {
           std::vector<int64_t> chunk(kBatch);
           for (auto& h : chunk) h = bulk[wrng() % bulk.size()];
-          testing::TestBatch b(
+          test_support::Batch b(
               "worker-" + std::to_string(round % kWorkers),
               "10.0.0." + std::to_string(round % kWorkers) + ":1");
           if (round % 2 == 0) {
@@ -204,7 +204,7 @@ int Main(int argc, char** argv) {
           } else {
             b.Revoke(kTierDram, chunk);
           }
-          backend->Apply(b.View());
+          backend->Apply(test_support::BatchView(b).view());
           ++round;
         }
       });

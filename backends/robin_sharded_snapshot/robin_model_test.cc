@@ -1,6 +1,6 @@
 // Randomised differential test at the ABI level: random apply sequences (every
 // apply flips the live copy and replays onto the other, so a replay bug shows
-// up in later reads) against a plain std::map model. Each seed runs under
+// up in later reads) against test_support::ReferenceModel. Each seed runs under
 // three merge policies: the default (deltas of this size never merge), a
 // delta merged into the base after every apply, and merges now and then.
 // Deterministic per seed; the seed and policy are printed with any failure.
@@ -13,71 +13,19 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "recording_visitor.h"
 #include "robin_backend.h"
 #include "robin_backend_testing.h"
-#include "test_batch.h"
+#include "tests/support/reference_model.h"
+#include "tests/support/requests.h"
 
 namespace kvindexer::robin {
 namespace {
 
+using test_support::Batch;
+using test_support::ReferenceModel;
 using testing::Ok;
 using testing::RecordingVisitor;
-using testing::TestBatch;
-
-struct ModelWorker {
-  std::string address;
-  bool has_spec = false;
-  CacheSpec spec{};
-};
-
-struct ModelBlock {
-  uint32_t token_count = 0;
-  std::map<std::pair<std::string, uint32_t>, uint32_t> placements;
-};
-
-class Model {
- public:
-  void Report(const std::string& w, uint32_t tier, int64_t h, uint32_t mask,
-              uint32_t size) {
-    ModelBlock& b = blocks_[h];
-    b.placements[{w, tier}] = mask;
-    if (size > 0) b.token_count = size;
-  }
-  void Revoke(const std::string& w, uint32_t tier, int64_t h) {
-    auto it = blocks_.find(h);
-    if (it == blocks_.end()) return;
-    it->second.placements.erase({w, tier});
-    if (it->second.placements.empty()) {
-      blocks_.erase(it);
-      hits_.erase(h);
-    }
-  }
-  void Clear(const std::string& w, uint32_t tier) {
-    std::vector<int64_t> held;
-    for (const auto& [h, b] : blocks_) {
-      if (b.placements.count({w, tier}) != 0) held.push_back(h);
-    }
-    for (int64_t h : held) Revoke(w, tier, h);
-  }
-  void Count(const std::vector<int64_t>& hashes) {
-    for (int64_t h : hashes) {
-      if (blocks_.count(h) != 0) ++hits_[h];
-    }
-  }
-  size_t placements() const {
-    size_t n = 0;
-    for (const auto& [h, b] : blocks_) n += b.placements.size();
-    return n;
-  }
-
-  std::map<std::string, ModelWorker> workers;
-  const std::map<int64_t, ModelBlock>& blocks() const { return blocks_; }
-  const std::map<int64_t, uint64_t>& hits() const { return hits_; }
-
- private:
-  std::map<int64_t, ModelBlock> blocks_;
-  std::map<int64_t, uint64_t> hits_;
-};
 
 struct MergePolicy {
   const char* name;
@@ -99,7 +47,8 @@ void PrintTo(const MergePolicy& policy, std::ostream* os) {
 class ModelTest
     : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy>> {};
 
-void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
+void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
+                       const ReferenceModel& model,
                        const std::vector<int64_t>& universe) {
   RecordingVisitor v;
   ASSERT_TRUE(
@@ -118,12 +67,12 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
     EXPECT_EQ(b.placements, it->second.placements) << "hash " << h;
   }
   for (const auto& [ordinal, w] : v.workers) {
-    const ModelWorker& m = model.workers.at(w.id);
+    const ReferenceModel::Worker& m = model.workers().at(w.id);
     EXPECT_EQ(w.address, m.address) << w.id;
-    EXPECT_EQ(w.has_spec != 0, m.has_spec) << w.id;
-    if (m.has_spec) {
-      EXPECT_EQ(w.spec.swa_window_tokens, m.spec.swa_window_tokens);
-      EXPECT_EQ(w.spec.full_tier_mask, m.spec.full_tier_mask);
+    EXPECT_EQ(w.has_spec != 0, m.spec.has_value()) << w.id;
+    if (m.spec.has_value()) {
+      EXPECT_EQ(w.spec.swa_window_tokens, m.spec->swa_window_tokens);
+      EXPECT_EQ(w.spec.full_tier_mask, m.spec->full_tier_mask);
     }
   }
   std::vector<uint64_t> counts(universe.size());
@@ -137,9 +86,9 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend, const Model& model,
   BackendStats stats{};
   stats.struct_size = sizeof(stats);
   backend.GetStats(&stats);
-  EXPECT_EQ(stats.blocks, model.blocks().size());
-  EXPECT_EQ(stats.placements, model.placements());
-  EXPECT_EQ(stats.workers, model.workers.size());
+  EXPECT_EQ(stats.blocks, model.block_count());
+  EXPECT_EQ(stats.placements, model.placement_count());
+  EXPECT_EQ(stats.workers, model.worker_count());
   EXPECT_EQ(stats.hit_counters, model.hits().size());
 }
 
@@ -151,32 +100,24 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   auto uniform = [&](uint64_t n) { return rng() % n; };
   RobinShardedSnapshotBackend backend;
   backend.SetMergePolicy(policy.min_delta, policy.base_ratio);
-  Model model;
+  ReferenceModel model;
   std::vector<int64_t> universe;
   for (int64_t h = -40; h < 360; ++h) universe.push_back(h * 1000003);
   const std::vector<std::string> addresses = {"", "10.0.0.1:1", "10.0.0.2:2"};
 
   for (int step = 0; step < 300; ++step) {
     const std::string worker = "w" + std::to_string(uniform(6));
-    TestBatch batch(worker, addresses[uniform(addresses.size())]);
-    ModelWorker info;
-    info.address = addresses[0];
+    Batch batch(worker, addresses[uniform(addresses.size())]);
     if (uniform(3) == 0) {
-      CacheSpec spec{1, 3, uint32_t(uniform(4) * 64), uint32_t(uniform(8)),
-                     1, 0};
-      batch.Spec(spec);
-      info.has_spec = true;
-      info.spec = spec;
+      batch.Spec(CacheSpec{1, 3, uint32_t(uniform(4) * 64),
+                           uint32_t(uniform(8)), 1, 0});
     }
-    const ApplyBatchView& probe = batch.View();
-    info.address.assign(probe.worker_address.data, probe.worker_address.size);
 
     struct Planned {
       uint32_t type, tier;
       std::vector<int64_t> hashes;
       std::vector<uint32_t> masks, sizes;
     };
-    std::vector<Planned> planned;
     const int actions = int(uniform(5));
     for (int a = 0; a < actions; ++a) {
       Planned p;
@@ -211,23 +152,11 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
       } else {
         batch.Clear(p.tier);
       }
-      planned.push_back(std::move(p));
     }
-    const BackendStatus s = backend.Apply(batch.View());
+    const test_support::BatchView view(batch);
+    const BackendStatus s = backend.Apply(view.view());
     ASSERT_TRUE(Ok(s)) << s.message;
-    model.workers[worker] = info;
-    for (const Planned& p : planned) {
-      for (size_t i = 0; i < p.hashes.size(); ++i) {
-        if (p.type == kActionReport) {
-          model.Report(worker, p.tier, p.hashes[i],
-                       p.masks.empty() ? 0 : p.masks[i],
-                       p.sizes.empty() ? 0 : p.sizes[i]);
-        } else {
-          model.Revoke(worker, p.tier, p.hashes[i]);
-        }
-      }
-      if (p.type == kActionClearAllAtTier) model.Clear(worker, p.tier);
-    }
+    model.Store(view.view());
     if (uniform(3) == 0) {
       std::vector<int64_t> counted;
       std::set<int64_t> distinct;
@@ -238,7 +167,7 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
       RecordingVisitor v;
       ASSERT_TRUE(Ok(
           backend.Match(HashSpan{counted.data(), counted.size()}, true, &v)));
-      model.Count(counted);
+      model.CountHits(counted);
     }
     CheckAgainstModel(backend, model, universe);
     if (HasFailure()) {
