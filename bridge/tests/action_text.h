@@ -1,5 +1,6 @@
 // Renders actions and requests as short strings so that tests can state the
-// expected result in the spec's own notation, e.g. "REPORT HBM [1,2]".
+// expected result in the notation of docs/bridge-events.md, "Reference
+// behaviours", e.g. "REPORT HBM [1,2]".
 #ifndef KVINDEXER_BRIDGE_TESTS_ACTION_TEXT_H_
 #define KVINDEXER_BRIDGE_TESTS_ACTION_TEXT_H_
 
