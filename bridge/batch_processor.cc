@@ -63,7 +63,8 @@ absl::Status BatchProcessor::HandleMessage(
   std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest> requests =
       ChunkActions(actions_, header_, message->seq, limits_);
   for (size_t i = 0; i < requests.size(); ++i) {
-    absl::Status status = applier->Apply(requests[i]);
+    kv_indexer::v1::ApplyExternalKvBatchResponse response;
+    absl::Status status = applier->Apply(requests[i], &response);
     if (!status.ok()) {
       ++stats_->rpcs_failed;
       spdlog::warn(

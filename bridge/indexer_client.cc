@@ -61,18 +61,32 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
       new IndexerClient(std::move(channel), shutdown, rpc_timeout));
 }
 
-absl::Status IndexerClient::Apply(
-    const kv_indexer::v1::ApplyExternalKvBatchRequest& request) {
+template <typename Call>
+absl::Status IndexerClient::RunCall(Call call) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
-  kv_indexer::v1::ApplyExternalKvBatchResponse response;
   shutdown_->SetCanceller([&context] { context.TryCancel(); });
-  grpc::Status status =
-      stub_->ApplyExternalKvBatch(&context, request, &response);
+  grpc::Status status = call(&context);
   shutdown_->ClearCanceller();
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
+}
+
+absl::Status IndexerClient::Apply(
+    const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+    kv_indexer::v1::ApplyExternalKvBatchResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->ApplyExternalKvBatch(context, request, response);
+  });
+}
+
+absl::Status IndexerClient::Replace(
+    const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
+    kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->ReplaceExternalKvSnapshot(context, request, response);
+  });
 }
 
 }  // namespace kvindexer::bridge

@@ -2,7 +2,7 @@
 // connected eagerly with a 5 s connect timeout, sending applies with a 10 s
 // deadline each (docs/bridge-events.md, "Sending and errors > Connection").
 //
-// Thread safety: Apply() must not be called concurrently (the bridge sends
+// Thread safety: Apply() and Replace() must not be called concurrently (the bridge sends
 // one request at a time); the shutdown signal may cancel it from any thread.
 #ifndef KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
 #define KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
@@ -30,9 +30,17 @@ class IndexerClient final : public KvApplier {
       std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
 
   absl::Status Apply(
-      const kv_indexer::v1::ApplyExternalKvBatchRequest& request) override;
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
+  absl::Status Replace(
+      const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
+      kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
 
  private:
+  // Runs one unary call with the RPC deadline, cancellable by shutdown.
+  template <typename Call>
+  absl::Status RunCall(Call call);
+
   IndexerClient(std::shared_ptr<grpc::Channel> channel,
                 ShutdownSignal* shutdown,
                 std::chrono::milliseconds rpc_timeout);

@@ -27,12 +27,19 @@ using ::testing::IsEmpty;
 class FakeApplier : public KvApplier {
  public:
   absl::Status Apply(
-      const kv_indexer::v1::ApplyExternalKvBatchRequest& request) override {
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override {
     requests.push_back(request);
     if (fail_at >= 0 && static_cast<int>(requests.size()) - 1 == fail_at) {
       return failure;
     }
+    response->set_applied_seq(request.seq());
     return absl::OkStatus();
+  }
+  absl::Status Replace(
+      const kv_indexer::v1::ReplaceExternalKvSnapshotRequest&,
+      kv_indexer::v1::ReplaceExternalKvSnapshotResponse*) override {
+    return absl::UnimplementedError("not used by these tests");
   }
   std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest> requests;
   int fail_at = -1;

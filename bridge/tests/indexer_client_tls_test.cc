@@ -111,7 +111,8 @@ TEST(IndexerClientTls, HttpsAppliesReachATlsServer) {
   v1::ApplyExternalKvBatchRequest req;
   req.set_worker_id("tls-worker");
   req.set_worker_address("10.0.0.1:30000");
-  const absl::Status applied = (*client)->Apply(req);
+  v1::ApplyExternalKvBatchResponse resp;
+  const absl::Status applied = (*client)->Apply(req, &resp);
   EXPECT_TRUE(applied.ok()) << applied;
   EXPECT_EQ(server.service().workers(), std::vector<std::string>{"tls-worker"});
 }

@@ -1,0 +1,80 @@
+// The bounded queue between the bridge's ZMQ reader thread and its RPC side
+// (docs/bridge-events.md, "Recovery"). The reader never blocks on the
+// server: it pushes every live message it receives; when the buffer already
+// holds `capacity` batches the new batch is dropped and the loss is reported
+// to the consumer, in order, as one kOverflow item carrying the sequence
+// number of the first dropped batch (a gap the RPC side then repairs).
+// Connection events of the SUB socket (seen through the ZMQ socket monitor)
+// travel through the same queue so the consumer sees them in order with the
+// batches around them.
+//
+// Thread safety: one producer thread and one consumer thread; every method
+// may be called from either.
+#ifndef KVINDEXER_BRIDGE_LIVE_BUFFER_H_
+#define KVINDEXER_BRIDGE_LIVE_BUFFER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kvindexer::bridge {
+
+// One live message, owned. `topic` is empty for 2-frame messages.
+struct LiveBatch {
+  uint64_t seq = 0;
+  std::string topic;
+  std::string payload;
+};
+
+struct LiveItem {
+  enum class Kind : uint8_t {
+    kBatch,         // `batch` is a live message
+    kMalformed,     // a message that failed frame parsing; `detail` says why
+    kOverflow,      // batches were dropped from `first_dropped_seq` on
+    kDisconnected,  // the SUB socket lost its connection to the publisher
+    kConnected,     // the SUB socket (re)connected to the publisher
+  };
+  Kind kind = Kind::kBatch;
+  LiveBatch batch;             // kBatch
+  uint64_t first_dropped_seq = 0;  // kOverflow
+  uint64_t dropped = 0;        // kOverflow: how many batches were dropped
+  size_t frame_count = 0;      // kMalformed
+  std::string detail;          // kMalformed
+};
+
+class LiveBuffer {
+ public:
+  // REQUIRES: capacity > 0 (KV_INDEXER_LIVE_BUFFER_BATCHES).
+  explicit LiveBuffer(size_t capacity);
+  LiveBuffer(const LiveBuffer&) = delete;
+  LiveBuffer& operator=(const LiveBuffer&) = delete;
+
+  // Producer side. Never blocks. A batch that does not fit is dropped and
+  // counted; the first item pushed after room is free again (or the next
+  // Pop, whichever comes first) is preceded by one kOverflow item. Marker
+  // items (kMalformed, kDisconnected, kConnected) are always queued.
+  void Push(LiveItem item);
+
+  // Consumer side: the oldest item, waiting up to `timeout`; nullopt on
+  // timeout or after Close().
+  std::optional<LiveItem> Pop(std::chrono::milliseconds timeout);
+
+  // Wakes a waiting Pop and makes every later Pop return nullopt at once.
+  void Close();
+
+  // Batches currently queued (markers not counted).
+  size_t batches() const;
+  // Batches dropped since construction.
+  uint64_t dropped_total() const;
+  size_t capacity() const { return capacity_; }
+
+ private:
+  // PLACEHOLDER: the implementation chooses the private members.
+  const size_t capacity_;
+};
+
+}  // namespace kvindexer::bridge
+
+#endif  // KVINDEXER_BRIDGE_LIVE_BUFFER_H_
