@@ -72,8 +72,9 @@ FakeSglangPublisher::~FakeSglangPublisher() {
 }
 
 void FakeSglangPublisher::BindPubLocked() {
-  zmq::socket_t socket(context_, zmq::socket_type::pub);
+  zmq::socket_t socket(context_, zmq::socket_type::xpub);
   socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::xpub_verbose, 1);
   socket.set(zmq::sockopt::sndhwm, kPubHwm);
   if (pub_endpoint_.empty()) {
     socket.bind("tcp://127.0.0.1:*");
@@ -180,12 +181,29 @@ void FakeSglangPublisher::SetEpoch(std::optional<std::string> epoch) {
 
 void FakeSglangPublisher::StopLive() {
   std::lock_guard<std::mutex> lock(mu_);
+  DrainSubscriptionsLocked();
   pub_.reset();
 }
 
 void FakeSglangPublisher::StartLive() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pub_) BindPubLocked();
+}
+
+void FakeSglangPublisher::DrainSubscriptionsLocked() {
+  if (!pub_) return;
+  while (true) {
+    zmq::message_t message;
+    if (!pub_->recv(message, zmq::recv_flags::dontwait)) return;
+    const auto* bytes = static_cast<const unsigned char*>(message.data());
+    if (message.size() > 0 && bytes[0] == 1) ++subscriptions_;
+  }
+}
+
+size_t FakeSglangPublisher::subscriptions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  DrainSubscriptionsLocked();
+  return subscriptions_;
 }
 
 bool FakeSglangPublisher::live() const {
@@ -247,8 +265,16 @@ void FakeSglangPublisher::ServeLoop() {
   if (snapshot_) items.push_back({snapshot_->handle(), 0, ZMQ_POLLIN, 0});
   while (!stop_) {
     if (items.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        DrainSubscriptionsLocked();
+      }
       std::this_thread::sleep_for(kPollInterval);
       continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      DrainSubscriptionsLocked();
     }
     zmq::poll(items.data(), items.size(), kPollInterval);
     for (const zmq::pollitem_t& item : items) {

@@ -23,6 +23,11 @@
 // no high-water mark so they arrive complete unless a fault knob says
 // otherwise.
 //
+// The live socket is an XPUB in verbose mode: the same frames as SGLang's
+// PUB for a subscriber, but the fake sees every subscription arrive, so a
+// test can wait until a subscriber has joined instead of racing ZMQ's slow
+// joiner (subscriptions()).
+//
 // All sockets bind 127.0.0.1 on ephemeral ports; the ports stay the same for
 // the object's lifetime, across StopLive()/StartLive() and Restart().
 //
@@ -102,6 +107,11 @@ class FakeSglangPublisher {
   void StopLive();
   void StartLive();
   bool live() const;
+  // Subscribe messages received on the live socket so far (every
+  // subscriber's, every (re)connection's; never decreases). Once it has
+  // grown past a value read before a subscriber connected, batches sent
+  // live reach that subscriber.
+  size_t subscriptions();
 
   // Fault knobs. `seq` is omitted from every replay reply (a hole).
   void OmitFromReplay(uint64_t seq);
@@ -143,6 +153,7 @@ class FakeSglangPublisher {
                       const std::string& payload);
   std::string LiveTopicLocked() const;
   void BindPubLocked();
+  void DrainSubscriptionsLocked();
 
   void ServeLoop();
   void ServeReplay();
@@ -163,6 +174,7 @@ class FakeSglangPublisher {
   std::vector<uint64_t> replay_starts_;
   size_t snapshot_requests_ = 0;
   size_t malformed_requests_ = 0;
+  size_t subscriptions_ = 0;
 
   // Used by the serving thread only (after construction).
   std::optional<zmq::socket_t> replay_;

@@ -8,8 +8,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -243,6 +245,43 @@ TEST(FakeSglangPublisherTest, StopLiveBuffersAndStartLiveRebindsThePort) {
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[2], "back");
   EXPECT_GT(SeqOf(back[1]), hidden);
+}
+
+// Polls `condition` every 10 ms for at most kBound.
+bool Eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+TEST(FakeSglangPublisherTest, SubscriptionsTellWhenASubscriberHasJoined) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  EXPECT_EQ(publisher.subscriptions(), 0u);
+  Subscriber sub(context, publisher.pub_endpoint());
+  ASSERT_TRUE(Eventually([&] { return publisher.subscriptions() >= 1; }));
+  // Joined: a single send arrives.
+  publisher.Publish("once");
+  std::vector<std::string> once = sub.Next();
+  ASSERT_EQ(once.size(), 3u);
+  EXPECT_EQ(once[2], "once");
+
+  // A rebound live socket sees the subscription again. (The SUB resends it
+  // only while its owner calls into it, as the bridge's reader always does.)
+  const size_t before = publisher.subscriptions();
+  publisher.StopLive();
+  publisher.StartLive();
+  ASSERT_TRUE(Eventually([&] {
+    EXPECT_TRUE(sub.Next(10ms).empty());
+    return publisher.subscriptions() > before;
+  }));
+  publisher.Publish("again");
+  std::vector<std::string> again = sub.Next();
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[2], "again");
 }
 
 TEST(FakeSglangPublisherTest, SnapshotV1HeaderChunksEndAndBarrier) {
