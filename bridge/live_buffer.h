@@ -14,8 +14,11 @@
 #define KVINDEXER_BRIDGE_LIVE_BUFFER_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -37,11 +40,11 @@ struct LiveItem {
     kConnected,     // the SUB socket (re)connected to the publisher
   };
   Kind kind = Kind::kBatch;
-  LiveBatch batch;             // kBatch
+  LiveBatch batch;                 // kBatch
   uint64_t first_dropped_seq = 0;  // kOverflow
-  uint64_t dropped = 0;        // kOverflow: how many batches were dropped
-  size_t frame_count = 0;      // kMalformed
-  std::string detail;          // kMalformed
+  uint64_t dropped = 0;            // kOverflow: how many batches were dropped
+  size_t frame_count = 0;          // kMalformed
+  std::string detail;              // kMalformed
 };
 
 class LiveBuffer {
@@ -71,8 +74,17 @@ class LiveBuffer {
   size_t capacity() const { return capacity_; }
 
  private:
-  // PLACEHOLDER: the implementation chooses the private members.
   const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Batches and markers in arrival order. While batches are being dropped,
+  // the kOverflow item for that run sits at the back and its count grows;
+  // the next item that is queued closes the run.
+  std::deque<LiveItem> items_;
+  size_t batches_ = 0;
+  bool overflow_open_ = false;  // items_.back() is the current run's kOverflow
+  uint64_t dropped_total_ = 0;
+  bool closed_ = false;
 };
 
 }  // namespace kvindexer::bridge
