@@ -37,4 +37,22 @@ std::optional<std::vector<std::string>> ReceiveFrames(
   }
 }
 
+FakeRouter::FakeRouter() : router_(context_, zmq::socket_type::router) {
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::sndhwm, 0);
+  endpoint_ = BindLoopback(router_);
+}
+
+FakeRouter::~FakeRouter() { Join(); }
+
+void FakeRouter::Serve(std::function<void(zmq::socket_t&)> script) {
+  Join();
+  thread_ =
+      std::thread([this, script = std::move(script)] { script(router_); });
+}
+
+void FakeRouter::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
 }  // namespace kvindexer::bridge::testing

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <zmq.hpp>
@@ -27,6 +29,24 @@ void SendFrames(zmq::socket_t& socket, const std::vector<std::string>& frames);
 // One multipart message, or nullopt after `timeout`.
 std::optional<std::vector<std::string>> ReceiveFrames(
     zmq::socket_t& socket, std::chrono::milliseconds timeout);
+
+// A ROUTER socket on loopback playing SGLang's replay or snapshot side.
+// Serve() runs a script on a thread of its own; the destructor joins it.
+// The ROUTER has no send limit, so scripted replies are never dropped.
+class FakeRouter {
+ public:
+  FakeRouter();
+  ~FakeRouter();
+  const std::string& endpoint() const { return endpoint_; }
+  void Serve(std::function<void(zmq::socket_t&)> script);
+  void Join();
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  std::thread thread_;
+};
 
 }  // namespace kvindexer::bridge::testing
 
