@@ -50,8 +50,9 @@ absl::Status LiveReader::Start() {
     sub->set(zmq::sockopt::subscribe, topic_);
     // The monitor must be attached, and its reading end connected, before
     // the SUB socket connects, or the first connection event is lost.
-    if (zmq_socket_monitor(sub->handle(), monitor_endpoint_.c_str(),
-                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+    if (zmq_socket_monitor(
+            sub->handle(), monitor_endpoint_.c_str(),
+            ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0) {
       throw zmq::error_t();
     }
     auto monitor =
@@ -126,11 +127,16 @@ bool LiveReader::HandleMonitorEvent() {
   if (frames.empty() || frames[0].size() < sizeof(uint16_t)) return true;
   uint16_t event = 0;
   std::memcpy(&event, frames[0].data(), sizeof(event));
-  if (event == ZMQ_EVENT_DISCONNECTED) {
+  // "Connected" is the completed ZMTP handshake, after which the
+  // subscription is on its way; a TCP connection that never completes one
+  // (not a ZMQ peer) is reported as neither.
+  if (event == ZMQ_EVENT_DISCONNECTED && connected_) {
+    connected_ = false;
     DrainSubscriber();
     disconnects_.fetch_add(1);
     PushMarker(LiveItem::Kind::kDisconnected);
-  } else if (event == ZMQ_EVENT_CONNECTED) {
+  } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && !connected_) {
+    connected_ = true;
     PushMarker(LiveItem::Kind::kConnected);
   }
   return true;

@@ -3,9 +3,10 @@
 // live message and pushes it into a LiveBuffer, so a slow indexer never
 // stalls ZMQ reception. The live END marker (seq ff x8) is skipped; messages
 // that fail frame parsing become kMalformed items. A ZMQ socket monitor on
-// the SUB socket turns the connection's TCP events into kConnected and
-// kDisconnected items in order with the batches: everything read from a
-// connection precedes its kDisconnected. (ZMQ reconnects a SUB socket
+// the SUB socket turns connection events into kConnected (ZMTP handshake
+// with the publisher done) and kDisconnected items, in order with the
+// batches: everything read from a connection precedes its kDisconnected,
+// and the two alternate, starting with kConnected. (ZMQ reconnects a SUB socket
 // silently; without these markers a publisher restart would look like a
 // gap.)
 //
@@ -74,6 +75,7 @@ class LiveReader {
   std::unique_ptr<zmq::socket_t> sub_;
   std::unique_ptr<zmq::socket_t> monitor_;
   std::string monitor_endpoint_;
+  bool connected_ = false;  // reader thread only
   std::thread thread_;
   std::atomic<bool> stop_{false};
 
