@@ -55,9 +55,12 @@ class LiveBuffer {
   LiveBuffer& operator=(const LiveBuffer&) = delete;
 
   // Producer side. Never blocks. A batch that does not fit is dropped and
-  // counted; the first item pushed after room is free again (or the next
-  // Pop, whichever comes first) is preceded by one kOverflow item. Marker
-  // items (kMalformed, kDisconnected, kConnected) are always queued.
+  // counted. Each run of consecutive drops is reported by one kOverflow item
+  // standing where the first dropped batch would have been, so every item
+  // queued after the drops (including the next Pop's, if nothing else was
+  // queued) comes after it. Marker items (kMalformed, kDisconnected,
+  // kConnected) are always queued; one arriving during a run ends the run.
+  // After Close() everything pushed is discarded.
   void Push(LiveItem item);
 
   // Consumer side: the oldest item, waiting up to `timeout`; nullopt on
