@@ -50,7 +50,7 @@ ABSL_FLAG(std::string, shapes, "64x32p16,1x1024p1",
           "Throughput batch shapes <stores>x<hashes>p<page>");
 ABSL_FLAG(uint32_t, batches, 2000, "Timed batches per throughput run");
 ABSL_FLAG(uint32_t, window, 128, "Batches per pacing window");
-ABSL_FLAG(uint32_t, poll_us, 1000, "Pause between visibility polls");
+ABSL_FLAG(uint32_t, poll_us, 2000, "Pause between visibility polls");
 ABSL_FLAG(uint32_t, reps, 3, "Repetitions of every throughput run");
 ABSL_FLAG(uint32_t, restore_blocks, 1'000'000, "Blocks the worker holds");
 ABSL_FLAG(std::string, restore_shape, "1x1024p1",
