@@ -104,7 +104,8 @@ absl::StatusOr<RestoreResult> RunRestore(
       Seconds(listening_seen - killed) -
       std::chrono::duration<double>(listening_seen_wall - listening).count();
 
-  const IndexView index(restarted->address);
+  auto index_view = std::make_unique<IndexView>(restarted->address);
+  const IndexView& index = *index_view;
   const std::vector<int64_t> sample = Sample(all, setup.sample);
   const auto deadline = std::chrono::steady_clock::now() + setup.timeout;
   while (true) {
@@ -147,6 +148,8 @@ absl::StatusOr<RestoreResult> RunRestore(
   (*bridge)->Signal(SIGTERM);
   (*bridge)->WaitForExit(kStopTimeout);
   result.stats_line = LastLineContaining((*bridge)->Output(), "bridge stopped");
+  // Without open client channels the server stops at once.
+  index_view.reset();
   restarted->process->Stop(kStopTimeout).IgnoreError();
   if (result.verified_held != result.blocks) {
     return absl::DataLossError(

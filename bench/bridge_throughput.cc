@@ -26,7 +26,8 @@ absl::StatusOr<ThroughputResult> RunThroughput(
   absl::StatusOr<ListeningServer> server = StartIndexServer(
       setup.server_binary, setup.backend, /*port=*/0, setup.server_log);
   if (!server.ok()) return server.status();
-  const IndexView index(server->address);
+  auto index_view = std::make_unique<IndexView>(server->address);
+  const IndexView& index = *index_view;
 
   FakeSglangPublisher::Options publisher_options;
   publisher_options.buffer_steps = setup.buffer_steps;
@@ -74,6 +75,8 @@ absl::StatusOr<ThroughputResult> RunThroughput(
   if (result.stats_line.empty()) {
     result.stats_line = LastLineContaining((*bridge)->Output(), "stats: ");
   }
+  // Without open client channels the server stops at once.
+  index_view.reset();
   server->process->Stop(kStopTimeout).IgnoreError();
 
   if (result.verified_held != result.hashes) {
