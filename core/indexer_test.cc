@@ -32,8 +32,12 @@ using ::testing::IsEmpty;
 class IndexerTest : public ::testing::Test {
  protected:
   void Apply(const v1::ApplyExternalKvBatchRequest& req) {
-    const absl::Status s = indexer_.Apply(req);
+    const absl::Status s = TryApply(req);
     ASSERT_TRUE(s.ok()) << s;
+  }
+  absl::Status TryApply(const v1::ApplyExternalKvBatchRequest& req) {
+    v1::ApplyExternalKvBatchResponse resp;
+    return indexer_.Apply(req, &resp);
   }
 
   v1::MatchExternalKvResponse Match(const std::vector<int64_t>& hashes,
@@ -98,7 +102,7 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   bad.push_back(Batch("w", "a"));
   bad.back().Report(kTierHbm, {1});
   bad.back().Action(999, kTierHbm, {1});
-  for (const auto& req : bad) EXPECT_FALSE(indexer_.Apply(req).ok());
+  for (const auto& req : bad) EXPECT_FALSE(TryApply(req).ok());
 
   std::vector<int64_t> too_many(16385);
   for (size_t i = 0; i < too_many.size(); ++i) too_many[i] = int64_t(i);
@@ -346,7 +350,7 @@ TEST_F(IndexerTest, BackendStatusesMapOneToOne) {
         BackendCode::kFailedPrecondition, BackendCode::kInternal,
         BackendCode::kUnavailable}) {
     backend_.fail_with = MakeBackendStatus(code, "boom");
-    const absl::Status s = indexer_.Apply(Batch("w", "a"));
+    const absl::Status s = TryApply(Batch("w", "a"));
     EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code));
     EXPECT_EQ(std::string(s.message()), "boom");
     v1::MatchExternalKvResponse match;
