@@ -144,7 +144,10 @@ absl::Status RunThroughputScenario(const std::vector<BridgeVariant>& variants,
   }
   for (uint32_t rep = 0; rep < absl::GetFlag(FLAGS_reps); ++rep) {
     for (const BatchShape& shape : shapes) {
-      for (const BridgeVariant& variant : variants) {
+      // The order rotates with the repetition, so no variant always runs
+      // first (or right after another) while the machine drifts.
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const BridgeVariant& variant = variants[(v + rep) % variants.size()];
         ThroughputSetup setup;
         setup.server_binary = absl::GetFlag(FLAGS_server);
         setup.backend = absl::GetFlag(FLAGS_backend);

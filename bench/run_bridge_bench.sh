@@ -21,11 +21,13 @@
 #   KVINDEXER_BRIDGE_BASE_COMMIT     baseline commit (default 45f7238)
 #   KVINDEXER_BRIDGE_BASE_DIR        baseline source + build (default
 #                                    build/bridge-base)
+#   KVINDEXER_BRIDGE_BASE_BIN        a kv-indexer-bridge built from the
+#                                    baseline commit (skips that build)
 #   KVINDEXER_BRIDGE_BENCH_RESULTS   results directory (default
 #                                    bench/results/<UTC timestamp>-bridge)
 #   KVINDEXER_BRIDGE_BENCH_SCENARIOS default "throughput,restore"
 #   KVINDEXER_BRIDGE_BENCH_GATE_MODES default "off,on"
-#   KVINDEXER_BRIDGE_BENCH_REPS      throughput repetitions (default 5)
+#   KVINDEXER_BRIDGE_BENCH_REPS      throughput repetitions (default 7)
 #   KVINDEXER_BRIDGE_BENCH_RESTORE_REPS  restore repetitions (default 3)
 #   KVINDEXER_BRIDGE_BENCH_ARGS      more kv-indexer-bridge-bench flags
 #   KVINDEXER_JOBS                   build parallelism (default 2)
@@ -77,7 +79,8 @@ machine() {
     echo "uptime: $(uptime)"
     echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "baseline commit: $base_rev"
-    echo "uncommitted changes: $(git status --porcelain 2>/dev/null | wc -l) paths"
+    echo "uncommitted changes (outside bench/results): $(git status \
+      --porcelain -- . ':(exclude)bench/results' 2>/dev/null | wc -l) paths"
   }
 }
 machine >"$results/machine_start.txt"
@@ -91,7 +94,7 @@ timeout 3600 "$bin/kv-indexer-bridge-bench" \
   --bridge="$bin/kv-indexer-bridge" \
   --gate_modes="${KVINDEXER_BRIDGE_BENCH_GATE_MODES:-off,on}" \
   --scenarios="${KVINDEXER_BRIDGE_BENCH_SCENARIOS:-throughput,restore}" \
-  --reps="${KVINDEXER_BRIDGE_BENCH_REPS:-5}" \
+  --reps="${KVINDEXER_BRIDGE_BENCH_REPS:-7}" \
   --restore_reps="${KVINDEXER_BRIDGE_BENCH_RESTORE_REPS:-3}" \
   --log_dir="$results" --json_out="$results/bridge_bench.json" \
   --label="run_bridge_bench $(git rev-parse --short HEAD) vs $base_rev" \
