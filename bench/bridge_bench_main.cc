@@ -58,6 +58,8 @@ ABSL_FLAG(std::string, restore_shape, "1x1024p1",
 ABSL_FLAG(std::string, restore_gate, "on",
           "KV_INDEXER_SEQUENCE_GATE of the restore scenario's --bridge");
 ABSL_FLAG(uint32_t, restore_reps, 3, "Repetitions of the restore scenario");
+ABSL_FLAG(uint32_t, restore_settle_ms, 3000,
+          "Idle time between populating and killing the server");
 ABSL_FLAG(uint32_t, timeout_s, 300,
           "Bound on each run's publishing and on each restore");
 ABSL_FLAG(std::string, log_dir, "",
@@ -201,6 +203,8 @@ absl::Status RunRestoreScenario(std::vector<RestoreResult>* results) {
     setup.window = absl::GetFlag(FLAGS_window);
     setup.poll = std::chrono::microseconds(absl::GetFlag(FLAGS_poll_us));
     setup.timeout = std::chrono::seconds(absl::GetFlag(FLAGS_timeout_s));
+    setup.settle =
+        std::chrono::milliseconds(absl::GetFlag(FLAGS_restore_settle_ms));
     absl::StatusOr<RestoreResult> result =
         RunRestore(setup, variant, plan, payloads);
     if (!result.ok()) {
@@ -210,9 +214,15 @@ absl::Status RunRestoreScenario(std::vector<RestoreResult>* results) {
     }
     std::fprintf(stderr,
                  "restore rep %u: %zu blocks in %.3f s after listening "
-                 "(populate %.2f s, kill->listening %.3f s)\n",
+                 "(populate %.2f s, kill->listening %.3f s); phases from "
+                 "listening: state lost %+.3f s, replay of %zu batches "
+                 "requested %+.3f s and sent %+.3f s, held %+.3f s, bridge "
+                 "synchronised %+.3f s\n",
                  rep, result->blocks, result->restore_s, result->populate_s,
-                 result->kill_to_listening_s);
+                 result->kill_to_listening_s, result->state_lost_s,
+                 result->replay_batches, result->replay_received_s,
+                 result->replay_replied_s, result->restore_s,
+                 result->synchronised_s);
     for (const RestoreLogLine& line : result->bridge_lines) {
       std::fprintf(stderr, "  %+8.3f s  %s\n", line.offset_s,
                    line.text.c_str());
@@ -327,6 +337,11 @@ void PrintAndWrite(const std::vector<BridgeVariant>& variants,
     json.Field("verified_held", uint64_t{r.verified_held});
     json.Field("verify_s", r.verify_s);
     json.Field("replace_request_bytes", uint64_t{r.replace_request_bytes});
+    json.Field("state_lost_s", r.state_lost_s);
+    json.Field("replay_received_s", r.replay_received_s);
+    json.Field("replay_replied_s", r.replay_replied_s);
+    json.Field("replay_batches", uint64_t{r.replay_batches});
+    json.Field("synchronised_s", r.synchronised_s);
     json.Field("bridge_stats", r.stats_line);
     json.BeginArray("bridge_lines");
     for (const RestoreLogLine& line : r.bridge_lines) {

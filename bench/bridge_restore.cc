@@ -84,9 +84,13 @@ absl::StatusOr<RestoreResult> RunRestore(
     }
   }
   result.replace_request_bytes = ReplaceRequestBytes(all, plan.batches - 1);
+  // An idle worker: the bridge finishes whatever the populating left in
+  // flight and settles into its idle probes.
+  std::this_thread::sleep_for(setup.settle);
 
   // The kill: the server loses everything; the publisher keeps its buffer.
   const size_t bridge_output_before = (*bridge)->Output().size();
+  const size_t replays_before = publisher.replay_timings().size();
   const auto killed = std::chrono::steady_clock::now();
   server->process->Kill();
   absl::StatusOr<ListeningServer> restarted = StartIndexServer(
@@ -134,15 +138,37 @@ absl::StatusOr<RestoreResult> RunRestore(
   result.verified_held = *held;
   result.verify_s = Seconds(std::chrono::steady_clock::now() - verify_start);
 
+  // Let the bridge finish (its Replace call returns after the effect is
+  // visible) and log that it is synchronised.
+  std::this_thread::sleep_for(setup.settle);
+  auto offset = [&](std::chrono::steady_clock::time_point t) {
+    return Seconds(t - listening_seen) -
+           std::chrono::duration<double>(listening_seen_wall - listening)
+               .count();
+  };
+  const auto replays = publisher.replay_timings();
+  if (replays.size() > replays_before) {
+    result.replay_received_s = offset(replays[replays_before].received);
+    result.replay_replied_s = offset(replays[replays_before].replied);
+    result.replay_batches = replays[replays_before].batches;
+  }
   const std::string output = (*bridge)->Output();
   for (std::string_view line :
        SplitLines(std::string_view(output).substr(bridge_output_before))) {
     if (result.bridge_lines.size() >= kMaxLoggedLines) break;
     const auto t = LogLineTime(line);
     if (!t) continue;
+    const double at = std::chrono::duration<double>(*t - listening).count();
+    if (result.state_lost_s < 0 &&
+        line.find("server state lost") != std::string_view::npos) {
+      result.state_lost_s = at;
+    }
+    if (result.synchronised_s < 0 && at > 0 &&
+        line.find("stream synchronised") != std::string_view::npos) {
+      result.synchronised_s = at;
+    }
     result.bridge_lines.push_back(
-        {std::chrono::duration<double>(*t - listening).count(),
-         std::string(line.substr(std::min(line.size(), kTimestampWidth)))});
+        {at, std::string(line.substr(std::min(line.size(), kTimestampWidth)))});
   }
 
   (*bridge)->Signal(SIGTERM);
