@@ -93,11 +93,6 @@ absl::Status StreamRecovery::Run(const std::function<void()>& on_tick) {
 
 std::optional<LiveItem> StreamRecovery::NextItem(
     std::chrono::milliseconds timeout) {
-  if (!pending_.empty()) {
-    LiveItem item = std::move(pending_.front());
-    pending_.pop_front();
-    return item;
-  }
   return io_.live->Pop(timeout);
 }
 
@@ -120,10 +115,8 @@ void StreamRecovery::NoteMarker(const LiveItem& item) {
     }
     case LiveItem::Kind::kOverflow:
       ++io_.stats->overflows;
-      spdlog::warn(
-          "live buffer full: {} batch(es) from seq={} dropped; the gap is "
-          "repaired when the next batch arrives",
-          item.dropped, item.first_dropped_seq);
+      spdlog::warn("live buffer full: {} batch(es) from seq={} dropped",
+                   item.dropped, item.first_dropped_seq);
       return;
     case LiveItem::Kind::kDisconnected:
       saw_disconnect_ = true;
@@ -141,6 +134,7 @@ void StreamRecovery::HandleItem(LiveItem item) {
     return;
   }
   NoteMarker(item);
+  if (item.kind == LiveItem::Kind::kOverflow) HandleOverflow(item);
   if (item.kind == LiveItem::Kind::kConnected && saw_disconnect_) {
     saw_disconnect_ = false;
     spdlog::warn(
@@ -167,7 +161,11 @@ void StreamRecovery::HandleBatch(LiveBatch batch) {
   const std::string_view epoch = publisher_mode_ == PublisherMode::kSnapshot
                                      ? TopicEpoch(batch.topic)
                                      : std::string_view();
-  switch (watermarks_.Classify(batch, epoch)) {
+  const LiveVerdict verdict = watermarks_.Classify(batch, epoch);
+  spdlog::debug("live seq={} verdict={} applied={} floor={}", batch.seq,
+                static_cast<int>(verdict), watermarks_.applied().value_or(0),
+                watermarks_.floor().value_or(0));
+  switch (verdict) {
     case LiveVerdict::kStale:
       if (auto n = stale_throttle_.Allow(io_.clock->Now())) {
         spdlog::warn(
@@ -238,9 +236,7 @@ void StreamRecovery::HandleRestart(LiveBatch batch) {
           : absl::StrCat(" after ", watermarks_.floor().value_or(
                                         watermarks_.applied().value_or(0))));
   restart_known_ = true;
-  LiveItem item;
-  item.batch = std::move(batch);
-  pending_.push_front(std::move(item));
+  sync_hint_ = std::move(batch);
   need_sync_ = true;
 }
 
@@ -291,9 +287,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                  publisher_mode_ == PublisherMode::kSnapshot
                      ? "new snapshot"
                      : "replay from the incarnation start");
-    LiveItem item;
-    item.batch = std::move(batch);
-    pending_.push_front(std::move(item));
+    sync_hint_ = std::move(batch);
     need_sync_ = true;
     return;
   }
@@ -310,6 +304,55 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
     return;
   }
   watermarks_.MarkLive(seq);
+}
+
+void StreamRecovery::HandleOverflow(const LiveItem& item) {
+  // A gap at the first dropped batch. It is repaired now rather than when
+  // the next batch arrives: the publisher may stay idle, and the dropped
+  // batches may have removed blocks the index still holds.
+  if (!gated() || !watermarks_.applied()) return;
+  const uint64_t applied = *watermarks_.applied();
+  if (item.dropped == 0 ||
+      item.first_dropped_seq + item.dropped - 1 <= applied) {
+    return;
+  }
+  const uint64_t expected = applied + 1;
+  ++io_.stats->seq_gaps;
+  if (io_.replay != nullptr) {
+    ReplayResult replay = DoReplay(expected);
+    if (replay.complete && !replay.batches.empty() &&
+        replay.batches.front().seq == expected) {
+      for (const LiveBatch& b : replay.batches) {
+        if (!SendBatch(b)) return;
+      }
+      ++io_.stats->gaps_repaired;
+      return;
+    }
+    if (publisher_mode_ != PublisherMode::kLive) {
+      spdlog::warn(
+          "replay from {} cannot fill the overflow gap ({}); "
+          "resynchronising",
+          expected,
+          replay.complete ? "it does not start there" : replay.problem);
+      need_sync_ = true;
+      return;
+    }
+  }
+  if (publisher_mode_ == PublisherMode::kSnapshot) {
+    need_sync_ = true;
+    return;
+  }
+  // Mode L: nothing can restore the dropped batches. An empty install keeps
+  // the index a safe lower bound until the next batch (a gap) installs its
+  // content.
+  spdlog::warn(
+      "batches from seq {} were dropped and cannot be replayed; clearing the "
+      "worker until the next batch (degraded)",
+      item.first_dropped_seq);
+  Install("", applied, {}, {},
+          DegradedBy{"overflow",
+                     absl::StrCat("live batches from seq ",
+                                  item.first_dropped_seq, " were dropped")});
 }
 
 void StreamRecovery::MaybeIdleProbe() {
@@ -336,6 +379,7 @@ void StreamRecovery::StateLoss(std::string_view why) {
   spdlog::warn("server state lost: {}; resynchronising", why);
   need_sync_ = true;
   loss_jitter_pending_ = true;
+  SyncStateStats();
 }
 
 void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
@@ -363,7 +407,7 @@ void StreamRecovery::Degrade(const DegradedBy& by) {
         by.reason, by.message);
   }
   degraded_reason_ = by.reason;
-  io_.stats->state = absl::StrCat("degraded(", by.reason, ")");
+  SyncStateStats();
 }
 
 void StreamRecovery::SetExact() {
@@ -372,7 +416,17 @@ void StreamRecovery::SetExact() {
                  degraded_reason_);
   }
   degraded_reason_.clear();
-  io_.stats->state = "exact";
+  SyncStateStats();
+}
+
+void StreamRecovery::SyncStateStats() {
+  if (need_sync_) {
+    io_.stats->state = "syncing";
+  } else if (degraded_reason_.empty()) {
+    io_.stats->state = "exact";
+  } else {
+    io_.stats->state = absl::StrCat("degraded(", degraded_reason_, ")");
+  }
 }
 
 bool StreamRecovery::Interrupted() {

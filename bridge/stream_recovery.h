@@ -99,7 +99,8 @@ class StreamRecovery {
   ServerMode server_mode() const { return server_mode_; }
   PublisherMode publisher_mode() const { return publisher_mode_; }
   bool synchronised() const { return !need_sync_; }
-  bool exact() const { return degraded_reason_.empty(); }
+  // Exact: synchronised and nothing lost since the last exact install.
+  bool exact() const { return !need_sync_ && degraded_reason_.empty(); }
   // Short reason ("no_history", ...); empty when exact.
   const std::string& degraded_reason() const { return degraded_reason_; }
   std::optional<uint64_t> applied() const { return watermarks_.applied(); }
@@ -120,6 +121,7 @@ class StreamRecovery {
   void HandleBatch(LiveBatch batch);
   void HandleGap(LiveBatch batch);
   void HandleRestart(LiveBatch batch);
+  void HandleOverflow(const LiveItem& item);
   void MaybeIdleProbe();
   std::optional<LiveItem> NextItem(std::chrono::milliseconds timeout);
   // Pops until a live batch arrives (markers are accounted and skipped).
@@ -166,6 +168,7 @@ class StreamRecovery {
   bool Interrupted();
   bool gated() const { return server_mode_ != ServerMode::kLegacy; }
   void SyncModeStats();
+  void SyncStateStats();
 
   const RecoveryOptions options_;
   RecoveryIo io_;
@@ -173,7 +176,10 @@ class StreamRecovery {
   ServerMode server_mode_;
 
   StreamWatermarks watermarks_;
-  std::deque<LiveItem> pending_;  // items put back before the live queue
+  // The live batch that triggered a resynchronisation (restart or gap):
+  // the first batch of mode L's synchronisation; covered by a replay or
+  // snapshot in the other modes.
+  std::optional<LiveBatch> sync_hint_;
   bool need_sync_ = true;
   bool loss_jitter_pending_ = false;
   bool restart_known_ = false;  // the next sync follows a detected restart

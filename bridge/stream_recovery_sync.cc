@@ -26,6 +26,7 @@ std::string_view TopicLabel(std::string_view topic, std::string_view key) {
 }  // namespace
 
 void StreamRecovery::Sync() {
+  io_.stats->state = "syncing";
   need_sync_ = false;
   if (loss_jitter_pending_) {
     loss_jitter_pending_ = false;
@@ -62,6 +63,8 @@ void StreamRecovery::Sync() {
   }
   sync_backoff_.Reset();
   restart_known_ = false;
+  sync_hint_.reset();
+  SyncStateStats();
   ++io_.stats->resyncs;
   last_gated_ok_ = io_.clock->Now();
   spdlog::info("stream synchronised ({} server, mode {}): applied seq {}{}",
@@ -80,6 +83,17 @@ ReplayResult StreamRecovery::DoReplay(uint64_t start) {
 
 bool StreamRecovery::SnapshotCycle() {
   if (io_.clock->WaitFor(options_.settle)) return false;
+  // Whatever is queued now precedes the barrier the fetch publishes and is
+  // covered by the snapshot; dropping it also makes room for the barrier.
+  while (std::optional<LiveItem> stale =
+             NextItem(std::chrono::milliseconds(0))) {
+    if (stale->kind == LiveItem::Kind::kBatch) {
+      ++io_.stats->messages_received;
+    } else {
+      NoteMarker(*stale);
+    }
+  }
+  saw_disconnect_ = false;
   absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
   if (!snapshot.ok()) {
     spdlog::warn("snapshot fetch failed: {}", snapshot.status().ToString());
@@ -105,7 +119,12 @@ bool StreamRecovery::SnapshotCycle() {
     if (!item) continue;
     if (item->kind != LiveItem::Kind::kBatch) {
       NoteMarker(*item);
-      if (item->kind == LiveItem::Kind::kOverflow) return false;
+      // Fails the attempt only if the barrier may be among the dropped.
+      if (item->kind == LiveItem::Kind::kOverflow &&
+          item->first_dropped_seq <= snapshot->barrier_seq &&
+          snapshot->barrier_seq - item->first_dropped_seq < item->dropped) {
+        return false;
+      }
       if (item->kind == LiveItem::Kind::kConnected && saw_disconnect_) {
         saw_disconnect_ = false;
         return false;
@@ -184,7 +203,9 @@ bool StreamRecovery::ReplaySync() {
 }
 
 bool StreamRecovery::LiveSync() {
-  std::optional<LiveBatch> first = WaitFirstLiveBatch();
+  std::optional<LiveBatch> first = std::move(sync_hint_);
+  sync_hint_.reset();
+  if (!first) first = WaitFirstLiveBatch();
   if (!first) return false;
   const uint64_t seq = first->seq;
   if (!restart_known_) {
