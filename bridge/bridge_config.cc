@@ -171,6 +171,11 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   if (auto v = env("SGLANG_KV_SNAPSHOT_ENDPOINT")) {
     config.snapshot_endpoint = *v;
   }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_DP_RANK")) {
+    absl::StatusOr<uint32_t> rank = ParseUint32("KV_INDEXER_DP_RANK", *v);
+    if (!rank.ok()) return rank.status();
+    config.dp_rank = *rank;
+  }
   if (auto v = LookupTrimmed(env, "KV_INDEXER_SEQUENCE_GATE")) {
     const std::string lower = absl::AsciiStrToLower(*v);
     if (lower == "auto") {
@@ -263,6 +268,8 @@ SGLANG_KV_REPLAY_ENDPOINT       unset                 SGLang replay ROUTER endpo
                                                       + rank, like the event endpoint).
 SGLANG_KV_SNAPSHOT_ENDPOINT     unset                 SGLang snapshot ROUTER endpoint
                                                       (snapshot_endpoint; same rank rule).
+KV_INDEXER_DP_RANK              0                     uint32: this publisher's DP rank, which
+                                                      a snapshot header must name.
 KV_INDEXER_SEQUENCE_GATE        auto                  auto, on, off: gated recovery with the
                                                       server's sequence gate (auto falls
                                                       back to legacy when the server lacks

@@ -47,6 +47,9 @@ struct BridgeConfig {
   // Recovery ("Recovery > Variables"). Empty endpoint = not configured.
   std::string replay_endpoint;
   std::string snapshot_endpoint;
+  // The publisher's data-parallel rank, checked against a snapshot's
+  // replica_rank (KV_INDEXER_DP_RANK).
+  uint32_t dp_rank = 0;
   SequenceGate sequence_gate = SequenceGate::kAuto;
   size_t live_buffer_batches = kDefaultLiveBufferBatches;
 };

@@ -18,6 +18,18 @@ namespace kvindexer::bridge {
 using kv_indexer::v1::ApplyExternalKvBatchRequest;
 using kv_indexer::v1::ApplyExternalKvBatchResponse;
 
+namespace {
+
+uint64_t HashCount(const ApplyExternalKvBatchRequest& request) {
+  uint64_t n = 0;
+  for (const auto& action : request.actions()) {
+    n += static_cast<uint64_t>(action.hashes_size());
+  }
+  return n;
+}
+
+}  // namespace
+
 absl::Status StreamRecovery::CallApply(
     const ApplyExternalKvBatchRequest& request,
     ApplyExternalKvBatchResponse* response) {
@@ -28,9 +40,7 @@ absl::Status StreamRecovery::CallApply(
   }
   ++io_.stats->rpcs_sent;
   io_.stats->actions_applied += static_cast<uint64_t>(request.actions_size());
-  for (const auto& action : request.actions()) {
-    io_.stats->hashes_applied += static_cast<uint64_t>(action.hashes_size());
-  }
+  io_.stats->hashes_applied += HashCount(request);
   return status;
 }
 
@@ -189,10 +199,13 @@ bool StreamRecovery::SendSeedEra(
     const std::vector<ApplyExternalKvBatchRequest>& requests) {
   while (true) {
     absl::Status failed;
-    for (const ApplyExternalKvBatchRequest& request : requests) {
+    for (size_t i = 0; i < requests.size(); ++i) {
       ApplyExternalKvBatchResponse response;
-      failed = CallApply(request, &response);
+      failed = CallApply(requests[i], &response);
       if (!failed.ok()) break;
+      spdlog::debug("batch seq={} chunk {}/{} applied: {} actions, {} hashes",
+                    requests[i].seq(), i + 1, requests.size(),
+                    requests[i].actions_size(), HashCount(requests[i]));
     }
     if (failed.ok()) {
       rpc_backoff_.Reset();
@@ -239,6 +252,9 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
       ApplyExternalKvBatchResponse response;
       failed = CallApply(requests[i], &response);
       if (!failed.ok()) break;
+      spdlog::debug("batch seq={} chunk {}/{} applied: {} actions, {} hashes",
+                    seq, i + 1, requests.size(), requests[i].actions_size(),
+                    HashCount(requests[i]));
       if (i + 1 == requests.size()) {
         rpc_backoff_.Reset();
         last_gated_ok_ = io_.clock->Now();

@@ -59,7 +59,9 @@ TEST(BridgeConfig, RecoveryVariables) {
                 {"SGLANG_KV_REPLAY_ENDPOINT", "tcp://127.0.0.1:5568"},
                 {"SGLANG_KV_SNAPSHOT_ENDPOINT", "tcp://127.0.0.1:5569"},
                 {"KV_INDEXER_SEQUENCE_GATE", " ON "},
-                {"KV_INDEXER_LIVE_BUFFER_BATCHES", "1"}});
+                {"KV_INDEXER_LIVE_BUFFER_BATCHES", "1"},
+                {"KV_INDEXER_DP_RANK", "3"}});
+  EXPECT_EQ(c.dp_rank, 3u);
   EXPECT_EQ(c.replay_endpoint, "tcp://127.0.0.1:5568");
   EXPECT_EQ(c.snapshot_endpoint, "tcp://127.0.0.1:5569");
   EXPECT_EQ(c.sequence_gate, SequenceGate::kOn);
@@ -93,6 +95,8 @@ TEST(BridgeConfig, RecoveryVariablesValidated) {
     EXPECT_THAT(error, HasSubstr("KV_INDEXER_LIVE_BUFFER_BATCHES"));
     EXPECT_THAT(error, HasSubstr("positive integer"));
   }
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_DP_RANK", "-1"}}),
+              HasSubstr("KV_INDEXER_DP_RANK"));
 }
 
 TEST(BridgeConfig, WorkerIdRequiredButMayBeEmpty) {
@@ -265,7 +269,8 @@ TEST(BridgeConfig, UsageListsEveryVariable) {
         "KV_INDEXER_MAMBA_TIERS", "KV_INDEXER_CACHE_SPEC_VERSION",
         "KV_INDEXER_LOG_LEVEL", "KV_INDEXER_STATS_INTERVAL_SECS",
         "SGLANG_KV_REPLAY_ENDPOINT", "SGLANG_KV_SNAPSHOT_ENDPOINT",
-        "KV_INDEXER_SEQUENCE_GATE", "KV_INDEXER_LIVE_BUFFER_BATCHES"}) {
+        "KV_INDEXER_SEQUENCE_GATE", "KV_INDEXER_LIVE_BUFFER_BATCHES",
+        "KV_INDEXER_DP_RANK"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }
 }
