@@ -9,12 +9,15 @@
 // stream says it is exact, and be a subset of it (never a block the worker
 // does not hold) when it says it is degraded.
 //
+// Runs against the FakeGatedServer and against the real core Indexer.
 // KV_INDEXER_RECOVERY_SEEDS overrides the number of seeds (default 300);
 // a failure names its seed, and KV_INDEXER_RECOVERY_SEED runs one seed.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -23,9 +26,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "bridge/stream_recovery.h"
-#include "bridge/tests/fake_gated_server.h"
 #include "bridge/tests/fake_publisher.h"
 #include "bridge/tests/fake_recovery_env.h"
+#include "bridge/tests/sim_server.h"
 #include "gtest/gtest.h"
 #include "spdlog/spdlog.h"
 
@@ -53,8 +56,9 @@ struct Outcome {
 
 class Simulation {
  public:
-  Simulation(uint64_t seed, Mode mode)
+  Simulation(uint64_t seed, Mode mode, std::unique_ptr<SimServer> server)
       : rng_(seed),
+        server_(std::move(server)),
         mode_(mode),
         queue_(&clock_, 8 + Pick(64)),
         publisher_(
@@ -62,17 +66,17 @@ class Simulation {
               Deliver(seq, std::move(topic), std::move(payload));
             },
             4 + Pick(60), mode == Mode::kSnapshot) {
-    server_.fault_hook = [this](FakeGatedServer::Call) {
+    server_->fault_hook = [this](SimServer::Call) {
       // A livelock (RPCs with no time passing) ends the run as a failure.
       if (++calls_ > kMaxCalls && !livelock_) {
         livelock_ = true;
         clock_.StopAfter(milliseconds(0));
       }
-      if (!faults_) return FakeGatedServer::Fault::kNone;
+      if (!faults_) return SimServer::Fault::kNone;
       const double r = Uniform();
-      if (r < 0.03) return FakeGatedServer::Fault::kFail;
-      if (r < 0.06) return FakeGatedServer::Fault::kLoseResponse;
-      return FakeGatedServer::Fault::kNone;
+      if (r < 0.03) return SimServer::Fault::kFail;
+      if (r < 0.06) return SimServer::Fault::kLoseResponse;
+      return SimServer::Fault::kNone;
     };
     clock_.on_tick = [this](Clock::time_point now) { Tick(now); };
   }
@@ -88,7 +92,7 @@ class Simulation {
       options.limits.max_actions = 1 + Pick(3);
     }
     RecoveryIo io;
-    io.applier = &server_;
+    io.applier = server_.get();
     io.live = &queue_;
     io.replay = mode_ == Mode::kLive ? nullptr : &publisher_;
     io.snapshot = mode_ == Mode::kSnapshot ? &publisher_ : nullptr;
@@ -106,7 +110,7 @@ class Simulation {
     out.exact = engine.exact();
     out.synchronised = engine.synchronised();
     out.degraded_reason = engine.degraded_reason();
-    out.index = server_.Placements("w");
+    out.index = server_->Placements("w", static_cast<int64_t>(next_hash_));
     out.truth = publisher_.cache();
     out.published = published_;
     out.livelock = livelock_;
@@ -199,7 +203,7 @@ class Simulation {
         publisher_.Restart();
         queue_.PushMarker(LiveItem::Kind::kConnected);
       } else if (r < 0.008) {
-        server_.RestartEmpty();
+        server_->RestartEmpty();
       } else if (r < 0.011) {
         // A network blip: a reconnect that loses what was in flight.
         delayed_.clear();
@@ -217,9 +221,9 @@ class Simulation {
   }
 
   std::mt19937_64 rng_;
+  std::unique_ptr<SimServer> server_;
   const Mode mode_;
   FakeClock clock_;
-  FakeGatedServer server_;
   FakeLiveQueue queue_;
   FakePublisher publisher_;
   std::vector<std::pair<Clock::time_point, LiveBatch>> delayed_;
@@ -240,25 +244,26 @@ std::string Describe(const Placements& p) {
   return out;
 }
 
-int SeedCount() {
+int SeedCount(int default_seeds) {
   const char* v = std::getenv("KV_INDEXER_RECOVERY_SEEDS");
-  return v != nullptr ? std::max(1, std::atoi(v)) : 300;
+  return v != nullptr ? std::max(1, std::atoi(v)) : default_seeds;
 }
 
-TEST(StreamRecoveryRandom, IndexIsExactOrASafeSubset) {
+void RunSeeds(const std::function<std::unique_ptr<SimServer>()>& make_server,
+              int default_seeds) {
   spdlog::set_level(spdlog::level::off);
   std::vector<uint64_t> seeds;
   if (const char* one = std::getenv("KV_INDEXER_RECOVERY_SEED")) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
     spdlog::set_level(spdlog::level::debug);
   } else {
-    for (int i = 0; i < SeedCount(); ++i) seeds.push_back(i);
+    for (int i = 0; i < SeedCount(default_seeds); ++i) seeds.push_back(i);
   }
   int exact = 0;
   int failures = 0;
   for (uint64_t seed : seeds) {
     const Mode mode = static_cast<Mode>(seed % 3);
-    Outcome out = Simulation(seed, mode).Run();
+    Outcome out = Simulation(seed, mode, make_server()).Run();
     ASSERT_TRUE(out.status.ok()) << "seed " << seed << ": " << out.status;
     const bool subset = std::includes(out.truth.begin(), out.truth.end(),
                                       out.index.begin(), out.index.end());
@@ -281,6 +286,15 @@ TEST(StreamRecoveryRandom, IndexIsExactOrASafeSubset) {
   // The faults stop before the end; most runs finish exact again.
   std::printf("%d of %zu runs ended exact\n", exact, seeds.size());
   EXPECT_EQ(failures, 0);
+}
+
+TEST(StreamRecoveryRandom, AgainstFakeServer) {
+  RunSeeds(MakeFakeSimServer, 300);
+}
+
+// The same schedules against the real gate, Replace and placement rules.
+TEST(StreamRecoveryRandom, AgainstCoreIndexer) {
+  RunSeeds(MakeCoreSimServer, 300);
 }
 
 }  // namespace
