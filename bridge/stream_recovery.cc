@@ -8,20 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "bridge/recovery_requests.h"
+#include "bridge/topic_labels.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
 namespace {
 
-// The epoch label of a live topic ("" when absent): the text after
-// "\0sgl-kv-epoch=" up to the next NUL. (docs/bridge-events.md, "Topics and
-// epoch suffixes".)
 std::string_view TopicEpoch(std::string_view topic) {
-  constexpr std::string_view kKey("\0sgl-kv-epoch=", 14);
-  const size_t at = topic.find(kKey);
-  if (at == std::string_view::npos) return {};
-  std::string_view rest = topic.substr(at + kKey.size());
-  return rest.substr(0, rest.find('\0'));
+  return ParseTopicLabels(topic).epoch;
 }
 
 StreamRecovery::PublisherMode ModeOf(const RecoveryIo& io) {

@@ -8,22 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "bridge/recovery_requests.h"
 #include "bridge/stream_recovery.h"
+#include "bridge/topic_labels.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
-namespace {
-
-std::string_view TopicLabel(std::string_view topic, std::string_view key) {
-  std::string needle(1, '\0');
-  needle.append(key);
-  needle.push_back('=');
-  const size_t at = topic.find(needle);
-  if (at == std::string_view::npos) return {};
-  std::string_view rest = topic.substr(at + needle.size());
-  return rest.substr(0, rest.find('\0'));
-}
-
-}  // namespace
 
 void StreamRecovery::Sync() {
   io_.stats->state = "syncing";
@@ -133,10 +121,11 @@ bool StreamRecovery::SnapshotCycle() {
     }
     ++io_.stats->messages_received;
     const LiveBatch& batch = item->batch;
-    if (TopicLabel(batch.topic, "sgl-kv-epoch") != snapshot->epoch) continue;
+    const TopicLabels labels = ParseTopicLabels(batch.topic);
+    if (labels.epoch != snapshot->epoch) continue;
     if (batch.seq < snapshot->barrier_seq) continue;
     if (batch.seq == snapshot->barrier_seq &&
-        TopicLabel(batch.topic, "sgl-kv-snapshot") == snapshot->barrier_id) {
+        labels.barrier_id == snapshot->barrier_id) {
       break;
     }
     spdlog::warn("snapshot barrier seq={} missed (live seq={} came first)",
