@@ -161,6 +161,7 @@ void StreamRecovery::HandleBatch(LiveBatch batch) {
                 watermarks_.floor().value_or(0));
   switch (verdict) {
     case LiveVerdict::kStale:
+      ++io_.stats->seq_duplicates;
       if (auto n = stale_throttle_.Allow(io_.clock->Now())) {
         spdlog::warn(
             "dropping live batch seq={}: not above the last one handled "
