@@ -12,7 +12,9 @@
 // (KV_INDEXER_SEQUENCE_GATE; "on" and "auto" also get
 // SGLANG_KV_REPLAY_ENDPOINT).
 //
-// Output: a table on stdout, JSON to --json_out, progress on stderr.
+// Output: a table on stdout, JSON to --json_out, progress on stderr. "vs
+// base" is the ratio of medians; "paired" the median over repetitions of a
+// run's rate divided by the same repetition's baseline run.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -285,19 +287,25 @@ void PrintAndWrite(const std::vector<BridgeVariant>& variants,
   if (!rows.empty()) {
     std::printf(
         "\nthroughput (medians over %u repetitions, %u batches each)\n"
-        "%-10s %-9s %12s %14s %10s %16s %16s\n",
+        "%-10s %-9s %12s %14s %8s %8s %16s %16s\n",
         absl::GetFlag(FLAGS_reps), absl::GetFlag(FLAGS_batches), "shape",
-        "variant", "batches/s", "hashes/s", "vs base", "bridge CPU us/b",
-        "server CPU us/b");
+        "variant", "batches/s", "hashes/s", "vs base", "paired",
+        "bridge CPU us/b", "server CPU us/b");
   }
   json.BeginArray("throughput_medians");
   for (const std::string& shape : shapes) {
     double base = 0;
     for (const BridgeVariant& variant : variants) {
-      std::vector<double> bps, hps, bcpu, scpu;
+      std::vector<double> bps, hps, bcpu, scpu, paired;
       for (const ThroughputRow& row : rows) {
         if (row.shape != shape || row.variant != variant.name) continue;
         const double batches = static_cast<double>(row.result.batches);
+        // The same repetition's baseline run, next to this one in time.
+        for (const ThroughputRow& b : rows) {
+          if (b.shape == shape && b.variant == "baseline" && b.rep == row.rep) {
+            paired.push_back(row.result.batches_per_s / b.result.batches_per_s);
+          }
+        }
         bps.push_back(row.result.batches_per_s);
         hps.push_back(row.result.hashes_per_s);
         bcpu.push_back(row.result.bridge_cpu_s / batches * 1e6);
@@ -307,9 +315,13 @@ void PrintAndWrite(const std::vector<BridgeVariant>& variants,
       const double median_bps = Median(bps);
       if (variant.name == "baseline") base = median_bps;
       const double ratio = base > 0 ? median_bps / base : 0;
-      std::printf("%-10s %-9s %12.1f %14.0f %10s %16.1f %16.1f\n",
+      const double paired_ratio = Median(paired);
+      std::printf("%-10s %-9s %12.1f %14.0f %8s %8s %16.1f %16.1f\n",
                   shape.c_str(), variant.name.c_str(), median_bps, Median(hps),
                   ratio > 0 ? absl::StrFormat("%.3f", ratio).c_str() : "-",
+                  paired_ratio > 0
+                      ? absl::StrFormat("%.3f", paired_ratio).c_str()
+                      : "-",
                   Median(bcpu), Median(scpu));
       json.BeginObject();
       json.Field("shape", shape);
@@ -317,6 +329,9 @@ void PrintAndWrite(const std::vector<BridgeVariant>& variants,
       json.Field("batches_per_s", median_bps);
       json.Field("hashes_per_s", Median(hps));
       json.Field("ratio_to_baseline", ratio);
+      // Median over repetitions of this run / the same repetition's
+      // baseline run: less exposed to the machine's drift during a run.
+      json.Field("paired_ratio_to_baseline", paired_ratio);
       json.Field("bridge_cpu_us_per_batch", Median(bcpu));
       json.Field("server_cpu_us_per_batch", Median(scpu));
       json.EndObject();
