@@ -22,7 +22,6 @@ namespace {
 
 using ::kv_indexer::v1::KVIndexer;
 using ::kvindexer::test_support::ListeningServer;
-using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
@@ -248,8 +247,7 @@ void StopBridge(ServerProcess& bridge) {
       << bridge.Output();
 }
 
-std::optional<std::string> NextStatsField(ServerProcess& bridge,
-                                          const std::string& field) {
+std::optional<std::string> NextStatsLine(ServerProcess& bridge) {
   const size_t before = StatsLines(bridge).size();
   std::vector<std::string> lines;
   WaitUntil(
@@ -259,7 +257,7 @@ std::optional<std::string> NextStatsField(ServerProcess& bridge,
       },
       kEffectBound, 50ms);
   if (lines.size() <= before) return std::nullopt;
-  return LogField(lines[before], field);
+  return lines[before];
 }
 
 }  // namespace kvindexer::bridge::testing

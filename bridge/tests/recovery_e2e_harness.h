@@ -97,12 +97,10 @@ std::unique_ptr<test_support::ServerProcess> StartBridge(
 // SIGTERM; the bridge must exit 0 within the bound.
 void StopBridge(test_support::ServerProcess& bridge);
 
-// The value of `field` in the first stats line the bridge prints after this
-// call (KV_INDEXER_STATS_INTERVAL_SECS=1): the state after everything the
-// test has already observed. nullopt when no such line comes or it lacks
-// the field.
-std::optional<std::string> NextStatsField(test_support::ServerProcess& bridge,
-                                          const std::string& field);
+// The first stats line the bridge prints after this call
+// (KV_INDEXER_STATS_INTERVAL_SECS=1): the state after everything the test
+// has already observed. nullopt when none comes within the bound.
+std::optional<std::string> NextStatsLine(test_support::ServerProcess& bridge);
 
 }  // namespace kvindexer::bridge::testing
 

@@ -25,6 +25,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -125,10 +126,33 @@ class RecoveryE2eTest : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
-  // The bridge's `degraded=` stats field once everything observed so far
-  // has happened.
-  std::optional<std::string> Degraded() {
-    return NextStatsField(*bridge_, "degraded");
+  // The bridge's stats line (R67 `degraded=0|1`) says whether the index is
+  // degraded, once everything observed so far has happened.
+  ::testing::AssertionResult StatsSayDegraded(bool expected) {
+    const std::optional<std::string> line = NextStatsLine(*bridge_);
+    if (!line) return ::testing::AssertionFailure() << "no stats line";
+    const std::optional<std::string> value =
+        test_support::LogField(*line, "degraded");
+    if (!value) {
+      return ::testing::AssertionFailure()
+             << "the stats line has no degraded= field (R67): " << *line;
+    }
+    if (*value != (expected ? "1" : "0")) {
+      return ::testing::AssertionFailure() << "stats line: " << *line;
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  // A WARN line names the degraded recovery (its reason follows).
+  bool LogsDegradedWarning() {
+    return bridge_
+        ->WaitForLine(
+            [](std::string_view line) {
+              return line.find(" warning ") != std::string_view::npos &&
+                     line.find("degraded") != std::string_view::npos;
+            },
+            kEffectBound)
+        .has_value();
   }
 
   std::unique_ptr<IndexerUnderTest> indexer_;
@@ -147,7 +171,7 @@ TEST_F(RecoveryE2eTest, R51ReplayOnConnect) {
   EXPECT_TRUE(HeldBecomes({1, 2, 3}, {2, 3}));
   EXPECT_TRUE(CheckpointBecomes(2));
   EXPECT_THAT(publisher.replay_starts(), ElementsAre(0));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 // R52: without a replay endpoint a batch the bridge never saw stays unseen.
@@ -163,7 +187,7 @@ TEST_F(RecoveryE2eTest, R52NoReplayEndpoint) {
   EXPECT_TRUE(HeldBecomes({1, 2, 5}, {5}));
   EXPECT_TRUE(CheckpointBecomes(1));
   EXPECT_TRUE(publisher.replay_starts().empty());
-  EXPECT_EQ(Degraded(), "1");
+  EXPECT_TRUE(StatsSayDegraded(true));
 }
 
 // R53: a gap in the live stream is filled from the replay buffer.
@@ -179,7 +203,7 @@ TEST_F(RecoveryE2eTest, R53GapFilledFromReplay) {
   EXPECT_TRUE(HeldBecomes({1, 2, 3, 4}, {1, 2, 3, 4}));
   EXPECT_TRUE(CheckpointBecomes(3));
   EXPECT_THAT(publisher.replay_starts(), Contains(1u));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 // R54: without replay, a stream that starts at seq 10 is installed degraded;
@@ -192,7 +216,7 @@ TEST_F(RecoveryE2eTest, R54SequenceReset) {
   publisher.Publish(Payload({Store({3})}));
   EXPECT_TRUE(HeldBecomes({1, 2, 3, 7}, {1, 2, 3}));
   EXPECT_TRUE(CheckpointBecomes(11));
-  EXPECT_EQ(Degraded(), "1");
+  EXPECT_TRUE(StatsSayDegraded(true));
 
   publisher.Restart();
   publisher.Publish(Payload({Store({7})}));
@@ -221,7 +245,8 @@ TEST_F(RecoveryE2eTest, R55EvictedStartIsDegraded) {
   Start(publisher, /*with_replay=*/true);
   EXPECT_TRUE(HeldBecomes(universe, {14, 15, 17, 19}));
   EXPECT_TRUE(CheckpointBecomes(9));
-  EXPECT_EQ(Degraded(), "1");
+  EXPECT_TRUE(StatsSayDegraded(true));
+  EXPECT_TRUE(LogsDegradedWarning());
 
   publisher.Publish(Payload({Store({20})}));
   EXPECT_TRUE(HeldBecomes(universe, {14, 15, 17, 19, 20}));
@@ -244,7 +269,8 @@ TEST_F(RecoveryE2eTest, R56ReplayHoleIsDegraded) {
   EXPECT_TRUE(CheckpointBecomes(3));
   EXPECT_TRUE(HeldBecomes({1, 2, 4}, {4}));
   EXPECT_TRUE(NeverHeld({1}, 500ms));
-  EXPECT_EQ(Degraded(), "1");
+  EXPECT_TRUE(StatsSayDegraded(true));
+  EXPECT_TRUE(LogsDegradedWarning());
 }
 
 // R59: a 40,000-hash batch needs three RPCs; the checkpoint moves once,
@@ -273,7 +299,7 @@ TEST_F(RecoveryE2eTest, R59OversizedBatchIsGatedOnItsLastChunk) {
   for (uint64_t c : checkpoints) EXPECT_LE(c, 1u);
   EXPECT_TRUE(bridge_->WaitForOutput(
       "chunk 3/3 applied: 1 actions, 7232 hashes", kEffectBound));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 // Fault (a): the server is stopped for 3 s in the middle of a stream and
@@ -327,7 +353,7 @@ TEST_P(ServerOutageTest, IndexEqualsModelAfterOutageMidStream) {
 
   EXPECT_TRUE(HeldBecomes(universe, model));
   EXPECT_TRUE(CheckpointBecomes(publisher.next_seq() - 1));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, ServerOutageTest,
@@ -386,7 +412,7 @@ TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDisconnected) {
   EXPECT_TRUE(HeldBecomes(universe, {101, 102}));
   EXPECT_TRUE(CheckpointBecomes(2));
   EXPECT_TRUE(NeverHeld({1, 2, 3, 4, 5}, 500ms));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 // Fault (c), bridge down: the publisher restarts from seq 0 while no bridge
@@ -410,7 +436,7 @@ TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDown) {
   publisher.Publish(Payload({Store({102})}));
   EXPECT_TRUE(HeldBecomes(universe, {101, 102}));
   EXPECT_TRUE(CheckpointBecomes(2));
-  EXPECT_EQ(Degraded(), "0");
+  EXPECT_TRUE(StatsSayDegraded(false));
 }
 
 // Fault (d): every replay misses the batch that revoked 1 and 4. The bridge
@@ -451,7 +477,15 @@ TEST_F(RecoveryE2eTest, ReplayAlwaysMissingABatchNeverResurrectsRevoked) {
   EXPECT_TRUE(held.count(7) && held.count(8)) << Show(held);
   EXPECT_FALSE(held.count(1) || held.count(4) || held.count(2)) << Show(held);
   EXPECT_TRUE(NeverHeld({1, 4}, 300ms));
-  EXPECT_EQ(Degraded(), "1");
+  EXPECT_TRUE(StatsSayDegraded(true));
+}
+
+// R60 needs an apply whose response is lost after the server applied it;
+// neither process can be made to do that from outside.
+TEST_F(RecoveryE2eTest, R60UncertainOutcome) {
+  GTEST_SKIP() << "R60 (a lost apply response) cannot be provoked between "
+                  "the real processes; the bridge's recovery engine tests "
+                  "cover it";
 }
 
 // Mode S (R57, R58): snapshot-v1 with an epoch-suffixed topic.
