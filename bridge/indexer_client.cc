@@ -34,9 +34,16 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
   // A private subchannel pool: a new connection after a failure must not
   // inherit the previous channel's reconnect backoff state.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10000);
+  // The channel's own reconnects are short (100 ms doubling to 2 s) so that
+  // an indexer that comes back is seen within about a second and the
+  // recovery cycle can notice its lost state (docs/bridge-events.md,
+  // "Recovery"). In this gRPC release the "min" argument also bounds one
+  // connect attempt; it grows with the backoff, so a slow handshake still
+  // gets through after a few attempts. The bridge's teardown backoff
+  // (bridge/backoff.h) is separate and unchanged.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> creds =
       target->use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
                       : grpc::InsecureChannelCredentials();

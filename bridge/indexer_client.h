@@ -2,8 +2,9 @@
 // connected eagerly with a 5 s connect timeout, sending applies with a 10 s
 // deadline each (docs/bridge-events.md, "Sending and errors > Connection").
 //
-// Thread safety: Apply() and Replace() must not be called concurrently (the bridge sends
-// one request at a time); the shutdown signal may cancel it from any thread.
+// Thread safety: Apply() and Replace() must not be called concurrently (the
+// bridge sends one request at a time); the shutdown signal may cancel it from
+// any thread.
 #ifndef KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
 #define KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
 

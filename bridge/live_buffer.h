@@ -14,8 +14,11 @@
 #define KVINDEXER_BRIDGE_LIVE_BUFFER_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -37,11 +40,11 @@ struct LiveItem {
     kConnected,     // the SUB socket (re)connected to the publisher
   };
   Kind kind = Kind::kBatch;
-  LiveBatch batch;             // kBatch
+  LiveBatch batch;                 // kBatch
   uint64_t first_dropped_seq = 0;  // kOverflow
-  uint64_t dropped = 0;        // kOverflow: how many batches were dropped
-  size_t frame_count = 0;      // kMalformed
-  std::string detail;          // kMalformed
+  uint64_t dropped = 0;            // kOverflow: how many batches were dropped
+  size_t frame_count = 0;          // kMalformed
+  std::string detail;              // kMalformed
 };
 
 class LiveBuffer {
@@ -52,9 +55,12 @@ class LiveBuffer {
   LiveBuffer& operator=(const LiveBuffer&) = delete;
 
   // Producer side. Never blocks. A batch that does not fit is dropped and
-  // counted; the first item pushed after room is free again (or the next
-  // Pop, whichever comes first) is preceded by one kOverflow item. Marker
-  // items (kMalformed, kDisconnected, kConnected) are always queued.
+  // counted. Each run of consecutive drops is reported by one kOverflow item
+  // standing where the first dropped batch would have been, so every item
+  // queued after the drops (including the next Pop's, if nothing else was
+  // queued) comes after it. Marker items (kMalformed, kDisconnected,
+  // kConnected) are always queued; one arriving during a run ends the run.
+  // After Close() everything pushed is discarded.
   void Push(LiveItem item);
 
   // Consumer side: the oldest item, waiting up to `timeout`; nullopt on
@@ -71,8 +77,17 @@ class LiveBuffer {
   size_t capacity() const { return capacity_; }
 
  private:
-  // PLACEHOLDER: the implementation chooses the private members.
   const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Batches and markers in arrival order. While batches are being dropped,
+  // the kOverflow item for that run sits at the back and its count grows;
+  // the next item that is queued closes the run.
+  std::deque<LiveItem> items_;
+  size_t batches_ = 0;
+  bool overflow_open_ = false;  // items_.back() is the current run's kOverflow
+  uint64_t dropped_total_ = 0;
+  bool closed_ = false;
 };
 
 }  // namespace kvindexer::bridge

@@ -17,7 +17,7 @@ namespace kvindexer::bridge {
 struct PublisherSnapshot {
   std::string epoch;  // non-empty
   uint64_t barrier_seq = 0;
-  std::string barrier_id;  // non-empty
+  std::string barrier_id;   // non-empty
   uint64_t resume_seq = 0;  // barrier_seq + 1
   // One hash per record, in record order (parents before children).
   std::vector<int64_t> hashes;
