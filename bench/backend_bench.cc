@@ -243,8 +243,9 @@ void BM_ApplyIndexer(benchmark::State& state, ScenarioSpec spec,
   size_t i = 0;
   for (auto _ : state) {
     const size_t k = i++ % ring.report.size();
-    absl::Status a = s->indexer().Apply(ring.report[k]);
-    absl::Status b = s->indexer().Apply(ring.revoke[k]);
+    ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+    absl::Status a = s->indexer().Apply(ring.report[k], &resp);
+    absl::Status b = s->indexer().Apply(ring.revoke[k], &resp);
     if (!a.ok() || !b.ok()) {
       state.SkipWithError((a.ok() ? b : a).ToString().c_str());
       return;

@@ -112,13 +112,15 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   s->loaded_ = std::move(*loaded);
   s->indexer_ = std::make_unique<Indexer>(s->loaded_->backend());
 
+  v1::ApplyExternalKvBatchResponse applied;  // not read
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = ThreadCpuSeconds();
   const std::vector<int64_t> headline = HeadlineHashes();
   for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, headline, &batch);
-    if (absl::Status st = s->indexer_->Apply(batch); !st.ok()) return st;
+    if (absl::Status st = s->indexer_->Apply(batch, &applied); !st.ok())
+      return st;
   }
   const std::vector<int64_t> distinct = DistinctListHashes();
   for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
@@ -129,7 +131,8 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, even, &batch);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_DRAM, odd, &batch);
-    if (absl::Status st = s->indexer_->Apply(batch); !st.ok()) return st;
+    if (absl::Status st = s->indexer_->Apply(batch, &applied); !st.ok())
+      return st;
   }
   const uint64_t blocks = FillerBlocks(spec);
   std::vector<int64_t> hbm;
@@ -143,7 +146,7 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
       AddAction(w, v1::ACTION_REPORT, v1::TIER_DRAM, dram, &batch);
       hbm.clear();
       dram.clear();
-      return s->indexer_->Apply(batch);
+      return s->indexer_->Apply(batch, &applied);
     };
     // Worker w holds block b when (w - b) mod 32 < placements_per_block.
     for (uint32_t k = 0; k < spec.placements_per_block; ++k) {

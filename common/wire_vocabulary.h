@@ -62,6 +62,8 @@ inline constexpr uint32_t kSupportedSpecVersion = 1;
 inline constexpr size_t kMaxHashesPerRequest = 16384;
 // MAX_ACTIONS_PER_BATCH: actions in one ApplyExternalKvBatch request.
 inline constexpr size_t kMaxActionsPerBatch = 256;
+// Workers in one ConfigureExpectedWorkers request (a project limit).
+inline constexpr size_t kMaxExpectedWorkers = 4096;
 // MAX_GRPC_DECODING_MESSAGE_SIZE: a request of exactly this many bytes is
 // served; a larger one is refused with OUT_OF_RANGE.
 inline constexpr size_t kMaxRequestBytes = 8 * 1024 * 1024;

@@ -1,7 +1,11 @@
 #include "core/indexer.h"
 
+#include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "core/backend_status.h"
 #include "core/hash_collapse.h"
@@ -9,6 +13,8 @@
 #include "core/match_assembler.h"
 #include "core/prefix_query.h"
 #include "core/request_validation.h"
+#include "core/sequence_gate.h"
+#include "core/worker_batches.h"
 
 namespace kvindexer {
 namespace {
@@ -25,60 +31,227 @@ StringView ViewOf(const std::string& s) {
   return StringView{s.data(), s.size()};
 }
 
+std::optional<CacheSpec> SpecOf(bool present, const v1::WorkerCacheSpec& spec) {
+  if (!present) return std::nullopt;
+  return CacheSpecOf(spec);
+}
+
+bool SameSpec(const std::optional<CacheSpec>& a,
+              const std::optional<CacheSpec>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  // CacheSpec is six uint32 fields without padding (backend.h).
+  return !a.has_value() || std::memcmp(&*a, &*b, sizeof(CacheSpec)) == 0;
+}
+
+// The backend form of a validated ApplyExternalKvBatch request, REPORTs
+// collapsed keep-last. Views the request, which must outlive it.
+class RequestBatch {
+ public:
+  explicit RequestBatch(const v1::ApplyExternalKvBatchRequest& req) {
+    view_.worker_id = ViewOf(req.worker_id());
+    view_.worker_address = ViewOf(req.worker_address());
+    view_.has_cache_spec = req.has_cache_spec() ? 1 : 0;
+    if (req.has_cache_spec()) view_.cache_spec = CacheSpecOf(req.cache_spec());
+
+    actions_.reserve(static_cast<size_t>(req.actions_size()));
+    for (const v1::ExternalKvAction& action : req.actions()) {
+      ActionView view{};
+      view.type = static_cast<uint32_t>(action.type());
+      view.tier = static_cast<uint32_t>(action.tier());
+      switch (view.type) {
+        case kActionReport: {
+          // Reserved once, so the views into earlier buffers stay valid
+          // while more are added.
+          if (buffers_.capacity() == 0) {
+            buffers_.reserve(static_cast<size_t>(req.actions_size()));
+          }
+          buffers_.emplace_back();
+          const ReportArrays report =
+              CollapseKeepLast(ReportArrays{ViewOf(action.hashes()),
+                                            ViewOf(action.component_masks()),
+                                            ViewOf(action.block_sizes())},
+                               &buffers_.back());
+          view.hashes = report.hashes;
+          view.component_masks = report.masks;
+          view.block_sizes = report.sizes;
+          break;
+        }
+        case kActionRevoke:
+          view.hashes = ViewOf(action.hashes());
+          break;
+        default:  // CLEAR_ALL_AT_TIER: no hashes, no side arrays
+          break;
+      }
+      actions_.push_back(view);
+    }
+    view_.actions = actions_.data();
+    view_.action_count = actions_.size();
+  }
+  RequestBatch(const RequestBatch&) = delete;
+  RequestBatch& operator=(const RequestBatch&) = delete;
+
+  const ApplyBatchView& view() const { return view_; }
+
+ private:
+  absl::InlinedVector<ActionView, 16> actions_;
+  // Buffers for REPORTs with repeated hashes.
+  std::vector<ReportBuffer> buffers_;
+  ApplyBatchView view_{};
+};
+
 }  // namespace
 
-Indexer::Indexer(IndexBackend* backend) : backend_(backend) {}
+Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log)
+    : backend_(backend),
+      gate_log_(gate_log != nullptr ? gate_log : &own_gate_log_) {}
 
-absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req) {
+absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
+                            v1::ApplyExternalKvBatchResponse* resp) {
   if (absl::Status s = ValidateApply(req); !s.ok()) return s;
+  const RequestBatch batch(req);
 
-  ApplyBatchView batch{};
-  batch.worker_id = ViewOf(req.worker_id());
-  batch.worker_address = ViewOf(req.worker_address());
-  batch.has_cache_spec = req.has_cache_spec() ? 1 : 0;
-  if (req.has_cache_spec()) {
-    const v1::WorkerCacheSpec& spec = req.cache_spec();
-    batch.cache_spec = CacheSpec{
-        spec.version(),        spec.components(),    spec.swa_window_tokens(),
-        spec.full_tier_mask(), spec.swa_tier_mask(), spec.mamba_tier_mask()};
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  if (req.enforce_sequence()) return ApplyGated(req, batch.view(), resp);
+
+  // The seed-era path: applied whatever the sequence state, which it never
+  // reads or changes beyond making the worker ready.
+  if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
+    return s;
   }
+  WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
+  record.address = req.worker_address();
+  record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  record.ready = true;
+  resp->set_applied_seq(req.seq());
+  resp->set_duplicate(false);
+  return absl::OkStatus();
+}
 
-  absl::InlinedVector<ActionView, 16> actions;
-  actions.reserve(static_cast<size_t>(req.actions_size()));
-  // Buffers for REPORTs with repeated hashes; reserved once, so the views
-  // into them stay valid while more are added.
-  std::vector<ReportBuffer> buffers;
-  for (const v1::ExternalKvAction& action : req.actions()) {
-    ActionView view{};
-    view.type = static_cast<uint32_t>(action.type());
-    view.tier = static_cast<uint32_t>(action.tier());
-    switch (view.type) {
-      case kActionReport: {
-        if (buffers.capacity() == 0) {
-          buffers.reserve(static_cast<size_t>(req.actions_size()));
-        }
-        buffers.emplace_back();
-        const ReportArrays report =
-            CollapseKeepLast(ReportArrays{ViewOf(action.hashes()),
-                                          ViewOf(action.component_masks()),
-                                          ViewOf(action.block_sizes())},
-                             &buffers.back());
-        view.hashes = report.hashes;
-        view.component_masks = report.masks;
-        view.block_sizes = report.sizes;
-        break;
+absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
+                                 const ApplyBatchView& batch,
+                                 v1::ApplyExternalKvBatchResponse* resp) {
+  WorkerRecord* record = workers_.Find(req.worker_id());
+  const GateDecision decision =
+      DecideGate(record, req.worker_epoch(), req.seq());
+  switch (decision.step) {
+    case GateStep::kUnconfigured:
+      gate_log_->RecordUnconfigured(req.worker_id());
+      return GateRefusal(decision, req.seq());
+    case GateStep::kNotReady:
+      gate_log_->RecordNotReady(req.worker_id(), req.worker_epoch());
+      return GateRefusal(decision, req.seq());
+    case GateStep::kDuplicate:
+      // Acknowledged; nothing is applied and the record is not refreshed.
+      resp->set_applied_seq(decision.checkpoint);
+      resp->set_duplicate(true);
+      return absl::OkStatus();
+    case GateStep::kGap: {
+      // Every placement of the worker goes in one atomic batch; the
+      // backend's record keeps the stored address and spec.
+      const RecordBatch clear(req.worker_id(), *record,
+                              RecordBatch::Actions::kClearAllTiers);
+      if (absl::Status s = ToAbslStatus(backend_->Apply(clear.view()));
+          !s.ok()) {
+        return s;
       }
-      case kActionRevoke:
-        view.hashes = ViewOf(action.hashes());
-        break;
-      default:  // CLEAR_ALL_AT_TIER: no hashes, no side arrays
-        break;
+      record->ready = false;
+      record->checkpoint.reset();
+      gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
+      return GateRefusal(decision, req.seq());
     }
-    actions.push_back(view);
+    case GateStep::kAccept:
+      break;
   }
-  batch.actions = actions.data();
-  batch.action_count = actions.size();
-  return ToAbslStatus(backend_->Apply(batch));
+  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+    return s;
+  }
+  record->address = req.worker_address();
+  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  record->ready = true;
+  record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
+  resp->set_applied_seq(req.seq());
+  resp->set_duplicate(false);
+  return absl::OkStatus();
+}
+
+absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
+                              v1::ReplaceExternalKvSnapshotResponse* resp) {
+  if (absl::Status s = ValidateReplace(req); !s.ok()) return s;
+  const SnapshotBatch batch(req);
+
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  WorkerRecord* record = workers_.Find(req.worker_id());
+  if (record == nullptr) {
+    return absl::FailedPreconditionError(
+        "stream must be configured before snapshot replacement");
+  }
+  if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
+    return s;
+  }
+  record->address = req.worker_address();
+  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  record->ready = true;
+  record->checkpoint =
+      SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
+  resp->set_applied_seq(req.applied_seq());
+  return absl::OkStatus();
+}
+
+absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
+                                v1::ConfigureExpectedWorkersResponse* resp) {
+  if (absl::Status s = ValidateConfigure(req); !s.ok()) return s;
+  absl::flat_hash_set<absl::string_view> listed;
+  listed.reserve(static_cast<size_t>(req.workers_size()));
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    listed.insert(worker.worker_id());
+  }
+
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  // Each step below changes the backend first, then the table, so that a
+  // backend failure part way leaves the two agreeing (the steps already
+  // taken stay taken).
+  //
+  // 1. Workers not listed lose their placements and their records. One that
+  // is not ready holds nothing, so its backend record is left alone.
+  for (const std::string& id : workers_.WorkerIds()) {
+    if (listed.contains(id)) continue;
+    const WorkerRecord& record = *workers_.Find(id);
+    if (record.ready) {
+      const RecordBatch clear(id, record, RecordBatch::Actions::kClearAllTiers);
+      if (absl::Status s = ToAbslStatus(backend_->Apply(clear.view()));
+          !s.ok()) {
+        return s;
+      }
+    }
+    workers_.Erase(id);
+  }
+  // 2. and 3. Listed workers: a fresh record when there is none; address
+  // always, spec only when given. Sequence state and placement stay as they
+  // are.
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    bool created = false;
+    WorkerRecord& record = workers_.FindOrAdd(worker.worker_id(), &created);
+    WorkerRecord updated = record;
+    updated.address = worker.worker_address();
+    if (worker.has_cache_spec())
+      updated.spec = CacheSpecOf(worker.cache_spec());
+    // A ready worker may hold placements, whose queries show the backend's
+    // copy of address and spec: refresh it when they change.
+    const bool changed = updated.address != record.address ||
+                         !SameSpec(updated.spec, record.spec);
+    if (!created && record.ready && changed) {
+      const RecordBatch refresh(worker.worker_id(), updated,
+                                RecordBatch::Actions::kNone);
+      if (absl::Status s = ToAbslStatus(backend_->Apply(refresh.view()));
+          !s.ok()) {
+        return s;
+      }
+    }
+    record = std::move(updated);
+  }
+  resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
+  resp->set_ready_workers(static_cast<uint32_t>(workers_.ready_count()));
+  return absl::OkStatus();
 }
 
 absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
@@ -97,6 +270,13 @@ absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
                                 v1::GetExternalKvHitCountsResponse* resp) {
   if (absl::Status s = ValidateHitCounts(req); !s.ok()) return s;
   return RunHitCounts(backend_, req, resp);
+}
+
+std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  const WorkerRecord* record = workers_.Find(worker_id);
+  if (record == nullptr) return std::nullopt;
+  return *record;
 }
 
 }  // namespace kvindexer

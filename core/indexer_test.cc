@@ -10,6 +10,7 @@
 
 #include "core/backend_status.h"
 #include "core/match_assembler.h"
+#include "core/sequence_gate_log.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/prefix_response.h"
@@ -32,8 +33,12 @@ using ::testing::IsEmpty;
 class IndexerTest : public ::testing::Test {
  protected:
   void Apply(const v1::ApplyExternalKvBatchRequest& req) {
-    const absl::Status s = indexer_.Apply(req);
+    const absl::Status s = TryApply(req);
     ASSERT_TRUE(s.ok()) << s;
+  }
+  absl::Status TryApply(const v1::ApplyExternalKvBatchRequest& req) {
+    v1::ApplyExternalKvBatchResponse resp;
+    return indexer_.Apply(req, &resp);
   }
 
   v1::MatchExternalKvResponse Match(const std::vector<int64_t>& hashes,
@@ -98,7 +103,7 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   bad.push_back(Batch("w", "a"));
   bad.back().Report(kTierHbm, {1});
   bad.back().Action(999, kTierHbm, {1});
-  for (const auto& req : bad) EXPECT_FALSE(indexer_.Apply(req).ok());
+  for (const auto& req : bad) EXPECT_FALSE(TryApply(req).ok());
 
   std::vector<int64_t> too_many(16385);
   for (size_t i = 0; i < too_many.size(); ++i) too_many[i] = int64_t(i);
@@ -346,7 +351,7 @@ TEST_F(IndexerTest, BackendStatusesMapOneToOne) {
         BackendCode::kFailedPrecondition, BackendCode::kInternal,
         BackendCode::kUnavailable}) {
     backend_.fail_with = MakeBackendStatus(code, "boom");
-    const absl::Status s = indexer_.Apply(Batch("w", "a"));
+    const absl::Status s = TryApply(Batch("w", "a"));
     EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code));
     EXPECT_EQ(std::string(s.message()), "boom");
     v1::MatchExternalKvResponse match;
@@ -358,6 +363,205 @@ TEST_F(IndexerTest, BackendStatusesMapOneToOne) {
                   indexer_.HitCounts(HitCountsRequest({1}), &hits).code()),
               static_cast<int>(code));
   }
+}
+
+// --- Recovery: what reaches the backend (docs/contract.md, "Recovery > How
+// the host maps recovery onto the backend"). The scenarios themselves run
+// against every backend in tests/conformance/recovery_test.cc. ---
+
+class IndexerRecoveryTest : public IndexerTest {
+ protected:
+  struct Line {
+    spdlog::level::level_enum level;
+    std::string text;
+  };
+
+  v1::ApplyExternalKvBatchResponse ApplyResp(
+      const v1::ApplyExternalKvBatchRequest& req) {
+    v1::ApplyExternalKvBatchResponse resp;
+    const absl::Status s = recovering_.Apply(req, &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    return resp;
+  }
+  absl::Status TryGated(const v1::ApplyExternalKvBatchRequest& req) {
+    v1::ApplyExternalKvBatchResponse resp;
+    return recovering_.Apply(req, &resp);
+  }
+  void Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
+    v1::ReplaceExternalKvSnapshotResponse resp;
+    const absl::Status s = recovering_.Replace(req, &resp);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  void Configure(const v1::ConfigureExpectedWorkersRequest& req) {
+    v1::ConfigureExpectedWorkersResponse resp;
+    const absl::Status s = recovering_.Configure(req, &resp);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  static void ExpectClearAll(const ModelBackend::RecordedBatch& batch) {
+    ASSERT_EQ(batch.actions.size(), 3u);
+    for (uint32_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(batch.actions[i].type, kActionClearAllAtTier);
+      EXPECT_EQ(batch.actions[i].tier, kTierHbm + i);
+    }
+  }
+
+  std::vector<Line> lines_;
+  SequenceGateLog gate_log_{
+      [this](spdlog::level::level_enum level, std::string_view text) {
+        lines_.push_back({level, std::string(text)});
+      }};
+  Indexer recovering_{&backend_, &gate_log_};
+};
+
+TEST_F(IndexerRecoveryTest, RefusalsAndDuplicatesNeverReachTheBackend) {
+  EXPECT_EQ(
+      TryGated(Batch("w", "a").Gated("e", 1).Report(kTierHbm, {1})).code(),
+      absl::StatusCode::kFailedPrecondition);  // G1
+  Configure(test_support::ExpectedWorkers().Worker("w", "a"));
+  EXPECT_EQ(
+      TryGated(Batch("w", "a").Gated("e", 1).Report(kTierHbm, {1})).code(),
+      absl::StatusCode::kFailedPrecondition);  // G2
+  EXPECT_EQ(backend_.calls(), 0u);
+  Replace(test_support::Snapshot("w", "a").Epoch("e").AppliedSeq(5));
+  ASSERT_EQ(backend_.applies.size(), 1u);
+  const auto resp =
+      ApplyResp(Batch("w", "b").Gated("e", 5).Revoke(kTierHbm, {1}));  // G3
+  EXPECT_TRUE(resp.duplicate());
+  EXPECT_EQ(backend_.applies.size(), 1u);
+}
+
+TEST_F(IndexerRecoveryTest, AGapIsOneClearOfEveryTierWithTheStoredRecord) {
+  Configure(test_support::ExpectedWorkers().Worker("w", "a"));
+  Replace(test_support::Snapshot("w", "http://w:1")
+              .Epoch("e")
+              .AppliedSeq(1)
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+              .Tier(kTierHbm, {1}, {kComponentFull}));
+  EXPECT_EQ(TryGated(Batch("w", "other").Gated("e", 3)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(backend_.applies.size(), 2u);
+  const auto& clear = backend_.applies[1];
+  ExpectClearAll(clear);
+  EXPECT_EQ(clear.worker_address, "http://w:1");
+  ASSERT_TRUE(clear.spec.has_value());
+  EXPECT_EQ(clear.spec->full_tier_mask, kTierBitHbm);
+  ASSERT_EQ(lines_.size(), 1u);
+  EXPECT_EQ(lines_[0].level, spdlog::level::warn);
+  EXPECT_EQ(lines_[0].text,
+            "event sequence gap; placements cleared until a snapshot is "
+            "installed worker=w expected=2 received=3");
+  const auto state = recovering_.WorkerState("w");
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->state(), SequenceState::kInvalid);
+  EXPECT_EQ(state->address, "http://w:1");
+}
+
+TEST_F(IndexerRecoveryTest, AFailedClearLeavesTheWorkerSequenced) {
+  Configure(test_support::ExpectedWorkers().Worker("w", "a"));
+  Replace(test_support::Snapshot("w", "a").Epoch("e").AppliedSeq(1));
+  backend_.fail_with = MakeBackendStatus(BackendCode::kUnavailable, "down");
+  const absl::Status s = TryGated(Batch("w", "a").Gated("e", 3));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  backend_.fail_with.reset();
+  EXPECT_EQ(recovering_.WorkerState("w")->state(), SequenceState::kSequenced);
+  EXPECT_TRUE(lines_.empty());
+  // A failed accept or Replace changes no sequence state either.
+  backend_.fail_with = MakeBackendStatus(BackendCode::kInternal, "boom");
+  EXPECT_EQ(TryGated(Batch("w", "a").Gated("e", 2)).code(),
+            absl::StatusCode::kInternal);
+  v1::ReplaceExternalKvSnapshotResponse replace;
+  EXPECT_EQ(
+      recovering_.Replace(test_support::Snapshot("w", "a").Epoch("f"), &replace)
+          .code(),
+      absl::StatusCode::kInternal);
+  backend_.fail_with.reset();
+  EXPECT_EQ(recovering_.WorkerState("w")->checkpoint,
+            (SequenceCheckpoint{"e", 1}));
+}
+
+TEST_F(IndexerRecoveryTest, RefusalsAreLoggedThrottled) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(TryGated(Batch("nobody", "a").Gated("e", 1)).ok());
+  }
+  ApplyResp(Batch("seed", "a"));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(TryGated(Batch("seed", "a").Gated("e", 1)).ok());
+  }
+  ASSERT_EQ(lines_.size(), 4u);  // G1 at 1 and 2, G2 at 1 and 2
+  for (const Line& line : lines_) EXPECT_EQ(line.level, spdlog::level::info);
+  EXPECT_EQ(gate_log_.unconfigured_total(), 3u);
+  EXPECT_EQ(gate_log_.not_ready_total(), 2u);
+}
+
+TEST_F(IndexerRecoveryTest, ReplaceIsOneBatchWhateverItsSize) {
+  Configure(test_support::ExpectedWorkers().Worker("w", "a"));
+  Replace(test_support::Snapshot("w", "a")
+              .Tier(kTierHbm, test_support::Range(0, 20000))
+              .Tier(kTierDram, test_support::Range(0, 20000)));
+  ASSERT_EQ(backend_.applies.size(), 1u);
+  const auto& batch = backend_.applies[0];
+  ASSERT_EQ(batch.actions.size(), 5u);
+  EXPECT_FALSE(batch.spec.has_value());
+  EXPECT_EQ(batch.actions[3].hashes.size(), 20000u);
+  EXPECT_EQ(batch.actions[4].hashes.size(), 20000u);
+}
+
+TEST_F(IndexerRecoveryTest, ConfigureClearsOnlyReadyRemovedWorkers) {
+  Configure(
+      test_support::ExpectedWorkers().Worker("ready", "a").Worker("idle", "b"));
+  EXPECT_EQ(backend_.calls(), 0u);  // new records need no backend call
+  Replace(test_support::Snapshot("ready", "a")
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+              .Tier(kTierHbm, {1}));
+  Configure(test_support::ExpectedWorkers());
+  // One clear for the ready worker, with its stored record; none for the
+  // worker that never held anything.
+  ASSERT_EQ(backend_.applies.size(), 2u);
+  ExpectClearAll(backend_.applies[1]);
+  EXPECT_EQ(backend_.applies[1].worker_id, "ready");
+  EXPECT_TRUE(backend_.applies[1].spec.has_value());
+}
+
+TEST_F(IndexerRecoveryTest, ConfigureRefreshesTheBackendOnlyWhenItMatters) {
+  Configure(test_support::ExpectedWorkers().Worker("w", "a").Worker("idle"));
+  Replace(test_support::Snapshot("w", "a")
+              .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+              .Tier(kTierHbm, {1}));
+  // Same address, no spec: nothing to tell the backend.
+  Configure(
+      test_support::ExpectedWorkers().Worker("w", "a").Worker("idle", "x"));
+  EXPECT_EQ(backend_.applies.size(), 1u);
+  // A new address: an empty batch that carries the stored spec on.
+  Configure(
+      test_support::ExpectedWorkers().Worker("w", "moved").Worker("idle"));
+  ASSERT_EQ(backend_.applies.size(), 2u);
+  const auto& refresh = backend_.applies[1];
+  EXPECT_TRUE(refresh.actions.empty());
+  EXPECT_EQ(refresh.worker_address, "moved");
+  ASSERT_TRUE(refresh.spec.has_value());
+  EXPECT_EQ(refresh.spec->full_tier_mask, kTierBitHbm);
+  // A new spec.
+  Configure(test_support::ExpectedWorkers()
+                .Worker("w", "moved", Spec(kComponentFull, 0, kTierBitDram))
+                .Worker("idle"));
+  ASSERT_EQ(backend_.applies.size(), 3u);
+  EXPECT_EQ(backend_.applies[2].spec->full_tier_mask, kTierBitDram);
+  EXPECT_EQ(recovering_.WorkerState("idle")->address, "");
+}
+
+TEST_F(IndexerRecoveryTest, SeedEraApplyCreatesAReadyRecord) {
+  const auto resp = ApplyResp(
+      Batch("w", "a").Seq(9).Spec(Spec(kComponentFull, 0, kTierBitHbm)));
+  EXPECT_EQ(resp.applied_seq(), 9u);
+  EXPECT_FALSE(resp.duplicate());
+  const auto state = recovering_.WorkerState("w");
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->state(), SequenceState::kUnsequenced);
+  EXPECT_EQ(state->address, "a");
+  EXPECT_TRUE(state->spec.has_value());
+  // A failed validation creates nothing.
+  EXPECT_FALSE(TryGated(Batch("v", "a").Report(0, {1})).ok());
+  EXPECT_FALSE(recovering_.WorkerState("v").has_value());
 }
 
 TEST(BackendStatus, Conversion) {

@@ -38,7 +38,8 @@ using ::testing::UnorderedElementsAre;
 class PrefixQueryTest : public ::testing::Test {
  protected:
   void Apply(const v1::ApplyExternalKvBatchRequest& req) {
-    ASSERT_TRUE(indexer_.Apply(req).ok());
+    v1::ApplyExternalKvBatchResponse resp;
+    ASSERT_TRUE(indexer_.Apply(req, &resp).ok());
   }
 
   v1::MatchExternalKvPrefixResponse Query(const std::vector<int64_t>& hashes,

@@ -2,6 +2,10 @@
 
 #include <stdint.h>
 
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "kvindexer/backend.h"
 
@@ -31,17 +35,32 @@ absl::Status ValidateSideArray(const char* field, int entries, int hashes) {
   return absl::OkStatus();
 }
 
-// REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
-// (ValidateApply checks that before any action), so no action exceeds it.
-absl::Status ValidateAction(const v1::ExternalKvAction& action) {
-  // 4a: the tier, by raw number.
-  const int32_t tier = static_cast<int32_t>(action.tier());
+// A tier by its raw number: 0 and numbers outside 1..3 are refused.
+absl::Status ValidateTier(int32_t tier) {
   if (tier == 0) {
     return absl::InvalidArgumentError("tier must not be TIER_UNKNOWN");
   }
   if (tier < static_cast<int32_t>(kTierHbm) ||
       tier > static_cast<int32_t>(kMaxTier)) {
     return absl::InvalidArgumentError("tier is not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWorkerId(const std::string& worker_id) {
+  if (worker_id.empty()) {
+    return absl::InvalidArgumentError("worker_id must not be empty");
+  }
+  return absl::OkStatus();
+}
+
+// REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
+// (ValidateApply checks that before any action), so no action exceeds it.
+absl::Status ValidateAction(const v1::ExternalKvAction& action) {
+  // 4a: the tier, by raw number.
+  if (absl::Status s = ValidateTier(static_cast<int32_t>(action.tier()));
+      !s.ok()) {
+    return s;
   }
   // 4b: the type, and the hashes it requires.
   const int32_t type = static_cast<int32_t>(action.type());
@@ -68,9 +87,7 @@ absl::Status ValidateAction(const v1::ExternalKvAction& action) {
 }  // namespace
 
 absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req) {
-  if (req.worker_id().empty()) {
-    return absl::InvalidArgumentError("worker_id must not be empty");
-  }
+  if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
   const size_t action_count = static_cast<size_t>(req.actions_size());
   if (action_count > kMaxActionsPerBatch) {
     return absl::ResourceExhaustedError(
@@ -98,6 +115,51 @@ absl::Status ValidateMatch(const v1::MatchExternalKvRequest& req) {
 
 absl::Status ValidateHitCounts(const v1::GetExternalKvHitCountsRequest& req) {
   return ValidateBoundedHashes(req.hashes_size());
+}
+
+absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req) {
+  if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
+  for (const v1::TierHashes& entry : req.hashes_by_tier()) {
+    if (absl::Status s = ValidateTier(static_cast<int32_t>(entry.tier()));
+        !s.ok()) {
+      return s;
+    }
+    const int hashes = entry.hashes_size();
+    if (absl::Status s = ValidateSideArray(
+            "component_masks", entry.component_masks_size(), hashes);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            ValidateSideArray("block_sizes", entry.block_sizes_size(), hashes);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req) {
+  const size_t workers = static_cast<size_t>(req.workers_size());
+  if (workers > kMaxExpectedWorkers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("request contains ", workers, " workers; maximum is ",
+                     kMaxExpectedWorkers));
+  }
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    if (absl::Status s = ValidateWorkerId(worker.worker_id()); !s.ok()) {
+      return s;
+    }
+  }
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(workers);
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    if (!seen.insert(worker.worker_id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("duplicate worker_id ", worker.worker_id()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidatePrefix(const v1::MatchExternalKvPrefixRequest& req) {

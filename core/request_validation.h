@@ -1,6 +1,7 @@
 // Request validation for kv_indexer.v1 (docs/contract.md, "Apply validation",
-// "Match validation", "GetExternalKvHitCounts" and
-// "MatchExternalKvPrefix > Order of checks"). Status codes and messages are
+// "Match validation", "GetExternalKvHitCounts",
+// "MatchExternalKvPrefix > Order of checks", "Recovery > Replace validation"
+// and "Recovery > Configure validation"). Status codes and messages are
 // those of the contract, verbatim.
 // Enum fields are checked by their raw numbers: proto3 enums are open, so a
 // request may carry any int32 there.
@@ -30,6 +31,15 @@ namespace kvindexer {
 // "GetExternalKvHitCounts": as ValidateMatch.
 [[nodiscard]] absl::Status ValidateHitCounts(
     const ::kv_indexer::v1::GetExternalKvHitCountsRequest& req);
+// "Recovery > Replace validation", steps V1 to V3 (V4 needs the worker
+// table): empty worker_id; then each TierHashes entry in order: its tier,
+// then its side arrays. No hash-count bound.
+[[nodiscard]] absl::Status ValidateReplace(
+    const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req);
+// "Recovery > Configure validation", C1 to C3: at most kMaxExpectedWorkers
+// workers; no empty worker_id; no repeated worker_id.
+[[nodiscard]] absl::Status ValidateConfigure(
+    const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req);
 // "MatchExternalKvPrefix > Order of checks", step 3: non-empty; no upper
 // bound.
 [[nodiscard]] absl::Status ValidatePrefix(

@@ -12,7 +12,9 @@ namespace {
 namespace v1 = ::kv_indexer::v1;
 
 using test_support::Batch;
+using test_support::ExpectedWorkers;
 using test_support::Range;
+using test_support::Snapshot;
 
 void ExpectStatus(const absl::Status& status, absl::StatusCode code,
                   const std::string& message) {
@@ -237,6 +239,61 @@ TEST(ValidatePrefix, EmptyRejectedNoUpperBound) {  // 39
                "hashes must not be empty");
   for (int i = 0; i < 16385; ++i) req.add_hashes(i);
   EXPECT_TRUE(ValidatePrefix(req).ok());
+}
+
+// V1 to V3 of docs/contract.md, "Recovery > Replace validation".
+TEST(ValidateReplace, StepsInOrder) {
+  EXPECT_TRUE(ValidateReplace(Snapshot("w")).ok());
+  EXPECT_TRUE(ValidateReplace(Snapshot("w").Tier(kHbm, {})).ok());
+  ExpectStatus(ValidateReplace(Snapshot("").Tier(0, {1}, {1, 2})),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id must not be empty");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(0, {1}, {1, 2})),
+               absl::StatusCode::kInvalidArgument,
+               "tier must not be TIER_UNKNOWN");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(-1, {1})),
+               absl::StatusCode::kInvalidArgument, "tier is not supported");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(4, {1})),
+               absl::StatusCode::kInvalidArgument, "tier is not supported");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(kHbm, {1, 2}, {1}, {1})),
+               absl::StatusCode::kInvalidArgument,
+               "component_masks has 1 entries but must be empty or match 2 "
+               "hashes");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(kHbm, {1, 2}, {}, {1})),
+               absl::StatusCode::kInvalidArgument,
+               "block_sizes has 1 entries but must be empty or match 2 hashes");
+  ExpectStatus(ValidateReplace(Snapshot("w").Tier(kHbm, {}, {1})),
+               absl::StatusCode::kInvalidArgument,
+               "component_masks has 1 entries but must be empty or match 0 "
+               "hashes");
+  // Entry by entry: the first entry's side arrays before the second's tier.
+  ExpectStatus(
+      ValidateReplace(Snapshot("w").Tier(kHbm, {1}, {}, {1, 1}).Tier(0, {1})),
+      absl::StatusCode::kInvalidArgument,
+      "block_sizes has 2 entries but must be empty or match 1 hashes");
+}
+
+TEST(ValidateReplace, NoHashBound) {
+  EXPECT_TRUE(ValidateReplace(Snapshot("w").Tier(kHbm, Range(0, 40000))).ok());
+}
+
+// C1 to C3 of docs/contract.md, "Recovery > Configure validation".
+TEST(ValidateConfigure, StepsInOrder) {
+  EXPECT_TRUE(ValidateConfigure(ExpectedWorkers()).ok());
+  ExpectedWorkers most;
+  for (int i = 0; i < 4096; ++i) most.Worker(std::to_string(i));
+  EXPECT_TRUE(ValidateConfigure(most).ok());
+  ExpectedWorkers too_many = most;
+  too_many.Worker("");
+  ExpectStatus(ValidateConfigure(too_many),
+               absl::StatusCode::kResourceExhausted,
+               "request contains 4097 workers; maximum is 4096");
+  ExpectStatus(
+      ValidateConfigure(ExpectedWorkers().Worker("a").Worker("a").Worker("")),
+      absl::StatusCode::kInvalidArgument, "worker_id must not be empty");
+  ExpectStatus(
+      ValidateConfigure(ExpectedWorkers().Worker("a").Worker("b").Worker("a")),
+      absl::StatusCode::kInvalidArgument, "duplicate worker_id a");
 }
 
 }  // namespace

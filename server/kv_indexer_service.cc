@@ -160,8 +160,32 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
                       v1::ApplyExternalKvBatchResponse>(
       applies_, context, request, response,
       [this](const v1::ApplyExternalKvBatchRequest& req,
-             v1::ApplyExternalKvBatchResponse*) {
-        return indexer_->Apply(req);
+             v1::ApplyExternalKvBatchResponse* resp) {
+        return indexer_->Apply(req, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeUnaryOn<v1::ReplaceExternalKvSnapshotRequest,
+                      v1::ReplaceExternalKvSnapshotResponse>(
+      applies_, context, request, response,
+      [this](const v1::ReplaceExternalKvSnapshotRequest& req,
+             v1::ReplaceExternalKvSnapshotResponse* resp) {
+        return indexer_->Replace(req, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeUnaryOn<v1::ConfigureExpectedWorkersRequest,
+                      v1::ConfigureExpectedWorkersResponse>(
+      applies_, context, request, response,
+      [this](const v1::ConfigureExpectedWorkersRequest& req,
+             v1::ConfigureExpectedWorkersResponse* resp) {
+        return indexer_->Configure(req, resp);
       });
 }
 

@@ -21,12 +21,15 @@
 //      of kInlineScanSlots is free, otherwise on the scan executor.
 // Steps 1 to 4 run on gRPC's callback thread, so a rejection is immediate.
 //
-// The other three methods are never shed and never take a permit. On the
+// The other five methods are never shed and never take a permit. On the
 // callback thread they only run the size check (OUT_OF_RANGE, before any
 // decoding); decoding, the Indexer call and encoding run on an executor:
-//   - ApplyExternalKvBatch on the apply executor (kApplyThreads threads),
-//     which prefix queries never occupy, so an apply never waits for a
-//     prefix permit or a scan;
+//   - the mutations, ApplyExternalKvBatch, ReplaceExternalKvSnapshot and
+//     ConfigureExpectedWorkers, on the apply executor (kApplyThreads
+//     threads), which prefix queries never occupy, so a mutation never waits
+//     for a prefix permit or a scan. With one thread, mutations run one at a
+//     time in the order their requests were received (docs/contract.md,
+//     "Recovery > One writer");
 //   - MatchExternalKv and GetExternalKvHitCounts on the lookup executor
 //     (kLookupThreads threads): a backend may serve them under an exclusive
 //     lock (counting matches), and they must not wait for it on a callback
@@ -63,20 +66,24 @@ inline constexpr std::string_view kOverloadStatusMessage =
     "too many in-flight prefix queries";
 
 namespace internal {
+using KVIndexer = ::kv_indexer::v1::KVIndexer;
 using RawKvIndexerService =
-    ::kv_indexer::v1::KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
-        ::kv_indexer::v1::KVIndexer::WithRawCallbackMethod_MatchExternalKv<
-            ::kv_indexer::v1::KVIndexer::
-                WithRawCallbackMethod_MatchExternalKvPrefix<
-                    ::kv_indexer::v1::KVIndexer::
-                        WithRawCallbackMethod_GetExternalKvHitCounts<
-                            ::kv_indexer::v1::KVIndexer::Service>>>>;
+    KVIndexer::WithRawCallbackMethod_ConfigureExpectedWorkers<
+        KVIndexer::WithRawCallbackMethod_ReplaceExternalKvSnapshot<
+            KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
+                KVIndexer::WithRawCallbackMethod_MatchExternalKv<
+                    KVIndexer::WithRawCallbackMethod_MatchExternalKvPrefix<
+                        KVIndexer::WithRawCallbackMethod_GetExternalKvHitCounts<
+                            KVIndexer::Service>>>>>>;
 }  // namespace internal
 
-// Threads that decode and run applies. The backends serialise writers, so a
-// second thread would only overlap one apply's decoding with another's
-// apply, while taking a second core from prefix queries on small machines.
+// Threads that decode and run mutations. The Indexer and the backends
+// serialise them anyway, so a second thread would only overlap one apply's
+// decoding with another's apply, while taking a second core from prefix
+// queries on small machines; and it would let a later request overtake an
+// earlier one. Must stay 1.
 inline constexpr size_t kApplyThreads = 1;
+static_assert(kApplyThreads == 1, "mutations must keep their arrival order");
 // Nice levels the apply thread runs below the rest of the server, so that a
 // long apply yields the CPU to prefix scans and to gRPC's threads when both
 // want it. It still runs whenever a core is free; under CPU saturation by
@@ -107,10 +114,18 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // The generated base classes also declare the (disabled) synchronous
   // overloads; these using-declarations keep them visible.
   using internal::RawKvIndexerService::ApplyExternalKvBatch;
+  using internal::RawKvIndexerService::ConfigureExpectedWorkers;
   using internal::RawKvIndexerService::GetExternalKvHitCounts;
   using internal::RawKvIndexerService::MatchExternalKv;
   using internal::RawKvIndexerService::MatchExternalKvPrefix;
+  using internal::RawKvIndexerService::ReplaceExternalKvSnapshot;
 
+  grpc::ServerUnaryReactor* ConfigureExpectedWorkers(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ReplaceExternalKvSnapshot(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ApplyExternalKvBatch(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       grpc::ByteBuffer* response) override;

@@ -24,9 +24,8 @@ RejectionLog::RejectionLog(Sink sink) : sink_(std::move(sink)) {}
 
 void RejectionLog::RecordShed(std::chrono::nanoseconds waited,
                               std::chrono::nanoseconds budget) {
-  const uint64_t total =
-      shed_total_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (!IsPowerOfTwo(total)) return;
+  const uint64_t total = shed_.Count();
+  if (total == 0) return;
   sink_(
       spdlog::level::info,
       fmt::format("{} shed_total={} waited_ms={} budget_ms={}", kShedLogMessage,
@@ -34,9 +33,8 @@ void RejectionLog::RecordShed(std::chrono::nanoseconds waited,
 }
 
 void RejectionLog::RecordOverload() {
-  const uint64_t total =
-      rejected_total_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (!IsPowerOfTwo(total)) return;
+  const uint64_t total = rejected_.Count();
+  if (total == 0) return;
   sink_(spdlog::level::warn,
         fmt::format("{} rejected_total={}", kOverloadLogMessage, total));
 }

@@ -10,17 +10,19 @@
 //
 // Lines have the form "<message> key=value key=value ...".
 //
+// The throttle is common/doubling_throttle.h.
+//
 // Thread safety: every method may be called concurrently; the counters are
 // atomics and the sink is called outside any lock.
 #ifndef KVINDEXER_SERVER_REJECTION_LOG_H_
 #define KVINDEXER_SERVER_REJECTION_LOG_H_
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string_view>
 
+#include "common/doubling_throttle.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -46,21 +48,14 @@ class RejectionLog {
                   std::chrono::nanoseconds budget);
   void RecordOverload();
 
-  uint64_t shed_total() const {
-    return shed_total_.load(std::memory_order_relaxed);
-  }
-  uint64_t rejected_total() const {
-    return rejected_total_.load(std::memory_order_relaxed);
-  }
+  uint64_t shed_total() const { return shed_.total(); }
+  uint64_t rejected_total() const { return rejected_.total(); }
 
  private:
   Sink sink_;
-  std::atomic<uint64_t> shed_total_{0};
-  std::atomic<uint64_t> rejected_total_{0};
+  DoublingThrottle shed_;
+  DoublingThrottle rejected_;
 };
-
-// True for 1, 2, 4, 8, ...
-constexpr bool IsPowerOfTwo(uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 }  // namespace kvindexer
 

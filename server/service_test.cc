@@ -49,6 +49,8 @@ namespace {
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::ApplyExternalKvBatchRequest;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
+using ::kv_indexer::v1::ConfigureExpectedWorkersRequest;
+using ::kv_indexer::v1::ConfigureExpectedWorkersResponse;
 using ::kv_indexer::v1::ExternalKvAction;
 using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
 using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
@@ -57,9 +59,13 @@ using ::kv_indexer::v1::MatchExternalKvPrefixRequest;
 using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
+using ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest;
+using ::kv_indexer::v1::ReplaceExternalKvSnapshotResponse;
 using test_support::Batch;
+using test_support::ExpectedWorkers;
 using test_support::PrefixRequest;
 using test_support::Range;
+using test_support::Snapshot;
 using ::testing::HasSubstr;
 
 // Bound on every wait in this file; tests never sleep to synchronise.
@@ -353,6 +359,25 @@ grpc::Status Apply(InProcessServer& s, const ApplyExternalKvBatchRequest& req,
                    std::chrono::milliseconds timeout = 30s) {
   ApplyExternalKvBatchResponse resp;
   return s.stub().ApplyExternalKvBatch(Context(timeout).get(), req, &resp);
+}
+
+grpc::Status Apply(InProcessServer& s, const ApplyExternalKvBatchRequest& req,
+                   ApplyExternalKvBatchResponse* resp) {
+  return s.stub().ApplyExternalKvBatch(Context().get(), req, resp);
+}
+
+grpc::Status Replace(InProcessServer& s,
+                     const ReplaceExternalKvSnapshotRequest& req,
+                     ReplaceExternalKvSnapshotResponse* resp,
+                     std::chrono::milliseconds timeout = 30s) {
+  return s.stub().ReplaceExternalKvSnapshot(Context(timeout).get(), req, resp);
+}
+
+grpc::Status Configure(InProcessServer& s,
+                       const ConfigureExpectedWorkersRequest& req,
+                       ConfigureExpectedWorkersResponse* resp,
+                       std::chrono::milliseconds timeout = 30s) {
+  return s.stub().ConfigureExpectedWorkers(Context(timeout).get(), req, resp);
 }
 
 grpc::Status MatchPrefix(
@@ -751,10 +776,46 @@ TEST_F(ServiceOverProbeBackendTest, OtherMethodsAreNeverShed) {
   EXPECT_TRUE(server_->stub()
                   .GetExternalKvHitCounts(Context().get(), hits, &hits_resp)
                   .ok());
-  EXPECT_EQ(backend_.applies.load(), 1);
+  ConfigureExpectedWorkersResponse configured;
+  EXPECT_TRUE(
+      Configure(*server_, ExpectedWorkers().Worker("w", "a"), &configured)
+          .ok());
+  ReplaceExternalKvSnapshotResponse replaced;
+  EXPECT_TRUE(
+      Replace(*server_, Snapshot("w", "a").Tier(kTierHbm, {1}), &replaced)
+          .ok());
+  EXPECT_EQ(backend_.applies.load(), 2);
   EXPECT_EQ(backend_.matches.load(), 1);
   EXPECT_EQ(backend_.hit_counts.load(), 1);
   EXPECT_TRUE(server_->log_lines().empty());
+}
+
+// Replace and Configure take no prefix permit: they succeed while held scans
+// hold every one.
+TEST_F(ServiceOverProbeBackendTest, RecoveryCallsNeverWaitForPrefixPermits) {
+  Start(/*prefix_limit=*/1);
+  backend_.HoldPrefixScans();
+  grpc::Status held_status;
+  std::thread held([this, &held_status] {
+    MatchExternalKvPrefixResponse resp;
+    held_status = MatchPrefix(*server_, PrefixRequest({-1}), &resp);
+  });
+  ASSERT_TRUE(backend_.WaitForPrefixEntries(1));
+  ConfigureExpectedWorkersResponse configured;
+  const grpc::Status c = Configure(*server_, ExpectedWorkers().Worker("w", "a"),
+                                   &configured, kWaitBound);
+  EXPECT_TRUE(c.ok()) << c.error_message();
+  ReplaceExternalKvSnapshotResponse replaced;
+  const grpc::Status r =
+      Replace(*server_, Snapshot("w", "a").Epoch("e").AppliedSeq(4), &replaced,
+              kWaitBound);
+  EXPECT_TRUE(r.ok()) << r.error_message();
+  EXPECT_EQ(replaced.applied_seq(), 4u);
+  EXPECT_EQ(backend_.prefix_exits(), 0)
+      << "a recovery call waited for a held scan";
+  backend_.Release();
+  held.join();
+  EXPECT_TRUE(held_status.ok()) << held_status.error_message();
 }
 
 // Behaviour 8 (server side): a 250 ms client deadline reaches the server
@@ -797,8 +858,8 @@ TEST_F(ServiceOverProbeBackendTest, ClientDeadlineReachesServer) {
 TEST_F(ServiceOverProbeBackendTest, UnknownMethodIsUnimplemented) {
   Start(32);
   for (const char* method :
-       {"/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
-        "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
+       {"/kv_indexer.v1.KVIndexer/InvalidateWorker",
+        "/kv_indexer.v1.KVIndexer/BeginExternalKvSnapshot",
         "/grpc.health.v1.Health/Check",
         "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"}) {
     const grpc::Status status = RawCall(*server_, method, "");
@@ -1095,6 +1156,133 @@ TEST_F(ServiceOverReferenceBackendTest, EveryMethodRefusesAboveEightMiB) {
   GetExternalKvHitCountsResponse hits_resp;
   s = server_->stub().GetExternalKvHitCounts(Context().get(), hits, &hits_resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+
+  // Refused before decoding: the worker is unknown and the tier invalid,
+  // which would otherwise be FAILED_PRECONDITION or INVALID_ARGUMENT.
+  ReplaceExternalKvSnapshotResponse replaced;
+  s = Replace(*server_, Snapshot("nobody", "a").Tier(0, hashes), &replaced);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(s.error_message(), HasSubstr("maximum is 8388608"));
+
+  ExpectedWorkers many;
+  for (int i = 0; i < 5000; ++i) {
+    many.Worker(std::to_string(i), std::string(2000, 'a'));
+  }
+  ASSERT_GT(many.request().ByteSizeLong(), kMaxRequestBytes);
+  ConfigureExpectedWorkersResponse configured;
+  s = Configure(*server_, many, &configured);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+}
+
+// ---------------------------------------------------------------------------
+// Recovery over the wire (docs/contract.md, "Recovery"): codes, messages and
+// responses. The semantics are tested against every backend in
+// tests/conformance/recovery_test.cc.
+
+TEST_F(ServiceOverReferenceBackendTest, SeedEraApplyReturnsItsSeq) {
+  ApplyExternalKvBatchResponse resp;
+  ASSERT_TRUE(
+      Apply(*server_, Batch("w", "a").Seq(77).Report(kTierHbm, {1}), &resp)
+          .ok());
+  EXPECT_EQ(resp.applied_seq(), 77u);
+  EXPECT_FALSE(resp.duplicate());
+}
+
+TEST_F(ServiceOverReferenceBackendTest, GatedLifecycleOverTheWire) {
+  ApplyExternalKvBatchResponse applied;
+  grpc::Status s = Apply(
+      *server_, Batch("w", "a").Gated("e", 1).Report(kTierHbm, {1}), &applied);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "stream must be configured before recovery-aware apply");
+
+  ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(Configure(*server_,
+                        ExpectedWorkers().Worker("w", "a").Worker("v", "b"),
+                        &configured)
+                  .ok());
+  EXPECT_EQ(configured.total_workers(), 2u);
+  EXPECT_EQ(configured.ready_workers(), 0u);
+
+  s = Apply(*server_, Batch("w", "a").Gated("e", 1), &applied);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "stream has no READY snapshot for this generation and epoch");
+
+  ReplaceExternalKvSnapshotResponse replaced;
+  ASSERT_TRUE(
+      Replace(*server_,
+              Snapshot("w", "a").Epoch("e").AppliedSeq(2).Tier(kTierHbm, {1}),
+              &replaced)
+          .ok());
+  EXPECT_EQ(replaced.applied_seq(), 2u);
+
+  ASSERT_TRUE(Apply(*server_,
+                    Batch("w", "a").Gated("e", 3).Report(kTierHbm, {2}),
+                    &applied)
+                  .ok());
+  EXPECT_EQ(applied.applied_seq(), 3u);
+  EXPECT_FALSE(applied.duplicate());
+  ASSERT_TRUE(Apply(*server_, Batch("w", "a").Gated("e", 0), &applied).ok());
+  EXPECT_EQ(applied.applied_seq(), 3u);
+  EXPECT_TRUE(applied.duplicate());
+
+  s = Apply(*server_, Batch("w", "a").Gated("e", 5), &applied);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(), "event sequence gap: expected 4, got 5");
+
+  MatchExternalKvPrefixResponse prefix;
+  ASSERT_TRUE(MatchPrefix(*server_, PrefixRequest({1, 2}), &prefix).ok());
+  EXPECT_EQ(prefix.matches_size(), 0);
+
+  ASSERT_TRUE(
+      Configure(*server_, ExpectedWorkers().Worker("w", "a"), &configured)
+          .ok());
+  EXPECT_EQ(configured.total_workers(), 1u);
+  EXPECT_EQ(configured.ready_workers(), 0u);
+}
+
+TEST_F(ServiceOverReferenceBackendTest, RecoveryValidationOverTheWire) {
+  ReplaceExternalKvSnapshotResponse replaced;
+  grpc::Status s = Replace(*server_, Snapshot(""), &replaced);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "worker_id must not be empty");
+  s = Replace(*server_, Snapshot("w").Tier(7, {1}), &replaced);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "tier is not supported");
+  s = Replace(*server_, Snapshot("w").Tier(kTierHbm, {1}), &replaced);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "stream must be configured before snapshot replacement");
+
+  ConfigureExpectedWorkersResponse configured;
+  ExpectedWorkers too_many;
+  for (int i = 0; i < 4097; ++i) too_many.Worker(std::to_string(i));
+  s = Configure(*server_, too_many, &configured);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(),
+            "request contains 4097 workers; maximum is 4096");
+  s = Configure(*server_, ExpectedWorkers().Worker("a").Worker("a"),
+                &configured);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "duplicate worker_id a");
+}
+
+// A snapshot has no hash bound but the request size: 200,000 hashes are one
+// install.
+TEST_F(ServiceOverReferenceBackendTest, LargeSnapshotIsInstalled) {
+  ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(Configure(*server_, ExpectedWorkers().Worker("w", "10.0.0.1:1"),
+                        &configured)
+                  .ok());
+  const std::vector<int64_t> hashes = Range(1, 200000);
+  ReplaceExternalKvSnapshotResponse replaced;
+  const grpc::Status s = Replace(
+      *server_, Snapshot("w", "10.0.0.1:1").Tier(kTierHbm, hashes), &replaced);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  MatchExternalKvPrefixResponse prefix;
+  ASSERT_TRUE(MatchPrefix(*server_, PrefixRequest(hashes), &prefix).ok());
+  EXPECT_EQ(prefix.best_prefix_blocks(), 200000u);
 }
 
 // Beyond the transport ceiling the runtime itself refuses the request.

@@ -92,7 +92,8 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
       start.arrive_and_wait();
       int g = 1;
       for (; g <= kMaxBatchesPerWriter; ++g) {
-        const absl::Status s = indexer().Apply(Generation(k, g));
+        v1::ApplyExternalKvBatchResponse resp;
+        const absl::Status s = indexer().Apply(Generation(k, g), &resp);
         if (!s.ok()) report(absl::StrCat("apply failed: ", s.ToString()));
         if (g >= kMinBatchesPerWriter &&
             reads.load() >= kMinReaderRounds * kReaders) {

@@ -34,11 +34,13 @@ void ConformanceTest::TearDown() {
 
 absl::Status ConformanceTest::Apply(
     const v1::ApplyExternalKvBatchRequest& req) {
-  return indexer_->Apply(req);
+  v1::ApplyExternalKvBatchResponse resp;
+  return indexer_->Apply(req, &resp);
 }
 
 void ConformanceTest::ApplyOk(const v1::ApplyExternalKvBatchRequest& req) {
-  const absl::Status s = indexer_->Apply(req);
+  v1::ApplyExternalKvBatchResponse resp;
+  const absl::Status s = indexer_->Apply(req, &resp);
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
 }
 

@@ -267,7 +267,8 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     if (op < 55) {
       const auto req = RandomBatch(r);
       note(absl::StrCat("apply ", Text(req)));
-      const absl::Status gs = indexer.Apply(req);
+      v1::ApplyExternalKvBatchResponse resp;
+      const absl::Status gs = indexer.Apply(req, &resp);
       const absl::Status ws = model.Apply(req);
       if (!SameStatus(gs, ws)) {
         return fail(absl::StrCat("apply status ", gs.ToString(), ", model ",

@@ -50,6 +50,18 @@ Batch& Batch::Revoke(int tier, const Hashes& hashes) {
   return Action(kActionRevoke, tier, hashes);
 }
 
+Batch& Batch::Seq(uint64_t seq) {
+  req_.set_seq(seq);
+  return *this;
+}
+
+Batch& Batch::Gated(std::string epoch, uint64_t seq) {
+  req_.set_worker_epoch(std::move(epoch));
+  req_.set_seq(seq);
+  req_.set_enforce_sequence(true);
+  return *this;
+}
+
 Batch& Batch::Clear(int tier, const Hashes& hashes) {
   return Action(kActionClearAllAtTier, tier, hashes);
 }
@@ -62,6 +74,52 @@ Batch& Batch::Action(int type, int tier, const Hashes& hashes,
   a->mutable_hashes()->Add(hashes.begin(), hashes.end());
   a->mutable_component_masks()->Add(masks.begin(), masks.end());
   a->mutable_block_sizes()->Add(sizes.begin(), sizes.end());
+  return *this;
+}
+
+Snapshot::Snapshot(std::string worker_id, std::string address) {
+  req_.set_worker_id(std::move(worker_id));
+  req_.set_worker_address(std::move(address));
+}
+
+Snapshot& Snapshot::Epoch(std::string epoch) {
+  req_.set_worker_epoch(std::move(epoch));
+  return *this;
+}
+
+Snapshot& Snapshot::AppliedSeq(uint64_t seq) {
+  req_.set_applied_seq(seq);
+  return *this;
+}
+
+Snapshot& Snapshot::Spec(const v1::WorkerCacheSpec& spec) {
+  *req_.mutable_cache_spec() = spec;
+  return *this;
+}
+
+Snapshot& Snapshot::Tier(int tier, const Hashes& hashes, const Masks& masks,
+                         const Masks& sizes) {
+  v1::TierHashes* t = req_.add_hashes_by_tier();
+  t->set_tier(static_cast<v1::TierType>(tier));
+  t->mutable_hashes()->Add(hashes.begin(), hashes.end());
+  t->mutable_component_masks()->Add(masks.begin(), masks.end());
+  t->mutable_block_sizes()->Add(sizes.begin(), sizes.end());
+  return *this;
+}
+
+ExpectedWorkers& ExpectedWorkers::Worker(std::string worker_id,
+                                         std::string address) {
+  v1::ExpectedWorker* w = req_.add_workers();
+  w->set_worker_id(std::move(worker_id));
+  w->set_worker_address(std::move(address));
+  return *this;
+}
+
+ExpectedWorkers& ExpectedWorkers::Worker(std::string worker_id,
+                                         std::string address,
+                                         const v1::WorkerCacheSpec& spec) {
+  Worker(std::move(worker_id), std::move(address));
+  *req_.mutable_workers(req_.workers_size() - 1)->mutable_cache_spec() = spec;
   return *this;
 }
 

@@ -38,6 +38,10 @@ class Batch {
   Batch& Report(int tier, const Hashes& hashes, const Masks& masks = {},
                 const Masks& sizes = {});
   Batch& Revoke(int tier, const Hashes& hashes);
+  // Sets seq (the seed-era path ignores it but echoes it).
+  Batch& Seq(uint64_t seq);
+  // enforce_sequence = true with this epoch and seq: the gated path.
+  Batch& Gated(std::string epoch, uint64_t seq);
   Batch& Clear(int tier, const Hashes& hashes = {});
   // Any type and tier number, valid or not.
   Batch& Action(int type, int tier, const Hashes& hashes,
@@ -49,6 +53,41 @@ class Batch {
 
  private:
   v1::ApplyExternalKvBatchRequest req_;
+};
+
+// ReplaceExternalKvSnapshot: Snapshot("w", "addr").Epoch("e").AppliedSeq(7)
+//     .Tier(kTierHbm, {1, 2}).
+class Snapshot {
+ public:
+  explicit Snapshot(std::string worker_id, std::string address = "");
+
+  Snapshot& Epoch(std::string epoch);
+  Snapshot& AppliedSeq(uint64_t seq);
+  Snapshot& Spec(const v1::WorkerCacheSpec& spec);
+  // One TierHashes entry; any tier number, valid or not.
+  Snapshot& Tier(int tier, const Hashes& hashes, const Masks& masks = {},
+                 const Masks& sizes = {});
+
+  const v1::ReplaceExternalKvSnapshotRequest& request() const { return req_; }
+  v1::ReplaceExternalKvSnapshotRequest* mutable_request() { return &req_; }
+  operator const v1::ReplaceExternalKvSnapshotRequest&() const { return req_; }
+
+ private:
+  v1::ReplaceExternalKvSnapshotRequest req_;
+};
+
+// ConfigureExpectedWorkers: ExpectedWorkers().Worker("w1", "a1").Worker(...)
+class ExpectedWorkers {
+ public:
+  ExpectedWorkers& Worker(std::string worker_id, std::string address = "");
+  ExpectedWorkers& Worker(std::string worker_id, std::string address,
+                          const v1::WorkerCacheSpec& spec);
+
+  const v1::ConfigureExpectedWorkersRequest& request() const { return req_; }
+  operator const v1::ConfigureExpectedWorkersRequest&() const { return req_; }
+
+ private:
+  v1::ConfigureExpectedWorkersRequest req_;
 };
 
 // The ApplyBatchView of a request, field for field, as a backend receives

@@ -1,0 +1,42 @@
+#include "core/sequence_gate_log.h"
+
+#include <utility>
+
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer {
+
+SequenceGateLog::SequenceGateLog()
+    : SequenceGateLog(
+          [](spdlog::level::level_enum level, std::string_view line) {
+            spdlog::log(level, "{}", line);
+          }) {}
+
+SequenceGateLog::SequenceGateLog(Sink sink) : sink_(std::move(sink)) {}
+
+void SequenceGateLog::RecordUnconfigured(std::string_view worker_id) {
+  const uint64_t total = unconfigured_.Count();
+  if (total == 0) return;
+  sink_(spdlog::level::info,
+        fmt::format("{} worker={} refused_total={}", kUnconfiguredLogMessage,
+                    worker_id, total));
+}
+
+void SequenceGateLog::RecordNotReady(std::string_view worker_id,
+                                     std::string_view worker_epoch) {
+  const uint64_t total = not_ready_.Count();
+  if (total == 0) return;
+  sink_(spdlog::level::info,
+        fmt::format("{} worker={} epoch={} refused_total={}",
+                    kNotReadyLogMessage, worker_id, worker_epoch, total));
+}
+
+void SequenceGateLog::RecordGap(std::string_view worker_id, uint64_t expected,
+                                uint64_t received) {
+  sink_(spdlog::level::warn,
+        fmt::format("{} worker={} expected={} received={}", kGapLogMessage,
+                    worker_id, expected, received));
+}
+
+}  // namespace kvindexer

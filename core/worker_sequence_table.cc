@@ -1,0 +1,57 @@
+#include "core/worker_sequence_table.h"
+
+#include "absl/strings/string_view.h"
+
+namespace kvindexer {
+namespace {
+
+// The abseil this project builds with has its own string_view type, which is
+// what its string-keyed maps look up by.
+absl::string_view Key(std::string_view id) {
+  return absl::string_view(id.data(), id.size());
+}
+
+}  // namespace
+
+WorkerRecord* WorkerSequenceTable::Find(std::string_view worker_id) {
+  auto it = records_.find(Key(worker_id));
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+const WorkerRecord* WorkerSequenceTable::Find(
+    std::string_view worker_id) const {
+  auto it = records_.find(Key(worker_id));
+  return it == records_.end() ? nullptr : &it->second;
+}
+
+WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
+                                             bool* created) {
+  if (auto it = records_.find(Key(worker_id)); it != records_.end()) {
+    if (created != nullptr) *created = false;
+    return it->second;
+  }
+  if (created != nullptr) *created = true;
+  return records_.try_emplace(std::string(worker_id)).first->second;
+}
+
+bool WorkerSequenceTable::Erase(std::string_view worker_id) {
+  auto it = records_.find(Key(worker_id));
+  if (it == records_.end()) return false;
+  records_.erase(it);
+  return true;
+}
+
+size_t WorkerSequenceTable::ready_count() const {
+  size_t ready = 0;
+  for (const auto& [id, record] : records_) ready += record.ready ? 1 : 0;
+  return ready;
+}
+
+std::vector<std::string> WorkerSequenceTable::WorkerIds() const {
+  std::vector<std::string> ids;
+  ids.reserve(records_.size());
+  for (const auto& [id, record] : records_) ids.push_back(id);
+  return ids;
+}
+
+}  // namespace kvindexer

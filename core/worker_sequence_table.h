@@ -1,0 +1,86 @@
+// WorkerSequenceTable: the host's record of every worker it knows, with the
+// sequence state of docs/contract.md, "Recovery > Per-worker state" (ready,
+// epoch, checkpoint) and the address and cache spec last installed for it.
+//
+// This is the one place that state lives. Backends know nothing of it: they
+// store placements and the address and spec the host passes with every
+// batch. The host keeps address and spec here as well so that the batches it
+// composes itself (a gap's clear, a scale-in) can pass them back unchanged.
+//
+// A record exists from the first seed-era apply, Replace or
+// ConfigureExpectedWorkers that names the worker until ConfigureExpectedWorkers
+// leaves it out.
+//
+// Thread safety: none. The Indexer reads and writes the table only under its
+// mutation mutex.
+#ifndef KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
+#define KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+
+// The last sequence number the index covers for one worker epoch.
+struct SequenceCheckpoint {
+  std::string epoch;
+  uint64_t seq = 0;
+
+  bool operator==(const SequenceCheckpoint&) const = default;
+};
+
+// The derived states of a record (docs/contract.md, "Recovery > Per-worker
+// state").
+enum class SequenceState {
+  kSequenced,    // ready, with a checkpoint
+  kInvalid,      // not ready, no checkpoint
+  kUnsequenced,  // ready, no checkpoint: fed by seed-era applies only
+};
+
+struct WorkerRecord {
+  // A ready worker's placement is complete as far as the server knows. A
+  // worker that is not ready holds no placement (the Indexer keeps that
+  // invariant).
+  bool ready = false;
+  // Epoch and checkpoint are set and cleared together.
+  std::optional<SequenceCheckpoint> checkpoint;
+  std::string address;
+  std::optional<CacheSpec> spec;
+
+  SequenceState state() const {
+    if (checkpoint.has_value()) return SequenceState::kSequenced;
+    return ready ? SequenceState::kUnsequenced : SequenceState::kInvalid;
+  }
+};
+
+class WorkerSequenceTable {
+ public:
+  // Null when `worker_id` has no record. The pointer stays valid until the
+  // record is erased.
+  WorkerRecord* Find(std::string_view worker_id);
+  const WorkerRecord* Find(std::string_view worker_id) const;
+  // The record of `worker_id`, created as a fresh one (not ready, no
+  // checkpoint, empty address, no spec) when absent; *created says which.
+  WorkerRecord& FindOrAdd(std::string_view worker_id, bool* created = nullptr);
+  // Returns false when there was no record.
+  bool Erase(std::string_view worker_id);
+
+  size_t size() const { return records_.size(); }
+  size_t ready_count() const;
+  // Every worker id with a record, in no particular order.
+  std::vector<std::string> WorkerIds() const;
+
+ private:
+  absl::node_hash_map<std::string, WorkerRecord> records_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
