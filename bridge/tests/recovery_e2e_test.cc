@@ -126,18 +126,25 @@ class RecoveryE2eTest : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
-  // The bridge's stats line (R67 `degraded=0|1`) says whether the index is
-  // degraded, once everything observed so far has happened.
+  // The bridge's stats line says whether the index is degraded, once
+  // everything observed so far has happened: R67's `degraded=0|1`, or, in a
+  // line without it, `state=exact` / `state=degraded(<reason>)`. (Whether
+  // the line has R67's field is StatsLineHasR67Fields' business.)
   ::testing::AssertionResult StatsSayDegraded(bool expected) {
     const std::optional<std::string> line = NextStatsLine(*bridge_);
     if (!line) return ::testing::AssertionFailure() << "no stats line";
-    const std::optional<std::string> value =
-        test_support::LogField(*line, "degraded");
-    if (!value) {
-      return ::testing::AssertionFailure()
-             << "the stats line has no degraded= field (R67): " << *line;
+    std::optional<bool> degraded;
+    if (auto flag = test_support::LogField(*line, "degraded")) {
+      if (*flag == "0" || *flag == "1") degraded = *flag == "1";
+    } else if (auto state = test_support::LogField(*line, "state")) {
+      if (*state == "exact") degraded = false;
+      if (state->rfind("degraded", 0) == 0) degraded = true;
     }
-    if (*value != (expected ? "1" : "0")) {
+    if (!degraded) {
+      return ::testing::AssertionFailure()
+             << "the stats line says nothing about degradation: " << *line;
+    }
+    if (*degraded != expected) {
       return ::testing::AssertionFailure() << "stats line: " << *line;
     }
     return ::testing::AssertionSuccess();
@@ -478,6 +485,24 @@ TEST_F(RecoveryE2eTest, ReplayAlwaysMissingABatchNeverResurrectsRevoked) {
   EXPECT_FALSE(held.count(1) || held.count(4) || held.count(2)) << Show(held);
   EXPECT_TRUE(NeverHeld({1, 4}, 300ms));
   EXPECT_TRUE(StatsSayDegraded(true));
+}
+
+// R67: the stats line of a recovering bridge carries the recovery fields.
+TEST_F(RecoveryE2eTest, StatsLineHasR67Fields) {
+  FakeSglangPublisher publisher;
+  publisher.BufferOnly(Payload({Store({1})}));
+  Start(publisher, /*with_replay=*/true);
+  ASSERT_TRUE(HeldBecomes({1}, {1}));
+  const std::optional<std::string> line = NextStatsLine(*bridge_);
+  ASSERT_TRUE(line.has_value());
+  for (const char* field : {"replays", "replayed_batches", "heartbeats",
+                            "heartbeat_probe_failures", "degraded"}) {
+    EXPECT_TRUE(test_support::LogField(*line, field).has_value())
+        << field << " missing: " << *line;
+  }
+  EXPECT_EQ(test_support::LogField(*line, "degraded"), "0") << *line;
+  EXPECT_EQ(test_support::LogField(*line, "replays"), "1") << *line;
+  EXPECT_THAT(*line, ::testing::HasSubstr("resyncs{")) << *line;
 }
 
 // R60 needs an apply whose response is lost after the server applied it;
