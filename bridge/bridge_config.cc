@@ -166,7 +166,50 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     if (!secs.ok()) return secs.status();
     config.stats_interval = std::chrono::seconds(*secs);
   }
+  // Endpoints are used as set, like the event endpoint; empty = unset.
+  if (auto v = env("SGLANG_KV_REPLAY_ENDPOINT")) config.replay_endpoint = *v;
+  if (auto v = env("SGLANG_KV_SNAPSHOT_ENDPOINT")) {
+    config.snapshot_endpoint = *v;
+  }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_DP_RANK")) {
+    absl::StatusOr<uint32_t> rank = ParseUint32("KV_INDEXER_DP_RANK", *v);
+    if (!rank.ok()) return rank.status();
+    config.dp_rank = *rank;
+  }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_SEQUENCE_GATE")) {
+    const std::string lower = absl::AsciiStrToLower(*v);
+    if (lower == "auto") {
+      config.sequence_gate = SequenceGate::kAuto;
+    } else if (lower == "on") {
+      config.sequence_gate = SequenceGate::kOn;
+    } else if (lower == "off") {
+      config.sequence_gate = SequenceGate::kOff;
+    } else {
+      return InvalidEnvValue("KV_INDEXER_SEQUENCE_GATE", *v,
+                             "auto, on or off, any case");
+    }
+  }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_LIVE_BUFFER_BATCHES")) {
+    absl::StatusOr<uint32_t> batches =
+        ParseEnvUint32("KV_INDEXER_LIVE_BUFFER_BATCHES", *v,
+                       Uint32Syntax{.min = 1, .allow_plus_sign = true},
+                       "a positive integer (1..4294967295), for example 4096");
+    if (!batches.ok()) return batches.status();
+    config.live_buffer_batches = *batches;
+  }
   return config;
+}
+
+std::string_view SequenceGateName(SequenceGate gate) {
+  switch (gate) {
+    case SequenceGate::kAuto:
+      return "auto";
+    case SequenceGate::kOn:
+      return "on";
+    case SequenceGate::kOff:
+      return "off";
+  }
+  return "auto";
 }
 
 std::string DescribeConfig(const BridgeConfig& config) {
@@ -181,12 +224,15 @@ std::string DescribeConfig(const BridgeConfig& config) {
                         " swa_tier_mask=", s.swa_tier_mask(),
                         " mamba_tier_mask=", s.mamba_tier_mask());
   }
-  return absl::StrCat("worker_id=\"", config.worker_id, "\" worker_address=\"",
-                      config.worker_address, "\" indexer_endpoint=\"",
-                      config.indexer_endpoint, "\" event_endpoint=\"",
-                      config.event_endpoint, "\" topic=\"", config.event_topic,
-                      "\" clear_tiers=[", absl::StrJoin(tiers, ","),
-                      "] cache_spec: ", spec);
+  return absl::StrCat(
+      "worker_id=\"", config.worker_id, "\" worker_address=\"",
+      config.worker_address, "\" indexer_endpoint=\"", config.indexer_endpoint,
+      "\" event_endpoint=\"", config.event_endpoint, "\" topic=\"",
+      config.event_topic, "\" clear_tiers=[", absl::StrJoin(tiers, ","),
+      "] cache_spec: ", spec, " replay_endpoint=\"", config.replay_endpoint,
+      "\" snapshot_endpoint=\"", config.snapshot_endpoint,
+      "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
+      " live_buffer_batches=", config.live_buffer_batches);
 }
 
 std::string BridgeUsage() {
@@ -217,14 +263,29 @@ KV_INDEXER_LOG_LEVEL            info                  trace, debug, info, warn, 
                                                       critical, off.
 KV_INDEXER_STATS_INTERVAL_SECS  30                    Period of the INFO stats line; 0 = only
                                                       at shutdown.
+SGLANG_KV_REPLAY_ENDPOINT       unset                 SGLang replay ROUTER endpoint
+                                                      (replay_endpoint; DP rank: base port
+                                                      + rank, like the event endpoint).
+SGLANG_KV_SNAPSHOT_ENDPOINT     unset                 SGLang snapshot ROUTER endpoint
+                                                      (snapshot_endpoint; same rank rule).
+KV_INDEXER_DP_RANK              0                     uint32: this publisher's DP rank, which
+                                                      a snapshot header must name.
+KV_INDEXER_SEQUENCE_GATE        auto                  auto, on, off: gated recovery with the
+                                                      server's sequence gate (auto falls
+                                                      back to legacy when the server lacks
+                                                      it; on makes that an exit 1).
+KV_INDEXER_LIVE_BUFFER_BATCHES  4096                  Live batches buffered while the bridge
+                                                      waits on the server (positive).
 
 Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
 Cache-spec variables are trimmed and a blank value counts as unset.
 
 Exit status: 0 after SIGINT/SIGTERM; 1 when the indexer rejects an apply with
-a permanent status (e.g. INVALID_ARGUMENT); 2 on a configuration error or a
-bad command line. Transport and transient errors are retried with backoff
-(500 ms doubling to 10 s).
+a permanent status (e.g. INVALID_ARGUMENT; FAILED_PRECONDITION from the
+sequence gate is not permanent: the bridge resynchronises); 2 on a
+configuration error or a bad command line. Transient errors are retried:
+RPCs after 100 ms doubling to 2 s while events keep being buffered, a failed
+resynchronisation after 500 ms doubling to 10 s.
 )";
 }
 

@@ -6,6 +6,8 @@
 #define KVINDEXER_BRIDGE_BRIDGE_CONFIG_H_
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,16 @@
 
 namespace kvindexer::bridge {
 
+// KV_INDEXER_SEQUENCE_GATE (docs/bridge-events.md, "Recovery > Modes").
+enum class SequenceGate : uint8_t {
+  kAuto,  // gated if the server has the recovery RPCs, else legacy
+  kOn,    // gated; a server without them is a permanent error
+  kOff,   // legacy
+};
+std::string_view SequenceGateName(SequenceGate gate);
+
+inline constexpr size_t kDefaultLiveBufferBatches = 4096;
+
 struct BridgeConfig {
   std::string worker_id;
   std::string worker_address;
@@ -32,6 +44,14 @@ struct BridgeConfig {
   spdlog::level::level_enum log_level = kDefaultLogLevel;
   // 0 disables the periodic stats line (it is still printed at shutdown).
   std::chrono::seconds stats_interval{30};
+  // Recovery ("Recovery > Variables"). Empty endpoint = not configured.
+  std::string replay_endpoint;
+  std::string snapshot_endpoint;
+  // The publisher's data-parallel rank, checked against a snapshot's
+  // replica_rank (KV_INDEXER_DP_RANK).
+  uint32_t dp_rank = 0;
+  SequenceGate sequence_gate = SequenceGate::kAuto;
+  size_t live_buffer_batches = kDefaultLiveBufferBatches;
 };
 
 // Reads and validates the configuration. A startup error is returned as

@@ -1,21 +1,35 @@
 #include "bridge/bridge_runner.h"
 
+#include <memory>
+#include <optional>
+#include <random>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include <zmq.hpp>
 
-#include "bridge/batch_processor.h"
-#include "bridge/event_subscriber.h"
 #include "bridge/indexer_client.h"
-#include "bridge/status_classifier.h"
+#include "bridge/live_buffer.h"
+#include "bridge/live_reader.h"
+#include "bridge/recovery_environment.h"
+#include "bridge/replay_client.h"
+#include "bridge/snapshot_client.h"
+#include "bridge/stream_recovery.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
 namespace {
 
-constexpr auto kPollTimeout = std::chrono::milliseconds(100);
+// The engine's view of the reader's buffer.
+class LiveBufferQueue final : public LiveQueue {
+ public:
+  explicit LiveBufferQueue(LiveBuffer* buffer) : buffer_(buffer) {}
+  std::optional<LiveItem> Pop(std::chrono::milliseconds timeout) override {
+    return buffer_->Pop(timeout);
+  }
+
+ private:
+  LiveBuffer* buffer_;
+};
 
 }  // namespace
 
@@ -25,78 +39,86 @@ BridgeRunner::BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown)
       last_stats_(std::chrono::steady_clock::now()) {}
 
 int BridgeRunner::Run() {
+  zmq::context_t context(1);
+  LiveBuffer buffer(config_.live_buffer_batches);
+  // A reader whose Start() failed is replaced: Start() runs once per reader.
+  std::optional<LiveReader> reader;
+  std::unique_ptr<IndexerClient> client;
   Backoff backoff;
-  // Outlives connections: sequence tracking spans reconnects, so a gap left
-  // by a disconnection is reported.
-  BatchProcessor processor(config_, &stats_);
+  bool reader_started = false;
   bool first = true;
-  int exit_code = kExitOk;
-  while (!shutdown_->triggered()) {
+  // Start the reader first so nothing published while the channel
+  // connects is lost; both are retried like transport errors.
+  while (!shutdown_->triggered() && (!reader_started || client == nullptr)) {
     if (!first) ++stats_.reconnects;
     first = false;
-    absl::Status status = RunConnection(&backoff, &processor);
-    if (shutdown_->triggered()) break;
-    if (IsPermanentStatus(status.code())) {
-      spdlog::error(
-          "the indexer rejected an apply with a permanent error: {}; exiting "
-          "(check KV_INDEXER_WORKER_ID and the bridge/server versions)",
-          status.ToString());
-      exit_code = kExitPermanentError;
-      break;
+    absl::Status status = absl::OkStatus();
+    if (!reader_started) {
+      reader.emplace(&context, config_.event_endpoint, config_.event_topic,
+                     &buffer);
+      status = reader->Start();
+      reader_started = status.ok();
+      if (!reader_started) reader.reset();
     }
+    if (status.ok()) {
+      absl::StatusOr<std::unique_ptr<IndexerClient>> connected =
+          IndexerClient::Connect(config_.indexer_endpoint, shutdown_);
+      if (connected.ok()) {
+        client = *std::move(connected);
+      } else {
+        status = connected.status();
+      }
+    }
+    if (status.ok() || shutdown_->triggered()) break;
     const auto delay = backoff.NextDelay();
-    spdlog::warn("disconnected: {}; reconnecting in {} ms", status.ToString(),
+    spdlog::warn("not connected: {}; reconnecting in {} ms", status.ToString(),
                  delay.count());
     if (shutdown_->WaitFor(delay)) break;
   }
-  spdlog::info("bridge stopped: {}", stats_.FormatLine());
-  return exit_code;
-}
 
-absl::Status BridgeRunner::RunConnection(Backoff* backoff,
-                                         BatchProcessor* processor) {
-  absl::StatusOr<std::unique_ptr<IndexerClient>> client =
-      IndexerClient::Connect(config_.indexer_endpoint, shutdown_);
-  if (!client.ok()) return client.status();
-
-  zmq::context_t context(1);
-  absl::Status result;
-  {
-    EventSubscriber subscriber(&context);
-    absl::Status connected =
-        subscriber.Connect(config_.event_endpoint, config_.event_topic);
-    if (!connected.ok()) return connected;
-    backoff->Reset();
+  int exit_code = kExitOk;
+  if (client != nullptr && !shutdown_->triggered()) {
     spdlog::info(
         "connected: indexer {} and SGLang events {} (topic \"{}\") as "
         "worker_id \"{}\"",
         config_.indexer_endpoint, config_.event_endpoint, config_.event_topic,
         config_.worker_id);
-
-    std::vector<zmq::message_t> frames;
-    std::vector<std::string_view> views;
-    while (!shutdown_->triggered()) {
-      MaybeLogStats(std::chrono::steady_clock::now());
-      absl::StatusOr<bool> received = subscriber.Receive(kPollTimeout, &frames);
-      if (!received.ok()) {
-        result = received.status();
-        break;
-      }
-      if (!*received) continue;
-      views.clear();
-      for (const zmq::message_t& frame : frames) {
-        views.emplace_back(static_cast<const char*>(frame.data()),
-                           frame.size());
-      }
-      absl::Status handled = processor->HandleMessage(views, client->get());
-      if (!handled.ok()) {
-        result = handled;
-        break;
-      }
+    std::optional<ReplayClient> replay;
+    if (!config_.replay_endpoint.empty()) {
+      replay.emplace(&context, config_.replay_endpoint, shutdown_);
+    }
+    std::optional<SnapshotClient> snapshot;
+    if (!config_.snapshot_endpoint.empty()) {
+      snapshot.emplace(&context, config_.snapshot_endpoint, config_.dp_rank,
+                       shutdown_);
+    }
+    SystemRecoveryClock clock(shutdown_);
+    LiveBufferQueue queue(&buffer);
+    std::mt19937_64 rng(std::random_device{}());
+    RecoveryIo io;
+    io.applier = client.get();
+    io.live = &queue;
+    io.replay = replay ? &*replay : nullptr;
+    io.snapshot = snapshot ? &*snapshot : nullptr;
+    io.clock = &clock;
+    io.random = [&rng] { return rng(); };
+    io.stats = &stats_;
+    StreamRecovery engine(RecoveryOptionsFromConfig(config_), io);
+    absl::Status status =
+        engine.Run([this] { MaybeLogStats(std::chrono::steady_clock::now()); });
+    if (!status.ok() && !shutdown_->triggered()) {
+      spdlog::error(
+          "the indexer rejected a request with a permanent error: {}; exiting "
+          "(check KV_INDEXER_WORKER_ID, KV_INDEXER_SEQUENCE_GATE and the "
+          "bridge/server versions)",
+          status.ToString());
+      exit_code = kExitPermanentError;
     }
   }
-  context.shutdown();
-  return result;
+  if (reader) reader->Stop();
+  buffer.Close();
+  spdlog::info("bridge stopped: {}", stats_.FormatLine());
+  return exit_code;
 }
 
 void BridgeRunner::MaybeLogStats(std::chrono::steady_clock::time_point now) {

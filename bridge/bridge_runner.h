@@ -1,9 +1,11 @@
-// The bridge's outer loop (docs/bridge-events.md, "Sending and errors"):
-// connect the gRPC channel and the
-// ZMQ SUB socket, process messages one at a time, and on a transient failure
-// tear both down and reconnect with backoff. A permanent apply failure ends
-// the run. Shutdown is observed within about 100 ms everywhere: between
-// messages, during backoff, while connecting and during an RPC.
+// The bridge process (docs/bridge-events.md, "Sending and errors" and
+// "Recovery"): a LiveReader thread owns the ZMQ SUB socket and fills a
+// LiveBuffer; the calling thread connects the gRPC channel and runs the
+// recovery engine (StreamRecovery) over the buffer, the replay and snapshot
+// clients when configured. Transient failures are retried inside the engine
+// without tearing the subscription down; a permanent failure ends the run.
+// Shutdown is observed within about 100 ms everywhere: while connecting,
+// during backoff, between live items and during an RPC, replay or snapshot.
 //
 // Thread safety: Run() is called from one thread; the ShutdownSignal may be
 // triggered from any thread.
@@ -14,7 +16,6 @@
 
 #include "absl/status/status.h"
 #include "bridge/backoff.h"
-#include "bridge/batch_processor.h"
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_stats.h"
 #include "bridge/shutdown_signal.h"
@@ -38,8 +39,6 @@ class BridgeRunner {
   const BridgeStats& stats() const { return stats_; }
 
  private:
-  // One connection's lifetime; returns why it ended (OK on shutdown).
-  absl::Status RunConnection(Backoff* backoff, BatchProcessor* processor);
   void MaybeLogStats(std::chrono::steady_clock::time_point now);
 
   const BridgeConfig config_;

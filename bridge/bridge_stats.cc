@@ -45,6 +45,13 @@ std::string BridgeStats::FormatLine() const {
     first = false;
   }
   line += "}";
+  absl::StrAppend(
+      &line, " mode=", server_mode, "/", publisher_mode, " state=", state,
+      " replays=", replays, " replayed_batches=", replayed_batches,
+      " snapshots=", snapshots, " installs=", installs, " probes=", probes,
+      " resyncs=", resyncs, " gaps_repaired=", gaps_repaired,
+      " restarts_detected=", restarts_detected, " state_losses=", state_losses,
+      " overflows=", overflows);
   return line;
 }
 

@@ -38,6 +38,23 @@ struct BridgeStats {
   std::array<uint64_t, kEventSkipReasonCount> events_skipped{};
   std::array<uint64_t, kMessageSkipReasonCount> messages_skipped{};
 
+  // Recovery (docs/bridge-events.md, "Recovery > Stats"). `server_mode` is
+  // auto (not decided yet), gated or legacy; `publisher_mode` S, R or L.
+  // `state` is "exact" or "degraded(<reason>)".
+  std::string server_mode = "auto";
+  std::string publisher_mode = "L";
+  std::string state = "exact";
+  uint64_t replays = 0;           // REPLAY requests
+  uint64_t replayed_batches = 0;  // batches received in replies
+  uint64_t snapshots = 0;         // snapshot fetches that succeeded
+  uint64_t installs = 0;          // INSTALLs that succeeded
+  uint64_t probes = 0;            // PROBEs sent
+  uint64_t resyncs = 0;           // initial synchronisations completed
+  uint64_t gaps_repaired = 0;     // gaps filled from a replay
+  uint64_t restarts_detected = 0;
+  uint64_t state_losses = 0;  // the server stopped covering the stream
+  uint64_t overflows = 0;     // live-buffer overflows
+
   void CountSkippedEvent(EventSkipReason r) {
     ++events_skipped[static_cast<size_t>(r)];
   }
@@ -48,7 +65,10 @@ struct BridgeStats {
   // "messages=.. batches=.. events=.. actions=.. hashes=.. rpcs_sent=..
   //  rpcs_failed=.. reconnects=.. seq_gaps=.. seq_missing=..
   //  seq_duplicates=.. seq_reorders=.. events_skipped{reason=n,..}
-  //  messages_skipped{reason=n,..}" with only non-zero reasons listed.
+  //  messages_skipped{reason=n,..} mode=<server>/<publisher> state=..
+  //  replays=.. replayed_batches=.. snapshots=.. installs=.. probes=..
+  //  resyncs=.. gaps_repaired=.. restarts_detected=.. state_losses=..
+  //  overflows=.." with only non-zero reasons listed.
   std::string FormatLine() const;
 };
 

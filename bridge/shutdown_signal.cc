@@ -5,15 +5,16 @@
 namespace kvindexer::bridge {
 
 void ShutdownSignal::Trigger() {
-  std::function<void()> cancel;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (triggered_) return;
     triggered_ = true;
-    cancel = cancel_;
   }
   cv_.notify_all();
-  if (cancel) cancel();
+  // Held while the canceller runs, so ClearCanceller() (and with it the
+  // end of the cancelled RPC's context) waits until it has returned.
+  std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
+  if (cancel_) cancel_();
 }
 
 bool ShutdownSignal::triggered() const {
@@ -27,17 +28,13 @@ bool ShutdownSignal::WaitFor(std::chrono::milliseconds timeout) const {
 }
 
 void ShutdownSignal::SetCanceller(std::function<void()> cancel) {
-  bool run_now = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancel_ = cancel;
-    run_now = triggered_;
-  }
-  if (run_now && cancel) cancel();
+  std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
+  cancel_ = std::move(cancel);
+  if (triggered() && cancel_) cancel_();
 }
 
 void ShutdownSignal::ClearCanceller() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
   cancel_ = nullptr;
 }
 

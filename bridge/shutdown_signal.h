@@ -33,6 +33,8 @@ class ShutdownSignal {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool triggered_ = false;
+  // Guards cancel_ and is held while it runs; never taken inside mu_.
+  std::mutex cancel_mu_;
   std::function<void()> cancel_;
 };
 

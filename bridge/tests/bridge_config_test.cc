@@ -45,6 +45,58 @@ TEST(BridgeConfig, Defaults) {
   EXPECT_FALSE(c.cache_spec.has_value());
   EXPECT_EQ(c.log_level, spdlog::level::info);
   EXPECT_EQ(c.stats_interval.count(), 30);
+  EXPECT_EQ(c.replay_endpoint, "");
+  EXPECT_EQ(c.snapshot_endpoint, "");
+  EXPECT_EQ(c.sequence_gate, SequenceGate::kAuto);
+  EXPECT_EQ(c.live_buffer_batches, 4096u);
+}
+
+// "Recovery > Variables": endpoints as set, the gate mode and the live
+// buffer size validated at startup.
+TEST(BridgeConfig, RecoveryVariables) {
+  BridgeConfig c =
+      MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                {"SGLANG_KV_REPLAY_ENDPOINT", "tcp://127.0.0.1:5568"},
+                {"SGLANG_KV_SNAPSHOT_ENDPOINT", "tcp://127.0.0.1:5569"},
+                {"KV_INDEXER_SEQUENCE_GATE", " ON "},
+                {"KV_INDEXER_LIVE_BUFFER_BATCHES", "1"},
+                {"KV_INDEXER_DP_RANK", "3"}});
+  EXPECT_EQ(c.dp_rank, 3u);
+  EXPECT_EQ(c.replay_endpoint, "tcp://127.0.0.1:5568");
+  EXPECT_EQ(c.snapshot_endpoint, "tcp://127.0.0.1:5569");
+  EXPECT_EQ(c.sequence_gate, SequenceGate::kOn);
+  EXPECT_EQ(c.live_buffer_batches, 1u);
+  EXPECT_EQ(MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                      {"KV_INDEXER_SEQUENCE_GATE", "off"}})
+                .sequence_gate,
+            SequenceGate::kOff);
+  EXPECT_EQ(MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                      {"KV_INDEXER_SEQUENCE_GATE", "auto"}})
+                .sequence_gate,
+            SequenceGate::kAuto);
+  // Empty endpoints mean unset; a blank gate or buffer size is the default.
+  c = MustLoad({{"KV_INDEXER_WORKER_ID", "w"},
+                {"SGLANG_KV_REPLAY_ENDPOINT", ""},
+                {"KV_INDEXER_SEQUENCE_GATE", " "},
+                {"KV_INDEXER_LIVE_BUFFER_BATCHES", ""}});
+  EXPECT_EQ(c.replay_endpoint, "");
+  EXPECT_EQ(c.sequence_gate, SequenceGate::kAuto);
+  EXPECT_EQ(c.live_buffer_batches, 4096u);
+}
+
+TEST(BridgeConfig, RecoveryVariablesValidated) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  std::string error =
+      LoadError({{w, "w"}, {"KV_INDEXER_SEQUENCE_GATE", "yes"}});
+  EXPECT_THAT(error, HasSubstr("KV_INDEXER_SEQUENCE_GATE=\"yes\""));
+  EXPECT_THAT(error, HasSubstr("auto, on or off"));
+  for (const char* bad : {"0", "-1", "many", "4294967296"}) {
+    error = LoadError({{w, "w"}, {"KV_INDEXER_LIVE_BUFFER_BATCHES", bad}});
+    EXPECT_THAT(error, HasSubstr("KV_INDEXER_LIVE_BUFFER_BATCHES"));
+    EXPECT_THAT(error, HasSubstr("positive integer"));
+  }
+  EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_DP_RANK", "-1"}}),
+              HasSubstr("KV_INDEXER_DP_RANK"));
 }
 
 TEST(BridgeConfig, WorkerIdRequiredButMayBeEmpty) {
@@ -215,7 +267,10 @@ TEST(BridgeConfig, UsageListsEveryVariable) {
         "KV_INDEXER_CACHE_COMPONENTS", "KV_INDEXER_SWA_WINDOW_TOKENS",
         "KV_INDEXER_FULL_TIERS", "KV_INDEXER_SWA_TIERS",
         "KV_INDEXER_MAMBA_TIERS", "KV_INDEXER_CACHE_SPEC_VERSION",
-        "KV_INDEXER_LOG_LEVEL", "KV_INDEXER_STATS_INTERVAL_SECS"}) {
+        "KV_INDEXER_LOG_LEVEL", "KV_INDEXER_STATS_INTERVAL_SECS",
+        "SGLANG_KV_REPLAY_ENDPOINT", "SGLANG_KV_SNAPSHOT_ENDPOINT",
+        "KV_INDEXER_SEQUENCE_GATE", "KV_INDEXER_LIVE_BUFFER_BATCHES",
+        "KV_INDEXER_DP_RANK"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }
 }

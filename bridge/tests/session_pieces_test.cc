@@ -10,7 +10,6 @@
 #include "bridge/bridge_stats.h"
 #include "bridge/frame_parser.h"
 #include "bridge/log_throttle.h"
-#include "bridge/sequence_tracker.h"
 #include "bridge/shutdown_signal.h"
 #include "bridge/status_classifier.h"
 #include "bridge/tests/msgpack_builders.h"
@@ -77,53 +76,6 @@ TEST(FrameParser, P2EpochTopicAccepted) {
     EXPECT_EQ(m->topic, t);
     EXPECT_EQ(m->seq, 5u);
   }
-}
-
-TEST(SequenceTracker, Verdicts) {
-  SequenceTracker tracker(10s);
-  auto t0 = SequenceTracker::Clock::now();
-  EXPECT_EQ(tracker.Observe(5, t0).verdict, SequenceTracker::Verdict::kFirst);
-  EXPECT_EQ(tracker.Observe(6, t0).verdict,
-            SequenceTracker::Verdict::kContiguous);
-  auto gap = tracker.Observe(9, t0);
-  EXPECT_EQ(gap.verdict, SequenceTracker::Verdict::kGap);
-  EXPECT_EQ(gap.expected, 7u);
-  EXPECT_EQ(gap.missing, 2u);
-  EXPECT_TRUE(gap.log_now);
-  EXPECT_EQ(tracker.Observe(9, t0).verdict,
-            SequenceTracker::Verdict::kDuplicate);
-  EXPECT_EQ(tracker.Observe(0, t0).verdict, SequenceTracker::Verdict::kReorder);
-  EXPECT_EQ(tracker.gaps(), 1u);
-  EXPECT_EQ(tracker.missing_batches(), 2u);
-  EXPECT_EQ(tracker.duplicates(), 1u);
-  EXPECT_EQ(tracker.reorders(), 1u);
-}
-
-TEST(SequenceTracker, WrapAroundIsContiguous) {
-  SequenceTracker tracker;
-  auto t0 = SequenceTracker::Clock::now();
-  tracker.Observe(~uint64_t{0}, t0);
-  EXPECT_EQ(tracker.Observe(0, t0).verdict,
-            SequenceTracker::Verdict::kContiguous);
-  tracker.Observe(~uint64_t{0} - 1, t0);
-  auto gap = tracker.Observe(1, t0);
-  EXPECT_EQ(gap.verdict, SequenceTracker::Verdict::kGap);
-  EXPECT_EQ(gap.missing, 2u);
-}
-
-TEST(SequenceTracker, WarningsAreRateLimited) {
-  SequenceTracker tracker(10s);
-  auto t = SequenceTracker::Clock::now();
-  tracker.Observe(0, t);
-  int logged = 0;
-  for (uint64_t i = 1; i <= 1000; ++i) {
-    if (tracker.Observe(i * 2, t + std::chrono::milliseconds(i)).log_now)
-      ++logged;
-  }
-  EXPECT_EQ(logged, 1);
-  auto later = tracker.Observe(5000, t + 11s);
-  EXPECT_TRUE(later.log_now);
-  EXPECT_EQ(later.suppressed, 999u);
 }
 
 TEST(LogThrottle, FirstThenPerInterval) {

@@ -1,0 +1,57 @@
+// What the recovery engine needs from the outside world besides the server
+// and the publisher sockets: time, waiting, the live queue and randomness.
+// Production code uses the steady clock, the ShutdownSignal and a
+// LiveBuffer (wrapped by the runner); tests drive the engine with fakes and no
+// real time (docs/bridge-events.md, "Recovery").
+//
+// Thread safety: implementations are used from the engine's thread only;
+// SystemRecoveryClock may be stopped from any thread through its signal.
+#ifndef KVINDEXER_BRIDGE_RECOVERY_ENVIRONMENT_H_
+#define KVINDEXER_BRIDGE_RECOVERY_ENVIRONMENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+#include "bridge/live_buffer.h"
+#include "bridge/shutdown_signal.h"
+
+namespace kvindexer::bridge {
+
+class RecoveryClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~RecoveryClock() = default;
+  virtual Clock::time_point Now() = 0;
+  // Waits `duration`, ending early when the engine must stop. Returns true
+  // when it must stop.
+  virtual bool WaitFor(std::chrono::milliseconds duration) = 0;
+  virtual bool Stopping() = 0;
+};
+
+// Where live items come from.
+class LiveQueue {
+ public:
+  virtual ~LiveQueue() = default;
+  // The oldest item, waiting up to `timeout`; nullopt when none came.
+  virtual std::optional<LiveItem> Pop(std::chrono::milliseconds timeout) = 0;
+};
+
+class SystemRecoveryClock final : public RecoveryClock {
+ public:
+  // `shutdown` must outlive the clock.
+  explicit SystemRecoveryClock(const ShutdownSignal* shutdown)
+      : shutdown_(shutdown) {}
+  Clock::time_point Now() override { return Clock::now(); }
+  bool WaitFor(std::chrono::milliseconds duration) override {
+    return shutdown_->WaitFor(duration);
+  }
+  bool Stopping() override { return shutdown_->triggered(); }
+
+ private:
+  const ShutdownSignal* shutdown_;
+};
+
+}  // namespace kvindexer::bridge
+
+#endif  // KVINDEXER_BRIDGE_RECOVERY_ENVIRONMENT_H_

@@ -1,0 +1,207 @@
+// The bridge's recovery cycle for one worker stream (docs/bridge-events.md,
+// "Recovery"): keeps the server's copy of the worker's placement exact
+// across bridge starts, publisher restarts, lost live messages and server
+// restarts, or, when history is gone, a safe lower bound marked degraded.
+//
+// The engine is deterministic and single-threaded. It pulls live items from
+// a LiveQueue (filled by the reader thread in production), talks to the
+// server through a KvApplier and to the publisher's replay and snapshot
+// sockets through the optional ReplaySource / SnapshotSource, and takes
+// time, waiting and randomness from the outside, so tests run it with no
+// real time.
+//
+// The code is split by concern: stream_recovery.cc (the live loop: the
+// classification of each live batch, gaps, restarts, idle probes),
+// stream_recovery_sync.cc (the initial synchronisation of each mode) and
+// stream_recovery_rpc.cc (registration, PROBE, INSTALL, SEND and their
+// error handling).
+//
+// Thread safety: not thread-safe; Run() and the observers from one thread.
+#ifndef KVINDEXER_BRIDGE_STREAM_RECOVERY_H_
+#define KVINDEXER_BRIDGE_STREAM_RECOVERY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "bridge/action_builder.h"
+#include "bridge/backoff.h"
+#include "bridge/bridge_config.h"
+#include "bridge/bridge_stats.h"
+#include "bridge/chunker.h"
+#include "bridge/event_decoder.h"
+#include "bridge/kv_applier.h"
+#include "bridge/live_buffer.h"
+#include "bridge/log_throttle.h"
+#include "bridge/recovery_environment.h"
+#include "bridge/recovery_fold.h"
+#include "bridge/replay_source.h"
+#include "bridge/snapshot_source.h"
+#include "bridge/stream_watermarks.h"
+#include "common/wire_vocabulary.h"
+
+namespace kvindexer::bridge {
+
+struct RecoveryOptions {
+  ApplyHeader header;
+  std::vector<Tier> clear_tiers = {Tier::kHbm, Tier::kDram, Tier::kSsd};
+  SequenceGate gate = SequenceGate::kAuto;
+  ChunkLimits limits;
+  size_t max_request_bytes = kMaxRequestBytes;
+  // Timing ("Recovery > Constants").
+  std::chrono::milliseconds poll{100};
+  std::chrono::milliseconds probe_interval{1000};
+  std::chrono::milliseconds loss_jitter_max{500};
+  std::chrono::milliseconds settle{50};
+  std::chrono::milliseconds barrier_wait{5000};
+  Backoff::Duration rpc_backoff_initial{100};
+  Backoff::Duration rpc_backoff_cap{2000};
+  Backoff::Duration sync_backoff_initial{500};
+  Backoff::Duration sync_backoff_cap{10000};
+};
+
+// Builds the options of a configured bridge.
+RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config);
+
+// Everything the engine talks to. All pointers but `replay` and `snapshot`
+// are required; all must outlive the engine.
+struct RecoveryIo {
+  KvApplier* applier = nullptr;
+  LiveQueue* live = nullptr;
+  ReplaySource* replay = nullptr;      // null: no replay endpoint
+  SnapshotSource* snapshot = nullptr;  // null: no snapshot endpoint
+  RecoveryClock* clock = nullptr;
+  std::function<uint64_t()> random;  // uniform 64-bit values
+  BridgeStats* stats = nullptr;
+};
+
+class StreamRecovery {
+ public:
+  enum class ServerMode : uint8_t { kUndecided, kGated, kLegacy };
+  enum class PublisherMode : uint8_t { kSnapshot, kReplay, kLive };
+
+  StreamRecovery(RecoveryOptions options, RecoveryIo io);
+  StreamRecovery(const StreamRecovery&) = delete;
+  StreamRecovery& operator=(const StreamRecovery&) = delete;
+
+  // Runs until the clock says stop (OK) or a permanent error (returned).
+  // May be called again after it returned OK; the state carries over.
+  // `on_tick` runs once per loop iteration (the runner's stats line).
+  absl::Status Run(const std::function<void()>& on_tick = {});
+
+  ServerMode server_mode() const { return server_mode_; }
+  PublisherMode publisher_mode() const { return publisher_mode_; }
+  bool synchronised() const { return !need_sync_; }
+  // Exact: synchronised and nothing lost since the last exact install.
+  bool exact() const { return !need_sync_ && degraded_reason_.empty(); }
+  // Short reason ("no_history", ...); empty when exact.
+  const std::string& degraded_reason() const { return degraded_reason_; }
+  std::optional<uint64_t> applied() const { return watermarks_.applied(); }
+  const std::string& epoch() const { return watermarks_.epoch(); }
+
+ private:
+  struct ProbeResult {
+    bool completed = false;  // false: interrupted (stop, fatal)
+    std::optional<uint64_t> checkpoint;
+  };
+  struct DegradedBy {
+    std::string reason;   // short, for the stats line
+    std::string message;  // for the WARN
+  };
+
+  // --- live loop (stream_recovery.cc)
+  void HandleItem(LiveItem item);
+  void HandleBatch(LiveBatch batch);
+  void HandleGap(LiveBatch batch);
+  void HandleRestart(LiveBatch batch);
+  void HandleOverflow(const LiveItem& item);
+  void MaybeIdleProbe();
+  std::optional<LiveItem> NextItem(std::chrono::milliseconds timeout);
+  // Pops until a live batch arrives (markers are accounted and skipped).
+  std::optional<LiveBatch> WaitFirstLiveBatch();
+  void NoteMarker(const LiveItem& item);
+
+  // --- synchronisation (stream_recovery_sync.cc)
+  void Sync();
+  bool SnapshotCycle();
+  bool ReplaySync();
+  bool LiveSync();
+  bool LegacyReplaySync();
+  // Replays from `start`, keeping the stats.
+  ReplayResult DoReplay(uint64_t start);
+
+  // --- RPCs (stream_recovery_rpc.cc)
+  bool Register();
+  ProbeResult Probe(std::string_view epoch);
+  // INSTALL(epoch, applied, placement) in the current server mode; on
+  // success resets the watermarks to `applied` and sets the stream state.
+  bool Install(const std::string& epoch, uint64_t applied,
+               std::span<const kv_indexer::v1::TierHashes> placement,
+               std::span<const LiveBatch> replayed,
+               std::optional<DegradedBy> degraded);
+  // SEND(batch.seq, batch) in the current mode; advances `applied`.
+  bool SendBatch(const LiveBatch& batch);
+  // Seed-era requests, resent from the first on a transient failure.
+  bool SendSeedEra(
+      const std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest>& requests);
+  absl::Status CallApply(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response);
+  // Decodes and builds `actions_`; false when the payload is undecodable.
+  bool DecodeActions(const LiveBatch& batch);
+  // Waits the next RPC backoff delay; false when the engine must stop.
+  bool RpcBackoff(const absl::Status& status, std::string_view what);
+
+  // --- state
+  void StateLoss(std::string_view why);
+  void SwitchToLegacy(const absl::Status& status);
+  void Fatal(absl::Status status, std::string_view what);
+  void Degrade(const DegradedBy& by);
+  void SetExact();
+  bool Interrupted();
+  bool gated() const { return server_mode_ != ServerMode::kLegacy; }
+  void SyncModeStats();
+  void SyncStateStats();
+
+  const RecoveryOptions options_;
+  RecoveryIo io_;
+  PublisherMode publisher_mode_;
+  ServerMode server_mode_;
+
+  StreamWatermarks watermarks_;
+  // The live batch that triggered a resynchronisation (restart or gap):
+  // the first batch of mode L's synchronisation; covered by a replay or
+  // snapshot in the other modes.
+  std::optional<LiveBatch> sync_hint_;
+  bool need_sync_ = true;
+  bool loss_jitter_pending_ = false;
+  bool restart_known_ = false;  // the next sync follows a detected restart
+  bool saw_disconnect_ = false;
+  std::string degraded_reason_;
+  absl::Status fatal_;
+  RecoveryClock::Clock::time_point last_gated_ok_{};
+
+  Backoff rpc_backoff_;
+  Backoff sync_backoff_;
+  EventDecoder decoder_;
+  DecodedBatch decoded_;
+  ActionList actions_;
+  LogThrottle malformed_throttle_;
+  LogThrottle stale_throttle_;
+  LogThrottle rpc_throttle_;
+  LogThrottle skipped_event_throttle_;
+};
+
+std::string_view ServerModeName(StreamRecovery::ServerMode mode);
+std::string_view PublisherModeName(StreamRecovery::PublisherMode mode);
+
+}  // namespace kvindexer::bridge
+
+#endif  // KVINDEXER_BRIDGE_STREAM_RECOVERY_H_

@@ -1,0 +1,259 @@
+// The initial synchronisation of StreamRecovery, per mode
+// (docs/bridge-events.md, "Recovery > Initial synchronisation"): snapshot
+// cycle (S), replay from the incarnation start (R), first live batch (L),
+// and the legacy variants.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bridge/recovery_requests.h"
+#include "bridge/stream_recovery.h"
+#include "bridge/topic_labels.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::bridge {
+
+void StreamRecovery::Sync() {
+  io_.stats->state = "syncing";
+  need_sync_ = false;
+  if (loss_jitter_pending_) {
+    loss_jitter_pending_ = false;
+    const uint64_t span =
+        static_cast<uint64_t>(options_.loss_jitter_max.count()) + 1;
+    const auto jitter = std::chrono::milliseconds(io_.random() % span);
+    if (io_.clock->WaitFor(jitter)) return;
+  }
+  if (gated() && !Register()) {
+    if (!Interrupted()) need_sync_ = true;
+    return;
+  }
+  bool done = false;
+  switch (publisher_mode_) {
+    case PublisherMode::kSnapshot:
+      done = SnapshotCycle();
+      break;
+    case PublisherMode::kReplay:
+      done = gated() ? ReplaySync() : LegacyReplaySync();
+      break;
+    case PublisherMode::kLive:
+      // Legacy: nothing to do; the first batch is forwarded as it is.
+      done = gated() ? LiveSync() : true;
+      break;
+  }
+  if (Interrupted()) return;
+  if (!done) {
+    need_sync_ = true;
+    const auto delay = sync_backoff_.NextDelay();
+    spdlog::warn("resynchronisation attempt failed; retrying in {} ms",
+                 delay.count());
+    io_.clock->WaitFor(delay);
+    return;
+  }
+  sync_backoff_.Reset();
+  restart_known_ = false;
+  sync_hint_.reset();
+  SyncStateStats();
+  ++io_.stats->resyncs;
+  last_gated_ok_ = io_.clock->Now();
+  spdlog::info("stream synchronised ({} server, mode {}): applied seq {}{}",
+               ServerModeName(server_mode_), PublisherModeName(publisher_mode_),
+               watermarks_.applied() ? absl::StrCat(*watermarks_.applied())
+                                     : std::string("none yet"),
+               exact() ? "" : absl::StrCat(", degraded: ", degraded_reason_));
+}
+
+ReplayResult StreamRecovery::DoReplay(uint64_t start) {
+  ++io_.stats->replays;
+  ReplayResult result = io_.replay->Replay(start);
+  io_.stats->replayed_batches += result.batches.size();
+  return result;
+}
+
+bool StreamRecovery::SnapshotCycle() {
+  if (io_.clock->WaitFor(options_.settle)) return false;
+  // Whatever is queued now precedes the barrier the fetch publishes and is
+  // covered by the snapshot; dropping it also makes room for the barrier.
+  while (std::optional<LiveItem> stale =
+             NextItem(std::chrono::milliseconds(0))) {
+    if (stale->kind == LiveItem::Kind::kBatch) {
+      ++io_.stats->messages_received;
+    } else {
+      NoteMarker(*stale);
+    }
+  }
+  saw_disconnect_ = false;
+  absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
+  if (!snapshot.ok()) {
+    spdlog::warn("snapshot fetch failed: {}", snapshot.status().ToString());
+    return false;
+  }
+  ++io_.stats->snapshots;
+  // Wait for the barrier batch on the live stream: everything before it in
+  // this epoch is covered by the snapshot.
+  const auto deadline = io_.clock->Now() + options_.barrier_wait;
+  while (true) {
+    if (io_.clock->Stopping()) return false;
+    const auto now = io_.clock->Now();
+    if (now >= deadline) {
+      spdlog::warn("snapshot barrier seq={} (epoch {}) not seen within {} ms",
+                   snapshot->barrier_seq, snapshot->epoch,
+                   options_.barrier_wait.count());
+      return false;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    std::optional<LiveItem> item =
+        NextItem(std::min(options_.poll, left + std::chrono::milliseconds(1)));
+    if (!item) continue;
+    if (item->kind != LiveItem::Kind::kBatch) {
+      NoteMarker(*item);
+      // Fails the attempt only if the barrier may be among the dropped.
+      if (item->kind == LiveItem::Kind::kOverflow &&
+          item->first_dropped_seq <= snapshot->barrier_seq &&
+          snapshot->barrier_seq - item->first_dropped_seq < item->dropped) {
+        return false;
+      }
+      if (item->kind == LiveItem::Kind::kConnected && saw_disconnect_) {
+        saw_disconnect_ = false;
+        return false;
+      }
+      continue;
+    }
+    ++io_.stats->messages_received;
+    const LiveBatch& batch = item->batch;
+    const TopicLabels labels = ParseTopicLabels(batch.topic);
+    if (labels.epoch != snapshot->epoch) continue;
+    if (batch.seq < snapshot->barrier_seq) continue;
+    if (batch.seq == snapshot->barrier_seq &&
+        labels.barrier_id == snapshot->barrier_id) {
+      break;
+    }
+    spdlog::warn("snapshot barrier seq={} missed (live seq={} came first)",
+                 snapshot->barrier_seq, batch.seq);
+    return false;
+  }
+  std::optional<DegradedBy> degraded;
+  if (options_.header.cache_spec) {
+    degraded = DegradedBy{
+        "snapshot_without_components",
+        "a snapshot carries whole blocks only; component blocks stay "
+        "unusable until re-reported"};
+  }
+  return Install(snapshot->epoch, snapshot->barrier_seq,
+                 SnapshotPlacement(snapshot->hashes), {}, degraded);
+}
+
+bool StreamRecovery::ReplaySync() {
+  ReplayResult replay = DoReplay(0);
+  if (replay.complete && !replay.batches.empty()) {
+    const uint64_t first = replay.batches.front().seq;
+    const uint64_t last = replay.batches.back().seq;
+    if (first > 0 && !restart_known_) {
+      ProbeResult probe = Probe("");
+      if (!probe.completed) return false;
+      if (probe.checkpoint && first <= *probe.checkpoint + 1 &&
+          *probe.checkpoint <= last) {
+        spdlog::info("resuming from the server checkpoint {} (replay {}..{})",
+                     *probe.checkpoint, first, last);
+        watermarks_.Reset(*probe.checkpoint, "", false, replay.batches);
+        for (const LiveBatch& batch : replay.batches) {
+          if (batch.seq <= *probe.checkpoint) continue;
+          if (!SendBatch(batch)) return false;
+        }
+        return true;
+      }
+    }
+    FoldResult fold = FoldBatches(replay.batches, options_.clear_tiers);
+    std::optional<DegradedBy> degraded;
+    if (first > 0) {
+      degraded = DegradedBy{
+          "replay_start_evicted",
+          absl::StrCat("the replay buffer no longer holds the incarnation "
+                       "start (it begins at seq ",
+                       first, ")")};
+    } else if (!fold.undecodable.empty()) {
+      degraded = DegradedBy{
+          "undecodable_batch",
+          absl::StrCat("replayed batch seq=", fold.undecodable.front(),
+                       " could not be decoded")};
+    }
+    return Install("", last, fold.placement.ToTierHashes(), replay.batches,
+                   degraded);
+  }
+  if (replay.complete) {
+    spdlog::info(
+        "replay is empty: the publisher has published nothing since it "
+        "started; waiting for its first batch");
+  } else {
+    spdlog::warn("replay from 0 failed ({}); continuing from live batches",
+                 replay.problem);
+  }
+  return LiveSync();
+}
+
+bool StreamRecovery::LiveSync() {
+  std::optional<LiveBatch> first = std::move(sync_hint_);
+  sync_hint_.reset();
+  if (!first) first = WaitFirstLiveBatch();
+  if (!first) return false;
+  const uint64_t seq = first->seq;
+  if (!restart_known_) {
+    ProbeResult probe = Probe("");
+    if (!probe.completed) return false;
+    if (probe.checkpoint && *probe.checkpoint + 1 == seq) {
+      spdlog::info("resuming from the server checkpoint {}", *probe.checkpoint);
+      watermarks_.Reset(*probe.checkpoint, "", false);
+      if (!SendBatch(*first)) return false;
+      watermarks_.MarkLive(seq);
+      return true;
+    }
+  }
+  FoldResult fold =
+      FoldBatches(std::span<const LiveBatch>(&*first, 1), options_.clear_tiers);
+  std::optional<DegradedBy> degraded;
+  if (seq != 0) {
+    degraded =
+        DegradedBy{"no_history", absl::StrCat("no history before seq ", seq)};
+  } else if (!fold.undecodable.empty()) {
+    degraded =
+        DegradedBy{"undecodable_batch", "batch seq=0 could not be decoded"};
+  }
+  if (!Install("", seq, fold.placement.ToTierHashes(), {}, degraded)) {
+    return false;
+  }
+  watermarks_.MarkLive(seq);
+  return true;
+}
+
+bool StreamRecovery::LegacyReplaySync() {
+  const uint64_t start = watermarks_.applied() ? *watermarks_.applied() + 1 : 0;
+  ReplayResult replay = DoReplay(start);
+  if (!replay.complete) {
+    spdlog::warn("replay from {} failed ({}); forwarding live batches", start,
+                 replay.problem);
+    return true;
+  }
+  if (replay.batches.empty()) return true;
+  const uint64_t first = replay.batches.front().seq;
+  if (first > start) {
+    spdlog::warn(
+        "replay starts at seq {} instead of {}: history lost; clearing the "
+        "worker",
+        first, start);
+    if (!SendSeedEra(
+            ClearRequests(options_.header, first, options_.clear_tiers))) {
+      return false;
+    }
+    Degrade({"history_lost",
+             absl::StrCat("the replay buffer no longer holds seq ", start)});
+  }
+  watermarks_.Clear();
+  for (const LiveBatch& batch : replay.batches) {
+    if (!SendBatch(batch)) return false;
+  }
+  watermarks_.Reset(replay.batches.back().seq, "", false, replay.batches);
+  if (start == 0 && first == 0) SetExact();
+  return true;
+}
+
+}  // namespace kvindexer::bridge

@@ -1,0 +1,85 @@
+// A test double of kv-indexer-server for one bridge: a KvApplier that keeps
+// one map of (hash, tier) -> component mask per worker and implements the
+// sequence gate and ReplaceExternalKvSnapshot as docs/contract.md describes
+// them (seed-era applies, gated applies G1-G5, Replace V4 and its install),
+// with knobs for the faults the recovery engine must survive: failing calls,
+// lost responses, a restart that loses everything, and a server without the
+// recovery RPCs.
+//
+// Thread safety: not thread-safe; used from the engine's thread.
+#ifndef KVINDEXER_BRIDGE_TESTS_FAKE_GATED_SERVER_H_
+#define KVINDEXER_BRIDGE_TESTS_FAKE_GATED_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bridge/kv_applier.h"
+
+namespace kvindexer::bridge::testing {
+
+class FakeGatedServer : public KvApplier {
+ public:
+  enum class Call { kApply, kGatedApply, kProbe, kReplace };
+  enum class Fault {
+    kNone,
+    kFail,          // answer UNAVAILABLE without doing anything
+    kLoseResponse,  // do it, then answer DEADLINE_EXCEEDED
+  };
+
+  absl::Status Apply(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
+  absl::Status Replace(
+      const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
+      kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
+
+  // Loses every worker record, as a restart without durable state does.
+  void RestartEmpty() { workers_.clear(); }
+
+  // Knobs. `gated` false: a seed-era server (Replace is UNIMPLEMENTED, the
+  // gate fields are ignored). `fail_next` / `lose_next` apply to the next
+  // calls of any kind; `fault_hook`, when set, decides per call instead.
+  bool gated = true;
+  int fail_next = 0;
+  int lose_next = 0;
+  std::function<Fault(Call)> fault_hook;
+
+  // Observations.
+  struct Worker {
+    bool ready = false;
+    std::optional<std::string> epoch;
+    std::optional<uint64_t> checkpoint;
+    std::string address;
+    std::map<std::pair<int64_t, int>, uint32_t> placement;  // (hash, tier)
+  };
+  const Worker* worker(const std::string& id) const;
+  // Hashes `id` holds at any tier (empty when it has no record).
+  std::set<int64_t> Held(const std::string& id) const;
+  std::set<std::pair<int64_t, int>> Placements(const std::string& id) const;
+
+  std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest> applies;
+  std::vector<kv_indexer::v1::ReplaceExternalKvSnapshotRequest> replaces;
+  int probes = 0;
+  int gaps = 0;  // G4 outcomes
+
+ private:
+  Fault NextFault(Call call);
+  absl::Status ApplyNow(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response);
+  static void ApplyActions(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      Worker* worker);
+
+  std::map<std::string, Worker> workers_;
+};
+
+}  // namespace kvindexer::bridge::testing
+
+#endif  // KVINDEXER_BRIDGE_TESTS_FAKE_GATED_SERVER_H_
