@@ -1,0 +1,444 @@
+// FakeSglangPublisher against plain ZMQ clients (a DEALER for replay and
+// snapshot, a SUB for the live stream): the fake must speak SGLang's frames
+// before the bridge's recovery tests can rely on it.
+//
+// Live delivery is checked inside bounded loops that resend until the SUB
+// has joined (ZMQ's slow joiner); nothing waits on a sleep.
+#include "bridge/tests/fake_sglang_publisher.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <msgpack.hpp>
+#include <zmq.hpp>
+
+#include "bridge/replay_client.h"
+#include "bridge/snapshot_client.h"
+#include "bridge/tests/msgpack_builders.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer::bridge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using ::testing::ElementsAre;
+
+constexpr auto kBound = 10s;
+
+uint64_t SeqOf(const std::string& frame) {
+  uint64_t seq = 0;
+  for (unsigned char c : frame) seq = (seq << 8) | c;
+  return seq;
+}
+
+// Receives one multipart message, waiting up to `timeout`; empty on timeout.
+std::vector<std::string> Receive(zmq::socket_t& socket,
+                                 std::chrono::milliseconds timeout) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, timeout) <= 0) return {};
+  std::vector<std::string> frames;
+  while (true) {
+    zmq::message_t frame;
+    if (!socket.recv(frame, zmq::recv_flags::none)) break;
+    frames.push_back(frame.to_string());
+    if (!frame.more()) break;
+  }
+  return frames;
+}
+
+struct ReplayReply {
+  std::vector<uint64_t> seqs;
+  std::vector<std::string> payloads;
+  bool ended = false;
+};
+
+// One replay request from a fresh DEALER, read until the END marker.
+ReplayReply Replay(zmq::context_t& context, const std::string& endpoint,
+                   uint64_t start) {
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  const std::string start_frame = SeqFrame(start);
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(start_frame), zmq::send_flags::none);
+  ReplayReply reply;
+  while (true) {
+    std::vector<std::string> frames = Receive(dealer, kBound);
+    if (frames.empty()) break;
+    EXPECT_EQ(frames.size(), 3u);
+    if (frames.size() != 3) break;
+    EXPECT_EQ(frames[0], "");
+    if (frames[1] == std::string(8, '\xff')) {
+      EXPECT_EQ(frames[2], "");
+      reply.ended = true;
+      break;
+    }
+    reply.seqs.push_back(SeqOf(frames[1]));
+    reply.payloads.push_back(frames[2]);
+  }
+  return reply;
+}
+
+// A SUB on everything; returns the first live message it sees, publishing
+// `publish()` again between waits until one arrives.
+class Subscriber {
+ public:
+  Subscriber(zmq::context_t& context, const std::string& endpoint)
+      : socket_(context, zmq::socket_type::sub) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::subscribe, "");
+    socket_.connect(endpoint);
+  }
+
+  std::vector<std::string> ReceiveWhile(const std::function<void()>& publish) {
+    const auto deadline = std::chrono::steady_clock::now() + kBound;
+    while (std::chrono::steady_clock::now() < deadline) {
+      publish();
+      std::vector<std::string> frames = Receive(socket_, 100ms);
+      if (!frames.empty()) return frames;
+    }
+    return {};
+  }
+
+  std::vector<std::string> Next(std::chrono::milliseconds timeout = kBound) {
+    return Receive(socket_, timeout);
+  }
+
+ private:
+  zmq::socket_t socket_;
+};
+
+TEST(FakeSglangPublisherTest, ReplaysBufferedBatchesWithEndMarker) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  EXPECT_EQ(publisher.Publish("p0"), 0u);
+  EXPECT_EQ(publisher.BufferOnly("p1"), 1u);
+  EXPECT_EQ(publisher.Publish("p2"), 2u);
+
+  ReplayReply all = Replay(context, publisher.replay_endpoint(), 0);
+  EXPECT_TRUE(all.ended);
+  EXPECT_THAT(all.seqs, ElementsAre(0, 1, 2));
+  EXPECT_THAT(all.payloads, ElementsAre("p0", "p1", "p2"));
+
+  ReplayReply tail = Replay(context, publisher.replay_endpoint(), 2);
+  EXPECT_TRUE(tail.ended);
+  EXPECT_THAT(tail.seqs, ElementsAre(2));
+
+  ReplayReply none = Replay(context, publisher.replay_endpoint(), 3);
+  EXPECT_TRUE(none.ended);
+  EXPECT_TRUE(none.seqs.empty());
+
+  EXPECT_THAT(publisher.replay_starts(), ElementsAre(0, 2, 3));
+  EXPECT_EQ(publisher.malformed_requests(), 0u);
+}
+
+TEST(FakeSglangPublisherTest, BoundedBufferOmissionsAndEviction) {
+  FakeSglangPublisher::Options options;
+  options.buffer_steps = 3;
+  FakeSglangPublisher publisher(options);
+  zmq::context_t context(1);
+  for (int i = 0; i < 5; ++i) publisher.BufferOnly("p" + std::to_string(i));
+  EXPECT_THAT(publisher.buffered_seqs(), ElementsAre(2, 3, 4));
+  // An evicted start is not an error: the replies start later.
+  EXPECT_THAT(Replay(context, publisher.replay_endpoint(), 0).seqs,
+              ElementsAre(2, 3, 4));
+
+  publisher.OmitFromReplay(3);
+  EXPECT_THAT(Replay(context, publisher.replay_endpoint(), 0).seqs,
+              ElementsAre(2, 4));
+  publisher.ClearReplayOmissions();
+
+  publisher.EvictBelow(4);
+  EXPECT_THAT(Replay(context, publisher.replay_endpoint(), 0).seqs,
+              ElementsAre(4));
+}
+
+TEST(FakeSglangPublisherTest, IgnoresMalformedReplayRequests) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  publisher.BufferOnly("p0");
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(publisher.replay_endpoint());
+  dealer.send(zmq::buffer(std::string("oops")), zmq::send_flags::none);
+  // Unanswered; a well-formed request on the same socket still works.
+  const std::string start = SeqFrame(0);
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(start), zmq::send_flags::none);
+  std::vector<std::string> first = Receive(dealer, kBound);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(SeqOf(first[1]), 0u);
+  EXPECT_EQ(publisher.malformed_requests(), 1u);
+  EXPECT_THAT(publisher.replay_starts(), ElementsAre(0));
+}
+
+TEST(FakeSglangPublisherTest, LiveFramesTopicsAndRestart) {
+  FakeSglangPublisher::Options options;
+  options.topic = "kv";
+  options.epoch = "e1";
+  FakeSglangPublisher publisher(options);
+  zmq::context_t context(1);
+  Subscriber sub(context, publisher.pub_endpoint());
+
+  std::vector<std::string> first =
+      sub.ReceiveWhile([&] { publisher.Publish("probe"); });
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0], "kv\0sgl-kv-epoch=e1"s);
+  EXPECT_EQ(first[2], "probe");
+  // Drain the remaining probes; then the stream is exact.
+  while (!sub.Next(200ms).empty()) {
+  }
+
+  const uint64_t seq = publisher.Publish("x");
+  publisher.BufferOnly("hidden");
+  publisher.Publish("y");
+  std::vector<std::string> x = sub.Next();
+  ASSERT_EQ(x.size(), 3u);
+  EXPECT_EQ(SeqOf(x[1]), seq);
+  EXPECT_EQ(x[2], "x");
+  std::vector<std::string> y = sub.Next();
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(SeqOf(y[1]), seq + 2);  // the buffer-only batch took seq + 1
+
+  ASSERT_TRUE(publisher.Resend(seq));
+  std::vector<std::string> again = sub.Next();
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(SeqOf(again[1]), seq);
+
+  publisher.Restart("e2");
+  EXPECT_TRUE(publisher.buffered_seqs().empty());
+  EXPECT_EQ(publisher.Publish("z"), 0u);
+  std::vector<std::string> z = sub.Next();
+  ASSERT_EQ(z.size(), 3u);
+  EXPECT_EQ(z[0], "kv\0sgl-kv-epoch=e2"s);
+  EXPECT_EQ(SeqOf(z[1]), 0u);
+
+  publisher.SetNextSeq(10);
+  EXPECT_EQ(publisher.BufferOnly("w"), 10u);
+  EXPECT_EQ(publisher.next_seq(), 11u);
+}
+
+TEST(FakeSglangPublisherTest, StopLiveBuffersAndStartLiveRebindsThePort) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  Subscriber sub(context, publisher.pub_endpoint());
+  ASSERT_FALSE(sub.ReceiveWhile([&] { publisher.Publish("a"); }).empty());
+  while (!sub.Next(200ms).empty()) {
+  }
+
+  publisher.StopLive();
+  EXPECT_FALSE(publisher.live());
+  const uint64_t hidden = publisher.Publish("while down");
+  EXPECT_TRUE(sub.Next(300ms).empty());  // buffered, not sent
+  EXPECT_EQ(publisher.buffered_seqs().back(), hidden);
+
+  publisher.StartLive();
+  EXPECT_TRUE(publisher.live());
+  // The SUB reconnects to the same port on its own.
+  std::vector<std::string> back =
+      sub.ReceiveWhile([&] { publisher.Publish("back"); });
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[2], "back");
+  EXPECT_GT(SeqOf(back[1]), hidden);
+}
+
+// Polls `condition` every 10 ms for at most kBound.
+bool Eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+TEST(FakeSglangPublisherTest, SubscriptionsTellWhenASubscriberHasJoined) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  EXPECT_EQ(publisher.subscriptions(), 0u);
+  Subscriber sub(context, publisher.pub_endpoint());
+  ASSERT_TRUE(Eventually([&] { return publisher.subscriptions() >= 1; }));
+  // Joined: a single send arrives.
+  publisher.Publish("once");
+  std::vector<std::string> once = sub.Next();
+  ASSERT_EQ(once.size(), 3u);
+  EXPECT_EQ(once[2], "once");
+
+  // A rebound live socket sees the subscription again. (The SUB resends it
+  // only while its owner calls into it, as the bridge's reader always does.)
+  const size_t before = publisher.subscriptions();
+  publisher.StopLive();
+  publisher.StartLive();
+  ASSERT_TRUE(Eventually([&] {
+    EXPECT_TRUE(sub.Next(10ms).empty());
+    return publisher.subscriptions() > before;
+  }));
+  publisher.Publish("again");
+  std::vector<std::string> again = sub.Next();
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[2], "again");
+}
+
+TEST(FakeSglangPublisherTest, SnapshotV1HeaderChunksEndAndBarrier) {
+  FakeSglangPublisher::Options options;
+  options.topic = "kv";
+  options.epoch = "e1";
+  options.snapshot = true;
+  FakeSglangPublisher publisher(options);
+  ASSERT_FALSE(publisher.snapshot_endpoint().empty());
+  zmq::context_t context(1);
+
+  std::vector<SnapshotRecord> records;
+  for (int64_t h = 1; h <= 4097; ++h) {
+    records.push_back(
+        {h == 1 ? std::nullopt : std::optional<int64_t>(h - 1), h});
+  }
+  publisher.SetSnapshotRecords(records);
+
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(publisher.snapshot_endpoint());
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(std::string("snapshot-v1")), zmq::send_flags::none);
+
+  std::vector<std::string> header = Receive(dealer, kBound);
+  ASSERT_EQ(header.size(), 3u);
+  EXPECT_EQ(header[0], "");
+  EXPECT_EQ(header[1], "header");
+  msgpack::object_handle h =
+      msgpack::unpack(header[2].data(), header[2].size());
+  // [1, "e1", 0, 1, 0, "b1", 4097]: the barrier took seq 0.
+  std::tuple<int, std::string, int, uint64_t, uint64_t, std::string, uint64_t>
+      fields;
+  h.get().convert(fields);
+  EXPECT_EQ(std::get<0>(fields), 1);
+  EXPECT_EQ(std::get<1>(fields), "e1");
+  EXPECT_EQ(std::get<2>(fields), 0);
+  EXPECT_EQ(std::get<3>(fields), 1u);
+  EXPECT_EQ(std::get<4>(fields), 0u);
+  EXPECT_EQ(std::get<5>(fields), "b1");
+  EXPECT_EQ(std::get<6>(fields), 4097u);
+
+  size_t received = 0;
+  std::vector<std::string> frames;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    frames = Receive(dealer, kBound);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[1], "chunk");
+    msgpack::object_handle c =
+        msgpack::unpack(frames[2].data(), frames[2].size());
+    std::vector<std::tuple<msgpack::object, std::vector<int64_t>>> rows;
+    c.get().convert(rows);
+    EXPECT_LE(rows.size(), 4096u);
+    for (const auto& [parent, hashes] : rows) {
+      ASSERT_EQ(hashes.size(), 1u);
+      EXPECT_EQ(hashes[0], records[received].hash);
+      if (received == 0) {
+        EXPECT_TRUE(parent.is_nil());
+      } else {
+        EXPECT_EQ(parent.as<int64_t>(), *records[received].parent);
+      }
+      ++received;
+    }
+  }
+  EXPECT_EQ(received, records.size());
+  frames = Receive(dealer, kBound);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[1], "end");
+  EXPECT_EQ(frames[2], "");
+
+  // The barrier entered the replay buffer under seq 0; live resumes at 1.
+  EXPECT_THAT(publisher.buffered_seqs(), ElementsAre(0));
+  EXPECT_EQ(publisher.Publish("next"), 1u);
+  EXPECT_EQ(publisher.snapshot_requests(), 1u);
+  EXPECT_EQ(publisher.BarrierTopic("b1"),
+            "kv\0sgl-kv-epoch=e1\0sgl-kv-snapshot=b1"s);
+
+  publisher.SetSnapshotError("snapshot provider busy");
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(std::string("snapshot-v1")), zmq::send_flags::none);
+  frames = Receive(dealer, kBound);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[1], "error");
+  EXPECT_EQ(frames[2], "snapshot provider busy");
+  EXPECT_EQ(publisher.snapshot_requests(), 2u);
+}
+
+TEST(FakeSglangPublisherTest, SnapshotBarrierIsPublishedLive) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  FakeSglangPublisher publisher(options);
+  zmq::context_t context(1);
+  Subscriber sub(context, publisher.pub_endpoint());
+  ASSERT_FALSE(sub.ReceiveWhile([&] { publisher.Publish("join"); }).empty());
+  while (!sub.Next(200ms).empty()) {
+  }
+
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(publisher.snapshot_endpoint());
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(std::string("snapshot-v1")), zmq::send_flags::none);
+  std::vector<std::string> barrier = sub.Next();
+  ASSERT_EQ(barrier.size(), 3u);
+  EXPECT_EQ(barrier[0], publisher.BarrierTopic("b1"));
+  EXPECT_EQ(barrier[2], PackBatch({}));
+  EXPECT_EQ(SeqOf(barrier[1]) + 1, publisher.next_seq());
+}
+
+// The bridge's own clients accept what the fake sends (and notice its
+// faults), so the recovery e2e tests exercise the bridge, not a protocol
+// mismatch.
+TEST(FakeSglangPublisherTest, BridgeReplayClientReadsTheFake) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  for (int i = 0; i < 4; ++i) publisher.BufferOnly("p" + std::to_string(i));
+  ReplayClient client(&context, publisher.replay_endpoint(), nullptr);
+
+  ReplayResult all = client.Replay(1);
+  EXPECT_TRUE(all.complete) << all.problem;
+  ASSERT_EQ(all.batches.size(), 3u);
+  EXPECT_EQ(all.batches[0].seq, 1u);
+  EXPECT_EQ(all.batches[2].payload, "p3");
+
+  publisher.OmitFromReplay(2);
+  ReplayResult holed = client.Replay(0);
+  EXPECT_FALSE(holed.complete);
+  EXPECT_THAT(publisher.replay_starts(), ElementsAre(1, 0));
+}
+
+TEST(FakeSglangPublisherTest, BridgeSnapshotClientReadsTheFake) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  FakeSglangPublisher publisher(options);
+  zmq::context_t context(1);
+  publisher.SetSnapshotRecords({{std::nullopt, 1}, {1, 2}});
+  SnapshotClient client(&context, publisher.snapshot_endpoint(),
+                        /*replica_rank=*/0, nullptr);
+
+  absl::StatusOr<PublisherSnapshot> snapshot = client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->epoch, "e1");
+  EXPECT_EQ(snapshot->barrier_seq, 0u);
+  EXPECT_EQ(snapshot->resume_seq, 1u);
+  EXPECT_EQ(snapshot->barrier_id, "b1");
+  EXPECT_THAT(snapshot->hashes, ElementsAre(1, 2));
+
+  publisher.SetSnapshotError("snapshot provider busy");
+  absl::StatusOr<PublisherSnapshot> failed = client.Fetch();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()),
+              ::testing::HasSubstr("snapshot provider busy"));
+}
+
+}  // namespace
+}  // namespace kvindexer::bridge::testing
