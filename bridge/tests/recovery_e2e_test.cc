@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -400,6 +401,8 @@ TEST_F(RecoveryE2eTest, IdleWorkerIsRestoredWithin3sOfServerRestart) {
     return indexer_->HeldOrEmpty({1, 2, 3}) == std::set<int64_t>{2, 3};
   });
   ASSERT_TRUE(restored.has_value()) << "never restored";
+  std::printf("restored %lld ms after the server was ready\n",
+              static_cast<long long>(restored->count()));
   EXPECT_LE(*restored, 3s) << "restored " << restored->count()
                            << " ms after the server was ready";
   EXPECT_TRUE(CheckpointBecomes(2));
@@ -575,6 +578,8 @@ TEST_F(SnapshotModeTest, R58IdleServerRestartTakesANewSnapshot) {
            indexer_->Prefix({1, 2}) == 2;
   });
   ASSERT_TRUE(restored.has_value()) << "never restored";
+  std::printf("restored %lld ms after the server was ready\n",
+              static_cast<long long>(restored->count()));
   EXPECT_LE(*restored, 3s) << "restored " << restored->count()
                            << " ms after the server was ready";
 }
