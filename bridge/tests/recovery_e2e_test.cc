@@ -7,8 +7,9 @@
 //
 // Covered: R51-R59 and the fault cases F1-F4 (server stopped mid-stream,
 // server restarted empty while the worker is idle, publisher restarted while
-// the bridge was away, a replay that always misses one batch). R60 (a lost apply response) cannot be provoked from outside the
-// processes; the bridge's engine tests cover it.
+// the bridge was away, a replay that always misses one batch). R60 (a lost
+// apply response) cannot be provoked from outside the processes; the bridge's
+// engine tests cover it.
 //
 // No sleeps as synchronisation: the bridge is live once its subscription has
 // reached the fake's XPUB, and effects are awaited in bounded loops. Real
