@@ -47,6 +47,7 @@ std::string BridgeStats::FormatLine() const {
   line += "}";
   absl::StrAppend(
       &line, " mode=", server_mode, "/", publisher_mode, " state=", state,
+      " degraded=", state.rfind("degraded", 0) == 0 ? 1 : 0,
       " replays=", replays, " replayed_batches=", replayed_batches,
       " snapshots=", snapshots, " installs=", installs, " probes=", probes,
       " resyncs=", resyncs, " gaps_repaired=", gaps_repaired,

@@ -66,6 +66,7 @@ struct BridgeStats {
   //  rpcs_failed=.. reconnects=.. seq_gaps=.. seq_missing=..
   //  seq_duplicates=.. seq_reorders=.. events_skipped{reason=n,..}
   //  messages_skipped{reason=n,..} mode=<server>/<publisher> state=..
+  //  degraded=0|1
   //  replays=.. replayed_batches=.. snapshots=.. installs=.. probes=..
   //  resyncs=.. gaps_repaired=.. restarts_detected=.. state_losses=..
   //  overflows=.." with only non-zero reasons listed.

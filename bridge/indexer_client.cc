@@ -34,16 +34,18 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
   // A private subchannel pool: a new connection after a failure must not
   // inherit the previous channel's reconnect backoff state.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  // The channel's own reconnects are short (100 ms doubling to 2 s) so that
+  // The channel's own reconnects are short (100 ms growing to 1 s) so that
   // an indexer that comes back is seen within about a second and the
   // recovery cycle can notice its lost state (docs/bridge-events.md,
-  // "Recovery"). In this gRPC release the "min" argument also bounds one
+  // "Recovery"). Calls wait for the channel to be ready (see RunCall), so
+  // this backoff alone decides how soon a returning server is used. In this
+  // gRPC release the "min" argument also bounds one
   // connect attempt; it grows with the backoff, so a slow handshake still
   // gets through after a few attempts. The bridge's teardown backoff
   // (bridge/backoff.h) is separate and unchanged.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::shared_ptr<grpc::ChannelCredentials> creds =
       target->use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
                       : grpc::InsecureChannelCredentials();
@@ -72,6 +74,13 @@ template <typename Call>
 absl::Status IndexerClient::RunCall(Call call) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  // Wait for a connection rather than fail at once while the channel is
+  // between reconnect attempts: a call made while the indexer is down is
+  // sent as soon as it is back, instead of after the recovery engine's own
+  // retry backoff (up to 2 s) on top of the channel's. A call that never got
+  // a connection ends with DEADLINE_EXCEEDED, which the engine treats as an
+  // uncertain outcome and probes.
+  context.set_wait_for_ready(true);
   shutdown_->SetCanceller([&context] { context.TryCancel(); });
   grpc::Status status = call(&context);
   shutdown_->ClearCanceller();

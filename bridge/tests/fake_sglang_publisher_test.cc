@@ -17,6 +17,8 @@
 #include <msgpack.hpp>
 #include <zmq.hpp>
 
+#include "bridge/replay_client.h"
+#include "bridge/snapshot_client.h"
 #include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -390,6 +392,52 @@ TEST(FakeSglangPublisherTest, SnapshotBarrierIsPublishedLive) {
   EXPECT_EQ(barrier[0], publisher.BarrierTopic("b1"));
   EXPECT_EQ(barrier[2], PackBatch({}));
   EXPECT_EQ(SeqOf(barrier[1]) + 1, publisher.next_seq());
+}
+
+// The bridge's own clients accept what the fake sends (and notice its
+// faults), so the recovery e2e tests exercise the bridge, not a protocol
+// mismatch.
+TEST(FakeSglangPublisherTest, BridgeReplayClientReadsTheFake) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  for (int i = 0; i < 4; ++i) publisher.BufferOnly("p" + std::to_string(i));
+  ReplayClient client(&context, publisher.replay_endpoint(), nullptr);
+
+  ReplayResult all = client.Replay(1);
+  EXPECT_TRUE(all.complete) << all.problem;
+  ASSERT_EQ(all.batches.size(), 3u);
+  EXPECT_EQ(all.batches[0].seq, 1u);
+  EXPECT_EQ(all.batches[2].payload, "p3");
+
+  publisher.OmitFromReplay(2);
+  ReplayResult holed = client.Replay(0);
+  EXPECT_FALSE(holed.complete);
+  EXPECT_THAT(publisher.replay_starts(), ElementsAre(1, 0));
+}
+
+TEST(FakeSglangPublisherTest, BridgeSnapshotClientReadsTheFake) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  FakeSglangPublisher publisher(options);
+  zmq::context_t context(1);
+  publisher.SetSnapshotRecords({{std::nullopt, 1}, {1, 2}});
+  SnapshotClient client(&context, publisher.snapshot_endpoint(),
+                        /*replica_rank=*/0, nullptr);
+
+  absl::StatusOr<PublisherSnapshot> snapshot = client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->epoch, "e1");
+  EXPECT_EQ(snapshot->barrier_seq, 0u);
+  EXPECT_EQ(snapshot->resume_seq, 1u);
+  EXPECT_EQ(snapshot->barrier_id, "b1");
+  EXPECT_THAT(snapshot->hashes, ElementsAre(1, 2));
+
+  publisher.SetSnapshotError("snapshot provider busy");
+  absl::StatusOr<PublisherSnapshot> failed = client.Fetch();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()),
+              ::testing::HasSubstr("snapshot provider busy"));
 }
 
 }  // namespace
