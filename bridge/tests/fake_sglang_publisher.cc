@@ -242,6 +242,12 @@ std::vector<uint64_t> FakeSglangPublisher::replay_starts() const {
   return replay_starts_;
 }
 
+std::vector<FakeSglangPublisher::ReplayTiming>
+FakeSglangPublisher::replay_timings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return replay_timings_;
+}
+
 size_t FakeSglangPublisher::snapshot_requests() const {
   std::lock_guard<std::mutex> lock(mu_);
   return snapshot_requests_;
@@ -295,6 +301,7 @@ void FakeSglangPublisher::ServeReplay() {
                  request.size());
     return;
   }
+  const auto received = std::chrono::steady_clock::now();
   const std::string identity = request[0].to_string();
   uint64_t start = 0;
   const auto* bytes = static_cast<const unsigned char*>(request[2].data());
@@ -312,6 +319,9 @@ void FakeSglangPublisher::ServeReplay() {
     SendFrames(*replay_, {identity, "", SeqFrame(b.seq), b.payload});
   }
   SendFrames(*replay_, {identity, "", EndMarker(), ""});
+  std::lock_guard<std::mutex> lock(mu_);
+  replay_timings_.push_back(
+      {received, std::chrono::steady_clock::now(), replies.size()});
 }
 
 void FakeSglangPublisher::ServeSnapshot() {

@@ -36,6 +36,7 @@
 #define KVINDEXER_BRIDGE_TESTS_FAKE_SGLANG_PUBLISHER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -127,6 +128,14 @@ class FakeSglangPublisher {
 
   // The start of every well-formed replay request received, in order.
   std::vector<uint64_t> replay_starts() const;
+  // For the same requests: when each was received and when its last reply
+  // frame (the END marker) had been handed to ZMQ (benchmarks' phases).
+  struct ReplayTiming {
+    std::chrono::steady_clock::time_point received;
+    std::chrono::steady_clock::time_point replied;
+    size_t batches = 0;  // replies sent before the END marker
+  };
+  std::vector<ReplayTiming> replay_timings() const;
   // Snapshot-v1 requests received (answered or not).
   size_t snapshot_requests() const;
   // Requests whose frames matched neither protocol (logged and ignored by
@@ -172,6 +181,7 @@ class FakeSglangPublisher {
   std::vector<SnapshotRecord> snapshot_records_;
   uint64_t barriers_ = 0;
   std::vector<uint64_t> replay_starts_;
+  std::vector<ReplayTiming> replay_timings_;
   size_t snapshot_requests_ = 0;
   size_t malformed_requests_ = 0;
   size_t subscriptions_ = 0;
