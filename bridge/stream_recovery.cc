@@ -134,7 +134,7 @@ void StreamRecovery::HandleItem(LiveItem item) {
     spdlog::warn(
         "reconnected to the SGLang publisher; resynchronising (a restart may "
         "have been hidden by the reconnect)");
-    need_sync_ = true;
+    RequestSync();
   }
 }
 
@@ -232,7 +232,7 @@ void StreamRecovery::HandleRestart(LiveBatch batch) {
                                         watermarks_.applied().value_or(0))));
   restart_known_ = true;
   sync_hint_ = std::move(batch);
-  need_sync_ = true;
+  RequestSync();
 }
 
 void StreamRecovery::HandleGap(LiveBatch batch) {
@@ -283,7 +283,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                      ? "new snapshot"
                      : "replay from the incarnation start");
     sync_hint_ = std::move(batch);
-    need_sync_ = true;
+    RequestSync();
     return;
   }
   spdlog::warn(
@@ -329,12 +329,12 @@ void StreamRecovery::HandleOverflow(const LiveItem& item) {
           "resynchronising",
           expected,
           replay.complete ? "it does not start there" : replay.problem);
-      need_sync_ = true;
+      RequestSync();
       return;
     }
   }
   if (publisher_mode_ == PublisherMode::kSnapshot) {
-    need_sync_ = true;
+    RequestSync();
     return;
   }
   // Mode L: nothing can restore the dropped batches. An empty install keeps
@@ -372,7 +372,7 @@ void StreamRecovery::MaybeIdleProbe() {
 void StreamRecovery::StateLoss(std::string_view why) {
   ++io_.stats->state_losses;
   spdlog::warn("server state lost: {}; resynchronising", why);
-  need_sync_ = true;
+  RequestSync();
   loss_jitter_pending_ = true;
   SyncStateStats();
 }
@@ -384,7 +384,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
       status.ToString());
   server_mode_ = ServerMode::kLegacy;
   watermarks_.Clear();
-  need_sync_ = true;
+  RequestSync();
   SyncModeStats();
 }
 
@@ -424,8 +424,13 @@ void StreamRecovery::SyncStateStats() {
   }
 }
 
+void StreamRecovery::RequestSync() {
+  need_sync_ = true;
+  sync_requested_ = true;
+}
+
 bool StreamRecovery::Interrupted() {
-  return need_sync_ || !fatal_.ok() || io_.clock->Stopping();
+  return sync_requested_ || !fatal_.ok() || io_.clock->Stopping();
 }
 
 void StreamRecovery::SyncModeStats() {

