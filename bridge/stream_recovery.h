@@ -148,6 +148,10 @@ class StreamRecovery {
                std::optional<DegradedBy> degraded);
   // SEND(batch.seq, batch) in the current mode; advances `applied`.
   bool SendBatch(const LiveBatch& batch);
+  // The server no longer covers the stream while SEND(seq) ran: clears all
+  // tiers with a seed-era apply first if `seed_era_sent`, then StateLoss.
+  void LoseStateAfterSeedEra(bool seed_era_sent, uint64_t seq,
+                             std::string_view why);
   // Seed-era requests, resent from the first on a transient failure.
   bool SendSeedEra(
       const std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest>& requests);

@@ -24,6 +24,10 @@ using Held = std::set<int64_t>;
 
 constexpr milliseconds kSecond(1000);
 
+bool Subset(const Held& index, const Held& truth) {
+  return std::includes(truth.begin(), truth.end(), index.begin(), index.end());
+}
+
 // A stop while the first synchronisation waits for a live batch leaves the
 // stream unsynchronised, and the next Run() synchronises.
 TEST(StreamRecoverySafety, StopDuringSyncLeavesItUnsynchronised) {
@@ -37,6 +41,26 @@ TEST(StreamRecoverySafety, StopDuringSyncLeavesItUnsynchronised) {
   EXPECT_TRUE(rig.engine->exact());
   EXPECT_EQ(rig.server.Held(kWorker), (Held{1}));
   EXPECT_EQ(rig.server.replaces.size(), 1u);
+}
+
+// The server lost the stream between the seed-era chunks of an oversized
+// batch and its gated last chunk: the seed-era chunks made the worker ready
+// again with blocks the batch revokes later (hash 9). They are cleared
+// before the resynchronisation, which for an idle mode L worker never comes.
+TEST(StreamRecoverySafety, StateLossAfterSeedEraChunksClearsThem) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({100}, "DISK")});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_TRUE(rig.engine->exact());
+  rig.server.RestartEmpty();
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 16'384; ++h) hashes.push_back(h);
+  rig.publisher.Publish({Op::Store(hashes), Op::Remove({9})});
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_EQ(rig.stats.state_losses, 1u);
+  EXPECT_EQ(rig.server.Held(kWorker).count(9), 0u);
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_FALSE(rig.engine->synchronised());
 }
 
 }  // namespace
