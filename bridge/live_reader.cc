@@ -102,8 +102,8 @@ void LiveReader::Run() {
       spdlog::error("live reader: ZMQ poll failed: {}", e.what());
       return;
     }
-    // Connection events first: a disconnect drains what the old connection
-    // delivered before it is reported.
+    // Connection events first: a disconnect is reported before anything
+    // read after it was noticed.
     if ((items[0].revents & ZMQ_POLLIN) != 0 && !HandleMonitorEvent()) return;
     if ((items[1].revents & ZMQ_POLLIN) != 0) DrainSubscriber();
   }
@@ -131,8 +131,12 @@ bool LiveReader::HandleMonitorEvent() {
   // subscription is on its way; a TCP connection that never completes one
   // (not a ZMQ peer) is reported as neither.
   if (event == ZMQ_EVENT_DISCONNECTED && connected_) {
+    // The marker goes first: once the disconnect is known, a message read
+    // from the SUB socket may already come from the next connection (a
+    // new publisher incarnation), so none may precede the marker. The old
+    // connection's last messages may follow it; the engine then treats them
+    // as possibly new (docs/bridge-events.md, "Recovery > Watermarks").
     connected_ = false;
-    DrainSubscriber();
     disconnects_.fetch_add(1);
     PushMarker(LiveItem::Kind::kDisconnected);
   } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && !connected_) {

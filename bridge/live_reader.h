@@ -5,8 +5,10 @@
 // that fail frame parsing become kMalformed items. A ZMQ socket monitor on
 // the SUB socket turns connection events into kConnected (ZMTP handshake
 // with the publisher done) and kDisconnected items, in order with the
-// batches: everything read from a connection precedes its kDisconnected,
-// and the two alternate, starting with kConnected. (ZMQ reconnects a SUB socket
+// batches: nothing read after the disconnect was noticed precedes its
+// kDisconnected (the last messages of the old connection may follow it, as
+// may the next connection's before its kConnected), and the two alternate,
+// starting with kConnected. (ZMQ reconnects a SUB socket
 // silently; without these markers a publisher restart would look like a
 // gap.)
 //

@@ -90,10 +90,10 @@ std::optional<LiveItem> StreamRecovery::NextItem(
   return io_.live->Pop(timeout);
 }
 
-void StreamRecovery::NoteMarker(const LiveItem& item) {
+bool StreamRecovery::NoteMarker(const LiveItem& item) {
   switch (item.kind) {
     case LiveItem::Kind::kBatch:
-      return;
+      return false;
     case LiveItem::Kind::kMalformed: {
       ++io_.stats->messages_received;
       const MessageSkipReason reason =
@@ -105,20 +105,26 @@ void StreamRecovery::NoteMarker(const LiveItem& item) {
         spdlog::warn("skipping ZMQ message: {} ({} similar suppressed)",
                      item.detail, *n);
       }
-      return;
+      return false;
     }
     case LiveItem::Kind::kOverflow:
       ++io_.stats->overflows;
       spdlog::warn("live buffer full: {} batch(es) from seq={} dropped",
                    item.dropped, item.first_dropped_seq);
-      return;
+      return false;
     case LiveItem::Kind::kDisconnected:
+      // Whatever follows may come from a new incarnation: the next
+      // synchronisation must not resume in mode L.
       saw_disconnect_ = true;
+      reconnect_sync_ = true;
       spdlog::warn("lost the connection to the SGLang publisher");
-      return;
+      return false;
     case LiveItem::Kind::kConnected:
-      return;
+      if (!saw_disconnect_) return false;
+      saw_disconnect_ = false;
+      return true;
   }
+  return false;
 }
 
 void StreamRecovery::HandleItem(LiveItem item) {
@@ -127,10 +133,9 @@ void StreamRecovery::HandleItem(LiveItem item) {
     HandleBatch(std::move(item.batch));
     return;
   }
-  NoteMarker(item);
+  const bool reconnected = NoteMarker(item);
   if (item.kind == LiveItem::Kind::kOverflow) HandleOverflow(item);
-  if (item.kind == LiveItem::Kind::kConnected && saw_disconnect_) {
-    saw_disconnect_ = false;
+  if (reconnected) {
     spdlog::warn(
         "reconnected to the SGLang publisher; resynchronising (a restart may "
         "have been hidden by the reconnect)");
@@ -152,6 +157,19 @@ std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
 }
 
 void StreamRecovery::HandleBatch(LiveBatch batch) {
+  if (saw_disconnect_) {
+    // After a disconnect and before the reconnect's synchronisation a
+    // batch may come from a new incarnation: classifying it against the
+    // old watermarks could repair a "gap" with the new incarnation's
+    // replay on top of the old placement. It starts the synchronisation.
+    spdlog::warn(
+        "live batch seq={} after a lost connection; resynchronising before "
+        "using it",
+        batch.seq);
+    sync_hint_ = std::move(batch);
+    RequestSync();
+    return;
+  }
   const std::string_view epoch = publisher_mode_ == PublisherMode::kSnapshot
                                      ? TopicEpoch(batch.topic)
                                      : std::string_view();

@@ -126,7 +126,8 @@ class StreamRecovery {
   std::optional<LiveItem> NextItem(std::chrono::milliseconds timeout);
   // Pops until a live batch arrives (markers are accounted and skipped).
   std::optional<LiveBatch> WaitFirstLiveBatch();
-  void NoteMarker(const LiveItem& item);
+  // Accounts a marker. True for a kConnected that ends a disconnect.
+  bool NoteMarker(const LiveItem& item);
 
   // --- synchronisation (stream_recovery_sync.cc)
   void Sync();
@@ -197,7 +198,11 @@ class StreamRecovery {
   bool sync_requested_ = false;
   bool loss_jitter_pending_ = false;
   bool restart_known_ = false;  // the next sync follows a detected restart
+  // A kDisconnected was seen and no kConnected after it yet.
   bool saw_disconnect_ = false;
+  // A disconnect was seen since the last successful synchronisation: mode
+  // L (and mode R's fallback to it) must not resume from the checkpoint.
+  bool reconnect_sync_ = false;
   std::string degraded_reason_;
   absl::Status fatal_;
   RecoveryClock::Clock::time_point last_gated_ok_{};

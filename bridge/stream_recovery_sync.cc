@@ -50,6 +50,7 @@ void StreamRecovery::Sync() {
   need_sync_ = false;
   sync_backoff_.Reset();
   restart_known_ = false;
+  reconnect_sync_ = saw_disconnect_;
   sync_hint_.reset();
   SyncStateStats();
   ++io_.stats->resyncs;
@@ -105,17 +106,14 @@ bool StreamRecovery::SnapshotCycle() {
         NextItem(std::min(options_.poll, left + std::chrono::milliseconds(1)));
     if (!item) continue;
     if (item->kind != LiveItem::Kind::kBatch) {
-      NoteMarker(*item);
+      const bool reconnected = NoteMarker(*item);
       // Fails the attempt only if the barrier may be among the dropped.
       if (item->kind == LiveItem::Kind::kOverflow &&
           item->first_dropped_seq <= snapshot->barrier_seq &&
           snapshot->barrier_seq - item->first_dropped_seq < item->dropped) {
         return false;
       }
-      if (item->kind == LiveItem::Kind::kConnected && saw_disconnect_) {
-        saw_disconnect_ = false;
-        return false;
-      }
+      if (reconnected) return false;
       continue;
     }
     ++io_.stats->messages_received;
@@ -196,7 +194,10 @@ bool StreamRecovery::LiveSync() {
   if (!first) first = WaitFirstLiveBatch();
   if (!first) return false;
   const uint64_t seq = first->seq;
-  if (!restart_known_) {
+  // After a reconnect the first batch tells nothing about the incarnation:
+  // a worker that restarted and published c + 1 batches looks exactly like
+  // the old one continuing from the checkpoint c. Treated like a restart.
+  if (!restart_known_ && !reconnect_sync_) {
     ProbeResult probe = Probe("");
     if (!probe.completed) return false;
     if (probe.checkpoint && *probe.checkpoint + 1 == seq) {

@@ -63,5 +63,52 @@ TEST(StreamRecoverySafety, StateLossAfterSeedEraChunksClearsThem) {
   EXPECT_FALSE(rig.engine->synchronised());
 }
 
+// A batch queued after a disconnect and before the reconnect may come from
+// a new incarnation: it is not repaired as a gap from that incarnation's
+// replay onto the old placement, it starts the resynchronisation.
+TEST(StreamRecoverySafety, BatchAfterDisconnectResynchronises) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.Publish({Op::Store({1})});
+  rig.publisher.Publish({Op::Store({2})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  rig.queue.PushMarker(LiveItem::Kind::kDisconnected);
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // 0
+  rig.publisher.PublishBufferOnly({Op::Store({8})});  // 1
+  rig.publisher.PublishBufferOnly({});                // 2
+  rig.publisher.Publish({Op::Store({9})});            // 3, live
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8, 9}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.gaps_repaired, 0u);
+  // The reconnect that follows synchronises once more.
+  rig.queue.PushMarker(LiveItem::Kind::kConnected);
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8, 9}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.resyncs, 3u);
+}
+
+// Mode L after a reconnect: a worker that restarted and published c + 1
+// batches (c the server's checkpoint) must not be resumed from c.
+TEST(StreamRecoverySafety, ReconnectInModeLDoesNotResume) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({1})});
+  rig.publisher.Publish({Op::Store({2})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.worker(kWorker)->checkpoint, 1u);
+  rig.queue.PushMarker(LiveItem::Kind::kDisconnected);
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // 0
+  rig.publisher.PublishBufferOnly({});                // 1
+  rig.queue.PushMarker(LiveItem::Kind::kConnected);
+  rig.publisher.Publish({Op::Store({9})});  // 2 = checkpoint + 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{9}));
+  EXPECT_EQ(rig.engine->degraded_reason(), "no_history");
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
