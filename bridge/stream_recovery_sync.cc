@@ -51,6 +51,9 @@ void StreamRecovery::Sync() {
   sync_backoff_.Reset();
   restart_known_ = false;
   reconnect_sync_ = saw_disconnect_;
+  // A gated synchronisation covered the hint (replay, snapshot) or used it
+  // (LiveSync); a legacy one forwards it below, as the live loop would.
+  std::optional<LiveBatch> leftover = std::move(sync_hint_);
   sync_hint_.reset();
   SyncStateStats();
   ++io_.stats->resyncs;
@@ -60,6 +63,7 @@ void StreamRecovery::Sync() {
                watermarks_.applied() ? absl::StrCat(*watermarks_.applied())
                                      : std::string("none yet"),
                exact() ? "" : absl::StrCat(", degraded: ", degraded_reason_));
+  if (leftover && !gated()) HandleBatch(*std::move(leftover));
 }
 
 ReplayResult StreamRecovery::DoReplay(uint64_t start) {
@@ -199,11 +203,17 @@ bool StreamRecovery::LiveSync() {
   // the old one continuing from the checkpoint c. Treated like a restart.
   if (!restart_known_ && !reconnect_sync_) {
     ProbeResult probe = Probe("");
-    if (!probe.completed) return false;
+    if (!probe.completed) {
+      sync_hint_ = std::move(first);
+      return false;
+    }
     if (probe.checkpoint && *probe.checkpoint + 1 == seq) {
       spdlog::info("resuming from the server checkpoint {}", *probe.checkpoint);
       watermarks_.Reset(*probe.checkpoint, "", false);
-      if (!SendBatch(*first)) return false;
+      if (!SendBatch(*first)) {
+        sync_hint_ = std::move(first);
+        return false;
+      }
       watermarks_.MarkLive(seq);
       return true;
     }
@@ -219,6 +229,9 @@ bool StreamRecovery::LiveSync() {
         DegradedBy{"undecodable_batch", "batch seq=0 could not be decoded"};
   }
   if (!Install("", seq, fold.placement.ToTierHashes(), {}, degraded)) {
+    // Kept for the next attempt, or for the legacy path when Replace
+    // turned out UNIMPLEMENTED: a REVOKE in it must not be lost.
+    sync_hint_ = std::move(first);
     return false;
   }
   watermarks_.MarkLive(seq);

@@ -110,5 +110,28 @@ TEST(StreamRecoverySafety, ReconnectInModeLDoesNotResume) {
   EXPECT_EQ(rig.engine->degraded_reason(), "no_history");
 }
 
+// KV_INDEXER_SEQUENCE_GATE=auto against a server without the gate: the
+// first live batch, taken by LiveSync before Replace answered
+// UNIMPLEMENTED, is forwarded in legacy mode, not lost (here it revokes a
+// block an earlier bridge reported).
+TEST(StreamRecoverySafety, LegacyFallbackKeepsTheFirstBatch) {
+  RecoveryRig rig({});
+  rig.server.gated = false;
+  kv_indexer::v1::ApplyExternalKvBatchRequest earlier;
+  earlier.set_worker_id(kWorker);
+  auto* report = earlier.add_actions();
+  report->set_type(kv_indexer::v1::ACTION_REPORT);
+  report->set_tier(kv_indexer::v1::TIER_HBM);
+  report->add_hashes(5);
+  kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  ASSERT_TRUE(rig.server.Apply(earlier, &response).ok());
+  rig.publisher.Hold(5);
+  rig.publisher.Publish({Op::Remove({5})});  // 0
+  rig.publisher.Publish({Op::Store({6})});   // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.engine->server_mode(), StreamRecovery::ServerMode::kLegacy);
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{6}));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
