@@ -99,7 +99,7 @@ void LiveReader::Run() {
       zmq::poll(items, 2, kPollSlice);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
-      spdlog::error("live reader: ZMQ poll failed: {}", e.what());
+      Fail(absl::StrCat("ZMQ poll failed: ", e.what()));
       return;
     }
     // Connection events first: a disconnect is reported before anything
@@ -120,7 +120,7 @@ bool LiveReader::HandleMonitorEvent() {
       if (!more) break;
     }
   } catch (const zmq::error_t& e) {
-    spdlog::error("live reader: ZMQ socket monitor failed: {}", e.what());
+    Fail(absl::StrCat("ZMQ socket monitor failed: ", e.what()));
     return false;
   }
   // Frame 0: a 16-bit event id and a 32-bit value; frame 1: the address.
@@ -196,6 +196,14 @@ void LiveReader::PushBatch(const std::vector<zmq::message_t>& frames) {
   item.batch.topic = std::string(message->topic);
   item.batch.payload = std::string(message->payload);
   batches_.fetch_add(1);
+  buffer_->Push(std::move(item));
+}
+
+void LiveReader::Fail(std::string detail) {
+  spdlog::error("live reader stopped: {}", detail);
+  LiveItem item;
+  item.kind = LiveItem::Kind::kReaderFailed;
+  item.detail = std::move(detail);
   buffer_->Push(std::move(item));
 }
 

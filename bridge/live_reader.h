@@ -10,7 +10,8 @@
 // may the next connection's before its kConnected), and the two alternate,
 // starting with kConnected. (ZMQ reconnects a SUB socket
 // silently; without these markers a publisher restart would look like a
-// gap.)
+// gap.) If the thread ends on a ZMQ error it queues a kReaderFailed item
+// naming it.
 //
 // Thread safety: Start() and Stop() from one owning thread; stats() from
 // any thread.
@@ -68,6 +69,9 @@ class LiveReader {
   bool HandleMonitorEvent();
   void PushBatch(const std::vector<zmq::message_t>& frames);
   void PushMarker(LiveItem::Kind kind);
+  // The thread ends on a ZMQ error: logs it and queues kReaderFailed, so the
+  // engine stops instead of idling on a queue nobody fills.
+  void Fail(std::string detail);
 
   zmq::context_t* const context_;
   const std::string endpoint_;

@@ -119,6 +119,11 @@ bool StreamRecovery::NoteMarker(const LiveItem& item) {
       reconnect_sync_ = true;
       spdlog::warn("lost the connection to the SGLang publisher");
       return false;
+    case LiveItem::Kind::kReaderFailed:
+      Fatal(absl::UnavailableError(
+                absl::StrCat("the live reader stopped: ", item.detail)),
+            "reading the SGLang event stream");
+      return false;
     case LiveItem::Kind::kConnected:
       if (!saw_disconnect_) return false;
       saw_disconnect_ = false;
@@ -144,7 +149,7 @@ void StreamRecovery::HandleItem(LiveItem item) {
 }
 
 std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
-  while (!io_.clock->Stopping()) {
+  while (fatal_.ok() && !io_.clock->Stopping()) {
     std::optional<LiveItem> item = NextItem(options_.poll);
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {

@@ -85,6 +85,7 @@ bool StreamRecovery::SnapshotCycle() {
       NoteMarker(*stale);
     }
   }
+  if (!fatal_.ok()) return false;
   saw_disconnect_ = false;
   absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
   if (!snapshot.ok()) {
@@ -111,6 +112,7 @@ bool StreamRecovery::SnapshotCycle() {
     if (!item) continue;
     if (item->kind != LiveItem::Kind::kBatch) {
       const bool reconnected = NoteMarker(*item);
+      if (!fatal_.ok()) return false;
       // Fails the attempt only if the barrier may be among the dropped.
       if (item->kind == LiveItem::Kind::kOverflow &&
           item->first_dropped_seq <= snapshot->barrier_seq &&

@@ -133,5 +133,24 @@ TEST(StreamRecoverySafety, LegacyFallbackKeepsTheFirstBatch) {
   EXPECT_EQ(rig.server.Held(kWorker), (Held{6}));
 }
 
+// The live reader ended on a ZMQ error: the engine stops with an error
+// naming it instead of idling on an empty queue as exact.
+TEST(StreamRecoverySafety, ReaderFailureIsFatal) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  rig.queue.PushMarker(LiveItem::Kind::kReaderFailed,
+                       "ZMQ poll failed: Context was terminated");
+  const absl::Status status = rig.RunFor(kSecond);
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("Context was terminated"));
+
+  // Also while a synchronisation waits for its first batch.
+  RecoveryRig syncing({});
+  syncing.queue.PushMarker(LiveItem::Kind::kReaderFailed, "monitor failed");
+  EXPECT_FALSE(syncing.RunFor(kSecond).ok());
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
