@@ -133,6 +133,8 @@ class StreamRecovery {
   void Sync();
   bool SnapshotCycle();
   bool ReplaySync();
+  // Drops every queued item (markers are accounted); false on a fatal one.
+  bool DiscardQueued();
   bool LiveSync();
   bool LegacyReplaySync();
   // Replays from `start`, keeping the stats.

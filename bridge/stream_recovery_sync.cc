@@ -77,15 +77,7 @@ bool StreamRecovery::SnapshotCycle() {
   if (io_.clock->WaitFor(options_.settle)) return false;
   // Whatever is queued now precedes the barrier the fetch publishes and is
   // covered by the snapshot; dropping it also makes room for the barrier.
-  while (std::optional<LiveItem> stale =
-             NextItem(std::chrono::milliseconds(0))) {
-    if (stale->kind == LiveItem::Kind::kBatch) {
-      ++io_.stats->messages_received;
-    } else {
-      NoteMarker(*stale);
-    }
-  }
-  if (!fatal_.ok()) return false;
+  if (!DiscardQueued()) return false;
   saw_disconnect_ = false;
   absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
   if (!snapshot.ok()) {
@@ -146,7 +138,24 @@ bool StreamRecovery::SnapshotCycle() {
                  SnapshotPlacement(snapshot->hashes), {}, degraded);
 }
 
+bool StreamRecovery::DiscardQueued() {
+  while (std::optional<LiveItem> stale =
+             NextItem(std::chrono::milliseconds(0))) {
+    if (stale->kind == LiveItem::Kind::kBatch) {
+      ++io_.stats->messages_received;
+    } else {
+      NoteMarker(*stale);
+    }
+  }
+  return fatal_.ok();
+}
+
 bool StreamRecovery::ReplaySync() {
+  // Every queued batch was published before the replay is asked for: the
+  // replay covers it, or it belongs to an incarnation older than the one
+  // replayed, and it must not be applied on top of the new one's install
+  // (its number may well follow the replay's last).
+  if (!DiscardQueued()) return false;
   ReplayResult replay = DoReplay(0);
   if (replay.complete && !replay.batches.empty()) {
     const uint64_t first = replay.batches.front().seq;

@@ -152,5 +152,25 @@ TEST(StreamRecoverySafety, ReaderFailureIsFatal) {
   EXPECT_FALSE(syncing.RunFor(kSecond).ok());
 }
 
+// Mode R: the engine resynchronises from a replay of a newer incarnation
+// while batches of the older one are still queued (ahead of the reconnect
+// markers). The one numbered right after the replay's last must not be
+// applied on top of the new install.
+TEST(StreamRecoverySafety, ReplaySyncDropsQueuedBatchesOfOlderIncarnation) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.Publish({Op::Store({1})});  // 0
+  rig.publisher.Publish({Op::Store({2})});  // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  // A different payload at a covered number: a restart, seen first.
+  rig.queue.PushBatch(0, PackBatch({}), "kv");
+  rig.publisher.Publish({Op::Store({3})});  // old 2, still queued
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // new 0
+  rig.publisher.PublishBufferOnly({Op::Store({8})});  // new 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8}));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
