@@ -107,9 +107,11 @@ int BridgeRunner::Run() {
     absl::Status status =
         engine.Run([this] { MaybeLogStats(std::chrono::steady_clock::now()); });
     if (!status.ok() && !shutdown_->triggered()) {
+      // The engine stops on a request the indexer rejected permanently or
+      // on a failed live reader; it logged which at ERROR.
       spdlog::error(
-          "the indexer rejected a request with a permanent error: {}; exiting "
-          "(check KV_INDEXER_WORKER_ID, KV_INDEXER_SEQUENCE_GATE and the "
+          "stopping on a permanent error: {}; exiting (for a rejected request "
+          "check KV_INDEXER_WORKER_ID, KV_INDEXER_SEQUENCE_GATE and the "
           "bridge/server versions)",
           status.ToString());
       exit_code = kExitPermanentError;

@@ -38,13 +38,15 @@ struct LiveItem {
     kOverflow,      // batches were dropped from `first_dropped_seq` on
     kDisconnected,  // the SUB socket lost its connection to the publisher
     kConnected,     // the SUB socket (re)connected to the publisher
+    kReaderFailed,  // the reader thread ended on a ZMQ error (`detail`); the
+                    // last item it queues
   };
   Kind kind = Kind::kBatch;
   LiveBatch batch;                 // kBatch
   uint64_t first_dropped_seq = 0;  // kOverflow
   uint64_t dropped = 0;            // kOverflow: how many batches were dropped
   size_t frame_count = 0;          // kMalformed
-  std::string detail;              // kMalformed
+  std::string detail;              // kMalformed, kReaderFailed
 };
 
 class LiveBuffer {

@@ -99,11 +99,11 @@ void LiveReader::Run() {
       zmq::poll(items, 2, kPollSlice);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
-      spdlog::error("live reader: ZMQ poll failed: {}", e.what());
+      Fail(absl::StrCat("ZMQ poll failed: ", e.what()));
       return;
     }
-    // Connection events first: a disconnect drains what the old connection
-    // delivered before it is reported.
+    // Connection events first: a disconnect is reported before anything
+    // read after it was noticed.
     if ((items[0].revents & ZMQ_POLLIN) != 0 && !HandleMonitorEvent()) return;
     if ((items[1].revents & ZMQ_POLLIN) != 0) DrainSubscriber();
   }
@@ -120,7 +120,7 @@ bool LiveReader::HandleMonitorEvent() {
       if (!more) break;
     }
   } catch (const zmq::error_t& e) {
-    spdlog::error("live reader: ZMQ socket monitor failed: {}", e.what());
+    Fail(absl::StrCat("ZMQ socket monitor failed: ", e.what()));
     return false;
   }
   // Frame 0: a 16-bit event id and a 32-bit value; frame 1: the address.
@@ -131,8 +131,12 @@ bool LiveReader::HandleMonitorEvent() {
   // subscription is on its way; a TCP connection that never completes one
   // (not a ZMQ peer) is reported as neither.
   if (event == ZMQ_EVENT_DISCONNECTED && connected_) {
+    // The marker goes first: once the disconnect is known, a message read
+    // from the SUB socket may already come from the next connection (a
+    // new publisher incarnation), so none may precede the marker. The old
+    // connection's last messages may follow it; the engine then treats them
+    // as possibly new (docs/bridge-events.md, "Recovery > Watermarks").
     connected_ = false;
-    DrainSubscriber();
     disconnects_.fetch_add(1);
     PushMarker(LiveItem::Kind::kDisconnected);
   } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED && !connected_) {
@@ -192,6 +196,14 @@ void LiveReader::PushBatch(const std::vector<zmq::message_t>& frames) {
   item.batch.topic = std::string(message->topic);
   item.batch.payload = std::string(message->payload);
   batches_.fetch_add(1);
+  buffer_->Push(std::move(item));
+}
+
+void LiveReader::Fail(std::string detail) {
+  spdlog::error("live reader stopped: {}", detail);
+  LiveItem item;
+  item.kind = LiveItem::Kind::kReaderFailed;
+  item.detail = std::move(detail);
   buffer_->Push(std::move(item));
 }
 

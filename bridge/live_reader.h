@@ -5,10 +5,13 @@
 // that fail frame parsing become kMalformed items. A ZMQ socket monitor on
 // the SUB socket turns connection events into kConnected (ZMTP handshake
 // with the publisher done) and kDisconnected items, in order with the
-// batches: everything read from a connection precedes its kDisconnected,
-// and the two alternate, starting with kConnected. (ZMQ reconnects a SUB socket
+// batches: nothing read after the disconnect was noticed precedes its
+// kDisconnected (the last messages of the old connection may follow it, as
+// may the next connection's before its kConnected), and the two alternate,
+// starting with kConnected. (ZMQ reconnects a SUB socket
 // silently; without these markers a publisher restart would look like a
-// gap.)
+// gap.) If the thread ends on a ZMQ error it queues a kReaderFailed item
+// naming it.
 //
 // Thread safety: Start() and Stop() from one owning thread; stats() from
 // any thread.
@@ -66,6 +69,9 @@ class LiveReader {
   bool HandleMonitorEvent();
   void PushBatch(const std::vector<zmq::message_t>& frames);
   void PushMarker(LiveItem::Kind kind);
+  // The thread ends on a ZMQ error: logs it and queues kReaderFailed, so the
+  // engine stops instead of idling on a queue nobody fills.
+  void Fail(std::string detail);
 
   zmq::context_t* const context_;
   const std::string endpoint_;

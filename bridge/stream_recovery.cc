@@ -90,10 +90,10 @@ std::optional<LiveItem> StreamRecovery::NextItem(
   return io_.live->Pop(timeout);
 }
 
-void StreamRecovery::NoteMarker(const LiveItem& item) {
+bool StreamRecovery::NoteMarker(const LiveItem& item) {
   switch (item.kind) {
     case LiveItem::Kind::kBatch:
-      return;
+      return false;
     case LiveItem::Kind::kMalformed: {
       ++io_.stats->messages_received;
       const MessageSkipReason reason =
@@ -105,20 +105,31 @@ void StreamRecovery::NoteMarker(const LiveItem& item) {
         spdlog::warn("skipping ZMQ message: {} ({} similar suppressed)",
                      item.detail, *n);
       }
-      return;
+      return false;
     }
     case LiveItem::Kind::kOverflow:
       ++io_.stats->overflows;
       spdlog::warn("live buffer full: {} batch(es) from seq={} dropped",
                    item.dropped, item.first_dropped_seq);
-      return;
+      return false;
     case LiveItem::Kind::kDisconnected:
+      // Whatever follows may come from a new incarnation: the next
+      // synchronisation must not resume in mode L.
       saw_disconnect_ = true;
+      reconnect_sync_ = true;
       spdlog::warn("lost the connection to the SGLang publisher");
-      return;
+      return false;
+    case LiveItem::Kind::kReaderFailed:
+      Fatal(absl::UnavailableError(
+                absl::StrCat("the live reader stopped: ", item.detail)),
+            "reading the SGLang event stream");
+      return false;
     case LiveItem::Kind::kConnected:
-      return;
+      if (!saw_disconnect_) return false;
+      saw_disconnect_ = false;
+      return true;
   }
+  return false;
 }
 
 void StreamRecovery::HandleItem(LiveItem item) {
@@ -127,19 +138,18 @@ void StreamRecovery::HandleItem(LiveItem item) {
     HandleBatch(std::move(item.batch));
     return;
   }
-  NoteMarker(item);
+  const bool reconnected = NoteMarker(item);
   if (item.kind == LiveItem::Kind::kOverflow) HandleOverflow(item);
-  if (item.kind == LiveItem::Kind::kConnected && saw_disconnect_) {
-    saw_disconnect_ = false;
+  if (reconnected) {
     spdlog::warn(
         "reconnected to the SGLang publisher; resynchronising (a restart may "
         "have been hidden by the reconnect)");
-    need_sync_ = true;
+    RequestSync();
   }
 }
 
 std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
-  while (!io_.clock->Stopping()) {
+  while (fatal_.ok() && !io_.clock->Stopping()) {
     std::optional<LiveItem> item = NextItem(options_.poll);
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
@@ -152,6 +162,19 @@ std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
 }
 
 void StreamRecovery::HandleBatch(LiveBatch batch) {
+  if (saw_disconnect_) {
+    // After a disconnect and before the reconnect's synchronisation a
+    // batch may come from a new incarnation: classifying it against the
+    // old watermarks could repair a "gap" with the new incarnation's
+    // replay on top of the old placement. It starts the synchronisation.
+    spdlog::warn(
+        "live batch seq={} after a lost connection; resynchronising before "
+        "using it",
+        batch.seq);
+    sync_hint_ = std::move(batch);
+    RequestSync();
+    return;
+  }
   const std::string_view epoch = publisher_mode_ == PublisherMode::kSnapshot
                                      ? TopicEpoch(batch.topic)
                                      : std::string_view();
@@ -232,7 +255,7 @@ void StreamRecovery::HandleRestart(LiveBatch batch) {
                                         watermarks_.applied().value_or(0))));
   restart_known_ = true;
   sync_hint_ = std::move(batch);
-  need_sync_ = true;
+  RequestSync();
 }
 
 void StreamRecovery::HandleGap(LiveBatch batch) {
@@ -283,7 +306,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                      ? "new snapshot"
                      : "replay from the incarnation start");
     sync_hint_ = std::move(batch);
-    need_sync_ = true;
+    RequestSync();
     return;
   }
   spdlog::warn(
@@ -329,12 +352,12 @@ void StreamRecovery::HandleOverflow(const LiveItem& item) {
           "resynchronising",
           expected,
           replay.complete ? "it does not start there" : replay.problem);
-      need_sync_ = true;
+      RequestSync();
       return;
     }
   }
   if (publisher_mode_ == PublisherMode::kSnapshot) {
-    need_sync_ = true;
+    RequestSync();
     return;
   }
   // Mode L: nothing can restore the dropped batches. An empty install keeps
@@ -372,7 +395,7 @@ void StreamRecovery::MaybeIdleProbe() {
 void StreamRecovery::StateLoss(std::string_view why) {
   ++io_.stats->state_losses;
   spdlog::warn("server state lost: {}; resynchronising", why);
-  need_sync_ = true;
+  RequestSync();
   loss_jitter_pending_ = true;
   SyncStateStats();
 }
@@ -384,7 +407,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
       status.ToString());
   server_mode_ = ServerMode::kLegacy;
   watermarks_.Clear();
-  need_sync_ = true;
+  RequestSync();
   SyncModeStats();
 }
 
@@ -424,8 +447,13 @@ void StreamRecovery::SyncStateStats() {
   }
 }
 
+void StreamRecovery::RequestSync() {
+  need_sync_ = true;
+  sync_requested_ = true;
+}
+
 bool StreamRecovery::Interrupted() {
-  return need_sync_ || !fatal_.ok() || io_.clock->Stopping();
+  return sync_requested_ || !fatal_.ok() || io_.clock->Stopping();
 }
 
 void StreamRecovery::SyncModeStats() {

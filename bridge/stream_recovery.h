@@ -126,12 +126,15 @@ class StreamRecovery {
   std::optional<LiveItem> NextItem(std::chrono::milliseconds timeout);
   // Pops until a live batch arrives (markers are accounted and skipped).
   std::optional<LiveBatch> WaitFirstLiveBatch();
-  void NoteMarker(const LiveItem& item);
+  // Accounts a marker. True for a kConnected that ends a disconnect.
+  bool NoteMarker(const LiveItem& item);
 
   // --- synchronisation (stream_recovery_sync.cc)
   void Sync();
   bool SnapshotCycle();
   bool ReplaySync();
+  // Drops every queued item (markers are accounted); false on a fatal one.
+  bool DiscardQueued();
   bool LiveSync();
   bool LegacyReplaySync();
   // Replays from `start`, keeping the stats.
@@ -148,6 +151,10 @@ class StreamRecovery {
                std::optional<DegradedBy> degraded);
   // SEND(batch.seq, batch) in the current mode; advances `applied`.
   bool SendBatch(const LiveBatch& batch);
+  // The server no longer covers the stream while SEND(seq) ran: clears all
+  // tiers with a seed-era apply first if `seed_era_sent`, then StateLoss.
+  void LoseStateAfterSeedEra(bool seed_era_sent, uint64_t seq,
+                             std::string_view why);
   // Seed-era requests, resent from the first on a transient failure.
   bool SendSeedEra(
       const std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest>& requests);
@@ -165,6 +172,11 @@ class StreamRecovery {
   void Fatal(absl::Status status, std::string_view what);
   void Degrade(const DegradedBy& by);
   void SetExact();
+  // Marks the stream unsynchronised and tells a running Sync() to give up
+  // its attempt (another synchronisation follows).
+  void RequestSync();
+  // A running Sync() must end: a new synchronisation was requested, a fatal
+  // error happened, or the engine is stopping.
   bool Interrupted();
   bool gated() const { return server_mode_ != ServerMode::kLegacy; }
   void SyncModeStats();
@@ -180,10 +192,19 @@ class StreamRecovery {
   // the first batch of mode L's synchronisation; covered by a replay or
   // snapshot in the other modes.
   std::optional<LiveBatch> sync_hint_;
+  // True until a synchronisation succeeds; stays true while one runs and
+  // after one was cut short (stop, failure), so observers never see a
+  // stream synchronised that is not.
   bool need_sync_ = true;
+  // Set by RequestSync(); cleared when a synchronisation attempt starts.
+  bool sync_requested_ = false;
   bool loss_jitter_pending_ = false;
   bool restart_known_ = false;  // the next sync follows a detected restart
+  // A kDisconnected was seen and no kConnected after it yet.
   bool saw_disconnect_ = false;
+  // A disconnect was seen since the last successful synchronisation: mode
+  // L (and mode R's fallback to it) must not resume from the checkpoint.
+  bool reconnect_sync_ = false;
   std::string degraded_reason_;
   absl::Status fatal_;
   RecoveryClock::Clock::time_point last_gated_ok_{};

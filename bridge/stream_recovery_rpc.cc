@@ -230,7 +230,7 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
     if (gated() && publisher_mode_ == PublisherMode::kSnapshot) {
       spdlog::warn("resynchronising from a new snapshot, which covers seq {}",
                    seq);
-      need_sync_ = true;
+      RequestSync();
       return false;
     }
     Degrade({"undecodable_batch",
@@ -246,9 +246,13 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
   }
   const std::vector<ApplyExternalKvBatchRequest> requests = SendRequests(
       actions_, options_.header, seq, watermarks_.epoch(), options_.limits);
+  // Whether a seed-era chunk of this batch may have been applied (its
+  // answer lost counts): see LoseStateAfterSeedEra.
+  bool seed_era_sent = false;
   while (true) {
     absl::Status failed;
     for (size_t i = 0; i < requests.size(); ++i) {
+      if (i + 1 < requests.size()) seed_era_sent = true;
       ApplyExternalKvBatchResponse response;
       failed = CallApply(requests[i], &response);
       if (!failed.ok()) break;
@@ -263,7 +267,8 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
       }
     }
     if (failed.code() == absl::StatusCode::kFailedPrecondition) {
-      StateLoss(
+      LoseStateAfterSeedEra(
+          seed_era_sent, seq,
           absl::StrCat("apply of seq ", seq, " refused: ", failed.message()));
       return false;
     }
@@ -276,7 +281,9 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
     ProbeResult probe = Probe(watermarks_.epoch());
     if (!probe.completed) return false;
     if (!probe.checkpoint) {
-      StateLoss("the server no longer holds a checkpoint for this stream");
+      LoseStateAfterSeedEra(
+          seed_era_sent, seq,
+          "the server no longer holds a checkpoint for this stream");
       return false;
     }
     if (*probe.checkpoint >= seq) {
@@ -284,11 +291,33 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
       return true;
     }
     if (*probe.checkpoint + 1 != seq) {
-      StateLoss(absl::StrCat("the server checkpoint ", *probe.checkpoint,
-                             " is behind seq ", seq - 1));
+      LoseStateAfterSeedEra(
+          seed_era_sent, seq,
+          absl::StrCat("the server checkpoint ", *probe.checkpoint,
+                       " is behind seq ", seq - 1));
       return false;
     }
   }
+}
+
+void StreamRecovery::LoseStateAfterSeedEra(bool seed_era_sent, uint64_t seq,
+                                           std::string_view why) {
+  // A seed-era apply makes a worker the server forgot ready again, with the
+  // chunk's blocks: they would be served, though later actions of the batch
+  // may revoke them, until the resynchronisation replaces the placement,
+  // which may be long (an idle mode L worker, failing snapshots). Clear
+  // every tier (the chunks may report at any of them) before going on.
+  if (seed_era_sent) {
+    spdlog::warn(
+        "the server lost the stream after seed-era chunks of seq {} were "
+        "applied; clearing them",
+        seq);
+    static constexpr Tier kAllTiers[] = {Tier::kHbm, Tier::kDram, Tier::kSsd};
+    // A stop or a permanent error ends the retries; the stream is then
+    // unsynchronised all the same.
+    (void)SendSeedEra(ClearRequests(options_.header, seq, kAllTiers));
+  }
+  StateLoss(why);
 }
 
 }  // namespace kvindexer::bridge

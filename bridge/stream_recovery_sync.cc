@@ -14,19 +14,18 @@
 namespace kvindexer::bridge {
 
 void StreamRecovery::Sync() {
+  // need_sync_ stays set until the attempt succeeds: a stop, a failure or a
+  // new request leaves the stream unsynchronised and the next Run() retries.
   io_.stats->state = "syncing";
-  need_sync_ = false;
+  sync_requested_ = false;
   if (loss_jitter_pending_) {
-    loss_jitter_pending_ = false;
     const uint64_t span =
         static_cast<uint64_t>(options_.loss_jitter_max.count()) + 1;
     const auto jitter = std::chrono::milliseconds(io_.random() % span);
     if (io_.clock->WaitFor(jitter)) return;
+    loss_jitter_pending_ = false;
   }
-  if (gated() && !Register()) {
-    if (!Interrupted()) need_sync_ = true;
-    return;
-  }
+  if (gated() && !Register()) return;
   bool done = false;
   switch (publisher_mode_) {
     case PublisherMode::kSnapshot:
@@ -42,15 +41,19 @@ void StreamRecovery::Sync() {
   }
   if (Interrupted()) return;
   if (!done) {
-    need_sync_ = true;
     const auto delay = sync_backoff_.NextDelay();
     spdlog::warn("resynchronisation attempt failed; retrying in {} ms",
                  delay.count());
     io_.clock->WaitFor(delay);
     return;
   }
+  need_sync_ = false;
   sync_backoff_.Reset();
   restart_known_ = false;
+  reconnect_sync_ = saw_disconnect_;
+  // A gated synchronisation covered the hint (replay, snapshot) or used it
+  // (LiveSync); a legacy one forwards it below, as the live loop would.
+  std::optional<LiveBatch> leftover = std::move(sync_hint_);
   sync_hint_.reset();
   SyncStateStats();
   ++io_.stats->resyncs;
@@ -60,6 +63,7 @@ void StreamRecovery::Sync() {
                watermarks_.applied() ? absl::StrCat(*watermarks_.applied())
                                      : std::string("none yet"),
                exact() ? "" : absl::StrCat(", degraded: ", degraded_reason_));
+  if (leftover && !gated()) HandleBatch(*std::move(leftover));
 }
 
 ReplayResult StreamRecovery::DoReplay(uint64_t start) {
@@ -73,14 +77,7 @@ bool StreamRecovery::SnapshotCycle() {
   if (io_.clock->WaitFor(options_.settle)) return false;
   // Whatever is queued now precedes the barrier the fetch publishes and is
   // covered by the snapshot; dropping it also makes room for the barrier.
-  while (std::optional<LiveItem> stale =
-             NextItem(std::chrono::milliseconds(0))) {
-    if (stale->kind == LiveItem::Kind::kBatch) {
-      ++io_.stats->messages_received;
-    } else {
-      NoteMarker(*stale);
-    }
-  }
+  if (!DiscardQueued()) return false;
   saw_disconnect_ = false;
   absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
   if (!snapshot.ok()) {
@@ -106,17 +103,15 @@ bool StreamRecovery::SnapshotCycle() {
         NextItem(std::min(options_.poll, left + std::chrono::milliseconds(1)));
     if (!item) continue;
     if (item->kind != LiveItem::Kind::kBatch) {
-      NoteMarker(*item);
+      const bool reconnected = NoteMarker(*item);
+      if (!fatal_.ok()) return false;
       // Fails the attempt only if the barrier may be among the dropped.
       if (item->kind == LiveItem::Kind::kOverflow &&
           item->first_dropped_seq <= snapshot->barrier_seq &&
           snapshot->barrier_seq - item->first_dropped_seq < item->dropped) {
         return false;
       }
-      if (item->kind == LiveItem::Kind::kConnected && saw_disconnect_) {
-        saw_disconnect_ = false;
-        return false;
-      }
+      if (reconnected) return false;
       continue;
     }
     ++io_.stats->messages_received;
@@ -143,7 +138,24 @@ bool StreamRecovery::SnapshotCycle() {
                  SnapshotPlacement(snapshot->hashes), {}, degraded);
 }
 
+bool StreamRecovery::DiscardQueued() {
+  while (std::optional<LiveItem> stale =
+             NextItem(std::chrono::milliseconds(0))) {
+    if (stale->kind == LiveItem::Kind::kBatch) {
+      ++io_.stats->messages_received;
+    } else {
+      NoteMarker(*stale);
+    }
+  }
+  return fatal_.ok();
+}
+
 bool StreamRecovery::ReplaySync() {
+  // Every queued batch was published before the replay is asked for: the
+  // replay covers it, or it belongs to an incarnation older than the one
+  // replayed, and it must not be applied on top of the new one's install
+  // (its number may well follow the replay's last).
+  if (!DiscardQueued()) return false;
   ReplayResult replay = DoReplay(0);
   if (replay.complete && !replay.batches.empty()) {
     const uint64_t first = replay.batches.front().seq;
@@ -197,13 +209,22 @@ bool StreamRecovery::LiveSync() {
   if (!first) first = WaitFirstLiveBatch();
   if (!first) return false;
   const uint64_t seq = first->seq;
-  if (!restart_known_) {
+  // After a reconnect the first batch tells nothing about the incarnation:
+  // a worker that restarted and published c + 1 batches looks exactly like
+  // the old one continuing from the checkpoint c. Treated like a restart.
+  if (!restart_known_ && !reconnect_sync_) {
     ProbeResult probe = Probe("");
-    if (!probe.completed) return false;
+    if (!probe.completed) {
+      sync_hint_ = std::move(first);
+      return false;
+    }
     if (probe.checkpoint && *probe.checkpoint + 1 == seq) {
       spdlog::info("resuming from the server checkpoint {}", *probe.checkpoint);
       watermarks_.Reset(*probe.checkpoint, "", false);
-      if (!SendBatch(*first)) return false;
+      if (!SendBatch(*first)) {
+        sync_hint_ = std::move(first);
+        return false;
+      }
       watermarks_.MarkLive(seq);
       return true;
     }
@@ -219,6 +240,9 @@ bool StreamRecovery::LiveSync() {
         DegradedBy{"undecodable_batch", "batch seq=0 could not be decoded"};
   }
   if (!Install("", seq, fold.placement.ToTierHashes(), {}, degraded)) {
+    // Kept for the next attempt, or for the legacy path when Replace
+    // turned out UNIMPLEMENTED: a REVOKE in it must not be lost.
+    sync_hint_ = std::move(first);
     return false;
   }
   watermarks_.MarkLive(seq);

@@ -58,6 +58,7 @@ uint64_t FakePublisher::Record(const std::vector<PublisherOp>& ops,
   const uint64_t seq = next_seq_++;
   buffer_.push_back({seq, "", *payload});
   while (buffer_.size() > buffer_steps_) buffer_.pop_front();
+  if (on_record) on_record(seq);
   return seq;
 }
 
@@ -78,6 +79,7 @@ uint64_t FakePublisher::PublishGarbage() {
   const std::string payload = "\xc1 not msgpack";
   buffer_.push_back({seq, "", payload});
   while (buffer_.size() > buffer_steps_) buffer_.pop_front();
+  if (on_record) on_record(seq);
   deliver_(seq, Topic(), payload);
   return seq;
 }

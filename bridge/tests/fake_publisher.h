@@ -78,6 +78,9 @@ class FakePublisher : public ReplaySource, public SnapshotSource {
   bool deliver_barrier = true;      // false: the barrier is lost live
   std::vector<uint64_t> replay_starts;
   int snapshots_served = 0;
+  // Called after each batch is recorded (cache() is then the cache as of
+  // that batch), the snapshot barrier included.
+  std::function<void(uint64_t seq)> on_record;
 
  private:
   uint64_t Record(const std::vector<PublisherOp>& ops, std::string* payload);

@@ -92,10 +92,11 @@ class FakeLiveQueue : public LiveQueue {
     items_.push_back(std::move(item));
     ++batches_;
   }
-  void PushMarker(LiveItem::Kind kind) {
+  void PushMarker(LiveItem::Kind kind, std::string detail = "") {
     overflow_open_ = false;
     LiveItem item;
     item.kind = kind;
+    item.detail = std::move(detail);
     items_.push_back(std::move(item));
   }
   size_t size() const { return items_.size(); }

@@ -166,6 +166,21 @@ TEST_F(LiveReaderTest, DisconnectAndReconnectMarkers) {
   EXPECT_EQ(reader_->stats().disconnects, 1u);
 }
 
+// A ZMQ error ends the thread with a kReaderFailed item naming it.
+TEST_F(LiveReaderTest, ZmqErrorQueuesReaderFailed) {
+  StartReader();
+  WaitUntilSubscribed();
+  pub_.close();
+  context_.shutdown();  // every later poll fails with ETERM
+  while (true) {
+    LiveItem item = NextItem();
+    if (item.kind == LiveItem::Kind::kDisconnected) continue;
+    ASSERT_EQ(item.kind, LiveItem::Kind::kReaderFailed);
+    EXPECT_FALSE(item.detail.empty());
+    break;
+  }
+}
+
 TEST_F(LiveReaderTest, StopIsPrompt) {
   StartReader();
   const auto start = std::chrono::steady_clock::now();

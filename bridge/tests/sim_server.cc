@@ -40,16 +40,30 @@ class FakeSimServer final : public SimServer {
  public:
   absl::Status Apply(const ApplyExternalKvBatchRequest& request,
                      ApplyExternalKvBatchResponse* response) override {
-    return WithFault(fault_hook, KindOf(request), response,
+    const Call kind = KindOf(request);
+    const Fault fault = fault_hook ? fault_hook(kind) : Fault::kNone;
+    return WithFault([fault](Call) { return fault; }, kind, response,
                      [&](ApplyExternalKvBatchResponse* r) {
-                       return server_.Apply(request, r);
+                       absl::Status status = server_.Apply(request, r);
+                       if (status.ok() && kind == Call::kGatedApply &&
+                           !r->duplicate() && on_checkpoint) {
+                         on_checkpoint(r->applied_seq(),
+                                       fault != Fault::kLoseResponse);
+                       }
+                       return status;
                      });
   }
   absl::Status Replace(const ReplaceExternalKvSnapshotRequest& request,
                        ReplaceExternalKvSnapshotResponse* response) override {
-    return WithFault(fault_hook, Call::kReplace, response,
+    const Fault fault = fault_hook ? fault_hook(Call::kReplace) : Fault::kNone;
+    return WithFault([fault](Call) { return fault; }, Call::kReplace, response,
                      [&](ReplaceExternalKvSnapshotResponse* r) {
-                       return server_.Replace(request, r);
+                       absl::Status status = server_.Replace(request, r);
+                       if (status.ok() && on_checkpoint) {
+                         on_checkpoint(request.applied_seq(),
+                                       fault != Fault::kLoseResponse);
+                       }
+                       return status;
                      });
   }
   void RestartEmpty() override { server_.RestartEmpty(); }

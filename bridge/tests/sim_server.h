@@ -31,6 +31,11 @@ class SimServer : public KvApplier {
   virtual std::set<std::pair<int64_t, int>> Placements(
       const std::string& worker, int64_t max_hash) = 0;
   std::function<Fault(Call)> fault_hook;
+  // Called after every gated apply that moved the checkpoint and every
+  // Replace that succeeded, with the new checkpoint; `answered` is false
+  // when the answer is then lost (the bridge does not learn of it). Only
+  // the FakeGatedServer implementation calls it.
+  std::function<void(uint64_t checkpoint, bool answered)> on_checkpoint;
 };
 
 // FakeGatedServer behind the SimServer interface.

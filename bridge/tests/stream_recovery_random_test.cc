@@ -4,20 +4,29 @@
 // are injected everywhere (live drops, duplicates, delayed and reordered
 // delivery, publisher restarts from seq 0, SUB reconnects, server restarts
 // that lose everything, failing calls, lost responses, failing replays and
-// snapshots, tiny request limits so batches span several chunks). After a
-// fault-free tail the index must equal the publisher's cache when the
-// stream says it is exact, and be a subset of it (never a block the worker
-// does not hold) when it says it is degraded.
+// snapshots, tiny request limits so batches span several chunks; server
+// restarts and reconnects also land between two calls, e.g. between the
+// chunks of one batch).
 //
-// Runs against the FakeGatedServer and against the real core Indexer.
-// KV_INDEXER_RECOVERY_SEEDS overrides the number of seeds (default 300);
-// a failure names its seed, and KV_INDEXER_RECOVERY_SEED runs one seed.
+// Against the FakeGatedServer every gated apply that moves the checkpoint
+// to c and every Replace at c is checked at once: the index must be a
+// subset of the publisher's cache as of batch c, and equal to it when the
+// engine says it is exact. After a fault-free tail the index must equal the
+// publisher's cache when the stream says it is exact, and be a subset of it
+// (never a block the worker does not hold) when it says it is degraded.
+//
+// Runs against the FakeGatedServer (1000 seeds) and against the real core
+// Indexer (500 seeds, end check only). KV_INDEXER_RECOVERY_SEEDS overrides
+// the number of seeds; a failure names its seed, and
+// KV_INDEXER_RECOVERY_SEED runs one seed with debug logging.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -52,7 +61,16 @@ struct Outcome {
   uint64_t published = 0;
   bool livelock = false;
   bool synchronised = false;
+  // The first step check that failed (empty: none); see FinishStepCheck.
+  std::string step_failure;
+  uint64_t steps_checked = 0;
 };
+
+std::string Describe(const Placements& p) {
+  std::string out;
+  for (const auto& [h, t] : p) absl::StrAppend(&out, h, "@", t, " ");
+  return out;
+}
 
 class Simulation {
  public:
@@ -67,6 +85,7 @@ class Simulation {
             },
             4 + Pick(60), mode == Mode::kSnapshot) {
     server_->fault_hook = [this](SimServer::Call) {
+      FinishStepCheck();
       // A livelock (RPCs with no time passing) ends the run as a failure.
       if (++calls_ > kMaxCalls && !livelock_) {
         livelock_ = true;
@@ -76,9 +95,30 @@ class Simulation {
       const double r = Uniform();
       if (r < 0.03) return SimServer::Fault::kFail;
       if (r < 0.06) return SimServer::Fault::kLoseResponse;
+      // The server restarts or the SUB socket reconnects between two calls,
+      // e.g. between the chunks of a batch.
+      if (r < 0.063) {
+        server_->RestartEmpty();
+      } else if (r < 0.066) {
+        delayed_.clear();
+        queue_.PushMarker(LiveItem::Kind::kDisconnected);
+        queue_.PushMarker(LiveItem::Kind::kConnected);
+      }
       return SimServer::Fault::kNone;
     };
-    clock_.on_tick = [this](Clock::time_point now) { Tick(now); };
+    server_->on_checkpoint = [this](uint64_t checkpoint, bool answered) {
+      FinishStepCheck();
+      pending_.emplace(PendingCheck{
+          checkpoint, answered,
+          server_->Placements("w", static_cast<int64_t>(next_hash_))});
+    };
+    publisher_.on_record = [this](uint64_t seq) {
+      history_[seq].push_back(publisher_.cache());
+    };
+    clock_.on_tick = [this](Clock::time_point now) {
+      FinishStepCheck();
+      Tick(now);
+    };
   }
 
   Outcome Run() {
@@ -102,11 +142,16 @@ class Simulation {
     Outcome out;
     io.stats = &out.stats;
     StreamRecovery engine(options, io);
+    engine_ = &engine;
 
     fault_end_ = Clock::time_point(milliseconds(15'000));
     tail_end_ = fault_end_ + milliseconds(500);
     clock_.StopAfter(milliseconds(45'000));
     out.status = engine.Run();
+    FinishStepCheck();
+    engine_ = nullptr;
+    out.step_failure = step_failure_;
+    out.steps_checked = steps_checked_;
     out.exact = engine.exact();
     out.synchronised = engine.synchronised();
     out.degraded_reason = engine.degraded_reason();
@@ -119,6 +164,50 @@ class Simulation {
 
  private:
   uint64_t Pick(uint64_t n) { return rng_() % n; }
+
+  // After every gated apply that moved the checkpoint to c and every
+  // Replace at c, the index must be a subset of the publisher's cache as of
+  // batch c (of some incarnation: the server does not know which), and
+  // equal to it when the engine says it is exact. The engine's claim is
+  // read at the next call, tick or the end of the run, once it has taken
+  // in the answer (an install that degrades marks it after the Replace);
+  // it is not asked when the answer was lost.
+  void FinishStepCheck() {
+    if (!pending_ || engine_ == nullptr) return;
+    const PendingCheck step = *std::move(pending_);
+    pending_.reset();
+    ++steps_checked_;
+    const uint64_t checkpoint = step.checkpoint;
+    const Placements& index = step.index;
+    const bool exact = step.answered && engine_->exact();
+    auto it = history_.find(checkpoint);
+    if (it != history_.end()) {
+      for (const Placements& cache : it->second) {
+        if (exact ? index == cache
+                  : std::includes(cache.begin(), cache.end(), index.begin(),
+                                  index.end())) {
+          return;
+        }
+      }
+    }
+    if (!step_failure_.empty()) return;
+    step_failure_ = absl::StrCat(
+        "at ", clock_.Elapsed().count(), " ms, checkpoint ", checkpoint,
+        exact ? " (exact)" : " (not exact)", ": index ", Describe(index));
+    if (it != history_.end()) {
+      for (const Placements& cache : it->second) {
+        absl::StrAppend(&step_failure_, "\n    cache: ", Describe(cache));
+      }
+    }
+    for (const auto& [seq, caches] : history_) {
+      for (size_t i = 0; i < caches.size(); ++i) {
+        if (caches[i] == index) {
+          absl::StrAppend(&step_failure_, "\n    (the cache at seq ", seq,
+                          " of its incarnation #", i, " in that seq)");
+        }
+      }
+    }
+  }
   double Uniform() { return std::uniform_real_distribution<>(0, 1)(rng_); }
 
   void Deliver(uint64_t seq, std::string topic, std::string payload) {
@@ -233,16 +322,21 @@ class Simulation {
   bool faults_ = true;
   uint64_t next_hash_ = 1;
   uint64_t published_ = 0;
+  const StreamRecovery* engine_ = nullptr;
+  // Publisher caches per seq, one per incarnation that published it.
+  std::map<uint64_t, std::vector<Placements>> history_;
+  struct PendingCheck {
+    uint64_t checkpoint = 0;
+    bool answered = false;
+    Placements index;
+  };
+  std::optional<PendingCheck> pending_;
+  std::string step_failure_;
+  uint64_t steps_checked_ = 0;
   static constexpr uint64_t kMaxCalls = 200'000;
   uint64_t calls_ = 0;
   bool livelock_ = false;
 };
-
-std::string Describe(const Placements& p) {
-  std::string out;
-  for (const auto& [h, t] : p) absl::StrAppend(&out, h, "@", t, " ");
-  return out;
-}
 
 int SeedCount(int default_seeds) {
   const char* v = std::getenv("KV_INDEXER_RECOVERY_SEEDS");
@@ -261,6 +355,7 @@ void RunSeeds(const std::function<std::unique_ptr<SimServer>()>& make_server,
   }
   int exact = 0;
   int failures = 0;
+  uint64_t steps = 0;
   for (uint64_t seed : seeds) {
     const Mode mode = static_cast<Mode>(seed % 3);
     Outcome out = Simulation(seed, mode, make_server()).Run();
@@ -268,6 +363,7 @@ void RunSeeds(const std::function<std::unique_ptr<SimServer>()>& make_server,
     const bool subset = std::includes(out.truth.begin(), out.truth.end(),
                                       out.index.begin(), out.index.end());
     const bool ok = !out.livelock && out.synchronised &&
+                    out.step_failure.empty() &&
                     (out.exact ? out.index == out.truth : subset);
     if (!ok && ++failures <= 5) {
       ADD_FAILURE() << "seed " << seed << " (mode " << seed % 3 << ", "
@@ -275,26 +371,31 @@ void RunSeeds(const std::function<std::unique_ptr<SimServer>()>& make_server,
                                   : "degraded: " + out.degraded_reason)
                     << ", " << out.published << " batches"
                     << (out.livelock ? ", LIVELOCK" : "")
-                    << (out.synchronised ? "" : ", NOT SYNCHRONISED")
-                    << ")\n  index: " << Describe(out.index)
+                    << (out.synchronised ? "" : ", NOT SYNCHRONISED") << ")"
+                    << (out.step_failure.empty()
+                            ? ""
+                            : "\n  step check failed " + out.step_failure)
+                    << "\n  index: " << Describe(out.index)
                     << "\n  truth: " << Describe(out.truth) << "\n  "
                     << out.stats.FormatLine();
     }
     exact += out.exact ? 1 : 0;
+    steps += out.steps_checked;
   }
   spdlog::set_level(spdlog::level::info);
   // The faults stop before the end; most runs finish exact again.
-  std::printf("%d of %zu runs ended exact\n", exact, seeds.size());
+  std::printf("%d of %zu runs ended exact; %llu steps checked\n", exact,
+              seeds.size(), static_cast<unsigned long long>(steps));
   EXPECT_EQ(failures, 0);
 }
 
 TEST(StreamRecoveryRandom, AgainstFakeServer) {
-  RunSeeds(MakeFakeSimServer, 300);
+  RunSeeds(MakeFakeSimServer, 1000);
 }
 
 // The same schedules against the real gate, Replace and placement rules.
 TEST(StreamRecoveryRandom, AgainstCoreIndexer) {
-  RunSeeds(MakeCoreSimServer, 300);
+  RunSeeds(MakeCoreSimServer, 500);
 }
 
 }  // namespace

@@ -1,0 +1,176 @@
+// The recovery engine against the fakes: the review findings on safety and
+// state reporting (docs/bridge-events.md, "Recovery"): state loss in the
+// middle of an oversized batch, batches and syncs around a reconnect, the
+// batch at hand when the server turns out to be legacy, a failed live
+// reader, resynchronisation storms, and a stop in the middle of a sync.
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include "bridge/stream_recovery.h"
+#include "bridge/tests/msgpack_builders.h"
+#include "bridge/tests/recovery_test_fixture.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer::bridge::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::IsEmpty;
+using Op = PublisherOp;
+using Held = std::set<int64_t>;
+
+constexpr milliseconds kSecond(1000);
+
+bool Subset(const Held& index, const Held& truth) {
+  return std::includes(truth.begin(), truth.end(), index.begin(), index.end());
+}
+
+// A stop while the first synchronisation waits for a live batch leaves the
+// stream unsynchronised, and the next Run() synchronises.
+TEST(StreamRecoverySafety, StopDuringSyncLeavesItUnsynchronised) {
+  RecoveryRig rig({});
+  ASSERT_TRUE(rig.RunFor(milliseconds(500)).ok());
+  EXPECT_FALSE(rig.engine->synchronised());
+  EXPECT_FALSE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.state, "syncing");
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1}));
+  EXPECT_EQ(rig.server.replaces.size(), 1u);
+}
+
+// The server lost the stream between the seed-era chunks of an oversized
+// batch and its gated last chunk: the seed-era chunks made the worker ready
+// again with blocks the batch revokes later (hash 9). They are cleared
+// before the resynchronisation, which for an idle mode L worker never comes.
+TEST(StreamRecoverySafety, StateLossAfterSeedEraChunksClearsThem) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({100}, "DISK")});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_TRUE(rig.engine->exact());
+  rig.server.RestartEmpty();
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 16'384; ++h) hashes.push_back(h);
+  rig.publisher.Publish({Op::Store(hashes), Op::Remove({9})});
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_EQ(rig.stats.state_losses, 1u);
+  EXPECT_EQ(rig.server.Held(kWorker).count(9), 0u);
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_FALSE(rig.engine->synchronised());
+}
+
+// A batch queued after a disconnect and before the reconnect may come from
+// a new incarnation: it is not repaired as a gap from that incarnation's
+// replay onto the old placement, it starts the resynchronisation.
+TEST(StreamRecoverySafety, BatchAfterDisconnectResynchronises) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.Publish({Op::Store({1})});
+  rig.publisher.Publish({Op::Store({2})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  rig.queue.PushMarker(LiveItem::Kind::kDisconnected);
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // 0
+  rig.publisher.PublishBufferOnly({Op::Store({8})});  // 1
+  rig.publisher.PublishBufferOnly({});                // 2
+  rig.publisher.Publish({Op::Store({9})});            // 3, live
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8, 9}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.gaps_repaired, 0u);
+  // The reconnect that follows synchronises once more.
+  rig.queue.PushMarker(LiveItem::Kind::kConnected);
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8, 9}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.resyncs, 3u);
+}
+
+// Mode L after a reconnect: a worker that restarted and published c + 1
+// batches (c the server's checkpoint) must not be resumed from c.
+TEST(StreamRecoverySafety, ReconnectInModeLDoesNotResume) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({1})});
+  rig.publisher.Publish({Op::Store({2})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.worker(kWorker)->checkpoint, 1u);
+  rig.queue.PushMarker(LiveItem::Kind::kDisconnected);
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // 0
+  rig.publisher.PublishBufferOnly({});                // 1
+  rig.queue.PushMarker(LiveItem::Kind::kConnected);
+  rig.publisher.Publish({Op::Store({9})});  // 2 = checkpoint + 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{9}));
+  EXPECT_EQ(rig.engine->degraded_reason(), "no_history");
+}
+
+// KV_INDEXER_SEQUENCE_GATE=auto against a server without the gate: the
+// first live batch, taken by LiveSync before Replace answered
+// UNIMPLEMENTED, is forwarded in legacy mode, not lost (here it revokes a
+// block an earlier bridge reported).
+TEST(StreamRecoverySafety, LegacyFallbackKeepsTheFirstBatch) {
+  RecoveryRig rig({});
+  rig.server.gated = false;
+  kv_indexer::v1::ApplyExternalKvBatchRequest earlier;
+  earlier.set_worker_id(kWorker);
+  auto* report = earlier.add_actions();
+  report->set_type(kv_indexer::v1::ACTION_REPORT);
+  report->set_tier(kv_indexer::v1::TIER_HBM);
+  report->add_hashes(5);
+  kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  ASSERT_TRUE(rig.server.Apply(earlier, &response).ok());
+  rig.publisher.Hold(5);
+  rig.publisher.Publish({Op::Remove({5})});  // 0
+  rig.publisher.Publish({Op::Store({6})});   // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.engine->server_mode(), StreamRecovery::ServerMode::kLegacy);
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{6}));
+}
+
+// The live reader ended on a ZMQ error: the engine stops with an error
+// naming it instead of idling on an empty queue as exact.
+TEST(StreamRecoverySafety, ReaderFailureIsFatal) {
+  RecoveryRig rig({});
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  rig.queue.PushMarker(LiveItem::Kind::kReaderFailed,
+                       "ZMQ poll failed: Context was terminated");
+  const absl::Status status = rig.RunFor(kSecond);
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("Context was terminated"));
+
+  // Also while a synchronisation waits for its first batch.
+  RecoveryRig syncing({});
+  syncing.queue.PushMarker(LiveItem::Kind::kReaderFailed, "monitor failed");
+  EXPECT_FALSE(syncing.RunFor(kSecond).ok());
+}
+
+// Mode R: the engine resynchronises from a replay of a newer incarnation
+// while batches of the older one are still queued (ahead of the reconnect
+// markers). The one numbered right after the replay's last must not be
+// applied on top of the new install.
+TEST(StreamRecoverySafety, ReplaySyncDropsQueuedBatchesOfOlderIncarnation) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.Publish({Op::Store({1})});  // 0
+  rig.publisher.Publish({Op::Store({2})});  // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  // A different payload at a covered number: a restart, seen first.
+  rig.queue.PushBatch(0, PackBatch({}), "kv");
+  rig.publisher.Publish({Op::Store({3})});  // old 2, still queued
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // new 0
+  rig.publisher.PublishBufferOnly({Op::Store({8})});  // new 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8}));
+}
+
+}  // namespace
+}  // namespace kvindexer::bridge::testing
