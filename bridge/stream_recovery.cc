@@ -268,11 +268,17 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                  expected, seq, expected);
     ReplayResult replay = DoReplay(expected);
     std::vector<LiveBatch> kept;
+    // The replay must reach the live batch itself with the same payload:
+    // a publisher that restarted after sending it (and published past
+    // `expected` again) would otherwise fill the gap with its new
+    // incarnation's batches on top of the old one's.
+    bool same_incarnation = false;
     for (LiveBatch& b : replay.batches) {
+      if (b.seq == seq) same_incarnation = b.payload == batch.payload;
       if (b.seq >= expected && b.seq < seq) kept.push_back(std::move(b));
     }
-    if (replay.complete && !kept.empty() && kept.front().seq == expected &&
-        kept.back().seq == seq - 1) {
+    if (replay.complete && same_incarnation && !kept.empty() &&
+        kept.front().seq == expected && kept.back().seq == seq - 1) {
       for (const LiveBatch& b : kept) {
         if (!SendBatch(b)) return;
       }
@@ -281,8 +287,11 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
       return;
     }
     spdlog::warn("replay from {} cannot fill the gap: {}", expected,
-                 replay.complete ? std::string("it does not start there")
-                                 : replay.problem);
+                 !replay.complete ? replay.problem
+                 : same_incarnation
+                     ? std::string("it does not start there")
+                     : absl::StrCat("it does not hold live seq ", seq,
+                                    " as received (publisher restart?)"));
   }
   if (!gated()) {
     spdlog::warn(

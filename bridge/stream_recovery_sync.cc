@@ -160,7 +160,10 @@ bool StreamRecovery::ReplaySync() {
   if (replay.complete && !replay.batches.empty()) {
     const uint64_t first = replay.batches.front().seq;
     const uint64_t last = replay.batches.back().seq;
-    if (first > 0 && !restart_known_) {
+    // After a reconnect the replay may come from an incarnation that
+    // restarted unseen: its numbers can overlap the checkpoint's although
+    // its content does not follow it, so no resume (as in LiveSync).
+    if (first > 0 && !restart_known_ && !reconnect_sync_) {
       ProbeResult probe = Probe("");
       if (!probe.completed) return false;
       if (probe.checkpoint && first <= *probe.checkpoint + 1 &&
