@@ -68,6 +68,9 @@ StreamRecovery::StreamRecovery(RecoveryOptions options, RecoveryIo io)
                        : ServerMode::kUndecided),
       rpc_backoff_(options_.rpc_backoff_initial, options_.rpc_backoff_cap),
       sync_backoff_(options_.sync_backoff_initial, options_.sync_backoff_cap) {
+  // Legacy mode never clears at start ("Recovery > Legacy mode"): blocks
+  // from before the bridge may linger until it clears the worker itself.
+  if (server_mode_ == ServerMode::kLegacy) degraded_reason_ = kLegacyNoClear;
   SyncModeStats();
 }
 
@@ -418,6 +421,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
   watermarks_.Clear();
   RequestSync();
   SyncModeStats();
+  Degrade(LegacyNoClear());
 }
 
 void StreamRecovery::Fatal(absl::Status status, std::string_view what) {
@@ -426,12 +430,20 @@ void StreamRecovery::Fatal(absl::Status status, std::string_view what) {
   fatal_ = std::move(status);
 }
 
+StreamRecovery::DegradedBy StreamRecovery::LegacyNoClear() {
+  return {kLegacyNoClear,
+          "legacy mode: blocks reported before the bridge started are not "
+          "cleared"};
+}
+
 void StreamRecovery::Degrade(const DegradedBy& by) {
   if (degraded_reason_ != by.reason) {
-    spdlog::warn(
-        "worker index degraded ({}): {}; it holds a safe subset of the "
-        "worker's cache until the next exact resynchronisation",
-        by.reason, by.message);
+    spdlog::warn("worker index degraded ({}): {}; {}", by.reason, by.message,
+                 by.reason == kLegacyNoClear
+                     ? "it may hold blocks the worker no longer has until "
+                       "the bridge clears the worker at an incarnation start"
+                     : "it holds a safe subset of the worker's cache until "
+                       "the next exact resynchronisation");
   }
   degraded_reason_ = by.reason;
   SyncStateStats();

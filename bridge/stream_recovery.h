@@ -167,6 +167,10 @@ class StreamRecovery {
   bool RpcBackoff(const absl::Status& status, std::string_view what);
 
   // --- state
+  // The degraded reason of legacy mode until the bridge has cleared the
+  // worker at a known incarnation start ("Recovery > Legacy mode").
+  static constexpr char kLegacyNoClear[] = "legacy_no_clear";
+  static DegradedBy LegacyNoClear();
   void StateLoss(std::string_view why);
   void SwitchToLegacy(const absl::Status& status);
   void Fatal(absl::Status status, std::string_view what);

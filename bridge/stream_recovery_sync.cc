@@ -260,7 +260,21 @@ bool StreamRecovery::LegacyReplaySync() {
                  replay.problem);
     return true;
   }
-  if (replay.batches.empty()) return true;
+  // Legacy mode is exact only once the bridge itself cleared the worker at
+  // a known incarnation start ("Recovery > Legacy mode"): a replay from 0
+  // that holds the incarnation from seq 0 (or nothing: it published
+  // nothing yet). Until then blocks from before the bridge may linger.
+  const bool from_start =
+      start == 0 &&
+      (replay.batches.empty() || replay.batches.front().seq == 0);
+  if (from_start && !SendSeedEra(ClearRequests(options_.header, 0,
+                                               options_.clear_tiers))) {
+    return false;
+  }
+  if (replay.batches.empty()) {
+    if (from_start) SetExact();
+    return true;
+  }
   const uint64_t first = replay.batches.front().seq;
   if (first > start) {
     spdlog::warn(
@@ -279,7 +293,7 @@ bool StreamRecovery::LegacyReplaySync() {
     if (!SendBatch(batch)) return false;
   }
   watermarks_.Reset(replay.batches.back().seq, "", false, replay.batches);
-  if (start == 0 && first == 0) SetExact();
+  if (from_start) SetExact();
   return true;
 }
 
