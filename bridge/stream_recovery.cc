@@ -151,9 +151,18 @@ void StreamRecovery::HandleItem(LiveItem item) {
   }
 }
 
-std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
+std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch(
+    std::optional<std::chrono::milliseconds> limit) {
+  const auto start = io_.clock->Now();
   while (fatal_.ok() && !io_.clock->Stopping()) {
-    std::optional<LiveItem> item = NextItem(options_.poll);
+    auto timeout = options_.poll;
+    if (limit) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          io_.clock->Now() - start);
+      if (waited >= *limit) return std::nullopt;
+      timeout = std::min(timeout, *limit - waited);
+    }
+    std::optional<LiveItem> item = NextItem(timeout);
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
       ++io_.stats->messages_received;

@@ -199,17 +199,25 @@ bool StreamRecovery::ReplaySync() {
     spdlog::info(
         "replay is empty: the publisher has published nothing since it "
         "started; waiting for its first batch");
-  } else {
-    spdlog::warn("replay from 0 failed ({}); continuing from live batches",
-                 replay.problem);
+    return LiveSync();
   }
-  return LiveSync();
+  // A quiet publisher may publish nothing for long: the wait for a first
+  // live batch is bounded by the synchronisation backoff, after which the
+  // attempt fails and the next one replays again ("Recovery > Initial
+  // synchronisation > Mode R").
+  const auto wait = sync_backoff_.Peek();
+  spdlog::warn(
+      "replay from 0 failed ({}); continuing from live batches (replaying "
+      "again if none comes within {} ms)",
+      replay.problem, wait.count());
+  return LiveSync(wait);
 }
 
-bool StreamRecovery::LiveSync() {
+bool StreamRecovery::LiveSync(
+    std::optional<std::chrono::milliseconds> wait_limit) {
   std::optional<LiveBatch> first = std::move(sync_hint_);
   sync_hint_.reset();
-  if (!first) first = WaitFirstLiveBatch();
+  if (!first) first = WaitFirstLiveBatch(wait_limit);
   if (!first) return false;
   const uint64_t seq = first->seq;
   // After a reconnect the first batch tells nothing about the incarnation:

@@ -289,5 +289,21 @@ TEST(StreamRecoverySafety, LegacyFallbackInModeLIsDegraded) {
   EXPECT_EQ(rig.engine->degraded_reason(), "legacy_no_clear");
 }
 
+// Mode R: the replay fails and the publisher then stays quiet. The wait
+// for a first live batch is bounded by the synchronisation backoff; the
+// next attempt replays again and synchronises (exact). Randomised seeds
+// 2446 and 5512.
+TEST(StreamRecoverySafety, FailedReplayWithQuietPublisherReplaysAgain) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.PublishBufferOnly({Op::Store({1})});  // 0
+  rig.publisher.PublishBufferOnly({Op::Store({2})});  // 1
+  rig.publisher.replay_fail_next = 1;
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_TRUE(rig.engine->synchronised());
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  EXPECT_EQ(rig.publisher.replay_starts, (std::vector<uint64_t>{0, 0}));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
