@@ -273,10 +273,9 @@ bool StreamRecovery::LegacyReplaySync() {
   // that holds the incarnation from seq 0 (or nothing: it published
   // nothing yet). Until then blocks from before the bridge may linger.
   const bool from_start =
-      start == 0 &&
-      (replay.batches.empty() || replay.batches.front().seq == 0);
-  if (from_start && !SendSeedEra(ClearRequests(options_.header, 0,
-                                               options_.clear_tiers))) {
+      start == 0 && (replay.batches.empty() || replay.batches.front().seq == 0);
+  if (from_start &&
+      !SendSeedEra(ClearRequests(options_.header, 0, options_.clear_tiers))) {
     return false;
   }
   if (replay.batches.empty()) {
