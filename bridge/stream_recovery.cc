@@ -98,12 +98,14 @@ bool StreamRecovery::NoteMarker(const LiveItem& item) {
     case LiveItem::Kind::kBatch:
       return false;
     case LiveItem::Kind::kMalformed: {
-      ++io_.stats->messages_received;
-      const MessageSkipReason reason =
-          item.frame_count == 2 || item.frame_count == 3
-              ? MessageSkipReason::kSeqLength
-              : MessageSkipReason::kFrameCount;
-      io_.stats->CountSkippedMessage(reason);
+      // One item may stand for several consecutive malformed messages
+      // (LiveBuffer::Push merges them).
+      io_.stats->messages_received += item.malformed;
+      io_.stats->CountSkippedMessage(MessageSkipReason::kSeqLength,
+                                     item.malformed_seq_length);
+      io_.stats->CountSkippedMessage(
+          MessageSkipReason::kFrameCount,
+          item.malformed - item.malformed_seq_length);
       if (auto n = malformed_throttle_.Allow(io_.clock->Now())) {
         spdlog::warn("skipping ZMQ message: {} ({} similar suppressed)",
                      item.detail, *n);
