@@ -26,6 +26,9 @@ class Backoff {
     return delay;
   }
 
+  // The delay NextDelay() returns next, without advancing.
+  Duration Peek() const { return next_; }
+
   // Call after a successful connect.
   void Reset() { next_ = initial_; }
 

@@ -58,8 +58,8 @@ struct BridgeStats {
   void CountSkippedEvent(EventSkipReason r) {
     ++events_skipped[static_cast<size_t>(r)];
   }
-  void CountSkippedMessage(MessageSkipReason r) {
-    ++messages_skipped[static_cast<size_t>(r)];
+  void CountSkippedMessage(MessageSkipReason r, uint64_t n = 1) {
+    messages_skipped[static_cast<size_t>(r)] += n;
   }
 
   // "messages=.. batches=.. events=.. actions=.. hashes=.. rpcs_sent=..

@@ -26,6 +26,16 @@ void LiveBuffer::Push(LiveItem item) {
       }
       return;
     }
+    if (item.kind == LiveItem::Kind::kMalformed) {
+      item.malformed = 1;
+      item.malformed_seq_length =
+          item.frame_count == 2 || item.frame_count == 3 ? 1 : 0;
+      if (!items_.empty() && items_.back().kind == LiveItem::Kind::kMalformed) {
+        ++items_.back().malformed;
+        items_.back().malformed_seq_length += item.malformed_seq_length;
+        return;  // the consumer is already woken for the queued item
+      }
+    }
     if (item.kind == LiveItem::Kind::kBatch) ++batches_;
     overflow_open_ = false;
     items_.push_back(std::move(item));

@@ -45,8 +45,14 @@ struct LiveItem {
   LiveBatch batch;                 // kBatch
   uint64_t first_dropped_seq = 0;  // kOverflow
   uint64_t dropped = 0;            // kOverflow: how many batches were dropped
-  size_t frame_count = 0;          // kMalformed
-  std::string detail;              // kMalformed, kReaderFailed
+  size_t frame_count = 0;          // kMalformed: of the first message
+  std::string detail;              // kMalformed (the first), kReaderFailed
+  // kMalformed: consecutive malformed messages merged into this item, and
+  // how many of them had 2 or 3 frames (a sequence frame of the wrong
+  // length, "Stats" reason seq_length; the others: frame_count). Push()
+  // fills both; a pushed kMalformed stands for one message.
+  uint64_t malformed = 1;
+  uint64_t malformed_seq_length = 0;
 };
 
 class LiveBuffer {
@@ -62,6 +68,9 @@ class LiveBuffer {
   // queued after the drops (including the next Pop's, if nothing else was
   // queued) comes after it. Marker items (kMalformed, kDisconnected,
   // kConnected) are always queued; one arriving during a run ends the run.
+  // A kMalformed right after a queued kMalformed is merged into it (its
+  // counts grow, the first's detail is kept), so a publisher sending only
+  // garbage cannot grow the queue without bound.
   // After Close() everything pushed is discarded.
   void Push(LiveItem item);
 

@@ -68,6 +68,9 @@ StreamRecovery::StreamRecovery(RecoveryOptions options, RecoveryIo io)
                        : ServerMode::kUndecided),
       rpc_backoff_(options_.rpc_backoff_initial, options_.rpc_backoff_cap),
       sync_backoff_(options_.sync_backoff_initial, options_.sync_backoff_cap) {
+  // Legacy mode never clears at start ("Recovery > Legacy mode"): blocks
+  // from before the bridge may linger until it clears the worker itself.
+  if (server_mode_ == ServerMode::kLegacy) degraded_reason_ = kLegacyNoClear;
   SyncModeStats();
 }
 
@@ -95,12 +98,14 @@ bool StreamRecovery::NoteMarker(const LiveItem& item) {
     case LiveItem::Kind::kBatch:
       return false;
     case LiveItem::Kind::kMalformed: {
-      ++io_.stats->messages_received;
-      const MessageSkipReason reason =
-          item.frame_count == 2 || item.frame_count == 3
-              ? MessageSkipReason::kSeqLength
-              : MessageSkipReason::kFrameCount;
-      io_.stats->CountSkippedMessage(reason);
+      // One item may stand for several consecutive malformed messages
+      // (LiveBuffer::Push merges them).
+      io_.stats->messages_received += item.malformed;
+      io_.stats->CountSkippedMessage(MessageSkipReason::kSeqLength,
+                                     item.malformed_seq_length);
+      io_.stats->CountSkippedMessage(
+          MessageSkipReason::kFrameCount,
+          item.malformed - item.malformed_seq_length);
       if (auto n = malformed_throttle_.Allow(io_.clock->Now())) {
         spdlog::warn("skipping ZMQ message: {} ({} similar suppressed)",
                      item.detail, *n);
@@ -148,9 +153,18 @@ void StreamRecovery::HandleItem(LiveItem item) {
   }
 }
 
-std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch() {
+std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch(
+    std::optional<std::chrono::milliseconds> limit) {
+  const auto start = io_.clock->Now();
   while (fatal_.ok() && !io_.clock->Stopping()) {
-    std::optional<LiveItem> item = NextItem(options_.poll);
+    auto timeout = options_.poll;
+    if (limit) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          io_.clock->Now() - start);
+      if (waited >= *limit) return std::nullopt;
+      timeout = std::min(timeout, *limit - waited);
+    }
+    std::optional<LiveItem> item = NextItem(timeout);
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
       ++io_.stats->messages_received;
@@ -268,11 +282,17 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                  expected, seq, expected);
     ReplayResult replay = DoReplay(expected);
     std::vector<LiveBatch> kept;
+    // The replay must reach the live batch itself with the same payload:
+    // a publisher that restarted after sending it (and published past
+    // `expected` again) would otherwise fill the gap with its new
+    // incarnation's batches on top of the old one's.
+    bool same_incarnation = false;
     for (LiveBatch& b : replay.batches) {
+      if (b.seq == seq) same_incarnation = b.payload == batch.payload;
       if (b.seq >= expected && b.seq < seq) kept.push_back(std::move(b));
     }
-    if (replay.complete && !kept.empty() && kept.front().seq == expected &&
-        kept.back().seq == seq - 1) {
+    if (replay.complete && same_incarnation && !kept.empty() &&
+        kept.front().seq == expected && kept.back().seq == seq - 1) {
       for (const LiveBatch& b : kept) {
         if (!SendBatch(b)) return;
       }
@@ -281,8 +301,11 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
       return;
     }
     spdlog::warn("replay from {} cannot fill the gap: {}", expected,
-                 replay.complete ? std::string("it does not start there")
-                                 : replay.problem);
+                 !replay.complete ? replay.problem
+                 : same_incarnation
+                     ? std::string("it does not start there")
+                     : absl::StrCat("it does not hold live seq ", seq,
+                                    " as received (publisher restart?)"));
   }
   if (!gated()) {
     spdlog::warn(
@@ -409,6 +432,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
   watermarks_.Clear();
   RequestSync();
   SyncModeStats();
+  Degrade(LegacyNoClear());
 }
 
 void StreamRecovery::Fatal(absl::Status status, std::string_view what) {
@@ -417,12 +441,20 @@ void StreamRecovery::Fatal(absl::Status status, std::string_view what) {
   fatal_ = std::move(status);
 }
 
+StreamRecovery::DegradedBy StreamRecovery::LegacyNoClear() {
+  return {kLegacyNoClear,
+          "legacy mode: blocks reported before the bridge started are not "
+          "cleared"};
+}
+
 void StreamRecovery::Degrade(const DegradedBy& by) {
   if (degraded_reason_ != by.reason) {
-    spdlog::warn(
-        "worker index degraded ({}): {}; it holds a safe subset of the "
-        "worker's cache until the next exact resynchronisation",
-        by.reason, by.message);
+    spdlog::warn("worker index degraded ({}): {}; {}", by.reason, by.message,
+                 by.reason == kLegacyNoClear
+                     ? "it may hold blocks the worker no longer has until "
+                       "the bridge clears the worker at an incarnation start"
+                     : "it holds a safe subset of the worker's cache until "
+                       "the next exact resynchronisation");
   }
   degraded_reason_ = by.reason;
   SyncStateStats();

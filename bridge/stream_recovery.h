@@ -124,8 +124,10 @@ class StreamRecovery {
   void HandleOverflow(const LiveItem& item);
   void MaybeIdleProbe();
   std::optional<LiveItem> NextItem(std::chrono::milliseconds timeout);
-  // Pops until a live batch arrives (markers are accounted and skipped).
-  std::optional<LiveBatch> WaitFirstLiveBatch();
+  // Pops until a live batch arrives (markers are accounted and skipped),
+  // for at most `limit` when set.
+  std::optional<LiveBatch> WaitFirstLiveBatch(
+      std::optional<std::chrono::milliseconds> limit = std::nullopt);
   // Accounts a marker. True for a kConnected that ends a disconnect.
   bool NoteMarker(const LiveItem& item);
 
@@ -135,7 +137,10 @@ class StreamRecovery {
   bool ReplaySync();
   // Drops every queued item (markers are accounted); false on a fatal one.
   bool DiscardQueued();
-  bool LiveSync();
+  // `wait_limit`: how long to wait for the first live batch (unbounded
+  // when unset).
+  bool LiveSync(
+      std::optional<std::chrono::milliseconds> wait_limit = std::nullopt);
   bool LegacyReplaySync();
   // Replays from `start`, keeping the stats.
   ReplayResult DoReplay(uint64_t start);
@@ -167,6 +172,10 @@ class StreamRecovery {
   bool RpcBackoff(const absl::Status& status, std::string_view what);
 
   // --- state
+  // The degraded reason of legacy mode until the bridge has cleared the
+  // worker at a known incarnation start ("Recovery > Legacy mode").
+  static constexpr char kLegacyNoClear[] = "legacy_no_clear";
+  static DegradedBy LegacyNoClear();
   void StateLoss(std::string_view why);
   void SwitchToLegacy(const absl::Status& status);
   void Fatal(absl::Status status, std::string_view what);

@@ -160,7 +160,10 @@ bool StreamRecovery::ReplaySync() {
   if (replay.complete && !replay.batches.empty()) {
     const uint64_t first = replay.batches.front().seq;
     const uint64_t last = replay.batches.back().seq;
-    if (first > 0 && !restart_known_) {
+    // After a reconnect the replay may come from an incarnation that
+    // restarted unseen: its numbers can overlap the checkpoint's although
+    // its content does not follow it, so no resume (as in LiveSync).
+    if (first > 0 && !restart_known_ && !reconnect_sync_) {
       ProbeResult probe = Probe("");
       if (!probe.completed) return false;
       if (probe.checkpoint && first <= *probe.checkpoint + 1 &&
@@ -196,17 +199,25 @@ bool StreamRecovery::ReplaySync() {
     spdlog::info(
         "replay is empty: the publisher has published nothing since it "
         "started; waiting for its first batch");
-  } else {
-    spdlog::warn("replay from 0 failed ({}); continuing from live batches",
-                 replay.problem);
+    return LiveSync();
   }
-  return LiveSync();
+  // A quiet publisher may publish nothing for long: the wait for a first
+  // live batch is bounded by the synchronisation backoff, after which the
+  // attempt fails and the next one replays again ("Recovery > Initial
+  // synchronisation > Mode R").
+  const auto wait = sync_backoff_.Peek();
+  spdlog::warn(
+      "replay from 0 failed ({}); continuing from live batches (replaying "
+      "again if none comes within {} ms)",
+      replay.problem, wait.count());
+  return LiveSync(wait);
 }
 
-bool StreamRecovery::LiveSync() {
+bool StreamRecovery::LiveSync(
+    std::optional<std::chrono::milliseconds> wait_limit) {
   std::optional<LiveBatch> first = std::move(sync_hint_);
   sync_hint_.reset();
-  if (!first) first = WaitFirstLiveBatch();
+  if (!first) first = WaitFirstLiveBatch(wait_limit);
   if (!first) return false;
   const uint64_t seq = first->seq;
   // After a reconnect the first batch tells nothing about the incarnation:
@@ -257,7 +268,20 @@ bool StreamRecovery::LegacyReplaySync() {
                  replay.problem);
     return true;
   }
-  if (replay.batches.empty()) return true;
+  // Legacy mode is exact only once the bridge itself cleared the worker at
+  // a known incarnation start ("Recovery > Legacy mode"): a replay from 0
+  // that holds the incarnation from seq 0 (or nothing: it published
+  // nothing yet). Until then blocks from before the bridge may linger.
+  const bool from_start =
+      start == 0 && (replay.batches.empty() || replay.batches.front().seq == 0);
+  if (from_start &&
+      !SendSeedEra(ClearRequests(options_.header, 0, options_.clear_tiers))) {
+    return false;
+  }
+  if (replay.batches.empty()) {
+    if (from_start) SetExact();
+    return true;
+  }
   const uint64_t first = replay.batches.front().seq;
   if (first > start) {
     spdlog::warn(
@@ -276,7 +300,7 @@ bool StreamRecovery::LegacyReplaySync() {
     if (!SendBatch(batch)) return false;
   }
   watermarks_.Reset(replay.batches.back().seq, "", false, replay.batches);
-  if (start == 0 && first == 0) SetExact();
+  if (from_start) SetExact();
   return true;
 }
 

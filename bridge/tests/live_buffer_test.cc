@@ -147,5 +147,34 @@ TEST(LiveBuffer, ProducerAndConsumerThreadsSeeEveryBatchInOrder) {
   EXPECT_EQ(delivered + buffer.dropped_total(), kCount);
 }
 
+// Consecutive malformed messages are one queued item carrying their count
+// (and how many had a sequence frame of the wrong length), so garbage
+// cannot grow the queue without bound; anything in between ends the run.
+TEST(LiveBuffer, ConsecutiveMalformedMessagesAreMerged) {
+  LiveBuffer buffer(4);
+  auto malformed = [](size_t frames, std::string detail) {
+    LiveItem item = Marker(LiveItem::Kind::kMalformed);
+    item.frame_count = frames;
+    item.detail = std::move(detail);
+    return item;
+  };
+  buffer.Push(malformed(1, "first"));
+  for (int i = 0; i < 10'000; ++i) buffer.Push(malformed(i % 2 ? 2 : 5, "x"));
+  buffer.Push(Batch(7));
+  buffer.Push(malformed(3, "after"));
+  std::optional<LiveItem> merged = buffer.Pop(0ms);
+  ASSERT_TRUE(merged.has_value());
+  EXPECT_EQ(merged->kind, LiveItem::Kind::kMalformed);
+  EXPECT_EQ(merged->detail, "first");
+  EXPECT_EQ(merged->malformed, 10'001u);
+  EXPECT_EQ(merged->malformed_seq_length, 5'000u);
+  EXPECT_EQ(buffer.Pop(0ms)->batch.seq, 7u);
+  std::optional<LiveItem> last = buffer.Pop(0ms);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->malformed, 1u);
+  EXPECT_EQ(last->malformed_seq_length, 1u);
+  EXPECT_FALSE(buffer.Pop(0ms).has_value());
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge

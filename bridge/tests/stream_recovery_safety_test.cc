@@ -172,5 +172,138 @@ TEST(StreamRecoverySafety, ReplaySyncDropsQueuedBatchesOfOlderIncarnation) {
   EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8}));
 }
 
+// Mode R after a reconnect: the worker restarted unseen and its replay
+// buffer (evicted past seq 0) numbers across the server's checkpoint. It is
+// another incarnation's history: installed (degraded), not resumed from the
+// checkpoint on top of the old placement. Randomised seed 4969.
+TEST(StreamRecoverySafety, ReconnectInModeRDoesNotResume) {
+  RecoveryRig rig({.replay = true, .buffer_steps = 3});
+  rig.publisher.Publish({Op::Store({1})});  // 0
+  rig.publisher.Publish({Op::Store({2})});  // 1
+  rig.publisher.Publish({Op::Store({3})});  // 2
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.worker(kWorker)->checkpoint, 2u);
+  rig.queue.PushMarker(LiveItem::Kind::kDisconnected);
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});  // 0, evicted
+  rig.publisher.PublishBufferOnly({Op::Store({8})});  // 1
+  rig.publisher.PublishBufferOnly({Op::Store({9})});  // 2
+  rig.publisher.PublishBufferOnly({});                // 3
+  rig.queue.PushMarker(LiveItem::Kind::kConnected);
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{8, 9}));
+  EXPECT_EQ(rig.engine->degraded_reason(), "replay_start_evicted");
+}
+
+// A gap whose replay comes from a newer incarnation: the publisher
+// restarted after the live batch that showed the gap and has published
+// past the gap's start again. The replay does not hold that live batch as
+// received, so it does not fill the gap; the stream resynchronises from
+// the new incarnation. Randomised seed 5541 (mode S, same gap path).
+TEST(StreamRecoverySafety, GapReplayFromNewerIncarnationIsNotApplied) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.Publish({Op::Store({1})});  // 0
+  rig.publisher.Publish({Op::Store({2})});  // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  rig.publisher.PublishBufferOnly({Op::Store({3})});  // 2, lost live
+  rig.publisher.Publish({Op::Store({4})});            // 3, queued
+  rig.publisher.Restart();
+  rig.publisher.PublishBufferOnly({Op::Store({7})});   // new 0
+  rig.publisher.PublishBufferOnly({Op::Store({8})});   // new 1
+  rig.publisher.PublishBufferOnly({Op::Store({9})});   // new 2
+  rig.publisher.PublishBufferOnly({Op::Store({10})});  // new 3
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_TRUE(Subset(rig.server.Held(kWorker), rig.publisher.cached_hashes()));
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7, 8, 9, 10}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.gaps_repaired, 0u);
+}
+
+// Puts block `hash` in the server's index for the worker, as a bridge
+// running before this one would have.
+void ReportEarlier(FakeGatedServer& server, int64_t hash) {
+  kv_indexer::v1::ApplyExternalKvBatchRequest earlier;
+  earlier.set_worker_id(kWorker);
+  auto* report = earlier.add_actions();
+  report->set_type(kv_indexer::v1::ACTION_REPORT);
+  report->set_tier(kv_indexer::v1::TIER_HBM);
+  report->add_hashes(hash);
+  kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  ASSERT_TRUE(server.Apply(earlier, &response).ok());
+}
+
+// Legacy mode L never clears at start: a block reported before the bridge
+// started (5, since evicted by the worker) lingers, so the stream is not
+// exact but degraded (legacy_no_clear). A restart from seq 0 clears the
+// worker at a known incarnation start: exact from there.
+TEST(StreamRecoverySafety, LegacyModeLIsNotExactUntilItCleared) {
+  RecoveryRig rig({.gate = SequenceGate::kOff});
+  ReportEarlier(rig.server, 5);
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 5}));
+  EXPECT_TRUE(rig.engine->synchronised());
+  EXPECT_FALSE(rig.engine->exact());
+  EXPECT_EQ(rig.engine->degraded_reason(), "legacy_no_clear");
+  EXPECT_EQ(rig.stats.state, "degraded(legacy_no_clear)");
+  rig.publisher.Restart();
+  rig.publisher.Publish({Op::Store({7})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7}));
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.stats.state, "exact");
+}
+
+// Legacy mode R: a replay that starts at seq 0 is forwarded after the
+// bridge cleared the worker's clear tiers, so the stale block 5 goes and
+// the stream is exact. A replay that fails leaves it degraded.
+TEST(StreamRecoverySafety, LegacyReplayFromZeroClearsFirst) {
+  RecoveryRig rig({.replay = true, .gate = SequenceGate::kOff});
+  ReportEarlier(rig.server, 5);
+  rig.publisher.PublishBufferOnly({Op::Store({1})});  // 0
+  rig.publisher.PublishBufferOnly({Op::Store({2})});  // 1
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  EXPECT_TRUE(rig.engine->exact());
+
+  RecoveryRig failed({.replay = true, .gate = SequenceGate::kOff});
+  ReportEarlier(failed.server, 5);
+  failed.publisher.replay_fail_next = 1;
+  failed.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(failed.RunFor(kSecond).ok());
+  EXPECT_TRUE(failed.engine->synchronised());
+  EXPECT_EQ(failed.engine->degraded_reason(), "legacy_no_clear");
+  EXPECT_TRUE(Subset(Held{1}, failed.server.Held(kWorker)));
+}
+
+// KV_INDEXER_SEQUENCE_GATE=auto falling back to legacy mode L: nothing
+// cleared the worker, so not exact.
+TEST(StreamRecoverySafety, LegacyFallbackInModeLIsDegraded) {
+  RecoveryRig rig({});
+  rig.server.gated = false;
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.engine->server_mode(), StreamRecovery::ServerMode::kLegacy);
+  EXPECT_EQ(rig.engine->degraded_reason(), "legacy_no_clear");
+}
+
+// Mode R: the replay fails and the publisher then stays quiet. The wait
+// for a first live batch is bounded by the synchronisation backoff; the
+// next attempt replays again and synchronises (exact). Randomised seeds
+// 2446 and 5512.
+TEST(StreamRecoverySafety, FailedReplayWithQuietPublisherReplaysAgain) {
+  RecoveryRig rig({.replay = true});
+  rig.publisher.PublishBufferOnly({Op::Store({1})});  // 0
+  rig.publisher.PublishBufferOnly({Op::Store({2})});  // 1
+  rig.publisher.replay_fail_next = 1;
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_TRUE(rig.engine->synchronised());
+  EXPECT_TRUE(rig.engine->exact());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  EXPECT_EQ(rig.publisher.replay_starts, (std::vector<uint64_t>{0, 0}));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge::testing
