@@ -321,7 +321,7 @@ TEST_F(RecoveryE2eTest, R59OversizedBatchIsGatedOnItsLastChunk) {
   EXPECT_TRUE(StatsSayDegraded(false));
 }
 
-// Fault (a): the server is stopped for 3 s in the middle of a stream and
+// F1: the server is stopped for 3 s in the middle of a stream and
 // restarted empty on the same port; the replay buffer still holds the whole
 // incarnation, so the index ends exactly equal to a model of every batch.
 class ServerOutageTest : public RecoveryE2eTest,
@@ -382,7 +382,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, ServerOutageTest,
                                                               : "Sigkill";
                          });
 
-// Fault (b): the server restarts empty while the worker publishes nothing;
+// F2: the server restarts empty while the worker publishes nothing;
 // the bridge's idle probe notices and the blocks are back within 3 s of
 // the server being ready.
 TEST_F(RecoveryE2eTest, IdleWorkerIsRestoredWithin3sOfServerRestart) {
@@ -409,7 +409,7 @@ TEST_F(RecoveryE2eTest, IdleWorkerIsRestoredWithin3sOfServerRestart) {
   EXPECT_TRUE(CheckpointBecomes(2));
 }
 
-// Fault (c), bridge connected: the publisher goes away, restarts from seq 0
+// F3, bridge connected: the publisher goes away, restarts from seq 0
 // and publishes while the bridge's SUB is disconnected. The new incarnation
 // is longer than the old one, so only the reconnection tells them apart.
 TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDisconnected) {
@@ -435,7 +435,7 @@ TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDisconnected) {
   EXPECT_TRUE(StatsSayDegraded(false));
 }
 
-// Fault (c), bridge down: the publisher restarts from seq 0 while no bridge
+// F3, bridge down: the publisher restarts from seq 0 while no bridge
 // runs; the next bridge replaces the old incarnation's blocks.
 TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDown) {
   const std::vector<int64_t> universe = {1, 2, 3, 4, 5, 100, 101, 102};
@@ -459,7 +459,7 @@ TEST_F(RecoveryE2eTest, PublisherRestartWhileBridgeDown) {
   EXPECT_TRUE(StatsSayDegraded(false));
 }
 
-// Fault (d): every replay misses the batch that revoked 1 and 4. The bridge
+// F4: every replay misses the batch that revoked 1 and 4. The bridge
 // must fall back to a degraded install and never hold a revoked block again;
 // what it holds is a lower bound of what the worker holds.
 TEST_F(RecoveryE2eTest, ReplayAlwaysMissingABatchNeverResurrectsRevoked) {
