@@ -11,6 +11,7 @@ namespace {
 // its entry: the same size, or the larger one its appended members make.
 constexpr size_t kDescriptorSizes[] = {
     sizeof(BackendDescriptor),  // 1.0: abi_major .. destroy
+    sizeof(BackendDescriptor),  // 1.1: unchanged (IndexBackend::RemoveWorker)
 };
 static_assert(std::size(kDescriptorSizes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the descriptor's size at the new "

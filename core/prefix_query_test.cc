@@ -324,6 +324,10 @@ class ScriptedBackend final : public IndexBackend {
     return BackendOk();
   }
   void GetStats(BackendStats*) noexcept override {}
+  BackendStatus RemoveWorker(StringView, uint32_t* existed) noexcept override {
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kOk, {}};
+  }
 
  private:
   std::vector<Placement> empty_;

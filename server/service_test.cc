@@ -176,6 +176,10 @@ class ProbeBackend final : public IndexBackend {
     return Ok();
   }
   void GetStats(BackendStats*) noexcept override {}
+  BackendStatus RemoveWorker(StringView, uint32_t* existed) noexcept override {
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kOk, {}};
+  }
 
  private:
   static BackendStatus Ok() { return BackendStatus{BackendCode::kOk, {}}; }

@@ -42,6 +42,8 @@ class AbslRwlockBackend final : public IndexBackend {
                            BlockVisitor* visitor) noexcept override;
   BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
   void GetStats(BackendStats* stats) noexcept override;
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override;
 
   // Test hook: sets the hit counter of `hash` to `count` whether or not the
   // block exists. Not part of the ABI.

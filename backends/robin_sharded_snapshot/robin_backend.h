@@ -75,6 +75,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
                            BlockVisitor* visitor) noexcept override;
   BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
   void GetStats(BackendStats* stats) noexcept override;
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override;
 
   // Merge a shard's delta into its base table once the delta holds more
   // than max(min_delta, base size / base_ratio) blocks (base_ratio > 0),

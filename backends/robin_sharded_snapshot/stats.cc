@@ -44,4 +44,15 @@ void RobinShardedSnapshotBackend::UpdateMemory() noexcept {
   writer_bytes_.store(total, std::memory_order_relaxed);
 }
 
+// Placeholder until ABI 1.1 lands in this backend: the host must not call it.
+BackendStatus RobinShardedSnapshotBackend::RemoveWorker(
+    StringView, uint32_t* existed) noexcept {
+  if (existed != nullptr) *existed = 0;
+  BackendStatus status{BackendCode::kInternal, {}};
+  static constexpr char kMessage[] = "RemoveWorker is not implemented yet";
+  static_assert(sizeof(kMessage) <= sizeof(status.message));
+  for (size_t i = 0; i < sizeof(kMessage); ++i) status.message[i] = kMessage[i];
+  return status;
+}
+
 }  // namespace kvindexer::robin

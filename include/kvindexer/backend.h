@@ -41,7 +41,7 @@ namespace kvindexer {
 // not know). It accepts a backend built against an older minor, and then never
 // calls a virtual function or reads a struct member added after that minor.
 inline constexpr uint32_t kBackendAbiMajor = 1;
-inline constexpr uint32_t kBackendAbiMinor = 0;
+inline constexpr uint32_t kBackendAbiMinor = 1;
 
 // Status codes. The values are the gRPC canonical codes, so the host maps them
 // one to one.
@@ -128,8 +128,10 @@ struct ApplyBatchView {
 };
 
 // A worker as the backend knows it. `worker` is a small dense ordinal the
-// backend assigns when it first sees a worker id; ordinals are never reused
-// (worker records are never deleted).
+// backend assigns when it first sees a worker id. Under ABI 1.0 records are
+// never deleted and ordinals never reused. From ABI 1.1 RemoveWorker deletes a
+// record and frees its ordinal, which a worker seen later may receive; within
+// one call's snapshot an ordinal always names one worker.
 struct WorkerView {
   uint32_t worker;
   StringView id;
@@ -222,6 +224,21 @@ class IndexBackend {
 
   // Fills *stats; fields past stats->struct_size are left alone.
   virtual void GetStats(BackendStats* stats) noexcept = 0;
+
+  // ABI 1.1. The host calls it only on a backend whose descriptor says
+  // abi_minor >= 1; for older backends it composes CLEAR_ALL_AT_TIER batches
+  // instead, and their records stay.
+  //
+  // Removes a worker atomically for readers: every placement it holds at
+  // every tier is revoked (blocks left with no placement are deleted with
+  // their hit counters, as in REVOKE) and its record is deleted, so the
+  // memory it used comes back. Its ordinal becomes free; a worker first seen
+  // after the removal may receive it. A concurrent reader sees the worker
+  // with all of its placements or not at all. Removing a worker id the
+  // backend has no record of changes nothing and returns OK. On return
+  // *existed is 1 when a record was deleted, else 0 (existed may be null).
+  virtual BackendStatus RemoveWorker(StringView worker_id,
+                                     uint32_t* existed) noexcept = 0;
 };
 
 // Returned by the entry function. Static storage owned by the backend

@@ -207,6 +207,10 @@ class TrivialBackend final : public IndexBackend {
     return OkStatus();
   }
   void GetStats(BackendStats*) noexcept override {}
+  BackendStatus RemoveWorker(StringView, uint32_t* existed) noexcept override {
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kOk, {}};
+  }
 };
 
 constexpr char kBuildInfo[] = KVINDEXER_KIT_BUILD_INFO "; kit test";

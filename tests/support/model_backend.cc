@@ -118,4 +118,15 @@ size_t ModelBackend::Visit(HashSpan hashes, BlockVisitor* visitor) const {
   return hashes.size;
 }
 
+// Placeholder until ABI 1.1 lands in this backend: the host must not call it.
+BackendStatus ModelBackend::RemoveWorker(StringView,
+                                         uint32_t* existed) noexcept {
+  if (existed != nullptr) *existed = 0;
+  BackendStatus status{BackendCode::kInternal, {}};
+  static constexpr char kMessage[] = "RemoveWorker is not implemented yet";
+  static_assert(sizeof(kMessage) <= sizeof(status.message));
+  for (size_t i = 0; i < sizeof(kMessage); ++i) status.message[i] = kMessage[i];
+  return status;
+}
+
 }  // namespace kvindexer::test_support

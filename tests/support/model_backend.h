@@ -62,6 +62,8 @@ class ModelBackend final : public IndexBackend {
                            BlockVisitor* visitor) noexcept override;
   BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
   void GetStats(BackendStats* stats) noexcept override;
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override;
 
  private:
   // Calls visitor->OnBlock for hashes[0..) until it returns false, each
