@@ -4,16 +4,12 @@
 // heartbeats, a refused heartbeat handled as a state loss, the probe never
 // blocking the engine. Against FakeGatedServer, FakeWorkerProbe and the
 // manual clock; the last tests use the real TCP probe on loopback.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <set>
 #include <thread>
 
 #include "bridge/stream_recovery.h"
+#include "bridge/tests/fake_worker_port.h"
 #include "bridge/tests/recovery_test_fixture.h"
 #include "bridge/worker_probe.h"
 #include "gmock/gmock.h"
@@ -272,32 +268,6 @@ TEST(StreamRecoveryHeartbeat, SlowProbeDoesNotBlockTheEngine) {
   EXPECT_LE(rig.server.beats.size(), 6u);
 }
 
-// A loopback listener standing in for the worker.
-class Listener {
- public:
-  Listener() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        listen(fd_, 128) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
-  }
-  ~Listener() {
-    if (fd_ >= 0) close(fd_);
-  }
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-};
-
 // The real TCP probe made synchronous for the manual clock: each outcome is
 // awaited in real time (bounded) before the engine sees it.
 class AwaitedTcpProbe : public WorkerProbe {
@@ -345,9 +315,9 @@ TEST(StreamRecoveryHeartbeat, R66cRefusingWorkerNeverBeats) {
   EXPECT_TRUE(rig.server.beats.empty());
   EXPECT_GE(rig.stats.heartbeat_probe_failures, 10u);
 
-  Listener listener;
-  ASSERT_GT(listener.port(), 0);
-  AwaitedTcpProbe listening(WorkerHostPort{"127.0.0.1", listener.port()});
+  FakeWorkerPort worker;
+  ASSERT_GT(worker.port(), 0);
+  AwaitedTcpProbe listening(WorkerHostPort{"127.0.0.1", worker.port()});
   io.worker_probe = &listening;
   BridgeStats stats;
   io.stats = &stats;
@@ -357,6 +327,7 @@ TEST(StreamRecoveryHeartbeat, R66cRefusingWorkerNeverBeats) {
   ASSERT_TRUE(second.Run().ok());
   EXPECT_GE(rig.server.beats.size(), 10u);
   EXPECT_EQ(stats.heartbeat_probe_failures, 0u);
+  EXPECT_GE(worker.accepted(), 10u);
 }
 
 }  // namespace
