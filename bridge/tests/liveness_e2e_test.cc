@@ -8,10 +8,11 @@
 // cleared by the server's sweeper and recovered when it comes back; a worker
 // whose port refuses (R66 (c)) never heartbeats and so is never cleared.
 //
-// No sleeps as synchronisation: effects are awaited in bounded loops, and
-// the bridge's own stats line (printed every second) says how many
-// heartbeats and failed worker checks it has done, which is what the "still
-// held" checks wait for instead of a duration.
+// No sleeps as synchronisation: effects are awaited in bounded loops. The
+// "still held" checks wait for the bridge to have checked the worker (each
+// successful check is followed by a heartbeat, 100 ms apart) or failed to
+// (its stats line counts the failures) a number of times, not for a
+// duration.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -116,10 +117,16 @@ class LivenessE2eTest : public ::testing::Test {
     return std::nullopt;
   }
 
-  // The bridge's heartbeat count now (from its next stats line).
-  uint64_t Heartbeats() {
-    std::optional<std::string> line = NextStatsLine(*bridge_);
-    return line ? Counter(*line, "heartbeats").value_or(0) : 0;
+  // Waits until the bridge has checked the worker `n` more times: `n`
+  // heartbeats, 100 ms apart, at least.
+  ::testing::AssertionResult WorkerCheckedAgain(size_t n) {
+    const size_t target = worker_.accepted() + n;
+    if (WaitUntil([&] { return worker_.accepted() >= target; }, kEffectBound)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure()
+           << "the worker port accepted " << worker_.accepted()
+           << " connections, expected " << target;
   }
 
   const std::vector<int64_t> universe_ = {1, 2, 3, 4, 5, 6, 7};
@@ -134,13 +141,9 @@ TEST_F(LivenessE2eTest, SilentWorkerIsClearedAndRecoveredWhenBack) {
   publisher.Publish(Payload({Store({1, 2, 3})}));
   ASSERT_TRUE(HeldBecomes({1, 2, 3}));
 
-  // While it heartbeats the worker outlives many TTLs and sweeps.
-  const uint64_t first = Heartbeats();
-  ASSERT_TRUE(StatsLineWhere([&](std::string_view line) {
-    return Counter(line, "heartbeats").value_or(0) >= first + 10;
-  }));
+  // While it heartbeats the worker outlives TTLs and sweeps.
+  ASSERT_TRUE(WorkerCheckedAgain(8));
   EXPECT_EQ(indexer_->HeldOrEmpty(universe_), (std::set<int64_t>{1, 2, 3}));
-  EXPECT_GT(worker_.accepted(), 0u);
 
   // The worker goes silent: its port closes and its publisher stops. The
   // bridge's checks fail, its heartbeats stop, and the sweeper clears it.
@@ -154,9 +157,6 @@ TEST_F(LivenessE2eTest, SilentWorkerIsClearedAndRecoveredWhenBack) {
       },
       kEffectBound))
       << "the server never logged the liveness clear";
-  ASSERT_TRUE(StatsLineWhere([](std::string_view line) {
-    return Counter(line, "heartbeat_probe_failures").value_or(0) >= 1;
-  }));
 
   // The worker comes back: its port reopens and its publisher restarts
   // from sequence 0. The bridge synchronises the new incarnation and
@@ -173,13 +173,19 @@ TEST_F(LivenessE2eTest, SilentWorkerIsClearedAndRecoveredWhenBack) {
   EXPECT_EQ(indexer_->Checkpoint(), std::optional<uint64_t>(1));
 
   // Marked again and kept: the blocks survive further TTLs and sweeps.
-  const uint64_t back = Heartbeats();
-  std::optional<std::string> line = StatsLineWhere([&](std::string_view l) {
-    return Counter(l, "heartbeats").value_or(0) >= back + 10;
-  });
-  ASSERT_TRUE(line);
+  ASSERT_TRUE(WorkerCheckedAgain(8));
   EXPECT_EQ(indexer_->HeldOrEmpty(universe_), (std::set<int64_t>{5, 6}));
+  // The counters of the stats line the bridge prints when it stops.
+  StopBridge(*bridge_);
+  const std::string output = bridge_->Output();
+  const size_t stopped = output.rfind("bridge stopped: ");
+  ASSERT_NE(stopped, std::string::npos) << output;
+  const std::optional<std::string> line =
+      output.substr(stopped, output.find('\n', stopped) - stopped);
   EXPECT_EQ(LogField(*line, "state"), "exact") << *line;
+  EXPECT_GE(Counter(*line, "heartbeats").value_or(0), 8u) << *line;
+  EXPECT_GE(Counter(*line, "heartbeat_probe_failures").value_or(0), 1u)
+      << *line;
 }
 
 // R66 (c): the worker's port refuses (http://127.0.0.1:1), so the bridge
