@@ -2,9 +2,9 @@
 // robin_sharded_snapshot's old fixed mixer cost a backend (BENCHMARKS.md,
 // "Crafted block hashes"). For each query set (--sets: "random" hashes, or
 // hashes "crafted" by CraftLegacyCollisions to share one shard and their low
-// --bucket_bits bits under that mixer), a fresh backend is filled and timed
-// as crafted_keys_run.h says; the table gives medians over --reps rounds and
-// the crafted/random ratios.
+// --bucket_bits bits under that mixer), a backend is filled; then their
+// rounds alternate, timed as crafted_keys_run.h says. The table gives
+// medians over --reps rounds and the crafted/random ratios.
 //
 // The robin backend mixes with the process's random key unless
 // KV_INDEXER_ROBIN_HASH_KEY names one; set to kLegacyHashKeyText
@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -39,7 +41,7 @@ ABSL_FLAG(uint32_t, ordinary_workers, 16, "Workers holding ordinary blocks");
 ABSL_FLAG(uint64_t, ordinary_hashes, 1'000'000,
           "Random blocks spread over the ordinary workers");
 ABSL_FLAG(uint32_t, batch, 16384, "Hashes per apply while filling");
-ABSL_FLAG(uint32_t, reps, 5, "Timed rounds per query set");
+ABSL_FLAG(uint32_t, reps, 5, "Timed rounds per query set, alternating");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the random hashes");
 
 namespace kvindexer::bench {
@@ -68,8 +70,8 @@ int Main() {
   spec.ordinary_workers = std::max(1u, absl::GetFlag(FLAGS_ordinary_workers));
   spec.ordinary_hashes = absl::GetFlag(FLAGS_ordinary_hashes);
   spec.batch = std::max(1u, absl::GetFlag(FLAGS_batch));
-  spec.reps = std::max(1u, absl::GetFlag(FLAGS_reps));
   spec.seed = absl::GetFlag(FLAGS_seed);
+  const uint32_t reps = std::max(1u, absl::GetFlag(FLAGS_reps));
   const size_t n = absl::GetFlag(FLAGS_query_hashes);
   const uint32_t bucket_bits = absl::GetFlag(FLAGS_bucket_bits);
   if (bucket_bits < 1 || bucket_bits > 40) {
@@ -83,16 +85,14 @@ int Main() {
       "query set %zu hashes; ordinary %llu hashes over %u workers; "
       "batches of %u; %u rounds\n\n",
       n, static_cast<unsigned long long>(spec.ordinary_hashes),
-      spec.ordinary_workers, spec.batch, spec.reps);
+      spec.ordinary_workers, spec.batch, reps);
   std::printf(
       "| query set | fill: ordinary / query set (s) | memory (MB) | scan "
       "(ms) | 1-hash apply alone (ms) | 1-hash apply during a scan (ms) | "
       "that scan (ms) |\n|---|---|---|---|---|---|---|\n");
 
-  double scan_random = 0;
-  double apply_random = 0;
-  double scan_crafted = 0;
-  double apply_crafted = 0;
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<CraftedKeysRun>> runs;
   const std::vector<std::string> sets =
       absl::StrSplit(absl::GetFlag(FLAGS_sets), ',', absl::SkipEmpty());
   for (const std::string& set : sets) {
@@ -110,22 +110,40 @@ int Main() {
       std::fprintf(stderr, "unknown query set \"%s\"\n", set.c_str());
       return 2;
     }
-    absl::StatusOr<CraftedKeysFigures> figures =
-        RunCraftedKeys(spec, query_set);
-    if (!figures.ok()) {
+    absl::StatusOr<std::unique_ptr<CraftedKeysRun>> run =
+        CraftedKeysRun::Fill(spec, std::move(query_set));
+    if (!run.ok()) {
       std::fprintf(stderr, "%s: %s\n", set.c_str(),
-                   figures.status().ToString().c_str());
+                   run.status().ToString().c_str());
       return 1;
     }
-    const double scan = Median(figures->scan_ms);
-    const double apply = Median(figures->apply_ms);
+    names.push_back(set);
+    runs.push_back(std::move(*run));
+  }
+  for (uint32_t rep = 0; rep < reps; ++rep) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (absl::Status s = runs[i]->TimeRound(); !s.ok()) {
+        std::fprintf(stderr, "%s: %s\n", names[i].c_str(),
+                     s.ToString().c_str());
+        return 1;
+      }
+    }
+  }
+
+  double scan_random = 0;
+  double apply_random = 0;
+  double scan_crafted = 0;
+  double apply_crafted = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const CraftedKeysFigures& figures = runs[i]->figures();
+    const double scan = Median(figures.scan_ms);
+    const double apply = Median(figures.apply_ms);
     std::printf("| %s | %.2f / %.2f | %.1f | %.2f | %.3f | %.3f | %.2f |\n",
-                set.c_str(), figures->fill_ordinary_s,
-                figures->fill_query_set_s, figures->memory_bytes / 1e6, scan,
-                Median(figures->alone_ms), apply, Median(figures->beside_ms));
-    std::fflush(stdout);
-    (set == "random" ? scan_random : scan_crafted) = scan;
-    (set == "random" ? apply_random : apply_crafted) = apply;
+                names[i].c_str(), figures.fill_ordinary_s,
+                figures.fill_query_set_s, figures.memory_bytes / 1e6, scan,
+                Median(figures.alone_ms), apply, Median(figures.beside_ms));
+    (names[i] == "random" ? scan_random : scan_crafted) = scan;
+    (names[i] == "random" ? apply_random : apply_crafted) = apply;
   }
   if (scan_random > 0 && scan_crafted > 0) {
     std::printf(

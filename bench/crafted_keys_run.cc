@@ -1,10 +1,14 @@
 #include "crafted_keys_run.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +19,9 @@ namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The worker whose 1-hash applies are timed.
+constexpr char kVictim[] = "victim";
 
 double Milliseconds(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -80,21 +87,26 @@ absl::StatusOr<double> Scan(IndexBackend& backend,
 
 }  // namespace
 
-absl::StatusOr<CraftedKeysFigures> RunCraftedKeys(
-    const CraftedKeysSpec& spec, const std::vector<int64_t>& query_set) {
+absl::StatusOr<std::unique_ptr<CraftedKeysRun>> CraftedKeysRun::Fill(
+    const CraftedKeysSpec& spec, std::vector<int64_t> query_set) {
+  std::unique_ptr<CraftedKeysRun> run(new CraftedKeysRun());
   absl::StatusOr<std::unique_ptr<LoadedBackend>> loaded =
       LoadedBackend::Load(spec.backend, spec.search_path);
   if (!loaded.ok()) return loaded.status();
-  IndexBackend& backend = *(*loaded)->backend();
-  CraftedKeysFigures figures;
-  std::mt19937_64 rng(spec.seed);
+  run->loaded_ = std::move(*loaded);
+  run->query_set_ = std::move(query_set);
+  run->rng_.seed(spec.seed);
+  IndexBackend& backend = *run->loaded_->backend();
+  CraftedKeysFigures& figures = run->figures_;
 
   std::vector<int64_t> hashes(spec.batch);
   Clock::time_point start = Clock::now();
   for (uint64_t done = 0, round = 0; done < spec.ordinary_hashes; ++round) {
     const size_t n = static_cast<size_t>(
         std::min<uint64_t>(spec.batch, spec.ordinary_hashes - done));
-    for (size_t i = 0; i < n; ++i) hashes[i] = static_cast<int64_t>(rng());
+    for (size_t i = 0; i < n; ++i) {
+      hashes[i] = static_cast<int64_t>(run->rng_());
+    }
     const std::string worker =
         absl::StrCat("ordinary-", round % spec.ordinary_workers);
     if (absl::Status s = Report(backend, worker, hashes.data(), n); !s.ok()) {
@@ -105,11 +117,11 @@ absl::StatusOr<CraftedKeysFigures> RunCraftedKeys(
   figures.fill_ordinary_s =
       std::chrono::duration<double>(Clock::now() - start).count();
 
+  const std::vector<int64_t>& set = run->query_set_;
   start = Clock::now();
-  for (size_t done = 0; done < query_set.size(); done += spec.batch) {
-    const size_t n = std::min<size_t>(spec.batch, query_set.size() - done);
-    if (absl::Status s =
-            Report(backend, "attacker", query_set.data() + done, n);
+  for (size_t done = 0; done < set.size(); done += spec.batch) {
+    const size_t n = std::min<size_t>(spec.batch, set.size() - done);
+    if (absl::Status s = Report(backend, "attacker", set.data() + done, n);
         !s.ok()) {
       return s;
     }
@@ -123,50 +135,49 @@ absl::StatusOr<CraftedKeysFigures> RunCraftedKeys(
 
   // The victim's record exists before the timed applies, which then only
   // add one block each.
-  const std::string victim = "victim";
-  int64_t fresh = static_cast<int64_t>(rng());
-  if (absl::Status s = Report(backend, victim, &fresh, 1); !s.ok()) return s;
+  const int64_t first = static_cast<int64_t>(run->rng_());
+  if (absl::Status s = Report(backend, kVictim, &first, 1); !s.ok()) return s;
+  return run;
+}
 
-  for (uint32_t rep = 0; rep < spec.reps; ++rep) {
-    {
-      ScanVisitor visitor;
-      absl::StatusOr<double> ms = Scan(backend, query_set, visitor);
-      if (!ms.ok()) return ms.status();
-      figures.scan_ms.push_back(*ms);
-    }
-    {
-      fresh = static_cast<int64_t>(rng());
-      const Clock::time_point apply_start = Clock::now();
-      if (absl::Status s = Report(backend, victim, &fresh, 1); !s.ok()) {
-        return s;
-      }
-      figures.alone_ms.push_back(Milliseconds(Clock::now() - apply_start));
-    }
-    {
-      ScanVisitor visitor;
-      std::atomic<bool> scan_done{false};
-      absl::StatusOr<double> scan_ms = 0.0;
-      std::thread scanner([&] {
-        scan_ms = Scan(backend, query_set, visitor);
-        scan_done.store(true, std::memory_order_release);
-      });
-      // A spin, not a sleep: the apply must start while the scan runs.
-      while (!visitor.started.load(std::memory_order_acquire) &&
-             !scan_done.load(std::memory_order_acquire)) {
-        std::this_thread::yield();
-      }
-      fresh = static_cast<int64_t>(rng());
-      const Clock::time_point apply_start = Clock::now();
-      const absl::Status applied = Report(backend, victim, &fresh, 1);
-      const double apply_ms = Milliseconds(Clock::now() - apply_start);
-      scanner.join();
-      if (!applied.ok()) return applied;
-      if (!scan_ms.ok()) return scan_ms.status();
-      figures.apply_ms.push_back(apply_ms);
-      figures.beside_ms.push_back(*scan_ms);
-    }
+absl::Status CraftedKeysRun::TimeRound() {
+  IndexBackend& backend = *loaded_->backend();
+  {
+    ScanVisitor visitor;
+    absl::StatusOr<double> ms = Scan(backend, query_set_, visitor);
+    if (!ms.ok()) return ms.status();
+    figures_.scan_ms.push_back(*ms);
   }
-  return figures;
+  {
+    const int64_t fresh = static_cast<int64_t>(rng_());
+    const Clock::time_point start = Clock::now();
+    if (absl::Status s = Report(backend, kVictim, &fresh, 1); !s.ok()) {
+      return s;
+    }
+    figures_.alone_ms.push_back(Milliseconds(Clock::now() - start));
+  }
+  ScanVisitor visitor;
+  std::atomic<bool> scan_done{false};
+  absl::StatusOr<double> scan_ms = 0.0;
+  std::thread scanner([&] {
+    scan_ms = Scan(backend, query_set_, visitor);
+    scan_done.store(true, std::memory_order_release);
+  });
+  // A spin, not a sleep: the apply must start while the scan runs.
+  while (!visitor.started.load(std::memory_order_acquire) &&
+         !scan_done.load(std::memory_order_acquire)) {
+    std::this_thread::yield();
+  }
+  const int64_t fresh = static_cast<int64_t>(rng_());
+  const Clock::time_point start = Clock::now();
+  const absl::Status applied = Report(backend, kVictim, &fresh, 1);
+  const double apply_ms = Milliseconds(Clock::now() - start);
+  scanner.join();
+  if (!applied.ok()) return applied;
+  if (!scan_ms.ok()) return scan_ms.status();
+  figures_.apply_ms.push_back(apply_ms);
+  figures_.beside_ms.push_back(*scan_ms);
+  return absl::OkStatus();
 }
 
 }  // namespace kvindexer::bench
