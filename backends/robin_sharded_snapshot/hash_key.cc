@@ -138,11 +138,11 @@ bool ConfigureHashKey(const char* value, HashKeyState* state, char* error,
   }
   HashKey key;
   if (!ParseHashKey(value, &key, error, error_size)) return false;
-  if (state->fixed && !(key == state->key)) {
+  if (state->fixed && key != state->key) {
     kit::WriteCreateError(error, error_size,
-                          "%s=\"%.64s\" differs from the hash key this "
-                          "process's robin_sharded_snapshot backends were "
-                          "created with; it cannot change once one exists",
+                          "%s=\"%.64s\" differs from the hash key of this "
+                          "process's robin_sharded_snapshot backends, which "
+                          "the first backend created has fixed",
                           kHashKeyVariable, value);
     return false;
   }
@@ -160,7 +160,7 @@ bool ConfigureProcessHashKey(const char* value, char* error,
   }
   // Written only when it changes, which can happen only before the key is
   // fixed, while no backend reads it.
-  if (!(hash_key_internal::process_key == process_state.key)) {
+  if (hash_key_internal::process_key != process_state.key) {
     hash_key_internal::process_key = process_state.key;
   }
   return true;

@@ -9,8 +9,8 @@
 //                              kLegacyHashKeyText.
 //
 // Thread safety: ProcessHashKey() may be read concurrently at any time; it
-// changes only in ConfigureProcessHashKey before the first backend is
-// created, and in SetProcessHashKeyForTesting.
+// changes only in ConfigureProcessHashKey until the first backend created
+// fixes it, and in SetProcessHashKeyForTesting.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_HASH_KEY_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_HASH_KEY_H_
 
@@ -38,12 +38,12 @@ inline constexpr char kHashKeyVariable[] = "KV_INDEXER_ROBIN_HASH_KEY";
 
 // True for a usable key: an odd multiplier with 16 to 48 of its 64 bits set,
 // so that the product carries every bit of the hash into both halves. The
-// random draw retries until this holds (it fails for about 1 in 30,000
+// random draw retries until this holds (it fails for about 1 in 40,000
 // draws).
 bool IsUsableHashKey(const HashKey& key) noexcept;
 
 // Draws a random usable key (getrandom(2), or std::random_device where that
-// call is missing) into `key`. False when no random source works.
+// call fails) into `key`. False when no random source works.
 bool DrawHashKey(HashKey* key) noexcept;
 
 // Parses the variable's value: exactly 32 hex digits (either case), the xor
@@ -78,7 +78,8 @@ bool ConfigureProcessHashKey(const char* value, char* error,
 namespace hash_key_internal {
 // The key MixHash reads. Holds kLegacyHashKey until the static initializer
 // of hash_key.cc replaces it with random bits (so it is never a degenerate
-// key, even for a reader that ran earlier). Written only as the header
+// key, even for a reader that ran earlier), or for good if no random source
+// works (the plugin's create() then fails). Written only as the header
 // comment says.
 extern HashKey process_key;
 }  // namespace hash_key_internal
