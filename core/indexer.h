@@ -74,7 +74,9 @@ class Indexer {
   // query's own storage, so a caller can encode it without building the
   // response message. Unlike the other methods it does not validate: the
   // server validates a prefix query before admitting it, so that an invalid
-  // one never takes a permit. REQUIRES: ValidatePrefix(req).ok().
+  // one never takes a permit. An answer larger than
+  // limits.max_prefix_answer_bytes is RESOURCE_EXHAUSTED and not delivered.
+  // REQUIRES: ValidatePrefix(req).ok().
   [[nodiscard]] absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       absl::FunctionRef<void(const PrefixAnswer&)> deliver);
