@@ -26,6 +26,18 @@ void RevokePlacement(uint32_t worker, uint32_t tier, int64_t hash,
   }
 }
 
+// Runs one optional rebuild of a table left sparse. A rebuild happens
+// completely or not at all; when it cannot get its memory the table simply
+// stays as large as it was.
+template <typename Compact>
+void TryCompact(Compact compact) noexcept {
+  try {
+    compact();
+  } catch (...) {  // std::bad_alloc: nothing changed, nothing to report
+    return;
+  }
+}
+
 }  // namespace
 
 BackendStatus RemoveWorkerFromTables(absl::string_view id, BlockTable* blocks,
@@ -55,19 +67,9 @@ BackendStatus RemoveWorkerFromTables(absl::string_view id, BlockTable* blocks,
   }
   workers->Remove(worker);
   *existed = 1;
-  // Optional: each rebuild either happens completely or not at all.
-  try {
-    blocks->Compact();
-  } catch (...) {
-  }
-  try {
-    hits->Compact();
-  } catch (...) {
-  }
-  try {
-    workers->Compact();
-  } catch (...) {
-  }
+  TryCompact([&] { blocks->Compact(); });
+  TryCompact([&] { hits->Compact(); });
+  TryCompact([&] { workers->Compact(); });
   return kit::OkStatus();
 }
 
