@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
+#include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
@@ -53,6 +54,9 @@ struct WorkerRecord {
   std::optional<SequenceCheckpoint> checkpoint;
   std::string address;
   std::optional<CacheSpec> spec;
+  // Recent claims on this worker id, to detect two bridges feeding it
+  // (core/worker_claims.h); bounded, and deleted with the record.
+  WorkerClaims claims;
 
   SequenceState state() const {
     if (checkpoint.has_value()) return SequenceState::kSequenced;

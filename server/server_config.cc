@@ -21,6 +21,11 @@ constexpr std::string_view kBackendAccepted =
     "a backend name (for example absl_rwlock) or the path of a backend .so "
     "file";
 
+// Bounds (core/request_limits.h): digits only, at least 1. An answer ceiling
+// stays at or below INT_MAX, the largest message the service can encode.
+constexpr Uint32Syntax kBoundSyntax{.min = 1};
+constexpr Uint32Syntax kAnswerBytesSyntax{.min = 1, .max = 2147483647};
+
 // Port numbers: digits only, 0..65535.
 constexpr Uint32Syntax kPortSyntax{.max = 65535};
 // KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT: digits only, at least 1.
@@ -69,6 +74,38 @@ absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(std::string_view value) {
                         kMaxInflightAccepted);
 }
 
+absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
+  RequestLimits limits;
+  struct Bound {
+    std::string_view var;
+    const Uint32Syntax& syntax;
+    std::string_view accepted;
+    uint32_t* value;
+  };
+  const Bound bounds[] = {
+      {kMaxWorkerIdBytesVar, kBoundSyntax,
+       "a positive integer of bytes (1..4294967295), for example 256",
+       &limits.max_worker_id_bytes},
+      {kMaxWorkerAddressBytesVar, kBoundSyntax,
+       "a positive integer of bytes (1..4294967295), for example 2048",
+       &limits.max_worker_address_bytes},
+      {kMaxWorkersVar, kBoundSyntax,
+       "a positive integer of workers (1..4294967295), for example 65536",
+       &limits.max_workers},
+      {kMaxPrefixAnswerBytesVar, kAnswerBytesSyntax,
+       "a positive integer of bytes (1..2147483647), for example 4000000",
+       &limits.max_prefix_answer_bytes},
+  };
+  for (const Bound& bound : bounds) {
+    if (auto v = env(bound.var)) {
+      auto n = ParseEnvUint32(bound.var, *v, bound.syntax, bound.accepted);
+      if (!n.ok()) return n.status();
+      *bound.value = *n;
+    }
+  }
+  return limits;
+}
+
 absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   ServerConfig config;
   if (auto v = env(kListenAddrVar)) {
@@ -95,6 +132,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
     }
     config.backend_path = *std::move(v);
   }
+  auto limits = LoadRequestLimits(env);
+  if (!limits.ok()) return limits.status();
+  config.limits = *limits;
   auto level = LoadLogLevel(env);
   if (!level.ok()) return level.status();
   config.log_level = *level;
@@ -137,6 +177,16 @@ std::string UsageText(std::string_view program) {
       {kBackendPathVar, "(empty)",
        "colon-separated directories searched for backends by name"},
       {kLogLevelVar, "info", kLogLevelValues},
+      {kMaxWorkerIdBytesVar, std::to_string(kDefaultMaxWorkerIdBytes),
+       "bytes of a worker_id; longer is INVALID_ARGUMENT"},
+      {kMaxWorkerAddressBytesVar, std::to_string(kDefaultMaxWorkerAddressBytes),
+       "bytes of a worker_address; longer is INVALID_ARGUMENT"},
+      {kMaxWorkersVar, std::to_string(kDefaultMaxWorkers),
+       "worker records held at once; a new one beyond is "
+       "RESOURCE_EXHAUSTED"},
+      {kMaxPrefixAnswerBytesVar, std::to_string(kDefaultMaxPrefixAnswerBytes),
+       "encoded bytes of one prefix answer (1..2147483647); larger is "
+       "RESOURCE_EXHAUSTED"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
