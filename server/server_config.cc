@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -20,6 +21,13 @@ constexpr std::string_view kMaxInflightAccepted =
 constexpr std::string_view kBackendAccepted =
     "a backend name (for example absl_rwlock) or the path of a backend .so "
     "file";
+
+constexpr std::string_view kLivenessAccepted =
+    "1, true or yes to sweep workers whose heartbeat expired; 0, false or no "
+    "not to";
+constexpr std::string_view kLivenessSweepMsAccepted =
+    "a positive integer of milliseconds (1..4294967295), for example 1000";
+constexpr Uint32Syntax kLivenessSweepMsSyntax{.min = 1};
 
 // Port numbers: digits only, 0..65535.
 constexpr Uint32Syntax kPortSyntax{.max = 65535};
@@ -69,6 +77,19 @@ absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(std::string_view value) {
                         kMaxInflightAccepted);
 }
 
+absl::StatusOr<bool> ParseLiveness(std::string_view value) {
+  const std::string lower =
+      absl::AsciiStrToLower(absl::string_view(value.data(), value.size()));
+  if (lower == "1" || lower == "true" || lower == "yes") return true;
+  if (lower == "0" || lower == "false" || lower == "no") return false;
+  return InvalidEnvValue(kLivenessVar, value, kLivenessAccepted);
+}
+
+absl::StatusOr<uint32_t> ParseLivenessSweepMs(std::string_view value) {
+  return ParseEnvUint32(kLivenessSweepMsVar, value, kLivenessSweepMsSyntax,
+                        kLivenessSweepMsAccepted);
+}
+
 absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   ServerConfig config;
   if (auto v = env(kListenAddrVar)) {
@@ -98,6 +119,17 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto level = LoadLogLevel(env);
   if (!level.ok()) return level.status();
   config.log_level = *level;
+  // Worker liveness.
+  if (auto v = env(kLivenessVar)) {
+    auto on = ParseLiveness(*v);
+    if (!on.ok()) return on.status();
+    config.liveness = *on;
+  }
+  if (auto v = env(kLivenessSweepMsVar)) {
+    auto ms = ParseLivenessSweepMs(*v);
+    if (!ms.ok()) return ms.status();
+    config.liveness_sweep_ms = *ms;
+  }
   return config;
 }
 
@@ -137,6 +169,10 @@ std::string UsageText(std::string_view program) {
       {kBackendPathVar, "(empty)",
        "colon-separated directories searched for backends by name"},
       {kLogLevelVar, "info", kLogLevelValues},
+      {kLivenessVar, "1",
+       "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
+      {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),
+       "positive integer: milliseconds between liveness sweeps"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
