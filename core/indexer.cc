@@ -1,5 +1,6 @@
 #include "core/indexer.h"
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -15,7 +16,9 @@
 #include "core/request_validation.h"
 #include "core/sequence_gate.h"
 #include "core/worker_batches.h"
+#include "core/worker_claims.h"
 #include "fmt/format.h"
+#include "spdlog/spdlog.h"
 
 namespace kvindexer {
 namespace {
@@ -106,9 +109,10 @@ class RequestBatch {
 }  // namespace
 
 Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
-                 uint32_t backend_abi_minor, const MonotonicClock* clock,
-                 WorkerLifecycleLog* lifecycle_log)
+                 const RequestLimits& limits, uint32_t backend_abi_minor,
+                 const MonotonicClock* clock, WorkerLifecycleLog* lifecycle_log)
     : backend_(backend),
+      limits_(limits),
       gate_log_(gate_log != nullptr ? gate_log : &own_gate_log_),
       backend_abi_minor_(backend_abi_minor),
       clock_(clock != nullptr ? clock : &MonotonicClock::Real()),
@@ -117,22 +121,39 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
 
 absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
                             v1::ApplyExternalKvBatchResponse* resp,
+                            std::string_view peer,
                             const HeartbeatHeader& heartbeat) {
-  if (absl::Status s = ValidateApply(req); !s.ok()) return s;
+  if (absl::Status s = ValidateApply(req, limits_); !s.ok()) return s;
   const RequestBatch batch(req);
 
   std::lock_guard<std::mutex> lock(mutation_mu_);
   // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
   // liveness and removal").
   NoteHeartbeat(req.worker_id(), heartbeat);
-  if (req.enforce_sequence()) return ApplyGated(req, batch.view(), resp);
+  const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
+  if (req.enforce_sequence()) {
+    // A gated apply never creates a record (G1); every one that finds a
+    // record is a claim on it, refused or not.
+    if (WorkerRecord* record = workers_.Find(req.worker_id())) {
+      ObserveClaim(req.worker_id(), *record, claim);
+    }
+    return ApplyGated(req, batch.view(), resp);
+  }
 
   // The seed-era path: applied whatever the sequence state, which it never
   // reads or changes beyond making the worker ready.
+  // "Limits > Bounds": a new record must fit under max_workers.
+  if (workers_.Find(req.worker_id()) == nullptr) {
+    if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
     return s;
   }
   WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
+  ObserveClaim(req.worker_id(), record, claim);
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
@@ -189,8 +210,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
 }
 
 absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
-                              v1::ReplaceExternalKvSnapshotResponse* resp) {
-  if (absl::Status s = ValidateReplace(req); !s.ok()) return s;
+                              v1::ReplaceExternalKvSnapshotResponse* resp,
+                              std::string_view peer) {
+  if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) return s;
   const SnapshotBatch batch(req);
 
   std::lock_guard<std::mutex> lock(mutation_mu_);
@@ -199,6 +221,8 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
+  ObserveClaim(req.worker_id(), *record,
+               WorkerClaim{peer, req.worker_address(), req.worker_epoch()});
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
     return s;
   }
@@ -213,7 +237,7 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
 
 absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                 v1::ConfigureExpectedWorkersResponse* resp) {
-  if (absl::Status s = ValidateConfigure(req); !s.ok()) return s;
+  if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) return s;
   absl::flat_hash_set<absl::string_view> listed;
   listed.reserve(static_cast<size_t>(req.workers_size()));
   for (const v1::ExpectedWorker& worker : req.workers()) {
@@ -272,13 +296,23 @@ absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
 absl::Status Indexer::MatchPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
-  return RunPrefixQuery(backend_, req, deliver);
+  return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes,
+                        deliver);
 }
 
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
                                 v1::GetExternalKvHitCountsResponse* resp) {
   if (absl::Status s = ValidateHitCounts(req); !s.ok()) return s;
   return RunHitCounts(backend_, req, resp);
+}
+
+void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+                           const WorkerClaim& claim) {
+  const std::optional<ClaimConflict> conflict =
+      record.claims.Observe(claim, std::chrono::steady_clock::now());
+  if (conflict.has_value() && conflict->log) {
+    spdlog::warn("{}", ClaimConflictLine(worker_id, claim, *conflict));
+  }
 }
 
 // --- Worker liveness and removal (docs/contract.md, "Recovery > Worker

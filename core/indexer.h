@@ -36,6 +36,7 @@
 #include "core/liveness_table.h"
 #include "core/monotonic_clock.h"
 #include "core/prefix_answer.h"
+#include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
 #include "core/worker_lifecycle_log.h"
 #include "core/worker_sequence_table.h"
@@ -49,13 +50,15 @@ namespace v1 = ::kv_indexer::v1;
 class Indexer {
  public:
   // REQUIRES: backend (and gate_log, clock and lifecycle_log, when given)
-  // outlive the Indexer; backend_abi_minor is the minor version of the ABI
-  // the backend was built against (LoadedBackend::abi_minor()): from 1 the
-  // Indexer removes workers with IndexBackend::RemoveWorker, below it with
-  // CLEAR_ALL_AT_TIER batches. OWNERSHIP: nothing is taken. A null gate_log
-  // or lifecycle_log means an internal one that logs through spdlog; a null
-  // clock means MonotonicClock::Real().
+  // outlive the Indexer. OWNERSHIP: nothing is taken. A null gate_log or
+  // lifecycle_log means an internal one that logs through spdlog; a null
+  // clock means MonotonicClock::Real(). `limits` bound what clients can make
+  // the index hold and serve (docs/contract.md, "Limits > Bounds").
+  // backend_abi_minor is the minor version of the ABI the backend was built
+  // against (LoadedBackend::abi_minor()): from 1 the Indexer removes workers
+  // with IndexBackend::RemoveWorker, below it with CLEAR_ALL_AT_TIER batches.
   explicit Indexer(IndexBackend* backend, SequenceGateLog* gate_log = nullptr,
+                   const RequestLimits& limits = RequestLimits{},
                    uint32_t backend_abi_minor = kBackendAbiMinor,
                    const MonotonicClock* clock = nullptr,
                    WorkerLifecycleLog* lifecycle_log = nullptr);
@@ -65,17 +68,21 @@ class Indexer {
   // ApplyExternalKvBatch: validation, then the seed-era path or the sequence
   // gate (enforce_sequence). Fills *resp on OK. A failed validation changes
   // nothing; a gap (G4) clears the worker and returns FAILED_PRECONDITION.
-  // A valid `heartbeat` on a request that passes validation marks the
-  // worker whatever happens next (a malformed one is logged, once per
-  // worker, and ignored). REQUIRES: resp != nullptr.
+  // `peer` names the sender (the gRPC peer) for duplicate-claim detection;
+  // claims with equal peers never conflict, so "" turns it off. A valid
+  // `heartbeat` on a request that passes validation marks the worker
+  // whatever happens next (a malformed one is logged, once per worker, and
+  // ignored). REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
                                    v1::ApplyExternalKvBatchResponse* resp,
+                                   std::string_view peer = {},
                                    const HeartbeatHeader& heartbeat = {});
   // ReplaceExternalKvSnapshot: the worker's whole placement and checkpoint,
-  // installed by one atomic backend batch. REQUIRES: resp != nullptr.
+  // installed by one atomic backend batch. `peer` as for Apply.
+  // REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Replace(
       const v1::ReplaceExternalKvSnapshotRequest& req,
-      v1::ReplaceExternalKvSnapshotResponse* resp);
+      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {});
   // ConfigureExpectedWorkers: the listed workers get records; every other
   // record is cleared and deleted. REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Configure(
@@ -88,7 +95,9 @@ class Indexer {
   // query's own storage, so a caller can encode it without building the
   // response message. Unlike the other methods it does not validate: the
   // server validates a prefix query before admitting it, so that an invalid
-  // one never takes a permit. REQUIRES: ValidatePrefix(req).ok().
+  // one never takes a permit. An answer larger than
+  // limits.max_prefix_answer_bytes is RESOURCE_EXHAUSTED and not delivered.
+  // REQUIRES: ValidatePrefix(req).ok().
   [[nodiscard]] absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       absl::FunctionRef<void(const PrefixAnswer&)> deliver);
@@ -158,7 +167,14 @@ class Indexer {
                           const ApplyBatchView& batch,
                           v1::ApplyExternalKvBatchResponse* resp);
 
+  // Records the claim of a request on `record` and logs a conflict at WARN,
+  // throttled per worker ("Limits > Bounds > Duplicate claims"). REQUIRES:
+  // mutation_mu_ held.
+  void ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+                    const WorkerClaim& claim);
+
   IndexBackend* backend_;
+  const RequestLimits limits_;
   SequenceGateLog own_gate_log_;
   SequenceGateLog* gate_log_;
   const uint32_t backend_abi_minor_;

@@ -46,7 +46,7 @@ class IndexerLivenessTest : public ::testing::Test {
                     std::optional<std::chrono::milliseconds> ttl) {
     v1::ApplyExternalKvBatchResponse resp;
     return indexer_.Apply(
-        batch, &resp,
+        batch, &resp, /*peer=*/"",
         ttl.has_value() ? HeartbeatHeader::Valid(*ttl) : HeartbeatHeader{});
   }
   // A seed-era heartbeat: an empty apply with the header.
@@ -104,8 +104,12 @@ class IndexerLivenessTest : public ::testing::Test {
       [this](spdlog::level::level_enum level, std::string_view text) {
         lines_.push_back({level, std::string(text)});
       }};
-  Indexer indexer_{&backend_, /*gate_log=*/nullptr, /*backend_abi_minor=*/1,
-                   &clock_, &log_};
+  Indexer indexer_{&backend_,
+                   /*gate_log=*/nullptr,
+                   RequestLimits{},
+                   /*backend_abi_minor=*/1,
+                   &clock_,
+                   &log_};
 };
 
 // --- Heartbeats ---
@@ -163,11 +167,12 @@ TEST_F(IndexerLivenessTest, AMalformedHeaderIsIgnoredAndLoggedOncePerWorker) {
   v1::ApplyExternalKvBatchResponse resp;
   for (const char* value : {"0", "soon", "0"}) {
     ASSERT_TRUE(
-        indexer_.Apply(Batch("w", "a"), &resp, HeartbeatHeader::Parse(value))
+        indexer_
+            .Apply(Batch("w", "a"), &resp, "", HeartbeatHeader::Parse(value))
             .ok());
   }
   ASSERT_TRUE(
-      indexer_.Apply(Batch("v", "a"), &resp, HeartbeatHeader::Parse("-1"))
+      indexer_.Apply(Batch("v", "a"), &resp, "", HeartbeatHeader::Parse("-1"))
           .ok());
   EXPECT_FALSE(Marked("w"));
   EXPECT_FALSE(Marked("v"));
@@ -481,11 +486,12 @@ TEST(IndexerLivenessAbi10Test, SweepsClearWithBatchesAndNeverRemove) {
   FakeMonotonicClock clock;
   RemovableModelBackend backend;
   WorkerLifecycleLog log([](spdlog::level::level_enum, std::string_view) {});
-  Indexer indexer(&backend, nullptr, /*backend_abi_minor=*/0, &clock, &log);
+  Indexer indexer(&backend, nullptr, RequestLimits{}, /*backend_abi_minor=*/0,
+                  &clock, &log);
   v1::ApplyExternalKvBatchResponse resp;
   ASSERT_TRUE(indexer
                   .Apply(Batch("w", "a").Report(kTierHbm, {1}), &resp,
-                         HeartbeatHeader::Valid(100ms))
+                         /*peer=*/"", HeartbeatHeader::Valid(100ms))
                   .ok());
   clock.Advance(1s);
   EXPECT_EQ(indexer.SweepLiveness(clock.Now()).cleared, 1u);

@@ -81,7 +81,8 @@ class IndexerRemovalTest : public ::testing::TestWithParam<uint32_t> {
       [this](spdlog::level::level_enum level, std::string_view text) {
         lines_.push_back({level, std::string(text)});
       }};
-  Indexer indexer_{&backend_, /*gate_log=*/nullptr, GetParam(),
+  Indexer indexer_{&backend_,         /*gate_log=*/nullptr,
+                   RequestLimits{},   GetParam(),
                    /*clock=*/nullptr, &log_};
 };
 

@@ -412,7 +412,8 @@ class IndexerRecoveryTest : public IndexerTest {
       }};
   // As for an ABI 1.0 backend, so that removals are batches too: ABI 1.1
   // removals are tested in indexer_removal_test.cc.
-  Indexer recovering_{&backend_, &gate_log_, /*backend_abi_minor=*/0};
+  Indexer recovering_{&backend_, &gate_log_, RequestLimits{},
+                      /*backend_abi_minor=*/0};
 };
 
 TEST_F(IndexerRecoveryTest, RefusalsAndDuplicatesNeverReachTheBackend) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
+#include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
@@ -60,6 +61,9 @@ struct WorkerRecord {
   // the configurer's decision) and removes that of one that registered
   // itself.
   bool configured = false;
+  // Recent claims on this worker id, to detect two bridges feeding it
+  // (core/worker_claims.h); bounded, and deleted with the record.
+  WorkerClaims claims;
 
   SequenceState state() const {
     if (checkpoint.has_value()) return SequenceState::kSequenced;

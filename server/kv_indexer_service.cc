@@ -175,10 +175,11 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   return ServeUnaryOn<v1::ApplyExternalKvBatchRequest,
                       v1::ApplyExternalKvBatchResponse>(
       applies_, context, request, response,
-      [this, heartbeat = std::move(heartbeat)](
+      // The peer names the sender for duplicate-claim detection.
+      [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->Apply(req, resp, heartbeat);
+        return indexer_->Apply(req, resp, peer, heartbeat);
       });
 }
 
@@ -188,9 +189,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
   return ServeUnaryOn<v1::ReplaceExternalKvSnapshotRequest,
                       v1::ReplaceExternalKvSnapshotResponse>(
       applies_, context, request, response,
-      [this](const v1::ReplaceExternalKvSnapshotRequest& req,
-             v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->Replace(req, resp);
+      [this, peer = context->peer()](
+          const v1::ReplaceExternalKvSnapshotRequest& req,
+          v1::ReplaceExternalKvSnapshotResponse* resp) {
+        return indexer_->Replace(req, resp, peer);
       });
 }
 

@@ -10,6 +10,10 @@
 // | colon-separated directories searched for backends | | KV_INDEXER_LOG_LEVEL
 // | info           | see common/log_setup.h |
 //
+// The bounds of docs/contract.md, "Limits > Bounds"
+// (KV_INDEXER_MAX_WORKER_ID_BYTES, KV_INDEXER_MAX_WORKER_ADDRESS_BYTES,
+// KV_INDEXER_MAX_WORKERS and KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive
+// integers whose defaults and reasons are in core/request_limits.h.
 // KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
 // block below.
 //
@@ -30,6 +34,7 @@
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "core/backend_loader.h"
+#include "core/request_limits.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -66,6 +71,8 @@ struct ServerConfig {
   std::string backend{kDefaultBackendName};  // name or path
   std::string backend_path;                  // may be empty
   spdlog::level::level_enum log_level = kDefaultLogLevel;
+  // Bounds on what clients can make the server hold and serve.
+  RequestLimits limits;
   // Worker liveness: heartbeats are read and silent workers swept.
   bool liveness = kDefaultLiveness;
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
@@ -81,6 +88,10 @@ struct ServerConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(
     std::string_view value);
+
+// The four variables of RequestLimits; unset ones keep their defaults.
+[[nodiscard]] absl::StatusOr<RequestLimits> LoadRequestLimits(
+    const EnvLookup& env);
 
 // What the command line asks for. The only option is --help (or -h); any
 // other argument is an error.

@@ -81,7 +81,7 @@ int RunServer(std::span<const char* const> args) {
     return kExitFailure;
   }
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
-  Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr,
+  Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
@@ -95,6 +95,14 @@ int RunServer(std::span<const char* const> args) {
       kMaxConcurrentStreams, descriptor.name, descriptor.version,
       (*loaded)->path(), descriptor.build_info, KVINDEXER_VERSION,
       kServerBuildInfo);
+
+  // docs/contract.md, "Limits > Bounds".
+  spdlog::info(
+      "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
+      "max_workers={} max_prefix_answer_bytes={}",
+      config->limits.max_worker_id_bytes,
+      config->limits.max_worker_address_bytes, config->limits.max_workers,
+      config->limits.max_prefix_answer_bytes);
 
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);

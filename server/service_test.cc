@@ -291,7 +291,8 @@ class InProcessServer {
   InProcessServer(IndexBackend* backend, uint32_t prefix_limit,
                   uint32_t backend_abi_minor = kBackendAbiMinor,
                   bool read_heartbeats = true)
-      : indexer_(backend, /*gate_log=*/nullptr, backend_abi_minor),
+      : indexer_(backend, /*gate_log=*/nullptr, RequestLimits{},
+                 backend_abi_minor),
         rejection_log_(
             [this](spdlog::level::level_enum level, std::string_view text) {
               std::lock_guard<std::mutex> lock(log_mu_);

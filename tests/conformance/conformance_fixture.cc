@@ -25,7 +25,7 @@ void ConformanceTest::SetUp() {
   ASSERT_NE(instance_->get(), nullptr)
       << "create() failed: " << instance_->error();
   indexer_ = std::make_unique<Indexer>(instance_->get(), /*gate_log=*/nullptr,
-                                       descriptor().abi_minor);
+                                       RequestLimits{}, descriptor().abi_minor);
 }
 
 void ConformanceTest::TearDown() {

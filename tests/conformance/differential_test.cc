@@ -188,7 +188,8 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     ADD_FAILURE() << "create() failed: " << instance.error();
     return false;
   }
-  Indexer indexer(instance.get(), /*gate_log=*/nullptr, descriptor().abi_minor);
+  Indexer indexer(instance.get(), /*gate_log=*/nullptr, RequestLimits{},
+                  descriptor().abi_minor);
   ReferenceModel model;
   std::deque<std::string> recent;
   int step = 0;
