@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "common/heap_trim.h"
 #include "core/backend_status.h"
 #include "core/hash_collapse.h"
 #include "core/hit_count_query.h"
@@ -342,6 +343,11 @@ absl::Status Indexer::DropFromBackend(std::string_view worker_id,
     uint32_t existed = 0;
     status = backend_->RemoveWorker(
         StringView{worker_id.data(), worker_id.size()}, &existed);
+    // The backend freed the worker's memory; without this glibc would keep it
+    // and the resident size would not come down.
+    if (status.code == BackendCode::kOk && existed != 0) {
+      ReturnFreeHeapToSystem();
+    }
   } else if (record.ready) {
     // ABI 1.0: the placements go in one batch; the backend keeps its record,
     // with the stored address and spec.
