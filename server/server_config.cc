@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -25,6 +26,13 @@ constexpr std::string_view kBackendAccepted =
 // stays at or below INT_MAX, the largest message the service can encode.
 constexpr Uint32Syntax kBoundSyntax{.min = 1};
 constexpr Uint32Syntax kAnswerBytesSyntax{.min = 1, .max = 2147483647};
+
+constexpr std::string_view kLivenessAccepted =
+    "1, true or yes to sweep workers whose heartbeat expired; 0, false or no "
+    "not to";
+constexpr std::string_view kLivenessSweepMsAccepted =
+    "a positive integer of milliseconds (1..4294967295), for example 1000";
+constexpr Uint32Syntax kLivenessSweepMsSyntax{.min = 1};
 
 // Port numbers: digits only, 0..65535.
 constexpr Uint32Syntax kPortSyntax{.max = 65535};
@@ -106,6 +114,19 @@ absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
   return limits;
 }
 
+absl::StatusOr<bool> ParseLiveness(std::string_view value) {
+  const std::string lower =
+      absl::AsciiStrToLower(absl::string_view(value.data(), value.size()));
+  if (lower == "1" || lower == "true" || lower == "yes") return true;
+  if (lower == "0" || lower == "false" || lower == "no") return false;
+  return InvalidEnvValue(kLivenessVar, value, kLivenessAccepted);
+}
+
+absl::StatusOr<uint32_t> ParseLivenessSweepMs(std::string_view value) {
+  return ParseEnvUint32(kLivenessSweepMsVar, value, kLivenessSweepMsSyntax,
+                        kLivenessSweepMsAccepted);
+}
+
 absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   ServerConfig config;
   if (auto v = env(kListenAddrVar)) {
@@ -138,6 +159,17 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto level = LoadLogLevel(env);
   if (!level.ok()) return level.status();
   config.log_level = *level;
+  // Worker liveness.
+  if (auto v = env(kLivenessVar)) {
+    auto on = ParseLiveness(*v);
+    if (!on.ok()) return on.status();
+    config.liveness = *on;
+  }
+  if (auto v = env(kLivenessSweepMsVar)) {
+    auto ms = ParseLivenessSweepMs(*v);
+    if (!ms.ok()) return ms.status();
+    config.liveness_sweep_ms = *ms;
+  }
   return config;
 }
 
@@ -187,6 +219,10 @@ std::string UsageText(std::string_view program) {
       {kMaxPrefixAnswerBytesVar, std::to_string(kDefaultMaxPrefixAnswerBytes),
        "encoded bytes of one prefix answer (1..2147483647); larger is "
        "RESOURCE_EXHAUSTED"},
+      {kLivenessVar, "1",
+       "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
+      {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),
+       "positive integer: milliseconds between liveness sweeps"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},

@@ -189,7 +189,8 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     ADD_FAILURE() << "create() failed: " << instance.error();
     return false;
   }
-  Indexer indexer(instance.get());
+  Indexer indexer(instance.get(), /*gate_log=*/nullptr, RequestLimits{},
+                  descriptor().abi_minor);
   ReferenceModel model;
   const bool removes = SupportsAbiMinor(1);  // RemoveWorker is ABI 1.1
   std::deque<std::string> recent;
