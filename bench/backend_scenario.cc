@@ -110,7 +110,9 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
       ProcessEnvironment()("KV_INDEXER_BACKEND_PATH").value_or(""));
   if (!loaded.ok()) return loaded.status();
   s->loaded_ = std::move(*loaded);
-  s->indexer_ = std::make_unique<Indexer>(s->loaded_->backend());
+  s->indexer_ =
+      std::make_unique<Indexer>(s->loaded_->backend(), /*gate_log=*/nullptr,
+                                RequestLimits{}, s->loaded_->abi_minor());
 
   v1::ApplyExternalKvBatchResponse applied;  // not read
   const auto t0 = std::chrono::steady_clock::now();

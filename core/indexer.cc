@@ -1,5 +1,6 @@
 #include "core/indexer.h"
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "common/heap_trim.h"
 #include "core/backend_status.h"
 #include "core/hash_collapse.h"
 #include "core/hit_count_query.h"
@@ -15,9 +17,15 @@
 #include "core/request_validation.h"
 #include "core/sequence_gate.h"
 #include "core/worker_batches.h"
+#include "core/worker_claims.h"
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
 
 namespace kvindexer {
 namespace {
+
+// The first ABI minor with IndexBackend::RemoveWorker.
+constexpr uint32_t kRemoveWorkerAbiMinor = 1;
 
 HashSpan ViewOf(const google::protobuf::RepeatedField<int64_t>& field) {
   return HashSpan{field.data(), static_cast<size_t>(field.size())};
@@ -101,24 +109,52 @@ class RequestBatch {
 
 }  // namespace
 
-Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log)
+Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
+                 const RequestLimits& limits, uint32_t backend_abi_minor,
+                 const MonotonicClock* clock, WorkerLifecycleLog* lifecycle_log)
     : backend_(backend),
-      gate_log_(gate_log != nullptr ? gate_log : &own_gate_log_) {}
+      limits_(limits),
+      gate_log_(gate_log != nullptr ? gate_log : &own_gate_log_),
+      backend_abi_minor_(backend_abi_minor),
+      clock_(clock != nullptr ? clock : &MonotonicClock::Real()),
+      lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
+                                              : &own_lifecycle_log_) {}
 
 absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
-                            v1::ApplyExternalKvBatchResponse* resp) {
-  if (absl::Status s = ValidateApply(req); !s.ok()) return s;
+                            v1::ApplyExternalKvBatchResponse* resp,
+                            std::string_view peer,
+                            const HeartbeatHeader& heartbeat) {
+  if (absl::Status s = ValidateApply(req, limits_); !s.ok()) return s;
   const RequestBatch batch(req);
 
   std::lock_guard<std::mutex> lock(mutation_mu_);
-  if (req.enforce_sequence()) return ApplyGated(req, batch.view(), resp);
+  // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
+  // liveness and removal").
+  NoteHeartbeat(req.worker_id(), heartbeat);
+  const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
+  if (req.enforce_sequence()) {
+    // A gated apply never creates a record (G1); every one that finds a
+    // record is a claim on it, refused or not.
+    if (WorkerRecord* record = workers_.Find(req.worker_id())) {
+      ObserveClaim(req.worker_id(), *record, claim);
+    }
+    return ApplyGated(req, batch.view(), resp);
+  }
 
   // The seed-era path: applied whatever the sequence state, which it never
   // reads or changes beyond making the worker ready.
+  // "Limits > Bounds": a new record must fit under max_workers.
+  if (workers_.Find(req.worker_id()) == nullptr) {
+    if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
     return s;
   }
   WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
+  ObserveClaim(req.worker_id(), record, claim);
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
@@ -175,8 +211,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
 }
 
 absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
-                              v1::ReplaceExternalKvSnapshotResponse* resp) {
-  if (absl::Status s = ValidateReplace(req); !s.ok()) return s;
+                              v1::ReplaceExternalKvSnapshotResponse* resp,
+                              std::string_view peer) {
+  if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) return s;
   const SnapshotBatch batch(req);
 
   std::lock_guard<std::mutex> lock(mutation_mu_);
@@ -185,6 +222,8 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
+  ObserveClaim(req.worker_id(), *record,
+               WorkerClaim{peer, req.worker_address(), req.worker_epoch()});
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
     return s;
   }
@@ -199,7 +238,7 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
 
 absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                 v1::ConfigureExpectedWorkersResponse* resp) {
-  if (absl::Status s = ValidateConfigure(req); !s.ok()) return s;
+  if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) return s;
   absl::flat_hash_set<absl::string_view> listed;
   listed.reserve(static_cast<size_t>(req.workers_size()));
   for (const v1::ExpectedWorker& worker : req.workers()) {
@@ -211,19 +250,13 @@ absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
   // backend failure part way leaves the two agreeing (the steps already
   // taken stay taken).
   //
-  // 1. Workers not listed lose their placements and their records. One that
-  // is not ready holds nothing, so its backend record is left alone.
+  // 1. Workers not listed are removed: placements, records and markers.
   for (const std::string& id : workers_.WorkerIds()) {
     if (listed.contains(id)) continue;
-    const WorkerRecord& record = *workers_.Find(id);
-    if (record.ready) {
-      const RecordBatch clear(id, record, RecordBatch::Actions::kClearAllTiers);
-      if (absl::Status s = ToAbslStatus(backend_->Apply(clear.view()));
-          !s.ok()) {
-        return s;
-      }
+    if (absl::Status s = RemoveLocked(id, RemovalReason::kConfigure); !s.ok()) {
+      return s;
     }
-    workers_.Erase(id);
+    lifecycle_log_->RecordRemoved(id, RemovalReason::kConfigure);
   }
   // 2. and 3. Listed workers: a fresh record when there is none; address
   // always, spec only when given. Sequence state and placement stay as they
@@ -232,6 +265,7 @@ absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
     bool created = false;
     WorkerRecord& record = workers_.FindOrAdd(worker.worker_id(), &created);
     WorkerRecord updated = record;
+    updated.configured = true;
     updated.address = worker.worker_address();
     if (worker.has_cache_spec())
       updated.spec = CacheSpecOf(worker.cache_spec());
@@ -263,13 +297,160 @@ absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
 absl::Status Indexer::MatchPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
-  return RunPrefixQuery(backend_, req, deliver);
+  return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes,
+                        deliver);
 }
 
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
                                 v1::GetExternalKvHitCountsResponse* resp) {
   if (absl::Status s = ValidateHitCounts(req); !s.ok()) return s;
   return RunHitCounts(backend_, req, resp);
+}
+
+void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+                           const WorkerClaim& claim) {
+  const std::optional<ClaimConflict> conflict =
+      record.claims.Observe(claim, std::chrono::steady_clock::now());
+  if (conflict.has_value() && conflict->log) {
+    spdlog::warn("{}", ClaimConflictLine(worker_id, claim, *conflict));
+  }
+}
+
+// --- Worker liveness and removal (docs/contract.md, "Recovery > Worker
+// liveness and removal") ---
+
+void Indexer::NoteHeartbeat(std::string_view worker_id,
+                            const HeartbeatHeader& heartbeat) {
+  switch (heartbeat.kind) {
+    case HeartbeatHeader::Kind::kAbsent:
+      return;
+    case HeartbeatHeader::Kind::kValid:
+      liveness_.Heartbeat(worker_id, clock_->Now(), heartbeat.ttl);
+      return;
+    case HeartbeatHeader::Kind::kMalformed:
+      if (liveness_.NoteMalformed(worker_id)) {
+        lifecycle_log_->RecordMalformedHeartbeat(worker_id, heartbeat.value);
+      }
+      return;
+  }
+}
+
+absl::Status Indexer::DropFromBackend(std::string_view worker_id,
+                                      const WorkerRecord& record,
+                                      RemovalReason reason) {
+  BackendStatus status{BackendCode::kOk, {}};
+  if (backend_abi_minor_ >= kRemoveWorkerAbiMinor) {
+    uint32_t existed = 0;
+    status = backend_->RemoveWorker(
+        StringView{worker_id.data(), worker_id.size()}, &existed);
+    // The backend freed the worker's memory; without this glibc would keep it
+    // and the resident size would not come down.
+    if (status.code == BackendCode::kOk && existed != 0) {
+      ReturnFreeHeapToSystem();
+    }
+  } else if (record.ready) {
+    // ABI 1.0: the placements go in one batch; the backend keeps its record,
+    // with the stored address and spec.
+    const RecordBatch clear(worker_id, record,
+                            RecordBatch::Actions::kClearAllTiers);
+    status = backend_->Apply(clear.view());
+  }
+  if (status.code == BackendCode::kOk) return absl::OkStatus();
+  const absl::Status failure = ToAbslStatus(status);
+  // Debian's abseil has its own string_view type, not std::string_view.
+  const std::string_view error(failure.message().data(),
+                               failure.message().size());
+  lifecycle_log_->RecordRemovalFailure(worker_id, reason, error);
+  return absl::InternalError(fmt::format(
+      "cannot remove worker {} from the index backend: {}", worker_id, error));
+}
+
+absl::Status Indexer::RemoveLocked(std::string_view worker_id,
+                                   RemovalReason reason) {
+  const WorkerRecord& record = *workers_.Find(worker_id);
+  if (absl::Status s = DropFromBackend(worker_id, record, reason); !s.ok()) {
+    return s;
+  }
+  workers_.Erase(worker_id);
+  liveness_.Unmark(worker_id);
+  return absl::OkStatus();
+}
+
+absl::Status Indexer::RemoveWorker(std::string_view worker_id,
+                                   RemovalReason reason) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  if (workers_.Find(worker_id) == nullptr) {
+    liveness_.Unmark(worker_id);
+    return absl::NotFoundError(
+        fmt::format("worker {} has no record", worker_id));
+  }
+  if (absl::Status s = RemoveLocked(worker_id, reason); !s.ok()) return s;
+  lifecycle_log_->RecordRemoved(worker_id, reason);
+  return absl::OkStatus();
+}
+
+absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
+                                   bool* cleared) {
+  const std::string& id = expired.worker_id;
+  WorkerRecord* record = workers_.Find(id);
+  // A worker that is not ready holds nothing: clearing it changes no
+  // placement, and is neither logged nor counted.
+  const bool held = record->ready;
+  // Fleet membership is the configurer's decision: a configured worker
+  // keeps its record. One that registered itself goes, so that a fleet that
+  // churns worker ids does not grow.
+  const bool keep_record = record->configured;
+  if (absl::Status s = DropFromBackend(id, *record, RemovalReason::kLiveness);
+      !s.ok()) {
+    return s;
+  }
+  if (keep_record) {
+    record->ready = false;
+    record->checkpoint.reset();
+  } else {
+    workers_.Erase(id);
+  }
+  liveness_.Unmark(id);
+  *cleared = held;
+  if (held) {
+    liveness_.CountCleared();
+    lifecycle_log_->RecordExpired(id, expired.silent_for, keep_record);
+  } else if (!keep_record) {
+    lifecycle_log_->RecordRemoved(id, RemovalReason::kLiveness);
+  }
+  return absl::OkStatus();
+}
+
+Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
+      now,
+      [this](std::string_view id) { return workers_.Find(id) != nullptr; });
+  SweepResult result;
+  result.census = plan.census;
+  result.refused = plan.refused;
+  if (plan.refused) {
+    lifecycle_log_->RecordRefusal(plan.census);
+    return result;
+  }
+  lifecycle_log_->EndRefusals();
+  for (const LivenessTable::Expired& expired : plan.to_clear) {
+    bool cleared = false;
+    if (absl::Status s = ClearExpired(expired, &cleared); !s.ok()) {
+      // The worker stays as it was, marked: the next sweep tries again.
+      liveness_.CountClearFailure();
+      if (result.status.ok()) result.status = std::move(s);
+      continue;
+    }
+    if (cleared) ++result.cleared;
+  }
+  return result;
+}
+
+std::optional<MonotonicClock::TimePoint> Indexer::HeartbeatDeadline(
+    std::string_view worker_id) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  return liveness_.Deadline(worker_id);
 }
 
 std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {

@@ -8,25 +8,37 @@
 // (MatchExternalKv ordering, the prefix rule engine, result sorting).
 // Deadline shedding and admission are the server's job.
 //
-// Mutations (Apply, Replace, Configure) run one at a time under one mutex:
-// the gate's decision, the backend batches it causes and the worker table
-// change together, with no other mutation in between. Validation and the
-// building of batches from a request happen before the mutex is taken.
-// Queries never take it.
+// Mutations (Apply, Replace, Configure, RemoveWorker and liveness sweeps)
+// run one at a time under one mutex: the gate's decision, the backend
+// batches it causes and the worker table change together, with no other
+// mutation in between. Validation and the building of batches from a
+// request happen before the mutex is taken. Queries never take it.
+//
+// Worker liveness ("Recovery > Worker liveness and removal"): an apply that
+// passes validation and carries a heartbeat marks its worker until now + TTL
+// on a monotonic clock; SweepLiveness clears the marked workers whose
+// deadline passed, under the census rule. The Indexer runs no thread: the
+// server's sweeper calls SweepLiveness.
 //
 // Thread safety: all methods may be called concurrently; the backend provides
 // the snapshot isolation for queries.
 #ifndef KVINDEXER_CORE_INDEXER_H_
 #define KVINDEXER_CORE_INDEXER_H_
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "core/heartbeat_header.h"
+#include "core/liveness_table.h"
+#include "core/monotonic_clock.h"
 #include "core/prefix_answer.h"
+#include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
+#include "core/worker_lifecycle_log.h"
 #include "core/worker_sequence_table.h"
 #include "kv_indexer.pb.h"
 #include "kvindexer/backend.h"
@@ -37,24 +49,40 @@ namespace v1 = ::kv_indexer::v1;
 
 class Indexer {
  public:
-  // REQUIRES: backend (and gate_log, when given) outlive the Indexer.
-  // OWNERSHIP: nothing is taken. A null gate_log means an internal one that
-  // logs through spdlog.
-  explicit Indexer(IndexBackend* backend, SequenceGateLog* gate_log = nullptr);
+  // REQUIRES: backend (and gate_log, clock and lifecycle_log, when given)
+  // outlive the Indexer. OWNERSHIP: nothing is taken. A null gate_log or
+  // lifecycle_log means an internal one that logs through spdlog; a null
+  // clock means MonotonicClock::Real(). `limits` bound what clients can make
+  // the index hold and serve (docs/contract.md, "Limits > Bounds").
+  // backend_abi_minor is the minor version of the ABI the backend was built
+  // against (LoadedBackend::abi_minor()): from 1 the Indexer removes workers
+  // with IndexBackend::RemoveWorker, below it with CLEAR_ALL_AT_TIER batches.
+  explicit Indexer(IndexBackend* backend, SequenceGateLog* gate_log = nullptr,
+                   const RequestLimits& limits = RequestLimits{},
+                   uint32_t backend_abi_minor = kBackendAbiMinor,
+                   const MonotonicClock* clock = nullptr,
+                   WorkerLifecycleLog* lifecycle_log = nullptr);
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
 
   // ApplyExternalKvBatch: validation, then the seed-era path or the sequence
   // gate (enforce_sequence). Fills *resp on OK. A failed validation changes
   // nothing; a gap (G4) clears the worker and returns FAILED_PRECONDITION.
-  // REQUIRES: resp != nullptr.
+  // `peer` names the sender (the gRPC peer) for duplicate-claim detection;
+  // claims with equal peers never conflict, so "" turns it off. A valid
+  // `heartbeat` on a request that passes validation marks the worker
+  // whatever happens next (a malformed one is logged, once per worker, and
+  // ignored). REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
-                                   v1::ApplyExternalKvBatchResponse* resp);
+                                   v1::ApplyExternalKvBatchResponse* resp,
+                                   std::string_view peer = {},
+                                   const HeartbeatHeader& heartbeat = {});
   // ReplaceExternalKvSnapshot: the worker's whole placement and checkpoint,
-  // installed by one atomic backend batch. REQUIRES: resp != nullptr.
+  // installed by one atomic backend batch. `peer` as for Apply.
+  // REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Replace(
       const v1::ReplaceExternalKvSnapshotRequest& req,
-      v1::ReplaceExternalKvSnapshotResponse* resp);
+      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {});
   // ConfigureExpectedWorkers: the listed workers get records; every other
   // record is cleared and deleted. REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Configure(
@@ -67,7 +95,9 @@ class Indexer {
   // query's own storage, so a caller can encode it without building the
   // response message. Unlike the other methods it does not validate: the
   // server validates a prefix query before admitting it, so that an invalid
-  // one never takes a permit. REQUIRES: ValidatePrefix(req).ok().
+  // one never takes a permit. An answer larger than
+  // limits.max_prefix_answer_bytes is RESOURCE_EXHAUSTED and not delivered.
+  // REQUIRES: ValidatePrefix(req).ok().
   [[nodiscard]] absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       absl::FunctionRef<void(const PrefixAnswer&)> deliver);
@@ -75,23 +105,86 @@ class Indexer {
       const v1::GetExternalKvHitCountsRequest& req,
       v1::GetExternalKvHitCountsResponse* resp);
 
+  // --- Worker liveness and removal ---
+
+  // Removes `worker_id`: its placements and its record, host and backend
+  // (an ABI 1.0 backend keeps its own record; its placements are cleared).
+  // NOT_FOUND when the worker has no record (its heartbeat marker, if any,
+  // is dropped all the same). When the backend fails, nothing changes, the
+  // failure is logged and INTERNAL is returned.
+  [[nodiscard]] absl::Status RemoveWorker(std::string_view worker_id,
+                                          RemovalReason reason);
+
+  struct SweepResult {
+    size_t cleared = 0;  // workers whose placements were cleared
+    size_t census = 0;   // marked workers with a record
+    bool refused = false;
+    // OK, or the first backend failure (the worker stays as it was and is
+    // tried again at the next sweep).
+    absl::Status status;
+  };
+  // One liveness sweep at `now` (a time of the Indexer's clock). Clears every
+  // marked worker whose deadline passed, unless two or more are marked and
+  // all have expired. A cleared worker loses its marker and its placements;
+  // one listed by ConfigureExpectedWorkers keeps its host record, INVALID,
+  // one that registered itself loses it. The backend record goes in both
+  // cases (ABI 1.1).
+  SweepResult SweepLiveness(MonotonicClock::TimePoint now);
+  // The liveness counters; never blocks.
+  LivenessStats liveness_stats() const { return liveness_.stats(); }
+  // The heartbeat deadline of a marked worker, nullopt when it is not
+  // marked. For tests; takes the mutation mutex.
+  std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(
+      std::string_view worker_id);
+  const MonotonicClock& clock() const { return *clock_; }
+
   // A copy of `worker_id`'s record, or nullopt when it has none. For
   // diagnostics and tests; takes the mutation mutex.
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id);
 
  private:
+  // Marks or warns for the heartbeat of a validated apply. REQUIRES:
+  // mutation_mu_ held.
+  void NoteHeartbeat(std::string_view worker_id,
+                     const HeartbeatHeader& heartbeat);
+  // Takes every placement of `worker_id` out of the backend: RemoveWorker
+  // from ABI 1.1 (the backend record goes too), else one CLEAR batch when
+  // the record is ready. Logs a failure. REQUIRES: mutation_mu_ held.
+  absl::Status DropFromBackend(std::string_view worker_id,
+                               const WorkerRecord& record,
+                               RemovalReason reason);
+  // DropFromBackend, then the host record and the marker go. REQUIRES:
+  // mutation_mu_ held; `worker_id` has a record.
+  absl::Status RemoveLocked(std::string_view worker_id, RemovalReason reason);
+  // A sweep's clear of one expired worker. REQUIRES: mutation_mu_ held;
+  // `worker_id` has a record.
+  absl::Status ClearExpired(const LivenessTable::Expired& expired,
+                            bool* cleared);
+
   // The gated path, from G1. REQUIRES: mutation_mu_ held; `batch` is the
   // validated request's backend form.
   absl::Status ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                           const ApplyBatchView& batch,
                           v1::ApplyExternalKvBatchResponse* resp);
 
+  // Records the claim of a request on `record` and logs a conflict at WARN,
+  // throttled per worker ("Limits > Bounds > Duplicate claims"). REQUIRES:
+  // mutation_mu_ held.
+  void ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+                    const WorkerClaim& claim);
+
   IndexBackend* backend_;
+  const RequestLimits limits_;
   SequenceGateLog own_gate_log_;
   SequenceGateLog* gate_log_;
-  // Held across every mutation; guards workers_.
+  const uint32_t backend_abi_minor_;
+  const MonotonicClock* clock_;
+  WorkerLifecycleLog own_lifecycle_log_;
+  WorkerLifecycleLog* lifecycle_log_;
+  // Held across every mutation; guards workers_ and liveness_'s markers.
   std::mutex mutation_mu_;
   WorkerSequenceTable workers_;
+  LivenessTable liveness_;
 };
 
 }  // namespace kvindexer

@@ -410,7 +410,10 @@ class IndexerRecoveryTest : public IndexerTest {
       [this](spdlog::level::level_enum level, std::string_view text) {
         lines_.push_back({level, std::string(text)});
       }};
-  Indexer recovering_{&backend_, &gate_log_};
+  // As for an ABI 1.0 backend, so that removals are batches too: ABI 1.1
+  // removals are tested in indexer_removal_test.cc.
+  Indexer recovering_{&backend_, &gate_log_, RequestLimits{},
+                      /*backend_abi_minor=*/0};
 };
 
 TEST_F(IndexerRecoveryTest, RefusalsAndDuplicatesNeverReachTheBackend) {

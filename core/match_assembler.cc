@@ -11,8 +11,13 @@ namespace kvindexer {
 namespace v1 = ::kv_indexer::v1;
 
 MatchAssembler::MatchAssembler(HashSpan hashes,
-                               v1::MatchExternalKvResponse* resp)
-    : hashes_(hashes), resp_(resp) {}
+                               v1::MatchExternalKvResponse* resp,
+                               WorkerSlotMap* slots)
+    : hashes_(hashes),
+      resp_(resp),
+      worker_of_(slots != nullptr ? *slots : own_slots_) {
+  worker_of_.Clear();
+}
 
 void MatchAssembler::OnWorker(const WorkerView& worker) noexcept {
   int32_t index = worker_of_.Find(worker.worker);
@@ -92,7 +97,11 @@ absl::Status RunMatch(IndexBackend* backend,
   const HashSpan hashes = CollapseKeepFirst(
       HashSpan{req.hashes().data(), static_cast<size_t>(req.hashes_size())},
       &buffer);
-  MatchAssembler assembler(hashes, resp);
+  // Reused by this thread's matches, like the prefix query's maps: its
+  // storage stays as large as the largest ordinal met, and each match pays
+  // only for the workers it meets. A visitor never starts another query.
+  thread_local WorkerSlotMap slots;
+  MatchAssembler assembler(hashes, resp, &slots);
   const BackendStatus status =
       backend->Match(hashes, req.count_as_hit(), &assembler);
   if (absl::Status s = ToAbslStatus(status); !s.ok()) {

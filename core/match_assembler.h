@@ -25,9 +25,14 @@ namespace kvindexer {
 class MatchAssembler final : public BlockVisitor {
  public:
   // `hashes` is the list the backend was given (BlockView::index indexes
-  // it). REQUIRES: `hashes` and `resp` outlive the assembler.
+  // it). `slots`, when given, is a map kept between calls (RunMatch keeps
+  // one per thread) that the assembler clears and uses, so that a match
+  // costs the workers it meets, not the largest ordinal among them; without
+  // it the assembler uses its own. REQUIRES: `hashes`, `resp` and `slots`
+  // outlive the assembler, and no other assembler uses `slots` meanwhile.
   MatchAssembler(HashSpan hashes,
-                 ::kv_indexer::v1::MatchExternalKvResponse* resp);
+                 ::kv_indexer::v1::MatchExternalKvResponse* resp,
+                 WorkerSlotMap* slots = nullptr);
 
   void OnWorker(const WorkerView& worker) noexcept override;
   bool OnBlock(const BlockView& block) noexcept override;
@@ -50,7 +55,8 @@ class MatchAssembler final : public BlockVisitor {
 
   HashSpan hashes_;
   ::kv_indexer::v1::MatchExternalKvResponse* resp_;
-  WorkerSlotMap worker_of_;  // ordinal -> index into workers_
+  WorkerSlotMap own_slots_;
+  WorkerSlotMap& worker_of_;  // ordinal -> index into workers_
   std::vector<Worker> workers_;
   std::string error_;  // first inconsistency reported by the backend
 };

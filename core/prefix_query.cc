@@ -7,6 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/backend_status.h"
+#include "core/prefix_response_wire.h"
+#include "core/request_limits.h"
+#include "fmt/format.h"
 
 namespace kvindexer {
 
@@ -26,8 +29,16 @@ size_t PrefixLimit(size_t hash_count, uint32_t max_blocks) {
   return std::min(hash_count, static_cast<size_t>(max_blocks));
 }
 
+absl::Status PrefixAnswerTooLarge(size_t answer_bytes,
+                                  size_t max_answer_bytes) {
+  return absl::ResourceExhaustedError(
+      fmt::format("prefix answer is {} bytes; maximum is {} ({})", answer_bytes,
+                  max_answer_bytes, kMaxPrefixAnswerBytesVar));
+}
+
 absl::Status RunPrefixQuery(
     IndexBackend* backend, const v1::MatchExternalKvPrefixRequest& req,
+    size_t max_answer_bytes,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
   const size_t limit =
       PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
@@ -38,7 +49,21 @@ absl::Status RunPrefixQuery(
   const BackendStatus status =
       backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &query);
   if (absl::Status s = ToAbslStatus(status); !s.ok()) return s;
-  return query.Answer(deliver);
+  // The size costs one pass over the entries, whose addresses are only
+  // counted, never copied.
+  absl::Status bounded = absl::OkStatus();
+  if (absl::Status s = query.Answer([&](const PrefixAnswer& answer) {
+        const size_t bytes = PrefixResponseWireSize(answer);
+        if (bytes > max_answer_bytes) {
+          bounded = PrefixAnswerTooLarge(bytes, max_answer_bytes);
+          return;
+        }
+        deliver(answer);
+      });
+      !s.ok()) {
+    return s;
+  }
+  return bounded;
 }
 
 void PrefixQuery::Reset(size_t limit) {

@@ -45,12 +45,21 @@ namespace kvindexer {
 [[nodiscard]] size_t PrefixLimit(size_t hash_count, uint32_t max_blocks);
 
 // Runs one prefix query: PrefixScan over hashes[0..limit) and assembly of the
-// answer, which is handed to `deliver` (once, and only on OK). REQUIRES:
-// ValidatePrefix(req).ok().
+// answer, which is handed to `deliver` (once, and only on OK). An answer
+// whose encoding (PrefixResponseWireSize) exceeds max_answer_bytes is refused
+// whole with RESOURCE_EXHAUSTED and never delivered: dropping entries would
+// tell the router that those workers hold nothing (docs/contract.md, "Limits
+// > Bounds"). REQUIRES: ValidatePrefix(req).ok().
 [[nodiscard]] absl::Status RunPrefixQuery(
     IndexBackend* backend,
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
+    size_t max_answer_bytes,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver);
+
+// The refusal of an answer of `answer_bytes` encoded bytes over the ceiling
+// `max_answer_bytes`: RESOURCE_EXHAUSTED naming both and the variable.
+[[nodiscard]] absl::Status PrefixAnswerTooLarge(size_t answer_bytes,
+                                                size_t max_answer_bytes);
 
 // The visitor behind RunPrefixQuery, exposed for tests. One scan per Reset:
 // RunPrefixQuery keeps one per thread and resets it for each query, so that a

@@ -13,6 +13,7 @@
 
 #include "core/backend_status.h"
 #include "core/indexer.h"
+#include "core/request_limits.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/prefix_response.h"
@@ -339,7 +340,8 @@ TEST(PrefixQueryScripted, ShortScanIsAnInternalError) {
   backend.stop_after = 1;
   v1::MatchExternalKvPrefixResponse resp;
   const absl::Status s =
-      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp));
+      RunPrefixQuery(&backend, PrefixRequest({1, 2}),
+                     kDefaultMaxPrefixAnswerBytes, Filler(&resp));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
 }
 
@@ -349,11 +351,54 @@ TEST(PrefixQueryScripted, LargeSparseOrdinalsWork) {
   backend.blocks = {{Placement{huge, kTierHbm, 0}, Placement{3, kTierDram, 0}},
                     {Placement{huge, kTierHbm, 0}}};
   v1::MatchExternalKvPrefixResponse resp;
-  ASSERT_TRUE(
-      RunPrefixQuery(&backend, PrefixRequest({1, 2}), Filler(&resp)).ok());
+  ASSERT_TRUE(RunPrefixQuery(&backend, PrefixRequest({1, 2}),
+                             kDefaultMaxPrefixAnswerBytes, Filler(&resp))
+                  .ok());
   ASSERT_EQ(resp.matches_size(), 2);
   EXPECT_EQ(resp.matches(0).matched_prefix_blocks(), 2u);
   EXPECT_EQ(resp.matches(1).matched_prefix_blocks(), 1u);
+}
+
+// docs/contract.md, "Limits > Bounds": the 22 MB answer in small.
+// Three workers with long addresses share the first block; with a ceiling
+// below the answer's encoded size the query is refused whole, and nothing is
+// delivered.
+TEST(PrefixQueryScripted, AnswerOverTheCeilingIsRefusedWhole) {
+  ScriptedBackend backend;
+  backend.address = std::string(1000, 'a');
+  backend.blocks = {{Placement{0, kTierHbm, 0}, Placement{1, kTierHbm, 0},
+                     Placement{2, kTierHbm, 0}}};
+  // Each entry: tag, length (2 bytes), address field (1 + 2 + 1000), prefix
+  // field (2), id field (3); then blocks_read and best_prefix_blocks (2 + 2).
+  const size_t answer_bytes = 3 * (1 + 2 + 1003 + 2 + 3) + 4;
+
+  v1::MatchExternalKvPrefixResponse resp;
+  ASSERT_TRUE(
+      RunPrefixQuery(&backend, PrefixRequest({1}), answer_bytes, Filler(&resp))
+          .ok());
+  EXPECT_EQ(resp.matches_size(), 3);
+  EXPECT_EQ(resp.ByteSizeLong(), answer_bytes);
+
+  int delivered = 0;
+  const absl::Status s =
+      RunPrefixQuery(&backend, PrefixRequest({1}), answer_bytes - 1,
+                     [&](const PrefixAnswer&) { ++delivered; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(std::string(s.message()),
+            "prefix answer is 3037 bytes; maximum is 3036 "
+            "(KV_INDEXER_MAX_PREFIX_ANSWER_BYTES)");
+  EXPECT_EQ(delivered, 0);
+}
+
+TEST(PrefixQueryScripted, EmptyAnswerIsMeasuredToo) {
+  ScriptedBackend backend;  // no blocks: a first-block miss
+  const absl::Status s = RunPrefixQuery(&backend, PrefixRequest({1}), 1,
+                                        [](const PrefixAnswer&) {});
+  // best 0 and blocks_read 1: two bytes.
+  EXPECT_EQ(s, PrefixAnswerTooLarge(2, 1));
+  EXPECT_TRUE(
+      RunPrefixQuery(&backend, PrefixRequest({1}), 2, [](const PrefixAnswer&) {
+      }).ok());
 }
 
 TEST(PrefixLimit, Rules) {

@@ -17,7 +17,9 @@
 
 namespace kvindexer {
 
-// The encoded size of `answer`, in bytes.
+// The encoded size of `answer`, in bytes: one pass over the entries that
+// reads only their lengths. Also what the prefix answer ceiling measures
+// (docs/contract.md, "Limits > Bounds").
 [[nodiscard]] size_t PrefixResponseWireSize(const PrefixAnswer& answer);
 
 // Writes the encoding of `answer` to `out` and returns the end of what it

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
@@ -54,6 +55,30 @@ absl::Status ValidateWorkerId(const std::string& worker_id) {
   return absl::OkStatus();
 }
 
+// "Limits > Bounds": a string field of at most `max` bytes; the message
+// names the field, the limit and its variable.
+absl::Status ValidateFieldBytes(std::string_view field,
+                                const std::string& value, uint32_t max,
+                                std::string_view variable) {
+  if (value.size() <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("{} is {} bytes; maximum is {} ({})", field, value.size(),
+                  max, variable));
+}
+
+absl::Status ValidateWorkerIdBytes(const std::string& worker_id,
+                                   const RequestLimits& limits) {
+  return ValidateFieldBytes("worker_id", worker_id, limits.max_worker_id_bytes,
+                            kMaxWorkerIdBytesVar);
+}
+
+absl::Status ValidateWorkerAddressBytes(const std::string& address,
+                                        const RequestLimits& limits) {
+  return ValidateFieldBytes("worker_address", address,
+                            limits.max_worker_address_bytes,
+                            kMaxWorkerAddressBytesVar);
+}
+
 // REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
 // (ValidateApply checks that before any action), so no action exceeds it.
 absl::Status ValidateAction(const v1::ExternalKvAction& action) {
@@ -86,8 +111,17 @@ absl::Status ValidateAction(const v1::ExternalKvAction& action) {
 
 }  // namespace
 
-absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req) {
+absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req,
+                           const RequestLimits& limits) {
   if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
+  if (absl::Status s = ValidateWorkerIdBytes(req.worker_id(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
+      !s.ok()) {
+    return s;
+  }
   const size_t action_count = static_cast<size_t>(req.actions_size());
   if (action_count > kMaxActionsPerBatch) {
     return absl::ResourceExhaustedError(
@@ -117,8 +151,17 @@ absl::Status ValidateHitCounts(const v1::GetExternalKvHitCountsRequest& req) {
   return ValidateBoundedHashes(req.hashes_size());
 }
 
-absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req) {
+absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req,
+                             const RequestLimits& limits) {
   if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
+  if (absl::Status s = ValidateWorkerIdBytes(req.worker_id(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
+      !s.ok()) {
+    return s;
+  }
   for (const v1::TierHashes& entry : req.hashes_by_tier()) {
     if (absl::Status s = ValidateTier(static_cast<int32_t>(entry.tier()));
         !s.ok()) {
@@ -139,15 +182,35 @@ absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req) {
+absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req,
+                               const RequestLimits& limits) {
   const size_t workers = static_cast<size_t>(req.workers_size());
   if (workers > kMaxExpectedWorkers) {
     return absl::ResourceExhaustedError(
         absl::StrCat("request contains ", workers, " workers; maximum is ",
                      kMaxExpectedWorkers));
   }
+  // C1a: the listed workers are exactly the records afterwards.
+  if (workers > limits.max_workers) {
+    return absl::ResourceExhaustedError(
+        fmt::format("request contains {} workers; maximum is {} ({})", workers,
+                    limits.max_workers, kMaxWorkersVar));
+  }
   for (const v1::ExpectedWorker& worker : req.workers()) {
     if (absl::Status s = ValidateWorkerId(worker.worker_id()); !s.ok()) {
+      return s;
+    }
+  }
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    if (absl::Status s = ValidateWorkerIdBytes(worker.worker_id(), limits);
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    if (absl::Status s =
+            ValidateWorkerAddressBytes(worker.worker_address(), limits);
+        !s.ok()) {
       return s;
     }
   }
@@ -160,6 +223,14 @@ absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckNewWorkerCapacity(size_t live_workers,
+                                    const RequestLimits& limits) {
+  if (live_workers < limits.max_workers) return absl::OkStatus();
+  return absl::ResourceExhaustedError(fmt::format(
+      "cannot add a worker: the server holds {} workers; maximum is {} ({})",
+      live_workers, limits.max_workers, kMaxWorkersVar));
 }
 
 absl::Status ValidatePrefix(const v1::MatchExternalKvPrefixRequest& req) {

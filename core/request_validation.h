@@ -6,7 +6,9 @@
 // Enum fields are checked by their raw numbers: proto3 enums are open, so a
 // request may carry any int32 there.
 //
-// Validation only reads the request; it never touches the index.
+// Validation only reads the request (and the RequestLimits it is given); it
+// never touches the index. CheckNewWorkerCapacity is the one check that needs
+// the worker table, which the caller reads.
 #ifndef KVINDEXER_CORE_REQUEST_VALIDATION_H_
 #define KVINDEXER_CORE_REQUEST_VALIDATION_H_
 
@@ -14,16 +16,18 @@
 
 #include "absl/status/status.h"
 #include "common/wire_vocabulary.h"
+#include "core/request_limits.h"
 #include "kv_indexer.pb.h"
 
 namespace kvindexer {
 
 // "ApplyExternalKvBatch > Apply validation", first failure wins: empty
-// worker_id; too many actions; too many hashes
-// over all actions (CLEAR included); then per action: tier, type and hashes,
-// side-array lengths.
+// worker_id; worker_id and worker_address lengths (limits); too many
+// actions; too many hashes over all actions (CLEAR included); then per
+// action: tier, type and hashes, side-array lengths.
 [[nodiscard]] absl::Status ValidateApply(
-    const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req);
+    const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req,
+    const RequestLimits& limits = RequestLimits{});
 // "MatchExternalKv > Match validation": non-empty, at most
 // kMaxHashesPerRequest hashes.
 [[nodiscard]] absl::Status ValidateMatch(
@@ -32,14 +36,25 @@ namespace kvindexer {
 [[nodiscard]] absl::Status ValidateHitCounts(
     const ::kv_indexer::v1::GetExternalKvHitCountsRequest& req);
 // "Recovery > Replace validation", steps V1 to V3 (V4 needs the worker
-// table): empty worker_id; then each TierHashes entry in order: its tier,
-// then its side arrays. No hash-count bound.
+// table): empty worker_id; worker_id and worker_address lengths (V1a, V1b);
+// then each TierHashes entry in order: its tier, then its side arrays. No
+// hash-count bound.
 [[nodiscard]] absl::Status ValidateReplace(
-    const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req);
+    const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req,
+    const RequestLimits& limits = RequestLimits{});
 // "Recovery > Configure validation", C1 to C3: at most kMaxExpectedWorkers
-// workers; no empty worker_id; no repeated worker_id.
+// workers, and at most limits.max_workers (C1a: the request is the whole
+// resulting worker set); no empty worker_id; worker_id and worker_address
+// lengths (C2a, C2b), each check over the whole list; no repeated worker_id.
 [[nodiscard]] absl::Status ValidateConfigure(
-    const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req);
+    const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req,
+    const RequestLimits& limits = RequestLimits{});
+// "Limits > Bounds": RESOURCE_EXHAUSTED when a request that would add one
+// more worker record finds `live_workers` records already, and that is
+// limits.max_workers or more. Workers that have a record are never refused
+// by it.
+[[nodiscard]] absl::Status CheckNewWorkerCapacity(size_t live_workers,
+                                                  const RequestLimits& limits);
 // "MatchExternalKvPrefix > Order of checks", step 3: non-empty; no upper
 // bound.
 [[nodiscard]] absl::Status ValidatePrefix(

@@ -296,5 +296,151 @@ TEST(ValidateConfigure, StepsInOrder) {
       absl::StatusCode::kInvalidArgument, "duplicate worker_id a");
 }
 
+// docs/contract.md, "Limits > Bounds": worker_id and worker_address lengths,
+// steps 1a and 1b of "Apply validation", right after the empty worker_id.
+TEST(ValidateApplyBounds, WorkerIdAndAddressBytes) {
+  const std::string id_256(256, 'i');
+  const std::string address_2048(2048, 'a');
+  // At the defaults, exactly the limit is accepted.
+  EXPECT_TRUE(ValidateApply(Batch(id_256, address_2048)).ok());
+  ExpectStatus(ValidateApply(Batch(std::string(300, 'i'), "a")),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id is 300 bytes; maximum is 256 "
+               "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+  ExpectStatus(ValidateApply(Batch("w", std::string(2049, 'a'))),
+               absl::StatusCode::kInvalidArgument,
+               "worker_address is 2049 bytes; maximum is 2048 "
+               "(KV_INDEXER_MAX_WORKER_ADDRESS_BYTES)");
+
+  // Configured limits are the ones named.
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 4;
+  limits.max_worker_address_bytes = 10;
+  EXPECT_TRUE(ValidateApply(Batch("abcd", "0123456789"), limits).ok());
+  ExpectStatus(ValidateApply(Batch("abcde", "x"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id is 5 bytes; maximum is 4 "
+               "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+  ExpectStatus(ValidateApply(Batch("w", "0123456789a"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_address is 11 bytes; maximum is 10 "
+               "(KV_INDEXER_MAX_WORKER_ADDRESS_BYTES)");
+}
+
+TEST(ValidateApplyBounds, OrderEmptyIdThenIdThenAddressThenActions) {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 4;
+  limits.max_worker_address_bytes = 4;
+  // An empty id wins over a long address.
+  ExpectStatus(ValidateApply(Batch("", "long address"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id must not be empty");
+  // A long id wins over a long address.
+  EXPECT_EQ(
+      std::string(
+          ValidateApply(Batch("long id", "long address"), limits).message()),
+      "worker_id is 7 bytes; maximum is 4 "
+      "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+  // A long address wins over too many actions and bad actions.
+  Batch req("w", "long address");
+  for (int i = 0; i < 300; ++i) req.Action(999, 0, {});
+  ExpectStatus(ValidateApply(req, limits), absl::StatusCode::kInvalidArgument,
+               "worker_address is 12 bytes; maximum is 4 "
+               "(KV_INDEXER_MAX_WORKER_ADDRESS_BYTES)");
+  // Gated or not, the same.
+  Batch gated("w", "long address");
+  gated.Gated("e", 1);
+  EXPECT_EQ(ValidateApply(gated, limits).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// V1a and V1b of "Recovery > Replace validation".
+TEST(ValidateReplaceBounds, WorkerIdAndAddressBytesAfterEmptyId) {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 4;
+  limits.max_worker_address_bytes = 4;
+  EXPECT_TRUE(ValidateReplace(Snapshot("abcd", "abcd"), limits).ok());
+  ExpectStatus(ValidateReplace(Snapshot("", "long address"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id must not be empty");
+  ExpectStatus(ValidateReplace(Snapshot("abcde", "long address"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id is 5 bytes; maximum is 4 "
+               "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+  // Before the entries' checks.
+  ExpectStatus(
+      ValidateReplace(Snapshot("w", "abcde").Tier(0, {1}, {1, 2}), limits),
+      absl::StatusCode::kInvalidArgument,
+      "worker_address is 5 bytes; maximum is 4 "
+      "(KV_INDEXER_MAX_WORKER_ADDRESS_BYTES)");
+  // The defaults.
+  ExpectStatus(ValidateReplace(Snapshot(std::string(257, 'i'))),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id is 257 bytes; maximum is 256 "
+               "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+}
+
+// C1a, C2a and C2b of "Recovery > Configure validation".
+TEST(ValidateConfigureBounds, ResultSizeAndEveryWorkersBytes) {
+  RequestLimits limits;
+  limits.max_workers = 2;
+  limits.max_worker_id_bytes = 4;
+  limits.max_worker_address_bytes = 4;
+  EXPECT_TRUE(
+      ValidateConfigure(ExpectedWorkers().Worker("a").Worker("b"), limits)
+          .ok());
+  // C1a: the list is the resulting worker set; before C2.
+  ExpectStatus(
+      ValidateConfigure(ExpectedWorkers().Worker("a").Worker("b").Worker(""),
+                        limits),
+      absl::StatusCode::kResourceExhausted,
+      "request contains 3 workers; maximum is 2 (KV_INDEXER_MAX_WORKERS)");
+  // C1 (the request cap of 4,096) comes first.
+  ExpectedWorkers over_4096;
+  for (int i = 0; i < 4097; ++i) over_4096.Worker(std::to_string(i));
+  ExpectStatus(ValidateConfigure(over_4096, limits),
+               absl::StatusCode::kResourceExhausted,
+               "request contains 4097 workers; maximum is 4096");
+
+  limits.max_workers = 10;
+  // C2 over the whole list before C2a.
+  ExpectStatus(
+      ValidateConfigure(
+          ExpectedWorkers().Worker("abcde").Worker("").Worker("b"), limits),
+      absl::StatusCode::kInvalidArgument, "worker_id must not be empty");
+  // C2a over the whole list before C2b: the second worker's id, not the
+  // first worker's address.
+  ExpectStatus(
+      ValidateConfigure(
+          ExpectedWorkers().Worker("a", "long address").Worker("abcde", "x"),
+          limits),
+      absl::StatusCode::kInvalidArgument,
+      "worker_id is 5 bytes; maximum is 4 "
+      "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+  // C2b before C3.
+  ExpectStatus(ValidateConfigure(
+                   ExpectedWorkers().Worker("a", "x").Worker("a", "x").Worker(
+                       "b", "abcde"),
+                   limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_address is 5 bytes; maximum is 4 "
+               "(KV_INDEXER_MAX_WORKER_ADDRESS_BYTES)");
+}
+
+TEST(CheckNewWorkerCapacity, RefusesAtTheLimit) {
+  RequestLimits limits;
+  limits.max_workers = 3;
+  EXPECT_TRUE(CheckNewWorkerCapacity(0, limits).ok());
+  EXPECT_TRUE(CheckNewWorkerCapacity(2, limits).ok());
+  ExpectStatus(CheckNewWorkerCapacity(3, limits),
+               absl::StatusCode::kResourceExhausted,
+               "cannot add a worker: the server holds 3 workers; maximum is 3 "
+               "(KV_INDEXER_MAX_WORKERS)");
+  EXPECT_EQ(CheckNewWorkerCapacity(65535, RequestLimits{}).code(),
+            absl::StatusCode::kOk);
+  EXPECT_EQ(CheckNewWorkerCapacity(65536, RequestLimits{}).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace kvindexer

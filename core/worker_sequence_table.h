@@ -7,9 +7,11 @@
 // batch. The host keeps address and spec here as well so that the batches it
 // composes itself (a gap's clear, a scale-in) can pass them back unchanged.
 //
-// A record exists from the first seed-era apply, Replace or
-// ConfigureExpectedWorkers that names the worker until ConfigureExpectedWorkers
-// leaves it out.
+// A record exists from the first seed-era apply or ConfigureExpectedWorkers
+// that names the worker until it is removed: by a ConfigureExpectedWorkers
+// that leaves it out, by an explicit removal, or by a liveness sweep when the
+// worker registered itself (docs/contract.md, "Recovery > Worker liveness and
+// removal").
 //
 // Thread safety: none. The Indexer reads and writes the table only under its
 // mutation mutex.
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
+#include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
@@ -53,6 +56,14 @@ struct WorkerRecord {
   std::optional<SequenceCheckpoint> checkpoint;
   std::string address;
   std::optional<CacheSpec> spec;
+  // Listed by a ConfigureExpectedWorkers since the record was created. A
+  // liveness sweep keeps the record of such a worker (fleet membership is
+  // the configurer's decision) and removes that of one that registered
+  // itself.
+  bool configured = false;
+  // Recent claims on this worker id, to detect two bridges feeding it
+  // (core/worker_claims.h); bounded, and deleted with the record.
+  WorkerClaims claims;
 
   SequenceState state() const {
     if (checkpoint.has_value()) return SequenceState::kSequenced;

@@ -5,6 +5,16 @@
 // (never produced by a conforming backend) falls back to a hash map rather
 // than allocating a huge vector. Not thread-safe; one map per query at a
 // time (Clear makes it ready for the next one).
+//
+// Costs (docs/backend-abi.md, "ABI 1.1: removing a worker"): the vector is
+// as long as the largest ordinal ever set, and only its growth touches all
+// of it; Find and Set are O(1) and Clear costs the Sets since the last one.
+// So a map kept between queries (PrefixQuery's, RunMatch's; one per thread)
+// costs each query the workers it meets, and its memory follows the largest
+// ordinal. That is bounded by the workers present, not the workers ever
+// seen, as long as the backend reuses freed ordinals before it takes new
+// ones: ABI 1.0 backends never free one (their records stay), and ABI 1.1
+// backends should hand out the lowest free one, as absl_rwlock does.
 #ifndef KVINDEXER_CORE_WORKER_SLOT_MAP_H_
 #define KVINDEXER_CORE_WORKER_SLOT_MAP_H_
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/heartbeat_header.h"
 #include "core/prefix_answer.h"
 #include "core/prefix_response_wire.h"
 #include "core/request_validation.h"
@@ -42,6 +43,17 @@ grpc::Status CheckRequestSize(const grpc::ByteBuffer& request) {
   return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
                       fmt::format("request message is {} bytes; maximum is {}",
                                   size, kMaxRequestBytes));
+}
+
+// The heartbeat header of a call, parsed (the first value when the key
+// repeats).
+HeartbeatHeader HeartbeatOf(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(
+      grpc::string_ref(kHeartbeatTtlHeader.data(), kHeartbeatTtlHeader.size()));
+  if (it == metadata.end()) return HeartbeatHeader{};
+  return HeartbeatHeader::Parse(
+      std::string_view(it->second.data(), it->second.size()));
 }
 
 // Decodes `request` into `message`. Reads the slices in place.
@@ -143,8 +155,10 @@ struct KvIndexerService::PrefixCall {
 KvIndexerService::KvIndexerService(Indexer& indexer,
                                    uint32_t prefix_query_max_inflight,
                                    const Clock& clock,
-                                   RejectionLog* rejection_log)
+                                   RejectionLog* rejection_log,
+                                   bool read_heartbeats)
     : indexer_(&indexer),
+      read_heartbeats_(read_heartbeats),
       admission_(prefix_query_max_inflight),
       shedder_(clock),
       rejection_log_(rejection_log != nullptr ? rejection_log
@@ -156,12 +170,16 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
 grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  HeartbeatHeader heartbeat;
+  if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
   return ServeUnaryOn<v1::ApplyExternalKvBatchRequest,
                       v1::ApplyExternalKvBatchResponse>(
       applies_, context, request, response,
-      [this](const v1::ApplyExternalKvBatchRequest& req,
-             v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->Apply(req, resp);
+      // The peer names the sender for duplicate-claim detection.
+      [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
+          const v1::ApplyExternalKvBatchRequest& req,
+          v1::ApplyExternalKvBatchResponse* resp) {
+        return indexer_->Apply(req, resp, peer, heartbeat);
       });
 }
 
@@ -171,9 +189,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
   return ServeUnaryOn<v1::ReplaceExternalKvSnapshotRequest,
                       v1::ReplaceExternalKvSnapshotResponse>(
       applies_, context, request, response,
-      [this](const v1::ReplaceExternalKvSnapshotRequest& req,
-             v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->Replace(req, resp);
+      [this, peer = context->peer()](
+          const v1::ReplaceExternalKvSnapshotRequest& req,
+          v1::ReplaceExternalKvSnapshotResponse* resp) {
+        return indexer_->Replace(req, resp, peer);
       });
 }
 

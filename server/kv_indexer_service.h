@@ -36,6 +36,13 @@
 //     thread.
 // See task_executor.h for why work leaves gRPC's callback threads.
 //
+// ApplyExternalKvBatch also reads the request metadata
+// `kv-indexer-heartbeat-ttl-ms` on the callback thread and passes its parsed
+// form to Indexer::Apply, which marks the worker when the request passes
+// validation (docs/contract.md, "Recovery > Worker liveness and removal").
+// A service built with read_heartbeats false ignores the header, as a server
+// without liveness does.
+//
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run
 // inline takes none and allocates nothing of its own beyond the response.
@@ -107,7 +114,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // prefix_query_max_inflight > 0. OWNERSHIP: nothing is taken. A null
   // rejection_log means an internal one that logs through spdlog.
   KvIndexerService(Indexer& indexer, uint32_t prefix_query_max_inflight,
-                   const Clock& clock, RejectionLog* rejection_log = nullptr);
+                   const Clock& clock, RejectionLog* rejection_log = nullptr,
+                   bool read_heartbeats = true);
   KvIndexerService(const KvIndexerService&) = delete;
   KvIndexerService& operator=(const KvIndexerService&) = delete;
 
@@ -164,6 +172,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
                           grpc::ByteBuffer* response);
 
   Indexer* indexer_;
+  const bool read_heartbeats_;
   PrefixAdmission admission_;
   PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;

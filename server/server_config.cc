@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -20,6 +21,18 @@ constexpr std::string_view kMaxInflightAccepted =
 constexpr std::string_view kBackendAccepted =
     "a backend name (for example absl_rwlock) or the path of a backend .so "
     "file";
+
+// Bounds (core/request_limits.h): digits only, at least 1. An answer ceiling
+// stays at or below INT_MAX, the largest message the service can encode.
+constexpr Uint32Syntax kBoundSyntax{.min = 1};
+constexpr Uint32Syntax kAnswerBytesSyntax{.min = 1, .max = 2147483647};
+
+constexpr std::string_view kLivenessAccepted =
+    "1, true or yes to sweep workers whose heartbeat expired; 0, false or no "
+    "not to";
+constexpr std::string_view kLivenessSweepMsAccepted =
+    "a positive integer of milliseconds (1..4294967295), for example 1000";
+constexpr Uint32Syntax kLivenessSweepMsSyntax{.min = 1};
 
 // Port numbers: digits only, 0..65535.
 constexpr Uint32Syntax kPortSyntax{.max = 65535};
@@ -69,6 +82,51 @@ absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(std::string_view value) {
                         kMaxInflightAccepted);
 }
 
+absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
+  RequestLimits limits;
+  struct Bound {
+    std::string_view var;
+    const Uint32Syntax& syntax;
+    std::string_view accepted;
+    uint32_t* value;
+  };
+  const Bound bounds[] = {
+      {kMaxWorkerIdBytesVar, kBoundSyntax,
+       "a positive integer of bytes (1..4294967295), for example 256",
+       &limits.max_worker_id_bytes},
+      {kMaxWorkerAddressBytesVar, kBoundSyntax,
+       "a positive integer of bytes (1..4294967295), for example 2048",
+       &limits.max_worker_address_bytes},
+      {kMaxWorkersVar, kBoundSyntax,
+       "a positive integer of workers (1..4294967295), for example 65536",
+       &limits.max_workers},
+      {kMaxPrefixAnswerBytesVar, kAnswerBytesSyntax,
+       "a positive integer of bytes (1..2147483647), for example 4000000",
+       &limits.max_prefix_answer_bytes},
+  };
+  for (const Bound& bound : bounds) {
+    if (auto v = env(bound.var)) {
+      auto n = ParseEnvUint32(bound.var, *v, bound.syntax, bound.accepted);
+      if (!n.ok()) return n.status();
+      *bound.value = *n;
+    }
+  }
+  return limits;
+}
+
+absl::StatusOr<bool> ParseLiveness(std::string_view value) {
+  const std::string lower =
+      absl::AsciiStrToLower(absl::string_view(value.data(), value.size()));
+  if (lower == "1" || lower == "true" || lower == "yes") return true;
+  if (lower == "0" || lower == "false" || lower == "no") return false;
+  return InvalidEnvValue(kLivenessVar, value, kLivenessAccepted);
+}
+
+absl::StatusOr<uint32_t> ParseLivenessSweepMs(std::string_view value) {
+  return ParseEnvUint32(kLivenessSweepMsVar, value, kLivenessSweepMsSyntax,
+                        kLivenessSweepMsAccepted);
+}
+
 absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   ServerConfig config;
   if (auto v = env(kListenAddrVar)) {
@@ -95,9 +153,23 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
     }
     config.backend_path = *std::move(v);
   }
+  auto limits = LoadRequestLimits(env);
+  if (!limits.ok()) return limits.status();
+  config.limits = *limits;
   auto level = LoadLogLevel(env);
   if (!level.ok()) return level.status();
   config.log_level = *level;
+  // Worker liveness.
+  if (auto v = env(kLivenessVar)) {
+    auto on = ParseLiveness(*v);
+    if (!on.ok()) return on.status();
+    config.liveness = *on;
+  }
+  if (auto v = env(kLivenessSweepMsVar)) {
+    auto ms = ParseLivenessSweepMs(*v);
+    if (!ms.ok()) return ms.status();
+    config.liveness_sweep_ms = *ms;
+  }
   return config;
 }
 
@@ -137,6 +209,20 @@ std::string UsageText(std::string_view program) {
       {kBackendPathVar, "(empty)",
        "colon-separated directories searched for backends by name"},
       {kLogLevelVar, "info", kLogLevelValues},
+      {kMaxWorkerIdBytesVar, std::to_string(kDefaultMaxWorkerIdBytes),
+       "bytes of a worker_id; longer is INVALID_ARGUMENT"},
+      {kMaxWorkerAddressBytesVar, std::to_string(kDefaultMaxWorkerAddressBytes),
+       "bytes of a worker_address; longer is INVALID_ARGUMENT"},
+      {kMaxWorkersVar, std::to_string(kDefaultMaxWorkers),
+       "worker records held at once; a new one beyond is "
+       "RESOURCE_EXHAUSTED"},
+      {kMaxPrefixAnswerBytesVar, std::to_string(kDefaultMaxPrefixAnswerBytes),
+       "encoded bytes of one prefix answer (1..2147483647); larger is "
+       "RESOURCE_EXHAUSTED"},
+      {kLivenessVar, "1",
+       "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
+      {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),
+       "positive integer: milliseconds between liveness sweeps"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},

@@ -10,6 +10,13 @@
 // | colon-separated directories searched for backends | | KV_INDEXER_LOG_LEVEL
 // | info           | see common/log_setup.h |
 //
+// The bounds of docs/contract.md, "Limits > Bounds"
+// (KV_INDEXER_MAX_WORKER_ID_BYTES, KV_INDEXER_MAX_WORKER_ADDRESS_BYTES,
+// KV_INDEXER_MAX_WORKERS and KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive
+// integers whose defaults and reasons are in core/request_limits.h.
+// KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
+// block below.
+//
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
 //
@@ -27,6 +34,7 @@
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "core/backend_loader.h"
+#include "core/request_limits.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -41,6 +49,20 @@ inline constexpr std::string_view kBackendPathVar = "KV_INDEXER_BACKEND_PATH";
 inline constexpr std::string_view kDefaultListenAddr = "[::1]:50051";
 inline constexpr uint32_t kDefaultPrefixQueryMaxInflight = 32;
 
+// --- Worker liveness (docs/contract.md, "Recovery > Worker liveness and
+// removal") ---
+// KV_INDEXER_LIVENESS: 1/true/yes or 0/false/no (any letter case).
+inline constexpr std::string_view kLivenessVar = "KV_INDEXER_LIVENESS";
+// KV_INDEXER_LIVENESS_SWEEP_MS: integer 1..4294967295.
+inline constexpr std::string_view kLivenessSweepMsVar =
+    "KV_INDEXER_LIVENESS_SWEEP_MS";
+inline constexpr bool kDefaultLiveness = true;
+inline constexpr uint32_t kDefaultLivenessSweepMs = 1000;
+[[nodiscard]] absl::StatusOr<bool> ParseLiveness(std::string_view value);
+[[nodiscard]] absl::StatusOr<uint32_t> ParseLivenessSweepMs(
+    std::string_view value);
+// --- end of worker liveness ---
+
 struct ServerConfig {
   // A validated literal socket address in gRPC's form ("1.2.3.4:5",
   // "[::1]:5").
@@ -49,6 +71,11 @@ struct ServerConfig {
   std::string backend{kDefaultBackendName};  // name or path
   std::string backend_path;                  // may be empty
   spdlog::level::level_enum log_level = kDefaultLogLevel;
+  // Bounds on what clients can make the server hold and serve.
+  RequestLimits limits;
+  // Worker liveness: heartbeats are read and silent workers swept.
+  bool liveness = kDefaultLiveness;
+  uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
 };
 
 // Reads every variable above; unset variables take their defaults.
@@ -61,6 +88,10 @@ struct ServerConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<uint32_t> ParsePrefixQueryMaxInflight(
     std::string_view value);
+
+// The four variables of RequestLimits; unset ones keep their defaults.
+[[nodiscard]] absl::StatusOr<RequestLimits> LoadRequestLimits(
+    const EnvLookup& env);
 
 // What the command line asks for. The only option is --help (or -h); any
 // other argument is an error.

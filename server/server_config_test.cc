@@ -171,5 +171,62 @@ TEST(ServerConfigTest, UsageListsEveryVariableWithDefault) {
   EXPECT_THAT(usage, HasSubstr(std::string(kDefaultBackendName)));
 }
 
+// docs/contract.md, "Limits > Bounds": the four bound variables.
+TEST(ServerConfigBoundsTest, DefaultsWhenUnset) {
+  auto config = LoadServerConfig(FakeEnv({}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->limits.max_worker_id_bytes, 256u);
+  EXPECT_EQ(config->limits.max_worker_address_bytes, 2048u);
+  EXPECT_EQ(config->limits.max_workers, 65536u);
+  EXPECT_EQ(config->limits.max_prefix_answer_bytes, 4000000u);
+  // Below gRPC's default receive limit of 4 MiB.
+  EXPECT_LT(config->limits.max_prefix_answer_bytes, 4u * 1024 * 1024);
+}
+
+TEST(ServerConfigBoundsTest, ReadsEachVariable) {
+  auto config = LoadServerConfig(FakeEnv({
+      {"KV_INDEXER_MAX_WORKER_ID_BYTES", "64"},
+      {"KV_INDEXER_MAX_WORKER_ADDRESS_BYTES", "512"},
+      {"KV_INDEXER_MAX_WORKERS", "100"},
+      {"KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483647"},
+  }));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->limits.max_worker_id_bytes, 64u);
+  EXPECT_EQ(config->limits.max_worker_address_bytes, 512u);
+  EXPECT_EQ(config->limits.max_workers, 100u);
+  EXPECT_EQ(config->limits.max_prefix_answer_bytes, 2147483647u);
+}
+
+TEST(ServerConfigBoundsTest, BadValuesNameTheVariable) {
+  for (const char* var :
+       {"KV_INDEXER_MAX_WORKER_ID_BYTES", "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES",
+        "KV_INDEXER_MAX_WORKERS", "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES"}) {
+    for (const char* bad :
+         {"0", "many", "", "-1", " 5", "5 ", "1.5", "4294967296", "0x10"}) {
+      EXPECT_THAT(ErrorOf({{var, bad}}),
+                  AllOf(HasSubstr(var), HasSubstr(QuoteEnvValue(bad)),
+                        HasSubstr("positive integer")))
+          << var << "=" << bad;
+    }
+  }
+  // An answer ceiling above INT_MAX could never be encoded.
+  EXPECT_THAT(ErrorOf({{"KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483648"}}),
+              AllOf(HasSubstr("KV_INDEXER_MAX_PREFIX_ANSWER_BYTES"),
+                    HasSubstr("1..2147483647")));
+  EXPECT_TRUE(
+      LoadServerConfig(FakeEnv({{"KV_INDEXER_MAX_WORKERS", "4294967295"}}))
+          .ok());
+}
+
+TEST(ServerConfigBoundsTest, UsageListsTheBounds) {
+  const std::string usage = UsageText("kv-indexer-server");
+  for (const char* needle :
+       {"KV_INDEXER_MAX_WORKER_ID_BYTES", "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES",
+        "KV_INDEXER_MAX_WORKERS", "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "65536",
+        "4000000", "2048"}) {
+    EXPECT_THAT(usage, HasSubstr(needle));
+  }
+}
+
 }  // namespace
 }  // namespace kvindexer

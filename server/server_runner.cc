@@ -13,6 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
+#include "server/liveness_sweeper.h"
 #include "server/server_config.h"
 #include "server/transport_settings.h"
 #include "spdlog/spdlog.h"
@@ -80,9 +81,11 @@ int RunServer(std::span<const char* const> args) {
     return kExitFailure;
   }
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
-  Indexer indexer((*loaded)->backend());
+  Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
+                  (*loaded)->abi_minor());
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
-                           Clock::Real());
+                           Clock::Real(), /*rejection_log=*/nullptr,
+                           /*read_heartbeats=*/config->liveness);
 
   spdlog::info(
       "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
@@ -92,6 +95,14 @@ int RunServer(std::span<const char* const> args) {
       kMaxConcurrentStreams, descriptor.name, descriptor.version,
       (*loaded)->path(), descriptor.build_info, KVINDEXER_VERSION,
       kServerBuildInfo);
+
+  // docs/contract.md, "Limits > Bounds".
+  spdlog::info(
+      "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
+      "max_workers={} max_prefix_answer_bytes={}",
+      config->limits.max_worker_id_bytes,
+      config->limits.max_worker_address_bytes, config->limits.max_workers,
+      config->limits.max_prefix_answer_bytes);
 
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
@@ -111,6 +122,21 @@ int RunServer(std::span<const char* const> args) {
   spdlog::info("listening addr={}",
                BoundAddress(config->listen_addr, bound_port));
 
+  // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
+  // removal").
+  std::unique_ptr<LivenessSweeper> sweeper;
+  if (config->liveness) {
+    spdlog::info("worker liveness on sweep_ms={}", config->liveness_sweep_ms);
+    sweeper = std::make_unique<LivenessSweeper>(
+        std::chrono::milliseconds(config->liveness_sweep_ms), [&indexer] {
+          // A failure is logged by the Indexer and retried next sweep.
+          indexer.SweepLiveness(indexer.clock().Now());
+        });
+  } else {
+    spdlog::info("worker liveness off: heartbeats are ignored ({}=0)",
+                 kLivenessVar);
+  }
+
   if (const std::optional<int> signal_number = signals.Wait()) {
     spdlog::info("received {}; shutting down (grace period {} s)",
                  SignalName(*signal_number), kShutdownGrace.count());
@@ -121,6 +147,7 @@ int RunServer(std::span<const char* const> args) {
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server->Wait();
   server.reset();
+  if (sweeper != nullptr) sweeper->Stop();
   spdlog::info("stopped");
   return kExitOk;
 }

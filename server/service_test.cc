@@ -288,14 +288,18 @@ struct LoggedLine {
 
 class InProcessServer {
  public:
-  InProcessServer(IndexBackend* backend, uint32_t prefix_limit)
-      : indexer_(backend),
+  InProcessServer(IndexBackend* backend, uint32_t prefix_limit,
+                  uint32_t backend_abi_minor = kBackendAbiMinor,
+                  bool read_heartbeats = true)
+      : indexer_(backend, /*gate_log=*/nullptr, RequestLimits{},
+                 backend_abi_minor),
         rejection_log_(
             [this](spdlog::level::level_enum level, std::string_view text) {
               std::lock_guard<std::mutex> lock(log_mu_);
               log_lines_.push_back({level, std::string(text)});
             }),
-        service_(indexer_, prefix_limit, clock_, &rejection_log_) {
+        service_(indexer_, prefix_limit, clock_, &rejection_log_,
+                 read_heartbeats) {
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -326,6 +330,7 @@ class InProcessServer {
   KVIndexer::Stub& stub() { return *stub_; }
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
   SkewedClock& clock() { return clock_; }
+  Indexer& indexer() { return indexer_; }
   KvIndexerService& service() { return service_; }
   CallObserver& observer() { return observer_; }
   std::vector<LoggedLine> log_lines() {
@@ -421,7 +426,8 @@ class ServiceOverReferenceBackendTest : public ::testing::Test {
         LoadedBackend::Load("absl_rwlock", KVINDEXER_TEST_BACKEND_DIR);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     backend_ = *std::move(loaded);
-    server_ = std::make_unique<InProcessServer>(backend_->backend(), 32);
+    server_ = std::make_unique<InProcessServer>(backend_->backend(), 32,
+                                                backend_->abi_minor());
     ASSERT_TRUE(server_->started());
   }
   void TearDown() override {
@@ -435,8 +441,9 @@ class ServiceOverReferenceBackendTest : public ::testing::Test {
 
 class ServiceOverProbeBackendTest : public ::testing::Test {
  protected:
-  void Start(uint32_t prefix_limit) {
-    server_ = std::make_unique<InProcessServer>(&backend_, prefix_limit);
+  void Start(uint32_t prefix_limit, bool read_heartbeats = true) {
+    server_ = std::make_unique<InProcessServer>(
+        &backend_, prefix_limit, kBackendAbiMinor, read_heartbeats);
     ASSERT_TRUE(server_->started());
   }
   void TearDown() override {
@@ -879,6 +886,67 @@ TEST_F(ServiceOverProbeBackendTest, UndecodableRequestIsInternal) {
               std::string("\x0a\x64xyz", 5));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_EQ(backend_.applies.load(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Heartbeats (docs/contract.md, "Recovery > Worker liveness and removal"):
+// the request metadata kv-indexer-heartbeat-ttl-ms marks the worker.
+
+grpc::Status ApplyWithHeaders(
+    InProcessServer& s, const ApplyExternalKvBatchRequest& req,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto context = Context();
+  for (const auto& [key, value] : headers) context->AddMetadata(key, value);
+  ApplyExternalKvBatchResponse resp;
+  return s.stub().ApplyExternalKvBatch(context.get(), req, &resp);
+}
+
+TEST_F(ServiceOverProbeBackendTest, TheHeartbeatHeaderMarksTheWorker) {
+  Start(4);
+  Indexer& indexer = server_->indexer();
+  // A seed-era apply without the header: not marked.
+  ASSERT_TRUE(Apply(*server_, Batch("plain", "a")).ok());
+  EXPECT_FALSE(indexer.HeartbeatDeadline("plain").has_value());
+
+  const auto before = indexer.clock().Now();
+  ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("beating", "a"),
+                               {{"kv-indexer-heartbeat-ttl-ms", "30000"}})
+                  .ok());
+  const auto deadline = indexer.HeartbeatDeadline("beating");
+  ASSERT_TRUE(deadline.has_value());
+  EXPECT_GE(*deadline, before + 30s);
+  EXPECT_LE(*deadline, indexer.clock().Now() + 30s);
+
+  // A gated probe refused at G1 marks its worker all the same.
+  const grpc::Status refused =
+      ApplyWithHeaders(*server_, Batch("unknown", "a").Gated("e", 0),
+                       {{"kv-indexer-heartbeat-ttl-ms", "400"}});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(indexer.HeartbeatDeadline("unknown").has_value());
+
+  // A malformed value is ignored; an invalid request marks nothing.
+  ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("odd", "a"),
+                               {{"kv-indexer-heartbeat-ttl-ms", "soon"}})
+                  .ok());
+  EXPECT_FALSE(indexer.HeartbeatDeadline("odd").has_value());
+  EXPECT_EQ(ApplyWithHeaders(*server_, Batch("bad", "a").Report(0, {1}),
+                             {{"kv-indexer-heartbeat-ttl-ms", "400"}})
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(indexer.HeartbeatDeadline("bad").has_value());
+
+  const LivenessStats stats = indexer.liveness_stats();
+  EXPECT_EQ(stats.heartbeats, 2u);
+  EXPECT_EQ(stats.malformed_heartbeats, 1u);
+}
+
+TEST_F(ServiceOverProbeBackendTest, WithoutLivenessTheHeaderIsIgnored) {
+  Start(4, /*read_heartbeats=*/false);
+  ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("w", "a"),
+                               {{"kv-indexer-heartbeat-ttl-ms", "400"}})
+                  .ok());
+  EXPECT_FALSE(server_->indexer().HeartbeatDeadline("w").has_value());
+  EXPECT_EQ(server_->indexer().liveness_stats().heartbeats, 0u);
 }
 
 TEST_F(ServiceOverReferenceBackendTest, ValidationErrorsAreInvalidArgument) {

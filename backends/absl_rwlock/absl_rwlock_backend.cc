@@ -6,8 +6,10 @@
 #include <new>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "block_emitter.h"
 #include "kvindexer/backend_kit.h"
+#include "worker_removal.h"
 
 namespace kvindexer::absl_rwlock {
 
@@ -140,14 +142,17 @@ BackendStatus AbslRwlockBackend::CountHits(HashSpan hashes) noexcept {
   return OkStatus();
 }
 
-// Placeholder until ABI 1.1 lands in this backend: the host must not call it.
-BackendStatus AbslRwlockBackend::RemoveWorker(StringView,
+BackendStatus AbslRwlockBackend::RemoveWorker(StringView worker_id,
                                               uint32_t* existed) noexcept {
-  if (existed != nullptr) *existed = 0;
-  BackendStatus status{BackendCode::kInternal, {}};
-  static constexpr char kMessage[] = "RemoveWorker is not implemented yet";
-  static_assert(sizeof(kMessage) <= sizeof(status.message));
-  for (size_t i = 0; i < sizeof(kMessage); ++i) status.message[i] = kMessage[i];
+  uint32_t removed = 0;
+  BackendStatus status = kit::CheckRemoveWorker(worker_id);
+  if (status.code == BackendCode::kOk) {
+    WriterGuard lock(&mu_);
+    status = RemoveWorkerFromTables(
+        absl::string_view(worker_id.data, worker_id.size), &blocks_, &workers_,
+        &hits_, &removed);
+  }
+  if (existed != nullptr) *existed = removed;
   return status;
 }
 

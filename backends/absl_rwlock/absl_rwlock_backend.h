@@ -2,7 +2,8 @@
 // (blocks, workers, hit counters; docs/contract.md, "State model") behind ONE
 // reader/writer lock, an absl::Mutex (rw_lock.h):
 //
-//   Apply, Match with count_as_hit      exclusive, for the whole call
+//   Apply, Match with count_as_hit,
+//   RemoveWorker                        exclusive, for the whole call
 //   Match without counting, PrefixScan,
 //   HitCounts, GetStats                 shared, for the whole call
 //

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <new>
 #include <random>
@@ -91,6 +92,7 @@ namespace kvindexer::absl_rwlock {
 namespace {
 
 using test_support::Batch;
+using test_support::Range;
 
 // Applies `batch` as the host hands it to a backend.
 BackendStatus Apply(IndexBackend& backend, const Batch& batch) {
@@ -226,6 +228,28 @@ BackendStats Stats(IndexBackend& backend) {
 void CountingMatch(IndexBackend& backend, const std::vector<int64_t>& hashes) {
   RecordingVisitor visitor;
   ExpectOk(backend.Match({hashes.data(), hashes.size()}, true, &visitor));
+}
+
+// Removes `id`; returns the existed flag.
+uint32_t Remove(IndexBackend& backend, const std::string& id) {
+  uint32_t existed = 7;
+  ExpectOk(backend.RemoveWorker({id.data(), id.size()}, &existed));
+  return existed;
+}
+
+// The ordinal each announced worker has in one PrefixScan over `hashes`.
+std::map<std::string, uint32_t> Ordinals(IndexBackend& backend,
+                                         const std::vector<int64_t>& hashes) {
+  class OrdinalVisitor final : public BlockVisitor {
+   public:
+    void OnWorker(const WorkerView& w) noexcept override {
+      ordinals[std::string(w.id.data, w.id.size)] = w.worker;
+    }
+    bool OnBlock(const BlockView&) noexcept override { return true; }
+    std::map<std::string, uint32_t> ordinals;
+  } visitor;
+  ExpectOk(backend.PrefixScan({hashes.data(), hashes.size()}, &visitor));
+  return visitor.ordinals;
 }
 
 // ---------------------------------------------------------------------------
@@ -384,7 +408,7 @@ TEST(AbslRwlockApplyTest, StatsFollowReportRevokeAndClear) {
   EXPECT_EQ(s.blocks, 0u);
   EXPECT_EQ(s.placements, 0u);
   EXPECT_EQ(s.hit_counters, 0u);
-  EXPECT_EQ(s.workers, 2u);  // worker records are never deleted
+  EXPECT_EQ(s.workers, 2u);  // only RemoveWorker deletes a worker record
 }
 
 TEST(AbslRwlockApplyTest, StatsRespectCallerStructSize) {
@@ -651,6 +675,173 @@ TEST(AbslRwlockLockTest, ReadersSeeWholeBatchesOnly) {
 }
 
 // ---------------------------------------------------------------------------
+// RemoveWorker (ABI 1.1).
+
+TEST(AbslRwlockRemoveTest, RevokesEveryTierAndDeletesLoneBlocks) {
+  AbslRwlockBackend backend;
+  ExpectOk(Apply(backend, Batch("w1", "a1")
+                              .Report(kTierHbm, {1, 2, 3})
+                              .Report(kTierDram, {2, 4})
+                              .Report(kTierSsd, {5})));
+  ExpectOk(Apply(
+      backend, Batch("w2", "a2").Report(kTierHbm, {3}).Report(kTierSsd, {4})));
+  const std::vector<int64_t> all = {1, 2, 3, 4, 5};
+  CountingMatch(backend, all);
+  CountingMatch(backend, all);
+  EXPECT_EQ(Remove(backend, "w1"), 1u);
+  const std::vector<BlockRecordSeen> expected = {{0, 0, {}},
+                                                 {1, 0, {}},
+                                                 {2, 0, {{"w2", kTierHbm, 0}}},
+                                                 {3, 0, {{"w2", kTierSsd, 0}}},
+                                                 {4, 0, {}}};
+  EXPECT_EQ(Scan(backend, all), expected);
+  // Blocks w1 held alone went with their counters; shared ones kept theirs.
+  EXPECT_EQ(Hits(backend, all), (std::vector<uint64_t>{0, 0, 2, 2, 0}));
+  const BackendStats s = Stats(backend);
+  EXPECT_EQ(s.blocks, 2u);
+  EXPECT_EQ(s.placements, 2u);
+  EXPECT_EQ(s.workers, 1u);
+  EXPECT_EQ(s.hit_counters, 2u);
+  // w2's CLEAR still finds exactly its own holdings.
+  ExpectOk(Apply(backend, Batch("w2", "a2").Clear(kTierHbm).Clear(kTierSsd)));
+  EXPECT_EQ(Stats(backend).blocks, 0u);
+}
+
+TEST(AbslRwlockRemoveTest, UnknownIdsAndRepeatsChangeNothing) {
+  AbslRwlockBackend backend;
+  ExpectOk(Apply(backend, Batch("w1", "a1").Report(kTierHbm, {1})));
+  const BackendStats before = Stats(backend);
+  EXPECT_EQ(Remove(backend, "nobody"), 0u);
+  EXPECT_EQ(Remove(backend, ""), 0u);
+  ExpectOk(backend.RemoveWorker({"w", 1}, nullptr));  // existed may be null
+  const BackendStats after = Stats(backend);
+  EXPECT_EQ(after.workers, before.workers);
+  EXPECT_EQ(after.placements, before.placements);
+  EXPECT_EQ(after.memory_bytes, before.memory_bytes);
+  EXPECT_EQ(Remove(backend, "w1"), 1u);
+  EXPECT_EQ(Remove(backend, "w1"), 0u);
+  EXPECT_EQ(Stats(backend).workers, 0u);
+  // A malformed view is refused and changes nothing.
+  ExpectOk(Apply(backend, Batch("w2", "a2").Report(kTierHbm, {2})));
+  uint32_t existed = 7;
+  EXPECT_EQ(backend.RemoveWorker({nullptr, 3}, &existed).code,
+            BackendCode::kInvalidArgument);
+  EXPECT_EQ(existed, 0u);
+  EXPECT_EQ(Stats(backend).workers, 1u);
+}
+
+TEST(AbslRwlockRemoveTest, NewWorkersTakeTheLowestFreeOrdinal) {
+  AbslRwlockBackend backend;
+  std::vector<int64_t> all;
+  for (int w = 0; w < 10; ++w) {
+    ExpectOk(
+        Apply(backend,
+              Batch("w" + std::to_string(w), "a").Report(kTierHbm, {100 + w})));
+    all.push_back(100 + w);
+  }
+  std::map<std::string, uint32_t> ordinals = Ordinals(backend, all);
+  for (int w = 0; w < 10; ++w) {
+    EXPECT_EQ(ordinals["w" + std::to_string(w)], static_cast<uint32_t>(w));
+  }
+  // 9 and 8 come off the end; 5 and 2 leave holes.
+  for (const char* id : {"w5", "w9", "w2", "w8"})
+    EXPECT_EQ(Remove(backend, id), 1u);
+  const std::vector<std::pair<std::string, uint32_t>> arrivals = {
+      {"n0", 2}, {"n1", 5}, {"n2", 8}, {"n3", 9}, {"n4", 10}};
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    ExpectOk(Apply(backend, Batch(arrivals[i].first, "b" + std::to_string(i))
+                                .Report(kTierDram, {200 + int64_t(i)})));
+    all.push_back(200 + static_cast<int64_t>(i));
+  }
+  ordinals = Ordinals(backend, all);
+  for (const auto& [id, ordinal] : arrivals) {
+    EXPECT_EQ(ordinals[id], ordinal) << id;
+  }
+  EXPECT_EQ(ordinals.size(), 11u);
+  EXPECT_EQ(Stats(backend).workers, 11u);
+}
+
+TEST(AbslRwlockRemoveTest, AReusedOrdinalCarriesTheNewWorker) {
+  AbslRwlockBackend backend;
+  const CacheSpec spec{1, kComponentFull, 0, 3, 0, 0};
+  ExpectOk(Apply(backend,
+                 Batch("old", "10.0.0.1:1").Spec(spec).Report(kTierHbm, {1})));
+  ExpectOk(Apply(backend, Batch("keep", "10.0.0.2:1").Report(kTierHbm, {2})));
+  EXPECT_EQ(Remove(backend, "old"), 1u);
+  ExpectOk(Apply(backend, Batch("new", "10.0.0.3:1").Report(kTierHbm, {3})));
+  const std::vector<int64_t> q = {1, 2, 3};
+  EXPECT_EQ(Ordinals(backend, q),
+            (std::map<std::string, uint32_t>{{"keep", 1}, {"new", 0}}));
+  RecordingVisitor visitor;
+  ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+  visitor.ExpectProtocolHeld();
+  EXPECT_EQ(visitor.worker("new").address, "10.0.0.3:1");
+  EXPECT_EQ(visitor.worker("new").has_cache_spec, 0u);
+  const std::vector<BlockRecordSeen> expected = {
+      {0, 0, {}},
+      {1, 0, {{"keep", kTierHbm, 0}}},
+      {2, 0, {{"new", kTierHbm, 0}}}};
+  EXPECT_EQ(visitor.blocks(), expected);
+}
+
+TEST(AbslRwlockRemoveTest, ReAddedWorkerStartsEmpty) {
+  AbslRwlockBackend backend;
+  const CacheSpec spec{1, kComponentFull, 0, 3, 0, 0};
+  ExpectOk(Apply(
+      backend,
+      Batch("w1", "first").Spec(spec).Report(kTierHbm, {1, 2}, {}, {16, 16})));
+  CountingMatch(backend, {1, 2});
+  EXPECT_EQ(Remove(backend, "w1"), 1u);
+  ExpectOk(Apply(backend, Batch("w1", "second").Report(kTierDram, {3})));
+  RecordingVisitor visitor;
+  const std::vector<int64_t> q = {1, 2, 3};
+  ExpectOk(backend.Match({q.data(), q.size()}, false, &visitor));
+  const std::vector<BlockRecordSeen> expected = {
+      {0, 0, {}}, {1, 0, {}}, {2, 0, {{"w1", kTierDram, 0}}}};
+  EXPECT_EQ(visitor.blocks(), expected);
+  EXPECT_EQ(visitor.worker("w1").address, "second");
+  EXPECT_EQ(visitor.worker("w1").has_cache_spec, 0u);
+  EXPECT_EQ(Hits(backend, q), (std::vector<uint64_t>{0, 0, 0}));
+  // Its CLEAR finds only what it reported since.
+  ExpectOk(Apply(backend, Batch("w1", "second").Clear(kTierHbm)));
+  EXPECT_EQ(Stats(backend).placements, 1u);
+}
+
+TEST(AbslRwlockRemoveTest, ConcurrentReadersSeeAWorkerWholeOrNotAtAll) {
+  AbslRwlockBackend backend;
+  const std::vector<int64_t> set = {1, 2, 3, 4, 5, 6, 7, 8};
+  ExpectOk(Apply(backend, Batch("anchor", "a").Report(kTierHbm, {1})));
+  const auto add = [&] {
+    ExpectOk(Apply(
+        backend,
+        Batch("churn", "c").Report(kTierHbm, set).Report(kTierDram, set)));
+  };
+  add();
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 2000 || reads.load() < 200; ++i) {
+      if (i >= 200000) break;
+      Remove(backend, "churn");
+      add();
+    }
+    stop.store(true);
+  });
+  int torn = 0;
+  while (!stop.load() || reads.load() == 0) {
+    size_t held = 0;
+    for (const BlockRecordSeen& b : Scan(backend, set)) {
+      held += b.placements.size();
+    }
+    // The anchor's placement plus all 16 of churn's, or the anchor alone.
+    if (held != 1 && held != 17) ++torn;
+    reads.fetch_add(1);
+  }
+  writer.join();
+  EXPECT_EQ(torn, 0) << "of " << reads.load() << " reads";
+}
+
+// ---------------------------------------------------------------------------
 // All or nothing under allocation failure.
 
 struct Snapshot {
@@ -728,6 +919,9 @@ TEST(AbslRwlockFailureTest, AFailedApplyLeavesNoTrace) {
       }
     }
     if (rng() % 3 == 0) CountingMatch(backend, universe);
+    // Removals free ordinals, so that later batches of new workers take the
+    // reuse path of the registry, and undo it when they fail.
+    if (rng() % 4 == 0) Remove(backend, ids[rng() % ids.size()]);
     const Snapshot before = Take(backend, universe, ids);
     for (int64_t fail_at = 0;; ++fail_at) {
       // The view is built before arming, so only Apply's own allocations
@@ -763,6 +957,59 @@ TEST(AbslRwlockFailureTest, AFailedCountingMatchCountsNothing) {
   EXPECT_EQ(status.code, BackendCode::kResourceExhausted);
   EXPECT_EQ(Stats(backend).hit_counters, 0u);
   EXPECT_TRUE(visitor.blocks().empty());
+}
+
+TEST(AbslRwlockFailureTest, AFailedRemovalRemovesNothing) {
+  // Each try runs on a fresh backend with the same content, with the Nth
+  // allocation of RemoveWorker failing, N = 0, 1, ... until none fails. Only
+  // the room for the freed ordinal is needed: when it cannot be had the
+  // call fails and the state is as it was. The rebuilds of tables the
+  // removal left sparse are optional: a failed one leaves a whole removal.
+  const std::vector<std::string> ids = {"w0", "w1", "w2", "w3"};
+  std::vector<int64_t> universe = Range(0, 2000);
+  for (int w = 1; w < 4; ++w) {
+    const std::vector<int64_t> own = Range(5000 * w, 50);
+    universe.insert(universe.end(), own.begin(), own.end());
+  }
+  const auto fill = [&](AbslRwlockBackend& backend) {
+    ExpectOk(Apply(backend, Batch("w0", "a").Report(kTierHbm, Range(0, 2000))));
+    for (int w = 1; w < 4; ++w) {
+      ExpectOk(Apply(backend, Batch(ids[w], "a")
+                                  .Report(kTierHbm, Range(0, 10))
+                                  .Report(kTierDram, Range(5000 * w, 50))));
+    }
+    CountingMatch(backend, universe);
+  };
+  AbslRwlockBackend reference;
+  fill(reference);
+  const Snapshot before = Take(reference, universe, ids);
+  EXPECT_EQ(Remove(reference, "w0"), 1u);
+  const Snapshot removed = Take(reference, universe, ids);
+  ASSERT_NE(before, removed);
+  int failed_calls = 0;
+  int failed_rebuilds = 0;
+  for (int64_t fail_at = 0;; ++fail_at) {
+    AbslRwlockBackend backend;
+    fill(backend);
+    uint32_t existed = 7;
+    t_fail_countdown = fail_at;
+    const BackendStatus status = backend.RemoveWorker({"w0", 2}, &existed);
+    const bool injected = t_fail_countdown == -1;
+    t_fail_countdown = -1;
+    if (status.code == BackendCode::kOk) {
+      EXPECT_EQ(existed, 1u);
+      EXPECT_EQ(Take(backend, universe, ids), removed) << "fail_at " << fail_at;
+      if (injected) ++failed_rebuilds;
+    } else {
+      ASSERT_EQ(status.code, BackendCode::kResourceExhausted) << status.message;
+      EXPECT_EQ(existed, 0u);
+      EXPECT_EQ(Take(backend, universe, ids), before) << "fail_at " << fail_at;
+      ++failed_calls;
+    }
+    if (!injected) break;
+  }
+  EXPECT_EQ(failed_calls, 1);     // the free list's room
+  EXPECT_GE(failed_rebuilds, 2);  // the block and hit counter tables
 }
 
 // ---------------------------------------------------------------------------
@@ -822,6 +1069,67 @@ TEST(AbslRwlockMemoryTest, AccountingTracksTheHeap) {
   RecordProperty("placements", std::to_string(s.placements));
   RecordProperty("memory_bytes", std::to_string(s.memory_bytes));
   RecordProperty("heap_bytes", std::to_string(heap));
+}
+
+TEST(AbslRwlockMemoryTest, RemovingWorkersGivesTheMemoryBack) {
+  // 16 workers, each with private blocks at two tiers and a share of common
+  // ones. Removing half of them must give back about half of what the
+  // placements cost, in the accounting and in the real heap; removing the
+  // rest must leave about what an empty backend holds.
+  const int64_t heap_before = g_live_bytes.load();
+  auto* backend = new AbslRwlockBackend();
+  const uint64_t empty = Stats(*backend).memory_bytes;
+  constexpr int kWorkers = 16;
+  constexpr int64_t kBlocksPerWorker = 4000;
+  const auto id = [](int w) { return "worker-id-" + std::to_string(w); };
+  for (int w = 0; w < kWorkers; ++w) {
+    std::vector<int64_t> hashes;
+    for (int64_t h = 0; h < kBlocksPerWorker; ++h) {
+      hashes.push_back(h < 500 ? h : w * kBlocksPerWorker + h);
+    }
+    // In batches of 1000, so that Apply's reusable buffers stay small.
+    for (size_t start = 0; start < hashes.size(); start += 1000) {
+      const std::vector<int64_t> part(
+          hashes.begin() + static_cast<ptrdiff_t>(start),
+          hashes.begin() + static_cast<ptrdiff_t>(start + 1000));
+      ExpectOk(
+          Apply(*backend, Batch(id(w), "10.0.0." + std::to_string(w) + ":1")
+                              .Report(kTierHbm, part)));
+    }
+    ExpectOk(Apply(*backend, Batch(id(w), "10.0.0." + std::to_string(w) + ":1")
+                                 .Report(kTierDram, {hashes.back()})));
+    CountingMatch(*backend, {hashes.back()});
+  }
+  const BackendStats full = Stats(*backend);
+  const int64_t heap_full = g_live_bytes.load() - heap_before;
+  for (int w = 0; w < kWorkers; w += 2) EXPECT_EQ(Remove(*backend, id(w)), 1u);
+  const BackendStats half = Stats(*backend);
+  const int64_t heap_half = g_live_bytes.load() - heap_before;
+  EXPECT_EQ(half.workers, kWorkers / 2u);
+  EXPECT_EQ(half.placements, full.placements / 2);
+  EXPECT_EQ(half.hit_counters, kWorkers / 2u);
+  // The accounting still matches the heap, and both fell by at least a
+  // third (the tables rebuilt smaller may sit anywhere from 5/16 to 5/8
+  // full, so exactly half is not to be expected).
+  EXPECT_NEAR(static_cast<double>(half.memory_bytes),
+              static_cast<double>(heap_half), 0.05 * heap_half);
+  EXPECT_LT(half.memory_bytes, full.memory_bytes * 2 / 3);
+  EXPECT_LT(heap_half, heap_full * 2 / 3);
+  printf("[ memory   ] %d workers: %llu B; after removing half: %llu B\n",
+         kWorkers, static_cast<unsigned long long>(full.memory_bytes),
+         static_cast<unsigned long long>(half.memory_bytes));
+  for (int w = 1; w < kWorkers; w += 2) EXPECT_EQ(Remove(*backend, id(w)), 1u);
+  const BackendStats none = Stats(*backend);
+  EXPECT_EQ(none.workers, 0u);
+  EXPECT_EQ(none.blocks, 0u);
+  EXPECT_EQ(none.hit_counters, 0u);
+  // What is left is the empty backend and Apply's reusable buffers (a few
+  // thousand journal entries).
+  EXPECT_LT(none.memory_bytes, empty + full.memory_bytes / 20);
+  EXPECT_NEAR(static_cast<double>(none.memory_bytes),
+              static_cast<double>(g_live_bytes.load() - heap_before), 64);
+  delete backend;
+  EXPECT_EQ(g_live_bytes.load(), heap_before);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ BackendStatus BatchApplier::Apply(const ApplyBatchView& batch,
   std::optional<uint32_t> found = workers_->Find(id);
   const bool new_worker = !found.has_value();
   uint32_t worker = 0;
-  if (new_worker && workers_->size() > kMaxWorkerOrdinal) {
+  if (new_worker && !workers_->CanAdd()) {
     return ErrorStatus(BackendCode::kResourceExhausted,
                        "worker limit reached (%u workers)",
                        kMaxWorkerOrdinal + 1);
@@ -93,7 +93,7 @@ BackendStatus BatchApplier::Apply(const ApplyBatchView& batch,
     // A throwing Add changed nothing and recorded nothing to undo.
     Rollback(worker);
     if (added) {
-      workers_->RemoveLast();
+      workers_->UndoAdd(worker);
     } else if (!new_worker) {
       workers_->Recharge(worker);
     }

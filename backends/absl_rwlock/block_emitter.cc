@@ -3,9 +3,7 @@
 namespace kvindexer::absl_rwlock {
 
 BlockEmitter::BlockEmitter(const WorkerRegistry& workers, BlockVisitor* visitor)
-    : workers_(workers),
-      visitor_(visitor),
-      seen_((workers.size() + 63) / 64, 0) {}
+    : workers_(workers), visitor_(visitor) {}
 
 bool BlockEmitter::Emit(size_t index, const BlockRecord* record) {
   BlockView view{};
@@ -15,7 +13,12 @@ bool BlockEmitter::Emit(size_t index, const BlockRecord* record) {
   }
   const size_t n = record->placements.size();
   scratch_.resize(n);
-  for (size_t i = 0; i < n; ++i) scratch_[i] = record->placements[i].Unpack();
+  uint32_t highest = 0;
+  for (size_t i = 0; i < n; ++i) {
+    scratch_[i] = record->placements[i].Unpack();
+    if (scratch_[i].worker > highest) highest = scratch_[i].worker;
+  }
+  if (highest / 64 >= seen_.size()) seen_.resize(highest / 64 + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     const uint32_t worker = scratch_[i].worker;
     uint64_t& word = seen_[worker / 64];

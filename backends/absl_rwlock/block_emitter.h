@@ -6,8 +6,10 @@
 // One emitter serves one call. It unpacks each block's 8-byte placements into
 // the ABI's Placement array in a scratch buffer that lives inside the emitter
 // for up to kScratchInline placements, and tracks the workers already
-// announced in a bitset that lives inside it for up to kSeenInlineWords * 64
-// workers; only larger calls allocate.
+// announced in a bitset indexed by ordinal. The bitset grows only as far as
+// the highest ordinal the call meets (not with the number of workers
+// registered), and lives inside the emitter up to ordinal
+// kSeenInlineWords * 64 - 1; only larger calls allocate.
 //
 // Thread safety: none; the caller holds the backend's lock (shared or
 // exclusive) for the emitter's whole life.
@@ -29,14 +31,14 @@ class BlockEmitter {
   static constexpr size_t kScratchInline = 16;
   static constexpr size_t kSeenInlineWords = 8;
 
-  // May throw std::bad_alloc (more than kSeenInlineWords * 64 workers).
   // REQUIRES: `workers` and `visitor` outlive the emitter.
   BlockEmitter(const WorkerRegistry& workers, BlockVisitor* visitor);
 
   // Reports the block at `index` of the request; `record` is null when the
   // block is absent. Returns the visitor's verdict: false means stop. May
-  // throw std::bad_alloc (a block with more than kScratchInline placements)
-  // before any callback for this block.
+  // throw std::bad_alloc (a block with more than kScratchInline placements,
+  // or an ordinal past the inline bitset) before any callback for this
+  // block.
   bool Emit(size_t index, const BlockRecord* record);
 
  private:

@@ -125,6 +125,11 @@ class BlockTable {
     map_.erase(it);
   }
 
+  // Gives back capacity that deletions left unused (ShrinkIfSparse). May
+  // throw std::bad_alloc, in which case nothing changed. Invalidates record
+  // references when it rebuilds.
+  void Compact() { ShrinkIfSparse(map_); }
+
   uint64_t size() const noexcept { return map_.size(); }
   uint64_t placements() const noexcept { return placements_; }
   uint64_t MemoryBytes() const noexcept {

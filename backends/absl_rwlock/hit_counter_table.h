@@ -47,6 +47,10 @@ class HitCounterTable {
 
   void Erase(int64_t hash) noexcept { map_.erase(hash); }
 
+  // Gives back capacity that deletions left unused (ShrinkIfSparse). May
+  // throw std::bad_alloc, in which case nothing changed.
+  void Compact() { ShrinkIfSparse(map_); }
+
   uint64_t size() const noexcept { return map_.size(); }
   uint64_t MemoryBytes() const noexcept { return SwissTableBytes(map_); }
 

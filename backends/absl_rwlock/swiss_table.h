@@ -46,6 +46,36 @@ void ReserveForInserts(Table& table, size_t count) {
   table.swap(bigger);
 }
 
+// Gives back the capacity of a table that deletions left sparse: when a table
+// at most 5/8 full would be smaller than `table`, rebuilds it at that size
+// on the side (the only safe way to resize, see above) and swaps it in.
+// Returns true when it did. O(1) when nothing is to be done, else O(size).
+// May throw std::bad_alloc; `table` is then unchanged.
+//
+// The rebuilt table is between 5/16 and 5/8 full, so before the next rebuild
+// either half of its entries are erased or ReserveForInserts grows it (past
+// 25/32), after at least capacity / 8 inserts: every O(size) rebuild is
+// paid for by O(size) earlier operations, and a workload hovering at one
+// size does not rebuild over and over.
+template <typename Table>
+bool ShrinkIfSparse(Table& table) {
+  const uint64_t capacity = table.capacity();
+  if (capacity <= 31) return false;
+  const uint64_t size = table.size();
+  // Buckets for a load of at most 5/8. abseil rounds a bucket count up to the
+  // next 2^k - 1, so the rebuilt table is smaller only when this is at most
+  // half the capacity.
+  uint64_t buckets = size * 8 / 5 + 1;
+  if (buckets < 31) buckets = 31;
+  if (buckets > capacity / 2) return false;
+  Table smaller(buckets);  // may throw; `table` untouched
+  for (auto it = table.begin(); it != table.end(); ++it) {
+    smaller.insert(std::move(*it));  // room reserved: no allocation, no throw
+  }
+  table.swap(smaller);
+  return true;
+}
+
 // Bytes of the backing array of a Swiss table: one control byte per slot
 // plus a cloned group of 16 and a sentinel, rounded to the slot alignment,
 // then the slots. An empty table owns nothing.

@@ -15,6 +15,7 @@
 
 #include "block_placements.h"
 #include "kvindexer/backend_kit.h"
+#include "vector_growth.h"
 #include "worker_table.h"
 #include "writer_prefetch.h"
 
@@ -44,12 +45,12 @@ BackendStatus RobinShardedSnapshotBackend::Apply(
 
 BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     const ApplyBatchView& batch) {
-  const uint32_t live = gate_.live();
-  SnapshotCopy& back = copies_[1 - live];
-  const SnapshotCopy& front = copies_[live];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
 
-  // Step 1: the worker. A new worker or a changed address or spec prepares a
-  // new published table; nothing reader-visible changes yet.
+  // Step 1: the worker. A new worker takes the lowest free ordinal; a new
+  // worker or a changed address or spec prepares a new record, which the
+  // commit below puts in the non-live copy's table. Nothing reader-visible
+  // changes yet.
   const std::string_view id(batch.worker_id.data, batch.worker_id.size);
   const std::string_view address(batch.worker_address.data,
                                  batch.worker_address.size);
@@ -58,16 +59,15 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
   if (auto it = registry_.find(id); it != registry_.end()) {
     ordinal = it->second;
   } else {
-    if (worker_states_.size() > kMaxWorkerOrdinal) {
+    if (ordinals_.Next() > kMaxWorkerOrdinal) {
       return ErrorStatus(BackendCode::kResourceExhausted,
                          "too many workers (the limit is %u)",
                          kMaxWorkerOrdinal + 1);
     }
-    ordinal = static_cast<uint32_t>(worker_states_.size());
+    ordinal = ordinals_.Next();
     new_worker = true;
   }
   std::unique_ptr<WorkerRecord> new_record;
-  std::unique_ptr<WorkerTable> new_table;
   if (new_worker || records_[ordinal]->address != address ||
       !SameSpec(*records_[ordinal], batch)) {
     new_record = std::make_unique<WorkerRecord>();
@@ -75,41 +75,34 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     new_record->address.assign(address);
     new_record->has_cache_spec = batch.has_cache_spec != 0 ? 1 : 0;
     if (batch.has_cache_spec != 0) new_record->cache_spec = batch.cache_spec;
-    new_table = std::make_unique<WorkerTable>();
-    new_table->records.reserve(front.workers->records.size() +
-                               (new_worker ? 1 : 0));
-    new_table->records = front.workers->records;
-    if (new_worker) {
-      new_table->records.push_back(new_record.get());
-    } else {
-      new_table->records[ordinal] = new_record.get();
-    }
+    // Reserve everything the commit below needs so that it cannot fail.
+    back.workers.Reserve(ordinal);
+    ReserveOneMore(worker_changes_);
+    ReserveOneMore(retired_records_);
   }
   if (new_worker) {
-    // Reserve everything the commit below needs so that it cannot fail.
-    worker_states_.reserve(worker_states_.size() + 1);
-    records_.reserve(records_.size() + 1);
-    worker_states_.push_back(std::make_unique<WorkerState>());
+    if (ordinal == worker_states_.size()) {
+      ReserveOneMore(worker_states_);
+      ReserveOneMore(records_);
+      worker_states_.emplace_back();
+      records_.emplace_back();
+    }
+    worker_states_[ordinal] = std::make_unique<WorkerState>();
     try {
       registry_.insert({std::string(id), ordinal});
     } catch (const std::bad_alloc&) {
-      worker_states_.pop_back();
+      worker_states_[ordinal].reset();
       throw;
     }
   }
-  retired_records_.reserve(1);
-  retired_tables_.reserve(1);
   WorkerState& state = *worker_states_[ordinal];
-  const uint64_t holdings_before = [&] {
-    uint64_t total = 0;
-    for (const HoldingLog& log : state.holdings) total += log.bytes();
-    return total;
-  }();
+  const uint64_t holdings_before = HoldingsBytes(state);
 
   // Step 2: pass one on the non-live copy.
   const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
   touched_.clear();
   counted_.clear();
+  worker_changes_.clear();
   try {
     RunActions(batch, ordinal, state, back);
   } catch (const std::bad_alloc&) {
@@ -120,25 +113,20 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
     }
     if (new_worker) {
       registry_.erase(id);
-      worker_states_.pop_back();  // frees its logs too
+      worker_states_[ordinal].reset();  // frees its logs too
     } else {
       // The logs may have grown (an entry logged before the failure stays:
       // the log is lazy, a stale entry revokes nothing).
-      uint64_t holdings_after = 0;
-      for (const HoldingLog& log : state.holdings) {
-        holdings_after += log.bytes();
-      }
-      holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
+      holdings_bytes_ =
+          holdings_bytes_ + HoldingsBytes(state) - holdings_before;
     }
     UpdateMemory();
     return ErrorStatus(BackendCode::kResourceExhausted,
                        "out of memory applying the batch; nothing changed");
   }
-  uint64_t holdings_after = 0;
-  for (const HoldingLog& log : state.holdings) holdings_after += log.bytes();
-  holdings_bytes_ = holdings_bytes_ + holdings_after - holdings_before;
+  holdings_bytes_ = holdings_bytes_ + HoldingsBytes(state) - holdings_before;
 
-  if (touched_.empty() && new_table == nullptr) {
+  if (touched_.empty() && new_record == nullptr) {
     // Nothing reader-visible changed: no need to publish.
     CompactHoldings(ordinal, state);
     UpdateMemory();
@@ -146,19 +134,18 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
   }
 
   // Step 3: publish. Commit the worker first (cannot fail: reserved above).
-  if (new_table != nullptr) {
-    worker_bytes_ += RecordBytes(*new_record) + TableBytes(*new_table);
+  if (new_record != nullptr) {
+    worker_bytes_ += RecordBytes(*new_record);
     if (new_worker) {
-      records_.push_back(std::move(new_record));
+      ordinals_.Take();
+      worker_bytes_ += StringHeapBytes(registry_.find(id)->first);
     } else {
       worker_bytes_ -= RecordBytes(*records_[ordinal]);
       retired_records_.push_back(std::move(records_[ordinal]));
-      records_[ordinal] = std::move(new_record);
     }
-    worker_bytes_ -= TableBytes(*published_table_);
-    retired_tables_.push_back(std::move(published_table_));
-    published_table_ = std::move(new_table);
-    back.workers = published_table_.get();
+    back.workers.Set(ordinal, new_record.get());
+    worker_changes_.push_back(ordinal);
+    records_[ordinal] = std::move(new_record);
   }
   Publish();
   if (!pending_sync_) {
@@ -215,16 +202,23 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
         }
         break;
       case kActionClearAllAtTier:
-        if (state.live[tier] == 0) break;
-        log.ForEachAhead(
-            [&](int64_t hash) {
-              if (RevokePlacement(back, hash, key)) --state.live[tier];
-            },
-            [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
-            [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
+        ClearTier(ordinal, tier, state, back);
         break;
     }
   }
+}
+
+void RobinShardedSnapshotBackend::ClearTier(uint32_t ordinal, uint32_t tier,
+                                            WorkerState& state,
+                                            SnapshotCopy& back) {
+  if (state.live[tier] == 0) return;
+  const uint32_t key = PlacementKey(ordinal, tier);
+  state.holdings[tier].ForEachAhead(
+      [&](int64_t hash) {
+        if (RevokePlacement(back, hash, key)) --state.live[tier];
+      },
+      [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
+      [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
 }
 
 void RobinShardedSnapshotBackend::StoreInDelta(SnapshotCopy::Map& delta,
@@ -404,6 +398,12 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   StoreInDelta(delta, it, block_key, record);
   --back.placements;
   return true;
+}
+
+uint64_t RobinShardedSnapshotBackend::HoldingsBytes(const WorkerState& state) {
+  uint64_t total = 0;
+  for (const HoldingLog& log : state.holdings) total += log.bytes();
+  return total;
 }
 
 void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,

@@ -13,19 +13,29 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hash_key.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer::robin {
 
-// Mixes a block hash. The top bits pick the shard, the low bits the bucket,
-// so that neither sequential test hashes nor structured production hashes
-// pile up in one place.
-inline uint64_t MixHash(int64_t hash) {
+// Mixes a block hash under `key`: the 128-bit product of the hash (xored
+// with one key word) and the odd key multiplier, its halves folded together
+// so that every bit of the hash reaches both the top and the low bits. The
+// top bits pick the shard, the low bits the bucket, so that neither
+// sequential test hashes nor structured production hashes pile up in one
+// place; with a key the client cannot know, neither can crafted ones
+// (DESIGN.md, "Keyed hash mixing").
+inline uint64_t MixHashWithKey(const HashKey& key, int64_t hash) {
   const unsigned __int128 product =
       static_cast<unsigned __int128>(static_cast<uint64_t>(hash) ^
-                                     0x9E3779B97F4A7C15ull) *
-      0xD6E8FEB86659FD93ull;
+                                     key.xor_word) *
+      key.multiplier;
   return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
+}
+
+// Mixes a block hash under the process's key (hash_key.h).
+inline uint64_t MixHash(int64_t hash) {
+  return MixHashWithKey(ProcessHashKey(), hash);
 }
 
 // The top kShardBits bits of a mixed hash pick a block's shard.

@@ -2,6 +2,7 @@
 // BackendDescriptor.
 #include <stdlib.h>
 
+#include "hash_key.h"
 #include "kvindexer/backend.h"
 #include "kvindexer/backend_kit.h"
 #include "merge_config.h"
@@ -14,6 +15,9 @@ constexpr char kBuildInfo[] = KVINDEXER_KIT_BUILD_INFO
     "; 64 shards: sorted base tables under left-right tsl::robin_map deltas";
 
 IndexBackend* Create(char* error, size_t error_size) noexcept {
+  if (!ConfigureProcessHashKey(getenv(kHashKeyVariable), error, error_size)) {
+    return nullptr;
+  }
   return CreateConfiguredBackend(getenv(kMergeMinDeltaVariable), error,
                                  error_size);
 }

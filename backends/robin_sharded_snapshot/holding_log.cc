@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "vector_growth.h"
+
 namespace kvindexer::robin {
 
 void HoldingLog::Append(int64_t hash) {
   if (size_ == chunks_.size() * kChunkEntries) {
-    chunks_.reserve(chunks_.size() + 1);
+    ReserveOneMore(chunks_);
     chunks_.push_back(std::make_unique_for_overwrite<int64_t[]>(kChunkEntries));
   }
   chunks_[size_ / kChunkEntries][size_ % kChunkEntries] = hash;

@@ -48,6 +48,15 @@ void RobinShardedSnapshotBackend::SyncBackCopy() {
   // equal.
   const SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
+  // The worker table: the entries this step changed (and the length, which
+  // only a new ordinal changes). The records are shared.
+  if (back.workers.records.size() < front.workers.records.size()) {
+    back.workers.records.resize(front.workers.records.size());
+  }
+  for (const uint32_t ordinal : worker_changes_) {
+    back.workers.records[ordinal] = front.workers.records[ordinal];
+  }
+  back.workers.present = front.workers.present;
   const bool counters = front.hit_counters != 0 || back.hit_counters != 0;
   for (size_t i = 0; i < touched_.size(); ++i) {
     if (i + kPrefetchDistance < touched_.size()) {
@@ -112,15 +121,14 @@ void RobinShardedSnapshotBackend::SyncCounter(const SnapshotCopy& front,
 void RobinShardedSnapshotBackend::FinishSync() noexcept {
   const SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
-  back.workers = front.workers;
   back.version = front.version;
   back.blocks = front.blocks;
   back.placements = front.placements;
   back.hit_counters = front.hit_counters;
   retired_records_.clear();
-  retired_tables_.clear();
   touched_.clear();
   counted_.clear();
+  worker_changes_.clear();
   pending_sync_ = false;
 }
 

@@ -22,22 +22,17 @@ namespace {
 using kit::ErrorStatus;
 using kit::OkStatus;
 
-// The set of workers already announced to the visitor in one call.
+// The set of workers already announced to the visitor in one call. It starts
+// with 512 bits inline and grows only to cover the ordinals the call meets,
+// so its cost depends on the workers in the answer, not on the table.
 class SeenWorkers {
  public:
-  explicit SeenWorkers(size_t workers) {
-    const size_t words = (workers + 63) / 64;
-    if (words > inline_.size()) {
-      heap_.assign(words, 0);
-      bits_ = heap_.data();
-    } else {
-      inline_.fill(0);
-      bits_ = inline_.data();
-    }
-  }
-  // True the first time `worker` is inserted.
+  SeenWorkers() { inline_.fill(0); }
+  // True the first time `worker` is inserted. Throws std::bad_alloc.
   bool Insert(uint32_t worker) {
-    uint64_t& word = bits_[worker / 64];
+    const size_t index = worker / 64;
+    if (index >= words_) Grow(index + 1);
+    uint64_t& word = bits_[index];
     const uint64_t bit = uint64_t{1} << (worker % 64);
     if ((word & bit) != 0) return false;
     word |= bit;
@@ -45,9 +40,22 @@ class SeenWorkers {
   }
 
  private:
+  [[gnu::noinline]] void Grow(size_t words) {
+    words = std::max(words, 2 * words_);
+    if (heap_.empty()) {
+      heap_.assign(words, 0);
+      std::copy(inline_.begin(), inline_.end(), heap_.begin());
+    } else {
+      heap_.resize(words, 0);
+    }
+    bits_ = heap_.data();
+    words_ = words;
+  }
+
   std::array<uint64_t, 8> inline_;
   std::vector<uint64_t> heap_;
-  uint64_t* bits_;
+  uint64_t* bits_ = inline_.data();
+  size_t words_ = inline_.size();
 };
 
 struct IgnorePresent {
@@ -69,9 +77,9 @@ template <typename OnPresent>
   // Lookups run a small window ahead of the callbacks so that their cache
   // misses overlap; spill arrays are prefetched in the same pass.
   constexpr size_t kWindow = 8;
-  const WorkerTable& workers = *snapshot.workers;
-  const size_t total_workers = workers.records.size();
-  SeenWorkers seen(total_workers);
+  const WorkerTable& workers = snapshot.workers;
+  const uint64_t total_workers = workers.present;
+  SeenWorkers seen;
   size_t seen_count = 0;
   bool visiting = true;
   const BlockRecord* records[kWindow];
@@ -101,7 +109,8 @@ template <typename OnPresent>
       if (record != nullptr) {
         const uint32_t n = CountOf(*record);
         const Placement* placements = PlacementsOf(*record, &single);
-        // Once every worker has been announced there is nothing to check.
+        // Once every worker present has been announced there is nothing to
+        // check.
         if (seen_count < total_workers) {
           for (uint32_t j = 0; j < n; ++j) {
             const uint32_t worker = placements[j].worker;

@@ -24,7 +24,8 @@
 // (construction), apply.cc (Apply: the worker, pass one, holdings),
 // publish.cc (publish, catch-up and rollback of the other copy),
 // delta_merge.cc (the merge policy and merges), queries.cc (Match,
-// PrefixScan, HitCounts), stats.cc (GetStats and memory accounting). Tests
+// PrefixScan, HitCounts), remove_worker.cc (RemoveWorker), stats.cc
+// (GetStats and memory accounting). Tests
 // reach its internals through robin_backend_testing.h.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
@@ -47,6 +48,7 @@
 #include "snapshot_copy.h"
 #include "spill_arena.h"
 #include "tsl/robin_map.h"
+#include "worker_ordinals.h"
 #include "worker_table.h"
 
 namespace kvindexer::robin {
@@ -154,6 +156,14 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // The delta size past which a shard over `base` is merged.
   size_t MergeLimit(const BaseTable& base) const;
   void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
+  // RemoveWorker with writer_mu_ held and the writer ready. Throws
+  // std::bad_alloc.
+  BackendStatus RemoveWorkerLocked(std::string_view id, uint32_t* existed);
+  // CLEAR_ALL_AT_TIER: revokes in `back` every placement the worker holds at
+  // `tier`, found through its holdings log. Throws std::bad_alloc.
+  void ClearTier(uint32_t ordinal, uint32_t tier, WorkerState& state,
+                 SnapshotCopy& back);
+  static uint64_t HoldingsBytes(const WorkerState& state);
   void UpdateMemory() noexcept;
 
   // Points in Apply and counting Match where the writer hook runs, with the
@@ -179,14 +189,18 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   bool poisoned_ = false;
   bool pending_sync_ = false;
   SpillArena arena_;
+  // The workers present: id -> ordinal, and by ordinal (nullptr for a free
+  // one) their writer-side state and current record. Both vectors are at
+  // least ordinals_.end() long.
   tsl::robin_map<std::string, uint32_t, StringHash, StringEqual> registry_;
   std::vector<std::unique_ptr<WorkerState>> worker_states_;
-  std::vector<std::unique_ptr<WorkerRecord>> records_;  // current, by ordinal
-  std::unique_ptr<WorkerTable> published_table_;
+  std::vector<std::unique_ptr<WorkerRecord>> records_;
+  WorkerOrdinals ordinals_;
+  // Records replaced or removed; freed once neither copy names them.
   std::vector<std::unique_ptr<WorkerRecord>> retired_records_;
-  std::vector<std::unique_ptr<WorkerTable>> retired_tables_;
-  std::vector<int64_t> touched_;  // blocks (and their counters) changed
-  std::vector<int64_t> counted_;  // counters raised by a counting Match
+  std::vector<int64_t> touched_;          // blocks (and their counters) changed
+  std::vector<int64_t> counted_;          // counters raised by a counting Match
+  std::vector<uint32_t> worker_changes_;  // ordinals whose table entry changed
   // Pages for base tables; declared before bases_ so that it outlives them.
   MappingPool mapping_pool_;
   // The base table of each shard (nullptr: BaseTable::Empty()).
@@ -195,7 +209,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   size_t merge_base_ratio_ = kMergeBaseRatio;
   size_t merge_budget_ = kMergeBudget;
   uint64_t merges_ = 0;
-  uint64_t worker_bytes_ = 0;
+  uint64_t worker_bytes_ = 0;  // records_ and registry_ keys, on the heap
   uint64_t holdings_bytes_ = 0;
   WriterHook hook_;  // empty unless a test set it
 };

@@ -6,12 +6,9 @@
 #include "robin_backend_testing.h"
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -21,73 +18,22 @@
 #include "gtest/gtest.h"
 #include "recording_visitor.h"
 #include "tests/support/requests.h"
+#include "thread_rendezvous.h"
 
 namespace kvindexer::robin {
 namespace {
 
 using test_support::Batch;
+using testing::CompletesOnAnotherThread;
 using testing::Ok;
 using testing::RecordingVisitor;
+using testing::Rendezvous;
 using Phase = RobinBackendTesting::WriterPhase;
-
-constexpr auto kTimeout = std::chrono::seconds(10);
 
 // Merge policies: with a minimum delta of 0, kHugeRatio merges after every
 // apply that changes something; kNeverMerge as minimum never merges.
 constexpr size_t kNeverMerge = SIZE_MAX;
 constexpr size_t kHugeRatio = size_t{1} << 40;
-
-// A one-shot rendezvous: one side blocks in Hold() until Release(); the other
-// waits for it to arrive with WaitHeld().
-class Rendezvous {
- public:
-  void Hold() {
-    std::unique_lock<std::mutex> lock(mu_);
-    held_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lock, kTimeout, [&] { return released_; });
-  }
-  bool WaitHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kTimeout, [&] { return held_; });
-  }
-  bool WaitReleased() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kTimeout, [&] { return released_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool held_ = false;
-  bool released_ = false;
-};
-
-// Runs `fn` on a thread and reports whether it finished within the timeout.
-template <typename Fn>
-bool CompletesOnAnotherThread(Fn fn) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread t([&] {
-    fn();
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-    cv.notify_all();
-  });
-  bool finished;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    finished = cv.wait_for(lock, kTimeout, [&] { return done; });
-  }
-  t.join();
-  return finished;
-}
 
 class RobinBackendTest : public ::testing::Test {
  protected:

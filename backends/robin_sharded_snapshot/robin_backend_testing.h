@@ -1,13 +1,15 @@
 // Test-only access to RobinShardedSnapshotBackend's internals: a hook that
 // runs between the writer's steps, allocation-failure injection, and counts
-// of merges and live spill arrays. Only tests and test tools include this
-// header; the backend's public interface (robin_backend.h) has none of it.
+// of merges, live spill arrays and worker table entries. Only tests and test
+// tools include this header; the backend's public interface (robin_backend.h)
+// has none of it.
 //
-// Every function requires that no writer (Apply, counting Match) runs
-// concurrently on the backend, unless it says otherwise.
+// Every function requires that no writer (Apply, RemoveWorker, counting
+// Match) runs concurrently on the backend, unless it says otherwise.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_TESTING_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_TESTING_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -42,6 +44,12 @@ class RobinBackendTesting {
   // Merges so far (each may cover several shards).
   static uint64_t Merges(const RobinShardedSnapshotBackend& backend) {
     return backend.merges_;
+  }
+  // The length of the live copy's worker table: one past the highest ordinal
+  // ever taken, which ordinal reuse keeps at the most workers present at once.
+  static size_t WorkerTableLength(RobinShardedSnapshotBackend& backend) {
+    ReadSection section(backend.gate_);
+    return backend.copies_[section.live()].workers.records.size();
   }
   // Spill arrays allocated and not freed.
   static uint64_t SpillArrays(const RobinShardedSnapshotBackend& backend) {

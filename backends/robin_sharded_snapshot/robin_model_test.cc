@@ -1,6 +1,8 @@
 // Randomised differential test at the ABI level: random apply sequences (every
 // apply flips the live copy and replays onto the other, so a replay bug shows
-// up in later reads) against test_support::ReferenceModel. Each seed runs under
+// up in later reads), with now and then a RemoveWorker (in the model: CLEAR
+// at every tier, and the record no longer counted), against
+// test_support::ReferenceModel. Each seed runs under
 // three merge policies: the default (deltas of this size never merge), a
 // delta merged into the base after every apply, and merges now and then.
 // Deterministic per seed; the seed and policy are printed with any failure.
@@ -47,8 +49,11 @@ void PrintTo(const MergePolicy& policy, std::ostream* os) {
 class ModelTest
     : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy>> {};
 
+// `removed`: the workers removed since they last applied a batch, which the
+// model still has records of.
 void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
                        const ReferenceModel& model,
+                       const std::set<std::string>& removed,
                        const std::vector<int64_t>& universe) {
   RecordingVisitor v;
   ASSERT_TRUE(
@@ -67,6 +72,7 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
     EXPECT_EQ(b.placements, it->second.placements) << "hash " << h;
   }
   for (const auto& [ordinal, w] : v.workers) {
+    EXPECT_EQ(removed.count(w.id), 0u) << "removed worker " << w.id;
     const ReferenceModel::Worker& m = model.workers().at(w.id);
     EXPECT_EQ(w.address, m.address) << w.id;
     EXPECT_EQ(w.has_spec != 0, m.spec.has_value()) << w.id;
@@ -88,7 +94,7 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
   backend.GetStats(&stats);
   EXPECT_EQ(stats.blocks, model.block_count());
   EXPECT_EQ(stats.placements, model.placement_count());
-  EXPECT_EQ(stats.workers, model.worker_count());
+  EXPECT_EQ(stats.workers, model.worker_count() - removed.size());
   EXPECT_EQ(stats.hit_counters, model.hits().size());
 }
 
@@ -105,8 +111,33 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   for (int64_t h = -40; h < 360; ++h) universe.push_back(h * 1000003);
   const std::vector<std::string> addresses = {"", "10.0.0.1:1", "10.0.0.2:2"};
 
+  std::set<std::string> removed;
   for (int step = 0; step < 300; ++step) {
     const std::string worker = "w" + std::to_string(uniform(6));
+    if (uniform(12) == 0) {
+      uint32_t existed = 7;
+      const BackendStatus s = backend.RemoveWorker(
+          StringView{worker.data(), worker.size()}, &existed);
+      ASSERT_TRUE(Ok(s)) << s.message;
+      const bool known =
+          model.workers().count(worker) != 0 && removed.count(worker) == 0;
+      EXPECT_EQ(existed, known ? 1u : 0u) << worker;
+      if (known) {
+        Batch clear(worker);
+        for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+          clear.Clear(tier);
+        }
+        model.Store(test_support::BatchView(clear).view());
+        removed.insert(worker);
+      }
+      CheckAgainstModel(backend, model, removed, universe);
+      if (HasFailure()) {
+        ADD_FAILURE() << "first divergence after removal at step " << step;
+        return;
+      }
+      continue;
+    }
+    removed.erase(worker);
     Batch batch(worker, addresses[uniform(addresses.size())]);
     if (uniform(3) == 0) {
       batch.Spec(CacheSpec{1, 3, uint32_t(uniform(4) * 64),
@@ -169,7 +200,7 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
           backend.Match(HashSpan{counted.data(), counted.size()}, true, &v)));
       model.CountHits(counted);
     }
-    CheckAgainstModel(backend, model, universe);
+    CheckAgainstModel(backend, model, removed, universe);
     if (HasFailure()) {
       ADD_FAILURE() << "first divergence after step " << step;
       return;

@@ -1,6 +1,6 @@
 // SnapshotCopy: one of the two reader-visible copies of the index kept by the
-// left-right protocol (left_right_gate.h). It points at the published worker
-// table (worker_table.h).
+// left-right protocol (left_right_gate.h). It holds its own table of the
+// workers its placements name (worker_table.h).
 //
 // Each of the 64 shards has two layers: a delta (a tsl::robin_map of recent
 // changes, one per copy) over a base table (base_table.h) that both copies
@@ -130,9 +130,10 @@ class SnapshotCopy {
     return shards_[ShardOf(mixed)].counters;
   }
 
-  // Heap bytes of the bucket arrays (the shared base tables not included).
+  // Heap bytes of the bucket arrays and the worker table (the shared base
+  // tables and worker records not included).
   uint64_t bytes() const {
-    uint64_t total = 0;
+    uint64_t total = workers.bytes();
     for (const Shard& shard : shards_) {
       total += shard.delta.bucket_count() * sizeof(Bucket) +
                shard.counters.bucket_count() * sizeof(CounterBucket);
@@ -141,7 +142,7 @@ class SnapshotCopy {
   }
 
   // Reader-visible state besides the blocks. Written only while not live.
-  const WorkerTable* workers = nullptr;
+  WorkerTable workers;
   uint64_t version = 0;
   uint64_t blocks = 0;
   uint64_t placements = 0;

@@ -17,7 +17,7 @@ void RobinShardedSnapshotBackend::GetStats(BackendStats* stats) noexcept {
   const SnapshotCopy& snapshot = copies_[section.live()];
   kit::SetStat(stats, &BackendStats::blocks, snapshot.blocks);
   kit::SetStat(stats, &BackendStats::placements, snapshot.placements);
-  kit::SetStat(stats, &BackendStats::workers, snapshot.workers->records.size());
+  kit::SetStat(stats, &BackendStats::workers, snapshot.workers.present);
   kit::SetStat(stats, &BackendStats::hit_counters, snapshot.hit_counters);
   kit::SetStat(stats, &BackendStats::memory_bytes,
                writer_bytes_.load(std::memory_order_relaxed));
@@ -32,27 +32,20 @@ void RobinShardedSnapshotBackend::UpdateMemory() noexcept {
   total += mapping_pool_.cached_bytes();
   total += arena_.bytes();
   total += holdings_bytes_;
+  // The writer's worker state, in O(1): what grows with the workers
+  // present is kept up to date as they come and go.
   total += worker_bytes_;
   total += worker_states_.capacity() * sizeof(worker_states_[0]) +
-           worker_states_.size() * sizeof(WorkerState);
+           registry_.size() * sizeof(WorkerState);
   total += records_.capacity() * sizeof(records_[0]);
   total += registry_.bucket_count() *
            sizeof(tsl::detail_robin_hash::bucket_entry<
                   std::pair<std::string, uint32_t>, false>);
-  for (const auto& [id, ordinal] : registry_) total += StringHeapBytes(id);
-  total += (touched_.capacity() + counted_.capacity()) * sizeof(int64_t);
+  total += ordinals_.bytes();
+  total += retired_records_.capacity() * sizeof(retired_records_[0]);
+  total += (touched_.capacity() + counted_.capacity()) * sizeof(int64_t) +
+           worker_changes_.capacity() * sizeof(uint32_t);
   writer_bytes_.store(total, std::memory_order_relaxed);
-}
-
-// Placeholder until ABI 1.1 lands in this backend: the host must not call it.
-BackendStatus RobinShardedSnapshotBackend::RemoveWorker(
-    StringView, uint32_t* existed) noexcept {
-  if (existed != nullptr) *existed = 0;
-  BackendStatus status{BackendCode::kInternal, {}};
-  static constexpr char kMessage[] = "RemoveWorker is not implemented yet";
-  static_assert(sizeof(kMessage) <= sizeof(status.message));
-  for (size_t i = 0; i < sizeof(kMessage); ++i) status.message[i] = kMessage[i];
-  return status;
 }
 
 }  // namespace kvindexer::robin

@@ -1,10 +1,13 @@
-// The workers readers see: immutable WorkerRecords, gathered by ordinal in an
-// immutable WorkerTable that each snapshot copy points to (DESIGN.md,
-// "Workers"), and what the backend derives from a record: the view a visitor
-// receives, whether a batch changes it, and its heap bytes.
+// The workers readers see: immutable WorkerRecords, gathered by ordinal in a
+// WorkerTable that each snapshot copy owns and the writer keeps in step like
+// the deltas (DESIGN.md, "Workers"), and what the backend derives from a
+// record: the view a visitor receives, whether a batch changes it, and its
+// heap bytes.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_WORKER_TABLE_H_
 #define KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_WORKER_TABLE_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,9 +25,29 @@ struct WorkerRecord {
   CacheSpec cache_spec{};
 };
 
-// Every worker ever seen, indexed by ordinal. Immutable once published.
+// The workers of one snapshot copy, indexed by ordinal; nullptr marks a free
+// ordinal (never seen, or its worker was removed). Each copy has its own
+// table, changed only while the copy is not live, so a change costs one
+// entry and never a copy of the table; the records are shared by both.
 struct WorkerTable {
   std::vector<const WorkerRecord*> records;
+  uint64_t present = 0;  // entries that are not nullptr
+
+  // Makes room for Set(ordinal, ...) so that it cannot fail. Throws
+  // std::bad_alloc. REQUIRES: ordinal <= records.size().
+  void Reserve(uint32_t ordinal) {
+    if (ordinal < records.capacity()) return;
+    records.reserve(
+        std::max<size_t>(size_t{ordinal} + 1, 2 * records.capacity()));
+  }
+  // REQUIRES: Reserve(ordinal) since the table last grew.
+  void Set(uint32_t ordinal, const WorkerRecord* record) noexcept {
+    if (ordinal == records.size()) records.push_back(nullptr);
+    const WorkerRecord*& slot = records[ordinal];
+    present = present - (slot != nullptr ? 1 : 0) + (record != nullptr ? 1 : 0);
+    slot = record;
+  }
+  uint64_t bytes() const { return records.capacity() * sizeof(records[0]); }
 };
 
 // The record as a BlockVisitor receives it; valid while the record is.
@@ -62,11 +85,6 @@ inline uint64_t StringHeapBytes(const std::string& s) {
 inline uint64_t RecordBytes(const WorkerRecord& record) {
   return sizeof(WorkerRecord) + StringHeapBytes(record.id) +
          StringHeapBytes(record.address);
-}
-
-inline uint64_t TableBytes(const WorkerTable& table) {
-  return sizeof(WorkerTable) +
-         table.records.capacity() * sizeof(table.records[0]);
 }
 
 }  // namespace kvindexer::robin

@@ -3,12 +3,13 @@
 //
 //   * BackendStatus construction: OkStatus(), ErrorStatus(code, format, ...).
 //   * Defensive checks of what the host passes in: CheckApplyBatch,
-//     CheckHashes, CheckVisit, CheckHitCounts. The host has validated every
-//     request before it reaches a backend, so these never reject a request a
-//     correct host sends; they turn a malformed view (null data with a
-//     length, an unknown action type or tier, a side array of the wrong
-//     length) into kInvalidArgument instead of a read of memory the backend
-//     does not own. They never re-implement the request validation rules.
+//     CheckHashes, CheckVisit, CheckHitCounts, CheckRemoveWorker. The host has
+//     validated every request before it reaches a backend, so these never
+//     reject a request a correct host sends; they turn a malformed view (null
+//     data with a length, an unknown action type or tier, a side array of the
+//     wrong length) into kInvalidArgument instead of a read of memory the
+//     backend does not own. They never re-implement the request validation
+//     rules.
 //   * SetStat: writes a BackendStats field only when the caller's struct_size
 //     covers it (a host built against an older minor passes a smaller
 //     struct).
@@ -94,6 +95,16 @@ inline BackendStatus CheckHitCounts(HashSpan hashes,
                        "counts is null for %zu hashes", hashes.size);
   }
   return CheckHashes(hashes);
+}
+
+// RemoveWorker (ABI 1.1): data behind a non-zero length. An empty id passes:
+// no worker has it, so removing it is the no-op backend.h describes.
+inline BackendStatus CheckRemoveWorker(StringView worker_id) noexcept {
+  if (worker_id.size != 0 && worker_id.data == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument,
+                       "worker_id has %zu bytes but no data", worker_id.size);
+  }
+  return OkStatus();
 }
 
 // Apply: a non-empty worker id; data behind every non-zero length; action

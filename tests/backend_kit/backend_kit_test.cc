@@ -173,6 +173,14 @@ TEST(BackendKitChecks, VisitAndHitCountArguments) {
   EXPECT_TRUE(Rejected(CheckHitCounts({nullptr, 1}, &count), "hashes"));
 }
 
+TEST(BackendKitChecks, RemoveWorkerArguments) {
+  EXPECT_TRUE(IsOk(CheckRemoveWorker({"w1", 2})));
+  // An empty id is no worker's: removing it is a valid no-op.
+  EXPECT_TRUE(IsOk(CheckRemoveWorker({nullptr, 0})));
+  EXPECT_TRUE(IsOk(CheckRemoveWorker({"", 0})));
+  EXPECT_TRUE(Rejected(CheckRemoveWorker({nullptr, 4}), "worker_id has 4"));
+}
+
 TEST(BackendKitStats, WritesOnlyTheFieldsTheCallerHasRoomFor) {
   BackendStats stats;
   memset(&stats, 0xab, sizeof(stats));
@@ -207,9 +215,10 @@ class TrivialBackend final : public IndexBackend {
     return OkStatus();
   }
   void GetStats(BackendStats*) noexcept override {}
-  BackendStatus RemoveWorker(StringView, uint32_t* existed) noexcept override {
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override {
     if (existed != nullptr) *existed = 0;
-    return BackendStatus{BackendCode::kOk, {}};
+    return CheckRemoveWorker(worker_id);
   }
 };
 

@@ -9,91 +9,10 @@
 #include <vector>
 
 #include "conformance_fixture.h"
+#include "recording_visitor.h"
 
 namespace kvindexer::conformance {
 namespace {
-
-// Records every callback in order. Stops after `stop_after` OnBlock calls
-// (the last one returns false) when stop_after > 0.
-class RecordingVisitor final : public BlockVisitor {
- public:
-  struct Event {
-    bool is_worker = false;
-    // Worker events.
-    uint32_t worker = 0;
-    std::string id, address;
-    bool has_spec = false;
-    CacheSpec spec{};
-    // Block events.
-    size_t index = 0;
-    uint32_t token_count = 0;
-    std::vector<Placement> placements;
-  };
-
-  explicit RecordingVisitor(int stop_after = 0) : stop_after_(stop_after) {}
-
-  void OnWorker(const WorkerView& w) noexcept override {
-    Event e;
-    e.is_worker = true;
-    e.worker = w.worker;
-    e.id.assign(w.id.data, w.id.size);
-    e.address.assign(w.address.data, w.address.size);
-    e.has_spec = w.has_cache_spec != 0;
-    e.spec = w.cache_spec;
-    events.push_back(std::move(e));
-  }
-  bool OnBlock(const BlockView& b) noexcept override {
-    Event e;
-    e.index = b.index;
-    e.token_count = b.token_count;
-    e.placements.assign(b.placements, b.placements + b.placement_count);
-    events.push_back(std::move(e));
-    ++blocks_;
-    return stop_after_ == 0 || blocks_ < stop_after_;
-  }
-
-  // Worker ordinal -> id, checking that every placement's worker was
-  // announced by an earlier OnWorker, and each worker only once.
-  ::testing::AssertionResult WorkersAnnouncedFirst() const {
-    std::map<uint32_t, std::string> known;
-    for (const Event& e : events) {
-      if (e.is_worker) {
-        if (!known.emplace(e.worker, e.id).second) {
-          return ::testing::AssertionFailure()
-                 << "OnWorker called twice for worker " << e.worker;
-        }
-        continue;
-      }
-      for (const Placement& p : e.placements) {
-        if (!known.count(p.worker)) {
-          return ::testing::AssertionFailure()
-                 << "placement of worker " << p.worker << " on block index "
-                 << e.index << " before its OnWorker";
-        }
-      }
-    }
-    return ::testing::AssertionSuccess();
-  }
-  std::vector<const Event*> Blocks() const {
-    std::vector<const Event*> out;
-    for (const Event& e : events) {
-      if (!e.is_worker) out.push_back(&e);
-    }
-    return out;
-  }
-  const Event* Worker(const std::string& id) const {
-    for (const Event& e : events) {
-      if (e.is_worker && e.id == id) return &e;
-    }
-    return nullptr;
-  }
-
-  std::vector<Event> events;
-
- private:
-  int stop_after_;
-  int blocks_ = 0;
-};
 
 class BackendAbiTest : public ConformanceTest {
  protected:
@@ -235,7 +154,8 @@ TEST_P(BackendAbiTest, SpecIsStoredAndGivenBackVerbatim) {
   EXPECT_EQ(cleared.Worker("w1")->address, "b");
 }
 
-TEST_P(BackendAbiTest, WorkerOrdinalsAreStableAndNeverReused) {
+TEST_P(BackendAbiTest, WorkerOrdinalsAreStableAndDistinct) {
+  // Without RemoveWorker (remove_worker_test.cc) an ordinal is never freed.
   ApplyOk(Batch("w1", "a").Report(kTierHbm, {1}));
   ApplyOk(Batch("w2", "b").Report(kTierHbm, {2}));
   const Hashes hashes = {1, 2};

@@ -24,7 +24,8 @@ void ConformanceTest::SetUp() {
   instance_ = std::make_unique<BackendInstance>(descriptor());
   ASSERT_NE(instance_->get(), nullptr)
       << "create() failed: " << instance_->error();
-  indexer_ = std::make_unique<Indexer>(instance_->get());
+  indexer_ = std::make_unique<Indexer>(instance_->get(), /*gate_log=*/nullptr,
+                                       RequestLimits{}, descriptor().abi_minor);
 }
 
 void ConformanceTest::TearDown() {

@@ -67,6 +67,11 @@ class ConformanceTest
   const BackendDescriptor& descriptor() const {
     return GetParam()->loaded->descriptor();
   }
+  // True when the backend under test was built against ABI minor `minor` or
+  // later, so that what that minor added may be called (backend.h).
+  bool SupportsAbiMinor(uint32_t minor) const {
+    return GetParam()->loaded->SupportsAbiMinor(minor);
+  }
   IndexBackend* backend() const { return instance_->get(); }
   Indexer& indexer() { return *indexer_; }
 

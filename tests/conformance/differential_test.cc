@@ -1,6 +1,7 @@
-// Randomised differential test: seeded sequences of applies and queries run
-// against backend+Indexer and against ReferenceModel; after every step the
-// results, statuses and the whole observable state must agree.
+// Randomised differential test: seeded sequences of applies, worker removals
+// (ABI 1.1 backends) and queries run against backend+Indexer and against
+// ReferenceModel; after every step the results, statuses and the whole
+// observable state must agree.
 //
 //   KV_INDEXER_CONFORMANCE_SEED        base seed (sequence i uses seed + i)
 //   KV_INDEXER_CONFORMANCE_ITERATIONS  number of sequences
@@ -188,8 +189,10 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     ADD_FAILURE() << "create() failed: " << instance.error();
     return false;
   }
-  Indexer indexer(instance.get());
+  Indexer indexer(instance.get(), /*gate_log=*/nullptr, RequestLimits{},
+                  descriptor().abi_minor);
   ReferenceModel model;
+  const bool removes = SupportsAbiMinor(1);  // RemoveWorker is ABI 1.1
   std::deque<std::string> recent;
   int step = 0;
 
@@ -288,6 +291,27 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
       const auto req = PrefixRequest(hashes, max_blocks);
       note(absl::StrCat("prefix ", Text(req)));
       if (!compare_prefix(req)) return false;
+    } else if (op < 95) {
+      // RemoveWorker (ABI 1.1), straight to the backend as the host would
+      // call it; an ABI 1.0 backend skips the step (the draws stay the same,
+      // so a seed means the same sequence for every backend).
+      const uint64_t pick = r.Below(6);
+      const std::string id = pick < 5 ? absl::StrCat("w", pick) : "nobody";
+      if (removes) {
+        note(absl::StrCat("remove worker ", id));
+        uint32_t existed = 7;
+        const BackendStatus gs = instance.get()->RemoveWorker(
+            StringView{id.data(), id.size()}, &existed);
+        const bool want = model.RemoveWorker(id);
+        if (gs.code != BackendCode::kOk) {
+          return fail(absl::StrCat("remove worker ", id, ": code ",
+                                   static_cast<int>(gs.code), " ", gs.message));
+        }
+        if (existed != (want ? 1u : 0u)) {
+          return fail(absl::StrCat("remove worker ", id, ": existed ", existed,
+                                   ", model ", want ? 1 : 0));
+        }
+      }
     } else {
       const auto req =
           HitCountsRequest(r.Percent(2) ? Hashes() : RandomHashes(r, 1, 8));

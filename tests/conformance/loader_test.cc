@@ -64,6 +64,28 @@ TEST(LoaderTest, RecordsTheBackendsAbiMinor) {
   EXPECT_FALSE((*loaded)->SupportsAbiMinor(kBackendAbiMinor + 1));
 }
 
+// A backend built against ABI 1.0 still loads under a 1.1 host; the host
+// then knows it has no RemoveWorker (backend.h: it composes
+// CLEAR_ALL_AT_TIER batches instead). The fixture's RemoveWorker aborts, so
+// nothing here may call it.
+TEST(LoaderTest, AnAbi10BackendLoadsWithoutRemoveWorker) {
+  auto loaded = LoadedBackend::Load(FixturePath("abi_minor_0"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_STREQ((*loaded)->descriptor().name, "fixture_abi_minor_0");
+  EXPECT_EQ((*loaded)->abi_minor(), 0u);
+  EXPECT_TRUE((*loaded)->SupportsAbiMinor(0));
+  EXPECT_FALSE((*loaded)->SupportsAbiMinor(1));
+  IndexBackend* backend = (*loaded)->backend();
+  ASSERT_NE(backend, nullptr);
+  // What ABI 1.0 offers still works.
+  const ApplyBatchView batch{
+      StringView{"w", 1}, StringView{"a", 1}, 0, {}, nullptr, 0};
+  EXPECT_EQ(backend->Apply(batch).code, BackendCode::kOk);
+  BackendStats stats{};
+  stats.struct_size = sizeof(stats);
+  backend->GetStats(&stats);
+}
+
 TEST(LoaderTest, NameResolvedThroughSearchPath) {
   // An empty entry in the path is skipped.
   auto loaded = LoadedBackend::Load(

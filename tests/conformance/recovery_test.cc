@@ -1,8 +1,9 @@
 // Recovery through the host and each backend (docs/contract.md, "Recovery"):
 // the sequence gate, ReplaceExternalKvSnapshot and ConfigureExpectedWorkers,
 // whose backend side is the host's own batches (CLEAR at every tier, a
-// snapshot as one batch). Every test ends by checking that a worker that is
-// not ready holds nothing ("Recovery > Per-worker state").
+// snapshot as one batch) and, for a removed worker, RemoveWorker (ABI 1.1).
+// Every test ends by checking that a worker that is not ready holds nothing
+// ("Recovery > Per-worker state").
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -140,6 +141,16 @@ class RecoveryTest : public ConformanceTest {
     }
     return 0;
   }
+  // The worker records the backend holds (BackendStats.workers).
+  uint64_t BackendWorkers() {
+    BackendStats stats{};
+    stats.struct_size = sizeof(BackendStats);
+    backend()->GetStats(&stats);
+    return stats.workers;
+  }
+  // From ABI 1.1 a removed worker's backend record goes with it
+  // (IndexBackend::RemoveWorker); an ABI 1.0 backend keeps it.
+  bool FreesRemovedWorkers() const { return descriptor().abi_minor >= 1; }
   SequenceState StateOf(const std::string& worker) {
     const std::optional<WorkerRecord> state = indexer().WorkerState(worker);
     EXPECT_TRUE(state.has_value()) << worker << " has no record";
@@ -675,8 +686,10 @@ TEST_P(RecoveryTest, ScaleInRemovesTheWorkerAndItsCounters) {
   ReplaceOk(
       Snapshot("w2", "a2").Epoch("e").Tier(kTierHbm, {2}).Tier(kTierSsd, {3}));
   Match({1, 2, 3}, /*count_as_hit=*/true);
+  EXPECT_EQ(BackendWorkers(), 2u);
   EXPECT_EQ(Configure(ExpectedWorkers().Worker("w1", "a1")),
             std::make_pair(1u, 1u));
+  EXPECT_EQ(BackendWorkers(), FreesRemovedWorkers() ? 1u : 2u);
   EXPECT_FALSE(indexer().WorkerState("w2").has_value());
   EXPECT_TRUE(Held("w2").empty());
   EXPECT_EQ(Hits({1, 2, 3}), (std::map<int64_t, uint64_t>{{1, 1}}));
@@ -697,6 +710,9 @@ TEST_P(RecoveryTest, EmptyConfigurationRemovesEveryWorker) {
   ReplaceOk(Snapshot("w", "b").Epoch("e").Tier(kTierDram, {2}));
   EXPECT_EQ(Configure(ExpectedWorkers()), std::make_pair(0u, 0u));
   EXPECT_EQ(Match(universe_).matches_size(), 0);  // universe < 16,384
+  if (FreesRemovedWorkers()) {
+    EXPECT_EQ(BackendWorkers(), 0u);
+  }
   EXPECT_FALSE(indexer().WorkerState("seed").has_value());
   EXPECT_FALSE(indexer().WorkerState("w").has_value());
 }
@@ -749,6 +765,9 @@ TEST_P(RecoveryTest, RemovedWorkersComeBackFresh) {
   Configure(ExpectedWorkers().Worker("w", "a"));
   ReplaceOk(Snapshot("w", "a").Epoch("e").AppliedSeq(5).Tier(kTierHbm, {1}));
   Configure(ExpectedWorkers());
+  if (FreesRemovedWorkers()) {
+    EXPECT_EQ(BackendWorkers(), 0u);
+  }
   // A seed-era apply: a fresh ready, unsequenced record.
   ApplyOk(Batch("w", "a").Report(kTierHbm, {2}));
   EXPECT_EQ(StateOf("w"), SequenceState::kUnsequenced);

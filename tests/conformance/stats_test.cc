@@ -51,7 +51,7 @@ TEST_P(StatsTest, CountersFollowTheIndex) {
   EXPECT_EQ(s.blocks, 0u);
   EXPECT_EQ(s.placements, 0u);
   EXPECT_EQ(s.hit_counters, 0u);
-  EXPECT_EQ(s.workers, 3u);  // worker records are never deleted
+  EXPECT_EQ(s.workers, 3u);  // CLEAR never deletes a worker record
 }
 
 TEST_P(StatsTest, RejectedAndReadOnlyCallsChangeNothing) {

@@ -378,7 +378,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"LogLevelLoud", "KV_INDEXER_LOG_LEVEL", "loud",
                   "trace, debug"},
         BadConfig{"RobinMergeMinDeltaWords", "KV_INDEXER_ROBIN_MERGE_MIN_DELTA",
-                  "lots", "number of blocks"}),
+                  "lots", "number of blocks"},
+        // docs/contract.md, "Limits > Bounds".
+        BadConfig{"MaxWorkerIdBytesZero", "KV_INDEXER_MAX_WORKER_ID_BYTES", "0",
+                  "positive integer"},
+        BadConfig{"MaxWorkerAddressBytesWords",
+                  "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES", "long",
+                  "positive integer"},
+        BadConfig{"MaxWorkersNegative", "KV_INDEXER_MAX_WORKERS", "-1",
+                  "positive integer"},
+        BadConfig{"MaxPrefixAnswerBytesAboveIntMax",
+                  "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483648",
+                  "1..2147483647"}),
     [](const ::testing::TestParamInfo<BadConfig>& param) {
       return std::string(param.param.name);
     });

@@ -118,15 +118,33 @@ size_t ModelBackend::Visit(HashSpan hashes, BlockVisitor* visitor) const {
   return hashes.size;
 }
 
-// Placeholder until ABI 1.1 lands in this backend: the host must not call it.
-BackendStatus ModelBackend::RemoveWorker(StringView,
+BackendStatus ModelBackend::RemoveWorker(StringView worker_id,
                                          uint32_t* existed) noexcept {
+  std::unique_lock<std::mutex> lock(mu_);
   if (existed != nullptr) *existed = 0;
-  BackendStatus status{BackendCode::kInternal, {}};
-  static constexpr char kMessage[] = "RemoveWorker is not implemented yet";
-  static_assert(sizeof(kMessage) <= sizeof(status.message));
-  for (size_t i = 0; i < sizeof(kMessage); ++i) status.message[i] = kMessage[i];
-  return status;
+  const std::string id(worker_id.data, worker_id.size);
+  removed_workers.push_back(id);
+  if (fail_with) return *fail_with;
+  const auto worker = model_.workers().find(id);
+  if (during_removal && worker != model_.workers().end()) {
+    // The torn removal: HBM first, through a CLEAR that keeps the record as
+    // it is, then the rest once the hook has looked.
+    const ActionView clear{kActionClearAllAtTier, kTierHbm, {}, {}, {}};
+    const ReferenceModel::Worker& w = worker->second;
+    const ApplyBatchView batch{StringView{id.data(), id.size()},
+                               StringView{w.address.data(), w.address.size()},
+                               w.spec.has_value() ? 1u : 0u,
+                               w.spec.value_or(CacheSpec{}),
+                               &clear,
+                               1};
+    model_.Store(batch);
+    lock.unlock();
+    during_removal();
+    lock.lock();
+  }
+  const bool removed = model_.RemoveWorker(id);
+  if (existed != nullptr) *existed = removed ? 1 : 0;
+  return BackendOk();
 }
 
 }  // namespace kvindexer::test_support

@@ -3,8 +3,10 @@
 // backend.h obligations and records every call it receives, so that tests
 // can check what reached the backend; it can also be told to fail every call.
 //
-// Worker ordinals are ReferenceModel::Worker::ordinal. A block's placements
-// are reported in worker-ordinal order, then by tier.
+// Worker ordinals are ReferenceModel::Worker::ordinal: a new worker takes the
+// lowest one free, so after RemoveWorker (ABI 1.1) the next new worker gets
+// the removed one's. A block's placements are reported in worker-ordinal
+// order, then by tier.
 //
 // Thread safety: every IndexBackend method takes one mutex, so concurrent
 // calls are serialised. The public members are for the test's thread, while
@@ -13,6 +15,7 @@
 #define KVINDEXER_TESTS_SUPPORT_MODEL_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -45,13 +48,19 @@ class ModelBackend final : public IndexBackend {
   std::vector<std::vector<int64_t>> matches;
   std::vector<std::vector<int64_t>> prefix_scans;
   std::vector<std::vector<int64_t>> hit_count_calls;
+  std::vector<std::string> removed_workers;  // RemoveWorker's ids
   size_t blocks_visited = 0;  // OnBlock calls made by the last PrefixScan
   // When set, every call fails with this status and changes nothing.
   std::optional<BackendStatus> fail_with;
+  // When set, RemoveWorker of a known worker is deliberately NOT atomic: it
+  // revokes the worker's HBM placements, releases the mutex, calls this
+  // (which may call into the backend), then finishes. For tests that must
+  // show they can see a removal half done.
+  std::function<void()> during_removal;
 
   size_t calls() const {
     return applies.size() + matches.size() + prefix_scans.size() +
-           hit_count_calls.size();
+           hit_count_calls.size() + removed_workers.size();
   }
   const ReferenceModel& model() const { return model_; }
 

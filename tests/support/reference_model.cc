@@ -94,7 +94,15 @@ ReferenceModel::Worker& ReferenceModel::Upsert(const std::string& id,
                                                std::string address,
                                                std::optional<CacheSpec> spec) {
   auto [it, inserted] = workers_.try_emplace(id);
-  if (inserted) it->second.ordinal = static_cast<uint32_t>(workers_.size() - 1);
+  if (inserted) {
+    std::set<uint32_t> taken;
+    for (const auto& [other, worker] : workers_) {
+      if (other != id) taken.insert(worker.ordinal);
+    }
+    uint32_t lowest = 0;
+    while (taken.count(lowest) != 0) ++lowest;
+    it->second.ordinal = lowest;
+  }
   it->second.address = std::move(address);
   it->second.spec = spec;
   return it->second;
@@ -130,6 +138,14 @@ void ReferenceModel::Clear(const std::string& worker, uint32_t tier) {
   if (it == workers_[worker].holdings.end()) return;
   const std::set<int64_t> copy = it->second;
   for (int64_t hash : copy) Revoke(worker, tier, hash);
+}
+
+bool ReferenceModel::RemoveWorker(const std::string& id) {
+  const auto it = workers_.find(id);
+  if (it == workers_.end()) return false;
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) Clear(id, tier);
+  workers_.erase(id);
+  return true;
 }
 
 absl::Status ReferenceModel::Apply(const v1::ApplyExternalKvBatchRequest& req) {

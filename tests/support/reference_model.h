@@ -43,7 +43,9 @@ class ReferenceModel {
     std::map<std::pair<std::string, uint32_t>, uint32_t> placements;
   };
   struct Worker {
-    uint32_t ordinal = 0;  // 0, 1, ... in order of first appearance
+    // The lowest ordinal no other worker has, taken when first seen: 0, 1,
+    // ... until RemoveWorker frees one (backend.h, ABI 1.1).
+    uint32_t ordinal = 0;
     std::string address;
     std::optional<CacheSpec> spec;
     std::map<uint32_t, std::set<int64_t>> holdings;  // tier -> hashes
@@ -64,6 +66,10 @@ class ReferenceModel {
   // Raises the hit counter of every hash in `hashes` that has a block by one
   // (created at 1, saturating), once per occurrence.
   void CountHits(const std::vector<int64_t>& hashes);
+  // IndexBackend::RemoveWorker: revokes every placement of `id` (blocks left
+  // with none go with their hit counters) and deletes its record. Returns
+  // whether there was a record.
+  bool RemoveWorker(const std::string& id);
 
   const std::map<int64_t, Block>& blocks() const { return blocks_; }
   const std::map<std::string, Worker>& workers() const { return workers_; }

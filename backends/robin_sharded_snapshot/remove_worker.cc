@@ -1,0 +1,119 @@
+// RobinShardedSnapshotBackend::RemoveWorker (ABI 1.1; DESIGN.md, "Workers"):
+// one writer step that revokes every placement of the worker at every tier in
+// the non-live copy (as CLEAR_ALL_AT_TIER does, through its holdings logs),
+// takes its record out of that copy's worker table and publishes both at
+// once. Its ordinal is freed only after the publish, and the next writer
+// finishes the other copy's catch-up before it may hand the ordinal out
+// again, so no snapshot ever names a new worker with an ordinal its
+// placements still give to the old one.
+#include "robin_backend.h"
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <string_view>
+
+#include "kvindexer/backend_kit.h"
+#include "vector_growth.h"
+#include "worker_table.h"
+
+namespace kvindexer::robin {
+namespace {
+
+using kit::ErrorStatus;
+using kit::OkStatus;
+
+}  // namespace
+
+BackendStatus RobinShardedSnapshotBackend::RemoveWorker(
+    StringView worker_id, uint32_t* existed) noexcept {
+  if (existed != nullptr) *existed = 0;
+  if (worker_id.size != 0 && worker_id.data == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument,
+                       "worker_id has %zu bytes but no data", worker_id.size);
+  }
+  const std::string_view id(worker_id.data, worker_id.size);
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
+    return ready;
+  }
+  try {
+    return RemoveWorkerLocked(id, existed);
+  } catch (const std::bad_alloc&) {
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory removing the worker");
+  }
+}
+
+BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
+    std::string_view id, uint32_t* existed) {
+  const auto found = registry_.find(id);
+  if (found == registry_.end()) return OkStatus();  // nothing to remove
+  const uint32_t ordinal = found->second;
+  WorkerState& state = *worker_states_[ordinal];
+  SnapshotCopy& back = copies_[1 - gate_.live()];
+
+  // Room for the commit below, so that it cannot fail.
+  ReserveOneMore(worker_changes_);
+  ReserveOneMore(retired_records_);
+  ordinals_.ReserveRelease();
+
+  // Pass one: every placement goes from the non-live copy. The logs hold
+  // every live placement (and maybe stale entries, which revoke nothing).
+  const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
+  touched_.clear();
+  counted_.clear();
+  worker_changes_.clear();
+  const auto roll_back = [&] {
+    try {
+      RollBack(state, saved_live);
+    } catch (const std::bad_alloc&) {
+      poisoned_ = true;
+    }
+    UpdateMemory();
+  };
+  try {
+    for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+      ClearTier(ordinal, tier, state, back);
+    }
+  } catch (const std::bad_alloc&) {
+    roll_back();
+    return ErrorStatus(BackendCode::kResourceExhausted,
+                       "out of memory removing the worker; nothing changed");
+  }
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    if (state.live[tier] != 0) {
+      // A placement its log does not list: freeing the ordinal now would
+      // give that placement to the next worker. Never expected.
+      roll_back();
+      return ErrorStatus(BackendCode::kInternal,
+                         "worker holds %llu placements at tier %u that its "
+                         "holdings log does not list; not removed",
+                         static_cast<unsigned long long>(state.live[tier]),
+                         tier);
+    }
+  }
+
+  // The record leaves the non-live copy's table in the same publish.
+  back.workers.Set(ordinal, nullptr);
+  worker_changes_.push_back(ordinal);
+  worker_bytes_ -= RecordBytes(*records_[ordinal]);
+  retired_records_.push_back(std::move(records_[ordinal]));
+  Publish();
+
+  // Writer-side state, which no reader sees. The ordinal is free from here
+  // on; if the catch-up above was left pending, the next writer completes
+  // it before it can take the ordinal again.
+  holdings_bytes_ -= HoldingsBytes(state);
+  worker_states_[ordinal].reset();
+  worker_bytes_ -= StringHeapBytes(found->first);
+  registry_.erase(found);
+  ordinals_.Release(ordinal);
+  if (!pending_sync_) MergeLargeDeltas();
+  UpdateMemory();
+  if (existed != nullptr) *existed = 1;
+  return OkStatus();
+}
+
+}  // namespace kvindexer::robin
