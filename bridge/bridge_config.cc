@@ -197,6 +197,14 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     if (!batches.ok()) return batches.status();
     config.live_buffer_batches = *batches;
   }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_HEARTBEAT_TTL_MS")) {
+    absl::StatusOr<uint32_t> ttl = ParseEnvUint32(
+        "KV_INDEXER_HEARTBEAT_TTL_MS", *v, kUint32Syntax,
+        "milliseconds as an unsigned 32-bit integer (0..4294967295; 0 "
+        "disables heartbeats), for example 30000");
+    if (!ttl.ok()) return ttl.status();
+    config.heartbeat_ttl = std::chrono::milliseconds(*ttl);
+  }
   return config;
 }
 
@@ -232,7 +240,8 @@ std::string DescribeConfig(const BridgeConfig& config) {
       "] cache_spec: ", spec, " replay_endpoint=\"", config.replay_endpoint,
       "\" snapshot_endpoint=\"", config.snapshot_endpoint,
       "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
-      " live_buffer_batches=", config.live_buffer_batches);
+      " live_buffer_batches=", config.live_buffer_batches,
+      " heartbeat_ttl_ms=", config.heartbeat_ttl.count());
 }
 
 std::string BridgeUsage() {
@@ -276,6 +285,12 @@ KV_INDEXER_SEQUENCE_GATE        auto                  auto, on, off: gated recov
                                                       it; on makes that an exit 1).
 KV_INDEXER_LIVE_BUFFER_BATCHES  4096                  Live batches buffered while the bridge
                                                       waits on the server (positive).
+KV_INDEXER_HEARTBEAT_TTL_MS     30000                 Worker liveness: while a TCP connect to
+                                                      the host:port of the worker address
+                                                      succeeds, a heartbeat every TTL/3
+                                                      (at least 100 ms) asks the server to
+                                                      keep the worker for this long; 0 = no
+                                                      heartbeats.
 
 Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
 Cache-spec variables are trimmed and a blank value counts as unset.

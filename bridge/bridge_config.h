@@ -31,6 +31,7 @@ enum class SequenceGate : uint8_t {
 std::string_view SequenceGateName(SequenceGate gate);
 
 inline constexpr size_t kDefaultLiveBufferBatches = 4096;
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTtl{30000};
 
 struct BridgeConfig {
   std::string worker_id;
@@ -52,6 +53,9 @@ struct BridgeConfig {
   uint32_t dp_rank = 0;
   SequenceGate sequence_gate = SequenceGate::kAuto;
   size_t live_buffer_batches = kDefaultLiveBufferBatches;
+  // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
+  // asks the server for (KV_INDEXER_HEARTBEAT_TTL_MS); 0 disables them.
+  std::chrono::milliseconds heartbeat_ttl = kDefaultHeartbeatTtl;
 };
 
 // Reads and validates the configuration. A startup error is returned as

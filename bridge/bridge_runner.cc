@@ -1,5 +1,6 @@
 #include "bridge/bridge_runner.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <random>
@@ -14,6 +15,8 @@
 #include "bridge/replay_client.h"
 #include "bridge/snapshot_client.h"
 #include "bridge/stream_recovery.h"
+#include "bridge/worker_address.h"
+#include "bridge/worker_probe.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -30,6 +33,32 @@ class LiveBufferQueue final : public LiveQueue {
  private:
   LiveBuffer* buffer_;
 };
+
+// The worker probe of the heartbeats, or null when there are none or the
+// worker address names no port ("Recovery > Worker liveness").
+std::unique_ptr<TcpWorkerProbe> MakeWorkerProbe(const BridgeConfig& config) {
+  if (config.heartbeat_ttl.count() == 0) {
+    spdlog::info("heartbeats disabled (KV_INDEXER_HEARTBEAT_TTL_MS=0)");
+    return nullptr;
+  }
+  absl::StatusOr<WorkerHostPort> target =
+      ParseWorkerHostPort(config.worker_address);
+  if (!target.ok()) {
+    spdlog::info(
+        "heartbeats every {} ms without a worker probe: {}; they prove only "
+        "that the bridge is alive",
+        std::max(config.heartbeat_ttl / 3, std::chrono::milliseconds(100))
+            .count(),
+        std::string(target.status().message()));
+    return nullptr;
+  }
+  spdlog::info(
+      "heartbeats every {} ms (TTL {} ms) while {} accepts TCP",
+      std::max(config.heartbeat_ttl / 3, std::chrono::milliseconds(100))
+          .count(),
+      config.heartbeat_ttl.count(), FormatHostPort(*target));
+  return std::make_unique<TcpWorkerProbe>(*std::move(target));
+}
 
 }  // namespace
 
@@ -92,6 +121,7 @@ int BridgeRunner::Run() {
       snapshot.emplace(&context, config_.snapshot_endpoint, config_.dp_rank,
                        shutdown_);
     }
+    std::unique_ptr<TcpWorkerProbe> worker_probe = MakeWorkerProbe(config_);
     SystemRecoveryClock clock(shutdown_);
     LiveBufferQueue queue(&buffer);
     std::mt19937_64 rng(std::random_device{}());
@@ -100,6 +130,7 @@ int BridgeRunner::Run() {
     io.live = &queue;
     io.replay = replay ? &*replay : nullptr;
     io.snapshot = snapshot ? &*snapshot : nullptr;
+    io.worker_probe = worker_probe.get();
     io.clock = &clock;
     io.random = [&rng] { return rng(); };
     io.stats = &stats_;

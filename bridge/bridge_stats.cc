@@ -50,9 +50,12 @@ std::string BridgeStats::FormatLine() const {
       " degraded=", state.rfind("degraded", 0) == 0 ? 1 : 0,
       " replays=", replays, " replayed_batches=", replayed_batches,
       " snapshots=", snapshots, " installs=", installs, " probes=", probes,
-      " resyncs=", resyncs, " gaps_repaired=", gaps_repaired,
+      " resyncs=", resyncs, " resyncs{snapshot=", resyncs_snapshot,
+      ",replay_fold=", resyncs_replay_fold, ",degraded=", resyncs_degraded,
+      "} gaps_repaired=", gaps_repaired,
       " restarts_detected=", restarts_detected, " state_losses=", state_losses,
-      " overflows=", overflows);
+      " overflows=", overflows, " heartbeats=", heartbeats,
+      " heartbeat_probe_failures=", heartbeat_probe_failures);
   return line;
 }
 

@@ -50,10 +50,19 @@ struct BridgeStats {
   uint64_t installs = 0;          // INSTALLs that succeeded
   uint64_t probes = 0;            // PROBEs sent
   uint64_t resyncs = 0;           // initial synchronisations completed
-  uint64_t gaps_repaired = 0;     // gaps filled from a replay
+  // ... of which: an exact install of a publisher snapshot; an exact
+  // install of a fold of replayed (or first live) batches; ended degraded.
+  // The rest resumed from the server's checkpoint or installed nothing.
+  uint64_t resyncs_snapshot = 0;
+  uint64_t resyncs_replay_fold = 0;
+  uint64_t resyncs_degraded = 0;
+  uint64_t gaps_repaired = 0;  // gaps filled from a replay
   uint64_t restarts_detected = 0;
   uint64_t state_losses = 0;  // the server stopped covering the stream
   uint64_t overflows = 0;     // live-buffer overflows
+  // Worker liveness ("Recovery > Worker liveness").
+  uint64_t heartbeats = 0;                // heartbeats the server answered OK
+  uint64_t heartbeat_probe_failures = 0;  // worker unreachable: no heartbeat
 
   void CountSkippedEvent(EventSkipReason r) {
     ++events_skipped[static_cast<size_t>(r)];
@@ -68,8 +77,10 @@ struct BridgeStats {
   //  messages_skipped{reason=n,..} mode=<server>/<publisher> state=..
   //  degraded=0|1
   //  replays=.. replayed_batches=.. snapshots=.. installs=.. probes=..
-  //  resyncs=.. gaps_repaired=.. restarts_detected=.. state_losses=..
-  //  overflows=.." with only non-zero reasons listed.
+  //  resyncs=.. resyncs{snapshot=..,replay_fold=..,degraded=..}
+  //  gaps_repaired=.. restarts_detected=.. state_losses=.. overflows=..
+  //  heartbeats=.. heartbeat_probe_failures=.." with only non-zero skip
+  //  reasons listed (the three resync kinds always are).
   std::string FormatLine() const;
 };
 

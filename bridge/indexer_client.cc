@@ -2,6 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bridge/indexer_endpoint.h"
@@ -71,9 +74,13 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
 }
 
 template <typename Call>
-absl::Status IndexerClient::RunCall(Call call) {
+absl::Status IndexerClient::RunCall(Call call, uint32_t heartbeat_ttl_ms) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  if (heartbeat_ttl_ms != 0) {
+    context.AddMetadata(kHeartbeatTtlMetadataKey,
+                        std::to_string(heartbeat_ttl_ms));
+  }
   // Wait for a connection rather than fail at once while the channel is
   // between reconnect attempts: a call made while the indexer is down is
   // sent as soon as it is back, instead of after the recovery engine's own
@@ -95,6 +102,16 @@ absl::Status IndexerClient::Apply(
   return RunCall([&](grpc::ClientContext* context) {
     return stub_->ApplyExternalKvBatch(context, request, response);
   });
+}
+
+absl::Status IndexerClient::Heartbeat(
+    const kv_indexer::v1::ApplyExternalKvBatchRequest& request, uint32_t ttl_ms,
+    kv_indexer::v1::ApplyExternalKvBatchResponse* response) {
+  return RunCall(
+      [&](grpc::ClientContext* context) {
+        return stub_->ApplyExternalKvBatch(context, request, response);
+      },
+      ttl_ms);
 }
 
 absl::Status IndexerClient::Replace(

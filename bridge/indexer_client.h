@@ -9,6 +9,7 @@
 #define KVINDEXER_BRIDGE_INDEXER_CLIENT_H_
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -33,14 +34,19 @@ class IndexerClient final : public KvApplier {
   absl::Status Apply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
       kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
+  absl::Status Heartbeat(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      uint32_t ttl_ms,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
   absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
 
  private:
-  // Runs one unary call with the RPC deadline, cancellable by shutdown.
+  // Runs one unary call with the RPC deadline, cancellable by shutdown,
+  // with the heartbeat metadata when `heartbeat_ttl_ms` is not 0.
   template <typename Call>
-  absl::Status RunCall(Call call);
+  absl::Status RunCall(Call call, uint32_t heartbeat_ttl_ms = 0);
 
   IndexerClient(std::shared_ptr<grpc::Channel> channel,
                 ShutdownSignal* shutdown,

@@ -3,10 +3,18 @@
 #ifndef KVINDEXER_BRIDGE_KV_APPLIER_H_
 #define KVINDEXER_BRIDGE_KV_APPLIER_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "kv_indexer.pb.h"
 
 namespace kvindexer::bridge {
+
+// The gRPC request metadata key of a heartbeat; its value is the TTL in
+// decimal milliseconds (docs/bridge-events.md, "Recovery > Worker
+// liveness").
+inline constexpr char kHeartbeatTtlMetadataKey[] =
+    "kv-indexer-heartbeat-ttl-ms";
 
 class KvApplier {
  public:
@@ -16,6 +24,13 @@ class KvApplier {
   // (applied_seq, duplicate). REQUIRES: response != nullptr.
   [[nodiscard]] virtual absl::Status Apply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) = 0;
+  // Apply() with the request metadata kHeartbeatTtlMetadataKey: `ttl_ms`
+  // (the heartbeat of a worker; the request itself is an ordinary empty
+  // apply). REQUIRES: ttl_ms > 0, response != nullptr.
+  [[nodiscard]] virtual absl::Status Heartbeat(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      uint32_t ttl_ms,
       kv_indexer::v1::ApplyExternalKvBatchResponse* response) = 0;
   // Sends one ReplaceExternalKvSnapshot; same status mapping. A server
   // without the recovery RPCs answers UNIMPLEMENTED.

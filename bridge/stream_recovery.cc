@@ -31,6 +31,7 @@ RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config) {
   options.header = {config.worker_id, config.worker_address, config.cache_spec};
   options.clear_tiers = config.clear_tiers;
   options.gate = config.sequence_gate;
+  options.heartbeat_ttl = config.heartbeat_ttl;
   return options;
 }
 
@@ -83,6 +84,7 @@ absl::Status StreamRecovery::Run(const std::function<void()>& on_tick) {
     }
     std::optional<LiveItem> item = NextItem(options_.poll);
     if (item) HandleItem(*std::move(item));
+    ServiceHeartbeat();
     if (!need_sync_ && fatal_.ok()) MaybeIdleProbe();
   }
   return fatal_;
@@ -165,6 +167,7 @@ std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch(
       timeout = std::min(timeout, *limit - waited);
     }
     std::optional<LiveItem> item = NextItem(timeout);
+    ServiceHeartbeat();
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
       ++io_.stats->messages_received;
@@ -402,17 +405,21 @@ void StreamRecovery::MaybeIdleProbe() {
   if (now - last_gated_ok_ < options_.probe_interval) return;
   ProbeResult probe = Probe(watermarks_.epoch());
   if (!probe.completed) return;
-  if (!probe.checkpoint) {
+  CheckServerCheckpoint(probe.checkpoint);
+}
+
+void StreamRecovery::CheckServerCheckpoint(std::optional<uint64_t> checkpoint) {
+  if (!checkpoint) {
     StateLoss("the server no longer holds a checkpoint for this stream");
     return;
   }
   const uint64_t applied = watermarks_.applied().value_or(0);
-  if (*probe.checkpoint < applied) {
-    StateLoss(absl::StrCat("the server checkpoint ", *probe.checkpoint,
+  if (*checkpoint < applied) {
+    StateLoss(absl::StrCat("the server checkpoint ", *checkpoint,
                            " is behind the last applied seq ", applied));
     return;
   }
-  if (*probe.checkpoint > applied) watermarks_.SetApplied(*probe.checkpoint);
+  if (*checkpoint > applied) watermarks_.SetApplied(*checkpoint);
 }
 
 void StreamRecovery::StateLoss(std::string_view why) {

@@ -12,9 +12,10 @@
 //
 // The code is split by concern: stream_recovery.cc (the live loop: the
 // classification of each live batch, gaps, restarts, idle probes),
-// stream_recovery_sync.cc (the initial synchronisation of each mode) and
+// stream_recovery_sync.cc (the initial synchronisation of each mode),
 // stream_recovery_rpc.cc (registration, PROBE, INSTALL, SEND and their
-// error handling).
+// error handling) and stream_recovery_heartbeat.cc (the worker liveness
+// heartbeats).
 //
 // Thread safety: not thread-safe; Run() and the observers from one thread.
 #ifndef KVINDEXER_BRIDGE_STREAM_RECOVERY_H_
@@ -65,18 +66,26 @@ struct RecoveryOptions {
   Backoff::Duration rpc_backoff_cap{2000};
   Backoff::Duration sync_backoff_initial{500};
   Backoff::Duration sync_backoff_cap{10000};
+  // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
+  // carries; 0 (the default here; the configuration's is 30 s) sends none.
+  // Heartbeats are due every max(TTL / 3, min_heartbeat_period).
+  std::chrono::milliseconds heartbeat_ttl{0};
+  std::chrono::milliseconds min_heartbeat_period{100};
 };
 
 // Builds the options of a configured bridge.
 RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config);
 
-// Everything the engine talks to. All pointers but `replay` and `snapshot`
-// are required; all must outlive the engine.
+// Everything the engine talks to. All pointers but `replay`, `snapshot` and
+// `worker_probe` are required; all must outlive the engine.
 struct RecoveryIo {
   KvApplier* applier = nullptr;
   LiveQueue* live = nullptr;
   ReplaySource* replay = nullptr;      // null: no replay endpoint
   SnapshotSource* snapshot = nullptr;  // null: no snapshot endpoint
+  // Checked before each heartbeat; null: the worker address has no port,
+  // and heartbeats then only prove that the bridge is alive.
+  WorkerProbe* worker_probe = nullptr;
   RecoveryClock* clock = nullptr;
   std::function<uint64_t()> random;  // uniform 64-bit values
   BridgeStats* stats = nullptr;
@@ -170,6 +179,20 @@ class StreamRecovery {
   bool DecodeActions(const LiveBatch& batch);
   // Waits the next RPC backoff delay; false when the engine must stop.
   bool RpcBackoff(const absl::Status& status, std::string_view what);
+  // In the live loop: what a probe's answer (the checkpoint, or none) says
+  // about the server's copy of the stream; a loss starts a resync.
+  void CheckServerCheckpoint(std::optional<uint64_t> checkpoint);
+
+  // --- worker liveness (stream_recovery_heartbeat.cc)
+  // Called on every turn of the live loop and of the synchronisation's
+  // waits: starts the worker probe when a heartbeat is due, and sends the
+  // heartbeat once the probe succeeded. Never waits for the probe.
+  void ServiceHeartbeat();
+  void SendHeartbeat();
+  std::chrono::milliseconds HeartbeatPeriod() const;
+  // Waits `duration` in poll-sized slices, servicing heartbeats; true when
+  // the engine must stop.
+  bool WaitServicingHeartbeats(std::chrono::milliseconds duration);
 
   // --- state
   // The degraded reason of legacy mode until the bridge has cleared the
@@ -217,6 +240,14 @@ class StreamRecovery {
   std::string degraded_reason_;
   absl::Status fatal_;
   RecoveryClock::Clock::time_point last_gated_ok_{};
+  // Set by a successful Install(); tells Sync() which kind of resync it
+  // completed (the stats' resyncs{...}).
+  bool sync_installed_ = false;
+  // Heartbeats: when the next is due, whether a worker probe is pending,
+  // and whether the last one failed (to log the recovery once).
+  RecoveryClock::Clock::time_point next_beat_{};
+  bool worker_check_pending_ = false;
+  bool worker_unreachable_ = false;
 
   Backoff rpc_backoff_;
   Backoff sync_backoff_;
@@ -227,6 +258,8 @@ class StreamRecovery {
   LogThrottle stale_throttle_;
   LogThrottle rpc_throttle_;
   LogThrottle skipped_event_throttle_;
+  LogThrottle worker_probe_throttle_;
+  LogThrottle heartbeat_throttle_;
 };
 
 std::string_view ServerModeName(StreamRecovery::ServerMode mode);

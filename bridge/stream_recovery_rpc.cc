@@ -157,6 +157,7 @@ bool StreamRecovery::Install(
     last_gated_ok_ = io_.clock->Now();
   }
   ++io_.stats->installs;
+  sync_installed_ = true;
   watermarks_.Reset(applied, epoch, publisher_mode_ == PublisherMode::kSnapshot,
                     replayed);
   if (truncated) {

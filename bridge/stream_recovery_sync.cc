@@ -18,6 +18,7 @@ void StreamRecovery::Sync() {
   // new request leaves the stream unsynchronised and the next Run() retries.
   io_.stats->state = "syncing";
   sync_requested_ = false;
+  sync_installed_ = false;
   if (loss_jitter_pending_) {
     const uint64_t span =
         static_cast<uint64_t>(options_.loss_jitter_max.count()) + 1;
@@ -44,7 +45,7 @@ void StreamRecovery::Sync() {
     const auto delay = sync_backoff_.NextDelay();
     spdlog::warn("resynchronisation attempt failed; retrying in {} ms",
                  delay.count());
-    io_.clock->WaitFor(delay);
+    WaitServicingHeartbeats(delay);
     return;
   }
   need_sync_ = false;
@@ -57,6 +58,13 @@ void StreamRecovery::Sync() {
   sync_hint_.reset();
   SyncStateStats();
   ++io_.stats->resyncs;
+  if (!exact()) {
+    ++io_.stats->resyncs_degraded;
+  } else if (sync_installed_) {
+    ++(publisher_mode_ == PublisherMode::kSnapshot
+           ? io_.stats->resyncs_snapshot
+           : io_.stats->resyncs_replay_fold);
+  }
   last_gated_ok_ = io_.clock->Now();
   spdlog::info("stream synchronised ({} server, mode {}): applied seq {}{}",
                ServerModeName(server_mode_), PublisherModeName(publisher_mode_),
@@ -89,7 +97,7 @@ bool StreamRecovery::SnapshotCycle() {
   // this epoch is covered by the snapshot.
   const auto deadline = io_.clock->Now() + options_.barrier_wait;
   while (true) {
-    if (io_.clock->Stopping()) return false;
+    if (io_.clock->Stopping() || !fatal_.ok()) return false;
     const auto now = io_.clock->Now();
     if (now >= deadline) {
       spdlog::warn("snapshot barrier seq={} (epoch {}) not seen within {} ms",
@@ -101,6 +109,7 @@ bool StreamRecovery::SnapshotCycle() {
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     std::optional<LiveItem> item =
         NextItem(std::min(options_.poll, left + std::chrono::milliseconds(1)));
+    ServiceHeartbeat();
     if (!item) continue;
     if (item->kind != LiveItem::Kind::kBatch) {
       const bool reconnected = NoteMarker(*item);
@@ -278,6 +287,9 @@ bool StreamRecovery::LegacyReplaySync() {
       !SendSeedEra(ClearRequests(options_.header, 0, options_.clear_tiers))) {
     return false;
   }
+  // A clear at the incarnation start followed by its batches: an exact
+  // install of the replay, as far as the resync statistics go.
+  sync_installed_ = from_start;
   if (replay.batches.empty()) {
     if (from_start) SetExact();
     return true;

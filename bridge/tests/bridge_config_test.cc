@@ -49,6 +49,7 @@ TEST(BridgeConfig, Defaults) {
   EXPECT_EQ(c.snapshot_endpoint, "");
   EXPECT_EQ(c.sequence_gate, SequenceGate::kAuto);
   EXPECT_EQ(c.live_buffer_batches, 4096u);
+  EXPECT_EQ(c.heartbeat_ttl.count(), 30000);
 }
 
 // "Recovery > Variables": endpoints as set, the gate mode and the live
@@ -97,6 +98,25 @@ TEST(BridgeConfig, RecoveryVariablesValidated) {
   }
   EXPECT_THAT(LoadError({{w, "w"}, {"KV_INDEXER_DP_RANK", "-1"}}),
               HasSubstr("KV_INDEXER_DP_RANK"));
+}
+
+// "Recovery > Worker liveness": KV_INDEXER_HEARTBEAT_TTL_MS is unsigned
+// milliseconds, 0 disables, blank is the default, anything else fails.
+TEST(BridgeConfig, HeartbeatTtl) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  const std::string ttl = "KV_INDEXER_HEARTBEAT_TTL_MS";
+  EXPECT_EQ(MustLoad({{w, "w"}, {ttl, "300"}}).heartbeat_ttl.count(), 300);
+  EXPECT_EQ(MustLoad({{w, "w"}, {ttl, " 0 "}}).heartbeat_ttl.count(), 0);
+  EXPECT_EQ(MustLoad({{w, "w"}, {ttl, "4294967295"}}).heartbeat_ttl.count(),
+            4294967295);
+  EXPECT_EQ(MustLoad({{w, "w"}, {ttl, " "}}).heartbeat_ttl.count(), 30000);
+  for (const char* bad : {"-1", "30s", "1e3", "4294967296", "0x10", "3 0"}) {
+    const std::string error = LoadError({{w, "w"}, {ttl, bad}});
+    EXPECT_THAT(error, HasSubstr("KV_INDEXER_HEARTBEAT_TTL_MS")) << bad;
+    EXPECT_THAT(error, HasSubstr("0 disables heartbeats")) << bad;
+  }
+  EXPECT_THAT(DescribeConfig(MustLoad({{w, "w"}, {ttl, "300"}})),
+              HasSubstr("heartbeat_ttl_ms=300"));
 }
 
 TEST(BridgeConfig, WorkerIdRequiredButMayBeEmpty) {
@@ -261,16 +281,16 @@ TEST(BridgeConfig, LogLevelAndStatsInterval) {
 TEST(BridgeConfig, UsageListsEveryVariable) {
   const std::string usage = BridgeUsage();
   for (const char* name :
-       {"KV_INDEXER_WORKER_ID", "KV_INDEXER_WORKER_ADDRESS",
-        "KV_INDEXER_ENDPOINT", "SGLANG_KV_EVENT_ENDPOINT",
-        "SGLANG_KV_EVENT_TOPIC", "KV_INDEXER_CLEAR_TIERS",
+       {"KV_INDEXER_WORKER_ID",        "KV_INDEXER_WORKER_ADDRESS",
+        "KV_INDEXER_ENDPOINT",         "SGLANG_KV_EVENT_ENDPOINT",
+        "SGLANG_KV_EVENT_TOPIC",       "KV_INDEXER_CLEAR_TIERS",
         "KV_INDEXER_CACHE_COMPONENTS", "KV_INDEXER_SWA_WINDOW_TOKENS",
-        "KV_INDEXER_FULL_TIERS", "KV_INDEXER_SWA_TIERS",
-        "KV_INDEXER_MAMBA_TIERS", "KV_INDEXER_CACHE_SPEC_VERSION",
-        "KV_INDEXER_LOG_LEVEL", "KV_INDEXER_STATS_INTERVAL_SECS",
-        "SGLANG_KV_REPLAY_ENDPOINT", "SGLANG_KV_SNAPSHOT_ENDPOINT",
-        "KV_INDEXER_SEQUENCE_GATE", "KV_INDEXER_LIVE_BUFFER_BATCHES",
-        "KV_INDEXER_DP_RANK"}) {
+        "KV_INDEXER_FULL_TIERS",       "KV_INDEXER_SWA_TIERS",
+        "KV_INDEXER_MAMBA_TIERS",      "KV_INDEXER_CACHE_SPEC_VERSION",
+        "KV_INDEXER_LOG_LEVEL",        "KV_INDEXER_STATS_INTERVAL_SECS",
+        "SGLANG_KV_REPLAY_ENDPOINT",   "SGLANG_KV_SNAPSHOT_ENDPOINT",
+        "KV_INDEXER_SEQUENCE_GATE",    "KV_INDEXER_LIVE_BUFFER_BATCHES",
+        "KV_INDEXER_DP_RANK",          "KV_INDEXER_HEARTBEAT_TTL_MS"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }
 }

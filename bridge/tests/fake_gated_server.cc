@@ -129,6 +129,14 @@ absl::Status FakeGatedServer::Apply(const ApplyExternalKvBatchRequest& request,
   return status;
 }
 
+absl::Status FakeGatedServer::Heartbeat(
+    const ApplyExternalKvBatchRequest& request, uint32_t ttl_ms,
+    ApplyExternalKvBatchResponse* response) {
+  absl::Status status = Apply(request, response);
+  beats.push_back({request, ttl_ms, status.code()});
+  return status;
+}
+
 absl::Status FakeGatedServer::Replace(
     const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
     kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) {

@@ -35,12 +35,20 @@ class FakeGatedServer : public KvApplier {
   absl::Status Apply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
       kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
+  // Apply() that also records the beat (see `beats`).
+  absl::Status Heartbeat(
+      const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
+      uint32_t ttl_ms,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;
   absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
 
   // Loses every worker record, as a restart without durable state does.
   void RestartEmpty() { workers_.clear(); }
+  // Deletes one worker record with its placement, as a liveness sweep or a
+  // scale-in may: its gated applies are then refused at G1.
+  void RemoveWorker(const std::string& id) { workers_.erase(id); }
 
   // Knobs. `gated` false: a seed-era server (Replace is UNIMPLEMENTED, the
   // gate fields are ignored). `fail_next` / `lose_next` apply to the next
@@ -67,6 +75,14 @@ class FakeGatedServer : public KvApplier {
   std::vector<kv_indexer::v1::ReplaceExternalKvSnapshotRequest> replaces;
   int probes = 0;
   int gaps = 0;  // G4 outcomes
+  // Every Heartbeat() call, in order (each also appears in `applies` unless
+  // a fault dropped it, and counts in `probes` when shaped as a probe).
+  struct Beat {
+    kv_indexer::v1::ApplyExternalKvBatchRequest request;
+    uint32_t ttl_ms = 0;
+    absl::StatusCode answer = absl::StatusCode::kOk;
+  };
+  std::vector<Beat> beats;
 
  private:
   Fault NextFault(Call call);

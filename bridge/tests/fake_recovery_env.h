@@ -1,6 +1,7 @@
 // Fakes of the recovery engine's environment: a manual clock whose waits
-// advance simulated time (and let a simulation run at each step) and a live
-// queue with the LiveBuffer's overflow behaviour. No real time passes.
+// advance simulated time (and let a simulation run at each step), a live
+// queue with the LiveBuffer's overflow behaviour and a worker probe whose
+// checks take simulated time. No real time passes.
 //
 // Thread safety: not thread-safe; everything runs on the test's thread.
 #ifndef KVINDEXER_BRIDGE_TESTS_FAKE_RECOVERY_ENV_H_
@@ -16,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "bridge/recovery_environment.h"
 
 namespace kvindexer::bridge::testing {
@@ -107,6 +109,37 @@ class FakeLiveQueue : public LiveQueue {
   std::deque<LiveItem> items_;
   size_t batches_ = 0;
   bool overflow_open_ = false;
+};
+
+// A WorkerProbe whose checks end `latency` of simulated time after they
+// start, succeeding while `reachable` is true at that moment.
+class FakeWorkerProbe : public WorkerProbe {
+ public:
+  explicit FakeWorkerProbe(FakeClock* clock) : clock_(clock) {}
+
+  void StartCheck() override {
+    if (pending_since_) ++overlapping_starts;
+    ++checks;
+    pending_since_ = clock_->Now();
+  }
+  std::optional<absl::Status> TakeResult() override {
+    if (!pending_since_ || clock_->Now() < *pending_since_ + latency) {
+      return std::nullopt;
+    }
+    pending_since_.reset();
+    if (reachable) return absl::OkStatus();
+    return absl::UnavailableError("connection refused (fake)");
+  }
+  bool pending() const { return pending_since_.has_value(); }
+
+  bool reachable = true;
+  std::chrono::milliseconds latency{0};
+  int checks = 0;
+  int overlapping_starts = 0;  // StartCheck() while one was pending
+
+ private:
+  FakeClock* clock_;
+  std::optional<RecoveryClock::Clock::time_point> pending_since_;
 };
 
 }  // namespace kvindexer::bridge::testing

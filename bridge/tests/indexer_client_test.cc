@@ -2,7 +2,8 @@
 // transport error to retry; docs/bridge-events.md,
 // "Configuration > Startup validation" and
 // "Sending and errors > Error classes"), bounded by the connect timeout
-// and interruptible by shutdown.
+// and interruptible by shutdown. And the heartbeat's request metadata
+// ("Recovery > Worker liveness") as a server receives it.
 #include "bridge/indexer_client.h"
 
 #include <arpa/inet.h>
@@ -11,14 +12,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kv_indexer.grpc.pb.h"
 
 namespace kvindexer::bridge {
 namespace {
@@ -108,6 +114,62 @@ TEST(IndexerClient, ShutdownInterruptsConnect) {
   // Shutdown ended it, not the 60 s timeout.
   EXPECT_THAT(std::string(client.status().message()),
               ::testing::HasSubstr("shutdown requested"));
+}
+
+// Records the heartbeat metadata of every apply (nullopt: absent).
+class MetadataRecorder final : public kv_indexer::v1::KVIndexer::Service {
+ public:
+  grpc::Status ApplyExternalKvBatch(
+      grpc::ServerContext* context,
+      const kv_indexer::v1::ApplyExternalKvBatchRequest* request,
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response) override {
+    std::optional<std::string> ttl;
+    const auto& metadata = context->client_metadata();
+    if (auto it = metadata.find(kHeartbeatTtlMetadataKey);
+        it != metadata.end()) {
+      ttl = std::string(it->second.data(), it->second.size());
+    }
+    response->set_applied_seq(request->seq());
+    std::lock_guard<std::mutex> lock(mu_);
+    ttls_.push_back(ttl);
+    return grpc::Status::OK;
+  }
+  std::vector<std::optional<std::string>> ttls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ttls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::optional<std::string>> ttls_;
+};
+
+TEST(IndexerClient, HeartbeatCarriesTheTtlMetadata) {
+  MetadataRecorder service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(port, 0);
+
+  ShutdownSignal shutdown;
+  auto client = IndexerClient::Connect(
+      "http://127.0.0.1:" + std::to_string(port), &shutdown, 30s);
+  ASSERT_TRUE(client.ok()) << client.status();
+  kv_indexer::v1::ApplyExternalKvBatchRequest request;
+  request.set_worker_id("w");
+  kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  ASSERT_TRUE((*client)->Apply(request, &response).ok());
+  ASSERT_TRUE((*client)->Heartbeat(request, 30000, &response).ok());
+  ASSERT_TRUE((*client)->Heartbeat(request, 4294967295u, &response).ok());
+  ASSERT_TRUE((*client)->Apply(request, &response).ok());
+  EXPECT_THAT(service.ttls(),
+              ::testing::ElementsAre(std::nullopt, "30000", "4294967295",
+                                     std::nullopt));
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ void Fold(std::set<int64_t>& held, const Events& events) {
   }
 }
 
-std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(int port) {
+std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(
+    int port, std::map<std::string, std::string> env) {
   auto indexer = std::unique_ptr<IndexerUnderTest>(new IndexerUnderTest());
   ProcessOptions options;
   options.binary = KVINDEXER_SERVER_BINARY;
@@ -110,6 +111,7 @@ std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(int port) {
                        "KV_INDEXER_DATA_DIR",
                        "KV_INDEXER_LIVENESS",
                        "KV_INDEXER_LIVENESS_SWEEP_MS"};
+  options.env = std::move(env);
   absl::StatusOr<ListeningServer> listening =
       StartListeningServer(std::move(options), port, kStartBound);
   EXPECT_TRUE(listening.ok()) << listening.status();

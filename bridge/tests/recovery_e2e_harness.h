@@ -57,9 +57,11 @@ void Fold(std::set<int64_t>& held, const Events& events);
 class IndexerUnderTest {
  public:
   // port 0: the server chooses; otherwise exactly that port (a restart).
-  // Returns once the server answers queries; nullptr (with a gtest failure)
-  // otherwise.
-  static std::unique_ptr<IndexerUnderTest> Start(int port = 0);
+  // Liveness sweeps are at their default unless `env` (applied last) sets
+  // them. Returns once the server answers queries; nullptr (with a gtest
+  // failure) otherwise.
+  static std::unique_ptr<IndexerUnderTest> Start(
+      int port = 0, std::map<std::string, std::string> env = {});
 
   int port() const { return port_; }
   std::string endpoint() const;

@@ -1,5 +1,6 @@
 // A StreamRecovery wired to the fakes: FakeGatedServer, FakePublisher (as
-// replay and snapshot source when asked), FakeLiveQueue and FakeClock.
+// replay and snapshot source when asked), FakeLiveQueue, FakeClock and,
+// when asked, FakeWorkerProbe.
 //
 // Thread safety: not thread-safe.
 #ifndef KVINDEXER_BRIDGE_TESTS_RECOVERY_TEST_FIXTURE_H_
@@ -28,6 +29,7 @@ struct RecoveryRig {
     size_t buffer_steps = 10'000;
     size_t live_capacity = 4096;
     uint64_t seed = 1;
+    bool worker_probe = false;  // heartbeats check `worker_probe` first
   };
 
   explicit RecoveryRig(Setup setup, RecoveryOptions options = {})
@@ -37,6 +39,7 @@ struct RecoveryRig {
               queue.PushBatch(seq, std::move(payload), std::move(topic));
             },
             setup.buffer_steps, setup.snapshot),
+        worker_probe(&clock),
         rng(setup.seed) {
     options.header.worker_id = kWorker;
     options.header.worker_address = "http://w:1";
@@ -46,6 +49,7 @@ struct RecoveryRig {
     io.live = &queue;
     io.replay = setup.replay ? &publisher : nullptr;
     io.snapshot = setup.snapshot ? &publisher : nullptr;
+    io.worker_probe = setup.worker_probe ? &worker_probe : nullptr;
     io.clock = &clock;
     io.random = [this] { return rng(); };
     io.stats = &stats;
@@ -61,6 +65,7 @@ struct RecoveryRig {
   FakeGatedServer server;
   FakeLiveQueue queue;
   FakePublisher publisher;
+  FakeWorkerProbe worker_probe;
   std::mt19937_64 rng;
   BridgeStats stats;
   std::unique_ptr<StreamRecovery> engine;

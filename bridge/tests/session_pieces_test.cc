@@ -146,5 +146,23 @@ TEST(BridgeStats, LineListsCountersAndNonZeroReasons) {
   EXPECT_THAT(line, HasSubstr("messages_skipped{seq_length=1}"));
 }
 
+// "Recovery > Stats": the resync total, its three kinds (always listed) and
+// the heartbeat counters.
+TEST(BridgeStats, LineListsResyncKindsAndHeartbeats) {
+  BridgeStats stats;
+  stats.resyncs = 6;
+  stats.resyncs_snapshot = 1;
+  stats.resyncs_replay_fold = 2;
+  stats.resyncs_degraded = 0;
+  stats.heartbeats = 7;
+  stats.heartbeat_probe_failures = 3;
+  const std::string line = stats.FormatLine();
+  EXPECT_THAT(line, HasSubstr(" resyncs=6 "));
+  EXPECT_THAT(line,
+              HasSubstr(" resyncs{snapshot=1,replay_fold=2,degraded=0} "));
+  EXPECT_THAT(line, HasSubstr(" heartbeats=7 "));
+  EXPECT_THAT(line, HasSubstr(" heartbeat_probe_failures=3"));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge

@@ -53,6 +53,10 @@ class FakeSimServer final : public SimServer {
                        return status;
                      });
   }
+  absl::Status Heartbeat(const ApplyExternalKvBatchRequest& request, uint32_t,
+                         ApplyExternalKvBatchResponse* response) override {
+    return Apply(request, response);
+  }
   absl::Status Replace(const ReplaceExternalKvSnapshotRequest& request,
                        ReplaceExternalKvSnapshotResponse* response) override {
     const Fault fault = fault_hook ? fault_hook(Call::kReplace) : Fault::kNone;
@@ -85,6 +89,10 @@ class CoreSimServer final : public SimServer {
                      [&](ApplyExternalKvBatchResponse* r) {
                        return indexer_->Apply(request, r);
                      });
+  }
+  absl::Status Heartbeat(const ApplyExternalKvBatchRequest& request, uint32_t,
+                         ApplyExternalKvBatchResponse* response) override {
+    return Apply(request, response);
   }
   absl::Status Replace(const ReplaceExternalKvSnapshotRequest& request,
                        ReplaceExternalKvSnapshotResponse* response) override {

@@ -6,7 +6,8 @@
 // that lose everything, failing calls, lost responses, failing replays and
 // snapshots, tiny request limits so batches span several chunks; server
 // restarts and reconnects also land between two calls, e.g. between the
-// chunks of one batch).
+// chunks of one batch). Half the seeds also heartbeat (docs/bridge-events.md,
+// "Recovery > Worker liveness"), so heartbeats meet every fault too.
 //
 // Against the FakeGatedServer every gated apply that moves the checkpoint
 // to c and every Replace at c is checked at once: the index must be a
@@ -78,6 +79,7 @@ class Simulation {
       : rng_(seed),
         server_(std::move(server)),
         mode_(mode),
+        heartbeats_((seed / 3) % 2 == 1),
         queue_(&clock_, 8 + Pick(64)),
         publisher_(
             [this](uint64_t seq, std::string topic, std::string payload) {
@@ -131,6 +133,7 @@ class Simulation {
       options.limits.max_hashes = 1 + Pick(4);
       options.limits.max_actions = 1 + Pick(3);
     }
+    if (heartbeats_) options.heartbeat_ttl = milliseconds(3000);
     RecoveryIo io;
     io.applier = server_.get();
     io.live = &queue_;
@@ -312,6 +315,9 @@ class Simulation {
   std::mt19937_64 rng_;
   std::unique_ptr<SimServer> server_;
   const Mode mode_;
+  // Every other seed of each mode heartbeats once a second (no worker
+  // probe): heartbeats are probes interleaved with everything else.
+  const bool heartbeats_;
   FakeClock clock_;
   FakeLiveQueue queue_;
   FakePublisher publisher_;

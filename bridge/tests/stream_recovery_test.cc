@@ -290,6 +290,52 @@ TEST(StreamRecovery, BridgeRestartResumesFromCheckpoint) {
   EXPECT_EQ(rig.server.replaces.size(), 1u);
   EXPECT_EQ(rig.server.Held(kWorker), (Held{2}));
   EXPECT_EQ(second.applied(), 2u);
+  // A resume counts as a resync of none of the three install kinds.
+  EXPECT_EQ(stats.resyncs, 1u);
+  EXPECT_EQ(stats.resyncs_snapshot + stats.resyncs_replay_fold +
+                stats.resyncs_degraded,
+            0u);
+}
+
+// "Recovery > Stats": completed resyncs by kind.
+TEST(StreamRecovery, ResyncKindsCounted) {
+  {
+    RecoveryRig rig(Replay());
+    rig.publisher.PublishBufferOnly({Op::Store({1})});
+    ASSERT_TRUE(rig.RunFor(kSecond).ok());
+    EXPECT_EQ(rig.stats.resyncs, 1u);
+    EXPECT_EQ(rig.stats.resyncs_replay_fold, 1u);
+    EXPECT_EQ(rig.stats.resyncs_snapshot, 0u);
+    EXPECT_EQ(rig.stats.resyncs_degraded, 0u);
+    // After a server restart the replay installs exactly again.
+    rig.server.RestartEmpty();
+    ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+    EXPECT_EQ(rig.stats.resyncs, 2u);
+    EXPECT_EQ(rig.stats.resyncs_replay_fold, 2u);
+  }
+  {
+    RecoveryRig rig(Snapshot());
+    rig.publisher.Hold(1);
+    ASSERT_TRUE(rig.RunFor(kSecond).ok());
+    EXPECT_EQ(rig.server.Held(kWorker), (Held{1}));
+    EXPECT_EQ(rig.stats.resyncs, 1u);
+    EXPECT_EQ(rig.stats.resyncs_snapshot, 1u);
+    EXPECT_EQ(rig.stats.resyncs_replay_fold, 0u);
+    EXPECT_EQ(rig.stats.resyncs_degraded, 0u);
+  }
+  {
+    RecoveryRig rig(LiveOnly());
+    rig.publisher.PublishBufferOnly({Op::Store({1})});
+    rig.publisher.Publish({Op::Store({2})});
+    ASSERT_TRUE(rig.RunFor(kSecond).ok());
+    EXPECT_EQ(rig.engine->degraded_reason(), "no_history");
+    EXPECT_EQ(rig.stats.resyncs, 1u);
+    EXPECT_EQ(rig.stats.resyncs_degraded, 1u);
+    EXPECT_EQ(rig.stats.resyncs_replay_fold, 0u);
+    EXPECT_THAT(rig.stats.FormatLine(),
+                ::testing::HasSubstr(
+                    "resyncs=1 resyncs{snapshot=0,replay_fold=0,degraded=1}"));
+  }
 }
 
 // A duplicate answer moves `applied` to the server's checkpoint and later
