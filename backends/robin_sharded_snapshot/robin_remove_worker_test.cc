@@ -205,7 +205,12 @@ TEST_F(RemoveWorkerTest, ChurnKeepsTheWorkerTableAtTheWorkersPresent) {
   EXPECT_EQ(Stats().workers, 1u);
   EXPECT_EQ(Stats().placements, 1u);
   EXPECT_EQ(RobinBackendTesting::WorkerTableLength(backend_), 2u);
-  EXPECT_EQ(Stats().memory_bytes, memory_after_warm_up);
+  // Flat, not equal: the process's random hash key decides which shards the
+  // churned blocks visit, so a delta may still grow a bucket array after the
+  // warm-up. A leak of even one record per worker would add far more than
+  // the slack (1,750 workers of over 100 bytes each).
+  EXPECT_LE(Stats().memory_bytes,
+            memory_after_warm_up + memory_after_warm_up / 10);
 }
 
 // A reader that started before the removal keeps reading the removed worker
