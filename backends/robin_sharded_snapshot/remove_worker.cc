@@ -5,7 +5,8 @@
 // once. Its ordinal is freed only after the publish, and the next writer
 // finishes the other copy's catch-up before it may hand the ordinal out
 // again, so no snapshot ever names a new worker with an ordinal its
-// placements still give to the old one.
+// placements still give to the old one. The hash tables the removal left
+// sparse are then rebuilt smaller (shrink_after_removal.cc).
 #include "robin_backend.h"
 
 #include <array>
@@ -62,6 +63,8 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   // Pass one: every placement goes from the non-live copy. The logs hold
   // every live placement (and maybe stale entries, which revoke nothing).
   const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
+  const ShardSizes sizes_before = SizesOfShards();
+  const size_t touched_capacity = touched_.capacity();
   touched_.clear();
   counted_.clear();
   worker_changes_.clear();
@@ -110,7 +113,12 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   worker_bytes_ -= StringHeapBytes(found->first);
   registry_.erase(found);
   ordinals_.Release(ordinal);
-  if (!pending_sync_) MergeLargeDeltas();
+  if (!pending_sync_) {
+    // Before the merges: a shard they empty keeps the buckets its policy
+    // wants, and a shard the removal emptied should not.
+    FitEmptiedShards(sizes_before, touched_capacity);
+    MergeLargeDeltas();
+  }
   UpdateMemory();
   if (existed != nullptr) *existed = 1;
   return OkStatus();

@@ -24,7 +24,8 @@
 // (construction), apply.cc (Apply: the worker, pass one, holdings),
 // publish.cc (publish, catch-up and rollback of the other copy),
 // delta_merge.cc (the merge policy and merges), queries.cc (Match,
-// PrefixScan, HitCounts), remove_worker.cc (RemoveWorker), stats.cc
+// PrefixScan, HitCounts), remove_worker.cc (RemoveWorker),
+// shrink_after_removal.cc (giving back what a removal emptied), stats.cc
 // (GetStats and memory accounting). Tests
 // reach its internals through robin_backend_testing.h.
 #ifndef KVINDEXER_BACKENDS_ROBIN_SHARDED_SNAPSHOT_ROBIN_BACKEND_H_
@@ -159,6 +160,19 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // RemoveWorker with writer_mu_ held and the writer ready. Throws
   // std::bad_alloc.
   BackendStatus RemoveWorkerLocked(std::string_view id, uint32_t* existed);
+  // The entries of every shard's delta and counter table, taken before a
+  // removal so that FitEmptiedShards can tell what it freed.
+  struct ShardSizes {
+    std::array<size_t, SnapshotCopy::kShards> deltas;
+    std::array<size_t, SnapshotCopy::kShards> counters;
+  };
+  ShardSizes SizesOfShards() const;
+  // REQUIRES: both copies in step. Rebuilds smaller, in both copies, the
+  // delta and counter tables a removal left sparse (sizes before it in
+  // `before`), and gives back the room the removal's list of changed blocks
+  // grew beyond `touched_capacity` (shrink_after_removal.cc).
+  void FitEmptiedShards(const ShardSizes& before,
+                        size_t touched_capacity) noexcept;
   // CLEAR_ALL_AT_TIER: revokes in `back` every placement the worker holds at
   // `tier`, found through its holdings log. Throws std::bad_alloc.
   void ClearTier(uint32_t ordinal, uint32_t tier, WorkerState& state,

@@ -51,6 +51,20 @@ class RobinBackendTesting {
     ReadSection section(backend.gate_);
     return backend.copies_[section.live()].workers.records.size();
   }
+  // The buckets of every shard's delta and counter table, in both copies
+  // (what the tables really hold, not what GetStats accounts for).
+  static std::pair<size_t, size_t> DeltaAndCounterBuckets(
+      const RobinShardedSnapshotBackend& backend) {
+    size_t deltas = 0;
+    size_t counters = 0;
+    for (const SnapshotCopy& copy : backend.copies_) {
+      for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
+        deltas += copy.delta(shard).bucket_count();
+        counters += copy.counters(shard).bucket_count();
+      }
+    }
+    return {deltas, counters};
+  }
   // Spill arrays allocated and not freed.
   static uint64_t SpillArrays(const RobinShardedSnapshotBackend& backend) {
     return backend.arena_.arrays();

@@ -535,5 +535,56 @@ TEST_F(RemoveWorkerTest, TheMemoryComesBack) {
                                       MappingPool::kCached * 64 * 1024);
 }
 
+// A worker whose blocks never left the deltas (fewer than a merge's worth
+// per shard): the removal erases them, and the delta and counter tables it
+// emptied are rebuilt smaller in both copies at once, not at the next merge.
+// Its own list of changed blocks goes back to what the applies needed.
+TEST_F(RemoveWorkerTest, TheTablesARemovalEmptiesShrinkAtOnce) {
+  const BackendStats empty = Stats();
+  std::vector<int64_t> hashes;
+  for (int64_t start = 0; start < 20000; start += 500) {
+    Batch batch("w1", "a");
+    std::vector<int64_t> range;
+    for (int64_t h = start; h < start + 500; ++h) range.push_back(h);
+    batch.Report(kTierHbm, range);
+    Apply(batch);
+    Match(range, /*count=*/true);
+  }
+  Apply(Batch("w2", "b").Report(kTierHbm, {1}));
+  ASSERT_EQ(RobinBackendTesting::Merges(backend_), 0u);
+  const BackendStats full = Stats();
+  ASSERT_EQ(full.hit_counters, 20000u);
+  const auto [deltas_full, counters_full] =
+      RobinBackendTesting::DeltaAndCounterBuckets(backend_);
+  // 20,000 blocks, twice, at most three quarters full.
+  EXPECT_GE(deltas_full, 2 * 20000 * 4 / 3);
+  EXPECT_GE(counters_full, 2 * 20000);
+
+  EXPECT_EQ(Remove("w1"), 1u);
+  const BackendStats removed = Stats();
+  EXPECT_EQ(removed.blocks, 1u);
+  EXPECT_EQ(removed.hit_counters, 1u);  // block 1 stays, with w2
+  const auto [deltas_after, counters_after] =
+      RobinBackendTesting::DeltaAndCounterBuckets(backend_);
+  // One entry left in one shard of each copy, in the smallest table.
+  EXPECT_LE(deltas_after, 2u * 2);
+  EXPECT_LE(counters_after, 2u * 2);
+  EXPECT_EQ(RobinBackendTesting::Merges(backend_), 0u);
+  printf("memory: %llu bytes empty, %llu full, %llu after removing w1\n",
+         static_cast<unsigned long long>(empty.memory_bytes),
+         static_cast<unsigned long long>(full.memory_bytes),
+         static_cast<unsigned long long>(removed.memory_bytes));
+  // What stays: the 500-entry lists the applies needed, w2's state and
+  // holdings chunk, and the spill slab block 1 needed while it had both
+  // workers (the arena keeps one free 64 KiB slab per size class as a
+  // spare).
+  EXPECT_LE(removed.memory_bytes, empty.memory_bytes + 64 * 1024 + 16 * 1024);
+
+  // The tables grow back as usual.
+  Apply(Batch("w1", "a").Report(kTierHbm, {5, 6, 7}));
+  EXPECT_EQ(Match({5, 6, 7}).blocks.size(), 3u);
+  EXPECT_EQ(Stats().blocks, 4u);
+}
+
 }  // namespace
 }  // namespace kvindexer::robin

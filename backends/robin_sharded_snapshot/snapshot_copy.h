@@ -129,6 +129,20 @@ class SnapshotCopy {
   CounterMap& counters_for(uint64_t mixed) {
     return shards_[ShardOf(mixed)].counters;
   }
+  const CounterMap& counters(uint32_t shard) const {
+    return shards_[shard].counters;
+  }
+
+  // Rebuilds the shard's delta (or counter table) with only the buckets its
+  // entries need; an empty one keeps none. Nothing a reader could see
+  // changes but the bucket array. REQUIRES: the copy is not live. Throws
+  // std::bad_alloc (the table is then unchanged).
+  void FitDelta(uint32_t shard) { shards_[shard].delta.rehash(0); }
+  void FitCounters(uint32_t shard) { shards_[shard].counters.rehash(0); }
+
+  static uint32_t ShardOf(uint64_t mixed) {
+    return static_cast<uint32_t>(mixed >> (64 - kShardBits));
+  }
 
   // Heap bytes of the bucket arrays and the worker table (the shared base
   // tables and worker records not included).
@@ -175,10 +189,6 @@ class SnapshotCopy {
       return shard.delta.end();
     }
     return shard.delta.find(key, mixed);
-  }
-
-  static uint32_t ShardOf(uint64_t mixed) {
-    return static_cast<uint32_t>(mixed >> (64 - kShardBits));
   }
 
   Shard shards_[kShards];
