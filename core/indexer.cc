@@ -1,5 +1,6 @@
 #include "core/indexer.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -23,6 +24,24 @@
 
 namespace kvindexer {
 namespace {
+
+// Declared before the mutation lock: its destructor runs after the lock's, so
+// the heap is trimmed (once, however many workers the operation removed)
+// without holding up the next mutation.
+class HeapTrimAfterUnlock {
+ public:
+  explicit HeapTrimAfterUnlock(std::atomic<bool>* wanted) : wanted_(wanted) {}
+  HeapTrimAfterUnlock(const HeapTrimAfterUnlock&) = delete;
+  HeapTrimAfterUnlock& operator=(const HeapTrimAfterUnlock&) = delete;
+  ~HeapTrimAfterUnlock() {
+    if (wanted_->exchange(false, std::memory_order_relaxed)) {
+      ReturnFreeHeapToSystem();
+    }
+  }
+
+ private:
+  std::atomic<bool>* wanted_;
+};
 
 // The first ABI minor with IndexBackend::RemoveWorker.
 constexpr uint32_t kRemoveWorkerAbiMinor = 1;
@@ -128,11 +147,12 @@ absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
   const RequestBatch batch(req);
 
   std::lock_guard<std::mutex> lock(mutation_mu_);
-  // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
-  // liveness and removal").
-  NoteHeartbeat(req.worker_id(), heartbeat);
   const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
   if (req.enforce_sequence()) {
+    // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
+    // liveness and removal").
+    NoteHeartbeat(req.worker_id(), heartbeat,
+                  workers_.Find(req.worker_id()) != nullptr);
     // A gated apply never creates a record (G1); every one that finds a
     // record is a claim on it, refused or not.
     if (WorkerRecord* record = workers_.Find(req.worker_id())) {
@@ -150,6 +170,9 @@ absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
       return s;
     }
   }
+  // After the capacity check, so that a refused request marks nothing; the
+  // worker has or is about to get a record, so its marker is never capped.
+  NoteHeartbeat(req.worker_id(), heartbeat, /*has_record=*/true);
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
     return s;
   }
@@ -245,6 +268,7 @@ absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
     listed.insert(worker.worker_id());
   }
 
+  const HeapTrimAfterUnlock trim(&trim_wanted_);
   std::lock_guard<std::mutex> lock(mutation_mu_);
   // Each step below changes the backend first, then the table, so that a
   // backend failure part way leaves the two agreeing (the steps already
@@ -320,11 +344,20 @@ void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
 // liveness and removal") ---
 
 void Indexer::NoteHeartbeat(std::string_view worker_id,
-                            const HeartbeatHeader& heartbeat) {
+                            const HeartbeatHeader& heartbeat, bool has_record) {
   switch (heartbeat.kind) {
     case HeartbeatHeader::Kind::kAbsent:
       return;
     case HeartbeatHeader::Kind::kValid:
+      // A worker without a record may be marked too (its bridge beats before
+      // it registers again), but such markers must not grow without bound:
+      // a new one is taken only while there are fewer markers than
+      // max_workers. Workers with a record are always marked, so the table
+      // holds at most twice max_workers ("Limits > Bounds").
+      if (!has_record && !liveness_.IsMarked(worker_id) &&
+          liveness_.marker_count() >= limits_.max_workers) {
+        return;
+      }
       liveness_.Heartbeat(worker_id, clock_->Now(), heartbeat.ttl);
       return;
     case HeartbeatHeader::Kind::kMalformed:
@@ -343,11 +376,10 @@ absl::Status Indexer::DropFromBackend(std::string_view worker_id,
     uint32_t existed = 0;
     status = backend_->RemoveWorker(
         StringView{worker_id.data(), worker_id.size()}, &existed);
-    // The backend freed the worker's memory; without this glibc would keep it
-    // and the resident size would not come down.
-    if (status.code == BackendCode::kOk && existed != 0) {
-      ReturnFreeHeapToSystem();
-    }
+    // The backend freed the worker's memory; without a trim glibc would keep
+    // it and the resident size would not come down. One trim per operation,
+    // after the mutex is released (HeapTrimAfterUnlock).
+    if (status.code == BackendCode::kOk && existed != 0) trim_wanted_ = true;
   } else if (record.ready) {
     // ABI 1.0: the placements go in one batch; the backend keeps its record,
     // with the stored address and spec.
@@ -378,6 +410,7 @@ absl::Status Indexer::RemoveLocked(std::string_view worker_id,
 
 absl::Status Indexer::RemoveWorker(std::string_view worker_id,
                                    RemovalReason reason) {
+  const HeapTrimAfterUnlock trim(&trim_wanted_);
   std::lock_guard<std::mutex> lock(mutation_mu_);
   if (workers_.Find(worker_id) == nullptr) {
     liveness_.Unmark(worker_id);
@@ -422,6 +455,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
 }
 
 Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
+  const HeapTrimAfterUnlock trim(&trim_wanted_);
   std::lock_guard<std::mutex> lock(mutation_mu_);
   const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
       now,

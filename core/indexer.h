@@ -26,6 +26,7 @@
 #define KVINDEXER_CORE_INDEXER_H_
 
 #include <cstdint>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -143,10 +144,11 @@ class Indexer {
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id);
 
  private:
-  // Marks or warns for the heartbeat of a validated apply. REQUIRES:
-  // mutation_mu_ held.
+  // Marks or warns for the heartbeat of a validated apply. A worker without
+  // a record (`has_record` false) gets a new marker only while fewer than
+  // max_workers exist. REQUIRES: mutation_mu_ held.
   void NoteHeartbeat(std::string_view worker_id,
-                     const HeartbeatHeader& heartbeat);
+                     const HeartbeatHeader& heartbeat, bool has_record);
   // Takes every placement of `worker_id` out of the backend: RemoveWorker
   // from ABI 1.1 (the backend record goes too), else one CLEAR batch when
   // the record is ready. Logs a failure. REQUIRES: mutation_mu_ held.
@@ -185,6 +187,9 @@ class Indexer {
   std::mutex mutation_mu_;
   WorkerSequenceTable workers_;
   LivenessTable liveness_;
+  // Set under the mutex by a removal that freed a backend record; the
+  // operation trims the heap once after releasing the mutex.
+  std::atomic<bool> trim_wanted_{false};
 };
 
 }  // namespace kvindexer

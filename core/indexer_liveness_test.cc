@@ -506,5 +506,41 @@ TEST(IndexerLivenessAbi10Test, SweepsClearWithBatchesAndNeverRemove) {
   EXPECT_FALSE(indexer.WorkerState("w").has_value());
 }
 
+
+// Heartbeats of workers without a record (refused gated probes) may mark
+// them, but only while fewer than max_workers markers exist: a client that
+// beats for ever new ids with a long TTL cannot grow the table without bound.
+TEST(IndexerLivenessBoundsTest, MarkersOfWorkersWithoutARecordAreCapped) {
+  FakeMonotonicClock clock;
+  RemovableModelBackend backend;
+  RequestLimits limits;
+  limits.max_workers = 3;
+  Indexer indexer(&backend, /*gate_log=*/nullptr, limits,
+                  /*backend_abi_minor=*/1, &clock);
+  v1::ApplyExternalKvBatchResponse resp;
+  const auto beat = [&](const std::string& id, bool gated) {
+    Batch batch(id, "addr");
+    if (gated) batch.Gated("e", 0);
+    return indexer.Apply(batch, &resp, /*peer=*/"",
+                         HeartbeatHeader::Valid(std::chrono::milliseconds(
+                             4294967295)));
+  };
+  for (int i = 0; i < 10; ++i) {
+    // G1: no record. The first three still mark their worker.
+    EXPECT_EQ(beat("ghost-" + std::to_string(i), /*gated=*/true).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(indexer.liveness_stats().marked_workers, 3u);
+  EXPECT_TRUE(indexer.HeartbeatDeadline("ghost-0").has_value());
+  EXPECT_FALSE(indexer.HeartbeatDeadline("ghost-3").has_value());
+  // A marked ghost keeps its marker fresh; a worker with a record is always
+  // marked.
+  EXPECT_EQ(beat("ghost-0", /*gated=*/true).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(beat("real", /*gated=*/false).ok());
+  EXPECT_TRUE(indexer.HeartbeatDeadline("real").has_value());
+  EXPECT_EQ(indexer.liveness_stats().marked_workers, 4u);
+}
+
 }  // namespace
 }  // namespace kvindexer

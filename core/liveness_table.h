@@ -81,6 +81,10 @@ class LivenessTable {
   void Unmark(std::string_view worker_id);
   // The deadline of a marked worker; nullopt when it is not marked.
   std::optional<TimePoint> Deadline(std::string_view worker_id) const;
+  bool IsMarked(std::string_view worker_id) const {
+    return Deadline(worker_id).has_value();
+  }
+  size_t marker_count() const { return markers_.size(); }
 
   // Counts a sweep at `now` and decides it: with two or more counted
   // workers all past their deadlines, nothing (refused); otherwise every

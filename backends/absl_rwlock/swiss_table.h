@@ -41,7 +41,10 @@ void ReserveForInserts(Table& table, size_t count) {
   if (buckets < 31) buckets = 31;
   Table bigger(buckets);  // may throw; `table` untouched
   for (auto it = table.begin(); it != table.end(); ++it) {
-    bigger.insert(std::move(*it));  // room reserved: no allocation, no throw
+    // Room is reserved, so the table itself does not allocate; a string key
+    // is copied (a const key cannot be moved), which may throw, and leaves
+    // `table` intact.
+    bigger.insert(std::move(*it));
   }
   table.swap(bigger);
 }
@@ -70,7 +73,8 @@ bool ShrinkIfSparse(Table& table) {
   if (buckets > capacity / 2) return false;
   Table smaller(buckets);  // may throw; `table` untouched
   for (auto it = table.begin(); it != table.end(); ++it) {
-    smaller.insert(std::move(*it));  // room reserved: no allocation, no throw
+    // As in ReserveForInserts: only a copied string key may throw.
+    smaller.insert(std::move(*it));
   }
   table.swap(smaller);
   return true;
