@@ -25,8 +25,8 @@
 #ifndef KVINDEXER_CORE_INDEXER_H_
 #define KVINDEXER_CORE_INDEXER_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string_view>

@@ -506,7 +506,6 @@ TEST(IndexerLivenessAbi10Test, SweepsClearWithBatchesAndNeverRemove) {
   EXPECT_FALSE(indexer.WorkerState("w").has_value());
 }
 
-
 // Heartbeats of workers without a record (refused gated probes) may mark
 // them, but only while fewer than max_workers markers exist: a client that
 // beats for ever new ids with a long TTL cannot grow the table without bound.
@@ -521,9 +520,9 @@ TEST(IndexerLivenessBoundsTest, MarkersOfWorkersWithoutARecordAreCapped) {
   const auto beat = [&](const std::string& id, bool gated) {
     Batch batch(id, "addr");
     if (gated) batch.Gated("e", 0);
-    return indexer.Apply(batch, &resp, /*peer=*/"",
-                         HeartbeatHeader::Valid(std::chrono::milliseconds(
-                             4294967295)));
+    return indexer.Apply(
+        batch, &resp, /*peer=*/"",
+        HeartbeatHeader::Valid(std::chrono::milliseconds(4294967295)));
   };
   for (int i = 0; i < 10; ++i) {
     // G1: no record. The first three still mark their worker.
