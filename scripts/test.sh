@@ -53,8 +53,15 @@ summary() {
 step "clang-format check"
 bash scripts/check-format.sh
 
+# CI builds keep line tables only (-g1): enough for file:line in sanitizer
+# reports and backtraces, while full debug info costs compile and link time
+# (README, "How long CI takes"). A developer build keeps -g.
+line_tables_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1")
+
 step "build (RelWithDebInfo, -Werror)"
-cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON
+cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON \
+  "${line_tables_only[@]}"
 cmake --build "$root/ci" -j"$jobs"
 
 step "ctest (all tests)"
@@ -67,7 +74,7 @@ fi
 
 step "ASan+UBSan build and tests"
 cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
-  -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF
+  -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}"
 cmake --build "$root/asan" -j"$jobs"
 # The recovery engine's randomised fault test runs 1,500 seeds in the plain
 # run above; under the sanitizers 200 keep the stage's time in check.
@@ -78,7 +85,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 step "TSan build and concurrency tests"
 cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON \
-  -DKVINDEXER_SANITIZE=thread -DKVINDEXER_BUILD_BENCH=OFF
+  -DKVINDEXER_SANITIZE=thread -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}"
 cmake --build "$root/tsan" -j"$jobs" --target kvindexer-conformance \
   kvindexer_backend_absl_rwlock kvindexer_backend_robin_sharded_snapshot \
   kvindexer_robin_tests kvindexer_absl_rwlock_tests bridge_io_tests
