@@ -494,4 +494,24 @@ std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   return *record;
 }
 
+// --- Durability: placeholders until the durability work lands ---
+
+void Indexer::AttachLog(MutationLog* log) { log_ = log; }
+
+absl::Status Indexer::Replay(const state::v1::WalRecord&) {
+  return absl::UnimplementedError("Indexer::Replay");
+}
+
+absl::Status Indexer::Restore(const state::v1::CheckpointChunk&) {
+  return absl::UnimplementedError("Indexer::Restore");
+}
+
+void Indexer::ExportHost(
+    absl::FunctionRef<void(const state::v1::CheckpointChunk&)>) {}
+
+size_t Indexer::worker_count() {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  return workers_.size();
+}
+
 }  // namespace kvindexer

@@ -36,6 +36,7 @@
 #include "core/heartbeat_header.h"
 #include "core/liveness_table.h"
 #include "core/monotonic_clock.h"
+#include "core/mutation_log.h"
 #include "core/prefix_answer.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
@@ -143,6 +144,32 @@ class Indexer {
   // diagnostics and tests; takes the mutation mutex.
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id);
 
+  // --- Durability (docs/durability.md) ---
+
+  // From now on every mutation that takes effect is appended to `log`
+  // (under the mutation mutex, before it is applied), and a mutating call
+  // returns OK only once the log is durable up to the end it saw, so that
+  // nothing acknowledged (a duplicate's or a probe's answer included) can
+  // be lost. A failed append changes nothing and returns UNAVAILABLE. Null
+  // detaches. REQUIRES: `log` outlives its attachment; call before serving.
+  void AttachLog(MutationLog* log);
+  // Applies one logged mutation again through the same single-writer code,
+  // without validation, limits, heartbeat metadata or logging: at start-up
+  // on the serving Indexer, and on a compaction's own Indexer. A record the
+  // gate would now refuse changes nothing, as it did when it was logged.
+  absl::Status Replay(const state::v1::WalRecord& record);
+  // Installs one part of a checkpoint; parts come in file order (workers,
+  // then markers, then placements). Markers are re-armed to now + TTL.
+  // REQUIRES: before serving, on an Indexer that has applied nothing else.
+  absl::Status Restore(const state::v1::CheckpointChunk& chunk);
+  // Hands the host's part of a checkpoint to `sink`: every WorkerState
+  // (sorted by worker id), then every HeartbeatMarker. Takes the mutation
+  // mutex.
+  void ExportHost(absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink);
+  // Records and markers held, for the recovery log line. Takes the mutation
+  // mutex.
+  size_t worker_count();
+
  private:
   // Marks or warns for the heartbeat of a validated apply. A worker without
   // a record (`has_record` false) gets a new marker only while fewer than
@@ -176,6 +203,8 @@ class Indexer {
                     const WorkerClaim& claim);
 
   IndexBackend* backend_;
+  // Null: in memory only. Set before serving (AttachLog).
+  MutationLog* log_ = nullptr;
   const RequestLimits limits_;
   SequenceGateLog own_gate_log_;
   SequenceGateLog* gate_log_;

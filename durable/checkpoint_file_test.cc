@@ -1,0 +1,1 @@
+// Placeholder until checkpoint_file tests lands.

@@ -1,0 +1,1 @@
+// Placeholder until crc32c lands.

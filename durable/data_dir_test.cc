@@ -1,0 +1,1 @@
+// Placeholder until data_dir tests lands.

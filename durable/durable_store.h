@@ -1,0 +1,74 @@
+// DurableStore: KV_INDEXER_DATA_DIR at work (docs/durability.md). Open()
+// locks the directory, recovers the Indexer (newest valid checkpoint, then
+// the log after it, replayed through the Indexer), attaches itself as the
+// Indexer's MutationLog and starts a compaction thread that turns a full
+// log generation into the next checkpoint without blocking queries.
+#ifndef KVINDEXER_DURABLE_DURABLE_STORE_H_
+#define KVINDEXER_DURABLE_DURABLE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/indexer.h"
+#include "core/mutation_log.h"
+#include "durable/file_io.h"
+#include "durable/wal_sync.h"
+
+namespace kvindexer::durable {
+
+struct DurableOptions {
+  std::string dir;
+  WalSync sync = WalSync::kAlways;
+  // The log bytes since the last checkpoint that start the next one.
+  uint64_t checkpoint_bytes = 64ull << 20;
+  // Null: FileIo::Real(). For tests that inject write failures.
+  FileIo* io = nullptr;
+};
+
+// What start-up recovered, for the INFO line and tests.
+struct RecoveryReport {
+  uint64_t checkpoint_generation = 0;  // 0: none was loaded
+  uint64_t workers = 0;
+  uint64_t placements = 0;
+  uint64_t log_records = 0;
+  uint64_t log_bytes = 0;
+  uint64_t elapsed_ms = 0;
+  bool torn_tail = false;         // a log tail was cut off
+  bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
+  bool started_empty = false;     // no usable checkpoint: state was lost
+};
+
+class DurableStore final : public MutationLog {
+ public:
+  // Errors that must stop the server (exit 1): the directory cannot be
+  // created or locked, a file has a newer format version, I/O fails.
+  static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
+      const DurableOptions& options, Indexer* indexer);
+  // Detaches from the Indexer, stops the compaction thread (a checkpoint in
+  // progress is abandoned; its temporary file is deleted) and syncs the log.
+  ~DurableStore() override;
+
+  const RecoveryReport& recovery() const { return recovery_; }
+
+  absl::StatusOr<uint64_t> Append(const state::v1::WalRecord& record) override;
+  void Retract(uint64_t end) override;
+  uint64_t end() const override;
+  absl::Status WaitDurable(uint64_t offset) override;
+
+  // Blocks until no checkpoint is being written. For tests and benchmarks.
+  void WaitForCheckpoints();
+  uint64_t checkpoints_written() const;
+
+ private:
+  DurableStore() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+  RecoveryReport recovery_;
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_DURABLE_STORE_H_

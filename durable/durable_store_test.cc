@@ -1,0 +1,1 @@
+// Placeholder until durable_store tests lands.

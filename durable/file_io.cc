@@ -1,0 +1,1 @@
+// Placeholder until file_io lands.

@@ -1,0 +1,59 @@
+// ImageBackend: an IndexBackend that only holds placements, so that a
+// checkpoint can be built off the serving path by replaying the previous
+// checkpoint and the log through an Indexer of its own (docs/durability.md,
+// "Checkpoints"). It answers no queries (Match, PrefixScan and HitCounts
+// fail with kInternal) and keeps no hit counters; Apply and RemoveWorker
+// follow backend.h exactly, so that its placements are those any
+// conforming backend would hold after the same calls.
+//
+// Thread safety: none; one compaction owns it.
+#ifndef KVINDEXER_DURABLE_IMAGE_BACKEND_H_
+#define KVINDEXER_DURABLE_IMAGE_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer::durable {
+
+class ImageBackend final : public IndexBackend {
+ public:
+  ImageBackend();
+  ~ImageBackend() override;
+
+  BackendStatus Apply(const ApplyBatchView& batch) noexcept override;
+  BackendStatus Match(HashSpan hashes, bool count_as_hit,
+                      BlockVisitor* visitor) noexcept override;
+  BackendStatus PrefixScan(HashSpan hashes,
+                           BlockVisitor* visitor) noexcept override;
+  BackendStatus HitCounts(HashSpan hashes, uint64_t* counts) noexcept override;
+  void GetStats(BackendStats* stats) noexcept override;
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override;
+
+  // One worker's placements at one tier, as the parallel arrays of a REPORT
+  // action (sizes: each block's token count, 0 when unknown).
+  struct TierView {
+    std::string_view worker_id;
+    uint32_t tier;
+    HashSpan hashes;
+    U32Span component_masks;
+    U32Span block_sizes;
+  };
+  // Visits every (worker, tier) that holds placements, each at most
+  // `max_hashes` at a time (a larger holding is visited in parts). The
+  // views are valid during the call only.
+  void ForEachTier(size_t max_hashes,
+                   absl::FunctionRef<void(const TierView&)> visit) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_IMAGE_BACKEND_H_

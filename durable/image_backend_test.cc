@@ -1,0 +1,1 @@
+// Placeholder until image_backend tests lands.

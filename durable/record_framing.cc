@@ -1,0 +1,1 @@
+// Placeholder until record_framing lands.

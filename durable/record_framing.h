@@ -1,0 +1,66 @@
+// The byte layout of the data directory's files (docs/durability.md, "File
+// format"): a file header, then framed records.
+//
+//   header: magic (8 bytes: "KVIXWAL1" or "KVIXCKP1"), format version
+//           (u32), reserved (u32, 0), generation (u64), CRC32C of the
+//           previous 24 bytes (u32); 28 bytes, little-endian.
+//   record: payload length (u32), CRC32C of the payload (u32), payload.
+//
+// A checkpoint ends with a trailer record whose payload is the trailer
+// magic "KVIXEND1" and the number of records before it (u64): a checkpoint
+// without it is incomplete.
+#ifndef KVINDEXER_DURABLE_RECORD_FRAMING_H_
+#define KVINDEXER_DURABLE_RECORD_FRAMING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace kvindexer::durable {
+
+// The newest format this binary writes and reads.
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kFileHeaderBytes = 28;
+inline constexpr size_t kRecordHeaderBytes = 8;
+// Larger lengths are impossible: they mark a corrupt record.
+inline constexpr uint32_t kMaxRecordBytes = 1u << 30;
+
+enum class FileKind { kWal, kCheckpoint };
+
+struct FileHeader {
+  FileKind kind = FileKind::kWal;
+  uint32_t version = 0;
+  uint64_t generation = 0;
+};
+
+std::string EncodeFileHeader(FileKind kind, uint64_t generation);
+// DATA_LOSS for a short, foreign or corrupt header (wrong magic for `kind`,
+// bad CRC); FAILED_PRECONDITION naming both versions when `version` is newer
+// than kFormatVersion (such a file is never repaired or deleted).
+absl::StatusOr<FileHeader> DecodeFileHeader(std::string_view bytes,
+                                            FileKind kind);
+
+// Appends the framed `payload` to *out.
+void AppendRecord(std::string_view payload, std::string* out);
+
+// The result of reading one record at the start of `bytes`.
+struct RecordRead {
+  enum class Outcome {
+    kOk,           // payload is the record; `size` bytes were consumed
+    kEnd,          // `bytes` is empty
+    kIncomplete,   // a header or payload cut short
+    kBadLength,    // a length above kMaxRecordBytes
+    kBadChecksum,  // the CRC does not match
+  };
+  Outcome outcome = Outcome::kEnd;
+  std::string_view payload;
+  size_t size = 0;
+};
+RecordRead ReadRecord(std::string_view bytes);
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_RECORD_FRAMING_H_

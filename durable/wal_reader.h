@@ -1,0 +1,42 @@
+// Reading a write-ahead log file at start-up (docs/durability.md,
+// "Recovery").
+#ifndef KVINDEXER_DURABLE_WAL_READER_H_
+#define KVINDEXER_DURABLE_WAL_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kvindexer::durable {
+
+struct WalScan {
+  uint64_t generation = 0;  // from the header
+  uint64_t records = 0;     // intact records handed to the callback
+  uint64_t bytes = 0;       // file bytes, header included, that were intact
+  // The first incomplete, impossibly long or CRC-failing record and
+  // everything after it: where it started and how many bytes were dropped.
+  bool torn = false;
+  uint64_t torn_offset = 0;
+  uint64_t dropped_bytes = 0;
+};
+
+// Hands every intact record's payload of the log file `path` to
+// `on_record`, in order. The first bad record ends the log: with `repair`
+// the file is truncated there (and synced) and a WARN names the file, the
+// offset and the bytes dropped ("wal: truncated corrupt tail ..."). A file
+// shorter than a header or with a corrupt header counts as entirely torn
+// (repair rewrites it as an empty log of generation `expected_generation`).
+// Errors: FAILED_PRECONDITION for a newer format version (the file is left
+// alone); the first non-OK status of `on_record`, which stops the scan;
+// INTERNAL for I/O errors.
+absl::StatusOr<WalScan> ScanWal(
+    const std::string& path, uint64_t expected_generation, bool repair,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record);
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_WAL_READER_H_

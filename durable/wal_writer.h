@@ -1,0 +1,78 @@
+// WalWriter: appends framed records to wal-<generation>.log files and makes
+// them durable with group commit (docs/durability.md, "Write-ahead log").
+//
+// One thread at a time appends, retracts or rotates (the Indexer's mutation
+// mutex serialises them); any number of threads wait for durability. With
+// WalSync::kAlways the first waiter that finds no sync in flight syncs
+// everything appended so far, for itself and for every waiter it covers;
+// the others wait for it. A failed write cuts the file back to the end of
+// the last whole record and reports UNAVAILABLE; a failed sync poisons the
+// writer (every later Append and WaitDurable fails), because after a failed
+// fdatasync Linux no longer says which writes reached the disk.
+//
+// Logical offsets count every record byte appended since Open, across
+// rotations (file headers excluded).
+#ifndef KVINDEXER_DURABLE_WAL_WRITER_H_
+#define KVINDEXER_DURABLE_WAL_WRITER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "durable/file_io.h"
+#include "durable/wal_sync.h"
+
+namespace kvindexer::durable {
+
+class WalWriter {
+ public:
+  // Continues wal-<generation>.log in `dir` when it exists (recovery has
+  // already cut it to its last whole record), else creates it with its
+  // header; the file and the directory are synced before returning.
+  // REQUIRES: io (when given) outlives the writer; null means FileIo::Real().
+  static absl::StatusOr<std::unique_ptr<WalWriter>> Open(
+      const std::string& dir, uint64_t generation, WalSync sync,
+      FileIo* io = nullptr);
+  ~WalWriter();
+  WalWriter(const WalWriter&) = delete;
+  WalWriter& operator=(const WalWriter&) = delete;
+
+  // Writes one framed record (durable/record_framing.h) with `payload` and
+  // returns the logical offset just past it. On failure nothing of it stays
+  // in the file and UNAVAILABLE "state log write failed: <reason>" is
+  // returned.
+  absl::StatusOr<uint64_t> Append(std::string_view payload);
+  // Takes back the last record (its end was `end`). REQUIRES: no Append
+  // since; waits for a sync in flight to finish first.
+  void Retract(uint64_t end);
+  uint64_t end() const;
+  // See the class comment. Thread-safe.
+  absl::Status WaitDurable(uint64_t offset);
+
+  // Syncs the current file and continues in wal-<generation>.log (created
+  // with its header, file and directory synced). REQUIRES: as Append;
+  // generation > this->generation().
+  absl::Status Rotate(uint64_t generation);
+  uint64_t generation() const;
+  // Record bytes in the current file.
+  uint64_t bytes_in_generation() const;
+
+ private:
+  WalWriter(std::string dir, WalSync sync, FileIo* io);
+  std::string dir_;
+  WalSync sync_;
+  FileIo* io_;
+  // Implementation state (fd, offsets, sync mutex, poison status) is the
+  // implementer's; see wal_writer.cc.
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_WAL_WRITER_H_
