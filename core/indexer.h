@@ -165,7 +165,8 @@ class Indexer {
   // Hands the host's part of a checkpoint to `sink`: every WorkerState
   // (sorted by worker id), then every HeartbeatMarker. Takes the mutation
   // mutex.
-  void ExportHost(absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink);
+  void ExportHost(
+      absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink);
   // Records and markers held, for the recovery log line. Takes the mutation
   // mutex.
   size_t worker_count();

@@ -17,7 +17,6 @@
 
 namespace kvindexer {
 
-
 class MutationLog {
  public:
   virtual ~MutationLog() = default;
@@ -26,7 +25,8 @@ class MutationLog {
   // failure the log is cut back to where it was and UNAVAILABLE ("state log
   // write failed: ...") is returned: the caller must not apply the mutation.
   // REQUIRES: called by one thread at a time (the Indexer's mutation mutex).
-  virtual absl::StatusOr<uint64_t> Append(const state::v1::WalRecord& record) = 0;
+  virtual absl::StatusOr<uint64_t> Append(
+      const state::v1::WalRecord& record) = 0;
   // Takes back the record that the last Append returned `end` for: the
   // mutation did not take effect after all (the backend refused it).
   // REQUIRES: as Append; no Append since.

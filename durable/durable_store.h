@@ -36,9 +36,9 @@ struct RecoveryReport {
   uint64_t log_records = 0;
   uint64_t log_bytes = 0;
   uint64_t elapsed_ms = 0;
-  bool torn_tail = false;         // a log tail was cut off
+  bool torn_tail = false;            // a log tail was cut off
   bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
-  bool started_empty = false;     // no usable checkpoint: state was lost
+  bool started_empty = false;        // no usable checkpoint: state was lost
 };
 
 class DurableStore final : public MutationLog {

@@ -35,9 +35,10 @@ class WalWriter {
   // already cut it to its last whole record), else creates it with its
   // header; the file and the directory are synced before returning.
   // REQUIRES: io (when given) outlives the writer; null means FileIo::Real().
-  static absl::StatusOr<std::unique_ptr<WalWriter>> Open(
-      const std::string& dir, uint64_t generation, WalSync sync,
-      FileIo* io = nullptr);
+  static absl::StatusOr<std::unique_ptr<WalWriter>> Open(const std::string& dir,
+                                                         uint64_t generation,
+                                                         WalSync sync,
+                                                         FileIo* io = nullptr);
   ~WalWriter();
   WalWriter(const WalWriter&) = delete;
   WalWriter& operator=(const WalWriter&) = delete;
