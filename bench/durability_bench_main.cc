@@ -1,0 +1,474 @@
+// kv-indexer-durability-bench: what restart-safe state costs and what it
+// buys (docs/durability.md; BENCHMARKS.md, "Restart-safe state"). It spawns
+// kv-indexer-server itself, on free 127.0.0.1 ports, with data directories
+// under --data_root, and runs three phases, side by side in one run:
+//
+//   ingest      the same plan of 16,384-hash applies against a fresh server
+//               with no data directory, with KV_INDEXER_WAL_SYNC=none and
+//               with =always, in rounds (hashes/s, medians over rounds);
+//   checkpoint  a wal-always server preloaded to --placements placements:
+//               MatchExternalKvPrefix p99 at a fixed offered load while a
+//               checkpoint is written, against the same load idle;
+//   recovery    that server stopped (SIGTERM) and killed (SIGKILL), each
+//               time restarted on its directory: recovery time, disk bytes,
+//               and the headline query answered as before.
+//
+// Output: a table on stdout, JSON to --json_out, progress on stderr. Exit 1
+// when more RPCs failed than --max_failed_rpcs allows, when a restarted
+// server answers the headline query wrongly or recovers a different number
+// of placements than the previous start; 2 when --max_run_s is exceeded.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench_report.h"
+#include "common/wire_vocabulary.h"
+#include "durability_checkpoint_latency.h"
+#include "durability_ingest.h"
+#include "durability_recovery.h"
+#include "durability_rig.h"
+#include "ingest_plan.h"
+#include "json_writer.h"
+#include "load_client.h"
+#include "machine_info.h"
+#include "synthetic_fleet.h"
+#include "tests/support/scratch_dir.h"
+
+ABSL_FLAG(std::string, server, "", "Path of kv-indexer-server (required)");
+ABSL_FLAG(std::string, backend, "",
+          "KV_INDEXER_BACKEND of the servers (empty: the server's default)");
+ABSL_FLAG(std::string, server_log, "",
+          "File the servers' output is appended to (empty: temporary files)");
+ABSL_FLAG(std::string, data_root, "",
+          "Directory under which fresh data directories are made (empty: "
+          "$TMPDIR or /tmp); it must be on the disk being measured");
+ABSL_FLAG(std::string, phases, "ingest,checkpoint,recovery",
+          "Comma-separated phases to run");
+ABSL_FLAG(std::string, json_out, "", "Write the JSON report to this file");
+ABSL_FLAG(std::string, label, "", "Free-form label stored in the report");
+
+ABSL_FLAG(uint32_t, workers, 32, "Workers in the synthetic fleet");
+ABSL_FLAG(uint64_t, seed, 1, "Random seed of the fleet");
+ABSL_FLAG(uint32_t, channels, 4, "gRPC channels (TCP connections)");
+ABSL_FLAG(uint32_t, rpc_deadline_ms, 2000, "Deadline of queries");
+ABSL_FLAG(uint64_t, checkpoint_bytes, 0,
+          "KV_INDEXER_CHECKPOINT_BYTES of the durable servers (0: the "
+          "server's default, 64 MiB)");
+
+ABSL_FLAG(uint64_t, ingest_hashes, 8'000'000,
+          "Hashes in the ingest plan (16,384-hash batches)");
+ABSL_FLAG(uint32_t, ingest_rounds, 3, "Rounds of the three ingest runs");
+ABSL_FLAG(uint32_t, ingest_max_outstanding, 32,
+          "Concurrent applies (at most one per worker)");
+ABSL_FLAG(double, ingest_max_s, 120, "Time cap of each ingest run (seconds)");
+
+ABSL_FLAG(uint64_t, placements, 10'000'000,
+          "Placements preloaded for the checkpoint and recovery phases");
+ABSL_FLAG(uint32_t, query_min_blocks, 32, "Shortest query (blocks)");
+ABSL_FLAG(uint32_t, query_max_blocks, 2048, "Longest query (blocks)");
+ABSL_FLAG(uint32_t, query_pool, 2048, "Distinct fleet queries to cycle over");
+ABSL_FLAG(double, query_qps, 0,
+          "Offered load of the latency runs; 0 = --query_qps_fraction of the "
+          "saturation QPS measured on the preloaded server");
+ABSL_FLAG(double, query_qps_fraction, 0.5, "See --query_qps");
+ABSL_FLAG(double, saturation_s, 3, "Duration of the saturation run");
+ABSL_FLAG(double, idle_s, 5, "Duration of each idle latency run");
+ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
+          "Rounds of idle run plus checkpoint run");
+ABSL_FLAG(std::string, restarts, "sigterm,sigkill",
+          "How the recovery phase ends the server before each restart");
+
+ABSL_FLAG(int64_t, max_failed_rpcs, -1,
+          "Exit 1 when more RPCs than this failed (-1: no limit)");
+ABSL_FLAG(double, progress_s, 2, "Interval of progress lines (seconds)");
+ABSL_FLAG(double, max_run_s, 1800,
+          "Hard bound on the whole run; the process exits 2 when exceeded");
+
+namespace kvindexer::bench {
+namespace {
+
+using ::kvindexer::test_support::ScratchDir;
+
+absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
+
+FleetConfig FleetFromFlags(uint64_t placements) {
+  FleetConfig fc;
+  fc.workers = std::max<uint32_t>(absl::GetFlag(FLAGS_workers), 1);
+  fc.system_min_blocks = 128;
+  fc.system_max_blocks = 512;
+  fc.max_prompt_blocks = absl::GetFlag(FLAGS_query_max_blocks);
+  fc.seed = absl::GetFlag(FLAGS_seed);
+  // A little above the target so the fleet reaches it while still filling.
+  fc.placements_per_worker = std::max<uint64_t>(
+      placements / fc.workers + placements / fc.workers / 50, 1);
+  return fc;
+}
+
+std::string Mb(uint64_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+}
+
+int Run() {
+  const auto run_start = std::chrono::steady_clock::now();
+  const double max_run_s = absl::GetFlag(FLAGS_max_run_s);
+  std::thread([max_run_s] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(max_run_s));
+    std::fprintf(stderr,
+                 "kv-indexer-durability-bench: --max_run_s=%.0f exceeded\n",
+                 max_run_s);
+    std::fflush(stderr);
+    _exit(2);
+  }).detach();
+
+  RigOptions rig_options;
+  rig_options.server_binary = absl::GetFlag(FLAGS_server);
+  rig_options.backend = absl::GetFlag(FLAGS_backend);
+  rig_options.server_log = absl::GetFlag(FLAGS_server_log);
+  rig_options.checkpoint_bytes = absl::GetFlag(FLAGS_checkpoint_bytes);
+  rig_options.channels = std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
+  if (rig_options.server_binary.empty()) {
+    std::fprintf(stderr, "kv-indexer-durability-bench: --server is required\n");
+    return 1;
+  }
+  const std::vector<std::string> phases =
+      absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty());
+  const auto wants = [&](const std::string& p) {
+    return std::find(phases.begin(), phases.end(), p) != phases.end();
+  };
+  const absl::Duration progress = Secs(absl::GetFlag(FLAGS_progress_s));
+  const absl::Duration rpc_deadline =
+      absl::Milliseconds(absl::GetFlag(FLAGS_rpc_deadline_ms));
+  const std::string data_root = absl::GetFlag(FLAGS_data_root);
+
+  const MachineInfo machine = ReadMachineInfo();
+  Report report;
+  JsonWriter& j = report.json;
+  j.BeginObject();
+  j.Field("tool", "kv-indexer-durability-bench");
+  j.Field("label", absl::GetFlag(FLAGS_label));
+  j.Field("date_utc", machine.date_utc);
+  j.BeginObject("machine");
+  j.Field("nproc", uint64_t{machine.nproc});
+  j.Field("cpu_model", machine.cpu_model);
+  j.Field("mem_total_kb", machine.mem_total_kb);
+  j.Field("loadavg_start", machine.loadavg);
+  j.EndObject();
+  j.BeginObject("config");
+  j.Field("backend", rig_options.backend);
+  j.Field("workers", uint64_t{absl::GetFlag(FLAGS_workers)});
+  j.Field("checkpoint_bytes", rig_options.checkpoint_bytes);
+  j.Field("ingest_hashes", absl::GetFlag(FLAGS_ingest_hashes));
+  j.Field("ingest_rounds", uint64_t{absl::GetFlag(FLAGS_ingest_rounds)});
+  j.Field("placements", absl::GetFlag(FLAGS_placements));
+  j.Field("phases", absl::GetFlag(FLAGS_phases));
+  j.EndObject();
+  int rc = 0;
+
+  // Ingest: no data directory vs WAL_SYNC=none vs WAL_SYNC=always.
+  std::vector<IngestModeFigures> ingest;
+  j.BeginArray("ingest");
+  if (wants("ingest")) {
+    const FleetConfig fc = FleetFromFlags(absl::GetFlag(FLAGS_ingest_hashes));
+    SyntheticFleet fleet(fc);
+    std::fprintf(
+        stderr, "== planning %llu hashes of 16,384-hash applies\n",
+        static_cast<unsigned long long>(absl::GetFlag(FLAGS_ingest_hashes)));
+    const IngestPlan plan = MakePlan(&fleet, kMaxHashesPerRequest,
+                                     absl::GetFlag(FLAGS_ingest_hashes));
+    IngestComparisonOptions options;
+    options.rounds = std::max<uint32_t>(absl::GetFlag(FLAGS_ingest_rounds), 1);
+    options.data_root = data_root;
+    options.load.max_outstanding =
+        std::min(absl::GetFlag(FLAGS_ingest_max_outstanding), fc.workers);
+    options.load.max_duration = Secs(absl::GetFlag(FLAGS_ingest_max_s));
+    options.load.rpc_deadline = rpc_deadline * 5;
+    options.load.progress_every = progress;
+    absl::StatusOr<std::vector<IngestModeFigures>> figures =
+        CompareIngest(rig_options, options, plan, &report);
+    if (!figures.ok()) {
+      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                   figures.status().ToString().c_str());
+      return 1;
+    }
+    ingest = *std::move(figures);
+  }
+  j.EndArray();
+
+  // Checkpoint and recovery share one loaded wal-always server.
+  std::optional<CheckpointLatencyFigures> latency;
+  std::vector<RestartFigures> restarts;
+  uint64_t fleet_placements = 0;
+  double preload_hashes_per_s = 0;
+  std::optional<RecoveredLine> first_start;
+  j.BeginArray("checkpoint");
+  if (wants("checkpoint") || wants("recovery")) {
+    absl::StatusOr<std::unique_ptr<ScratchDir>> dir =
+        ScratchDir::Create("kvindexer-durability-bench-", data_root);
+    if (!dir.ok()) {
+      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                   dir.status().ToString().c_str());
+      return 1;
+    }
+    const std::string data_dir = (*dir)->Sub("data");
+    absl::StatusOr<std::unique_ptr<DurabilityRig>> started =
+        DurabilityRig::Start(rig_options, DurabilityMode::kAlways, data_dir);
+    if (!started.ok()) {
+      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                   started.status().ToString().c_str());
+      return 1;
+    }
+    std::unique_ptr<DurabilityRig> rig = *std::move(started);
+    const uint64_t placements = absl::GetFlag(FLAGS_placements);
+    const FleetConfig fc = FleetFromFlags(placements);
+    SyntheticFleet fleet(fc);
+    std::fprintf(stderr, "== preload to %llu placements\n",
+                 static_cast<unsigned long long>(placements));
+    IngestLoad preload_load;
+    preload_load.label = "preload";
+    preload_load.max_outstanding =
+        std::min(absl::GetFlag(FLAGS_ingest_max_outstanding), fc.workers);
+    preload_load.max_duration = absl::Seconds(600);
+    preload_load.rpc_deadline = rpc_deadline * 5;
+    preload_load.progress_every = progress;
+    const IngestResult preload =
+        PreloadFleet(&fleet, rig->pool(), placements, preload_load);
+    report.failed_rpcs += preload.status.failed();
+    fleet_placements = fleet.placements();
+    preload_hashes_per_s = preload.hashes_per_s;
+
+    std::vector<v1::MatchExternalKvPrefixRequest> queries;
+    for (uint32_t i = 0;
+         i < std::max<uint32_t>(absl::GetFlag(FLAGS_query_pool), 1); ++i) {
+      v1::MatchExternalKvPrefixRequest q;
+      for (const int64_t h :
+           fleet.SampleQuery(absl::GetFlag(FLAGS_query_min_blocks),
+                             absl::GetFlag(FLAGS_query_max_blocks))) {
+        q.add_hashes(h);
+      }
+      queries.push_back(std::move(q));
+    }
+
+    if (wants("checkpoint")) {
+      CheckpointLatencyOptions options;
+      options.qps = absl::GetFlag(FLAGS_query_qps);
+      if (options.qps <= 0) {
+        QueryLoad saturation;
+        saturation.label = "queries/saturation";
+        saturation.offered_qps = 0;
+        saturation.concurrency = 32;
+        saturation.duration = Secs(absl::GetFlag(FLAGS_saturation_s));
+        saturation.rpc_deadline = rpc_deadline;
+        saturation.progress_every = progress;
+        const QueryResult sat = RunQueries(rig->pool(), queries, saturation);
+        WriteQuery(report, "wal-always", "queries/saturation", sat);
+        options.qps = std::max(
+            1.0, sat.achieved_qps * absl::GetFlag(FLAGS_query_qps_fraction));
+      }
+      options.idle_duration = Secs(absl::GetFlag(FLAGS_idle_s));
+      options.rounds =
+          std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
+      options.rpc_deadline = rpc_deadline;
+      options.progress_every = progress;
+      absl::StatusOr<CheckpointLatencyFigures> figures =
+          MeasureCheckpointLatency(*rig, data_dir, queries, options, &report);
+      if (!figures.ok()) {
+        std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                     figures.status().ToString().c_str());
+        return 1;
+      }
+      latency = *std::move(figures);
+      j.BeginObject();
+      j.Field("run", "checkpoint/summary");
+      j.Field("offered_qps", options.qps);
+      j.Field("idle_p99_us_median", Median(latency->idle_p99_us));
+      j.Field("during_p99_us_median", Median(latency->during_p99_us));
+      j.Field("checkpoint_seconds_median", Median(latency->checkpoint_seconds));
+      j.Field("trigger_seconds_median", Median(latency->trigger_seconds));
+      j.Field("during_samples_median", Median(latency->during_samples));
+      j.EndObject();
+    }
+
+    if (wants("recovery")) {
+      HeadlineCheck headline;
+      for (const int64_t h : fleet.AnchorQuery()) headline.query.add_hashes(h);
+      headline.workers = fc.workers;
+      headline.prefix_blocks = fc.anchor_blocks;
+      first_start = rig->recovered();
+      for (const absl::string_view how : absl::StrSplit(
+               absl::GetFlag(FLAGS_restarts), ',', absl::SkipEmpty())) {
+        std::fprintf(stderr, "== restart after %s\n", std::string(how).c_str());
+        absl::StatusOr<RestartFigures> figures = MeasureRestart(
+            &rig, rig_options, data_dir, how == "sigkill", headline);
+        if (!figures.ok()) {
+          std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                       figures.status().ToString().c_str());
+          return 1;
+        }
+        restarts.push_back(*std::move(figures));
+      }
+    }
+    if (absl::Status s = rig->Stop(); !s.ok()) {
+      std::fprintf(stderr, "kv-indexer-durability-bench: stopping: %s\n",
+                   s.ToString().c_str());
+      rc = 1;
+    }
+  }
+  j.EndArray();
+
+  j.BeginArray("restarts");
+  for (const RestartFigures& r : restarts) {
+    j.BeginObject();
+    j.Field("how", r.how);
+    j.Field("dir_bytes", r.dir.bytes);
+    j.Field("checkpoint_bytes", r.dir.checkpoint_bytes);
+    j.Field("wal_bytes", r.dir.wal_bytes);
+    j.Field("checkpoint_files", uint64_t{r.dir.checkpoints});
+    j.Field("wal_files", uint64_t{r.dir.wals});
+    j.Field("recovered_workers", r.recovered.workers);
+    j.Field("recovered_placements", r.recovered.placements);
+    j.Field("recovered_checkpoint", r.recovered.checkpoint);
+    j.Field("recovered_log_records", r.recovered.log_records);
+    j.Field("recovered_log_bytes", r.recovered.log_bytes);
+    j.Field("recovery_ms", r.recovered.ms);
+    j.Field("seconds_to_listen", r.seconds_to_listen);
+    j.Field("headline_ok", r.headline_ok);
+    j.EndObject();
+  }
+  j.EndArray();
+
+  // Summary.
+  const auto median_of = [&](DurabilityMode mode) {
+    for (const IngestModeFigures& f : ingest) {
+      if (f.mode == mode) return Median(f.hashes_per_s);
+    }
+    return 0.0;
+  };
+  const double off = median_of(DurabilityMode::kOff);
+  const double none = median_of(DurabilityMode::kNone);
+  const double always = median_of(DurabilityMode::kAlways);
+  const auto ratio = [](double x, double y) { return y > 0 ? x / y : 0.0; };
+  j.BeginObject("summary");
+  j.Field("ingest_off_hashes_per_s_median", off);
+  j.Field("ingest_none_hashes_per_s_median", none);
+  j.Field("ingest_always_hashes_per_s_median", always);
+  j.Field("ingest_none_over_off", ratio(none, off));
+  j.Field("ingest_always_over_off", ratio(always, off));
+  j.Field("fleet_placements", fleet_placements);
+  j.Field("preload_hashes_per_s", preload_hashes_per_s);
+  if (latency.has_value()) {
+    j.Field("checkpoint_p99_over_idle", ratio(Median(latency->during_p99_us),
+                                              Median(latency->idle_p99_us)));
+  }
+  j.Field("failed_rpcs", report.failed_rpcs);
+  j.EndObject();
+  j.Field("loadavg_end", ReadMachineInfo().loadavg);
+  j.Field("run_seconds", std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - run_start)
+                             .count());
+  j.EndObject();
+
+  // The readable table.
+  std::printf("kv-indexer-durability-bench  %s  nproc=%u  backend=%s\n",
+              machine.date_utc.c_str(), machine.nproc,
+              rig_options.backend.empty() ? "(server default)"
+                                          : rig_options.backend.c_str());
+  for (const IngestModeFigures& f : ingest) {
+    std::printf(
+        "ingest 16384  %-12s %10.0f hashes/s (median of %zu; %.2f of "
+        "no-data-dir)  apply p99 %.1f ms  dir %s  checkpoints %u\n",
+        ModeName(f.mode), Median(f.hashes_per_s), f.hashes_per_s.size(),
+        ratio(Median(f.hashes_per_s), off), Median(f.p99_us) / 1000.0,
+        Mb(f.dir_bytes.empty() ? 0 : f.dir_bytes.back()).c_str(),
+        f.checkpoints.empty() ? 0 : f.checkpoints.back());
+  }
+  if (latency.has_value()) {
+    std::printf(
+        "prefix p99    idle %.0f us, during a checkpoint %.0f us (%.2fx; "
+        "medians of %zu rounds; checkpoint visible %.2f s, %.0f answers)\n",
+        Median(latency->idle_p99_us), Median(latency->during_p99_us),
+        ratio(Median(latency->during_p99_us), Median(latency->idle_p99_us)),
+        latency->idle_p99_us.size(), Median(latency->checkpoint_seconds),
+        Median(latency->during_samples));
+  }
+  if (first_start.has_value() || !restarts.empty()) {
+    std::printf("fleet placements %llu\n",
+                static_cast<unsigned long long>(fleet_placements));
+  }
+  std::optional<uint64_t> previous_placements;
+  for (const RestartFigures& r : restarts) {
+    std::printf(
+        "restart after %-7s recovered %llu placements, %llu workers in %llu "
+        "ms (listening after %.2f s) from checkpoint %llu plus %llu records "
+        "(%s); dir %s (checkpoints %s in %u files, logs %s in %u); headline "
+        "%s\n",
+        r.how.c_str(), static_cast<unsigned long long>(r.recovered.placements),
+        static_cast<unsigned long long>(r.recovered.workers),
+        static_cast<unsigned long long>(r.recovered.ms), r.seconds_to_listen,
+        static_cast<unsigned long long>(r.recovered.checkpoint),
+        static_cast<unsigned long long>(r.recovered.log_records),
+        Mb(r.recovered.log_bytes).c_str(), Mb(r.dir.bytes).c_str(),
+        Mb(r.dir.checkpoint_bytes).c_str(), r.dir.checkpoints,
+        Mb(r.dir.wal_bytes).c_str(), r.dir.wals,
+        r.headline_ok ? "ok" : "WRONG");
+    if (!r.headline_ok) rc = 1;
+    if (previous_placements.has_value() &&
+        *previous_placements != r.recovered.placements) {
+      std::fprintf(stderr,
+                   "kv-indexer-durability-bench: the restart after %s "
+                   "recovered %llu placements, the one before %llu\n",
+                   r.how.c_str(),
+                   static_cast<unsigned long long>(r.recovered.placements),
+                   static_cast<unsigned long long>(*previous_placements));
+      rc = 1;
+    }
+    previous_placements = r.recovered.placements;
+  }
+  std::fflush(stdout);
+
+  const std::string json_out = absl::GetFlag(FLAGS_json_out);
+  if (!json_out.empty()) {
+    std::ofstream out(json_out);
+    out << j.str() << "\n";
+    if (!out) {
+      std::fprintf(stderr, "kv-indexer-durability-bench: cannot write %s\n",
+                   json_out.c_str());
+      rc = 1;
+    }
+  }
+  const int64_t max_failed = absl::GetFlag(FLAGS_max_failed_rpcs);
+  if (max_failed >= 0 &&
+      report.failed_rpcs > static_cast<uint64_t>(max_failed)) {
+    std::fprintf(stderr,
+                 "kv-indexer-durability-bench: %llu RPCs failed (limit %lld)\n",
+                 static_cast<unsigned long long>(report.failed_rpcs),
+                 static_cast<long long>(max_failed));
+    rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace kvindexer::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "What restart-safe state costs: ingest with and without a data "
+      "directory, prefix p99 during a checkpoint, recovery time. See "
+      "bench/durability_bench_main.cc and BENCHMARKS.md.");
+  absl::ParseCommandLine(argc, argv);
+  return kvindexer::bench::Run();
+}
