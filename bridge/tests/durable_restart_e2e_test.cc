@@ -193,6 +193,7 @@ TEST_P(DurableRestartTest, BridgeResendsNothingAfterTheIndexerRestarts) {
   const std::optional<BridgeCounters> before = NextCounters(*bridge_);
   ASSERT_TRUE(before.has_value());
   const int port = indexer_->port();
+  indexer_->CloseClient();
   indexer_->process().Signal(GetParam());
   ASSERT_TRUE(indexer_->process().WaitForExit(20s).has_value());
   indexer_.reset();

@@ -59,7 +59,7 @@ constexpr size_t kUniverse = 40'000;
 constexpr uint32_t kReportHashes = 512;
 constexpr uint32_t kRevokeHashes = 128;
 constexpr int kMinKillDelayMs = 50;
-constexpr int kMaxKillDelayMs = 1500;
+constexpr int kMaxKillDelayMs = 1000;
 // A bound on one run's stream, far above what the delay allows.
 constexpr uint64_t kMaxSeq = 100'000;
 
@@ -212,10 +212,10 @@ void RunOnce(uint64_t run, uint64_t seed, KillTally* tally) {
   ASSERT_TRUE(Send(restarted->stub(), resend, &answer).ok());
   EXPECT_TRUE(answer.duplicate());
   EXPECT_EQ(answer.applied_seq(), next);
-  ReferenceModel continued = stream.ModelAt(next);
+  ASSERT_TRUE(model.Apply(resend).ok());
   got = ServerPlacements(restarted->stub(), stream.universe());
   ASSERT_TRUE(got.ok()) << got.status();
-  const Placements want_next = ModelPlacements(continued, stream.universe());
+  const Placements want_next = ModelPlacements(model, stream.universe());
   EXPECT_TRUE(*got == want_next) << FirstDifference(*got, want_next);
   // ... and a gap still invalidates the worker.
   absl::Status gap = Send(restarted->stub(),
