@@ -297,6 +297,7 @@ int Run() {
       j.Field("idle_p99_us_median", Median(latency->idle_p99_us));
       j.Field("during_p99_us_median", Median(latency->during_p99_us));
       j.Field("checkpoint_seconds_median", Median(latency->checkpoint_seconds));
+      j.Field("write_seconds_median", Median(latency->write_seconds));
       j.Field("trigger_seconds_median", Median(latency->trigger_seconds));
       j.Field("during_samples_median", Median(latency->during_samples));
       j.EndObject();
@@ -398,11 +399,12 @@ int Run() {
   if (latency.has_value()) {
     std::printf(
         "prefix p99    idle %.0f us, during a checkpoint %.0f us (%.2fx; "
-        "medians of %zu rounds; checkpoint visible %.2f s, %.0f answers)\n",
+        "medians of %zu rounds; a checkpoint took %.2f s, its file written "
+        "in %.2f s; %.0f answers during it)\n",
         Median(latency->idle_p99_us), Median(latency->during_p99_us),
         ratio(Median(latency->during_p99_us), Median(latency->idle_p99_us)),
         latency->idle_p99_us.size(), Median(latency->checkpoint_seconds),
-        Median(latency->during_samples));
+        Median(latency->write_seconds), Median(latency->during_samples));
   }
   if (first_start.has_value() || !restarts.empty()) {
     std::printf("fleet placements %llu\n",

@@ -2,13 +2,17 @@
 // same offered load on the idle server (docs/durability.md, "Checkpoints":
 // queries are never blocked by checkpoint I/O).
 //
-// A checkpoint starts when the log since the last one passes
-// KV_INDEXER_CHECKPOINT_BYTES, so each round first sends log traffic that
-// leaves the index as it was: one extra worker REPORTs and REVOKEs the same
-// 16,384 hashes in turn (ending on a REVOKE). As soon as the data directory
-// shows a checkpoint being written (checkpoint-*.tmp), that traffic stops
-// and fixed-rate queries run until the file is renamed into place. The idle
-// run of the round sends the same queries with nothing else going on.
+// A checkpoint starts when the log file passes KV_INDEXER_CHECKPOINT_BYTES:
+// the server continues in the next log generation and a background thread
+// builds the next checkpoint from the previous one and the closed log
+// (loading, replaying, then writing checkpoint-<g>.ckpt.tmp and renaming
+// it). So each round first sends log traffic that leaves the index as it
+// was: one extra worker REPORTs and REVOKEs the same 16,384 hashes in turn
+// (ending on a REVOKE). As soon as the data directory shows the next log
+// generation, that traffic stops and fixed-rate queries run until the new
+// checkpoint file is in place: the whole compaction, not only its write.
+// The idle run of the round sends the same queries with nothing else going
+// on.
 #ifndef KVINDEXER_BENCH_DURABILITY_CHECKPOINT_LATENCY_H_
 #define KVINDEXER_BENCH_DURABILITY_CHECKPOINT_LATENCY_H_
 
@@ -40,8 +44,11 @@ struct CheckpointLatencyFigures {
   std::vector<double> idle_p99_us;    // one per round
   std::vector<double> during_p99_us;  // one per round with samples
   std::vector<double> during_samples;
-  std::vector<double> checkpoint_seconds;  // the .tmp file was seen
-  std::vector<double> trigger_seconds;     // log traffic until it appeared
+  // From the new log generation to the new checkpoint file.
+  std::vector<double> checkpoint_seconds;
+  // Of which the checkpoint-*.tmp file was seen (the write).
+  std::vector<double> write_seconds;
+  std::vector<double> trigger_seconds;  // log traffic until the rotation
   uint64_t failed_queries = 0;
 };
 

@@ -138,6 +138,7 @@ DirUsage MeasureDir(const std::string& dir) {
     } else if (Generation(name, "wal-", ".log", &generation)) {
       usage.wal_bytes += size;
       ++usage.wals;
+      usage.newest_wal = std::max(usage.newest_wal, generation);
     } else if (absl::StartsWith(name, "checkpoint-") &&
                absl::EndsWith(name, ".tmp")) {
       usage.writing_checkpoint = true;
