@@ -109,7 +109,8 @@ void StreamUntilFailure(v1::KVIndexer::Stub* stub, GatedWorkerStream* stream,
 struct KillTally {
   int runs = 0;
   int with_checkpoint = 0;       // a checkpoint file existed at the kill
-  int during_checkpoint = 0;     // a checkpoint was being written
+  int during_compaction = 0;     // the newest log had no checkpoint yet
+  int during_checkpoint = 0;     // ... and its file was being written
   int with_unacked_applied = 0;  // recovered past the last acknowledgement
   uint64_t acked_total = 0;
 };
@@ -187,6 +188,11 @@ void RunOnce(uint64_t run, uint64_t seed, KillTally* tally) {
   EXPECT_EQ(recovered->workers, 1u) << recovered->text;
   EXPECT_EQ(recovered->placements, PlacementCount(want)) << recovered->text;
 
+  // checkpoint-<g> holds the state at the start of wal-<g>: a newer log
+  // means the checkpoint of its start was still being built.
+  const bool compacting = !at_kill->wals.empty() &&
+                          (at_kill->checkpoints.empty() ||
+                           at_kill->checkpoints.back() < at_kill->wals.back());
   std::printf(
       "run %llu seed %llu %s: killed after %lld ms; sent %llu, acked %llu, "
       "recovered %llu; files at the kill: %zu checkpoints, %zu logs%s; %s\n",
@@ -197,10 +203,13 @@ void RunOnce(uint64_t run, uint64_t seed, KillTally* tally) {
       static_cast<unsigned long long>(outcome.acked),
       static_cast<unsigned long long>(*checkpoint), at_kill->checkpoints.size(),
       at_kill->wals.size(),
-      at_kill->writing_checkpoint ? ", a checkpoint being written" : "",
+      !compacting                   ? ""
+      : at_kill->writing_checkpoint ? ", the next checkpoint being written"
+                                    : ", the next checkpoint being built",
       recovered->text.substr(recovered->text.find("recovered ")).c_str());
   ++tally->runs;
   tally->with_checkpoint += at_kill->checkpoints.empty() ? 0 : 1;
+  tally->during_compaction += compacting ? 1 : 0;
   tally->during_checkpoint += at_kill->writing_checkpoint ? 1 : 0;
   tally->with_unacked_applied += *checkpoint > outcome.acked ? 1 : 0;
   tally->acked_total += outcome.acked;
@@ -247,13 +256,14 @@ TEST(DurabilityKillTest, AcknowledgedAppliesSurviveSigkillAtRandomInstants) {
     if (HasFailure()) break;
   }
   std::printf(
-      "%d runs in %.1f s: %d killed with a checkpoint on disk, %d while one "
-      "was being written, %d recovered past the last acknowledgement; %llu "
+      "%d runs in %.1f s: %d killed with a checkpoint on disk, %d while the "
+      "next one was being built, %d of them while its file was being "
+      "written, %d recovered past the last acknowledgement; %llu "
       "acknowledged applies in all\n",
       tally.runs,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count(),
-      tally.with_checkpoint, tally.during_checkpoint,
+      tally.with_checkpoint, tally.during_compaction, tally.during_checkpoint,
       tally.with_unacked_applied,
       static_cast<unsigned long long>(tally.acked_total));
 }
