@@ -15,7 +15,9 @@
 #include "core/indexer.h"
 #include "core/mutation_log.h"
 #include "durable/file_io.h"
+#include "durable/recovery_report.h"
 #include "durable/wal_sync.h"
+#include "kvindexer/backend.h"
 
 namespace kvindexer::durable {
 
@@ -26,19 +28,9 @@ struct DurableOptions {
   uint64_t checkpoint_bytes = 64ull << 20;
   // Null: FileIo::Real(). For tests that inject write failures.
   FileIo* io = nullptr;
-};
-
-// What start-up recovered, for the INFO line and tests.
-struct RecoveryReport {
-  uint64_t checkpoint_generation = 0;  // 0: none was loaded
-  uint64_t workers = 0;
-  uint64_t placements = 0;
-  uint64_t log_records = 0;
-  uint64_t log_bytes = 0;
-  uint64_t elapsed_ms = 0;
-  bool torn_tail = false;            // a log tail was cut off
-  bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
-  bool started_empty = false;        // no usable checkpoint: state was lost
+  // The serving Indexer's backend, read once (GetStats) for the placement
+  // count of the recovery line. Null: the checkpoint's count is reported.
+  IndexBackend* backend = nullptr;
 };
 
 class DurableStore final : public MutationLog {
