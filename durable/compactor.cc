@@ -51,12 +51,12 @@ absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
                   /*clock=*/nullptr, &lifecycle_log);
 
   absl::StatusOr<CheckpointLoad> load =
-      LoadCheckpoint(dir.CheckpointPath(job.base), &indexer);
+      LoadCheckpoint(dir.CheckpointPath(job.base), &indexer, &stop);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.load(std::memory_order_relaxed)) return Cancelled();
     absl::StatusOr<WalScan> scan =
-        ReplayWal(dir.WalPath(g), g, /*repair=*/false, &indexer);
+        ReplayWal(dir.WalPath(g), g, /*repair=*/false, &indexer, &stop);
     if (!scan.ok()) return scan.status();
     // A closed log was synced whole before the next one began; a bad
     // record in it is damage, which recovery, not a compaction, handles.

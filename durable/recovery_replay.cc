@@ -8,12 +8,26 @@
 
 namespace kvindexer::durable {
 
+namespace {
+
+bool Stopped(const std::atomic<bool>* stop) {
+  return stop != nullptr && stop->load(std::memory_order_relaxed);
+}
+
+absl::Status Cancelled(const std::string& path) {
+  return absl::CancelledError(absl::StrCat("reading ", path, " was stopped"));
+}
+
+}  // namespace
+
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
-                                              Indexer* indexer) {
+                                              Indexer* indexer,
+                                              const std::atomic<bool>* stop) {
   CheckpointLoad load;
   state::v1::CheckpointChunk chunk;
   absl::StatusOr<CheckpointRead> read =
       ReadCheckpoint(path, [&](std::string_view payload) -> absl::Status {
+        if (Stopped(stop)) return Cancelled(path);
         if (!chunk.ParseFromArray(payload.data(),
                                   static_cast<int>(payload.size()))) {
           return absl::InternalError(
@@ -38,11 +52,13 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
 }
 
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
-                                  bool repair, Indexer* indexer) {
+                                  bool repair, Indexer* indexer,
+                                  const std::atomic<bool>* stop) {
   state::v1::WalRecord record;
   uint64_t index = 0;
   return ScanWal(
       path, generation, repair, [&](std::string_view payload) -> absl::Status {
+        if (Stopped(stop)) return Cancelled(path);
         if (!record.ParseFromArray(payload.data(),
                                    static_cast<int>(payload.size()))) {
           return absl::InternalError(

@@ -10,6 +10,7 @@
 #ifndef KVINDEXER_DURABLE_RECOVERY_REPLAY_H_
 #define KVINDEXER_DURABLE_RECOVERY_REPLAY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -28,15 +29,19 @@ struct CheckpointLoad {
 // Errors: ReadCheckpoint's (DATA_LOSS for a damaged file, from which nothing
 // was restored; FAILED_PRECONDITION for a newer format version; INTERNAL for
 // I/O), and INTERNAL for a part that does not parse or that Restore refuses
-// (the Indexer then holds the parts before it).
-absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
-                                              Indexer* indexer);
+// (the Indexer then holds the parts before it). When `stop` (if given)
+// becomes true the load ends early with CANCELLED.
+absl::StatusOr<CheckpointLoad> LoadCheckpoint(
+    const std::string& path, Indexer* indexer,
+    const std::atomic<bool>* stop = nullptr);
 
 // Replays every intact record of wal-<generation>.log at `path` into
 // `indexer`; `repair` as for ScanWal. Errors: ScanWal's, and INTERNAL for a
-// record that does not parse or that Replay refuses.
+// record that does not parse or that Replay refuses; CANCELLED as for
+// LoadCheckpoint.
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
-                                  bool repair, Indexer* indexer);
+                                  bool repair, Indexer* indexer,
+                                  const std::atomic<bool>* stop = nullptr);
 
 }  // namespace kvindexer::durable
 
