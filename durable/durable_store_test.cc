@@ -423,6 +423,49 @@ TEST_F(DurableStoreTest, CheckpointsBoundTheLogAndKeepOneFallback) {
   EXPECT_EQ(Probe("w1", "e1"), next_seq - 1);
 }
 
+// A log replayed at start-up that is already past the threshold is
+// checkpointed at once, so the next start-up replays little.
+TEST_F(DurableStoreTest, LongLogIsCheckpointedRightAfterRecovery) {
+  StartOk(Options());
+  Workload();
+  for (uint64_t seq = 13; seq < 60; ++seq) {
+    ApplyOk(Batch("w1", "addr-1").Gated("e1", seq).Report(kTierHbm, {100}));
+  }
+  const std::string before = State();
+  Crash();
+
+  StartOk(Options(/*checkpoint_bytes=*/1024));
+  ASSERT_GE(store().recovery().log_bytes, 1024u);
+  store().WaitForCheckpoints();
+  EXPECT_EQ(store().checkpoints_written(), 1u);
+  EXPECT_TRUE(Files().count(CheckpointFileName(2)));
+  Crash();
+  StartOk(Options(1024));
+  EXPECT_EQ(store().recovery().checkpoint_generation, 2u);
+  EXPECT_EQ(store().recovery().log_records, 0u);
+  EXPECT_EQ(State(), before);
+}
+
+// Closing the store abandons a checkpoint in progress and leaves no
+// temporary file; whichever way the race went, the state comes back.
+TEST_F(DurableStoreTest, ClosingDuringACheckpointLeavesNoTemporaryFile) {
+  StartOk(Options());
+  Workload();
+  for (int i = 0; i < 40; ++i) {
+    ApplyOk(Batch(absl::StrCat("bulk", i), "addr")
+                .Report(kTierDram, Range(10000 + 1000 * i, 1000)));
+  }
+  const std::string before = State();
+  Crash();
+  StartOk(Options(/*checkpoint_bytes=*/1024));  // starts a checkpoint
+  Crash();
+  for (const std::string& name : Files()) {
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+  }
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+}
+
 TEST_F(DurableStoreTest, ConcurrentWritersAcrossRotations) {
   StartOk(Options(/*checkpoint_bytes=*/4096));
   constexpr int kThreads = 4;
