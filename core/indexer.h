@@ -153,24 +153,35 @@ class Indexer {
   // (under the mutation mutex, before it is applied), and a mutating call
   // returns OK only once the log is durable up to the end it saw, so that
   // nothing acknowledged (a duplicate's or a probe's answer included) can
-  // be lost. A failed append changes nothing and returns UNAVAILABLE. Null
-  // detaches. REQUIRES: `log` outlives its attachment; call before serving.
+  // be lost. A failed append changes nothing and returns UNAVAILABLE (a
+  // heartbeat's marker is logged before its apply: when the apply's own
+  // append fails, the worker stays marked). A backend refusal takes the
+  // record back (MutationLog::Retract); a failed wait returns UNAVAILABLE
+  // although the mutation took effect. Null detaches. REQUIRES: `log`
+  // outlives its attachment and every call that saw it; call before
+  // serving.
   void AttachLog(MutationLog* log);
   // Applies one logged mutation again through the same single-writer code,
-  // without validation, limits, heartbeat metadata or logging: at start-up
-  // on the serving Indexer, and on a compaction's own Indexer. A record the
-  // gate would now refuse changes nothing, as it did when it was logged.
+  // without limits, heartbeat metadata, claims or logging: at start-up on
+  // the serving Indexer, and on a compaction's own Indexer. A record the
+  // gate would now refuse changes nothing, as it did when it was logged,
+  // and is OK. Only the record's shape is checked (the contract's fixed
+  // limits, tiers, side arrays): a malformed one is INVALID_ARGUMENT and
+  // changes nothing. A backend failure is returned as it is.
   absl::Status Replay(const state::v1::WalRecord& record);
   // Installs one part of a checkpoint; parts come in file order (workers,
   // then markers, then placements). Markers are re-armed to now + TTL.
-  // REQUIRES: before serving, on an Indexer that has applied nothing else.
+  // Placements go to the backend as one REPORT with the worker record's
+  // address and spec; those of a worker without a record, or malformed
+  // parts, are INVALID_ARGUMENT. REQUIRES: before serving, on an Indexer
+  // that has applied nothing else.
   absl::Status Restore(const state::v1::CheckpointChunk& chunk);
   // Hands the host's part of a checkpoint to `sink`: every WorkerState
   // (sorted by worker id), then every HeartbeatMarker. Takes the mutation
   // mutex.
   void ExportHost(
       absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink);
-  // Records and markers held, for the recovery log line. Takes the mutation
+  // Worker records held, for the recovery log line. Takes the mutation
   // mutex.
   size_t worker_count();
 
