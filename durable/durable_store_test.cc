@@ -5,9 +5,7 @@
 // placement the backend holds.
 #include "durable/durable_store.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,9 +29,10 @@
 #include "durable/crc32c.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
+#include "durable/test_log_capture.h"
+#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
@@ -49,57 +49,16 @@ using test_support::Range;
 using test_support::Snapshot;
 using ::testing::HasSubstr;
 
-// A fresh directory under the system's temporary directory, removed with
-// everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kvdurable-XXXXXX");
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+bool Logged(const TestLogCapture& log, spdlog::level::level_enum level,
+            const std::string& part) {
+  for (const std::string& line : log.Lines(level)) {
+    if (line.find(part) != std::string::npos) return true;
   }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Captures spdlog's default logger while it lives.
-class CapturedLog {
- public:
-  CapturedLog()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
-        previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink_));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-
-  std::vector<std::string> At(spdlog::level::level_enum level) const {
-    std::vector<std::string> out;
-    for (const auto& msg : sink_->last_raw()) {
-      if (msg.level == level) {
-        out.emplace_back(msg.payload.data(), msg.payload.size());
-      }
-    }
-    return out;
-  }
-  bool Has(spdlog::level::level_enum level, const std::string& part) const {
-    for (const std::string& line : At(level)) {
-      if (line.find(part) != std::string::npos) return true;
-    }
-    return false;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+  return false;
+}
 
 // The real system calls, with writes to chosen files failing with ENOSPC.
-class FailingIo final : public FileIo {
+class PathFailingIo final : public FileIo {
  public:
   // Writes to files whose name ends with this fail ("" fails none).
   void FailWritesTo(std::string suffix) {
@@ -310,7 +269,7 @@ class DurableStoreTest : public ::testing::Test {
     return (fs::path(dir_.path()) / name).string();
   }
 
-  TempDir dir_;
+  TestTempDir dir_;
   std::unique_ptr<Node> node_;
 };
 
@@ -347,7 +306,7 @@ TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
   ASSERT_THAT(before, HasSubstr("w1"));
   Crash();
 
-  CapturedLog log;
+  TestLogCapture log;
   StartOk(Options());
   EXPECT_EQ(State(), before);
   EXPECT_GT(store().recovery().log_records, 0u);
@@ -356,11 +315,11 @@ TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
   EXPECT_EQ(store().recovery().placements,
             node_->backend.model().placement_count());
   EXPECT_TRUE(
-      log.Has(spdlog::level::info,
-              absl::StrCat("recovered ", store().recovery().workers,
-                           " workers, ", store().recovery().placements,
-                           " placements from checkpoint 1 plus ",
-                           store().recovery().log_records, " log records")));
+      Logged(log, spdlog::level::info,
+             absl::StrCat("recovered ", store().recovery().workers,
+                          " workers, ", store().recovery().placements,
+                          " placements from checkpoint 1 plus ",
+                          store().recovery().log_records, " log records")));
 
   // Gate continuity: the checkpoint survives, the next seq is accepted, a
   // repeat is a duplicate and a gap still invalidates.
@@ -500,13 +459,13 @@ TEST_F(DurableStoreTest, DamagedNewestCheckpointFallsBackAGeneration) {
   Crash();
 
   FlipByte(Path(CheckpointFileName(newest)), kFileHeaderBytes + 12);
-  CapturedLog log;
+  TestLogCapture log;
   StartOk(Options(2048));
   EXPECT_EQ(State(), before);
   EXPECT_TRUE(store().recovery().checkpoint_fallback);
   EXPECT_FALSE(store().recovery().started_empty);
   EXPECT_EQ(store().recovery().checkpoint_generation, newest - 1);
-  EXPECT_TRUE(log.Has(spdlog::level::err, CheckpointFileName(newest)));
+  EXPECT_TRUE(Logged(log, spdlog::level::err, CheckpointFileName(newest)));
   EXPECT_TRUE(Files().count(CheckpointFileName(newest) + ".corrupt"));
   EXPECT_FALSE(Files().count(CheckpointFileName(newest)));
 }
@@ -517,12 +476,12 @@ TEST_F(DurableStoreTest, OnlyCheckpointDamagedStartsEmpty) {
   Crash();
 
   FlipByte(Path(CheckpointFileName(1)), 3);  // the magic
-  CapturedLog log;
+  TestLogCapture log;
   StartOk(Options());
   EXPECT_TRUE(store().recovery().started_empty);
   EXPECT_EQ(indexer().worker_count(), 0u);
   EXPECT_EQ(node_->backend.model().placement_count(), 0u);
-  EXPECT_TRUE(log.Has(spdlog::level::err, CheckpointFileName(1)));
+  EXPECT_TRUE(Logged(log, spdlog::level::err, CheckpointFileName(1)));
   EXPECT_EQ(Files(),
             (std::set<std::string>{CheckpointFileName(1) + ".corrupt",
                                    WalFileName(1) + ".corrupt",
@@ -582,7 +541,7 @@ TEST_F(DurableStoreTest, SecondOpenNamesTheHolder) {
 }
 
 TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
-  FailingIo io;
+  PathFailingIo io;
   DurableOptions options = Options();
   options.io = &io;
   StartOk(options);
@@ -617,12 +576,12 @@ TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
 }
 
 TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
-  FailingIo io;
+  PathFailingIo io;
   DurableOptions options = Options(/*checkpoint_bytes=*/2048);
   options.io = &io;
   StartOk(options);
   Workload();
-  CapturedLog log;
+  TestLogCapture log;
   io.FailWritesTo(".ckpt.tmp");
   uint64_t seq = 13;
   for (int i = 0; i < 200; ++i, ++seq) {
@@ -633,7 +592,7 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
   }
   store().WaitForCheckpoints();
   EXPECT_EQ(store().checkpoints_written(), 0u);
-  EXPECT_TRUE(log.Has(spdlog::level::err, "checkpoint"));
+  EXPECT_TRUE(Logged(log, spdlog::level::err, "checkpoint"));
 
   io.FailWritesTo("");
   ApplyUntilCheckpoints(seq, 1);
@@ -656,7 +615,7 @@ TEST_F(DurableStoreTest, TornTailRecoversTheIntactPrefix) {
   ASSERT_GT(size_after, size_before);
   Crash();
 
-  TempDir copies;
+  TestTempDir copies;
   const std::vector<std::pair<std::string, uint64_t>> cases = {
       {"cut header", size_before + 3},
       {"cut payload", size_before + kRecordHeaderBytes + 1},
@@ -673,13 +632,13 @@ TEST_F(DurableStoreTest, TornTailRecoversTheIntactPrefix) {
     fs::resize_file(copied_wal, keep);
     if (keep == size_after) FlipByte(copied_wal, size_after - 2);
 
-    CapturedLog log;
+    TestLogCapture log;
     DurableOptions options = Options();
     options.dir = copy.string();
     StartOk(options);
     EXPECT_EQ(State(), before);
     EXPECT_TRUE(store().recovery().torn_tail);
-    EXPECT_TRUE(log.Has(spdlog::level::warn, WalFileName(1)));
+    EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(1)));
     EXPECT_EQ(fs::file_size(copied_wal), size_before);
     EXPECT_EQ(Probe("w1", "e1"), 12u);
     Crash();
@@ -699,12 +658,12 @@ TEST_F(DurableStoreTest, LogAfterATornLogIsSetAside) {
   FlipByte(Path(CheckpointFileName(newest)), kFileHeaderBytes + 12);
   const std::string cut = Path(WalFileName(newest - 1));
   fs::resize_file(cut, fs::file_size(cut) - 1);
-  CapturedLog log;
+  TestLogCapture log;
   StartOk(Options(2048));
   EXPECT_TRUE(store().recovery().torn_tail);
   EXPECT_TRUE(store().recovery().checkpoint_fallback);
   EXPECT_TRUE(Files().count(WalFileName(newest) + ".corrupt"));
-  EXPECT_TRUE(log.Has(spdlog::level::warn, WalFileName(newest)));
+  EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(newest)));
   const std::string after = State();
   Crash();
   StartOk(Options(2048));

@@ -6,8 +6,6 @@
 //
 // A "crash" here destroys the store, the Indexer and the backend instance
 // in process; the server's SIGKILL tests live with the end-to-end tests.
-#include <stdlib.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "conformance_fixture.h"
 #include "durable/data_dir.h"
 #include "durable/durable_store.h"
+#include "durable/test_temp_dir.h"
 
 namespace kvindexer::conformance {
 namespace {
@@ -25,24 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::ExpectedWorkers;
 using test_support::Snapshot;
-
-// A fresh directory under the system's temporary directory, removed with
-// everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = fs::temp_directory_path() / "kvconformance-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 class DurabilityTest : public ConformanceTest {
  protected:
@@ -171,7 +152,7 @@ class DurabilityTest : public ConformanceTest {
     return acked;
   }
 
-  TempDir dir_;
+  durable::TestTempDir dir_;
   std::unique_ptr<Server> server_;
   Hashes universe_ = Range(0, 48);
 };
