@@ -95,10 +95,10 @@ int RunServer(std::span<const char* const> args) {
                  durability.data_dir, WalSyncName(durability.wal_sync),
                  durability.checkpoint_bytes);
     auto opened = durable::DurableStore::Open(
-        durable::DurableOptions{
-            .dir = durability.data_dir,
-            .sync = durability.wal_sync,
-            .checkpoint_bytes = durability.checkpoint_bytes},
+        durable::DurableOptions{.dir = durability.data_dir,
+                                .sync = durability.wal_sync,
+                                .checkpoint_bytes = durability.checkpoint_bytes,
+                                .backend = (*loaded)->backend()},
         &indexer);
     if (!opened.ok()) {
       spdlog::error("cannot use {}={}: {}", kDataDirVar, durability.data_dir,
