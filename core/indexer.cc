@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/container/inlined_vector.h"
 #include "common/heap_trim.h"
 #include "core/backend_status.h"
-#include "core/hash_collapse.h"
 #include "core/hit_count_query.h"
 #include "core/match_assembler.h"
+#include "core/mutation_records.h"
 #include "core/prefix_query.h"
+#include "core/request_batch.h"
 #include "core/request_validation.h"
 #include "core/sequence_gate.h"
 #include "core/worker_batches.h"
@@ -46,18 +46,6 @@ class HeapTrimAfterUnlock {
 // The first ABI minor with IndexBackend::RemoveWorker.
 constexpr uint32_t kRemoveWorkerAbiMinor = 1;
 
-HashSpan ViewOf(const google::protobuf::RepeatedField<int64_t>& field) {
-  return HashSpan{field.data(), static_cast<size_t>(field.size())};
-}
-
-U32Span ViewOf(const google::protobuf::RepeatedField<uint32_t>& field) {
-  return U32Span{field.data(), static_cast<size_t>(field.size())};
-}
-
-StringView ViewOf(const std::string& s) {
-  return StringView{s.data(), s.size()};
-}
-
 std::optional<CacheSpec> SpecOf(bool present, const v1::WorkerCacheSpec& spec) {
   if (!present) return std::nullopt;
   return CacheSpecOf(spec);
@@ -69,62 +57,6 @@ bool SameSpec(const std::optional<CacheSpec>& a,
   // CacheSpec is six uint32 fields without padding (backend.h).
   return !a.has_value() || std::memcmp(&*a, &*b, sizeof(CacheSpec)) == 0;
 }
-
-// The backend form of a validated ApplyExternalKvBatch request, REPORTs
-// collapsed keep-last. Views the request, which must outlive it.
-class RequestBatch {
- public:
-  explicit RequestBatch(const v1::ApplyExternalKvBatchRequest& req) {
-    view_.worker_id = ViewOf(req.worker_id());
-    view_.worker_address = ViewOf(req.worker_address());
-    view_.has_cache_spec = req.has_cache_spec() ? 1 : 0;
-    if (req.has_cache_spec()) view_.cache_spec = CacheSpecOf(req.cache_spec());
-
-    actions_.reserve(static_cast<size_t>(req.actions_size()));
-    for (const v1::ExternalKvAction& action : req.actions()) {
-      ActionView view{};
-      view.type = static_cast<uint32_t>(action.type());
-      view.tier = static_cast<uint32_t>(action.tier());
-      switch (view.type) {
-        case kActionReport: {
-          // Reserved once, so the views into earlier buffers stay valid
-          // while more are added.
-          if (buffers_.capacity() == 0) {
-            buffers_.reserve(static_cast<size_t>(req.actions_size()));
-          }
-          buffers_.emplace_back();
-          const ReportArrays report =
-              CollapseKeepLast(ReportArrays{ViewOf(action.hashes()),
-                                            ViewOf(action.component_masks()),
-                                            ViewOf(action.block_sizes())},
-                               &buffers_.back());
-          view.hashes = report.hashes;
-          view.component_masks = report.masks;
-          view.block_sizes = report.sizes;
-          break;
-        }
-        case kActionRevoke:
-          view.hashes = ViewOf(action.hashes());
-          break;
-        default:  // CLEAR_ALL_AT_TIER: no hashes, no side arrays
-          break;
-      }
-      actions_.push_back(view);
-    }
-    view_.actions = actions_.data();
-    view_.action_count = actions_.size();
-  }
-  RequestBatch(const RequestBatch&) = delete;
-  RequestBatch& operator=(const RequestBatch&) = delete;
-
-  const ApplyBatchView& view() const { return view_; }
-
- private:
-  absl::InlinedVector<ActionView, 16> actions_;
-  // Buffers for REPORTs with repeated hashes.
-  std::vector<ReportBuffer> buffers_;
-  ApplyBatchView view_{};
-};
 
 }  // namespace
 
@@ -139,6 +71,12 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
       lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
                                               : &own_lifecycle_log_) {}
 
+absl::Status Indexer::AckWhenDurable(absl::Status status,
+                                     const DurableMark& mark) {
+  if (!status.ok() || mark.log == nullptr) return status;
+  return mark.log->WaitDurable(mark.end);
+}
+
 absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
                             v1::ApplyExternalKvBatchResponse* resp,
                             std::string_view peer,
@@ -146,38 +84,71 @@ absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
   if (absl::Status s = ValidateApply(req, limits_); !s.ok()) return s;
   const RequestBatch batch(req);
 
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status;
+  DurableMark mark;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    status =
+        ApplyLocked(req, batch.view(), resp, peer, heartbeat, Origin::kLive);
+    mark = MarkLocked();
+  }
+  return AckWhenDurable(std::move(status), mark);
+}
+
+absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
+                                  const ApplyBatchView& batch,
+                                  v1::ApplyExternalKvBatchResponse* resp,
+                                  std::string_view peer,
+                                  const HeartbeatHeader& heartbeat,
+                                  Origin origin) {
+  const bool live = origin == Origin::kLive;
   const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
   if (req.enforce_sequence()) {
-    // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
-    // liveness and removal").
-    NoteHeartbeat(req.worker_id(), heartbeat,
-                  workers_.Find(req.worker_id()) != nullptr);
-    // A gated apply never creates a record (G1); every one that finds a
-    // record is a claim on it, refused or not.
-    if (WorkerRecord* record = workers_.Find(req.worker_id())) {
-      ObserveClaim(req.worker_id(), *record, claim);
+    if (live) {
+      // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
+      // liveness and removal").
+      if (absl::Status s =
+              NoteHeartbeat(req.worker_id(), heartbeat,
+                            workers_.Find(req.worker_id()) != nullptr);
+          !s.ok()) {
+        return s;
+      }
+      // A gated apply never creates a record (G1); every one that finds a
+      // record is a claim on it, refused or not.
+      if (WorkerRecord* record = workers_.Find(req.worker_id())) {
+        ObserveClaim(req.worker_id(), *record, claim);
+      }
     }
-    return ApplyGated(req, batch.view(), resp);
+    return ApplyGated(req, batch, resp, origin);
   }
 
   // The seed-era path: applied whatever the sequence state, which it never
   // reads or changes beyond making the worker ready.
-  // "Limits > Bounds": a new record must fit under max_workers.
-  if (workers_.Find(req.worker_id()) == nullptr) {
-    if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
+  if (live) {
+    // "Limits > Bounds": a new record must fit under max_workers.
+    if (workers_.Find(req.worker_id()) == nullptr) {
+      if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
+          !s.ok()) {
+        return s;
+      }
+    }
+    // After the capacity check, so that a refused request marks nothing; the
+    // worker has or is about to get a record, so its marker is never capped.
+    if (absl::Status s =
+            NoteHeartbeat(req.worker_id(), heartbeat, /*has_record=*/true);
         !s.ok()) {
       return s;
     }
   }
-  // After the capacity check, so that a refused request marks nothing; the
-  // worker has or is about to get a record, so its marker is never capped.
-  NoteHeartbeat(req.worker_id(), heartbeat, /*has_record=*/true);
-  if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
+  MutationLog* const log = LogFor(origin);
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
+  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+    TakeBack(log, end);
     return s;
   }
   WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
-  ObserveClaim(req.worker_id(), record, claim);
+  if (live) ObserveClaim(req.worker_id(), record, claim);
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
@@ -188,40 +159,56 @@ absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
 
 absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                                  const ApplyBatchView& batch,
-                                 v1::ApplyExternalKvBatchResponse* resp) {
+                                 v1::ApplyExternalKvBatchResponse* resp,
+                                 Origin origin) {
+  const bool live = origin == Origin::kLive;
+  MutationLog* const log = LogFor(origin);
   WorkerRecord* record = workers_.Find(req.worker_id());
   const GateDecision decision =
       DecideGate(record, req.worker_epoch(), req.seq());
+  // Replayed, a refusal is what the record did when it was logged.
+  const auto refuse = [&] {
+    return live ? GateRefusal(decision, req.seq()) : absl::OkStatus();
+  };
   switch (decision.step) {
     case GateStep::kUnconfigured:
-      gate_log_->RecordUnconfigured(req.worker_id());
-      return GateRefusal(decision, req.seq());
+      if (live) gate_log_->RecordUnconfigured(req.worker_id());
+      return refuse();
     case GateStep::kNotReady:
-      gate_log_->RecordNotReady(req.worker_id(), req.worker_epoch());
-      return GateRefusal(decision, req.seq());
+      if (live) gate_log_->RecordNotReady(req.worker_id(), req.worker_epoch());
+      return refuse();
     case GateStep::kDuplicate:
       // Acknowledged; nothing is applied and the record is not refreshed.
       resp->set_applied_seq(decision.checkpoint);
       resp->set_duplicate(true);
       return absl::OkStatus();
     case GateStep::kGap: {
+      // Logged as the request itself: replayed, it meets the same gap.
+      uint64_t end = 0;
+      if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
       // Every placement of the worker goes in one atomic batch; the
       // backend's record keeps the stored address and spec.
       const RecordBatch clear(req.worker_id(), *record,
                               RecordBatch::Actions::kClearAllTiers);
       if (absl::Status s = ToAbslStatus(backend_->Apply(clear.view()));
           !s.ok()) {
+        TakeBack(log, end);
         return s;
       }
       record->ready = false;
       record->checkpoint.reset();
-      gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
-      return GateRefusal(decision, req.seq());
+      if (live) {
+        gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
+      }
+      return refuse();
     }
     case GateStep::kAccept:
       break;
   }
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
   if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+    TakeBack(log, end);
     return s;
   }
   record->address = req.worker_address();
@@ -239,15 +226,36 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
   if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) return s;
   const SnapshotBatch batch(req);
 
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status;
+  DurableMark mark;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    status = ReplaceLocked(req, batch.view(), resp, peer, Origin::kLive);
+    mark = MarkLocked();
+  }
+  return AckWhenDurable(std::move(status), mark);
+}
+
+absl::Status Indexer::ReplaceLocked(
+    const v1::ReplaceExternalKvSnapshotRequest& req,
+    const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
+    std::string_view peer, Origin origin) {
+  const bool live = origin == Origin::kLive;
   WorkerRecord* record = workers_.Find(req.worker_id());
   if (record == nullptr) {
+    if (!live) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
-  ObserveClaim(req.worker_id(), *record,
-               WorkerClaim{peer, req.worker_address(), req.worker_epoch()});
-  if (absl::Status s = ToAbslStatus(backend_->Apply(batch.view())); !s.ok()) {
+  if (live) {
+    ObserveClaim(req.worker_id(), *record,
+                 WorkerClaim{peer, req.worker_address(), req.worker_epoch()});
+  }
+  MutationLog* const log = LogFor(origin);
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
+  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+    TakeBack(log, end);
     return s;
   }
   record->address = req.worker_address();
@@ -262,14 +270,42 @@ absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
 absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                 v1::ConfigureExpectedWorkersResponse* resp) {
   if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) return s;
+  const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
+
+  const HeapTrimAfterUnlock trim(&trim_wanted_);
+  absl::Status status;
+  DurableMark mark;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    status = ConfigureLocked(req, listed, resp, Origin::kLive);
+    mark = MarkLocked();
+  }
+  return AckWhenDurable(std::move(status), mark);
+}
+
+absl::flat_hash_set<absl::string_view> Indexer::ListedIds(
+    const v1::ConfigureExpectedWorkersRequest& req) {
   absl::flat_hash_set<absl::string_view> listed;
   listed.reserve(static_cast<size_t>(req.workers_size()));
   for (const v1::ExpectedWorker& worker : req.workers()) {
     listed.insert(worker.worker_id());
   }
+  return listed;
+}
 
-  const HeapTrimAfterUnlock trim(&trim_wanted_);
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+absl::Status Indexer::ConfigureLocked(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    const absl::flat_hash_set<absl::string_view>& listed,
+    v1::ConfigureExpectedWorkersResponse* resp, Origin origin) {
+  const bool live = origin == Origin::kLive;
+  // Logged before the first step and kept even when a later step fails: the
+  // steps already taken stay taken (below), replaying the record completes
+  // the rest, and a client that saw the failure sends the same
+  // configuration again anyway.
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(LogFor(origin), req, &end); !s.ok()) {
+    return s;
+  }
   // Each step below changes the backend first, then the table, so that a
   // backend failure part way leaves the two agreeing (the steps already
   // taken stay taken).
@@ -280,7 +316,7 @@ absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
     if (absl::Status s = RemoveLocked(id, RemovalReason::kConfigure); !s.ok()) {
       return s;
     }
-    lifecycle_log_->RecordRemoved(id, RemovalReason::kConfigure);
+    if (live) lifecycle_log_->RecordRemoved(id, RemovalReason::kConfigure);
   }
   // 2. and 3. Listed workers: a fresh record when there is none; address
   // always, spec only when given. Sequence state and placement stay as they
@@ -343,12 +379,13 @@ void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
 // --- Worker liveness and removal (docs/contract.md, "Recovery > Worker
 // liveness and removal") ---
 
-void Indexer::NoteHeartbeat(std::string_view worker_id,
-                            const HeartbeatHeader& heartbeat, bool has_record) {
+absl::Status Indexer::NoteHeartbeat(std::string_view worker_id,
+                                    const HeartbeatHeader& heartbeat,
+                                    bool has_record) {
   switch (heartbeat.kind) {
     case HeartbeatHeader::Kind::kAbsent:
-      return;
-    case HeartbeatHeader::Kind::kValid:
+      return absl::OkStatus();
+    case HeartbeatHeader::Kind::kValid: {
       // A worker without a record may be marked too (its bridge beats before
       // it registers again), but such markers must not grow without bound:
       // a new one is taken only while there are fewer markers than
@@ -356,16 +393,27 @@ void Indexer::NoteHeartbeat(std::string_view worker_id,
       // holds at most twice max_workers ("Limits > Bounds").
       if (!has_record && !liveness_.IsMarked(worker_id) &&
           liveness_.marker_count() >= limits_.max_workers) {
-        return;
+        return absl::OkStatus();
+      }
+      // Deadlines are not durable (docs/durability.md): only a marker that
+      // appears or changes its TTL has something to log.
+      if (log_ != nullptr && liveness_.Ttl(worker_id) != heartbeat.ttl) {
+        uint64_t end = 0;
+        if (absl::Status s = LogMarker(log_, worker_id, heartbeat.ttl, &end);
+            !s.ok()) {
+          return s;
+        }
       }
       liveness_.Heartbeat(worker_id, clock_->Now(), heartbeat.ttl);
-      return;
+      return absl::OkStatus();
+    }
     case HeartbeatHeader::Kind::kMalformed:
       if (liveness_.NoteMalformed(worker_id)) {
         lifecycle_log_->RecordMalformedHeartbeat(worker_id, heartbeat.value);
       }
-      return;
+      return absl::OkStatus();
   }
+  return absl::OkStatus();
 }
 
 absl::Status Indexer::DropFromBackend(std::string_view worker_id,
@@ -411,19 +459,47 @@ absl::Status Indexer::RemoveLocked(std::string_view worker_id,
 absl::Status Indexer::RemoveWorker(std::string_view worker_id,
                                    RemovalReason reason) {
   const HeapTrimAfterUnlock trim(&trim_wanted_);
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status;
+  DurableMark mark;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    status = RemoveWorkerLocked(worker_id, reason, Origin::kLive);
+    mark = MarkLocked();
+  }
+  return AckWhenDurable(std::move(status), mark);
+}
+
+absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
+                                         RemovalReason reason, Origin origin) {
+  const bool live = origin == Origin::kLive;
+  MutationLog* const log = LogFor(origin);
+  uint64_t end = 0;
   if (workers_.Find(worker_id) == nullptr) {
-    liveness_.Unmark(worker_id);
+    // The marker goes all the same. Dropping one is a change like any
+    // other: logged, or a restart would bring the marker back.
+    if (liveness_.IsMarked(worker_id)) {
+      if (absl::Status s = LogRemoval(log, worker_id, reason, &end); !s.ok()) {
+        return s;
+      }
+      liveness_.Unmark(worker_id);
+    }
+    if (!live) return absl::OkStatus();
     return absl::NotFoundError(
         fmt::format("worker {} has no record", worker_id));
   }
-  if (absl::Status s = RemoveLocked(worker_id, reason); !s.ok()) return s;
-  lifecycle_log_->RecordRemoved(worker_id, reason);
+  if (absl::Status s = LogRemoval(log, worker_id, reason, &end); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RemoveLocked(worker_id, reason); !s.ok()) {
+    TakeBack(log, end);
+    return s;
+  }
+  if (live) lifecycle_log_->RecordRemoved(worker_id, reason);
   return absl::OkStatus();
 }
 
 absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
-                                   bool* cleared) {
+                                   bool* cleared, Origin origin) {
   const std::string& id = expired.worker_id;
   WorkerRecord* record = workers_.Find(id);
   // A worker that is not ready holds nothing: clearing it changes no
@@ -445,6 +521,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
   }
   liveness_.Unmark(id);
   *cleared = held;
+  if (origin != Origin::kLive) return absl::OkStatus();
   if (held) {
     liveness_.CountCleared();
     lifecycle_log_->RecordExpired(id, expired.silent_for, keep_record);
@@ -456,21 +533,57 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
 
 Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
   const HeapTrimAfterUnlock trim(&trim_wanted_);
-  std::lock_guard<std::mutex> lock(mutation_mu_);
-  const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
-      now,
-      [this](std::string_view id) { return workers_.Find(id) != nullptr; });
   SweepResult result;
+  DurableMark mark;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    result = SweepLocked(now);
+    mark = MarkLocked();
+  }
+  // The clears this sweep logged are acknowledged like any mutation.
+  if (mark.log != nullptr) {
+    absl::Status durable = mark.log->WaitDurable(mark.end);
+    if (result.status.ok()) result.status = std::move(durable);
+  }
+  return result;
+}
+
+Indexer::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
+  MutationLog* const log = log_;
+  SweepResult result;
+  // The first append that fails ends the sweep's logging: every change
+  // still to make waits for the next sweep, unmade.
+  absl::Status log_failure;
+  const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
+      now, [this](std::string_view id) { return workers_.Find(id) != nullptr; },
+      [&](std::string_view id) {
+        // An expired marker of a worker without a record is dropped; logged
+        // as a liveness clear, which for such a worker drops the marker.
+        if (!log_failure.ok()) return false;
+        uint64_t end = 0;
+        log_failure = LogLivenessClear(log, id, &end);
+        return log_failure.ok();
+      });
   result.census = plan.census;
   result.refused = plan.refused;
+  result.status = log_failure;
   if (plan.refused) {
     lifecycle_log_->RecordRefusal(plan.census);
     return result;
   }
   lifecycle_log_->EndRefusals();
+  if (!log_failure.ok()) return result;
   for (const LivenessTable::Expired& expired : plan.to_clear) {
+    uint64_t end = 0;
+    if (absl::Status s = LogLivenessClear(log, expired.worker_id, &end);
+        !s.ok()) {
+      if (result.status.ok()) result.status = std::move(s);
+      break;
+    }
     bool cleared = false;
-    if (absl::Status s = ClearExpired(expired, &cleared); !s.ok()) {
+    if (absl::Status s = ClearExpired(expired, &cleared, Origin::kLive);
+        !s.ok()) {
+      TakeBack(log, end);
       // The worker stays as it was, marked: the next sweep tries again.
       liveness_.CountClearFailure();
       if (result.status.ok()) result.status = std::move(s);
@@ -492,26 +605,6 @@ std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   const WorkerRecord* record = workers_.Find(worker_id);
   if (record == nullptr) return std::nullopt;
   return *record;
-}
-
-// --- Durability: placeholders until the durability work lands ---
-
-void Indexer::AttachLog(MutationLog* log) { log_ = log; }
-
-absl::Status Indexer::Replay(const state::v1::WalRecord&) {
-  return absl::UnimplementedError("Indexer::Replay");
-}
-
-absl::Status Indexer::Restore(const state::v1::CheckpointChunk&) {
-  return absl::UnimplementedError("Indexer::Restore");
-}
-
-void Indexer::ExportHost(
-    absl::FunctionRef<void(const state::v1::CheckpointChunk&)>) {}
-
-size_t Indexer::worker_count() {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
-  return workers_.size();
 }
 
 }  // namespace kvindexer

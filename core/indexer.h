@@ -31,13 +31,16 @@
 #include <optional>
 #include <string_view>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/heartbeat_header.h"
 #include "core/liveness_table.h"
 #include "core/monotonic_clock.h"
 #include "core/mutation_log.h"
 #include "core/prefix_answer.h"
+#include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
 #include "core/worker_lifecycle_log.h"
@@ -150,33 +153,105 @@ class Indexer {
   // (under the mutation mutex, before it is applied), and a mutating call
   // returns OK only once the log is durable up to the end it saw, so that
   // nothing acknowledged (a duplicate's or a probe's answer included) can
-  // be lost. A failed append changes nothing and returns UNAVAILABLE. Null
-  // detaches. REQUIRES: `log` outlives its attachment; call before serving.
+  // be lost. A failed append changes nothing and returns UNAVAILABLE (a
+  // heartbeat's marker is logged before its apply: when the apply's own
+  // append fails, the worker stays marked). A backend refusal takes the
+  // record back (MutationLog::Retract); a failed wait returns UNAVAILABLE
+  // although the mutation took effect. Null detaches. REQUIRES: `log`
+  // outlives its attachment and every call that saw it; call before
+  // serving.
   void AttachLog(MutationLog* log);
   // Applies one logged mutation again through the same single-writer code,
-  // without validation, limits, heartbeat metadata or logging: at start-up
-  // on the serving Indexer, and on a compaction's own Indexer. A record the
-  // gate would now refuse changes nothing, as it did when it was logged.
+  // without limits, heartbeat metadata, claims or logging: at start-up on
+  // the serving Indexer, and on a compaction's own Indexer. A record the
+  // gate would now refuse changes nothing, as it did when it was logged,
+  // and is OK. Only the record's shape is checked (the contract's fixed
+  // limits, tiers, side arrays): a malformed one is INVALID_ARGUMENT and
+  // changes nothing. A backend failure is returned as it is.
   absl::Status Replay(const state::v1::WalRecord& record);
   // Installs one part of a checkpoint; parts come in file order (workers,
   // then markers, then placements). Markers are re-armed to now + TTL.
-  // REQUIRES: before serving, on an Indexer that has applied nothing else.
+  // Placements go to the backend as one REPORT with the worker record's
+  // address and spec; those of a worker without a record, or malformed
+  // parts, are INVALID_ARGUMENT. REQUIRES: before serving, on an Indexer
+  // that has applied nothing else.
   absl::Status Restore(const state::v1::CheckpointChunk& chunk);
   // Hands the host's part of a checkpoint to `sink`: every WorkerState
   // (sorted by worker id), then every HeartbeatMarker. Takes the mutation
   // mutex.
   void ExportHost(
       absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink);
-  // Records and markers held, for the recovery log line. Takes the mutation
+  // Worker records held, for the recovery log line. Takes the mutation
   // mutex.
   size_t worker_count();
 
  private:
+  // Where a mutation comes from. A live one (a client's request, a sweep)
+  // is checked against the limits, notes heartbeats and claims, is appended
+  // to log_ before it takes effect and writes its log lines; a replayed one
+  // (Replay) only takes effect, exactly as it did when it was logged.
+  enum class Origin { kLive, kReplay };
+
+  // How far the log must be durable before a mutating call may answer OK:
+  // the log's end when the call released the mutex, so that an answer that
+  // rests on an earlier writer's record (a duplicate, a probe) waits for it
+  // too. No log: nothing to wait for.
+  struct DurableMark {
+    MutationLog* log = nullptr;
+    uint64_t end = 0;
+  };
+  // REQUIRES: mutation_mu_ held.
+  DurableMark MarkLocked() const {
+    return log_ == nullptr ? DurableMark{} : DurableMark{log_, log_->end()};
+  }
+  // `status`, or once it is OK, the wait for `mark`. REQUIRES: mutation_mu_
+  // not held.
+  static absl::Status AckWhenDurable(absl::Status status,
+                                     const DurableMark& mark);
+  // The log a mutation of `origin` is appended to; null when none.
+  MutationLog* LogFor(Origin origin) const {
+    return origin == Origin::kLive ? log_ : nullptr;
+  }
+
+  // The bodies of the mutating calls, run under mutation_mu_ by the live
+  // calls and by Replay. Replayed, a refusal (a gate step, a missing
+  // record) is OK: the record changes nothing, as it changed nothing live.
+  // REQUIRES: mutation_mu_ held; the request passed validation and `batch`
+  // is its backend form.
+  absl::Status ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
+                           const ApplyBatchView& batch,
+                           v1::ApplyExternalKvBatchResponse* resp,
+                           std::string_view peer,
+                           const HeartbeatHeader& heartbeat, Origin origin);
+  // The gated path, from G1.
+  absl::Status ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
+                          const ApplyBatchView& batch,
+                          v1::ApplyExternalKvBatchResponse* resp,
+                          Origin origin);
+  absl::Status ReplaceLocked(const v1::ReplaceExternalKvSnapshotRequest& req,
+                             const ApplyBatchView& batch,
+                             v1::ReplaceExternalKvSnapshotResponse* resp,
+                             std::string_view peer, Origin origin);
+  // The worker ids a ConfigureExpectedWorkers request lists; views `req`.
+  static absl::flat_hash_set<absl::string_view> ListedIds(
+      const v1::ConfigureExpectedWorkersRequest& req);
+  // `listed` holds the request's worker ids (ListedIds).
+  absl::Status ConfigureLocked(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      const absl::flat_hash_set<absl::string_view>& listed,
+      v1::ConfigureExpectedWorkersResponse* resp, Origin origin);
+  // NOT_FOUND (OK when replayed) when `worker_id` has no record.
+  absl::Status RemoveWorkerLocked(std::string_view worker_id,
+                                  RemovalReason reason, Origin origin);
+  SweepResult SweepLocked(MonotonicClock::TimePoint now);
+
   // Marks or warns for the heartbeat of a validated apply. A worker without
   // a record (`has_record` false) gets a new marker only while fewer than
-  // max_workers exist. REQUIRES: mutation_mu_ held.
-  void NoteHeartbeat(std::string_view worker_id,
-                     const HeartbeatHeader& heartbeat, bool has_record);
+  // max_workers exist. A marker that appears or changes its TTL is logged
+  // first; a failed append marks nothing and is returned. REQUIRES:
+  // mutation_mu_ held; a live apply.
+  absl::Status NoteHeartbeat(std::string_view worker_id,
+                             const HeartbeatHeader& heartbeat, bool has_record);
   // Takes every placement of `worker_id` out of the backend: RemoveWorker
   // from ABI 1.1 (the backend record goes too), else one CLEAR batch when
   // the record is ready. Logs a failure. REQUIRES: mutation_mu_ held.
@@ -186,16 +261,14 @@ class Indexer {
   // DropFromBackend, then the host record and the marker go. REQUIRES:
   // mutation_mu_ held; `worker_id` has a record.
   absl::Status RemoveLocked(std::string_view worker_id, RemovalReason reason);
-  // A sweep's clear of one expired worker. REQUIRES: mutation_mu_ held;
-  // `worker_id` has a record.
+  // A sweep's clear of one expired worker, not logged here. REQUIRES:
+  // mutation_mu_ held; `worker_id` has a record.
   absl::Status ClearExpired(const LivenessTable::Expired& expired,
-                            bool* cleared);
+                            bool* cleared, Origin origin);
 
-  // The gated path, from G1. REQUIRES: mutation_mu_ held; `batch` is the
-  // validated request's backend form.
-  absl::Status ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
-                          const ApplyBatchView& batch,
-                          v1::ApplyExternalKvBatchResponse* resp);
+  // Replay of the records that are not requests (core/indexer_durability.cc).
+  // REQUIRES: mutation_mu_ held.
+  absl::Status ReplayLivenessClear(std::string_view worker_id);
 
   // Records the claim of a request on `record` and logs a conflict at WARN,
   // throttled per worker ("Limits > Bounds > Duplicate claims"). REQUIRES:
@@ -204,7 +277,8 @@ class Indexer {
                     const WorkerClaim& claim);
 
   IndexBackend* backend_;
-  // Null: in memory only. Set before serving (AttachLog).
+  // Null: in memory only. Set before serving (AttachLog); guarded by
+  // mutation_mu_.
   MutationLog* log_ = nullptr;
   const RequestLimits limits_;
   SequenceGateLog own_gate_log_;

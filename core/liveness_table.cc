@@ -17,10 +17,16 @@ absl::string_view Key(std::string_view id) {
 
 void LivenessTable::Heartbeat(std::string_view worker_id, TimePoint now,
                               std::chrono::milliseconds ttl) {
+  Rearm(worker_id, now, ttl);
+  Bump(heartbeats_);
+}
+
+void LivenessTable::Rearm(std::string_view worker_id, TimePoint now,
+                          std::chrono::milliseconds ttl) {
   Marker& marker = markers_[Key(worker_id)];
   marker.deadline = now + ttl;
   marker.last_heartbeat = now;
-  Bump(heartbeats_);
+  marker.ttl = ttl;
   PublishMarked();
 }
 
@@ -44,8 +50,31 @@ std::optional<LivenessTable::TimePoint> LivenessTable::Deadline(
   return it->second.deadline;
 }
 
+std::optional<std::chrono::milliseconds> LivenessTable::Ttl(
+    std::string_view worker_id) const {
+  const auto it = markers_.find(Key(worker_id));
+  if (it == markers_.end()) return std::nullopt;
+  return it->second.ttl;
+}
+
+std::vector<LivenessTable::MarkerTtl> LivenessTable::MarkerTtls() const {
+  std::vector<MarkerTtl> out;
+  out.reserve(markers_.size());
+  for (const auto& [id, marker] : markers_) out.push_back({id, marker.ttl});
+  std::sort(out.begin(), out.end(), [](const MarkerTtl& a, const MarkerTtl& b) {
+    return a.worker_id < b.worker_id;
+  });
+  return out;
+}
+
 LivenessTable::SweepPlan LivenessTable::PlanSweep(
     TimePoint now, absl::FunctionRef<bool(std::string_view)> has_record) {
+  return PlanSweep(now, has_record, [](std::string_view) { return true; });
+}
+
+LivenessTable::SweepPlan LivenessTable::PlanSweep(
+    TimePoint now, absl::FunctionRef<bool(std::string_view)> has_record,
+    absl::FunctionRef<bool(std::string_view)> before_drop) {
   Bump(sweeps_);
   SweepPlan plan;
   size_t alive = 0;
@@ -55,7 +84,7 @@ LivenessTable::SweepPlan LivenessTable::PlanSweep(
     if (!has_record(it->first)) {
       // Not in the census. An expired one is forgotten, so that ids that
       // only ever heartbeat cannot grow the table.
-      if (past) {
+      if (past && before_drop(it->first)) {
         markers_.erase(it++);
       } else {
         ++it;

@@ -2,7 +2,9 @@
 // that decides which of them a sweep clears (docs/contract.md, "Recovery >
 // Worker liveness and removal").
 //
-// A heartbeat marks its worker with deadline = arrival + TTL. The marker does
+// A heartbeat marks its worker with deadline = arrival + TTL, and the marker
+// remembers that TTL: the restart-safe state keeps markers with their last
+// TTL and re-arms them at start-up (docs/durability.md). The marker does
 // not expire by itself: a sweep past the deadline either clears the worker
 // (and the Indexer then calls Unmark) or, under the census rule, leaves it.
 // Marks are kept whether or not the worker has a record; the census counts
@@ -70,10 +72,20 @@ class LivenessTable {
     bool refused = false;
   };
 
+  // A marker's worker and last TTL.
+  struct MarkerTtl {
+    std::string worker_id;
+    std::chrono::milliseconds ttl;
+  };
+
   // Marks `worker_id` as heartbeating until now + ttl and counts the
   // heartbeat. REQUIRES: ttl > 0.
   void Heartbeat(std::string_view worker_id, TimePoint now,
                  std::chrono::milliseconds ttl);
+  // Heartbeat without counting one: a marker brought back from the
+  // restart-safe state. REQUIRES: ttl > 0.
+  void Rearm(std::string_view worker_id, TimePoint now,
+             std::chrono::milliseconds ttl);
   // Counts a malformed header. True when it is the first for `worker_id`
   // (as far as the table remembers): the caller then logs it.
   bool NoteMalformed(std::string_view worker_id);
@@ -84,7 +96,13 @@ class LivenessTable {
   bool IsMarked(std::string_view worker_id) const {
     return Deadline(worker_id).has_value();
   }
+  // The TTL of the last heartbeat of a marked worker; nullopt when it is
+  // not marked.
+  std::optional<std::chrono::milliseconds> Ttl(
+      std::string_view worker_id) const;
   size_t marker_count() const { return markers_.size(); }
+  // Every marker, sorted by worker id.
+  std::vector<MarkerTtl> MarkerTtls() const;
 
   // Counts a sweep at `now` and decides it: with two or more counted
   // workers all past their deadlines, nothing (refused); otherwise every
@@ -93,6 +111,13 @@ class LivenessTable {
   // `has_record` must not call back into the table.
   SweepPlan PlanSweep(TimePoint now,
                       absl::FunctionRef<bool(std::string_view)> has_record);
+  // As above, but each expired marker of a worker without a record is
+  // dropped only when `before_drop` returns true for it (the Indexer logs
+  // the drop first, and keeps the marker when it cannot). Neither callback
+  // may call back into the table.
+  SweepPlan PlanSweep(TimePoint now,
+                      absl::FunctionRef<bool(std::string_view)> has_record,
+                      absl::FunctionRef<bool(std::string_view)> before_drop);
   void CountCleared() { Bump(cleared_); }
   void CountClearFailure() { Bump(clear_failures_); }
 
@@ -102,6 +127,7 @@ class LivenessTable {
   struct Marker {
     TimePoint deadline;
     TimePoint last_heartbeat;
+    std::chrono::milliseconds ttl;
   };
 
   static void Bump(std::atomic<uint64_t>& counter) {

@@ -1,1 +1,191 @@
-// Placeholder until checkpoint_file lands.
+#include "durable/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "durable/data_dir.h"
+#include "durable/posix_file.h"
+#include "durable/record_framing.h"
+
+namespace kvindexer::durable {
+namespace {
+
+// Records are gathered into blocks of about this size before a write: few
+// system calls for millions of small placements parts.
+constexpr size_t kBlockBytes = size_t{1} << 20;
+
+constexpr char kTmpSuffix[] = ".tmp";
+
+}  // namespace
+
+struct CheckpointWriter::State {
+  FileIo* io = nullptr;
+  std::string dir;
+  std::string path;      // checkpoint-<generation>.ckpt
+  std::string tmp_path;  // path + ".tmp"
+  UniqueFd fd;
+  std::string buffer;  // framed bytes not yet written
+  uint64_t records = 0;
+  uint64_t bytes = 0;  // written plus buffered
+  bool committed = false;
+  absl::Status failure;  // the first error; the writer is dead after it
+
+  absl::Status Fail(const std::string& what, int err) {
+    failure = absl::UnavailableError(
+        absl::StrCat("checkpoint write failed: ", tmp_path, ": ", what, ": ",
+                     ErrnoText(err)));
+    return failure;
+  }
+
+  absl::Status Flush() {
+    if (const int err = WriteFully(*io, fd.get(), buffer); err != 0) {
+      return Fail("write", err);
+    }
+    buffer.clear();
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Begin(
+    const std::string& dir, uint64_t generation, FileIo* io) {
+  std::unique_ptr<CheckpointWriter> writer(new CheckpointWriter());
+  writer->state_ = std::make_unique<State>();
+  State& s = *writer->state_;
+  s.io = io != nullptr ? io : &FileIo::Real();
+  s.dir = dir;
+  s.path = JoinPath(dir, CheckpointFileName(generation));
+  s.tmp_path = absl::StrCat(s.path, kTmpSuffix);
+  s.fd.Reset(::open(s.tmp_path.c_str(),
+                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!s.fd.valid()) {
+    const int err = errno;
+    // Nothing of ours to delete: the destructor must leave a file that
+    // another process may have created alone.
+    s.committed = true;
+    return s.Fail("open", err);
+  }
+  s.buffer.reserve(kBlockBytes + kBlockBytes / 8);
+  s.buffer.append(EncodeFileHeader(FileKind::kCheckpoint, generation));
+  s.bytes = s.buffer.size();
+  return writer;
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (state_ == nullptr || state_->committed) return;
+  state_->fd.Reset();
+  ::unlink(state_->tmp_path.c_str());
+}
+
+absl::Status CheckpointWriter::Add(std::string_view payload) {
+  State& s = *state_;
+  if (!s.failure.ok()) return s.failure;
+  if (s.committed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", s.path, " is already committed"));
+  }
+  if (payload.empty() || payload.size() > kMaxRecordBytes ||
+      DecodeCheckpointTrailer(payload).has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint record of ", payload.size(),
+                     " bytes is empty, too long or shaped like the trailer"));
+  }
+  AppendRecord(payload, &s.buffer);
+  s.bytes += kRecordHeaderBytes + payload.size();
+  ++s.records;
+  if (s.buffer.size() >= kBlockBytes) return s.Flush();
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointWriter::Commit() {
+  State& s = *state_;
+  if (!s.failure.ok()) return s.failure;
+  if (s.committed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", s.path, " is already committed"));
+  }
+  const std::string trailer = EncodeCheckpointTrailer(s.records);
+  AppendRecord(trailer, &s.buffer);
+  s.bytes += kRecordHeaderBytes + trailer.size();
+  if (absl::Status flushed = s.Flush(); !flushed.ok()) return flushed;
+  while (s.io->Fsync(s.fd.get()) != 0) {
+    if (errno != EINTR) return s.Fail("fsync", errno);
+  }
+  s.fd.Reset();
+  if (::rename(s.tmp_path.c_str(), s.path.c_str()) != 0) {
+    const int err = errno;
+    return s.Fail(absl::StrCat("rename to ", s.path), err);
+  }
+  // From here the file is in place: the destructor must not touch it.
+  s.committed = true;
+  if (const int err = SyncDirectory(*s.io, s.dir); err != 0) {
+    return s.Fail(absl::StrCat("sync of directory ", s.dir), err);
+  }
+  return absl::OkStatus();
+}
+
+uint64_t CheckpointWriter::bytes() const { return state_->bytes; }
+
+absl::StatusOr<CheckpointRead> ReadCheckpoint(
+    const std::string& path,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record) {
+  std::string bytes;
+  if (absl::Status read = ReadWholeFile(path, &bytes); !read.ok()) {
+    return read;
+  }
+  const std::string_view file = bytes;
+  absl::StatusOr<FileHeader> header =
+      DecodeFileHeader(file, FileKind::kCheckpoint);
+  if (!header.ok()) {
+    return absl::Status(
+        header.status().code(),
+        absl::StrCat("checkpoint ", path, ": ", header.status().message()));
+  }
+  // Check everything before handing anything over: a checkpoint is applied
+  // whole or not at all.
+  std::vector<std::string_view> payloads;
+  size_t pos = kFileHeaderBytes;
+  while (true) {
+    const RecordRead read = ReadRecord(file.substr(pos));
+    if (read.outcome == RecordRead::Outcome::kEnd) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint ", path, ": no trailer after ", payloads.size(),
+          " records (file ends at byte ", pos, "): incomplete"));
+    }
+    if (read.outcome != RecordRead::Outcome::kOk) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint ", path, ": ", std::string(DescribeOutcome(read.outcome)),
+          " at byte ", pos, " after ", payloads.size(), " records"));
+    }
+    pos += read.size;
+    if (const auto count = DecodeCheckpointTrailer(read.payload)) {
+      if (*count != payloads.size()) {
+        return absl::DataLossError(
+            absl::StrCat("checkpoint ", path, ": trailer counts ", *count,
+                         " records, the file holds ", payloads.size()));
+      }
+      if (pos != file.size()) {
+        return absl::DataLossError(absl::StrCat("checkpoint ", path, ": ",
+                                                file.size() - pos,
+                                                " bytes after the trailer"));
+      }
+      break;
+    }
+    payloads.push_back(read.payload);
+  }
+  for (const std::string_view payload : payloads) {
+    if (absl::Status handed = on_record(payload); !handed.ok()) return handed;
+  }
+  CheckpointRead result;
+  result.generation = header->generation;
+  result.records = payloads.size();
+  result.bytes = file.size();
+  return result;
+}
+
+}  // namespace kvindexer::durable

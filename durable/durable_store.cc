@@ -1,1 +1,273 @@
-// Placeholder until durable_store lands.
+#include "durable/durable_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "durable/compactor.h"
+#include "durable/data_dir.h"
+#include "durable/recovery_loader.h"
+#include "durable/wal_writer.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::durable {
+namespace {
+
+uint64_t MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+}  // namespace
+
+struct DurableStore::State {
+  DurableOptions options;
+  FileIo* io = nullptr;
+  Indexer* indexer = nullptr;
+  std::unique_ptr<DataDir> dir;
+  std::unique_ptr<WalWriter> writer;
+
+  // Used by Append only, under the Indexer's mutation mutex.
+  std::string payload;
+  // The current log file's size that rotates it next: checkpoint_bytes, or
+  // one more checkpoint_bytes after a rotation that failed.
+  uint64_t rotate_at = 0;
+
+  // True from a rotation until its compaction ended; Append reads it
+  // without the lock (a stale true only delays the next rotation).
+  std::atomic<bool> compacting{false};
+  std::atomic<bool> stop{false};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  // Guarded by mu.
+  std::optional<CompactionJob> pending;
+  uint64_t base = 0;  // the newest committed checkpoint
+  std::set<uint64_t> checkpoints;
+  std::set<uint64_t> wals;
+  uint64_t checkpoints_written = 0;
+
+  std::thread thread;
+
+  // Rotates the log and hands the closed generations to the compaction
+  // thread. REQUIRES: the Indexer's mutation mutex held (or the Indexer not
+  // yet attached); compacting is false.
+  void StartCompaction();
+  void CompactionLoop();
+  void Compact(const CompactionJob& job);
+};
+
+void DurableStore::State::StartCompaction() {
+  const uint64_t closing = writer->generation();
+  absl::Status s = writer->Rotate(closing + 1);
+  if (!s.ok()) {
+    // Serving goes on in the current file; the next attempt comes after
+    // another checkpoint_bytes of log.
+    rotate_at = writer->bytes_in_generation() + options.checkpoint_bytes;
+    spdlog::error(
+        "wal: rotating {} to generation {} failed ({}); the checkpoint is "
+        "retried after another {} bytes of log",
+        dir->WalPath(closing), closing + 1, std::string(s.message()),
+        options.checkpoint_bytes);
+    return;
+  }
+  rotate_at = options.checkpoint_bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    wals.insert(closing + 1);
+    pending = CompactionJob{base, closing};
+    compacting.store(true, std::memory_order_relaxed);
+  }
+  cv.notify_all();
+}
+
+void DurableStore::State::CompactionLoop() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (true) {
+    cv.wait(lock, [this] {
+      return stop.load(std::memory_order_relaxed) || pending.has_value();
+    });
+    if (stop.load(std::memory_order_relaxed)) break;
+    const CompactionJob job = *pending;
+    pending.reset();
+    lock.unlock();
+    Compact(job);
+    lock.lock();
+    compacting.store(false, std::memory_order_relaxed);
+    cv.notify_all();
+  }
+  pending.reset();
+  compacting.store(false, std::memory_order_relaxed);
+  cv.notify_all();
+}
+
+void DurableStore::State::Compact(const CompactionJob& job) {
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status s = BuildCheckpoint(*dir, job, io, stop);
+  if (s.code() == absl::StatusCode::kCancelled) return;
+  if (!s.ok()) {
+    // The log keeps everything; the next rotation tries again from the same
+    // base with more log.
+    spdlog::error(
+        "checkpoint: building {} from {} and {} log file(s) failed: {}; "
+        "serving is unaffected and the next rotation retries",
+        dir->CheckpointPath(job.target()), dir->CheckpointPath(job.base),
+        job.last_wal - job.base + 1, std::string(s.message()));
+    return;
+  }
+  // Keep the base generation (checkpoint and logs) as the fallback for a
+  // damaged new checkpoint; everything older goes.
+  std::vector<std::string> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    base = job.target();
+    checkpoints.insert(job.target());
+    ++checkpoints_written;
+    for (auto it = checkpoints.begin();
+         it != checkpoints.end() && *it < job.base;) {
+      victims.push_back(dir->CheckpointPath(*it));
+      it = checkpoints.erase(it);
+    }
+    for (auto it = wals.begin(); it != wals.end() && *it < job.base;) {
+      victims.push_back(dir->WalPath(*it));
+      it = wals.erase(it);
+    }
+  }
+  for (const std::string& path : victims) {
+    absl::Status r = dir->Remove(path);
+    if (!r.ok()) {
+      spdlog::warn("checkpoint: cannot delete {}: {}", path,
+                   std::string(r.message()));
+    }
+  }
+  if (!victims.empty()) {
+    absl::Status r = dir->SyncDir();
+    if (!r.ok()) {
+      spdlog::warn("checkpoint: syncing {} failed: {}", dir->path(),
+                   std::string(r.message()));
+    }
+  }
+  spdlog::info("checkpoint: wrote {} in {} ms",
+               dir->CheckpointPath(job.target()), MillisecondsSince(start));
+}
+
+absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
+    const DurableOptions& options, Indexer* indexer) {
+  const auto start = std::chrono::steady_clock::now();
+  auto state = std::make_unique<State>();
+  state->options = options;
+  state->io = options.io != nullptr ? options.io : &FileIo::Real();
+  state->indexer = indexer;
+
+  absl::StatusOr<std::unique_ptr<DataDir>> dir = DataDir::Open(options.dir);
+  if (!dir.ok()) return dir.status();
+  state->dir = *std::move(dir);
+
+  absl::StatusOr<RecoveredDirectory> recovered =
+      RecoverDirectory(*state->dir, indexer, state->io);
+  if (!recovered.ok()) return recovered.status();
+
+  absl::StatusOr<std::unique_ptr<WalWriter>> writer = WalWriter::Open(
+      state->dir->path(), recovered->wal_generation, options.sync, state->io);
+  if (!writer.ok()) return writer.status();
+  state->writer = *std::move(writer);
+  state->rotate_at = options.checkpoint_bytes;
+  state->base = recovered->base;
+  state->checkpoints.insert(recovered->checkpoints.begin(),
+                            recovered->checkpoints.end());
+  state->wals.insert(recovered->wals.begin(), recovered->wals.end());
+  state->wals.insert(recovered->wal_generation);
+
+  std::unique_ptr<DurableStore> store(new DurableStore());
+  RecoveryReport& report = store->recovery_;
+  report = recovered->report;
+  report.workers = indexer->worker_count();
+  if (options.backend != nullptr) {
+    BackendStats stats{};
+    stats.struct_size = sizeof(BackendStats);
+    options.backend->GetStats(&stats);
+    report.placements = stats.placements;
+  }
+  report.elapsed_ms = MillisecondsSince(start);
+  spdlog::info(
+      "recovered {} workers, {} placements from checkpoint {} plus {} log "
+      "records ({} bytes) in {} ms",
+      report.workers, report.placements, report.checkpoint_generation,
+      report.log_records, report.log_bytes, report.elapsed_ms);
+
+  State* s = state.get();
+  store->state_ = std::move(state);
+  s->thread = std::thread([s] { s->CompactionLoop(); });
+  // Replay covered a checkpoint's worth of log already: bound the next
+  // start-up's replay at once.
+  if (report.log_bytes >= options.checkpoint_bytes) s->StartCompaction();
+  indexer->AttachLog(store.get());
+  return store;
+}
+
+DurableStore::~DurableStore() {
+  if (state_ == nullptr) return;
+  state_->indexer->AttachLog(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop.store(true, std::memory_order_relaxed);
+  }
+  state_->cv.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+  absl::Status s = state_->writer->WaitDurable(state_->writer->end());
+  if (!s.ok()) {
+    spdlog::error("wal: final sync of {} failed: {}",
+                  state_->dir->WalPath(state_->writer->generation()),
+                  std::string(s.message()));
+  }
+}
+
+absl::StatusOr<uint64_t> DurableStore::Append(
+    const state::v1::WalRecord& record) {
+  State& s = *state_;
+  // Rotating here, before the record, is the consistent cut: the previous
+  // mutation is complete and the next has not begun.
+  if (s.writer->bytes_in_generation() >= s.rotate_at &&
+      !s.compacting.load(std::memory_order_relaxed)) {
+    s.StartCompaction();
+  }
+  if (!record.SerializeToString(&s.payload)) {
+    return absl::UnavailableError(
+        "state log write failed: the record does not serialise");
+  }
+  return s.writer->Append(s.payload);
+}
+
+void DurableStore::Retract(uint64_t end) { state_->writer->Retract(end); }
+
+uint64_t DurableStore::end() const { return state_->writer->end(); }
+
+absl::Status DurableStore::WaitDurable(uint64_t offset) {
+  return state_->writer->WaitDurable(offset);
+}
+
+void DurableStore::WaitForCheckpoints() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [this] {
+    return !state_->pending.has_value() &&
+           !state_->compacting.load(std::memory_order_relaxed);
+  });
+}
+
+uint64_t DurableStore::checkpoints_written() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->checkpoints_written;
+}
+
+}  // namespace kvindexer::durable

@@ -3,6 +3,20 @@
 // the log after it, replayed through the Indexer), attaches itself as the
 // Indexer's MutationLog and starts a compaction thread that turns a full
 // log generation into the next checkpoint without blocking queries.
+//
+// Files (docs/durability.md, "The data directory"): checkpoint-<g>.ckpt
+// holds the state at the start of wal-<g>.log. Once the current log file
+// holds checkpoint_bytes, the next Append (under the Indexer's mutation
+// mutex, so between two mutations) closes it and continues in generation
+// g + 1; the compaction thread then builds checkpoint-<g + 1>.ckpt from the
+// newest checkpoint and the closed log files, and deletes what is older
+// than that base, so that one earlier generation always remains as the
+// fallback for a damaged checkpoint. A failed checkpoint is logged (ERROR)
+// and tried again at the next rotation; it never fails a mutation.
+//
+// Thread safety: Append, Retract and end() are called under the Indexer's
+// mutation mutex; WaitDurable, WaitForCheckpoints and checkpoints_written
+// from any thread.
 #ifndef KVINDEXER_DURABLE_DURABLE_STORE_H_
 #define KVINDEXER_DURABLE_DURABLE_STORE_H_
 
@@ -15,7 +29,9 @@
 #include "core/indexer.h"
 #include "core/mutation_log.h"
 #include "durable/file_io.h"
+#include "durable/recovery_report.h"
 #include "durable/wal_sync.h"
+#include "kvindexer/backend.h"
 
 namespace kvindexer::durable {
 
@@ -26,25 +42,24 @@ struct DurableOptions {
   uint64_t checkpoint_bytes = 64ull << 20;
   // Null: FileIo::Real(). For tests that inject write failures.
   FileIo* io = nullptr;
-};
-
-// What start-up recovered, for the INFO line and tests.
-struct RecoveryReport {
-  uint64_t checkpoint_generation = 0;  // 0: none was loaded
-  uint64_t workers = 0;
-  uint64_t placements = 0;
-  uint64_t log_records = 0;
-  uint64_t log_bytes = 0;
-  uint64_t elapsed_ms = 0;
-  bool torn_tail = false;            // a log tail was cut off
-  bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
-  bool started_empty = false;        // no usable checkpoint: state was lost
+  // The serving Indexer's backend, read once (GetStats) for the placement
+  // count of the recovery line. Null: the checkpoint's count is reported.
+  IndexBackend* backend = nullptr;
 };
 
 class DurableStore final : public MutationLog {
  public:
-  // Errors that must stop the server (exit 1): the directory cannot be
-  // created or locked, a file has a newer format version, I/O fails.
+  // Recovers `indexer` (which must have applied nothing) from options.dir,
+  // logs "recovered W workers, P placements from checkpoint G plus R log
+  // records (B bytes) in T ms" at INFO and attaches the store to it. A
+  // damaged checkpoint or log tail is set aside as recovery_loader.h
+  // describes; the report says what happened. Errors that must stop the
+  // server (exit 1): the directory cannot be created or locked
+  // (FAILED_PRECONDITION naming the holder's PID), a file has a newer format
+  // version (FAILED_PRECONDITION; nothing in the directory was changed), a
+  // record with a valid checksum does not parse or apply (INTERNAL; the
+  // Indexer then holds part of the state), I/O fails. REQUIRES: `indexer`
+  // (and options.io, options.backend when set) outlive the store.
   static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
       const DurableOptions& options, Indexer* indexer);
   // Detaches from the Indexer, stops the compaction thread (a checkpoint in

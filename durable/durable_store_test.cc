@@ -1,1 +1,674 @@
-// Placeholder until durable_store tests lands.
+// DurableStore in one process. A "crash" destroys the store, the Indexer
+// and the backend, nothing else; a restart opens the same directory with a
+// fresh backend and Indexer. What the store must bring back is compared as
+// text: the host's records and markers (Indexer::ExportHost) and every
+// placement the backend holds.
+#include "durable/durable_store.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/wire_vocabulary.h"
+#include "core/fake_monotonic_clock.h"
+#include "core/heartbeat_header.h"
+#include "core/indexer.h"
+#include "durable/crc32c.h"
+#include "durable/data_dir.h"
+#include "durable/record_framing.h"
+#include "durable/test_log_capture.h"
+#include "durable/test_temp_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "spdlog/spdlog.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/requests.h"
+
+namespace kvindexer::durable {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::Batch;
+using test_support::ExpectedWorkers;
+using test_support::Hashes;
+using test_support::ModelBackend;
+using test_support::Range;
+using test_support::Snapshot;
+using ::testing::HasSubstr;
+
+bool Logged(const TestLogCapture& log, spdlog::level::level_enum level,
+            const std::string& part) {
+  for (const std::string& line : log.Lines(level)) {
+    if (line.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The real system calls, with writes to chosen files failing with ENOSPC.
+class PathFailingIo final : public FileIo {
+ public:
+  // Writes to files whose name ends with this fail ("" fails none).
+  void FailWritesTo(std::string suffix) {
+    std::lock_guard<std::mutex> lock(mu_);
+    suffix_ = std::move(suffix);
+  }
+
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    if (ShouldFail(fd)) {
+      errno = ENOSPC;
+      return -1;
+    }
+    return FileIo::Real().Write(fd, data, size);
+  }
+  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
+  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
+  int Ftruncate(int fd, off_t length) override {
+    return FileIo::Real().Ftruncate(fd, length);
+  }
+
+ private:
+  bool ShouldFail(int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (suffix_.empty()) return false;
+    char target[PATH_MAX];
+    const std::string link = absl::StrCat("/proc/self/fd/", fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+    if (n <= 0) return false;
+    const std::string path(target, static_cast<size_t>(n));
+    return path.size() >= suffix_.size() &&
+           path.compare(path.size() - suffix_.size(), suffix_.size(),
+                        suffix_) == 0;
+  }
+  std::mutex mu_;
+  std::string suffix_;
+};
+
+// One server's memory: a backend, an Indexer over it and, once opened, the
+// store attached to it (destroyed first).
+struct Node {
+  ModelBackend backend;
+  FakeMonotonicClock clock;
+  Indexer indexer{&backend, nullptr, RequestLimits{}, kBackendAbiMinor, &clock};
+  std::unique_ptr<DurableStore> store;
+};
+
+v1::WorkerCacheSpec SwaSpec() {
+  return test_support::Spec(kComponentFull | kComponentSwa, 64,
+                            kServableTierMask, kTierBitHbm);
+}
+
+class DurableStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()); }
+
+  DurableOptions Options(uint64_t checkpoint_bytes = 64ull << 20) {
+    DurableOptions options;
+    options.dir = dir_.path();
+    options.checkpoint_bytes = checkpoint_bytes;
+    return options;
+  }
+  absl::Status Start(DurableOptions options) {
+    node_ = std::make_unique<Node>();
+    options.backend = &node_->backend;
+    absl::StatusOr<std::unique_ptr<DurableStore>> store =
+        DurableStore::Open(options, &node_->indexer);
+    if (!store.ok()) return store.status();
+    node_->store = *std::move(store);
+    return absl::OkStatus();
+  }
+  void StartOk(const DurableOptions& options) {
+    const absl::Status s = Start(options);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  void Crash() { node_.reset(); }
+
+  Indexer& indexer() { return node_->indexer; }
+  DurableStore& store() { return *node_->store; }
+
+  // Everything the store must bring back, as text.
+  std::string State() {
+    std::string out;
+    node_->indexer.ExportHost([&](const state::v1::CheckpointChunk& chunk) {
+      absl::StrAppend(&out, chunk.ShortDebugString(), "\n");
+    });
+    for (const auto& [hash, block] : node_->backend.model().blocks()) {
+      absl::StrAppend(&out, "block ", hash, " tokens ", block.token_count);
+      for (const auto& [placement, mask] : block.placements) {
+        absl::StrAppend(&out, " ", placement.first, "@", placement.second, "=",
+                        mask);
+      }
+      absl::StrAppend(&out, "\n");
+    }
+    for (const auto& [id, worker] : node_->backend.model().workers()) {
+      if (worker.holdings.empty()) continue;
+      absl::StrAppend(
+          &out, "worker ", id, " at ", worker.address, " spec ",
+          worker.spec.has_value()
+              ? test_support::ToWorkerCacheSpec(*worker.spec).ShortDebugString()
+              : "none",
+          "\n");
+    }
+    return out;
+  }
+
+  absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
+                     const HeartbeatHeader& heartbeat = {}) {
+    v1::ApplyExternalKvBatchResponse resp;
+    return indexer().Apply(req, &resp, "", heartbeat);
+  }
+  void ApplyOk(const v1::ApplyExternalKvBatchRequest& req,
+               const HeartbeatHeader& heartbeat = {}) {
+    const absl::Status s = Apply(req, heartbeat);
+    EXPECT_TRUE(s.ok()) << s << " for " << req.ShortDebugString();
+  }
+  void ReplaceOk(const v1::ReplaceExternalKvSnapshotRequest& req) {
+    v1::ReplaceExternalKvSnapshotResponse resp;
+    const absl::Status s = indexer().Replace(req, &resp);
+    EXPECT_TRUE(s.ok()) << s << " for " << req.ShortDebugString();
+  }
+  void ConfigureOk(const v1::ConfigureExpectedWorkersRequest& req) {
+    v1::ConfigureExpectedWorkersResponse resp;
+    const absl::Status s = indexer().Configure(req, &resp);
+    EXPECT_TRUE(s.ok()) << s << " for " << req.ShortDebugString();
+  }
+  // The checkpoint a probe (gated, seq 0, no actions) reports.
+  uint64_t Probe(const std::string& worker, const std::string& epoch) {
+    v1::ApplyExternalKvBatchResponse resp;
+    const absl::Status s =
+        indexer().Apply(Batch(worker, "probe").Gated(epoch, 0), &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(resp.duplicate());
+    return resp.applied_seq();
+  }
+
+  // Every kind of logged mutation: configure, replace, gated and seed-era
+  // applies, a gap, a removal, heartbeat markers and a liveness clear.
+  void Workload() {
+    ConfigureOk(ExpectedWorkers()
+                    .Worker("w1", "addr-1")
+                    .Worker("w2", "addr-2", SwaSpec())
+                    .Worker("w3", "addr-3"));
+    ReplaceOk(Snapshot("w1", "addr-1")
+                  .Epoch("e1")
+                  .AppliedSeq(10)
+                  .Tier(kTierHbm, {1, 2, 3}, {}, {16, 16, 16}));
+    ApplyOk(Batch("w1", "addr-1").Gated("e1", 11).Report(kTierDram, {4, 5}));
+    ApplyOk(Batch("w1", "addr-1").Gated("e1", 12).Revoke(kTierHbm, {1}));
+    ReplaceOk(Snapshot("w2", "addr-2")
+                  .Epoch("e2")
+                  .AppliedSeq(0)
+                  .Spec(SwaSpec())
+                  .Tier(kTierHbm, {10, 11}, {kComponentFull, kComponentSwa}));
+    ApplyOk(Batch("w2", "addr-2")
+                .Spec(SwaSpec())
+                .Gated("e2", 1)
+                .Report(kTierHbm, {12}, {kComponentFull | kComponentSwa}));
+    // A gap: w2 is cleared and stays invalid.
+    EXPECT_EQ(Apply(Batch("w2", "addr-2").Gated("e2", 5).Report(kTierHbm, {13}))
+                  .code(),
+              absl::StatusCode::kFailedPrecondition);
+    ReplaceOk(Snapshot("w3", "addr-3")
+                  .Epoch("e3")
+                  .AppliedSeq(4)
+                  .Tier(kTierDram, {20, 21}));
+    // Seed-era workers, one of them marked with a short heartbeat TTL.
+    ApplyOk(Batch("s1", "addr-s1").Report(kTierHbm, {30, 31}),
+            HeartbeatHeader::Valid(std::chrono::milliseconds(1000)));
+    ApplyOk(Batch("s2", "addr-s2").Report(kTierHbm, {31, 32}),
+            HeartbeatHeader::Valid(std::chrono::milliseconds(600000)));
+    ApplyOk(Batch("s3", "addr-s3").Report(kTierHbm, {33}));
+    EXPECT_TRUE(indexer().RemoveWorker("s3", RemovalReason::kAdmin).ok());
+    EXPECT_TRUE(indexer().RemoveWorker("w3", RemovalReason::kAdmin).ok());
+    // s1 expires, s2 does not: the sweep clears s1.
+    node_->clock.Advance(std::chrono::seconds(5));
+    const Indexer::SweepResult sweep =
+        indexer().SweepLiveness(node_->clock.Now());
+    EXPECT_EQ(sweep.cleared, 1u);
+  }
+
+  // Gated applies of w1 (after Workload) until the store has written
+  // `checkpoints` checkpoints; returns the next seq.
+  uint64_t ApplyUntilCheckpoints(uint64_t seq, uint64_t checkpoints) {
+    for (int i = 0; i < 20000 && store().checkpoints_written() < checkpoints;
+         ++i) {
+      ApplyOk(
+          Batch("w1", "addr-1")
+              .Gated("e1", seq)
+              .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
+      ++seq;
+      if (i % 16 == 0) store().WaitForCheckpoints();
+    }
+    store().WaitForCheckpoints();
+    EXPECT_GE(store().checkpoints_written(), checkpoints);
+    return seq;
+  }
+
+  // The files of the directory, the lock file excepted.
+  std::set<std::string> Files() const {
+    std::set<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir_.path())) {
+      const std::string name = entry.path().filename().string();
+      if (name != "LOCK") out.insert(name);
+    }
+    return out;
+  }
+  std::string Path(const std::string& name) const {
+    return (fs::path(dir_.path()) / name).string();
+  }
+
+  TestTempDir dir_;
+  std::unique_ptr<Node> node_;
+};
+
+void FlipByte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.good()) << path;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+  ASSERT_TRUE(f.good()) << path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST_F(DurableStoreTest, FreshDirectoryGetsAnEmptyCheckpointAndALog) {
+  StartOk(Options());
+  EXPECT_EQ(store().recovery().log_records, 0u);
+  EXPECT_FALSE(store().recovery().started_empty);
+  EXPECT_EQ(Files(),
+            (std::set<std::string>{CheckpointFileName(1), WalFileName(1)}));
+  EXPECT_EQ(indexer().worker_count(), 0u);
+}
+
+TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
+  StartOk(Options());
+  Workload();
+  const std::string before = State();
+  ASSERT_THAT(before, HasSubstr("w1"));
+  Crash();
+
+  TestLogCapture log;
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+  EXPECT_GT(store().recovery().log_records, 0u);
+  EXPECT_GT(store().recovery().log_bytes, 0u);
+  EXPECT_GT(store().recovery().workers, 0u);
+  EXPECT_EQ(store().recovery().placements,
+            node_->backend.model().placement_count());
+  EXPECT_TRUE(
+      Logged(log, spdlog::level::info,
+             absl::StrCat("recovered ", store().recovery().workers,
+                          " workers, ", store().recovery().placements,
+                          " placements from checkpoint 1 plus ",
+                          store().recovery().log_records, " log records")));
+
+  // Gate continuity: the checkpoint survives, the next seq is accepted, a
+  // repeat is a duplicate and a gap still invalidates.
+  EXPECT_EQ(Probe("w1", "e1"), 12u);
+  ApplyOk(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {40}));
+  v1::ApplyExternalKvBatchResponse resp;
+  ASSERT_TRUE(
+      indexer()
+          .Apply(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {41}),
+                 &resp)
+          .ok());
+  EXPECT_TRUE(resp.duplicate());
+  EXPECT_EQ(Apply(Batch("w1", "addr-1").Gated("e1", 15)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // w2's gap before the crash still holds: it is not ready.
+  const std::optional<WorkerRecord> w2 = indexer().WorkerState("w2");
+  ASSERT_TRUE(w2.has_value());
+  EXPECT_FALSE(w2->ready);
+
+  // A second restart brings back the post-restart mutations too.
+  const std::string after = State();
+  Crash();
+  StartOk(Options());
+  EXPECT_EQ(State(), after);
+}
+
+TEST_F(DurableStoreTest, SyncNoneSurvivesAProcessCrash) {
+  DurableOptions options = Options();
+  options.sync = WalSync::kNone;
+  StartOk(options);
+  Workload();
+  const std::string before = State();
+  Crash();
+  StartOk(options);
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(DurableStoreTest, CheckpointsBoundTheLogAndKeepOneFallback) {
+  StartOk(Options(/*checkpoint_bytes=*/2048));
+  Workload();
+  const uint64_t next_seq = ApplyUntilCheckpoints(13, 3);
+  const std::string before = State();
+  const uint64_t written = store().checkpoints_written();
+
+  // Two generations remain: the newest checkpoint with its log, and the
+  // one before as a fallback.
+  const std::set<std::string> files = Files();
+  ASSERT_EQ(files.size(), 4u) << ::testing::PrintToString(files);
+  const uint64_t newest = written + 1;  // generation 1 is the fresh one
+  EXPECT_EQ(files,
+            (std::set<std::string>{
+                CheckpointFileName(newest - 1), CheckpointFileName(newest),
+                WalFileName(newest - 1), WalFileName(newest)}));
+  Crash();
+
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+  EXPECT_EQ(store().recovery().checkpoint_generation, newest);
+  EXPECT_FALSE(store().recovery().checkpoint_fallback);
+  EXPECT_EQ(Probe("w1", "e1"), next_seq - 1);
+}
+
+// A log replayed at start-up that is already past the threshold is
+// checkpointed at once, so the next start-up replays little.
+TEST_F(DurableStoreTest, LongLogIsCheckpointedRightAfterRecovery) {
+  StartOk(Options());
+  Workload();
+  for (uint64_t seq = 13; seq < 60; ++seq) {
+    ApplyOk(Batch("w1", "addr-1").Gated("e1", seq).Report(kTierHbm, {100}));
+  }
+  const std::string before = State();
+  Crash();
+
+  StartOk(Options(/*checkpoint_bytes=*/1024));
+  ASSERT_GE(store().recovery().log_bytes, 1024u);
+  store().WaitForCheckpoints();
+  EXPECT_EQ(store().checkpoints_written(), 1u);
+  EXPECT_TRUE(Files().count(CheckpointFileName(2)));
+  Crash();
+  StartOk(Options(1024));
+  EXPECT_EQ(store().recovery().checkpoint_generation, 2u);
+  EXPECT_EQ(store().recovery().log_records, 0u);
+  EXPECT_EQ(State(), before);
+}
+
+// Closing the store abandons a checkpoint in progress and leaves no
+// temporary file; whichever way the race went, the state comes back.
+TEST_F(DurableStoreTest, ClosingDuringACheckpointLeavesNoTemporaryFile) {
+  StartOk(Options());
+  Workload();
+  for (int i = 0; i < 40; ++i) {
+    ApplyOk(Batch(absl::StrCat("bulk", i), "addr")
+                .Report(kTierDram, Range(10000 + 1000 * i, 1000)));
+  }
+  const std::string before = State();
+  Crash();
+  StartOk(Options(/*checkpoint_bytes=*/1024));  // starts a checkpoint
+  Crash();
+  for (const std::string& name : Files()) {
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+  }
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(DurableStoreTest, ConcurrentWritersAcrossRotations) {
+  StartOk(Options(/*checkpoint_bytes=*/4096));
+  constexpr int kThreads = 4;
+  constexpr int kApplies = 300;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t] {
+      const std::string worker = absl::StrCat("t", t);
+      for (int i = 0; i < kApplies; ++i) {
+        v1::ApplyExternalKvBatchResponse resp;
+        const absl::Status s = indexer().Apply(
+            Batch(worker, "addr").Report(kTierHbm, {t * 100000 + i}), &resp);
+        EXPECT_TRUE(s.ok()) << s;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  store().WaitForCheckpoints();
+  EXPECT_GT(store().checkpoints_written(), 0u);
+  const std::string before = State();
+  Crash();
+  StartOk(Options(4096));
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(DurableStoreTest, DamagedNewestCheckpointFallsBackAGeneration) {
+  StartOk(Options(/*checkpoint_bytes=*/2048));
+  Workload();
+  ApplyUntilCheckpoints(13, 2);
+  const std::string before = State();
+  const uint64_t newest = store().checkpoints_written() + 1;
+  Crash();
+
+  FlipByte(Path(CheckpointFileName(newest)), kFileHeaderBytes + 12);
+  TestLogCapture log;
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+  EXPECT_TRUE(store().recovery().checkpoint_fallback);
+  EXPECT_FALSE(store().recovery().started_empty);
+  EXPECT_EQ(store().recovery().checkpoint_generation, newest - 1);
+  EXPECT_TRUE(Logged(log, spdlog::level::err, CheckpointFileName(newest)));
+  EXPECT_TRUE(Files().count(CheckpointFileName(newest) + ".corrupt"));
+  EXPECT_FALSE(Files().count(CheckpointFileName(newest)));
+}
+
+TEST_F(DurableStoreTest, OnlyCheckpointDamagedStartsEmpty) {
+  StartOk(Options());
+  Workload();
+  Crash();
+
+  FlipByte(Path(CheckpointFileName(1)), 3);  // the magic
+  TestLogCapture log;
+  StartOk(Options());
+  EXPECT_TRUE(store().recovery().started_empty);
+  EXPECT_EQ(indexer().worker_count(), 0u);
+  EXPECT_EQ(node_->backend.model().placement_count(), 0u);
+  EXPECT_TRUE(Logged(log, spdlog::level::err, CheckpointFileName(1)));
+  EXPECT_EQ(Files(),
+            (std::set<std::string>{CheckpointFileName(1) + ".corrupt",
+                                   WalFileName(1) + ".corrupt",
+                                   CheckpointFileName(2), WalFileName(2)}));
+
+  // The new generation works like any other.
+  ApplyOk(Batch("s9", "addr").Report(kTierHbm, {7}));
+  const std::string after = State();
+  Crash();
+  StartOk(Options());
+  EXPECT_FALSE(store().recovery().started_empty);
+  EXPECT_EQ(State(), after);
+}
+
+TEST_F(DurableStoreTest, NewerFormatVersionRefusesAndTouchesNothing) {
+  StartOk(Options());
+  Workload();
+  Crash();
+
+  // Rewrite checkpoint 1's header as version kFormatVersion + 1, with a
+  // valid header CRC.
+  const std::string path = Path(CheckpointFileName(1));
+  std::string bytes = ReadAll(path);
+  ASSERT_GE(bytes.size(), kFileHeaderBytes);
+  const uint32_t version = kFormatVersion + 1;
+  for (int i = 0; i < 4; ++i) {
+    bytes[8 + i] = static_cast<char>((version >> (8 * i)) & 0xFF);
+  }
+  const uint32_t crc = Crc32c(std::string_view(bytes.data(), 24));
+  for (int i = 0; i < 4; ++i) {
+    bytes[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  }
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  const std::set<std::string> files = Files();
+  const std::string wal = ReadAll(Path(WalFileName(1)));
+
+  const absl::Status s = Start(Options());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(CheckpointFileName(1)));
+  EXPECT_EQ(Files(), files);
+  EXPECT_EQ(ReadAll(path), bytes);
+  EXPECT_EQ(ReadAll(Path(WalFileName(1))), wal);
+}
+
+TEST_F(DurableStoreTest, SecondOpenNamesTheHolder) {
+  StartOk(Options());
+  Node other;
+  const absl::StatusOr<std::unique_ptr<DurableStore>> second =
+      DurableStore::Open(Options(), &other.indexer);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr(std::to_string(::getpid())));
+}
+
+TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
+  PathFailingIo io;
+  DurableOptions options = Options();
+  options.io = &io;
+  StartOk(options);
+  Workload();
+  const std::string before = State();
+
+  io.FailWritesTo(".log");
+  const absl::Status s =
+      Apply(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {50}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("state log write failed"));
+  v1::ConfigureExpectedWorkersResponse configure;
+  EXPECT_EQ(indexer()
+                .Configure(ExpectedWorkers().Worker("w1", "addr-1"), &configure)
+                .code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(State(), before);
+  // Queries keep working.
+  v1::MatchExternalKvResponse match;
+  EXPECT_TRUE(indexer().Match(test_support::MatchRequest({2, 3}), &match).ok());
+  EXPECT_EQ(match.matches_size(), 1);
+
+  // Once the disk has room again the same apply goes through.
+  io.FailWritesTo("");
+  ApplyOk(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {50}));
+  const std::string after = State();
+  EXPECT_NE(after, before);
+  Crash();
+  StartOk(Options());
+  EXPECT_EQ(State(), after);
+  EXPECT_EQ(Probe("w1", "e1"), 13u);
+}
+
+TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
+  PathFailingIo io;
+  DurableOptions options = Options(/*checkpoint_bytes=*/2048);
+  options.io = &io;
+  StartOk(options);
+  Workload();
+  TestLogCapture log;
+  io.FailWritesTo(".ckpt.tmp");
+  uint64_t seq = 13;
+  for (int i = 0; i < 200; ++i, ++seq) {
+    ApplyOk(Batch("w1", "addr-1")
+                .Gated("e1", seq)
+                .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
+    if (i % 16 == 0) store().WaitForCheckpoints();
+  }
+  store().WaitForCheckpoints();
+  EXPECT_EQ(store().checkpoints_written(), 0u);
+  EXPECT_TRUE(Logged(log, spdlog::level::err, "checkpoint"));
+
+  io.FailWritesTo("");
+  ApplyUntilCheckpoints(seq, 1);
+  const std::string before = State();
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+}
+
+// The log cut inside its last record, or with a flipped bit in it, gives
+// the state before that record.
+TEST_F(DurableStoreTest, TornTailRecoversTheIntactPrefix) {
+  StartOk(Options());
+  Workload();
+  const std::string wal = Path(WalFileName(1));
+  const std::string before = State();
+  const uint64_t size_before = fs::file_size(wal);
+  ApplyOk(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {60, 61}));
+  const uint64_t size_after = fs::file_size(wal);
+  ASSERT_GT(size_after, size_before);
+  Crash();
+
+  TestTempDir copies;
+  const std::vector<std::pair<std::string, uint64_t>> cases = {
+      {"cut header", size_before + 3},
+      {"cut payload", size_before + kRecordHeaderBytes + 1},
+      {"one byte short", size_after - 1},
+      {"flipped bit", size_after},
+  };
+  for (const auto& [name, keep] : cases) {
+    SCOPED_TRACE(name);
+    const fs::path copy = fs::path(copies.path()) / "dir";
+    fs::remove_all(copy);
+    fs::copy(dir_.path(), copy);
+    fs::remove(copy / "LOCK");
+    const std::string copied_wal = (copy / WalFileName(1)).string();
+    fs::resize_file(copied_wal, keep);
+    if (keep == size_after) FlipByte(copied_wal, size_after - 2);
+
+    TestLogCapture log;
+    DurableOptions options = Options();
+    options.dir = copy.string();
+    StartOk(options);
+    EXPECT_EQ(State(), before);
+    EXPECT_TRUE(store().recovery().torn_tail);
+    EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(1)));
+    EXPECT_EQ(fs::file_size(copied_wal), size_before);
+    EXPECT_EQ(Probe("w1", "e1"), 12u);
+    Crash();
+  }
+}
+
+// A later log file after a cut one holds records that would apply after
+// lost ones: it is set aside.
+TEST_F(DurableStoreTest, LogAfterATornLogIsSetAside) {
+  StartOk(Options(/*checkpoint_bytes=*/2048));
+  Workload();
+  ApplyUntilCheckpoints(13, 1);
+  const uint64_t newest = store().checkpoints_written() + 1;
+  Crash();
+  // Damage the newest checkpoint, so that the one before is loaded and its
+  // log replayed, and cut that log: the newest log comes after the hole.
+  FlipByte(Path(CheckpointFileName(newest)), kFileHeaderBytes + 12);
+  const std::string cut = Path(WalFileName(newest - 1));
+  fs::resize_file(cut, fs::file_size(cut) - 1);
+  TestLogCapture log;
+  StartOk(Options(2048));
+  EXPECT_TRUE(store().recovery().torn_tail);
+  EXPECT_TRUE(store().recovery().checkpoint_fallback);
+  EXPECT_TRUE(Files().count(WalFileName(newest) + ".corrupt"));
+  EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(newest)));
+  const std::string after = State();
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), after);
+}
+
+}  // namespace
+}  // namespace kvindexer::durable

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,7 +44,8 @@ std::string EncodeFileHeader(FileKind kind, uint64_t generation);
 absl::StatusOr<FileHeader> DecodeFileHeader(std::string_view bytes,
                                             FileKind kind);
 
-// Appends the framed `payload` to *out.
+// Appends the framed `payload` to *out. REQUIRES: 0 < payload.size() <=
+// kMaxRecordBytes (a zero length reads back as corrupt: see ReadRecord).
 void AppendRecord(std::string_view payload, std::string* out);
 
 // The result of reading one record at the start of `bytes`.
@@ -52,7 +54,7 @@ struct RecordRead {
     kOk,           // payload is the record; `size` bytes were consumed
     kEnd,          // `bytes` is empty
     kIncomplete,   // a header or payload cut short
-    kBadLength,    // a length above kMaxRecordBytes
+    kBadLength,    // a length of zero or above kMaxRecordBytes
     kBadChecksum,  // the CRC does not match
   };
   Outcome outcome = Outcome::kEnd;
@@ -60,6 +62,13 @@ struct RecordRead {
   size_t size = 0;
 };
 RecordRead ReadRecord(std::string_view bytes);
+// What went wrong, for messages: "record cut short", ...
+std::string_view DescribeOutcome(RecordRead::Outcome outcome);
+
+// The checkpoint trailer's payload, and its record count when `payload` is
+// one (nullopt otherwise).
+std::string EncodeCheckpointTrailer(uint64_t records);
+std::optional<uint64_t> DecodeCheckpointTrailer(std::string_view payload);
 
 }  // namespace kvindexer::durable
 

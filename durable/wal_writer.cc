@@ -1,1 +1,307 @@
-// Placeholder until wal_writer lands.
+#include "durable/wal_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "durable/data_dir.h"
+#include "durable/posix_file.h"
+#include "durable/record_framing.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::durable {
+namespace {
+
+absl::Status WriteFailed(const std::string& what) {
+  return absl::UnavailableError(absl::StrCat("state log write failed: ", what));
+}
+
+int RetryingFdatasync(FileIo& io, int fd) {
+  while (io.Fdatasync(fd) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+int RetryingFtruncate(FileIo& io, int fd, off_t length) {
+  while (io.Ftruncate(fd, length) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+// An open log file: its descriptor and its size (header included).
+struct OpenedFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+
+// Opens wal-<generation>.log for appending, creating it with its header when
+// it is absent (or empty: a crash between creation and the header write),
+// and syncs it and the directory.
+absl::StatusOr<OpenedFile> OpenLogFile(FileIo& io, const std::string& dir,
+                                       uint64_t generation) {
+  const std::string path = JoinPath(dir, WalFileName(generation));
+  OpenedFile file;
+  file.fd.Reset(
+      ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!file.fd.valid()) {
+    return WriteFailed(
+        absl::StrCat("cannot open ", path, ": ", ErrnoText(errno)));
+  }
+  struct stat st;
+  if (::fstat(file.fd.get(), &st) != 0) {
+    return WriteFailed(
+        absl::StrCat("cannot stat ", path, ": ", ErrnoText(errno)));
+  }
+  file.size = static_cast<uint64_t>(st.st_size);
+  if (file.size == 0) {
+    const std::string header = EncodeFileHeader(FileKind::kWal, generation);
+    if (const int err = WriteFully(io, file.fd.get(), header); err != 0) {
+      // Leave no half header behind (recovery would cope, but needn't).
+      RetryingFtruncate(io, file.fd.get(), 0);
+      return WriteFailed(absl::StrCat("cannot write the header of ", path, ": ",
+                                      ErrnoText(err)));
+    }
+    file.size = header.size();
+  } else {
+    // Recovery has scanned and, if need be, repaired the file; anything
+    // else here is a bug or an outside hand, and appending to it would bury
+    // good records behind bad ones.
+    std::string header(kFileHeaderBytes, '\0');
+    const ssize_t n = ::pread(file.fd.get(), header.data(), header.size(), 0);
+    if (n < 0) {
+      return WriteFailed(absl::StrCat("cannot read the header of ", path, ": ",
+                                      ErrnoText(errno)));
+    }
+    header.resize(static_cast<size_t>(n));
+    absl::StatusOr<FileHeader> decoded =
+        DecodeFileHeader(header, FileKind::kWal);
+    if (!decoded.ok()) {
+      return absl::Status(decoded.status().code(),
+                          absl::StrCat("cannot continue log ", path, ": ",
+                                       decoded.status().message()));
+    }
+    if (decoded->generation != generation) {
+      return absl::DataLossError(absl::StrCat("cannot continue log ", path,
+                                              ": its header says "
+                                              "generation ",
+                                              decoded->generation));
+    }
+  }
+  if (const int err = RetryingFdatasync(io, file.fd.get()); err != 0) {
+    return WriteFailed(
+        absl::StrCat("cannot sync ", path, ": ", ErrnoText(err)));
+  }
+  if (const int err = SyncDirectory(io, dir); err != 0) {
+    return WriteFailed(
+        absl::StrCat("cannot sync directory ", dir, ": ", ErrnoText(err)));
+  }
+  return file;
+}
+
+}  // namespace
+
+// Who touches what: the appender (one thread, under the Indexer's mutation
+// mutex) owns `frame` and is the only one to change `fd`, `file_size`,
+// `end`, `generation` and the retract bookkeeping; it changes the shared
+// ones under `mu`. Waiters read `end` and `fd` under `mu`. While `syncing`
+// is true exactly one thread runs an fdatasync outside `mu`, so the
+// appender waits for it to finish before it truncates or switches files.
+struct WalWriter::State {
+  std::mutex mu;
+  std::condition_variable synced;
+  UniqueFd fd;              // guarded by mu for readers; appender writes
+  uint64_t generation = 0;  // appender only
+  uint64_t file_size = 0;   // appender only: header included
+  uint64_t end = 0;         // guarded by mu
+  uint64_t durable = 0;     // guarded by mu
+  bool syncing = false;     // guarded by mu
+  absl::Status poison;      // guarded by mu
+  // The last record appended, while it can still be retracted: its size,
+  // or 0 after a rotation.
+  uint64_t last_size = 0;  // appender only
+  std::string frame;       // appender only: reused record buffer
+
+  // Waits until no sync is in flight. REQUIRES: `lock` holds mu.
+  void AwaitNoSync(std::unique_lock<std::mutex>& lock) {
+    synced.wait(lock, [this] { return !syncing; });
+  }
+  // Records the first fatal error. REQUIRES: mu held.
+  void Poison(absl::Status status) {
+    if (poison.ok()) {
+      spdlog::error("wal: {}; refusing every later write",
+                    std::string(status.message()));
+      poison = std::move(status);
+    }
+  }
+};
+
+WalWriter::WalWriter(std::string dir, WalSync sync, FileIo* io)
+    : dir_(std::move(dir)),
+      sync_(sync),
+      io_(io),
+      state_(std::make_unique<State>()) {}
+
+WalWriter::~WalWriter() = default;
+
+absl::StatusOr<std::unique_ptr<WalWriter>> WalWriter::Open(
+    const std::string& dir, uint64_t generation, WalSync sync, FileIo* io) {
+  if (io == nullptr) io = &FileIo::Real();
+  absl::StatusOr<OpenedFile> file = OpenLogFile(*io, dir, generation);
+  if (!file.ok()) return file.status();
+  std::unique_ptr<WalWriter> writer(new WalWriter(dir, sync, io));
+  writer->state_->fd = std::move(file->fd);
+  writer->state_->file_size = file->size;
+  writer->state_->generation = generation;
+  return writer;
+}
+
+absl::StatusOr<uint64_t> WalWriter::Append(std::string_view payload) {
+  State& s = *state_;
+  {
+    const std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.poison.ok()) return s.poison;
+  }
+  if (payload.empty() || payload.size() > kMaxRecordBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state log record of ", payload.size(),
+                     " bytes; accepted: 1 to ", kMaxRecordBytes));
+  }
+  s.frame.clear();
+  AppendRecord(payload, &s.frame);
+  // The descriptor was opened O_APPEND: every write lands at the end of the
+  // file, also after a failed write was cut back.
+  if (const int err = WriteFully(*io_, s.fd.get(), s.frame); err != 0) {
+    if (const int cut = RetryingFtruncate(*io_, s.fd.get(),
+                                          static_cast<off_t>(s.file_size));
+        cut != 0) {
+      // Part of a record stays in the file: appending after it would put
+      // good records behind a bad one, which recovery drops.
+      const std::lock_guard<std::mutex> lock(s.mu);
+      s.Poison(WriteFailed(absl::StrCat(
+          ErrnoText(err), "; cutting the log back failed: ", ErrnoText(cut))));
+      return s.poison;
+    }
+    return WriteFailed(ErrnoText(err));
+  }
+  s.file_size += s.frame.size();
+  s.last_size = s.frame.size();
+  const std::lock_guard<std::mutex> lock(s.mu);
+  s.end += s.frame.size();
+  return s.end;
+}
+
+void WalWriter::Retract(uint64_t end) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (end != s.end || s.last_size == 0) {
+    s.Poison(
+        absl::InternalError(absl::StrCat("state log retract of offset ", end,
+                                         " does not match the last record "
+                                         "(end ",
+                                         s.end, ")")));
+    return;
+  }
+  // A sync in flight may cover the record; let it finish, then clamp what
+  // counts as durable.
+  s.AwaitNoSync(lock);
+  const uint64_t new_size = s.file_size - s.last_size;
+  if (const int err =
+          RetryingFtruncate(*io_, s.fd.get(), static_cast<off_t>(new_size));
+      err != 0) {
+    s.Poison(WriteFailed(
+        absl::StrCat("cannot take back the last record: ", ErrnoText(err))));
+    return;
+  }
+  s.file_size = new_size;
+  s.end -= s.last_size;
+  s.last_size = 0;
+  s.durable = std::min(s.durable, s.end);
+}
+
+uint64_t WalWriter::end() const {
+  const std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->end;
+}
+
+absl::Status WalWriter::WaitDurable(uint64_t offset) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  while (true) {
+    if (!s.poison.ok()) return s.poison;
+    if (sync_ == WalSync::kNone) return absl::OkStatus();
+    // Nothing past the end can become durable (a retracted record).
+    if (s.durable >= std::min(offset, s.end)) return absl::OkStatus();
+    if (s.syncing) {
+      s.synced.wait(lock);
+      continue;
+    }
+    // Become the syncer for everything appended so far: the waiters that
+    // arrive meanwhile are covered by this sync or by the next one.
+    s.syncing = true;
+    const uint64_t target = s.end;
+    const int fd = s.fd.get();
+    lock.unlock();
+    const int err = RetryingFdatasync(*io_, fd);
+    lock.lock();
+    s.syncing = false;
+    if (err != 0) {
+      s.Poison(WriteFailed(absl::StrCat("fdatasync: ", ErrnoText(err))));
+    } else {
+      s.durable = std::max(s.durable, target);
+    }
+    s.synced.notify_all();
+  }
+}
+
+absl::Status WalWriter::Rotate(uint64_t generation) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (!s.poison.ok()) return s.poison;
+  if (generation <= s.generation) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state log rotation to generation ", generation,
+                     " after generation ", s.generation));
+  }
+  // Hold the sync slot for the whole switch: waiters must not sync a
+  // descriptor that is about to close, and everything in the old file must
+  // be durable before offsets move on to the new one.
+  s.AwaitNoSync(lock);
+  s.syncing = true;
+  const uint64_t target = s.end;
+  lock.unlock();
+  int err = 0;
+  if (sync_ == WalSync::kAlways) err = RetryingFdatasync(*io_, s.fd.get());
+  std::optional<absl::StatusOr<OpenedFile>> next;
+  if (err == 0) next.emplace(OpenLogFile(*io_, dir_, generation));
+  lock.lock();
+  s.syncing = false;
+  s.synced.notify_all();
+  if (err != 0) {
+    s.Poison(WriteFailed(absl::StrCat("fdatasync: ", ErrnoText(err))));
+    return s.poison;
+  }
+  // On failure the writer goes on in the old file, which is intact.
+  if (!next->ok()) return next->status();
+  if (sync_ == WalSync::kAlways) s.durable = std::max(s.durable, target);
+  s.fd = std::move((*next)->fd);
+  s.file_size = (*next)->size;
+  s.generation = generation;
+  s.last_size = 0;
+  return absl::OkStatus();
+}
+
+uint64_t WalWriter::generation() const { return state_->generation; }
+
+uint64_t WalWriter::bytes_in_generation() const {
+  return state_->file_size - kFileHeaderBytes;
+}
+
+}  // namespace kvindexer::durable

@@ -170,6 +170,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
     if (!ms.ok()) return ms.status();
     config.liveness_sweep_ms = *ms;
   }
+  auto durability = LoadDurabilityConfig(env);
+  if (!durability.ok()) return durability.status();
+  config.durability = *std::move(durability);
   return config;
 }
 
@@ -223,6 +226,13 @@ std::string UsageText(std::string_view program) {
        "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
       {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),
        "positive integer: milliseconds between liveness sweeps"},
+      {kDataDirVar, "(unset)",
+       "directory of the write-ahead log and checkpoints; unset or empty: "
+       "in memory only"},
+      {kWalSyncVar, "always",
+       "always (ack after fdatasync) or none (ack after write)"},
+      {kCheckpointBytesVar, std::to_string(kDefaultCheckpointBytes),
+       "log bytes that start a checkpoint; at least 1048576"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
@@ -230,7 +240,7 @@ std::string UsageText(std::string_view program) {
   std::string out = fmt::format(
       "Usage: {} [--help]\n"
       "\n"
-      "Single-process, in-memory SGLang KV indexer serving the gRPC service\n"
+      "Single-process SGLang KV indexer serving the gRPC service\n"
       "kv_indexer.v1.KVIndexer. It is configured through the environment:\n"
       "\n"
       "  {:<37} {:<14} {}\n",

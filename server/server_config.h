@@ -15,7 +15,8 @@
 // KV_INDEXER_MAX_WORKERS and KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive
 // integers whose defaults and reasons are in core/request_limits.h.
 // KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
-// block below.
+// block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and
+// KV_INDEXER_CHECKPOINT_BYTES: server/durability_config.h.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -35,6 +36,7 @@
 #include "common/log_setup.h"
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
+#include "server/durability_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -76,6 +78,8 @@ struct ServerConfig {
   // Worker liveness: heartbeats are read and silent workers swept.
   bool liveness = kDefaultLiveness;
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
+  // Restart-safe state (server/durability_config.h).
+  DurabilityConfig durability;
 };
 
 // Reads every variable above; unset variables take their defaults.

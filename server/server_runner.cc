@@ -9,6 +9,7 @@
 #include "common/shutdown_signals.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
+#include "durable/durable_store.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "server/clock.h"
@@ -83,6 +84,33 @@ int RunServer(std::span<const char* const> args) {
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
+  // Recovery comes before the listen address is bound, so that no client
+  // ever sees a partly recovered index (docs/durability.md, "Recovery").
+  // Declared after the Indexer and before the gRPC server: it outlives every
+  // call that can append to it and detaches before the Indexer goes.
+  std::unique_ptr<durable::DurableStore> store;
+  if (const DurabilityConfig& durability = config->durability;
+      durability.enabled()) {
+    spdlog::info("restart-safe state on dir={} wal_sync={} checkpoint_bytes={}",
+                 durability.data_dir, WalSyncName(durability.wal_sync),
+                 durability.checkpoint_bytes);
+    auto opened = durable::DurableStore::Open(
+        durable::DurableOptions{.dir = durability.data_dir,
+                                .sync = durability.wal_sync,
+                                .checkpoint_bytes = durability.checkpoint_bytes,
+                                .backend = (*loaded)->backend()},
+        &indexer);
+    if (!opened.ok()) {
+      spdlog::error("cannot use {}={}: {}", kDataDirVar, durability.data_dir,
+                    std::string(opened.status().message()));
+      return kExitFailure;
+    }
+    store = *std::move(opened);
+  } else {
+    spdlog::info(
+        "restart-safe state off ({} unset): a restart empties the index",
+        kDataDirVar);
+  }
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness);

@@ -1,0 +1,271 @@
+// The Indexer's side of restart-safe state (docs/durability.md): the log it
+// appends to, the replay of logged mutations, and the host's part of a
+// checkpoint. The appends themselves happen in the mutating calls
+// (core/indexer.cc), each before its mutation takes effect.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/backend_status.h"
+#include "core/indexer.h"
+#include "core/request_batch.h"
+#include "core/request_validation.h"
+#include "core/worker_batches.h"
+#include "fmt/format.h"
+
+namespace kvindexer {
+namespace {
+
+using state::v1::CheckpointChunk;
+using state::v1::WalRecord;
+
+// A replayed request is checked for its shape only: the contract's fixed
+// limits, tiers and side arrays, which it met when it was logged. The
+// configurable limits are not applied: they may have changed since, and the
+// record took effect under the old ones.
+constexpr RequestLimits kShapeOnly{
+    std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max(),
+    std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
+
+absl::Status Malformed(std::string_view what, std::string_view why) {
+  return absl::InvalidArgumentError(
+      fmt::format("state record ({}) is malformed: {}", what, why));
+}
+
+absl::Status Malformed(std::string_view what, const absl::Status& why) {
+  return Malformed(
+      what, std::string_view(why.message().data(), why.message().size()));
+}
+
+v1::WorkerCacheSpec WireSpecOf(const CacheSpec& spec) {
+  v1::WorkerCacheSpec wire;
+  wire.set_version(spec.version);
+  wire.set_components(spec.components);
+  wire.set_swa_window_tokens(spec.swa_window_tokens);
+  wire.set_full_tier_mask(spec.full_tier_mask);
+  wire.set_swa_tier_mask(spec.swa_tier_mask);
+  wire.set_mamba_tier_mask(spec.mamba_tier_mask);
+  return wire;
+}
+
+StringView ViewOf(std::string_view s) { return StringView{s.data(), s.size()}; }
+
+}  // namespace
+
+void Indexer::AttachLog(MutationLog* log) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  log_ = log;
+}
+
+absl::Status Indexer::Replay(const WalRecord& record) {
+  switch (record.op_case()) {
+    case WalRecord::kApply: {
+      const v1::ApplyExternalKvBatchRequest& req = record.apply();
+      if (absl::Status s = ValidateApply(req, kShapeOnly); !s.ok()) {
+        return Malformed("apply", s);
+      }
+      const RequestBatch batch(req);
+      v1::ApplyExternalKvBatchResponse resp;
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      return ApplyLocked(req, batch.view(), &resp, /*peer=*/{},
+                         HeartbeatHeader{}, Origin::kReplay);
+    }
+    case WalRecord::kReplace: {
+      const v1::ReplaceExternalKvSnapshotRequest& req = record.replace();
+      if (absl::Status s = ValidateReplace(req, kShapeOnly); !s.ok()) {
+        return Malformed("replace", s);
+      }
+      const SnapshotBatch batch(req);
+      v1::ReplaceExternalKvSnapshotResponse resp;
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      return ReplaceLocked(req, batch.view(), &resp, /*peer=*/{},
+                           Origin::kReplay);
+    }
+    case WalRecord::kConfigure: {
+      const v1::ConfigureExpectedWorkersRequest& req = record.configure();
+      if (absl::Status s = ValidateConfigure(req, kShapeOnly); !s.ok()) {
+        return Malformed("configure", s);
+      }
+      const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
+      v1::ConfigureExpectedWorkersResponse resp;
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      return ConfigureLocked(req, listed, &resp, Origin::kReplay);
+    }
+    case WalRecord::kLivenessClear: {
+      const std::string& id = record.liveness_clear().worker_id();
+      if (id.empty()) return Malformed("liveness clear", "no worker_id");
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      return ReplayLivenessClear(id);
+    }
+    case WalRecord::kRemoval: {
+      const state::v1::WorkerRemoval& removal = record.removal();
+      if (removal.worker_id().empty()) {
+        return Malformed("removal", "no worker_id");
+      }
+      if (removal.reason() > static_cast<uint32_t>(RemovalReason::kAdmin)) {
+        return Malformed("removal",
+                         fmt::format("unknown reason {}", removal.reason()));
+      }
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      return RemoveWorkerLocked(removal.worker_id(),
+                                static_cast<RemovalReason>(removal.reason()),
+                                Origin::kReplay);
+    }
+    case WalRecord::kMarker: {
+      const state::v1::HeartbeatMarker& marker = record.marker();
+      if (marker.worker_id().empty()) {
+        return Malformed("marker", "no worker_id");
+      }
+      if (marker.ttl_ms() == 0) return Malformed("marker", "ttl_ms is 0");
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      // Not a heartbeat of this run: the marker is re-armed, not counted.
+      liveness_.Rearm(marker.worker_id(), clock_->Now(),
+                      std::chrono::milliseconds(marker.ttl_ms()));
+      return absl::OkStatus();
+    }
+    case WalRecord::OP_NOT_SET:
+      break;
+  }
+  return Malformed("log", "no operation");
+}
+
+absl::Status Indexer::ReplayLivenessClear(std::string_view worker_id) {
+  // Without a record, the sweep only dropped the worker's expired marker.
+  if (workers_.Find(worker_id) == nullptr) {
+    liveness_.Unmark(worker_id);
+    return absl::OkStatus();
+  }
+  bool cleared = false;
+  return ClearExpired(LivenessTable::Expired{std::string(worker_id),
+                                             MonotonicClock::Duration::zero()},
+                      &cleared, Origin::kReplay);
+}
+
+absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
+  switch (chunk.part_case()) {
+    case CheckpointChunk::kWorker: {
+      const state::v1::WorkerState& state = chunk.worker();
+      if (state.worker_id().empty()) {
+        return Malformed("checkpoint worker", "no worker_id");
+      }
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      WorkerRecord& record = workers_.FindOrAdd(state.worker_id());
+      record = WorkerRecord{};
+      record.address = state.address();
+      if (state.has_cache_spec()) {
+        record.spec = CacheSpecOf(state.cache_spec());
+      }
+      record.ready = state.ready();
+      record.configured = state.configured();
+      if (state.has_checkpoint()) {
+        record.checkpoint = SequenceCheckpoint{state.epoch(), state.seq()};
+      }
+      return absl::OkStatus();
+    }
+    case CheckpointChunk::kMarker: {
+      const state::v1::HeartbeatMarker& marker = chunk.marker();
+      if (marker.worker_id().empty()) {
+        return Malformed("checkpoint marker", "no worker_id");
+      }
+      if (marker.ttl_ms() == 0) {
+        return Malformed("checkpoint marker", "ttl_ms is 0");
+      }
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      liveness_.Rearm(marker.worker_id(), clock_->Now(),
+                      std::chrono::milliseconds(marker.ttl_ms()));
+      return absl::OkStatus();
+    }
+    case CheckpointChunk::kPlacements: {
+      const state::v1::TierPlacements& part = chunk.placements();
+      const size_t n = static_cast<size_t>(part.hashes_size());
+      if (part.tier() < kTierHbm || part.tier() > kMaxTier) {
+        return Malformed("checkpoint placements",
+                         fmt::format("tier {} is not supported", part.tier()));
+      }
+      const auto aligned = [n](int size) {
+        return size == 0 || static_cast<size_t>(size) == n;
+      };
+      if (!aligned(part.component_masks_size()) ||
+          !aligned(part.block_sizes_size())) {
+        return Malformed(
+            "checkpoint placements",
+            fmt::format("{} hashes with {} masks and {} sizes", n,
+                        part.component_masks_size(), part.block_sizes_size()));
+      }
+      std::lock_guard<std::mutex> lock(mutation_mu_);
+      // The backend record takes the host's address and spec, as every
+      // batch the host composes does.
+      const WorkerRecord* record = workers_.Find(part.worker_id());
+      if (record == nullptr) {
+        return Malformed(
+            "checkpoint placements",
+            fmt::format("worker {} has no record", part.worker_id()));
+      }
+      ActionView report{};
+      report.type = kActionReport;
+      report.tier = part.tier();
+      report.hashes = HashSpan{part.hashes().data(), n};
+      report.component_masks =
+          U32Span{part.component_masks().data(),
+                  static_cast<size_t>(part.component_masks_size())};
+      report.block_sizes =
+          U32Span{part.block_sizes().data(),
+                  static_cast<size_t>(part.block_sizes_size())};
+      ApplyBatchView batch{};
+      batch.worker_id = ViewOf(part.worker_id());
+      batch.worker_address = ViewOf(record->address);
+      batch.has_cache_spec = record->spec.has_value() ? 1 : 0;
+      batch.cache_spec = record->spec.value_or(CacheSpec{});
+      batch.actions = &report;
+      batch.action_count = 1;
+      return ToAbslStatus(backend_->Apply(batch));
+    }
+    case CheckpointChunk::PART_NOT_SET:
+      break;
+  }
+  return Malformed("checkpoint", "no part");
+}
+
+void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  std::vector<std::string> ids = workers_.WorkerIds();
+  std::sort(ids.begin(), ids.end());
+  CheckpointChunk chunk;
+  for (const std::string& id : ids) {
+    const WorkerRecord& record = *workers_.Find(id);
+    state::v1::WorkerState* state = chunk.mutable_worker();
+    state->Clear();
+    state->set_worker_id(id);
+    state->set_address(record.address);
+    if (record.spec.has_value()) {
+      *state->mutable_cache_spec() = WireSpecOf(*record.spec);
+    }
+    state->set_ready(record.ready);
+    state->set_configured(record.configured);
+    if (record.checkpoint.has_value()) {
+      state->set_has_checkpoint(true);
+      state->set_epoch(record.checkpoint->epoch);
+      state->set_seq(record.checkpoint->seq);
+    }
+    sink(chunk);
+  }
+  for (const LivenessTable::MarkerTtl& marker : liveness_.MarkerTtls()) {
+    state::v1::HeartbeatMarker* out = chunk.mutable_marker();
+    out->set_worker_id(marker.worker_id);
+    out->set_ttl_ms(static_cast<uint32_t>(marker.ttl.count()));
+    sink(chunk);
+  }
+}
+
+size_t Indexer::worker_count() {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  return workers_.size();
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,836 @@
+// The Indexer's restart-safe state (docs/durability.md): what it appends to
+// its MutationLog and when, what it does when the log fails, and that the
+// log (Replay) and a checkpoint (ExportHost, an ImageBackend's placements,
+// Restore) each rebuild the state the live Indexer had.
+//
+// The randomised tests are deterministic by seed; a failure names its seed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/fake_monotonic_clock.h"
+#include "core/indexer.h"
+#include "core/mutation_log.h"
+#include "durable/image_backend.h"
+#include "fmt/format.h"
+#include "kv_indexer_state.pb.h"
+#include "tests/support/make_backend_status.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/requests.h"
+
+namespace kvindexer {
+namespace {
+
+using namespace std::chrono_literals;
+using state::v1::CheckpointChunk;
+using state::v1::WalRecord;
+using test_support::Batch;
+using test_support::ExpectedWorkers;
+using test_support::MakeBackendStatus;
+using test_support::ModelBackend;
+using test_support::Snapshot;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A MutationLog that keeps every record in memory and records every call.
+// Offsets grow by each record's size plus a fixed framing, like a file's.
+class RecordingLog final : public MutationLog {
+ public:
+  std::vector<WalRecord> records;
+  std::vector<uint64_t> ends;  // ends[i]: the offset past records[i]
+  std::vector<uint64_t> retracted;
+  std::vector<uint64_t> waits;
+  int append_calls = 0;
+  // When set, Append fails with it and keeps nothing.
+  std::optional<absl::Status> fail_appends;
+  absl::Status wait_status;
+  // Called by WaitDurable, after it records the call.
+  std::function<void()> on_wait;
+
+  size_t calls() const {
+    return static_cast<size_t>(append_calls) + retracted.size() + waits.size();
+  }
+
+  absl::StatusOr<uint64_t> Append(const WalRecord& record) override {
+    ++append_calls;
+    if (fail_appends.has_value()) return *fail_appends;
+    end_ += record.ByteSizeLong() + 8;
+    records.push_back(record);
+    ends.push_back(end_);
+    return end_;
+  }
+  void Retract(uint64_t end) override {
+    retracted.push_back(end);
+    EXPECT_FALSE(ends.empty());
+    if (ends.empty()) return;
+    EXPECT_EQ(end, ends.back()) << "only the last record can be retracted";
+    records.pop_back();
+    ends.pop_back();
+    end_ = ends.empty() ? 0 : ends.back();
+  }
+  uint64_t end() const override { return end_; }
+  absl::Status WaitDurable(uint64_t offset) override {
+    waits.push_back(offset);
+    EXPECT_LE(offset, end_);
+    if (on_wait) on_wait();
+    return wait_status;
+  }
+
+ private:
+  uint64_t end_ = 0;
+};
+
+WorkerLifecycleLog* QuietLifecycleLog() {
+  static WorkerLifecycleLog* log = new WorkerLifecycleLog(
+      [](spdlog::level::level_enum, std::string_view) {});
+  return log;
+}
+
+SequenceGateLog* QuietGateLog() {
+  static SequenceGateLog* log =
+      new SequenceGateLog([](spdlog::level::level_enum, std::string_view) {});
+  return log;
+}
+
+// An Indexer with its own backend, over a shared clock.
+struct Node {
+  explicit Node(const FakeMonotonicClock* clock, IndexBackend* backend_in)
+      : indexer(backend_in, QuietGateLog(), RequestLimits{},
+                /*backend_abi_minor=*/1, clock, QuietLifecycleLog()) {}
+  Indexer indexer;
+};
+
+// --- Comparable forms of an Indexer's state ---
+
+std::string Describe(const std::optional<WorkerRecord>& record) {
+  if (!record.has_value()) return "no record";
+  std::string spec = "none";
+  if (record->spec.has_value()) {
+    const CacheSpec& s = *record->spec;
+    spec = fmt::format("{}/{}/{}/{}/{}/{}", s.version, s.components,
+                       s.swa_window_tokens, s.full_tier_mask, s.swa_tier_mask,
+                       s.mamba_tier_mask);
+  }
+  std::string checkpoint = "none";
+  if (record->checkpoint.has_value()) {
+    checkpoint = fmt::format("{}@{}", record->checkpoint->epoch,
+                             record->checkpoint->seq);
+  }
+  return fmt::format("ready={} configured={} address='{}' spec={} cp={}",
+                     record->ready, record->configured, record->address, spec,
+                     checkpoint);
+}
+
+struct HostState {
+  std::map<std::string, std::string> records;   // every id of the universe
+  std::map<std::string, uint32_t> marker_ttls;  // from ExportHost
+  std::set<std::string> marked;                 // HeartbeatDeadline set
+  size_t worker_count = 0;
+
+  bool operator==(const HostState&) const = default;
+};
+
+void PrintTo(const HostState& s, std::ostream* os) {
+  for (const auto& [id, text] : s.records) *os << "\n  " << id << ": " << text;
+  for (const auto& [id, ttl] : s.marker_ttls) {
+    *os << "\n  marker " << id << " ttl " << ttl;
+  }
+  *os << "\n  workers " << s.worker_count;
+}
+
+HostState HostOf(Indexer& indexer, const std::vector<std::string>& universe) {
+  HostState state;
+  for (const std::string& id : universe) {
+    state.records[id] = Describe(indexer.WorkerState(id));
+    if (indexer.HeartbeatDeadline(id).has_value()) state.marked.insert(id);
+  }
+  indexer.ExportHost([&](const CheckpointChunk& chunk) {
+    if (chunk.has_marker()) {
+      state.marker_ttls[chunk.marker().worker_id()] = chunk.marker().ttl_ms();
+    }
+  });
+  state.worker_count = indexer.worker_count();
+  return state;
+}
+
+// Placements as the backend holds them: hash -> (token count, (worker,
+// tier) -> mask), and the address and spec the backend stores for every
+// worker that holds something.
+struct BackendState {
+  std::map<
+      int64_t,
+      std::pair<uint32_t, std::map<std::pair<std::string, uint32_t>, uint32_t>>>
+      blocks;
+  std::map<std::string, std::string> holders;
+
+  bool operator==(const BackendState&) const = default;
+};
+
+void PrintTo(const BackendState& s, std::ostream* os) {
+  for (const auto& [hash, block] : s.blocks) {
+    *os << "\n  " << hash << " tokens " << block.first << ":";
+    for (const auto& [key, mask] : block.second) {
+      *os << " " << key.first << "/" << key.second << "=" << mask;
+    }
+  }
+  for (const auto& [id, text] : s.holders) *os << "\n  " << id << " " << text;
+}
+
+BackendState BackendOf(const ModelBackend& backend) {
+  BackendState state;
+  const test_support::ReferenceModel& model = backend.model();
+  for (const auto& [hash, block] : model.blocks()) {
+    auto& out = state.blocks[hash];
+    out.first = block.token_count;
+    for (const auto& [key, mask] : block.placements) {
+      out.second[key] = mask;
+      const auto& worker = model.workers().at(key.first);
+      std::string spec = "none";
+      if (worker.spec.has_value()) {
+        spec = fmt::format("{}/{}", worker.spec->components,
+                           worker.spec->full_tier_mask);
+      }
+      state.holders[key.first] = worker.address + " spec " + spec;
+    }
+  }
+  return state;
+}
+
+// --- The random workload ---
+
+// Drives one Indexer with seeded random mutations of every kind, checking
+// only that each call answers one of the outcomes it may.
+class Workload {
+ public:
+  static constexpr int kWorkers = 6;
+
+  // Outcomes seen, so that a test can show the workload reaches them all.
+  struct Tally {
+    int accepted = 0;
+    int duplicates = 0;  // probes included
+    int gaps = 0;
+    int refused = 0;  // G1 and G2
+    int replaced = 0;
+    int scale_ins = 0;  // configures that removed a worker
+    int removed = 0;
+    int sweep_clears = 0;
+  };
+
+  // `tally` collects the outcomes; it may be shared by several workloads.
+  Workload(uint32_t seed, Indexer* indexer, FakeMonotonicClock* clock,
+           Tally* tally)
+      : rng_(seed), indexer_(indexer), clock_(clock), tally_(tally) {
+    for (int i = 0; i < kWorkers; ++i) ids_.push_back("w" + std::to_string(i));
+  }
+
+  const std::vector<std::string>& ids() const { return ids_; }
+
+  void Step() {
+    const int op = Pick(16);
+    if (op < 3) {
+      SeedEraApply();
+    } else if (op < 9) {
+      GatedApply();
+    } else if (op < 11) {
+      ReplaceSnapshot();
+    } else if (op < 12) {
+      Configure();
+    } else if (op < 13) {
+      Remove();
+    } else {
+      clock_->Advance(std::chrono::milliseconds(Pick(150)));
+      tally_->sweep_clears +=
+          static_cast<int>(indexer_->SweepLiveness(clock_->Now()).cleared);
+    }
+  }
+
+ private:
+  int Pick(int n) {
+    return static_cast<int>(rng_() % static_cast<uint32_t>(n));
+  }
+  const std::string& AnyId() {
+    return ids_[static_cast<size_t>(Pick(kWorkers))];
+  }
+  std::string AnyAddress() {
+    static const char* const kAddresses[] = {"", "10.0.0.1:1", "10.0.0.2:2"};
+    return kAddresses[Pick(3)];
+  }
+  HeartbeatHeader AnyHeartbeat() {
+    switch (Pick(10)) {
+      case 0:
+      case 1:
+        return HeartbeatHeader::Valid(100ms);
+      case 2:
+      case 3:
+        return HeartbeatHeader::Valid(250ms);
+      case 4:
+        return HeartbeatHeader::Parse("soon");
+      default:
+        return HeartbeatHeader{};
+    }
+  }
+  std::vector<int64_t> AnyHashes() {
+    std::vector<int64_t> hashes;
+    const int n = 1 + Pick(5);
+    for (int i = 0; i < n; ++i) hashes.push_back(Pick(16) - 4);
+    return hashes;
+  }
+  std::vector<uint32_t> SideArray(size_t n, int range) {
+    std::vector<uint32_t> out;
+    if (Pick(2) == 0) return out;
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(static_cast<uint32_t>(Pick(range)));
+    return out;
+  }
+  void AddActions(Batch& batch) {
+    const int actions = Pick(3);
+    for (int a = 0; a < actions; ++a) {
+      const int tier = 1 + Pick(3);
+      const std::vector<int64_t> hashes = AnyHashes();
+      switch (Pick(4)) {
+        case 0:
+        case 1:
+          // Repeated hashes included: the Indexer collapses them.
+          batch.Report(tier, hashes, SideArray(hashes.size(), 4),
+                       SideArray(hashes.size(), 40));
+          break;
+        case 2:
+          batch.Revoke(tier, hashes);
+          break;
+        default:
+          batch.Clear(tier);
+          break;
+      }
+    }
+  }
+  void MaybeSpec(Batch& batch) {
+    if (Pick(3) == 0) {
+      batch.Spec(test_support::Spec(kComponentFull, 0,
+                                    static_cast<uint32_t>(1 + Pick(3))));
+    }
+  }
+
+  void SeedEraApply() {
+    Batch batch(AnyId(), AnyAddress());
+    MaybeSpec(batch);
+    AddActions(batch);
+    v1::ApplyExternalKvBatchResponse resp;
+    const absl::Status s =
+        indexer_->Apply(batch, &resp, /*peer=*/"", AnyHeartbeat());
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
+  void GatedApply() {
+    // Mostly to a SEQUENCED worker, where the gate has most to decide.
+    std::string id = AnyId();
+    std::vector<std::string> sequenced;
+    for (const std::string& candidate : ids_) {
+      const std::optional<WorkerRecord> r = indexer_->WorkerState(candidate);
+      if (r.has_value() && r->checkpoint.has_value()) {
+        sequenced.push_back(candidate);
+      }
+    }
+    if (!sequenced.empty() && Pick(5) != 0) {
+      id = sequenced[static_cast<size_t>(
+          Pick(static_cast<int>(sequenced.size())))];
+    }
+    const std::optional<WorkerRecord> record = indexer_->WorkerState(id);
+    std::string epoch = Pick(2) == 0 ? "e1" : "e2";
+    uint64_t seq = 1 + static_cast<uint64_t>(Pick(3));
+    bool probe = false;
+    if (record.has_value() && record->checkpoint.has_value()) {
+      const uint64_t cp = record->checkpoint->seq;
+      if (Pick(6) != 0) epoch = record->checkpoint->epoch;
+      switch (Pick(8)) {
+        case 0:
+          seq = cp;  // a duplicate
+          break;
+        case 1:
+          seq = 0;  // a probe
+          probe = true;
+          break;
+        case 2:
+          seq = cp + 2;  // a gap
+          break;
+        default:
+          seq = cp + 1;
+          break;
+      }
+    }
+    Batch batch(id, AnyAddress());
+    batch.Gated(epoch, seq);
+    if (!probe) {
+      MaybeSpec(batch);
+      AddActions(batch);
+    }
+    v1::ApplyExternalKvBatchResponse resp;
+    const absl::Status s =
+        indexer_->Apply(batch, &resp, /*peer=*/"", AnyHeartbeat());
+    EXPECT_TRUE(s.ok() || absl::IsFailedPrecondition(s)) << s;
+    if (s.ok()) {
+      ++(resp.duplicate() ? tally_->duplicates : tally_->accepted);
+    } else if (s.message().find("gap") != absl::string_view::npos) {
+      ++tally_->gaps;
+    } else {
+      ++tally_->refused;
+    }
+  }
+
+  void ReplaceSnapshot() {
+    Snapshot snapshot(AnyId(), AnyAddress());
+    snapshot.Epoch(Pick(2) == 0 ? "e1" : "e2")
+        .AppliedSeq(static_cast<uint64_t>(Pick(5)));
+    if (Pick(3) == 0) {
+      snapshot.Spec(test_support::Spec(kComponentFull, 0, kTierBitHbm));
+    }
+    const int tiers = Pick(3);
+    for (int t = 0; t < tiers; ++t) {
+      const std::vector<int64_t> hashes = AnyHashes();
+      snapshot.Tier(1 + Pick(3), hashes, SideArray(hashes.size(), 4),
+                    SideArray(hashes.size(), 40));
+    }
+    v1::ReplaceExternalKvSnapshotResponse resp;
+    const absl::Status s = indexer_->Replace(snapshot, &resp);
+    EXPECT_TRUE(s.ok() || absl::IsFailedPrecondition(s)) << s;
+    if (s.ok()) ++tally_->replaced;
+  }
+
+  void Configure() {
+    ExpectedWorkers workers;
+    for (const std::string& id : ids_) {
+      if (Pick(6) == 0) continue;  // scaled in
+      if (Pick(4) == 0) {
+        workers.Worker(id, AnyAddress(),
+                       test_support::Spec(kComponentFull, 0, kTierBitDram));
+      } else {
+        workers.Worker(id, AnyAddress());
+      }
+    }
+    const size_t before = indexer_->worker_count();
+    v1::ConfigureExpectedWorkersResponse resp;
+    const absl::Status s = indexer_->Configure(workers, &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    const size_t kept = static_cast<size_t>(workers.request().workers_size());
+    if (before > kept) ++tally_->scale_ins;
+  }
+
+  void Remove() {
+    const absl::Status s =
+        indexer_->RemoveWorker(AnyId(), RemovalReason::kAdmin);
+    EXPECT_TRUE(s.ok() || absl::IsNotFound(s)) << s;
+    if (s.ok()) ++tally_->removed;
+  }
+
+  std::mt19937 rng_;
+  Indexer* indexer_;
+  FakeMonotonicClock* clock_;
+  Tally* tally_;
+  std::vector<std::string> ids_;
+};
+
+// A checkpoint as a compaction builds it: the records replayed into an
+// Indexer over an ImageBackend, then the host's part and the placements.
+std::vector<CheckpointChunk> CheckpointOf(const std::vector<WalRecord>& records,
+                                          const FakeMonotonicClock* clock) {
+  durable::ImageBackend image;
+  Node compactor(clock, &image);
+  for (const WalRecord& record : records) {
+    const absl::Status s = compactor.indexer.Replay(record);
+    EXPECT_TRUE(s.ok()) << s << " replaying " << record.ShortDebugString();
+  }
+  std::vector<CheckpointChunk> chunks;
+  compactor.indexer.ExportHost(
+      [&](const CheckpointChunk& chunk) { chunks.push_back(chunk); });
+  image.ForEachTier(3, [&](const durable::ImageBackend::TierView& view) {
+    CheckpointChunk chunk;
+    state::v1::TierPlacements* part = chunk.mutable_placements();
+    part->set_worker_id(std::string(view.worker_id));
+    part->set_tier(view.tier);
+    part->mutable_hashes()->Add(view.hashes.data,
+                                view.hashes.data + view.hashes.size);
+    part->mutable_component_masks()->Add(
+        view.component_masks.data,
+        view.component_masks.data + view.component_masks.size);
+    part->mutable_block_sizes()->Add(
+        view.block_sizes.data, view.block_sizes.data + view.block_sizes.size);
+    chunks.push_back(std::move(chunk));
+  });
+  return chunks;
+}
+
+// Replays `log` into a fresh Indexer (a) and restores a checkpoint built
+// from it into another (b); both must equal `live` and its backend.
+void ExpectRebuilt(Indexer& live, const ModelBackend& live_backend,
+                   const RecordingLog& log,
+                   const std::vector<std::string>& universe,
+                   const FakeMonotonicClock& clock) {
+  const HostState expected_host = HostOf(live, universe);
+  const BackendState expected_backend = BackendOf(live_backend);
+
+  ModelBackend replayed_backend;
+  Node replayed(&clock, &replayed_backend);
+  for (const WalRecord& record : log.records) {
+    const absl::Status s = replayed.indexer.Replay(record);
+    ASSERT_TRUE(s.ok()) << s << " replaying " << record.ShortDebugString();
+  }
+  EXPECT_EQ(HostOf(replayed.indexer, universe), expected_host);
+  EXPECT_EQ(BackendOf(replayed_backend), expected_backend);
+  // A replay is not a heartbeat.
+  EXPECT_EQ(replayed.indexer.liveness_stats().heartbeats, 0u);
+
+  ModelBackend restored_backend;
+  Node restored(&clock, &restored_backend);
+  for (const CheckpointChunk& chunk : CheckpointOf(log.records, &clock)) {
+    const absl::Status s = restored.indexer.Restore(chunk);
+    ASSERT_TRUE(s.ok()) << s << " restoring " << chunk.ShortDebugString();
+  }
+  EXPECT_EQ(HostOf(restored.indexer, universe), expected_host);
+  EXPECT_EQ(BackendOf(restored_backend), expected_backend);
+}
+
+TEST(IndexerDurabilityTest, ReplayAndCheckpointRebuildTheLiveState) {
+  Workload::Tally tally;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    FakeMonotonicClock clock;
+    ModelBackend live_backend;
+    Node live(&clock, &live_backend);
+    RecordingLog log;
+    live.indexer.AttachLog(&log);
+    Workload workload(seed, &live.indexer, &clock, &tally);
+    for (int step = 1; step <= 150; ++step) {
+      workload.Step();
+      // Compared along the way too: a later mutation may hide an earlier
+      // difference.
+      if (step % 10 != 0) continue;
+      SCOPED_TRACE(fmt::format("seed {} after step {}", seed, step));
+      ExpectRebuilt(live.indexer, live_backend, log, workload.ids(), clock);
+      if (HasFailure()) return;
+    }
+    // Every live answer waited for the log: nothing is ever retracted here.
+    EXPECT_THAT(log.retracted, IsEmpty());
+  }
+  // The workload reached every outcome the log has to reproduce.
+  EXPECT_GT(tally.accepted, 200);
+  EXPECT_GT(tally.duplicates, 10);
+  EXPECT_GT(tally.gaps, 50);
+  EXPECT_GT(tally.refused, 10);
+  EXPECT_GT(tally.replaced, 10);
+  EXPECT_GT(tally.scale_ins, 10);
+  EXPECT_GT(tally.removed, 10);
+  EXPECT_GT(tally.sweep_clears, 10);
+}
+
+// --- When and what the Indexer logs ---
+
+class IndexerLogTest : public ::testing::Test {
+ protected:
+  IndexerLogTest() { node_.indexer.AttachLog(&log_); }
+
+  absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
+                     const HeartbeatHeader& heartbeat = {}) {
+    return node_.indexer.Apply(req, &apply_resp_, /*peer=*/"", heartbeat);
+  }
+  absl::Status Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
+    v1::ReplaceExternalKvSnapshotResponse resp;
+    return node_.indexer.Replace(req, &resp);
+  }
+  absl::Status Configure(const v1::ConfigureExpectedWorkersRequest& req) {
+    v1::ConfigureExpectedWorkersResponse resp;
+    return node_.indexer.Configure(req, &resp);
+  }
+  // w: configured and SEQUENCED at e@5, holding 1 and 2.
+  void Sequenced(const std::string& id) {
+    ASSERT_TRUE(Configure(ExpectedWorkers().Worker(id, "a")).ok());
+    ASSERT_TRUE(Replace(Snapshot(id, "a").Epoch("e").AppliedSeq(5).Tier(
+                            kTierHbm, {1, 2}))
+                    .ok());
+  }
+  std::vector<WalRecord::OpCase> Ops() const {
+    std::vector<WalRecord::OpCase> ops;
+    for (const WalRecord& r : log_.records) ops.push_back(r.op_case());
+    return ops;
+  }
+  std::string Held(const std::string& id) {
+    return Describe(node_.indexer.WorkerState(id)) + " " +
+           std::to_string(backend_.model().placement_count());
+  }
+
+  FakeMonotonicClock clock_;
+  ModelBackend backend_;
+  Node node_{&clock_, &backend_};
+  RecordingLog log_;
+  v1::ApplyExternalKvBatchResponse apply_resp_;
+};
+
+TEST_F(IndexerLogTest, EveryMutationIsLoggedBeforeItIsAcknowledged) {
+  Sequenced("w");
+  ASSERT_TRUE(Apply(Batch("s", "a").Report(kTierHbm, {9})).ok());
+  EXPECT_EQ(log_.waits.back(), log_.end());
+  ASSERT_TRUE(Apply(Batch("w", "a").Gated("e", 6).Report(kTierHbm, {3})).ok());
+  ASSERT_TRUE(node_.indexer.RemoveWorker("s", RemovalReason::kAdmin).ok());
+  EXPECT_THAT(Ops(), ElementsAre(WalRecord::kConfigure, WalRecord::kReplace,
+                                 WalRecord::kApply, WalRecord::kApply,
+                                 WalRecord::kRemoval));
+  EXPECT_EQ(log_.records.back().removal().worker_id(), "s");
+  EXPECT_EQ(log_.records.back().removal().reason(),
+            static_cast<uint32_t>(RemovalReason::kAdmin));
+  // Each call waited for the end the log had when it finished.
+  EXPECT_THAT(log_.waits, ElementsAre(log_.ends[0], log_.ends[1], log_.ends[2],
+                                      log_.ends[3], log_.ends[4]));
+}
+
+TEST_F(IndexerLogTest, RefusalsDuplicatesAndProbesLogNothing) {
+  Sequenced("w");
+  const size_t logged = log_.records.size();
+  // G1, G2, G3 and a probe; an invalid request; a removal of nobody.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Apply(Batch("nobody").Gated("e", 1).Report(kTierHbm, {1}))));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Apply(Batch("w").Gated("f", 6).Report(kTierHbm, {1}))));
+  EXPECT_TRUE(absl::IsInvalidArgument(Apply(Batch("w").Report(0, {1}))));
+  EXPECT_TRUE(absl::IsNotFound(
+      node_.indexer.RemoveWorker("nobody", RemovalReason::kAdmin)));
+  EXPECT_EQ(log_.records.size(), logged);
+  EXPECT_EQ(log_.append_calls, static_cast<int>(logged));
+
+  // A duplicate and a probe change nothing but are acknowledged only once
+  // everything before them is durable.
+  const size_t waits = log_.waits.size();
+  ASSERT_TRUE(Apply(Batch("w").Gated("e", 5).Report(kTierHbm, {7})).ok());
+  EXPECT_TRUE(apply_resp_.duplicate());
+  ASSERT_TRUE(Apply(Batch("w").Gated("e", 0)).ok());
+  EXPECT_EQ(log_.records.size(), logged);
+  EXPECT_THAT(
+      std::vector<uint64_t>(log_.waits.begin() + waits, log_.waits.end()),
+      ElementsAre(log_.end(), log_.end()));
+}
+
+TEST_F(IndexerLogTest, AGapIsLoggedAsItsRequestAndReplaysAsAGap) {
+  Sequenced("w");
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Apply(Batch("w", "a").Gated("e", 9).Report(kTierHbm, {4}))));
+  ASSERT_EQ(log_.records.back().op_case(), WalRecord::kApply);
+  EXPECT_EQ(log_.records.back().apply().seq(), 9u);
+  // Refused, so not acknowledged: nothing to wait for.
+  EXPECT_EQ(log_.waits.size(), 2u);
+
+  ModelBackend backend;
+  Node fresh(&clock_, &backend);
+  for (const WalRecord& record : log_.records) {
+    ASSERT_TRUE(fresh.indexer.Replay(record).ok());
+  }
+  EXPECT_EQ(Describe(fresh.indexer.WorkerState("w")),
+            Describe(node_.indexer.WorkerState("w")));
+  EXPECT_EQ(backend.model().placement_count(), 0u);
+}
+
+TEST_F(IndexerLogTest, MarkersAreLoggedWhenTheyAppearOrChangeTheirTtl) {
+  ASSERT_TRUE(Apply(Batch("w"), HeartbeatHeader::Valid(100ms)).ok());
+  ASSERT_TRUE(Apply(Batch("w"), HeartbeatHeader::Valid(100ms)).ok());
+  ASSERT_TRUE(Apply(Batch("w"), HeartbeatHeader::Valid(300ms)).ok());
+  // A refused gated heartbeat of a worker without a record marks it too.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Apply(Batch("x").Gated("e", 0), HeartbeatHeader::Valid(100ms))));
+  std::vector<std::pair<std::string, uint32_t>> markers;
+  for (const WalRecord& r : log_.records) {
+    if (r.has_marker()) {
+      markers.emplace_back(r.marker().worker_id(), r.marker().ttl_ms());
+    }
+  }
+  EXPECT_THAT(markers, ElementsAre(std::pair<std::string, uint32_t>{"w", 100},
+                                   std::pair<std::string, uint32_t>{"w", 300},
+                                   std::pair<std::string, uint32_t>{"x", 100}));
+  EXPECT_EQ(node_.indexer.liveness_stats().heartbeats, 4u);
+}
+
+TEST_F(IndexerLogTest, SweepsLogEachClearAndEachDroppedMarkerAndWait) {
+  ASSERT_TRUE(Apply(Batch("a", "a").Report(kTierHbm, {1}),
+                    HeartbeatHeader::Valid(100ms))
+                  .ok());
+  ASSERT_TRUE(Apply(Batch("b", "b").Report(kTierHbm, {2}),
+                    HeartbeatHeader::Valid(500ms))
+                  .ok());
+  // A marker without a record.
+  EXPECT_FALSE(
+      Apply(Batch("c").Gated("e", 0), HeartbeatHeader::Valid(100ms)).ok());
+  const size_t logged = log_.records.size();
+  clock_.Advance(200ms);
+  const Indexer::SweepResult result = node_.indexer.SweepLiveness(clock_.Now());
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.cleared, 1u);
+  ASSERT_EQ(log_.records.size(), logged + 2);
+  std::set<std::string> cleared;
+  for (size_t i = logged; i < log_.records.size(); ++i) {
+    ASSERT_TRUE(log_.records[i].has_liveness_clear());
+    cleared.insert(log_.records[i].liveness_clear().worker_id());
+  }
+  EXPECT_EQ(cleared, (std::set<std::string>{"a", "c"}));
+  EXPECT_EQ(log_.waits.back(), log_.end());
+  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("c").has_value());
+}
+
+TEST_F(IndexerLogTest, AFailedAppendChangesNothingAndIsUnavailable) {
+  Sequenced("w");
+  ASSERT_TRUE(Apply(Batch("m"), HeartbeatHeader::Valid(100ms)).ok());
+  const std::string before = Held("w");
+  const size_t applies = backend_.applies.size();
+  log_.fail_appends = absl::UnavailableError("state log write failed: full");
+
+  EXPECT_TRUE(absl::IsUnavailable(Apply(Batch("n").Report(kTierHbm, {5}))));
+  EXPECT_FALSE(node_.indexer.WorkerState("n").has_value());
+  EXPECT_TRUE(absl::IsUnavailable(
+      Apply(Batch("w", "a").Gated("e", 6).Report(kTierHbm, {5}))));
+  EXPECT_TRUE(absl::IsUnavailable(
+      Apply(Batch("w", "a").Gated("e", 8).Report(kTierHbm, {5}))));  // a gap
+  EXPECT_TRUE(absl::IsUnavailable(
+      Replace(Snapshot("w", "a").Epoch("f").AppliedSeq(1))));
+  EXPECT_TRUE(absl::IsUnavailable(Configure(ExpectedWorkers())));
+  EXPECT_TRUE(absl::IsUnavailable(
+      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+  // A heartbeat that would mark a worker: neither marked nor applied.
+  EXPECT_TRUE(absl::IsUnavailable(
+      Apply(Batch("w2").Report(kTierHbm, {6}), HeartbeatHeader::Valid(50ms))));
+  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("w2").has_value());
+  // A sweep that would clear m: it stays marked, with its record.
+  clock_.Advance(1s);
+  const Indexer::SweepResult sweep = node_.indexer.SweepLiveness(clock_.Now());
+  EXPECT_TRUE(absl::IsUnavailable(sweep.status)) << sweep.status;
+  EXPECT_EQ(sweep.cleared, 0u);
+  EXPECT_TRUE(node_.indexer.HeartbeatDeadline("m").has_value());
+  EXPECT_TRUE(node_.indexer.WorkerState("m").has_value());
+
+  EXPECT_EQ(Held("w"), before);
+  EXPECT_EQ(backend_.applies.size(), applies);
+  EXPECT_THAT(backend_.removed_workers, IsEmpty());
+  EXPECT_THAT(log_.retracted, IsEmpty());
+}
+
+TEST_F(IndexerLogTest, ABackendRefusalRetractsTheRecord) {
+  Sequenced("w");
+  const size_t logged = log_.records.size();
+  backend_.fail_with = MakeBackendStatus(BackendCode::kResourceExhausted, "no");
+  EXPECT_TRUE(
+      absl::IsResourceExhausted(Apply(Batch("n").Report(kTierHbm, {5}))));
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      Apply(Batch("w", "a").Gated("e", 6).Report(kTierHbm, {5}))));
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      Apply(Batch("w", "a").Gated("e", 9).Report(kTierHbm, {5}))));
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      Replace(Snapshot("w", "a").Epoch("f").AppliedSeq(1))));
+  EXPECT_TRUE(
+      absl::IsInternal(node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+  EXPECT_EQ(log_.retracted.size(), 5u);
+  EXPECT_EQ(log_.records.size(), logged);
+  // Configure keeps its record: replaying it completes what failed part way.
+  EXPECT_FALSE(Configure(ExpectedWorkers()).ok());
+  EXPECT_EQ(log_.retracted.size(), 5u);
+  EXPECT_EQ(log_.records.back().op_case(), WalRecord::kConfigure);
+}
+
+TEST_F(IndexerLogTest, AFailedWaitIsUnavailable) {
+  log_.wait_status = absl::UnavailableError("state log write failed: EIO");
+  const absl::Status s = Apply(Batch("w").Report(kTierHbm, {1}));
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_TRUE(
+      absl::IsUnavailable(Configure(ExpectedWorkers().Worker("w", "a"))));
+  EXPECT_TRUE(absl::IsUnavailable(
+      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+  EXPECT_TRUE(
+      absl::IsUnavailable(node_.indexer.SweepLiveness(clock_.Now()).status));
+}
+
+TEST_F(IndexerLogTest, TheWaitHappensWithoutTheMutationMutex) {
+  int checked = 0;
+  // Kept until the end of the test: a future still waiting for the mutex
+  // must not be destroyed (which blocks) while the mutex is held.
+  std::vector<std::future<size_t>> others;
+  log_.on_wait = [&] {
+    // From another thread, which blocks for as long as the mutex is held.
+    others.push_back(std::async(std::launch::async,
+                                [&] { return node_.indexer.worker_count(); }));
+    EXPECT_EQ(others.back().wait_for(30s), std::future_status::ready);
+    ++checked;
+  };
+  ASSERT_TRUE(Apply(Batch("w").Report(kTierHbm, {1})).ok());
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w")).ok());
+  (void)node_.indexer.SweepLiveness(clock_.Now());
+  EXPECT_EQ(checked, 3);
+}
+
+TEST_F(IndexerLogTest, ADetachedLogIsNeverCalled) {
+  node_.indexer.AttachLog(nullptr);
+  ASSERT_TRUE(
+      Apply(Batch("w").Report(kTierHbm, {1}), HeartbeatHeader::Valid(10ms))
+          .ok());
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w")).ok());
+  ASSERT_TRUE(Replace(Snapshot("w").Epoch("e").AppliedSeq(1)).ok());
+  clock_.Advance(1s);
+  ASSERT_TRUE(node_.indexer.SweepLiveness(clock_.Now()).status.ok());
+  ASSERT_TRUE(node_.indexer.RemoveWorker("w", RemovalReason::kAdmin).ok());
+  EXPECT_EQ(log_.calls(), 0u);
+}
+
+// --- Malformed state ---
+
+TEST(IndexerReplayTest, MalformedRecordsAreRefusedAndChangeNothing) {
+  FakeMonotonicClock clock;
+  ModelBackend backend;
+  Node node(&clock, &backend);
+  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(WalRecord{})));
+  WalRecord bad_apply;
+  *bad_apply.mutable_apply() = Batch("w").Report(0, {1}).request();
+  EXPECT_THAT(node.indexer.Replay(bad_apply).message(), HasSubstr("apply"));
+  WalRecord bad_marker;
+  bad_marker.mutable_marker()->set_worker_id("w");
+  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(bad_marker)));
+  WalRecord bad_removal;
+  bad_removal.mutable_removal()->set_worker_id("w");
+  bad_removal.mutable_removal()->set_reason(99);
+  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(bad_removal)));
+
+  CheckpointChunk orphan;
+  orphan.mutable_placements()->set_worker_id("nobody");
+  orphan.mutable_placements()->set_tier(kTierHbm);
+  orphan.mutable_placements()->add_hashes(1);
+  EXPECT_THAT(node.indexer.Restore(orphan).message(), HasSubstr("no record"));
+  CheckpointChunk worker;
+  worker.mutable_worker()->set_worker_id("w");
+  ASSERT_TRUE(node.indexer.Restore(worker).ok());
+  CheckpointChunk misaligned = orphan;
+  misaligned.mutable_placements()->set_worker_id("w");
+  misaligned.mutable_placements()->add_block_sizes(1);
+  misaligned.mutable_placements()->add_block_sizes(2);
+  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Restore(misaligned)));
+  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Restore(CheckpointChunk{})));
+  EXPECT_THAT(backend.applies, IsEmpty());
+  EXPECT_EQ(node.indexer.worker_count(), 1u);
+}
+
+TEST(IndexerReplayTest, RestoredMarkersAreReArmedFromNow) {
+  FakeMonotonicClock clock;
+  ModelBackend backend;
+  Node node(&clock, &backend);
+  CheckpointChunk marker;
+  marker.mutable_marker()->set_worker_id("w");
+  marker.mutable_marker()->set_ttl_ms(400);
+  ASSERT_TRUE(node.indexer.Restore(marker).ok());
+  EXPECT_EQ(node.indexer.HeartbeatDeadline("w"), clock.Now() + 400ms);
+  EXPECT_EQ(node.indexer.liveness_stats().heartbeats, 0u);
+}
+
+}  // namespace
+}  // namespace kvindexer

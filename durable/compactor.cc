@@ -1,0 +1,115 @@
+#include "durable/compactor.h"
+
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/indexer.h"
+#include "core/request_limits.h"
+#include "core/sequence_gate_log.h"
+#include "core/worker_lifecycle_log.h"
+#include "durable/checkpoint_file.h"
+#include "durable/image_backend.h"
+#include "durable/recovery_replay.h"
+#include "kv_indexer_state.pb.h"
+
+namespace kvindexer::durable {
+namespace {
+
+// Placements per TierPlacements part (kv_indexer_state.proto).
+constexpr size_t kHashesPerPart = 65536;
+
+// The compaction's Indexer replays what the serving one already did and
+// logged: its gate and lifecycle lines would only repeat them.
+void Discard(spdlog::level::level_enum, std::string_view) {}
+
+// Replay and Restore ignore the limits; they are set wide so that nothing a
+// serving Indexer accepted under its own limits could trip them here.
+RequestLimits WideLimits() {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = std::numeric_limits<uint32_t>::max();
+  limits.max_worker_address_bytes = std::numeric_limits<uint32_t>::max();
+  limits.max_workers = std::numeric_limits<uint32_t>::max();
+  return limits;
+}
+
+absl::Status Cancelled() {
+  return absl::CancelledError("checkpoint abandoned: the store is closing");
+}
+
+}  // namespace
+
+absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
+                             FileIo* io, const std::atomic<bool>& stop) {
+  ImageBackend image;
+  SequenceGateLog gate_log(Discard);
+  WorkerLifecycleLog lifecycle_log(Discard);
+  Indexer indexer(&image, &gate_log, WideLimits(), kBackendAbiMinor,
+                  /*clock=*/nullptr, &lifecycle_log);
+
+  absl::StatusOr<CheckpointLoad> load =
+      LoadCheckpoint(dir.CheckpointPath(job.base), &indexer, &stop);
+  if (!load.ok()) return load.status();
+  for (uint64_t g = job.base; g <= job.last_wal; ++g) {
+    if (stop.load(std::memory_order_relaxed)) return Cancelled();
+    absl::StatusOr<WalScan> scan =
+        ReplayWal(dir.WalPath(g), g, /*repair=*/false, &indexer, &stop);
+    if (!scan.ok()) return scan.status();
+    // A closed log was synced whole before the next one began; a bad
+    // record in it is damage, which recovery, not a compaction, handles.
+    if (scan->torn) {
+      return absl::DataLossError(absl::StrCat("closed log ", dir.WalPath(g),
+                                              " has a bad record at offset ",
+                                              scan->torn_offset));
+    }
+  }
+
+  absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
+      CheckpointWriter::Begin(dir.path(), job.target(), io);
+  if (!writer.ok()) return writer.status();
+  absl::Status status;
+  std::string payload;
+  auto add = [&](const state::v1::CheckpointChunk& chunk) {
+    if (!status.ok()) return;
+    if (stop.load(std::memory_order_relaxed)) {
+      status = Cancelled();
+      return;
+    }
+    if (!chunk.SerializeToString(&payload)) {
+      status = absl::InternalError("a checkpoint part does not serialise");
+      return;
+    }
+    status = (*writer)->Add(payload);
+  };
+  indexer.ExportHost(add);
+  state::v1::CheckpointChunk chunk;
+  image.ForEachTier(kHashesPerPart, [&](const ImageBackend::TierView& view) {
+    state::v1::TierPlacements* part = chunk.mutable_placements();
+    part->Clear();
+    part->set_worker_id(std::string(view.worker_id));
+    part->set_tier(view.tier);
+    part->mutable_hashes()->Add(view.hashes.data,
+                                view.hashes.data + view.hashes.size);
+    part->mutable_component_masks()->Add(
+        view.component_masks.data,
+        view.component_masks.data + view.component_masks.size);
+    part->mutable_block_sizes()->Add(
+        view.block_sizes.data, view.block_sizes.data + view.block_sizes.size);
+    add(chunk);
+  });
+  if (!status.ok()) return status;
+  return (*writer)->Commit();
+}
+
+absl::Status WriteEmptyCheckpoint(const std::string& dir, uint64_t generation,
+                                  FileIo* io) {
+  absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
+      CheckpointWriter::Begin(dir, generation, io);
+  if (!writer.ok()) return writer.status();
+  return (*writer)->Commit();
+}
+
+}  // namespace kvindexer::durable

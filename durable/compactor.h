@@ -1,0 +1,46 @@
+// Compaction: the next checkpoint, built off the serving path
+// (docs/durability.md, "Checkpoints").
+//
+// The serving Indexer is never read. When the log rotates (under the
+// Indexer's mutation mutex, so between two mutations) the closed log files
+// and the checkpoint they start from describe the cut exactly; a compaction
+// replays them through an Indexer of its own over an ImageBackend and
+// writes what that holds as the checkpoint of the new generation. Queries
+// and applies go on meanwhile.
+#ifndef KVINDEXER_DURABLE_COMPACTOR_H_
+#define KVINDEXER_DURABLE_COMPACTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "durable/data_dir.h"
+#include "durable/file_io.h"
+
+namespace kvindexer::durable {
+
+// checkpoint-<base>.ckpt plus the closed logs wal-<base>.log to
+// wal-<last_wal>.log give checkpoint-<last_wal + 1>.ckpt, the state at the
+// start of wal-<last_wal + 1>.log.
+struct CompactionJob {
+  uint64_t base = 0;
+  uint64_t last_wal = 0;
+  uint64_t target() const { return last_wal + 1; }
+};
+
+// Builds and commits the job's checkpoint in `dir`. When `stop` becomes
+// true the work is abandoned (CANCELLED; the temporary file is deleted).
+// Errors name the file at fault; nothing of the serving state depends on
+// them. REQUIRES: the job's files exist and no other compaction runs.
+absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
+                             FileIo* io, const std::atomic<bool>& stop);
+
+// Commits checkpoint-<generation>.ckpt holding nothing: the state of a
+// fresh directory.
+absl::Status WriteEmptyCheckpoint(const std::string& dir, uint64_t generation,
+                                  FileIo* io);
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_COMPACTOR_H_

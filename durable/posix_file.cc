@@ -1,0 +1,86 @@
+#include "durable/posix_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvindexer::durable {
+
+std::string ErrnoText(int err) { return std::system_category().message(err); }
+
+std::string JoinPath(const std::string& dir, std::string_view name) {
+  std::string path = dir;
+  if (path.empty() || path.back() != '/') path.push_back('/');
+  path.append(name);
+  return path;
+}
+
+int WriteFully(FileIo& io, int fd, std::string_view data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = io.Write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    // A regular file never takes zero bytes of a non-empty write; looping
+    // on it could spin forever.
+    if (n == 0) return EIO;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int SyncDirectory(FileIo& io, const std::string& dir) {
+  const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  while (io.Fsync(fd.get()) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+absl::Status ReadWholeFile(const std::string& path, std::string* out) {
+  out->clear();
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    const std::string message =
+        absl::StrCat("cannot open ", path, ": ", ErrnoText(err));
+    return err == ENOENT ? absl::NotFoundError(message)
+                         : absl::InternalError(message);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot stat ", path, ": ", ErrnoText(errno)));
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out->size()) {
+    const ssize_t n = ::read(fd.get(), out->data() + done, out->size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::InternalError(
+          absl::StrCat("cannot read ", path, ": ", ErrnoText(errno)));
+    }
+    if (n == 0) break;  // the file shrank since fstat
+    done += static_cast<size_t>(n);
+  }
+  out->resize(done);
+  return absl::OkStatus();
+}
+
+void UniqueFd::Reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+}  // namespace kvindexer::durable

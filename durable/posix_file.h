@@ -1,0 +1,62 @@
+// Small POSIX helpers shared by durable/'s files: complete writes, directory
+// syncs, whole-file reads and an owning file descriptor.
+#ifndef KVINDEXER_DURABLE_POSIX_FILE_H_
+#define KVINDEXER_DURABLE_POSIX_FILE_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "durable/file_io.h"
+
+namespace kvindexer::durable {
+
+// strerror(err), thread-safe.
+std::string ErrnoText(int err);
+
+// `dir` + "/" + `name`.
+std::string JoinPath(const std::string& dir, std::string_view name);
+
+// Writes all of `data` to `fd` through `io`, retrying after EINTR and short
+// writes. Returns 0, or the errno of the write that failed (EIO for a write
+// that made no progress).
+int WriteFully(FileIo& io, int fd, std::string_view data);
+
+// fsync of the directory itself, so that a file created, renamed or removed
+// in it stays so after a crash. Returns 0 or an errno.
+int SyncDirectory(FileIo& io, const std::string& dir);
+
+// Reads the whole file `path` into *out. NOT_FOUND when it does not exist,
+// INTERNAL for other errors; both name the path.
+absl::Status ReadWholeFile(const std::string& path, std::string* out);
+
+// Owns a file descriptor; closes it on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { Reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) Reset(other.Release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_POSIX_FILE_H_

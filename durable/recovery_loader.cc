@@ -1,0 +1,179 @@
+#include "durable/recovery_loader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "durable/compactor.h"
+#include "durable/record_framing.h"
+#include "durable/recovery_replay.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::durable {
+namespace {
+
+// FAILED_PRECONDITION, naming `path`, when the file starts with the header of
+// a newer format version. Anything else (a short or damaged header) is left
+// to the reader that handles damage.
+absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  char header[kFileHeaderBytes];
+  const ssize_t n = ::pread(fd, header, sizeof(header), 0);
+  const int read_errno = errno;
+  ::close(fd);
+  if (n < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(read_errno)));
+  }
+  const absl::StatusOr<FileHeader> decoded =
+      DecodeFileHeader(std::string_view(header, static_cast<size_t>(n)), kind);
+  if (decoded.status().code() == absl::StatusCode::kFailedPrecondition) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": ", decoded.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+// The directory holds nothing usable: every log file is set aside and the
+// state starts over, empty, at a generation above every one seen.
+absl::StatusOr<RecoveredDirectory> StartEmpty(
+    DataDir& dir, const DataDir::Listing& listing,
+    const std::vector<std::string>& damaged, FileIo* io) {
+  std::vector<std::string> orphans;
+  for (uint64_t w : listing.wals) {
+    orphans.push_back(dir.WalPath(w));
+    absl::Status s = dir.MarkCorrupt(orphans.back());
+    if (!s.ok()) return s;
+  }
+  uint64_t newest = 0;
+  if (!listing.checkpoints.empty()) newest = listing.checkpoints.back();
+  if (!listing.wals.empty()) newest = std::max(newest, listing.wals.back());
+  RecoveredDirectory out;
+  out.base = newest + 1;
+  out.wal_generation = out.base;
+  spdlog::error(
+      "recovery: no usable checkpoint in {} ({}); the state is lost and "
+      "starts empty at generation {}; log files without a checkpoint, "
+      "renamed *.corrupt: {}",
+      dir.path(),
+      damaged.empty() ? std::string("there is none")
+                      : absl::StrCat("damaged: ", absl::StrJoin(damaged, ", ")),
+      out.base, orphans.empty() ? "none" : absl::StrJoin(orphans, ", "));
+  absl::Status s = WriteEmptyCheckpoint(dir.path(), out.base, io);
+  if (!s.ok()) return s;
+  out.checkpoints = {out.base};
+  out.report.started_empty = true;
+  out.report.checkpoint_fallback = !damaged.empty();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
+                                                    Indexer* indexer,
+                                                    FileIo* io) {
+  absl::StatusOr<DataDir::Listing> listing = dir.List();
+  if (!listing.ok()) return listing.status();
+  for (uint64_t c : listing->checkpoints) {
+    absl::Status s =
+        RefuseNewerFormat(dir.CheckpointPath(c), FileKind::kCheckpoint);
+    if (!s.ok()) return s;
+  }
+  for (uint64_t w : listing->wals) {
+    absl::Status s = RefuseNewerFormat(dir.WalPath(w), FileKind::kWal);
+    if (!s.ok()) return s;
+  }
+
+  RecoveredDirectory out;
+  if (listing->checkpoints.empty() && listing->wals.empty()) {
+    absl::Status s = WriteEmptyCheckpoint(dir.path(), 1, io);
+    if (!s.ok()) return s;
+    out.base = 1;
+    out.wal_generation = 1;
+    out.checkpoints = {1};
+    return out;
+  }
+
+  // The newest checkpoint that reads back whole. A damaged one restored
+  // nothing (ReadCheckpoint checks the whole file first), so the next older
+  // one can be tried on the same Indexer.
+  std::vector<uint64_t> checkpoints = listing->checkpoints;
+  std::vector<std::string> damaged;
+  std::optional<uint64_t> base;
+  while (!checkpoints.empty()) {
+    const std::string path = dir.CheckpointPath(checkpoints.back());
+    absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(path, indexer);
+    if (load.ok()) {
+      base = checkpoints.back();
+      out.report.placements = load->placements;
+      break;
+    }
+    if (load.status().code() != absl::StatusCode::kDataLoss) {
+      return load.status();
+    }
+    spdlog::error("recovery: checkpoint {} is damaged ({}); renamed {}.corrupt",
+                  path, std::string(load.status().message()), path);
+    absl::Status s = dir.MarkCorrupt(path);
+    if (!s.ok()) return s;
+    damaged.push_back(path);
+    checkpoints.pop_back();
+  }
+  if (!base.has_value()) return StartEmpty(dir, *listing, damaged, io);
+  out.base = *base;
+  out.report.checkpoint_generation = *base;
+  out.report.checkpoint_fallback = !damaged.empty();
+  out.checkpoints = std::move(checkpoints);
+
+  // The log from the checkpoint on, while it is contiguous and intact.
+  uint64_t expected = out.base;
+  bool ended = false;
+  std::vector<std::string> after_hole;
+  for (uint64_t w : listing->wals) {
+    if (w < out.base) {
+      out.wals.push_back(w);  // older: the next compaction deletes it
+      continue;
+    }
+    const std::string path = dir.WalPath(w);
+    if (ended || w != expected) {
+      ended = true;
+      after_hole.push_back(path);
+      continue;
+    }
+    absl::StatusOr<WalScan> scan = ReplayWal(path, w, /*repair=*/true, indexer);
+    if (!scan.ok()) return scan.status();
+    out.report.log_records += scan->records;
+    out.report.log_bytes +=
+        scan->bytes > kFileHeaderBytes ? scan->bytes - kFileHeaderBytes : 0;
+    out.wals.push_back(w);
+    ++expected;
+    if (scan->torn) {
+      out.report.torn_tail = true;
+      ended = true;
+    }
+  }
+  for (const std::string& path : after_hole) {
+    spdlog::warn(
+        "wal: {} follows a cut or missing log file; its records would apply "
+        "after lost ones, so it is renamed {}.corrupt",
+        path, path);
+    absl::Status s = dir.MarkCorrupt(path);
+    if (!s.ok()) return s;
+    out.report.torn_tail = true;
+  }
+  out.wal_generation = expected > out.base ? expected - 1 : out.base;
+  return out;
+}
+
+}  // namespace kvindexer::durable

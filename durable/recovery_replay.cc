@@ -1,0 +1,79 @@
+#include "durable/recovery_replay.h"
+
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "durable/checkpoint_file.h"
+#include "kv_indexer_state.pb.h"
+
+namespace kvindexer::durable {
+
+namespace {
+
+bool Stopped(const std::atomic<bool>* stop) {
+  return stop != nullptr && stop->load(std::memory_order_relaxed);
+}
+
+absl::Status Cancelled(const std::string& path) {
+  return absl::CancelledError(absl::StrCat("reading ", path, " was stopped"));
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
+                                              Indexer* indexer,
+                                              const std::atomic<bool>* stop) {
+  CheckpointLoad load;
+  state::v1::CheckpointChunk chunk;
+  absl::StatusOr<CheckpointRead> read =
+      ReadCheckpoint(path, [&](std::string_view payload) -> absl::Status {
+        if (Stopped(stop)) return Cancelled(path);
+        if (!chunk.ParseFromArray(payload.data(),
+                                  static_cast<int>(payload.size()))) {
+          return absl::InternalError(
+              absl::StrCat("checkpoint ", path, ": part ", load.records,
+                           " passed its checksum but does not parse"));
+        }
+        if (chunk.has_placements()) {
+          load.placements +=
+              static_cast<uint64_t>(chunk.placements().hashes_size());
+        }
+        absl::Status s = indexer->Restore(chunk);
+        if (!s.ok()) {
+          return absl::InternalError(
+              absl::StrCat("checkpoint ", path, ": part ", load.records,
+                           " was refused: ", s.ToString()));
+        }
+        ++load.records;
+        return absl::OkStatus();
+      });
+  if (!read.ok()) return read.status();
+  return load;
+}
+
+absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
+                                  bool repair, Indexer* indexer,
+                                  const std::atomic<bool>* stop) {
+  state::v1::WalRecord record;
+  uint64_t index = 0;
+  return ScanWal(
+      path, generation, repair, [&](std::string_view payload) -> absl::Status {
+        if (Stopped(stop)) return Cancelled(path);
+        if (!record.ParseFromArray(payload.data(),
+                                   static_cast<int>(payload.size()))) {
+          return absl::InternalError(
+              absl::StrCat("wal ", path, ": record ", index,
+                           " passed its checksum but does not parse"));
+        }
+        absl::Status s = indexer->Replay(record);
+        if (!s.ok()) {
+          return absl::InternalError(
+              absl::StrCat("wal ", path, ": record ", index,
+                           " was refused: ", s.ToString()));
+        }
+        ++index;
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace kvindexer::durable

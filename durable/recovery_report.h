@@ -1,0 +1,26 @@
+// RecoveryReport: what start-up recovery found in the data directory, for
+// the server's INFO line and for tests (docs/durability.md, "Recovery").
+#ifndef KVINDEXER_DURABLE_RECOVERY_REPORT_H_
+#define KVINDEXER_DURABLE_RECOVERY_REPORT_H_
+
+#include <cstdint>
+
+namespace kvindexer::durable {
+
+struct RecoveryReport {
+  uint64_t checkpoint_generation = 0;  // 0: none was loaded
+  uint64_t workers = 0;                // Indexer::worker_count() afterwards
+  // Placements held afterwards: the backend's count when the store was given
+  // the backend, else those the checkpoint restored.
+  uint64_t placements = 0;
+  uint64_t log_records = 0;  // replayed
+  uint64_t log_bytes = 0;    // record bytes replayed (file headers excluded)
+  uint64_t elapsed_ms = 0;
+  bool torn_tail = false;            // a log tail was cut off
+  bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
+  bool started_empty = false;        // no usable checkpoint: state was lost
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_RECOVERY_REPORT_H_

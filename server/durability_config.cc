@@ -1,0 +1,66 @@
+#include "server/durability_config.h"
+
+#include <charconv>
+
+namespace kvindexer {
+namespace {
+
+constexpr std::string_view kDataDirAccepted =
+    "a directory path (valid UTF-8, no NUL); unset or empty keeps the index "
+    "in memory only";
+constexpr std::string_view kWalSyncAccepted =
+    "always (acknowledge after fdatasync) or none (acknowledge after the "
+    "write reaches the operating system)";
+constexpr std::string_view kCheckpointBytesAccepted =
+    "an integer of bytes, at least 1048576 (1 MiB), for example 67108864";
+
+}  // namespace
+
+absl::StatusOr<durable::WalSync> ParseWalSync(std::string_view value) {
+  if (value == "always") return durable::WalSync::kAlways;
+  if (value == "none") return durable::WalSync::kNone;
+  return InvalidEnvValue(kWalSyncVar, value, kWalSyncAccepted);
+}
+
+absl::StatusOr<uint64_t> ParseCheckpointBytes(std::string_view value) {
+  // Digits only: no sign, no spaces, no suffixes.
+  const bool digits = !value.empty() && value.find_first_not_of("0123456789") ==
+                                            std::string_view::npos;
+  uint64_t n = 0;
+  if (digits) {
+    const auto [end, ec] =
+        std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec == std::errc() && end == value.data() + value.size() &&
+        n >= kMinCheckpointBytes) {
+      return n;
+    }
+  }
+  return InvalidEnvValue(kCheckpointBytesVar, value, kCheckpointBytesAccepted);
+}
+
+absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
+  DurabilityConfig config;
+  if (auto v = env(kWalSyncVar)) {
+    auto sync = ParseWalSync(*v);
+    if (!sync.ok()) return sync.status();
+    config.wal_sync = *sync;
+  }
+  if (auto v = env(kCheckpointBytesVar)) {
+    auto bytes = ParseCheckpointBytes(*v);
+    if (!bytes.ok()) return bytes.status();
+    config.checkpoint_bytes = *bytes;
+  }
+  if (auto v = env(kDataDirVar)) {
+    if (!IsValidUtf8(*v) || v->find('\0') != std::string::npos) {
+      return InvalidEnvValue(kDataDirVar, *v, kDataDirAccepted);
+    }
+    config.data_dir = *std::move(v);
+  }
+  return config;
+}
+
+std::string_view WalSyncName(durable::WalSync sync) {
+  return sync == durable::WalSync::kAlways ? "always" : "none";
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,55 @@
+// The restart-safe state variables (docs/durability.md, "Configuration"):
+//
+// | Variable                   | Default  | Accepted values                  |
+// | KV_INDEXER_DATA_DIR        | (unset)  | a directory path; unset or empty |
+// |                            |          | keeps the index in memory only   |
+// | KV_INDEXER_WAL_SYNC        | always   | always or none                   |
+// | KV_INDEXER_CHECKPOINT_BYTES| 67108864 | integer >= 1048576               |
+//
+// The two tuning variables are checked whether or not a data directory is
+// set: a bad value is a configuration error either way (exit 2). Whether the
+// directory can be created, written and locked is only known when the
+// server opens it (exit 1).
+#ifndef KVINDEXER_SERVER_DURABILITY_CONFIG_H_
+#define KVINDEXER_SERVER_DURABILITY_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "durable/wal_sync.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kDataDirVar = "KV_INDEXER_DATA_DIR";
+inline constexpr std::string_view kWalSyncVar = "KV_INDEXER_WAL_SYNC";
+inline constexpr std::string_view kCheckpointBytesVar =
+    "KV_INDEXER_CHECKPOINT_BYTES";
+
+inline constexpr uint64_t kDefaultCheckpointBytes = 64ull << 20;
+inline constexpr uint64_t kMinCheckpointBytes = 1ull << 20;
+
+struct DurabilityConfig {
+  std::string data_dir;  // empty: in memory only
+  durable::WalSync wal_sync = durable::WalSync::kAlways;
+  uint64_t checkpoint_bytes = kDefaultCheckpointBytes;
+
+  bool enabled() const { return !data_dir.empty(); }
+};
+
+// Errors are InvalidArgument messages that name the variable, quote the
+// value and say what is accepted.
+[[nodiscard]] absl::StatusOr<durable::WalSync> ParseWalSync(
+    std::string_view value);
+[[nodiscard]] absl::StatusOr<uint64_t> ParseCheckpointBytes(
+    std::string_view value);
+[[nodiscard]] absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(
+    const EnvLookup& env);
+
+std::string_view WalSyncName(durable::WalSync sync);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_DURABILITY_CONFIG_H_

@@ -1,0 +1,88 @@
+// KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and KV_INDEXER_CHECKPOINT_BYTES
+// (server/durability_config.h).
+#include "server/durability_config.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/server_config.h"
+
+namespace kvindexer {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+absl::StatusOr<ServerConfig> Load(std::map<std::string, std::string> vars) {
+  return LoadServerConfig(MapEnvironment({vars.begin(), vars.end()}));
+}
+
+TEST(DurabilityConfigTest, OffWithAlwaysAnd64MiBByDefault) {
+  auto config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->durability.enabled());
+  EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kAlways);
+  EXPECT_EQ(config->durability.checkpoint_bytes, 67108864u);
+}
+
+TEST(DurabilityConfigTest, ReadsAllThreeVariables) {
+  auto config = Load({{"KV_INDEXER_DATA_DIR", "/var/lib/kvindexer"},
+                      {"KV_INDEXER_WAL_SYNC", "none"},
+                      {"KV_INDEXER_CHECKPOINT_BYTES", "1048576"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->durability.enabled());
+  EXPECT_EQ(config->durability.data_dir, "/var/lib/kvindexer");
+  EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kNone);
+  EXPECT_EQ(config->durability.checkpoint_bytes, 1048576u);
+}
+
+TEST(DurabilityConfigTest, EmptyDataDirMeansInMemory) {
+  auto config = Load({{"KV_INDEXER_DATA_DIR", ""}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->durability.enabled());
+}
+
+TEST(DurabilityConfigTest, WalSyncIsAlwaysOrNone) {
+  EXPECT_EQ(ParseWalSync("always").value(), durable::WalSync::kAlways);
+  EXPECT_EQ(ParseWalSync("none").value(), durable::WalSync::kNone);
+  for (const char* bad : {"", "ALWAYS", "never", "fsync", "1", " none"}) {
+    EXPECT_FALSE(ParseWalSync(bad).ok()) << bad;
+  }
+}
+
+TEST(DurabilityConfigTest, CheckpointBytesIsAnIntegerOfAtLeastOneMiB) {
+  EXPECT_EQ(ParseCheckpointBytes("1048576").value(), 1048576u);
+  EXPECT_EQ(ParseCheckpointBytes("18446744073709551615").value(),
+            18446744073709551615u);
+  for (const char* bad : {"", "0", "1048575", "-1048576", "+1048576", "64M",
+                          "1e9", " 1048576", "18446744073709551616"}) {
+    EXPECT_FALSE(ParseCheckpointBytes(bad).ok()) << bad;
+  }
+}
+
+// The tuning variables are checked even when no data directory is set.
+TEST(DurabilityConfigTest, BadTuningIsAnErrorWithoutADataDirectory) {
+  auto bad_sync = Load({{"KV_INDEXER_WAL_SYNC", "sometimes"}});
+  ASSERT_FALSE(bad_sync.ok());
+  EXPECT_EQ(bad_sync.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_sync.status().message()),
+              AllOf(HasSubstr("KV_INDEXER_WAL_SYNC"),
+                    HasSubstr("\"sometimes\""), HasSubstr("always")));
+  auto bad_bytes = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "4096"}});
+  ASSERT_FALSE(bad_bytes.ok());
+  EXPECT_THAT(std::string(bad_bytes.status().message()),
+              AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
+                    HasSubstr("\"4096\""), HasSubstr("1048576")));
+}
+
+TEST(DurabilityConfigTest, UsageListsTheVariables) {
+  const std::string usage = UsageText("kv-indexer-server");
+  EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_DATA_DIR"),
+                           HasSubstr("KV_INDEXER_WAL_SYNC"),
+                           HasSubstr("KV_INDEXER_CHECKPOINT_BYTES")));
+}
+
+}  // namespace
+}  // namespace kvindexer
