@@ -7,11 +7,13 @@
 //               with no data directory, with KV_INDEXER_WAL_SYNC=none and
 //               with =always, in rounds (hashes/s, medians over rounds);
 //   checkpoint  a wal-always server preloaded to --placements placements:
-//               MatchExternalKvPrefix p99 at a fixed offered load while a
-//               checkpoint is written, against the same load idle;
-//   recovery    that server stopped (SIGTERM) and killed (SIGKILL), each
-//               time restarted on its directory: recovery time, disk bytes,
-//               and the headline query answered as before.
+//               MatchExternalKvPrefix p99 at fixed offered loads while a
+//               checkpoint is built and while it is written, against the
+//               same load idle (durability_checkpoint_latency.h);
+//   recovery    that server stopped (SIGTERM), killed (SIGKILL), and killed
+//               with a nearly full log, each time restarted on its
+//               directory: recovery time, disk bytes, and the headline
+//               query answered as before.
 //
 // Output: a table on stdout, JSON to --json_out, progress on stderr. Exit 1
 // when more RPCs failed than --max_failed_rpcs allows, when a restarted
@@ -32,6 +34,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -82,15 +85,18 @@ ABSL_FLAG(uint32_t, query_min_blocks, 32, "Shortest query (blocks)");
 ABSL_FLAG(uint32_t, query_max_blocks, 2048, "Longest query (blocks)");
 ABSL_FLAG(uint32_t, query_pool, 2048, "Distinct fleet queries to cycle over");
 ABSL_FLAG(double, query_qps, 0,
-          "Offered load of the latency runs; 0 = --query_qps_fraction of the "
-          "saturation QPS measured on the preloaded server");
-ABSL_FLAG(double, query_qps_fraction, 0.5, "See --query_qps");
+          "Offered load of the latency runs; 0 = each of "
+          "--query_qps_fractions of the saturation QPS measured on the "
+          "preloaded server");
+ABSL_FLAG(std::string, query_qps_fractions, "0.25,0.5", "See --query_qps");
 ABSL_FLAG(double, saturation_s, 3, "Duration of the saturation run");
 ABSL_FLAG(double, idle_s, 5, "Duration of each idle latency run");
 ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
-ABSL_FLAG(std::string, restarts, "sigterm,sigkill",
-          "How the recovery phase ends the server before each restart");
+ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
+          "How the recovery phase ends the server before each restart: "
+          "sigterm, sigkill, or sigkill-full-log (SIGKILL once the current "
+          "log file holds 90% of the checkpoint size)");
 
 ABSL_FLAG(int64_t, max_failed_rpcs, -1,
           "Exit 1 when more RPCs than this failed (-1: no limit)");
@@ -102,6 +108,9 @@ namespace kvindexer::bench {
 namespace {
 
 using ::kvindexer::test_support::ScratchDir;
+
+// The server's KV_INDEXER_CHECKPOINT_BYTES when the variable is unset.
+constexpr uint64_t kServerDefaultCheckpointBytes = 64ull << 20;
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
@@ -209,7 +218,8 @@ int Run() {
   j.EndArray();
 
   // Checkpoint and recovery share one loaded wal-always server.
-  std::optional<CheckpointLatencyFigures> latency;
+  std::vector<CheckpointLatencyFigures> latency;  // one per offered load
+  double saturation_qps = 0;
   std::vector<RestartFigures> restarts;
   uint64_t fleet_placements = 0;
   double preload_hashes_per_s = 0;
@@ -263,9 +273,10 @@ int Run() {
     }
 
     if (wants("checkpoint")) {
-      CheckpointLatencyOptions options;
-      options.qps = absl::GetFlag(FLAGS_query_qps);
-      if (options.qps <= 0) {
+      std::vector<double> loads;
+      if (absl::GetFlag(FLAGS_query_qps) > 0) {
+        loads.push_back(absl::GetFlag(FLAGS_query_qps));
+      } else {
         QueryLoad saturation;
         saturation.label = "queries/saturation";
         saturation.offered_qps = 0;
@@ -275,32 +286,52 @@ int Run() {
         saturation.progress_every = progress;
         const QueryResult sat = RunQueries(rig->pool(), queries, saturation);
         WriteQuery(report, "wal-always", "queries/saturation", sat);
-        options.qps = std::max(
-            1.0, sat.achieved_qps * absl::GetFlag(FLAGS_query_qps_fraction));
+        saturation_qps = sat.achieved_qps;
+        for (const absl::string_view text :
+             absl::StrSplit(absl::GetFlag(FLAGS_query_qps_fractions), ',',
+                            absl::SkipEmpty())) {
+          double fraction = 0;
+          if (!absl::SimpleAtod(text, &fraction) || fraction <= 0) {
+            std::fprintf(stderr,
+                         "kv-indexer-durability-bench: --query_qps_fractions "
+                         "entry '%s' is not a positive number\n",
+                         std::string(text).c_str());
+            return 1;
+          }
+          loads.push_back(std::max(1.0, sat.achieved_qps * fraction));
+        }
       }
-      options.idle_duration = Secs(absl::GetFlag(FLAGS_idle_s));
-      options.rounds =
-          std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
-      options.rpc_deadline = rpc_deadline;
-      options.progress_every = progress;
-      absl::StatusOr<CheckpointLatencyFigures> figures =
-          MeasureCheckpointLatency(*rig, data_dir, queries, options, &report);
-      if (!figures.ok()) {
-        std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                     figures.status().ToString().c_str());
-        return 1;
+      for (const double qps : loads) {
+        CheckpointLatencyOptions options;
+        options.qps = qps;
+        options.idle_duration = Secs(absl::GetFlag(FLAGS_idle_s));
+        options.rounds =
+            std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
+        options.rpc_deadline = rpc_deadline;
+        options.progress_every = progress;
+        absl::StatusOr<CheckpointLatencyFigures> figures =
+            MeasureCheckpointLatency(*rig, data_dir, queries, options, &report);
+        if (!figures.ok()) {
+          std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                       figures.status().ToString().c_str());
+          return 1;
+        }
+        const CheckpointLatencyFigures& f = *figures;
+        j.BeginObject();
+        j.Field("run", "checkpoint/summary");
+        j.Field("offered_qps", f.qps);
+        j.Field("idle_p99_us_median", Median(f.idle_p99_us));
+        j.Field("build_p99_us_median", Median(f.build_p99_us));
+        j.Field("write_p99_us_median", Median(f.write_p99_us));
+        j.Field("build_seconds_median", Median(f.build_seconds));
+        j.Field("write_seconds_median", Median(f.write_seconds));
+        j.Field("build_answers_median", Median(f.build_answers));
+        j.Field("write_answers_median", Median(f.write_answers));
+        j.Field("trigger_seconds_median", Median(f.trigger_seconds));
+        j.Field("failed_queries", f.failed_queries);
+        j.EndObject();
+        latency.push_back(*std::move(figures));
       }
-      latency = *std::move(figures);
-      j.BeginObject();
-      j.Field("run", "checkpoint/summary");
-      j.Field("offered_qps", options.qps);
-      j.Field("idle_p99_us_median", Median(latency->idle_p99_us));
-      j.Field("during_p99_us_median", Median(latency->during_p99_us));
-      j.Field("checkpoint_seconds_median", Median(latency->checkpoint_seconds));
-      j.Field("write_seconds_median", Median(latency->write_seconds));
-      j.Field("trigger_seconds_median", Median(latency->trigger_seconds));
-      j.Field("during_samples_median", Median(latency->during_samples));
-      j.EndObject();
     }
 
     if (wants("recovery")) {
@@ -309,11 +340,23 @@ int Run() {
       headline.workers = fc.workers;
       headline.prefix_blocks = fc.anchor_blocks;
       first_start = rig->recovered();
+      const uint64_t checkpoint_bytes = rig_options.checkpoint_bytes > 0
+                                            ? rig_options.checkpoint_bytes
+                                            : kServerDefaultCheckpointBytes;
       for (const absl::string_view how : absl::StrSplit(
                absl::GetFlag(FLAGS_restarts), ',', absl::SkipEmpty())) {
-        std::fprintf(stderr, "== restart after %s\n", std::string(how).c_str());
+        const std::optional<RestartKind> kind =
+            ParseRestartKind(std::string(how));
+        if (!kind.has_value()) {
+          std::fprintf(stderr,
+                       "kv-indexer-durability-bench: --restarts entry '%s' is "
+                       "not sigterm, sigkill or sigkill-full-log\n",
+                       std::string(how).c_str());
+          return 1;
+        }
+        std::fprintf(stderr, "== restart after %s\n", RestartKindName(*kind));
         absl::StatusOr<RestartFigures> figures = MeasureRestart(
-            &rig, rig_options, data_dir, how == "sigkill", headline);
+            &rig, rig_options, data_dir, *kind, checkpoint_bytes, headline);
         if (!figures.ok()) {
           std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
                        figures.status().ToString().c_str());
@@ -333,7 +376,7 @@ int Run() {
   j.BeginArray("restarts");
   for (const RestartFigures& r : restarts) {
     j.BeginObject();
-    j.Field("how", r.how);
+    j.Field("how", RestartKindName(r.kind));
     j.Field("dir_bytes", r.dir.bytes);
     j.Field("checkpoint_bytes", r.dir.checkpoint_bytes);
     j.Field("wal_bytes", r.dir.wal_bytes);
@@ -370,10 +413,16 @@ int Run() {
   j.Field("ingest_always_over_off", ratio(always, off));
   j.Field("fleet_placements", fleet_placements);
   j.Field("preload_hashes_per_s", preload_hashes_per_s);
-  if (latency.has_value()) {
-    j.Field("checkpoint_p99_over_idle", ratio(Median(latency->during_p99_us),
-                                              Median(latency->idle_p99_us)));
+  j.Field("saturation_qps", saturation_qps);
+  j.BeginArray("checkpoint_p99_over_idle");
+  for (const CheckpointLatencyFigures& f : latency) {
+    j.BeginObject();
+    j.Field("offered_qps", f.qps);
+    j.Field("build", ratio(Median(f.build_p99_us), Median(f.idle_p99_us)));
+    j.Field("write", ratio(Median(f.write_p99_us), Median(f.idle_p99_us)));
+    j.EndObject();
   }
+  j.EndArray();
   j.Field("failed_rpcs", report.failed_rpcs);
   j.EndObject();
   j.Field("loadavg_end", ReadMachineInfo().loadavg);
@@ -396,15 +445,19 @@ int Run() {
         Mb(f.dir_bytes.empty() ? 0 : f.dir_bytes.back()).c_str(),
         f.checkpoints.empty() ? 0 : f.checkpoints.back());
   }
-  if (latency.has_value()) {
+  for (const CheckpointLatencyFigures& f : latency) {
     std::printf(
-        "prefix p99    idle %.0f us, during a checkpoint %.0f us (%.2fx; "
-        "medians of %zu rounds; a checkpoint took %.2f s, its file written "
-        "in %.2f s; %.0f answers during it)\n",
-        Median(latency->idle_p99_us), Median(latency->during_p99_us),
-        ratio(Median(latency->during_p99_us), Median(latency->idle_p99_us)),
-        latency->idle_p99_us.size(), Median(latency->checkpoint_seconds),
-        Median(latency->write_seconds), Median(latency->during_samples));
+        "prefix p99 at %.0f qps (%.2f of saturation): idle %.0f us; while a "
+        "checkpoint is built %.0f us (%.2fx), while it is written %.0f us "
+        "(%.2fx); medians of %zu rounds; built in %.2f s, written in %.2f s; "
+        "%llu failed\n",
+        f.qps, ratio(f.qps, saturation_qps), Median(f.idle_p99_us),
+        Median(f.build_p99_us),
+        ratio(Median(f.build_p99_us), Median(f.idle_p99_us)),
+        Median(f.write_p99_us),
+        ratio(Median(f.write_p99_us), Median(f.idle_p99_us)),
+        f.idle_p99_us.size(), Median(f.build_seconds), Median(f.write_seconds),
+        static_cast<unsigned long long>(f.failed_queries));
   }
   if (first_start.has_value() || !restarts.empty()) {
     std::printf("fleet placements %llu\n",
@@ -413,11 +466,12 @@ int Run() {
   std::optional<uint64_t> previous_placements;
   for (const RestartFigures& r : restarts) {
     std::printf(
-        "restart after %-7s recovered %llu placements, %llu workers in %llu "
+        "restart after %-16s recovered %llu placements, %llu workers in %llu "
         "ms (listening after %.2f s) from checkpoint %llu plus %llu records "
         "(%s); dir %s (checkpoints %s in %u files, logs %s in %u); headline "
         "%s\n",
-        r.how.c_str(), static_cast<unsigned long long>(r.recovered.placements),
+        RestartKindName(r.kind),
+        static_cast<unsigned long long>(r.recovered.placements),
         static_cast<unsigned long long>(r.recovered.workers),
         static_cast<unsigned long long>(r.recovered.ms), r.seconds_to_listen,
         static_cast<unsigned long long>(r.recovered.checkpoint),
@@ -432,7 +486,7 @@ int Run() {
       std::fprintf(stderr,
                    "kv-indexer-durability-bench: the restart after %s "
                    "recovered %llu placements, the one before %llu\n",
-                   r.how.c_str(),
+                   RestartKindName(r.kind),
                    static_cast<unsigned long long>(r.recovered.placements),
                    static_cast<unsigned long long>(*previous_placements));
       rc = 1;

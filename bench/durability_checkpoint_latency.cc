@@ -3,74 +3,65 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/wire_vocabulary.h"
-#include "grpcpp/grpcpp.h"
+#include "absl/strings/str_format.h"
+#include "durability_log_traffic.h"
 
 namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char kTriggerWorker[] = "checkpoint-trigger";
-constexpr char kTriggerAddress[] = "127.0.0.1:1";
 constexpr auto kPoll = std::chrono::milliseconds(1);
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// One REPORT and one REVOKE of the same hashes: applied in turn they leave
-// the index as it was, but each is a full-size log record.
-struct TriggerBatches {
-  v1::ApplyExternalKvBatchRequest report;
-  v1::ApplyExternalKvBatchRequest revoke;
+// Polls the data directory until `condition` holds for it; false when
+// `bound` passes first.
+bool WaitForDir(const std::string& dir,
+                const std::function<bool(const DirUsage&)>& condition,
+                absl::Duration bound) {
+  const Clock::time_point t0 = Clock::now();
+  for (;;) {
+    if (condition(MeasureDir(dir))) return true;
+    if (Since(t0) > absl::ToDoubleSeconds(bound)) return false;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+// Runs fixed-rate queries on a thread of their own until Finish().
+class BackgroundQueries {
+ public:
+  BackgroundQueries(ChannelPool* pool,
+                    const std::vector<v1::MatchExternalKvPrefixRequest>& q,
+                    QueryLoad load) {
+    load.stop = &stop_;
+    thread_ = std::thread(
+        [this, pool, &q, load] { result_ = RunQueries(pool, q, load); });
+  }
+  ~BackgroundQueries() {
+    if (thread_.joinable()) Finish();
+  }
+  BackgroundQueries(const BackgroundQueries&) = delete;
+  BackgroundQueries& operator=(const BackgroundQueries&) = delete;
+
+  QueryResult Finish() {
+    stop_.store(true);
+    thread_.join();
+    return *result_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::optional<QueryResult> result_;
+  std::thread thread_;
 };
-
-TriggerBatches MakeTriggerBatches() {
-  TriggerBatches t;
-  std::mt19937_64 rng(0x636b7074);  // fixed: the same hashes every run
-  for (auto* batch : {&t.report, &t.revoke}) {
-    batch->set_worker_id(kTriggerWorker);
-    batch->set_worker_address(kTriggerAddress);
-  }
-  v1::ExternalKvAction* report = t.report.add_actions();
-  report->set_type(v1::ACTION_REPORT);
-  report->set_tier(v1::TIER_DRAM);
-  for (size_t i = 0; i < kMaxHashesPerRequest; ++i) {
-    report->add_hashes(static_cast<int64_t>(rng()));
-  }
-  v1::ExternalKvAction* revoke = t.revoke.add_actions();
-  *revoke = *report;
-  revoke->set_type(v1::ACTION_REVOKE);
-  return t;
-}
-
-// Sends REPORT, REVOKE, REPORT, ... until `stop`, always ending on a
-// REVOKE. Returns the first failure, if any.
-absl::Status RunTrigger(ChannelPool* pool, const TriggerBatches& batches,
-                        const std::atomic<bool>& stop,
-                        absl::Duration deadline) {
-  bool reported = false;
-  while (!stop.load() || reported) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     absl::ToChronoMilliseconds(deadline));
-    v1::ApplyExternalKvBatchResponse resp;
-    const grpc::Status status = pool->Next()->ApplyExternalKvBatch(
-        &ctx, reported ? batches.revoke : batches.report, &resp);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("checkpoint trigger apply: ", status.error_message()));
-    }
-    reported = !reported;
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -79,139 +70,132 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
     const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
     const CheckpointLatencyOptions& options, Report* report) {
   CheckpointLatencyFigures figures;
-  const TriggerBatches batches = MakeTriggerBatches();
-  const auto query_load = [&](const std::string& label, absl::Duration duration,
-                              const std::atomic<bool>* stop) {
+  figures.qps = options.qps;
+  const LogTraffic traffic;
+  const std::string at = absl::StrFormat("@%.0fqps", options.qps);
+  const auto query_load = [&](const std::string& label,
+                              absl::Duration duration) {
     QueryLoad load;
-    load.label = label;
+    load.label = label + at;
     load.offered_qps = options.qps;
     load.concurrency = options.max_outstanding;
     load.duration = duration;
     load.rpc_deadline = options.rpc_deadline;
     load.progress_every = options.progress_every;
-    load.stop = stop;
     return load;
   };
   // No checkpoint in progress: the newest checkpoint is the one of the
   // current log generation (checkpoint-<g> holds the state at the start of
   // wal-<g>) and no file is being written.
-  const auto wait_idle_dir = [&](absl::Duration bound) {
-    const Clock::time_point t0 = Clock::now();
-    for (;;) {
-      const DirUsage now = MeasureDir(data_dir);
-      if (now.newest_checkpoint == now.newest_wal && !now.writing_checkpoint) {
-        return true;
-      }
-      if (Since(t0) > absl::ToDoubleSeconds(bound)) return false;
-      std::this_thread::sleep_for(kPoll);
-    }
+  const auto idle_dir = [](const DirUsage& d) {
+    return d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint;
   };
 
   for (uint32_t round = 0; round < options.rounds; ++round) {
-    if (!wait_idle_dir(options.max_checkpoint)) {
+    if (!WaitForDir(data_dir, idle_dir, options.max_checkpoint)) {
       return absl::DeadlineExceededError(
           "a checkpoint did not finish within the bound (the newest "
           "checkpoint never caught up with the newest log generation)");
     }
-    // Idle.
-    std::fprintf(stderr, "== checkpoint latency round %u: idle at %.0f qps\n",
+    std::fprintf(stderr, "== checkpoint latency round %u at %.0f qps: idle\n",
                  round + 1, options.qps);
     const DirUsage idle_before = MeasureDir(data_dir);
-    const QueryResult idle =
-        RunQueries(rig.pool(), queries,
-                   query_load("queries/idle", options.idle_duration, nullptr));
-    const DirUsage idle_after = MeasureDir(data_dir);
-    if (idle_after.newest_checkpoint != idle_before.newest_checkpoint ||
-        idle_after.writing_checkpoint) {
+    const QueryResult idle = RunQueries(
+        rig.pool(), queries, query_load("queries/idle", options.idle_duration));
+    if (!idle_dir(MeasureDir(data_dir)) ||
+        MeasureDir(data_dir).newest_checkpoint !=
+            idle_before.newest_checkpoint) {
       std::fprintf(stderr, "warning: a checkpoint ran during the idle run\n");
     }
-    WriteQuery(*report, "wal-always", "queries/idle", idle);
+    WriteQuery(*report, "wal-always", "queries/idle" + at, idle);
     figures.idle_p99_us.push_back(idle.latency.p99_us);
     figures.failed_queries += idle.status.failed();
 
-    // Log traffic until a checkpoint starts: the log rotates.
+    // Log traffic until the log rotates: the checkpoint starts.
     std::fprintf(stderr,
-                 "== checkpoint latency round %u: log traffic until a "
-                 "checkpoint starts\n",
+                 "== checkpoint latency round %u: log traffic until the log "
+                 "rotates\n",
                  round + 1);
     const DirUsage before = MeasureDir(data_dir);
-    std::atomic<bool> stop_trigger{false};
-    absl::Status trigger_status;
+    const auto rotated = [&](const DirUsage& d) {
+      return d.newest_wal != before.newest_wal ||
+             d.newest_checkpoint != before.newest_checkpoint;
+    };
     const Clock::time_point trigger_start = Clock::now();
-    std::thread trigger([&] {
-      trigger_status = RunTrigger(rig.side_pool(), batches, stop_trigger,
-                                  options.rpc_deadline * 5);
-    });
-    bool rotated = false;
-    while (!rotated &&
-           Since(trigger_start) < absl::ToDoubleSeconds(options.max_trigger)) {
-      const DirUsage now = MeasureDir(data_dir);
-      rotated = now.newest_wal != before.newest_wal ||
-                now.newest_checkpoint != before.newest_checkpoint;
-      if (!rotated) std::this_thread::sleep_for(kPoll);
-    }
-    const Clock::time_point seen = Clock::now();
-    stop_trigger.store(true);
-    trigger.join();
-    if (!trigger_status.ok()) return trigger_status;
-    if (!rotated) {
+    bool timed_out = false;
+    absl::Status traffic_status = traffic.Run(
+        rig.side_pool(),
+        [&] {
+          timed_out =
+              Since(trigger_start) > absl::ToDoubleSeconds(options.max_trigger);
+          return timed_out || rotated(MeasureDir(data_dir));
+        },
+        nullptr, options.rpc_deadline * 5);
+    if (!traffic_status.ok()) return traffic_status;
+    if (timed_out) {
       return absl::DeadlineExceededError(
           "the log did not rotate within the bound; is "
           "KV_INDEXER_CHECKPOINT_BYTES reachable?");
     }
-    figures.trigger_seconds.push_back(
-        std::chrono::duration<double>(seen - trigger_start).count());
+    figures.trigger_seconds.push_back(Since(trigger_start));
 
-    // Queries while the checkpoint is written.
-    std::atomic<bool> stop_queries{false};
-    std::optional<QueryResult> during;
-    std::thread queries_thread([&] {
-      during = RunQueries(rig.pool(), queries,
-                          query_load("queries/during-checkpoint",
-                                     options.max_checkpoint, &stop_queries));
-    });
-    std::optional<Clock::time_point> write_start, write_end;
-    for (;;) {
-      const DirUsage now = MeasureDir(data_dir);
-      if (now.writing_checkpoint) {
-        if (!write_start) write_start = Clock::now();
-        write_end = Clock::now();
-      }
-      if (now.newest_checkpoint != before.newest_checkpoint &&
-          !now.writing_checkpoint) {
-        break;
-      }
-      if (Since(seen) > absl::ToDoubleSeconds(options.max_checkpoint)) {
-        stop_queries.store(true);
-        queries_thread.join();
-        return absl::DeadlineExceededError(
-            "the checkpoint did not appear within the bound");
-      }
-      std::this_thread::sleep_for(kPoll);
+    // Build: until the checkpoint's file appears (or it is already done).
+    const Clock::time_point build_start = Clock::now();
+    BackgroundQueries build(
+        rig.pool(), queries,
+        query_load("queries/checkpoint-build", options.max_checkpoint));
+    const auto done = [&](const DirUsage& d) {
+      return d.newest_checkpoint != before.newest_checkpoint &&
+             !d.writing_checkpoint;
+    };
+    const bool build_ended = WaitForDir(
+        data_dir,
+        [&](const DirUsage& d) { return d.writing_checkpoint || done(d); },
+        options.max_checkpoint);
+    const QueryResult build_result = build.Finish();
+    const double build_seconds = Since(build_start);
+    if (!build_ended) {
+      return absl::DeadlineExceededError(
+          "no checkpoint file appeared within the bound");
     }
-    const double write_seconds =
-        write_start
-            ? std::chrono::duration<double>(*write_end - *write_start).count()
-            : 0.0;
-    const double checkpoint_seconds = Since(seen);
-    stop_queries.store(true);
-    queries_thread.join();
-    figures.checkpoint_seconds.push_back(checkpoint_seconds);
+    // Write: until the file is renamed into place.
+    const Clock::time_point write_start = Clock::now();
+    BackgroundQueries write(
+        rig.pool(), queries,
+        query_load("queries/checkpoint-write", options.max_checkpoint));
+    const bool write_ended = WaitForDir(data_dir, done, options.max_checkpoint);
+    const QueryResult write_result = write.Finish();
+    const double write_seconds = Since(write_start);
+    if (!write_ended) {
+      return absl::DeadlineExceededError(
+          "the checkpoint file was not renamed into place within the bound");
+    }
+
+    WriteQuery(*report, "wal-always", "queries/checkpoint-build" + at,
+               build_result);
+    WriteQuery(*report, "wal-always", "queries/checkpoint-write" + at,
+               write_result);
+    figures.failed_queries +=
+        build_result.status.failed() + write_result.status.failed();
+    figures.build_seconds.push_back(build_seconds);
     figures.write_seconds.push_back(write_seconds);
-    WriteQuery(*report, "wal-always", "queries/during-checkpoint", *during);
-    figures.failed_queries += during->status.failed();
-    figures.during_samples.push_back(
-        static_cast<double>(during->latency.count));
-    if (during->latency.count > 0) {
-      figures.during_p99_us.push_back(during->latency.p99_us);
+    figures.build_answers.push_back(
+        static_cast<double>(build_result.latency.count));
+    figures.write_answers.push_back(
+        static_cast<double>(write_result.latency.count));
+    if (build_result.latency.count > 0) {
+      figures.build_p99_us.push_back(build_result.latency.p99_us);
+    }
+    if (write_result.latency.count > 0) {
+      figures.write_p99_us.push_back(write_result.latency.p99_us);
     }
     std::fprintf(stderr,
-                 "  checkpoint took %.3f s (its file written for about "
-                 "%.3f s) after %.3f s of log traffic; %llu answers during "
-                 "it\n",
-                 checkpoint_seconds, write_seconds,
-                 figures.trigger_seconds.back(),
-                 static_cast<unsigned long long>(during->latency.count));
+                 "  log traffic %.2f s; checkpoint built in %.2f s (%llu "
+                 "answers), written in %.2f s (%llu answers)\n",
+                 figures.trigger_seconds.back(), build_seconds,
+                 static_cast<unsigned long long>(build_result.latency.count),
+                 write_seconds,
+                 static_cast<unsigned long long>(write_result.latency.count));
   }
   return figures;
 }

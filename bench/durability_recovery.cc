@@ -1,22 +1,83 @@
 #include "durability_recovery.h"
 
 #include <chrono>
+#include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "durability_log_traffic.h"
 #include "grpcpp/grpcpp.h"
 
 namespace kvindexer::bench {
+namespace {
+
+// A checkpoint in progress would be part of what is measured; wait for it.
+bool WaitNoCheckpointInProgress(const std::string& dir) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const DirUsage d = MeasureDir(dir);
+    if (d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<RestartKind> ParseRestartKind(const std::string& name) {
+  for (RestartKind kind : {RestartKind::kSigterm, RestartKind::kSigkill,
+                           RestartKind::kSigkillFullLog}) {
+    if (name == RestartKindName(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+const char* RestartKindName(RestartKind kind) {
+  switch (kind) {
+    case RestartKind::kSigterm:
+      return "sigterm";
+    case RestartKind::kSigkill:
+      return "sigkill";
+    case RestartKind::kSigkillFullLog:
+      return "sigkill-full-log";
+  }
+  return "?";
+}
 
 absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
-    const std::string& data_dir, bool kill, const HeadlineCheck& headline) {
+    const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
+    const HeadlineCheck& headline) {
   RestartFigures figures;
-  figures.how = kill ? "sigkill" : "sigterm";
-  if (kill) {
+  figures.kind = kind;
+  if (!WaitNoCheckpointInProgress(data_dir)) {
+    return absl::DeadlineExceededError("a checkpoint did not finish");
+  }
+  if (kind == RestartKind::kSigkillFullLog) {
+    const uint64_t target = checkpoint_bytes / 10 * 9;
+    const uint64_t generation = MeasureDir(data_dir).newest_wal;
+    absl::Status filled = LogTraffic().Run(
+        (*rig)->side_pool(),
+        [&] {
+          const DirUsage d = MeasureDir(data_dir);
+          return d.newest_wal != generation || d.newest_wal_bytes >= target;
+        },
+        nullptr, absl::Seconds(10));
+    if (!filled.ok()) return filled;
+    if (MeasureDir(data_dir).newest_wal != generation) {
+      return absl::InternalError(
+          "the log rotated while it was being filled; is the checkpoint "
+          "size given right?");
+    }
+  }
+  if (kind == RestartKind::kSigterm) {
+    if (absl::Status s = (*rig)->Stop(); !s.ok()) return s;
+  } else {
     (*rig)->process().Kill();
-  } else if (absl::Status s = (*rig)->Stop(); !s.ok()) {
-    return s;
   }
   rig->reset();
   figures.dir = MeasureDir(data_dir);

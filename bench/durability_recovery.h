@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,9 +16,21 @@
 
 namespace kvindexer::bench {
 
+enum class RestartKind {
+  kSigterm,
+  kSigkill,
+  // SIGKILL once log traffic (durability_log_traffic.h) has filled the
+  // current log file to 90% of the checkpoint size: most of a generation
+  // to replay.
+  kSigkillFullLog,
+};
+// "sigterm", "sigkill", "sigkill-full-log"; nullopt for anything else.
+std::optional<RestartKind> ParseRestartKind(const std::string& name);
+const char* RestartKindName(RestartKind kind);
+
 struct RestartFigures {
-  std::string how;  // "sigterm" or "sigkill"
-  DirUsage dir;     // after the old server ended
+  RestartKind kind = RestartKind::kSigterm;
+  DirUsage dir;  // after the old server ended
   RecoveredLine recovered;
   double seconds_to_listen = 0;
   bool headline_ok = false;  // every worker matches the whole anchor prefix
@@ -29,11 +42,13 @@ struct HeadlineCheck {
   uint32_t prefix_blocks = 0;  // each one over this many blocks
 };
 
-// Ends `*rig` (SIGTERM, or SIGKILL when `kill`), starts a new wal-always
-// server on `data_dir` in its place and checks it.
+// Ends `*rig` as `kind` says, starts a new wal-always server on `data_dir`
+// in its place and checks it. `checkpoint_bytes` is the server's
+// KV_INDEXER_CHECKPOINT_BYTES.
 [[nodiscard]] absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
-    const std::string& data_dir, bool kill, const HeadlineCheck& headline);
+    const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
+    const HeadlineCheck& headline);
 
 }  // namespace kvindexer::bench
 

@@ -138,7 +138,10 @@ DirUsage MeasureDir(const std::string& dir) {
     } else if (Generation(name, "wal-", ".log", &generation)) {
       usage.wal_bytes += size;
       ++usage.wals;
-      usage.newest_wal = std::max(usage.newest_wal, generation);
+      if (generation >= usage.newest_wal) {
+        usage.newest_wal = generation;
+        usage.newest_wal_bytes = size;
+      }
     } else if (absl::StartsWith(name, "checkpoint-") &&
                absl::EndsWith(name, ".tmp")) {
       usage.writing_checkpoint = true;

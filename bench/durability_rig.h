@@ -89,6 +89,7 @@ struct DirUsage {
   uint32_t wals = 0;
   uint64_t newest_checkpoint = 0;   // generation; 0 when none
   uint64_t newest_wal = 0;          // generation; 0 when none
+  uint64_t newest_wal_bytes = 0;    // its size
   bool writing_checkpoint = false;  // a checkpoint-*.tmp exists
 };
 DirUsage MeasureDir(const std::string& dir);
