@@ -71,28 +71,48 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
       lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
                                               : &own_lifecycle_log_) {}
 
-absl::Status Indexer::AckWhenDurable(absl::Status status,
-                                     const DurableMark& mark) {
-  if (!status.ok() || mark.log == nullptr) return status;
-  return mark.log->WaitDurable(mark.end);
+absl::Status Indexer::PendingAck::Wait() const {
+  if (log_ == nullptr) return status_;
+  if (absl::Status durable = log_->WaitDurable(end_); !durable.ok()) {
+    return durable;
+  }
+  return status_;
+}
+
+absl::Status Indexer::CheckLogOpenLocked() const {
+  if (!log_closed_) return absl::OkStatus();
+  return absl::UnavailableError(
+      "the server is shutting down: its state log is closed");
 }
 
 absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
                             v1::ApplyExternalKvBatchResponse* resp,
                             std::string_view peer,
                             const HeartbeatHeader& heartbeat) {
-  if (absl::Status s = ValidateApply(req, limits_); !s.ok()) return s;
+  return ApplyPending(req, resp, peer, heartbeat).Wait();
+}
+
+Indexer::PendingAck Indexer::ApplyPending(
+    const v1::ApplyExternalKvBatchRequest& req,
+    v1::ApplyExternalKvBatchResponse* resp, std::string_view peer,
+    const HeartbeatHeader& heartbeat) {
+  if (absl::Status s = ValidateApply(req, limits_); !s.ok()) {
+    return PendingAck(std::move(s));
+  }
   const RequestBatch batch(req);
 
   absl::Status status;
   DurableMark mark;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
-    status =
-        ApplyLocked(req, batch.view(), resp, peer, heartbeat, Origin::kLive);
+    status = CheckLogOpenLocked();
+    if (status.ok()) {
+      status =
+          ApplyLocked(req, batch.view(), resp, peer, heartbeat, Origin::kLive);
+    }
     mark = MarkLocked();
   }
-  return AckWhenDurable(std::move(status), mark);
+  return Pending(std::move(status), mark);
 }
 
 absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
@@ -223,17 +243,28 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
 absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
                               v1::ReplaceExternalKvSnapshotResponse* resp,
                               std::string_view peer) {
-  if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) return s;
+  return ReplacePending(req, resp, peer).Wait();
+}
+
+Indexer::PendingAck Indexer::ReplacePending(
+    const v1::ReplaceExternalKvSnapshotRequest& req,
+    v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer) {
+  if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) {
+    return PendingAck(std::move(s));
+  }
   const SnapshotBatch batch(req);
 
   absl::Status status;
   DurableMark mark;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = ReplaceLocked(req, batch.view(), resp, peer, Origin::kLive);
+    status = CheckLogOpenLocked();
+    if (status.ok()) {
+      status = ReplaceLocked(req, batch.view(), resp, peer, Origin::kLive);
+    }
     mark = MarkLocked();
   }
-  return AckWhenDurable(std::move(status), mark);
+  return Pending(std::move(status), mark);
 }
 
 absl::Status Indexer::ReplaceLocked(
@@ -269,7 +300,15 @@ absl::Status Indexer::ReplaceLocked(
 
 absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                 v1::ConfigureExpectedWorkersResponse* resp) {
-  if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) return s;
+  return ConfigurePending(req, resp).Wait();
+}
+
+Indexer::PendingAck Indexer::ConfigurePending(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    v1::ConfigureExpectedWorkersResponse* resp) {
+  if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) {
+    return PendingAck(std::move(s));
+  }
   const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
 
   const HeapTrimAfterUnlock trim(&trim_wanted_);
@@ -277,10 +316,11 @@ absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
   DurableMark mark;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = ConfigureLocked(req, listed, resp, Origin::kLive);
+    status = CheckLogOpenLocked();
+    if (status.ok()) status = ConfigureLocked(req, listed, resp, Origin::kLive);
     mark = MarkLocked();
   }
-  return AckWhenDurable(std::move(status), mark);
+  return Pending(std::move(status), mark);
 }
 
 absl::flat_hash_set<absl::string_view> Indexer::ListedIds(
@@ -297,26 +337,30 @@ absl::Status Indexer::ConfigureLocked(
     const v1::ConfigureExpectedWorkersRequest& req,
     const absl::flat_hash_set<absl::string_view>& listed,
     v1::ConfigureExpectedWorkersResponse* resp, Origin origin) {
-  const bool live = origin == Origin::kLive;
-  // Logged before the first step and kept even when a later step fails: the
-  // steps already taken stay taken (below), replaying the record completes
-  // the rest, and a client that saw the failure sends the same
-  // configuration again anyway.
-  uint64_t end = 0;
-  if (absl::Status s = LogMutation(LogFor(origin), req, &end); !s.ok()) {
-    return s;
-  }
   // Each step below changes the backend first, then the table, so that a
   // backend failure part way leaves the two agreeing (the steps already
   // taken stay taken).
   //
   // 1. Workers not listed are removed: placements, records and markers.
+  // Each removal is logged as a record of its own (WorkerRemoval) and taken
+  // back when the backend refuses it, so that the log holds exactly the
+  // removals that took effect, however far this step got.
   for (const std::string& id : workers_.WorkerIds()) {
     if (listed.contains(id)) continue;
-    if (absl::Status s = RemoveLocked(id, RemovalReason::kConfigure); !s.ok()) {
+    if (absl::Status s =
+            RemoveWorkerLocked(id, RemovalReason::kConfigure, origin);
+        !s.ok()) {
       return s;
     }
-    if (live) lifecycle_log_->RecordRemoved(id, RemovalReason::kConfigure);
+  }
+  // Then the configuration itself; replayed, its step 1 finds nothing left
+  // to remove. When a backend refresh below fails part way the record stays:
+  // replay completes the remaining steps (addresses and specs of listed
+  // workers, records of new ones), which a client that saw the failure
+  // sends again anyway.
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(LogFor(origin), req, &end); !s.ok()) {
+    return s;
   }
   // 2. and 3. Listed workers: a fresh record when there is none; address
   // always, spec only when given. Sequence state and placement stay as they
@@ -463,7 +507,10 @@ absl::Status Indexer::RemoveWorker(std::string_view worker_id,
   DurableMark mark;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = RemoveWorkerLocked(worker_id, reason, Origin::kLive);
+    status = CheckLogOpenLocked();
+    if (status.ok()) {
+      status = RemoveWorkerLocked(worker_id, reason, Origin::kLive);
+    }
     mark = MarkLocked();
   }
   return AckWhenDurable(std::move(status), mark);
@@ -537,6 +584,10 @@ Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
   DurableMark mark;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
+    if (absl::Status closed = CheckLogOpenLocked(); !closed.ok()) {
+      result.status = std::move(closed);
+      return result;
+    }
     result = SweepLocked(now);
     mark = MarkLocked();
   }

@@ -94,6 +94,42 @@ class Indexer {
       const v1::ConfigureExpectedWorkersRequest& req,
       v1::ConfigureExpectedWorkersResponse* resp);
 
+  // A mutating call's answer together with how far the log must be durable
+  // before it may be given (docs/durability.md, "The write-ahead log").
+  // Apply, Replace and Configure wait themselves; their *Pending forms
+  // leave the wait to the caller, so that a server can log the next
+  // mutation while this one's sync runs, and callers share syncs.
+  class PendingAck {
+   public:
+    PendingAck() = default;
+    // A call that never reached the log (an invalid request): nothing to
+    // wait for.
+    explicit PendingAck(absl::Status status) : status_(std::move(status)) {}
+    // Whether Wait may block: a log was attached.
+    bool waits() const { return log_ != nullptr; }
+    // The call's status once the log is durable up to the end the call saw
+    // (an error answer too: a gap's refusal must not be taken back by a
+    // crash), or the log's UNAVAILABLE when it cannot be made durable.
+    // Thread-safe; must not be called with the mutation mutex held.
+    absl::Status Wait() const;
+
+   private:
+    friend class Indexer;
+    absl::Status status_;
+    MutationLog* log_ = nullptr;
+    uint64_t end_ = 0;
+  };
+  [[nodiscard]] PendingAck ApplyPending(
+      const v1::ApplyExternalKvBatchRequest& req,
+      v1::ApplyExternalKvBatchResponse* resp, std::string_view peer = {},
+      const HeartbeatHeader& heartbeat = {});
+  [[nodiscard]] PendingAck ReplacePending(
+      const v1::ReplaceExternalKvSnapshotRequest& req,
+      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {});
+  [[nodiscard]] PendingAck ConfigurePending(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp);
+
   [[nodiscard]] absl::Status Match(const v1::MatchExternalKvRequest& req,
                                    v1::MatchExternalKvResponse* resp);
   // Scans and hands the answer to `deliver` (once, on OK) as views into the
@@ -159,7 +195,8 @@ class Indexer {
   // record back (MutationLog::Retract); a failed wait returns UNAVAILABLE
   // although the mutation took effect. Null detaches. REQUIRES: `log`
   // outlives its attachment and every call that saw it; call before
-  // serving.
+  // serving. Detaching (null after a log) is for shutdown: every later
+  // mutation is refused with UNAVAILABLE, since it could not be logged.
   void AttachLog(MutationLog* log);
   // Applies one logged mutation again through the same single-writer code,
   // without limits, heartbeat metadata, claims or logging: at start-up on
@@ -204,10 +241,22 @@ class Indexer {
   DurableMark MarkLocked() const {
     return log_ == nullptr ? DurableMark{} : DurableMark{log_, log_->end()};
   }
-  // `status`, or once it is OK, the wait for `mark`. REQUIRES: mutation_mu_
-  // not held.
+  static PendingAck Pending(absl::Status status, const DurableMark& mark) {
+    PendingAck ack(std::move(status));
+    ack.log_ = mark.log;
+    ack.end_ = mark.end;
+    return ack;
+  }
+  // `status` once the log is durable up to `mark` (PendingAck::Wait).
+  // REQUIRES: mutation_mu_ not held.
   static absl::Status AckWhenDurable(absl::Status status,
-                                     const DurableMark& mark);
+                                     const DurableMark& mark) {
+    return Pending(std::move(status), mark).Wait();
+  }
+  // UNAVAILABLE once a log was attached and then detached (the server is
+  // shutting down): a mutation now could be answered without being logged.
+  // REQUIRES: mutation_mu_ held.
+  absl::Status CheckLogOpenLocked() const;
   // The log a mutation of `origin` is appended to; null when none.
   MutationLog* LogFor(Origin origin) const {
     return origin == Origin::kLive ? log_ : nullptr;
@@ -280,6 +329,9 @@ class Indexer {
   // Null: in memory only. Set before serving (AttachLog); guarded by
   // mutation_mu_.
   MutationLog* log_ = nullptr;
+  // A log was attached and then detached: mutations are refused
+  // (CheckLogOpenLocked). Guarded by mutation_mu_.
+  bool log_closed_ = false;
   const RequestLimits limits_;
   SequenceGateLog own_gate_log_;
   SequenceGateLog* gate_log_;

@@ -60,6 +60,9 @@ StringView ViewOf(std::string_view s) { return StringView{s.data(), s.size()}; }
 
 void Indexer::AttachLog(MutationLog* log) {
   std::lock_guard<std::mutex> lock(mutation_mu_);
+  // Detaching a log closes the Indexer to mutations for good: one applied
+  // now would be answered OK without being logged.
+  if (log == nullptr && log_ != nullptr) log_closed_ = true;
   log_ = log;
 }
 

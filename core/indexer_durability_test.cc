@@ -625,8 +625,10 @@ TEST_F(IndexerLogTest, AGapIsLoggedAsItsRequestAndReplaysAsAGap) {
       Apply(Batch("w", "a").Gated("e", 9).Report(kTierHbm, {4}))));
   ASSERT_EQ(log_.records.back().op_case(), WalRecord::kApply);
   EXPECT_EQ(log_.records.back().apply().seq(), 9u);
-  // Refused, so not acknowledged: nothing to wait for.
-  EXPECT_EQ(log_.waits.size(), 2u);
+  // The refusal is answered only once the gap's record is durable: a crash
+  // must not bring back a worker the client was told is invalid.
+  EXPECT_EQ(log_.waits.size(), 3u);
+  EXPECT_EQ(log_.waits.back(), log_.end());
 
   ModelBackend backend;
   Node fresh(&clock_, &backend);
@@ -735,10 +737,12 @@ TEST_F(IndexerLogTest, ABackendRefusalRetractsTheRecord) {
       absl::IsInternal(node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
   EXPECT_EQ(log_.retracted.size(), 5u);
   EXPECT_EQ(log_.records.size(), logged);
-  // Configure keeps its record: replaying it completes what failed part way.
+  // A configure's removals are records of their own, taken back like any
+  // other; the configure itself is logged only after them, so a removal that
+  // failed leaves no configure record that replay would complete.
   EXPECT_FALSE(Configure(ExpectedWorkers()).ok());
-  EXPECT_EQ(log_.retracted.size(), 5u);
-  EXPECT_EQ(log_.records.back().op_case(), WalRecord::kConfigure);
+  EXPECT_EQ(log_.retracted.size(), 6u);
+  EXPECT_EQ(log_.records.size(), logged);
 }
 
 TEST_F(IndexerLogTest, AFailedWaitIsUnavailable) {
@@ -771,17 +775,36 @@ TEST_F(IndexerLogTest, TheWaitHappensWithoutTheMutationMutex) {
   EXPECT_EQ(checked, 3);
 }
 
-TEST_F(IndexerLogTest, ADetachedLogIsNeverCalled) {
+// Detaching is for shutdown: a mutation now could not be logged, so every
+// one is refused, changes nothing and never reaches the old log.
+TEST_F(IndexerLogTest, ADetachedLogIsNeverCalledAndMutationsAreRefused) {
+  ASSERT_TRUE(Apply(Batch("w").Report(kTierHbm, {1})).ok());
+  const size_t calls = log_.calls();
   node_.indexer.AttachLog(nullptr);
-  ASSERT_TRUE(
-      Apply(Batch("w").Report(kTierHbm, {1}), HeartbeatHeader::Valid(10ms))
-          .ok());
-  ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w")).ok());
-  ASSERT_TRUE(Replace(Snapshot("w").Epoch("e").AppliedSeq(1)).ok());
+  EXPECT_TRUE(absl::IsUnavailable(
+      Apply(Batch("w").Report(kTierHbm, {2}), HeartbeatHeader::Valid(10ms))));
+  EXPECT_TRUE(absl::IsUnavailable(Configure(ExpectedWorkers().Worker("w"))));
+  EXPECT_TRUE(
+      absl::IsUnavailable(Replace(Snapshot("w").Epoch("e").AppliedSeq(1))));
   clock_.Advance(1s);
-  ASSERT_TRUE(node_.indexer.SweepLiveness(clock_.Now()).status.ok());
-  ASSERT_TRUE(node_.indexer.RemoveWorker("w", RemovalReason::kAdmin).ok());
-  EXPECT_EQ(log_.calls(), 0u);
+  EXPECT_TRUE(
+      absl::IsUnavailable(node_.indexer.SweepLiveness(clock_.Now()).status));
+  EXPECT_TRUE(absl::IsUnavailable(
+      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+  EXPECT_EQ(log_.calls(), calls);
+  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("w").has_value());
+  EXPECT_TRUE(node_.indexer.WorkerState("w").has_value());
+}
+
+// An Indexer that never had a log is not affected by a null AttachLog.
+TEST(IndexerWithoutLogTest, NullAttachWithoutALogChangesNothing) {
+  ModelBackend backend;
+  Indexer indexer(&backend);
+  indexer.AttachLog(nullptr);
+  v1::ApplyExternalKvBatchRequest req;
+  req.set_worker_id("w");
+  v1::ApplyExternalKvBatchResponse resp;
+  EXPECT_TRUE(indexer.Apply(req, &resp).ok());
 }
 
 // --- Malformed state ---

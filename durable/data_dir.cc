@@ -215,7 +215,11 @@ absl::StatusOr<DataDir::Listing> DataDir::List() {
 absl::Status DataDir::MarkCorrupt(const std::string& file) {
   const std::string from =
       file.find('/') == std::string::npos ? JoinPath(path_, file) : file;
-  const std::string to = absl::StrCat(from, ".corrupt");
+  // Never over an earlier one: each is evidence of its own.
+  std::string to = absl::StrCat(from, ".corrupt");
+  for (int n = 1; ::access(to.c_str(), F_OK) == 0; ++n) {
+    to = absl::StrCat(from, ".corrupt.", n);
+  }
   if (::rename(from.c_str(), to.c_str()) != 0) {
     return PathError(errno, absl::StrCat("cannot rename ", from, " to ", to));
   }

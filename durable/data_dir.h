@@ -38,7 +38,8 @@ class DataDir {
   // The generations present. Temporary files a crash left behind
   // (*.tmp) are deleted, with an INFO line each.
   absl::StatusOr<Listing> List();
-  // Renames `file` to `file`.corrupt and syncs the directory.
+  // Renames `file` to `file`.corrupt (`file`.corrupt.N when that exists:
+  // earlier evidence is never overwritten) and syncs the directory.
   absl::Status MarkCorrupt(const std::string& file);
   // Deletes `file` (absent is fine); the directory is synced by SyncDir.
   absl::Status Remove(const std::string& file);

@@ -166,5 +166,24 @@ TEST_F(DataDirTest, MarkCorruptRenamesAndRemoveDeletes) {
   EXPECT_TRUE((*dir)->SyncDir().ok());
 }
 
+// Setting aside the same file name twice keeps both: each is evidence.
+TEST_F(DataDirTest, MarkCorruptNeverOverwritesAnEarlierOne) {
+  auto dir = DataDir::Open(tmp_.path());
+  ASSERT_TRUE(dir.ok());
+  const std::string wal = (*dir)->WalPath(7);
+  WriteTestFile(wal, "first");
+  ASSERT_TRUE((*dir)->MarkCorrupt(wal).ok());
+  WriteTestFile(wal, "second");
+  ASSERT_TRUE((*dir)->MarkCorrupt(wal).ok());
+  WriteTestFile(wal, "third");
+  ASSERT_TRUE((*dir)->MarkCorrupt(wal).ok());
+  EXPECT_EQ(ReadTestFile(wal + ".corrupt"), "first");
+  EXPECT_EQ(ReadTestFile(wal + ".corrupt.1"), "second");
+  EXPECT_EQ(ReadTestFile(wal + ".corrupt.2"), "third");
+  const auto listing = (*dir)->List();
+  ASSERT_TRUE(listing.ok());
+  EXPECT_THAT(listing->wals, IsEmpty());
+}
+
 }  // namespace
 }  // namespace kvindexer::durable

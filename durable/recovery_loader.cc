@@ -51,18 +51,22 @@ absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
 absl::StatusOr<RecoveredDirectory> StartEmpty(
     DataDir& dir, const DataDir::Listing& listing,
     const std::vector<std::string>& damaged, FileIo* io) {
-  std::vector<std::string> orphans;
-  for (uint64_t w : listing.wals) {
-    orphans.push_back(dir.WalPath(w));
-    absl::Status s = dir.MarkCorrupt(orphans.back());
-    if (!s.ok()) return s;
-  }
   uint64_t newest = 0;
   if (!listing.checkpoints.empty()) newest = listing.checkpoints.back();
   if (!listing.wals.empty()) newest = std::max(newest, listing.wals.back());
   RecoveredDirectory out;
   out.base = newest + 1;
   out.wal_generation = out.base;
+  // The empty checkpoint first: a crash before the logs are set aside then
+  // finds it, newer than every log, instead of a directory that looks
+  // fresh (and would start at generation 1 without an ERROR).
+  absl::Status s = WriteEmptyCheckpoint(dir.path(), out.base, io);
+  if (!s.ok()) return s;
+  std::vector<std::string> orphans;
+  for (uint64_t w : listing.wals) {
+    orphans.push_back(dir.WalPath(w));
+    if (absl::Status m = dir.MarkCorrupt(orphans.back()); !m.ok()) return m;
+  }
   spdlog::error(
       "recovery: no usable checkpoint in {} ({}); the state is lost and "
       "starts empty at generation {}; log files without a checkpoint, "
@@ -71,8 +75,6 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
       damaged.empty() ? std::string("there is none")
                       : absl::StrCat("damaged: ", absl::StrJoin(damaged, ", ")),
       out.base, orphans.empty() ? "none" : absl::StrJoin(orphans, ", "));
-  absl::Status s = WriteEmptyCheckpoint(dir.path(), out.base, io);
-  if (!s.ok()) return s;
   out.checkpoints = {out.base};
   out.report.started_empty = true;
   out.report.checkpoint_fallback = !damaged.empty();

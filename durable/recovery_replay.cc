@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "durable/checkpoint_file.h"
 #include "kv_indexer_state.pb.h"
+#include "spdlog/spdlog.h"
 
 namespace kvindexer::durable {
 
@@ -66,10 +67,21 @@ absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
                            " passed its checksum but does not parse"));
         }
         absl::Status s = indexer->Replay(record);
-        if (!s.ok()) {
+        if (absl::IsInvalidArgument(s)) {
           return absl::InternalError(
               absl::StrCat("wal ", path, ": record ", index,
                            " was refused: ", s.ToString()));
+        }
+        if (!s.ok()) {
+          // The backend refused the mutation. Live, such a refusal takes its
+          // record back; a record that is still here was being taken back
+          // when the process died (or the truncation did not reach the
+          // disk). It never took effect and was never acknowledged: skip it
+          // rather than refuse to start.
+          spdlog::warn(
+              "wal: record {} of {} skipped: the backend refused it at "
+              "replay ({})",
+              index, path, s.ToString());
         }
         ++index;
         return absl::OkStatus();

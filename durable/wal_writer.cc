@@ -223,6 +223,15 @@ void WalWriter::Retract(uint64_t end) {
   s.file_size = new_size;
   s.end -= s.last_size;
   s.last_size = 0;
+  // A sync already covered the record: make its removal durable too, or a
+  // host crash could bring back a mutation that never took effect.
+  if (s.durable > s.end && sync_ == WalSync::kAlways) {
+    if (const int err = RetryingFdatasync(*io_, s.fd.get()); err != 0) {
+      s.Poison(WriteFailed(absl::StrCat(
+          "fdatasync after taking back a record: ", ErrnoText(err))));
+      return;
+    }
+  }
   s.durable = std::min(s.durable, s.end);
 }
 
@@ -235,10 +244,14 @@ absl::Status WalWriter::WaitDurable(uint64_t offset) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   while (true) {
+    // Nothing past the end can become durable (a retracted record). A
+    // record that is durable already stays acknowledged even when a later
+    // sync failed.
+    if (sync_ == WalSync::kAlways && s.durable >= std::min(offset, s.end)) {
+      return absl::OkStatus();
+    }
     if (!s.poison.ok()) return s.poison;
     if (sync_ == WalSync::kNone) return absl::OkStatus();
-    // Nothing past the end can become durable (a retracted record).
-    if (s.durable >= std::min(offset, s.end)) return absl::OkStatus();
     if (s.syncing) {
       s.synced.wait(lock);
       continue;

@@ -87,15 +87,15 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 
 # TSan: by default the concurrent backend's own tests (its readers never
 # take a lock); KVINDEXER_TSAN=full adds the absl_rwlock tests, the
-# conformance suite over robin (default and forced-merge policies) and the
-# bridge's reader thread. The full set costs about six more minutes of a
+# conformance suite over robin (default and forced-merge policies), the
+# bridge's reader thread and the durable store (group commit, compaction). The full set costs about six more minutes of a
 # 2-core CI run, more than the 25-minute budget leaves (README, "How long CI
 # takes").
 step "TSan build and concurrency tests (${KVINDEXER_TSAN:-backend})"
 tsan_targets=(kvindexer_backend_robin_sharded_snapshot kvindexer_robin_tests)
 if [[ ${KVINDEXER_TSAN:-backend} == full ]]; then
   tsan_targets+=(kvindexer-conformance kvindexer_backend_absl_rwlock
-    kvindexer_absl_rwlock_tests bridge_io_tests)
+    kvindexer_absl_rwlock_tests bridge_io_tests kvindexer_durable_tests)
 fi
 cmake -S . -B "$root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON \
   -DKVINDEXER_SANITIZE=thread -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}"
@@ -111,6 +111,8 @@ if [[ ${KVINDEXER_TSAN:-backend} == full ]]; then
   # The bridge's reader thread and live buffer (the recovery engine itself
   # is single-threaded and runs under ASan+UBSan above).
   "$root/tsan/bin/bridge_io_tests"
+  # The write-ahead log's group commit and the store's compaction thread.
+  "$root/tsan/bin/kvindexer_durable_tests"
 fi
 unset TSAN_OPTIONS
 

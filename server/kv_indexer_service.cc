@@ -136,6 +136,50 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
   return reactor;
 }
 
+// A mutation: like ServeUnaryOn on `applies`, but `serve` returns an
+// Indexer::PendingAck. An answer that must wait for the log to be durable is
+// encoded at once (the request and response messages live on the apply
+// task's arena) and handed to `acks`, whose single thread waits and
+// finishes the calls in order while the apply thread goes on with the next
+// mutation.
+template <typename Request, typename Response, typename Serve>
+grpc::ServerUnaryReactor* ServeMutationOn(TaskExecutor& applies,
+                                          TaskExecutor& acks,
+                                          grpc::CallbackServerContext* context,
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response,
+                                          Serve serve) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
+    reactor->Finish(std::move(s));
+    return reactor;
+  }
+  applies.Submit([&acks, reactor, request, response, serve]() mutable {
+    alignas(8) char initial_block[kInitialArenaBlockBytes];
+    pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+    auto* req = pb::Arena::CreateMessage<Request>(&arena);
+    if (grpc::Status s = Decode(*request, req); !s.ok()) {
+      reactor->Finish(std::move(s));
+      return;
+    }
+    auto* resp = pb::Arena::CreateMessage<Response>(&arena);
+    Indexer::PendingAck ack = serve(*req, resp);
+    if (!ack.waits()) {
+      absl::Status s = ack.Wait();
+      reactor->Finish(s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
+      return;
+    }
+    // The answer is encoded now; whether it may be sent is known once the
+    // log is durable.
+    grpc::Status encoded = Encode(*resp, response);
+    acks.Submit([reactor, ack = std::move(ack), encoded]() mutable {
+      const absl::Status s = ack.Wait();
+      reactor->Finish(s.ok() ? encoded : ToGrpcStatus(s));
+    });
+  });
+  return reactor;
+}
+
 }  // namespace
 
 // One admitted prefix query on its way to the scan executor. Owns the arena
@@ -164,6 +208,7 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
       rejection_log_(rejection_log != nullptr ? rejection_log
                                               : &own_rejection_log_),
       scans_(prefix_query_max_inflight, "kvidx-scan"),
+      acks_(1, "kvidx-ack"),
       applies_(kApplyThreads, "kvidx-apply", kApplyNiceIncrement),
       lookups_(kLookupThreads, "kvidx-lookup") {}
 
@@ -172,39 +217,39 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
     grpc::ByteBuffer* response) {
   HeartbeatHeader heartbeat;
   if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
-  return ServeUnaryOn<v1::ApplyExternalKvBatchRequest,
-                      v1::ApplyExternalKvBatchResponse>(
-      applies_, context, request, response,
+  return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
+                         v1::ApplyExternalKvBatchResponse>(
+      applies_, acks_, context, request, response,
       // The peer names the sender for duplicate-claim detection.
       [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->Apply(req, resp, peer, heartbeat);
+        return indexer_->ApplyPending(req, resp, peer, heartbeat);
       });
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return ServeUnaryOn<v1::ReplaceExternalKvSnapshotRequest,
-                      v1::ReplaceExternalKvSnapshotResponse>(
-      applies_, context, request, response,
+  return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
+                         v1::ReplaceExternalKvSnapshotResponse>(
+      applies_, acks_, context, request, response,
       [this, peer = context->peer()](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->Replace(req, resp, peer);
+        return indexer_->ReplacePending(req, resp, peer);
       });
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  return ServeUnaryOn<v1::ConfigureExpectedWorkersRequest,
-                      v1::ConfigureExpectedWorkersResponse>(
-      applies_, context, request, response,
+  return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
+                         v1::ConfigureExpectedWorkersResponse>(
+      applies_, acks_, context, request, response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
-        return indexer_->Configure(req, resp);
+        return indexer_->ConfigurePending(req, resp);
       });
 }
 

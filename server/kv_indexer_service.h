@@ -29,7 +29,12 @@
 //     threads), which prefix queries never occupy, so a mutation never waits
 //     for a prefix permit or a scan. With one thread, mutations run one at a
 //     time in the order their requests were received (docs/contract.md,
-//     "Recovery > One writer");
+//     "Recovery > One writer"). With a data directory a mutation's answer
+//     waits for its log record to be durable; that wait runs on the ack
+//     executor (one thread, answers in order), so that the apply thread
+//     logs the next mutation while a sync runs and one sync acknowledges
+//     every mutation it covers (docs/durability.md, "The write-ahead
+//     log");
 //   - MatchExternalKv and GetExternalKvHitCounts on the lookup executor
 //     (kLookupThreads threads): a backend may serve them under an exclusive
 //     lock (counting matches), and they must not wait for it on a callback
@@ -179,7 +184,10 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
   // Last: their destructors run pending calls, which use the members above.
+  // acks_ before applies_: the apply thread hands answers to it, so it must
+  // be destroyed (and drained) after the apply executor.
   TaskExecutor scans_;
+  TaskExecutor acks_;
   TaskExecutor applies_;
   TaskExecutor lookups_;
 };

@@ -84,6 +84,27 @@ int RunServer(std::span<const char* const> args) {
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
+  KvIndexerService service(indexer, config->prefix_query_max_inflight,
+                           Clock::Real(), /*rejection_log=*/nullptr,
+                           /*read_heartbeats=*/config->liveness);
+
+  spdlog::info(
+      "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
+      "backend={} backend_version={} backend_path={} backend_build=\"{}\" "
+      "server_version={} server_build=\"{}\"",
+      kStartupMessage, config->listen_addr, config->prefix_query_max_inflight,
+      kMaxConcurrentStreams, descriptor.name, descriptor.version,
+      (*loaded)->path(), descriptor.build_info, KVINDEXER_VERSION,
+      kServerBuildInfo);
+
+  // docs/contract.md, "Limits > Bounds".
+  spdlog::info(
+      "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
+      "max_workers={} max_prefix_answer_bytes={}",
+      config->limits.max_worker_id_bytes,
+      config->limits.max_worker_address_bytes, config->limits.max_workers,
+      config->limits.max_prefix_answer_bytes);
+
   // Recovery comes before the listen address is bound, so that no client
   // ever sees a partly recovered index (docs/durability.md, "Recovery").
   // Declared after the Indexer and before the gRPC server: it outlives every
@@ -111,27 +132,6 @@ int RunServer(std::span<const char* const> args) {
         "restart-safe state off ({} unset): a restart empties the index",
         kDataDirVar);
   }
-  KvIndexerService service(indexer, config->prefix_query_max_inflight,
-                           Clock::Real(), /*rejection_log=*/nullptr,
-                           /*read_heartbeats=*/config->liveness);
-
-  spdlog::info(
-      "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
-      "backend={} backend_version={} backend_path={} backend_build=\"{}\" "
-      "server_version={} server_build=\"{}\"",
-      kStartupMessage, config->listen_addr, config->prefix_query_max_inflight,
-      kMaxConcurrentStreams, descriptor.name, descriptor.version,
-      (*loaded)->path(), descriptor.build_info, KVINDEXER_VERSION,
-      kServerBuildInfo);
-
-  // docs/contract.md, "Limits > Bounds".
-  spdlog::info(
-      "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
-      "max_workers={} max_prefix_answer_bytes={}",
-      config->limits.max_worker_id_bytes,
-      config->limits.max_worker_address_bytes, config->limits.max_workers,
-      config->limits.max_prefix_answer_bytes);
-
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
   int bound_port = 0;
