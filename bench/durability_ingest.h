@@ -1,7 +1,9 @@
 // The ingest side of kv-indexer-durability-bench: the same plan of
 // maximum-size applies against a fresh server in each durability mode, in
 // rounds (the mode order rotates per round, so drifting background load
-// falls on every mode alike); and the preload of a large index.
+// falls on every mode alike; between runs the previous run's files are
+// deleted and sync(2) flushes what they left dirty); and the preload of a
+// large index.
 #ifndef KVINDEXER_BENCH_DURABILITY_INGEST_H_
 #define KVINDEXER_BENCH_DURABILITY_INGEST_H_
 

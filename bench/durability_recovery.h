@@ -20,8 +20,8 @@ enum class RestartKind {
   kSigterm,
   kSigkill,
   // SIGKILL once log traffic (durability_log_traffic.h) has filled the
-  // current log file to 90% of the checkpoint size: most of a generation
-  // to replay.
+  // current log file to 90% of the checkpoint size (less for small sizes,
+  // so that it does not rotate): most of a generation to replay.
   kSigkillFullLog,
 };
 // "sigterm", "sigkill", "sigkill-full-log"; nullopt for anything else.
