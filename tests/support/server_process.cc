@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +109,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::vector<char*> argv = CStrings(argv_strings);
   std::vector<char*> envp = CStrings(env_strings);
   const pid_t parent = getpid();
+  const bool limit_file_size = options.file_size_limit.has_value();
+  struct rlimit file_size {};
+  if (limit_file_size) {
+    file_size.rlim_cur = static_cast<rlim_t>(*options.file_size_limit);
+    file_size.rlim_max = file_size.rlim_cur;
+  }
 
   const pid_t pid = fork();
   if (pid == 0) {
@@ -119,6 +126,15 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    if (limit_file_size) {
+      // An ignored signal stays ignored across execve.
+      signal(SIGXFSZ, SIG_IGN);
+      if (setrlimit(RLIMIT_FSIZE, &file_size) != 0) {
+        const int error = errno;
+        (void)!write(exec_error_pipe[1], &error, sizeof(error));
+        _exit(127);
+      }
+    }
     if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
         dup2(out_fd, STDERR_FILENO) < 0) {
       const int error = errno;

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +50,11 @@ struct ProcessOptions {
   // $TMPDIR (or /tmp), removed again by the destructor. Output() and the
   // waits see only what this child appends.
   std::string output_path;
+  // When set, the child's RLIMIT_FSIZE (soft and hard) in bytes, with
+  // SIGXFSZ ignored: a write that would make any file larger fails with
+  // EFBIG instead of killing the child. This is how the e2e tests give a
+  // server a full disk. The output file is subject to it too.
+  std::optional<uint64_t> file_size_limit;
 };
 
 // How a child ended.

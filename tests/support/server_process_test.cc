@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace kvindexer::test_support {
 namespace {
@@ -159,6 +160,23 @@ TEST(ServerProcessTest, StopReportsAnUncleanExit) {
   EXPECT_EQ(stopped.code(), absl::StatusCode::kInternal) << stopped;
   EXPECT_THAT(std::string(stopped.message()),
               ::testing::HasSubstr("signal " + std::to_string(SIGTERM)));
+}
+
+// A file size limit makes writes past it fail (EFBIG) without killing the
+// child: the way the e2e tests fill a server's disk.
+TEST(ServerProcessTest, FileSizeLimitFailsWritesInsteadOfKilling) {
+  auto dir = ScratchDir::Create("kvindexer-process-test-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string file = (*dir)->Sub("big");
+  ProcessOptions options = Shell("head -c 100000 /dev/zero > '" + file +
+                                 "'; echo \"rc=$?\"; wc -c < '" + file + "'");
+  options.file_size_limit = 4096;
+  auto p = ServerProcess::Start(std::move(options));
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::optional<ExitStatus> status = (*p)->WaitForExit(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok()) << status->ToString();
+  EXPECT_THAT((*p)->Output(), ::testing::HasSubstr("rc=1\n4096\n"));
 }
 
 TEST(StartListeningServerTest, ReadsTheLoggedAddress) {

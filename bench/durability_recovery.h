@@ -1,0 +1,55 @@
+// Restart of a loaded server on its data directory: what the directory
+// holds, how long recovery takes (the server's own figure and the time from
+// spawning the process to its "listening" line) and whether the index
+// answers the fleet's headline query as before.
+#ifndef KVINDEXER_BENCH_DURABILITY_RECOVERY_H_
+#define KVINDEXER_BENCH_DURABILITY_RECOVERY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "durability_rig.h"
+#include "load_client.h"
+
+namespace kvindexer::bench {
+
+enum class RestartKind {
+  kSigterm,
+  kSigkill,
+  // SIGKILL once log traffic (durability_log_traffic.h) has filled the
+  // current log file to 90% of the checkpoint size (less for small sizes,
+  // so that it does not rotate): most of a generation to replay.
+  kSigkillFullLog,
+};
+// "sigterm", "sigkill", "sigkill-full-log"; nullopt for anything else.
+std::optional<RestartKind> ParseRestartKind(const std::string& name);
+const char* RestartKindName(RestartKind kind);
+
+struct RestartFigures {
+  RestartKind kind = RestartKind::kSigterm;
+  DirUsage dir;  // after the old server ended
+  RecoveredLine recovered;
+  double seconds_to_listen = 0;
+  bool headline_ok = false;  // every worker matches the whole anchor prefix
+};
+
+struct HeadlineCheck {
+  v1::MatchExternalKvPrefixRequest query;
+  uint32_t workers = 0;        // workers that must match
+  uint32_t prefix_blocks = 0;  // each one over this many blocks
+};
+
+// Ends `*rig` as `kind` says, starts a new wal-always server on `data_dir`
+// in its place and checks it. `checkpoint_bytes` is the server's
+// KV_INDEXER_CHECKPOINT_BYTES.
+[[nodiscard]] absl::StatusOr<RestartFigures> MeasureRestart(
+    std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
+    const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
+    const HeadlineCheck& headline);
+
+}  // namespace kvindexer::bench
+
+#endif  // KVINDEXER_BENCH_DURABILITY_RECOVERY_H_
