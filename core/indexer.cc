@@ -1,5 +1,6 @@
 #include "core/indexer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -656,6 +657,29 @@ std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   const WorkerRecord* record = workers_.Find(worker_id);
   if (record == nullptr) return std::nullopt;
   return *record;
+}
+
+std::vector<WorkerSnapshot> Indexer::ListWorkers() {
+  std::vector<WorkerSnapshot> out;
+  {
+    std::lock_guard<std::mutex> lock(mutation_mu_);
+    std::vector<std::string> ids = workers_.WorkerIds();
+    std::sort(ids.begin(), ids.end());
+    out.reserve(ids.size());
+    for (std::string& id : ids) {
+      const WorkerRecord& record = *workers_.Find(id);
+      WorkerSnapshot& w = out.emplace_back();
+      w.address = record.address;
+      w.spec = record.spec;
+      w.sequence_state = record.state();
+      w.ready = record.ready;
+      w.configured = record.configured;
+      w.checkpoint = record.checkpoint;
+      w.heartbeat_deadline = liveness_.Deadline(id);
+      w.worker_id = std::move(id);
+    }
+  }
+  return out;
 }
 
 }  // namespace kvindexer

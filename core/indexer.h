@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
@@ -45,6 +46,7 @@
 #include "core/sequence_gate_log.h"
 #include "core/worker_lifecycle_log.h"
 #include "core/worker_sequence_table.h"
+#include "core/worker_snapshot.h"
 #include "kv_indexer.pb.h"
 #include "kvindexer/backend.h"
 
@@ -182,6 +184,10 @@ class Indexer {
   // A copy of `worker_id`'s record, or nullopt when it has none. For
   // diagnostics and tests; takes the mutation mutex.
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id);
+  // Every worker with a host record, sorted by id, with what the operator
+  // needs to know about it (core/worker_snapshot.h). Takes the mutation
+  // mutex; backend counts are read after it is released.
+  std::vector<WorkerSnapshot> ListWorkers();
 
   // --- Durability (docs/durability.md) ---
 
