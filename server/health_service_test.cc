@@ -3,14 +3,9 @@
 // it (EnableHealthAndReflection, ServingHealth fed by the Indexer's failure
 // callback) on 127.0.0.1 with an ephemeral port, over a MutationFailingBackend
 // that wraps ModelBackend, so that a test can make writes fail while reads
-// go on.
-//
-// gRPC installs neither the health nor the reflection messages as headers,
-// so requests are encoded here by hand (a few length-delimited fields) and
-// answers are read as protobuf unknown fields.
+// go on. The health and reflection clients are tests/support/grpc_probes.h.
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,17 +19,14 @@
 #include "durable/test_log_capture.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.pb.h"
-#include "google/protobuf/unknown_field_set.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/rpc_method.h"
-#include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/serving_health.h"
 #include "server/transport_settings.h"
+#include "tests/support/grpc_probes.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/mutation_failing_backend.h"
@@ -44,8 +36,6 @@ namespace kvindexer {
 namespace {
 
 using namespace std::chrono_literals;
-using ::google::protobuf::UnknownField;
-using ::google::protobuf::UnknownFieldSet;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
 using ::kv_indexer::v1::KVIndexer;
 using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
@@ -59,53 +49,8 @@ using ::testing::UnorderedElementsAre;
 
 constexpr auto kWaitBound = 10s;
 
-// grpc.health.v1.HealthCheckResponse.ServingStatus.
-constexpr uint64_t kServing = 1;
-constexpr uint64_t kNotServing = 2;
-
-// ---------------------------------------------------------------------------
-// Hand-made protobuf
-
-// Field `number` as a length-delimited value.
-std::string LengthDelimited(int number, std::string_view value) {
-  std::string out;
-  auto varint = [&out](uint64_t v) {
-    while (v >= 0x80) {
-      out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out.push_back(static_cast<char>(v));
-  };
-  varint((static_cast<uint64_t>(number) << 3) | 2);
-  varint(value.size());
-  out.append(value);
-  return out;
-}
-
-// The values of every length-delimited field `number` of `message`.
-std::vector<std::string> Strings(const std::string& message, int number) {
-  UnknownFieldSet fields;
-  std::vector<std::string> out;
-  if (!fields.ParseFromString(message)) return out;
-  for (int i = 0; i < fields.field_count(); ++i) {
-    const UnknownField& f = fields.field(i);
-    if (f.number() == number &&
-        f.type() == UnknownField::TYPE_LENGTH_DELIMITED) {
-      out.push_back(f.length_delimited());
-    }
-  }
-  return out;
-}
-
-std::string Bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  std::string out;
-  if (!buffer.Dump(&slices).ok()) return out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
-}
+constexpr uint64_t kServing = test_support::kHealthServing;
+constexpr uint64_t kNotServing = test_support::kHealthNotServing;
 
 // ---------------------------------------------------------------------------
 // The server
@@ -150,64 +95,10 @@ class HealthServer {
   ServingHealth& health() { return *health_; }
   KVIndexer::Stub& stub() { return *stub_; }
 
-  // Health/Check for `service`: the call's status and the ServingStatus.
-  std::pair<grpc::StatusCode, uint64_t> Check(const std::string& service) {
-    grpc::GenericStub stub(channel_);
-    const std::string bytes =
-        service.empty() ? std::string() : LengthDelimited(1, service);
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kWaitBound);
-    std::promise<grpc::Status> done;
-    stub.UnaryCall(
-        &context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-        &response,
-        [&done](grpc::Status status) { done.set_value(std::move(status)); });
-    const grpc::Status status = done.get_future().get();  // bounded: deadline
-    if (!status.ok()) return {status.error_code(), 0};
-    UnknownFieldSet fields;
-    uint64_t serving_status = 0;  // UNKNOWN when absent
-    if (fields.ParseFromString(Bytes(response))) {
-      for (int i = 0; i < fields.field_count(); ++i) {
-        if (fields.field(i).number() == 1 &&
-            fields.field(i).type() == UnknownField::TYPE_VARINT) {
-          serving_status = fields.field(i).varint();
-        }
-      }
-    }
-    return {grpc::StatusCode::OK, serving_status};
+  test_support::HealthAnswer Check(const std::string& service) {
+    return test_support::CheckHealth(channel_, service, kWaitBound);
   }
-
-  // One request on ServerReflectionInfo; its one response's bytes.
-  std::optional<std::string> Reflect(const std::string& request_bytes) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kWaitBound);
-    // What generated stubs use for a bidi stream; with ByteBuffer messages
-    // it needs no generated reflection code.
-    std::unique_ptr<
-        grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
-        stream(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer,
-                                                         grpc::ByteBuffer>::
-                   Create(channel_.get(),
-                          grpc::internal::RpcMethod(
-                              "/grpc.reflection.v1alpha.ServerReflection/"
-                              "ServerReflectionInfo",
-                              grpc::internal::RpcMethod::BIDI_STREAMING),
-                          &context));
-    grpc::Slice slice(request_bytes);
-    grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer response;
-    std::optional<std::string> out;
-    if (stream->Write(request) && stream->Read(&response)) {
-      out = Bytes(response);
-    }
-    stream->WritesDone();
-    const grpc::Status status = stream->Finish();
-    if (!status.ok()) return std::nullopt;
-    return out;
-  }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
   ModelBackend model_;
@@ -230,9 +121,10 @@ grpc::Status Apply(HealthServer& s, const Batch& batch) {
 
 void ExpectEveryName(HealthServer& s, uint64_t serving_status) {
   for (const std::string& name : HealthServiceNames()) {
-    const auto [code, status] = s.Check(name);
-    EXPECT_EQ(code, grpc::StatusCode::OK) << "service \"" << name << "\"";
-    EXPECT_EQ(status, serving_status) << "service \"" << name << "\"";
+    const test_support::HealthAnswer answer = s.Check(name);
+    EXPECT_EQ(answer.code, grpc::StatusCode::OK)
+        << "service \"" << name << "\"";
+    EXPECT_EQ(answer.status, serving_status) << "service \"" << name << "\"";
   }
 }
 
@@ -247,7 +139,7 @@ TEST(HealthServiceTest, ServingAfterStartForTheServerAndEachService) {
                                    "kvindexer.admin.v1.KvIndexerAdmin"));
   ExpectEveryName(s, kServing);
   // A name the server does not publish is gRPC's NOT_FOUND.
-  EXPECT_EQ(s.Check("no.such.Service").first, grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.Check("no.such.Service").code, grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(s.health().serving());
   EXPECT_EQ(s.health().reason(), std::nullopt);
   EXPECT_EQ(s.indexer().BackendFailure(), std::nullopt);
@@ -480,35 +372,31 @@ TEST(BackendFailureLogTest, ARemovalFailureIsNotLoggedTwice) {
 TEST(ReflectionTest, ListsTheServices) {
   HealthServer s;
   ASSERT_TRUE(s.started());
-  // ServerReflectionRequest.list_services (7).
-  const std::optional<std::string> response = s.Reflect(LengthDelimited(7, ""));
-  ASSERT_TRUE(response.has_value());
-  // ServerReflectionResponse.list_services_response (6): ListServiceResponse
-  // .service (1): ServiceResponse.name (1).
-  const std::vector<std::string> lists = Strings(*response, 6);
-  ASSERT_EQ(lists.size(), 1u) << "no list_services_response";
-  std::vector<std::string> names;
-  for (const std::string& service : Strings(lists[0], 1)) {
-    for (std::string& name : Strings(service, 1)) names.push_back(name);
-  }
-  EXPECT_THAT(names, ::testing::IsSupersetOf(
-                         {"kv_indexer.v1.KVIndexer", "grpc.health.v1.Health",
-                          "grpc.reflection.v1alpha.ServerReflection"}));
+  const std::optional<std::vector<std::string>> names =
+      test_support::ReflectedServices(s.channel(), kWaitBound);
+  ASSERT_TRUE(names.has_value());
+  EXPECT_THAT(*names, ::testing::IsSupersetOf(
+                          {"kv_indexer.v1.KVIndexer", "grpc.health.v1.Health",
+                           "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 TEST(ReflectionTest, DescribesKvIndexer) {
   HealthServer s;
   ASSERT_TRUE(s.started());
   // ServerReflectionRequest.file_containing_symbol (4).
-  const std::optional<std::string> response =
-      s.Reflect(LengthDelimited(4, "kv_indexer.v1.KVIndexer"));
+  const std::optional<std::string> response = test_support::ReflectOnce(
+      s.channel(),
+      test_support::LengthDelimitedField(4, "kv_indexer.v1.KVIndexer"),
+      kWaitBound);
   ASSERT_TRUE(response.has_value());
   // .file_descriptor_response (4): FileDescriptorResponse
   // .file_descriptor_proto (1), serialised FileDescriptorProtos.
-  const std::vector<std::string> found = Strings(*response, 4);
+  const std::vector<std::string> found =
+      test_support::LengthDelimitedFields(*response, 4);
   ASSERT_EQ(found.size(), 1u) << "no file_descriptor_response";
   bool described = false;
-  for (const std::string& bytes : Strings(found[0], 1)) {
+  for (const std::string& bytes :
+       test_support::LengthDelimitedFields(found[0], 1)) {
     google::protobuf::FileDescriptorProto file;
     ASSERT_TRUE(file.ParseFromString(bytes));
     if (file.package() != "kv_indexer.v1") continue;

@@ -150,15 +150,15 @@ int RunServer(std::span<const char* const> args) {
     if (server != nullptr) server->Shutdown();
     return kExitFailure;
   }
-  spdlog::info("listening addr={}",
-               BoundAddress(config->listen_addr, bound_port));
   // SERVING from here on, the state being recovered, until the backend
   // fails in a way it cannot continue from or shutdown begins
-  // (docs/health.md).
+  // (docs/health.md); before the line that tells tests we listen.
   ServingHealth health(server->GetHealthCheckService(), HealthServiceNames());
   indexer.SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
   health.Listening();
+  spdlog::info("listening addr={}",
+               BoundAddress(config->listen_addr, bound_port));
 
   // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
   // removal").
