@@ -164,7 +164,7 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
   if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
-  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+  if (absl::Status s = ToAbslStatus(ApplyToBackend(batch)); !s.ok()) {
     TakeBack(log, end);
     return s;
   }
@@ -211,7 +211,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
       // backend's record keeps the stored address and spec.
       const RecordBatch clear(req.worker_id(), *record,
                               RecordBatch::Actions::kClearAllTiers);
-      if (absl::Status s = ToAbslStatus(backend_->Apply(clear.view()));
+      if (absl::Status s = ToAbslStatus(ApplyToBackend(clear.view()));
           !s.ok()) {
         TakeBack(log, end);
         return s;
@@ -228,7 +228,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
   }
   uint64_t end = 0;
   if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
-  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+  if (absl::Status s = ToAbslStatus(ApplyToBackend(batch)); !s.ok()) {
     TakeBack(log, end);
     return s;
   }
@@ -286,7 +286,7 @@ absl::Status Indexer::ReplaceLocked(
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
   if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
-  if (absl::Status s = ToAbslStatus(backend_->Apply(batch)); !s.ok()) {
+  if (absl::Status s = ToAbslStatus(ApplyToBackend(batch)); !s.ok()) {
     TakeBack(log, end);
     return s;
   }
@@ -381,7 +381,7 @@ absl::Status Indexer::ConfigureLocked(
     if (!created && record.ready && changed) {
       const RecordBatch refresh(worker.worker_id(), updated,
                                 RecordBatch::Actions::kNone);
-      if (absl::Status s = ToAbslStatus(backend_->Apply(refresh.view()));
+      if (absl::Status s = ToAbslStatus(ApplyToBackend(refresh.view()));
           !s.ok()) {
         return s;
       }
@@ -391,6 +391,16 @@ absl::Status Indexer::ConfigureLocked(
   resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
   resp->set_ready_workers(static_cast<uint32_t>(workers_.ready_count()));
   return absl::OkStatus();
+}
+
+BackendStatus Indexer::ApplyToBackend(const ApplyBatchView& batch) {
+  BackendStatus status = backend_->Apply(batch);
+  if (status.code != BackendCode::kOk) {
+    backend_failures_.Record(
+        BackendMutation::kApply,
+        std::string_view(batch.worker_id.data, batch.worker_id.size), status);
+  }
+  return status;
 }
 
 absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
@@ -481,6 +491,12 @@ absl::Status Indexer::DropFromBackend(std::string_view worker_id,
     status = backend_->Apply(clear.view());
   }
   if (status.code == BackendCode::kOk) return absl::OkStatus();
+  // Logged below, unthrottled: a removal fails rarely (one sweep retries it
+  // per period).
+  backend_failures_.Record(backend_abi_minor_ >= kRemoveWorkerAbiMinor
+                               ? BackendMutation::kRemoveWorker
+                               : BackendMutation::kApply,
+                           worker_id, status, /*logged=*/true);
   const absl::Status failure = ToAbslStatus(status);
   // Debian's abseil has its own string_view type, not std::string_view.
   const std::string_view error(failure.message().data(),

@@ -29,13 +29,16 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/backend_failure_monitor.h"
 #include "core/heartbeat_header.h"
 #include "core/liveness_table.h"
 #include "core/monotonic_clock.h"
@@ -189,6 +192,27 @@ class Indexer {
   // mutex; backend counts are read after it is released.
   std::vector<WorkerSnapshot> ListWorkers();
 
+  // --- Backend failure (docs/health.md, "When the backend fails") ---
+
+  // The first backend mutation that answered INTERNAL, after which the
+  // backend cannot continue (include/kvindexer/backend.h, BackendCode), as
+  // one line naming the operation, the worker and the backend's message;
+  // nullopt while there was none. Every failed mutation is also logged,
+  // throttled (core/backend_failure_monitor.h). Never blocks a mutation;
+  // one atomic load while nothing failed.
+  std::optional<std::string> BackendFailure() const {
+    return backend_failures_.Failure();
+  }
+  // `callback` gets BackendFailure()'s text once, when it is first set (at
+  // once when it already is); null clears it. It runs on the failing
+  // mutation's thread with the mutation mutex held: it must not call back
+  // into the Indexer. REQUIRES: whatever it captures outlives the Indexer's
+  // mutations, or the callback is cleared first.
+  void SetBackendFailureCallback(
+      BackendFailureMonitor::FailureCallback callback) {
+    backend_failures_.SetOnFailure(std::move(callback));
+  }
+
   // --- Durability (docs/durability.md) ---
 
   // From now on every mutation that takes effect is appended to `log`
@@ -321,6 +345,9 @@ class Indexer {
   absl::Status ClearExpired(const LivenessTable::Expired& expired,
                             bool* cleared, Origin origin);
 
+  // backend_->Apply, with a failure recorded in backend_failures_.
+  BackendStatus ApplyToBackend(const ApplyBatchView& batch);
+
   // Replay of the records that are not requests (core/indexer_durability.cc).
   // REQUIRES: mutation_mu_ held.
   absl::Status ReplayLivenessClear(std::string_view worker_id);
@@ -352,6 +379,8 @@ class Indexer {
   // Set under the mutex by a removal that freed a backend record; the
   // operation trims the heap once after releasing the mutex.
   std::atomic<bool> trim_wanted_{false};
+  // Failed backend mutations: log lines and the backend-failure rule.
+  BackendFailureMonitor backend_failures_{clock_};
 };
 
 }  // namespace kvindexer

@@ -227,7 +227,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       batch.cache_spec = record->spec.value_or(CacheSpec{});
       batch.actions = &report;
       batch.action_count = 1;
-      return ToAbslStatus(backend_->Apply(batch));
+      return ToAbslStatus(ApplyToBackend(batch));
     }
     case CheckpointChunk::PART_NOT_SET:
       break;

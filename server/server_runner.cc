@@ -16,6 +16,7 @@
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
 #include "server/server_config.h"
+#include "server/serving_health.h"
 #include "server/transport_settings.h"
 #include "spdlog/spdlog.h"
 
@@ -132,6 +133,8 @@ int RunServer(std::span<const char* const> args) {
         "restart-safe state off ({} unset): a restart empties the index",
         kDataDirVar);
   }
+  // grpc.health.v1 and reflection (docs/health.md): before the builder.
+  EnableHealthAndReflection();
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
   int bound_port = 0;
@@ -147,6 +150,13 @@ int RunServer(std::span<const char* const> args) {
     if (server != nullptr) server->Shutdown();
     return kExitFailure;
   }
+  // SERVING from here on, the state being recovered, until the backend
+  // fails in a way it cannot continue from or shutdown begins
+  // (docs/health.md); before the line that tells tests we listen.
+  ServingHealth health(server->GetHealthCheckService(), HealthServiceNames());
+  indexer.SetBackendFailureCallback(
+      [&health](const std::string& failure) { health.BackendFailed(failure); });
+  health.Listening();
   spdlog::info("listening addr={}",
                BoundAddress(config->listen_addr, bound_port));
 
@@ -172,10 +182,13 @@ int RunServer(std::span<const char* const> args) {
     // No signal handling: serve until the process is killed.
     server->Wait();
   }
+  // Probes see NOT_SERVING while running calls finish (docs/health.md).
+  health.ShuttingDown();
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server->Wait();
   server.reset();
   if (sweeper != nullptr) sweeper->Stop();
+  indexer.SetBackendFailureCallback(nullptr);  // before `health` goes
   spdlog::info("stopped");
   return kExitOk;
 }

@@ -45,6 +45,15 @@ inline constexpr uint32_t kBackendAbiMinor = 1;
 
 // Status codes. The values are the gRPC canonical codes, so the host maps them
 // one to one.
+//
+// kInternal from a mutation (Apply, RemoveWorker) tells the host that the
+// backend cannot continue: its state can no longer be trusted to take
+// writes, whatever it answers next. The host records the first one, keeps
+// serving reads and reports NOT_SERVING on grpc.health.v1 until restarted
+// (docs/health.md, "When the backend fails"). A failure that a later call
+// may not meet (out of memory, a bad argument) must use another code,
+// such as kResourceExhausted or kInvalidArgument, and leave the state as
+// it was.
 enum class BackendCode : int32_t {
   kOk = 0,
   kInvalidArgument = 3,

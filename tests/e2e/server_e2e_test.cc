@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/grpc_probes.h"
 #include "tests/support/requests.h"
 #include "tests/support/server_process.h"
 
@@ -88,6 +89,7 @@ class RunningServer {
     EXPECT_TRUE(listening.ok()) << listening.status();
     if (!listening.ok()) return nullptr;
     server->process_ = std::move(listening->process);
+    server->address_ = listening->address;
 
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
@@ -112,6 +114,7 @@ class RunningServer {
 
   ServerProcess& process() { return *process_; }
   KVIndexer::Stub& stub() { return *stub_; }
+  const std::string& address() const { return address_; }
   // Closes the client connection. An idle gRPC C++ client does not read its
   // socket, so it would not acknowledge the server's graceful GOAWAY ping and
   // the server would wait for the ping's timeout (about 5 s) before closing.
@@ -121,6 +124,7 @@ class RunningServer {
   RunningServer() = default;
 
   std::unique_ptr<ServerProcess> process_;
+  std::string address_;
   std::unique_ptr<KVIndexer::Stub> stub_;
 };
 
@@ -321,6 +325,26 @@ TEST(ServerE2eTest, StartupLogLine) {
                     HasSubstr("kvindexer-backend-" + kDefaultBackend + ".so"),
                     HasSubstr("backend_build="), HasSubstr("server_version="),
                     HasSubstr("server_build=")));
+}
+
+// docs/health.md: the binary registers grpc.health.v1 (SERVING once it
+// listens) and reflection.
+TEST(ServerE2eTest, HealthAndReflectionAreServed) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+  auto channel = grpc::CreateChannel(server->address(),
+                                     grpc::InsecureChannelCredentials());
+  for (const std::string service : {"", "kv_indexer.v1.KVIndexer"}) {
+    const test_support::HealthAnswer answer =
+        test_support::CheckHealth(channel, service, 10s);
+    EXPECT_EQ(answer.code, grpc::StatusCode::OK) << "\"" << service << "\"";
+    EXPECT_EQ(answer.status, test_support::kHealthServing)
+        << "\"" << service << "\"";
+  }
+  const std::optional<std::vector<std::string>> services =
+      test_support::ReflectedServices(channel, 10s);
+  ASSERT_TRUE(services.has_value());
+  EXPECT_THAT(*services, ::testing::Contains("kv_indexer.v1.KVIndexer"));
 }
 
 TEST(ServerE2eTest, LoadsBackendByPath) {
