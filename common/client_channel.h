@@ -1,16 +1,15 @@
 // ClientSecurity: how a client of kv-indexer-server (the bridge, the CLI)
 // reaches a server that uses TLS and a write token (docs/security.md).
 //
-// | Variable                         | Meaning                                  |
-// | KV_INDEXER_TLS_CA_FILE           | PEM trust roots for the server's         |
-// |                                  | certificate; turns TLS on                |
-// | KV_INDEXER_TLS_CLIENT_CERT_FILE  | PEM client certificate (mutual TLS);     |
-// |                                  | needs KV_INDEXER_TLS_CLIENT_KEY_FILE     |
-// | KV_INDEXER_TLS_CLIENT_KEY_FILE   | PEM private key of that certificate      |
-// | KV_INDEXER_TLS_SERVER_NAME       | name checked in the server certificate   |
-// |                                  | instead of the endpoint's host           |
-// | KV_INDEXER_WRITE_TOKEN_FILE      | file holding the token sent as           |
-// |                                  | `authorization: Bearer <token>`          |
+// | Variable                         | Meaning | | KV_INDEXER_TLS_CA_FILE | PEM
+// trust roots for the server's         | |                                  |
+// certificate; turns TLS on                | | KV_INDEXER_TLS_CLIENT_CERT_FILE
+// | PEM client certificate (mutual TLS);     | | | needs
+// KV_INDEXER_TLS_CLIENT_KEY_FILE     | | KV_INDEXER_TLS_CLIENT_KEY_FILE   | PEM
+// private key of that certificate      | | KV_INDEXER_TLS_SERVER_NAME       |
+// name checked in the server certificate   | | | instead of the endpoint's host
+// | | KV_INDEXER_WRITE_TOKEN_FILE      | file holding the token sent as | | |
+// `authorization: Bearer <token>`          |
 //
 // Unset or blank variables are off. Every bad value (an unreadable or empty
 // file, a certificate without its key, a server name without TLS, a token
