@@ -132,12 +132,18 @@ TEST_F(WriteAuthorizerServiceTest, MutationsNeedTheToken) {
 // the request bound.
 TEST_F(WriteAuthorizerServiceTest, AuthComesBeforeTheSizeCheck) {
   test_support::Batch batch("w1", "10.0.0.1:1");
-  test_support::Hashes many(600000, 5);  // > 4 MiB encoded
+  test_support::Hashes many(1049600, 5);  // > 8 MiB encoded
   batch.Report(kTierHbm, many);
   v1::ApplyExternalKvBatchResponse resp;
   EXPECT_EQ(stub_->ApplyExternalKvBatch(Context(nullptr).get(), batch, &resp)
                 .error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
+  // With the token, the same request meets the size check.
+  EXPECT_EQ(stub_
+                ->ApplyExternalKvBatch(Context(kBearerRight.c_str()).get(),
+                                       batch, &resp)
+                .error_code(),
+            grpc::StatusCode::OUT_OF_RANGE);
 }
 
 TEST_F(WriteAuthorizerServiceTest, ReadsStayOpen) {

@@ -331,6 +331,9 @@ TEST_F(SecurityE2eTest, ReadsAreOpenAndWritesNeedTheToken) {
   EXPECT_FALSE(Holds(*stub, 42, "worker-direct"));
   EXPECT_TRUE(Holds(*stub, 43, "worker-direct"));
 
+  EXPECT_THAT(server_->process->Output(),
+              ::testing::HasSubstr(
+                  "security tls=on mutual_tls=on write_token=required"));
   // The refusals are logged, without either token.
   ASSERT_TRUE(server_->process->WaitForOutput("PERMISSION_DENIED", kBound));
   const std::string log = server_->process->Output();
@@ -386,6 +389,54 @@ TEST_F(SecurityE2eTest, BridgeDeliversOverMutualTlsWithToken) {
   EXPECT_TRUE((*bridge)->Stop(20s).ok()) << (*bridge)->Output();
   EXPECT_THAT((*bridge)->Output(),
               ::testing::Not(::testing::HasSubstr(kToken)));
+}
+
+// Bad security settings stop both programs at start with exit 2 and a
+// message naming the variable (no certificates needed).
+TEST(SecurityConfigExitTest, BadValuesExitTwoNamingTheVariable) {
+  const auto dir = ScratchDir::Create("kvidx-tls-cfg-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string empty = (*dir)->Sub("empty");
+  WriteFile(empty, "");
+  struct Case {
+    const char* binary;
+    std::map<std::string, std::string> env;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {KVINDEXER_SERVER_BINARY,
+       {{"KV_INDEXER_TLS_CERT_FILE", empty}},
+       "KV_INDEXER_TLS_KEY_FILE is unset"},
+      {KVINDEXER_SERVER_BINARY,
+       {{"KV_INDEXER_WRITE_TOKEN_FILE", empty}},
+       "KV_INDEXER_WRITE_TOKEN_FILE=\"" + empty + "\" is invalid"},
+      {KVINDEXER_BRIDGE_BINARY,
+       {{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_TLS_CA_FILE", empty}},
+       "KV_INDEXER_TLS_CA_FILE=\"" + empty + "\" is invalid"},
+      {KVINDEXER_BRIDGE_BINARY,
+       {{"KV_INDEXER_WORKER_ID", "w"},
+        {"KV_INDEXER_TLS_CLIENT_KEY_FILE", empty}},
+       "KV_INDEXER_TLS_CLIENT_CERT_FILE is unset"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expected);
+    ProcessOptions options;
+    options.binary = c.binary;
+    options.unset_env = {
+        "KV_INDEXER_TLS_CERT_FILE",      "KV_INDEXER_TLS_KEY_FILE",
+        "KV_INDEXER_TLS_CLIENT_CA_FILE", "KV_INDEXER_WRITE_TOKEN_FILE",
+        "KV_INDEXER_TLS_CA_FILE",        "KV_INDEXER_TLS_CLIENT_CERT_FILE",
+        "KV_INDEXER_TLS_CLIENT_KEY_FILE"};
+    options.env = c.env;
+    options.env["KV_INDEXER_LISTEN_ADDR"] = "127.0.0.1:0";
+    auto process = ServerProcess::Start(std::move(options));
+    ASSERT_TRUE(process.ok()) << process.status();
+    const auto exit = (*process)->WaitForExit(kBound);
+    ASSERT_TRUE(exit.has_value()) << (*process)->Output();
+    EXPECT_TRUE(exit->exited && exit->code == 2) << exit->ToString() << "\n"
+                                                 << (*process)->Output();
+    EXPECT_THAT((*process)->Output(), ::testing::HasSubstr(c.expected));
+  }
 }
 
 }  // namespace
