@@ -144,14 +144,11 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 // mutation.
 // `authorizer` (null: open) runs first, on the callback thread.
 template <typename Request, typename Response, typename Serve>
-grpc::ServerUnaryReactor* ServeMutationOn(TaskExecutor& applies,
-                                          TaskExecutor& acks,
-                                          const WriteAuthorizer* authorizer,
-                                          std::string_view method,
-                                          grpc::CallbackServerContext* context,
-                                          const grpc::ByteBuffer* request,
-                                          grpc::ByteBuffer* response,
-                                          Serve serve) {
+grpc::ServerUnaryReactor* ServeMutationOn(
+    TaskExecutor& applies, TaskExecutor& acks,
+    const WriteAuthorizer* authorizer, std::string_view method,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorizer != nullptr) {
     if (grpc::Status s = authorizer->Check(*context, method); !s.ok()) {
@@ -234,7 +231,8 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch", context, request, response,
+      "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch", context, request,
+      response,
       // The peer names the sender for duplicate-claim detection.
       [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
           const v1::ApplyExternalKvBatchRequest& req,
@@ -249,7 +247,8 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot", context, request, response,
+      "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot", context, request,
+      response,
       [this, peer = context->peer()](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
@@ -263,7 +262,8 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers", context, request, response,
+      "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers", context, request,
+      response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
         return indexer_->ConfigurePending(req, resp);
