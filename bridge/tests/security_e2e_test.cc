@@ -21,6 +21,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_split.h"
+#include "bridge/bridge_config.h"
 #include "bridge/tests/msgpack_builders.h"
 #include "common/client_channel.h"
 #include "common/env.h"
@@ -436,6 +437,30 @@ TEST(SecurityConfigExitTest, BadValuesExitTwoNamingTheVariable) {
     EXPECT_TRUE(exit->exited && exit->code == 2) << exit->ToString() << "\n"
                                                  << (*process)->Output();
     EXPECT_THAT((*process)->Output(), ::testing::HasSubstr(c.expected));
+  }
+}
+
+// The bridge's configuration carries the client security settings and lists
+// them in --help.
+TEST(SecurityConfigExitTest, BridgeConfigCarriesClientSecurity) {
+  const auto dir = ScratchDir::Create("kvidx-tls-cfg-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string token = (*dir)->Sub("token");
+  WriteFile(token, "zq9token\n");
+  auto config = LoadBridgeConfig(MapEnvironment(
+      {{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_WRITE_TOKEN_FILE", token}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->security.write_token, "zq9token");
+  EXPECT_FALSE(config->security.tls);
+  EXPECT_THAT(
+      DescribeConfig(*config),
+      ::testing::AllOf(::testing::HasSubstr("write_token=set"),
+                       ::testing::Not(::testing::HasSubstr("zq9token"))));
+  for (const char* name :
+       {"KV_INDEXER_TLS_CA_FILE", "KV_INDEXER_TLS_CLIENT_CERT_FILE",
+        "KV_INDEXER_TLS_CLIENT_KEY_FILE", "KV_INDEXER_TLS_SERVER_NAME",
+        "KV_INDEXER_WRITE_TOKEN_FILE"}) {
+    EXPECT_THAT(BridgeUsage(), ::testing::HasSubstr(name));
   }
 }
 
