@@ -39,7 +39,7 @@
 #error "KVINDEXER_BRIDGE_BINARY must name the kv-indexer-bridge executable"
 #endif
 
-namespace kvindexer::bridge {
+namespace kvindexer::bridge::security_e2e_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -465,4 +465,4 @@ TEST(SecurityConfigExitTest, BridgeConfigCarriesClientSecurity) {
 }
 
 }  // namespace
-}  // namespace kvindexer::bridge
+}  // namespace kvindexer::bridge::security_e2e_test
