@@ -245,7 +245,8 @@ std::string DescribeConfig(const BridgeConfig& config) {
       "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
       " live_buffer_batches=", config.live_buffer_batches,
       " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
-      " tls_ca=", config.security.tls ? "set" : "unset", " tls_client_cert=",
+      " tls_ca=", config.security.root_certs_pem.empty() ? "unset" : "set",
+      " tls_client_cert=",
       config.security.client_cert_pem.empty() ? "unset" : "set",
       " write_token=", config.security.has_write_token() ? "set" : "unset");
 }
