@@ -27,6 +27,7 @@
 #define KVINDEXER_SERVER_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,7 @@
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
 #include "server/durability_config.h"
+#include "server/metrics_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -80,6 +82,8 @@ struct ServerConfig {
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
   // Restart-safe state (server/durability_config.h).
   DurabilityConfig durability;
+  // The metrics endpoint (server/metrics_config.h); nullopt: off.
+  std::optional<MetricsAddress> metrics_addr;
 };
 
 // Reads every variable above; unset variables take their defaults.
