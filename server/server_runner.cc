@@ -142,7 +142,7 @@ int RunServer(std::span<const char* const> args) {
       return kExitFailure;
     }
     metrics_http = *std::move(started);
-    spdlog::info("metrics listening addr={}", metrics_http->bound_address());
+    spdlog::info("metrics http addr={}", metrics_http->bound_address());
   }
   // --- end of the metrics endpoint
 
