@@ -205,6 +205,11 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     if (!ttl.ok()) return ttl.status();
     config.heartbeat_ttl = std::chrono::milliseconds(*ttl);
   }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_BRIDGE_METRICS_ADDR")) {
+    auto addr = ParseMetricsAddress("KV_INDEXER_BRIDGE_METRICS_ADDR", *v);
+    if (!addr.ok()) return addr.status();
+    config.metrics_addr = *std::move(addr);
+  }
   return config;
 }
 
@@ -291,6 +296,9 @@ KV_INDEXER_HEARTBEAT_TTL_MS     30000                 Worker liveness: while a T
                                                       (at least 100 ms) asks the server to
                                                       keep the worker for this long; 0 = no
                                                       heartbeats.
+KV_INDEXER_BRIDGE_METRICS_ADDR  unset                 host:port of /metrics, /healthz and
+                                                      /readyz (port 0 picks a free port,
+                                                      logged as "metrics http addr=").
 
 Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
 Cache-spec variables are trimmed and a blank value counts as unset.

@@ -17,6 +17,7 @@
 #include "bridge/kv_events.h"
 #include "common/env.h"
 #include "common/log_setup.h"
+#include "common/metrics_address.h"
 #include "kv_indexer.pb.h"
 #include "spdlog/common.h"
 
@@ -56,6 +57,9 @@ struct BridgeConfig {
   // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
   // asks the server for (KV_INDEXER_HEARTBEAT_TTL_MS); 0 disables them.
   std::chrono::milliseconds heartbeat_ttl = kDefaultHeartbeatTtl;
+  // KV_INDEXER_BRIDGE_METRICS_ADDR (docs/metrics.md): where /metrics,
+  // /healthz and /readyz are served; nullopt (unset or blank): off.
+  std::optional<MetricsAddress> metrics_addr;
 };
 
 // Reads and validates the configuration. A startup error is returned as

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/http_get.h"
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
 #include "tests/support/server_process.h"
 
@@ -43,28 +44,9 @@ using ::testing::HasSubstr;
 
 constexpr auto kBound = 20s;
 
-// The value of the sample whose name and labels are exactly `series`
-// (`name{a="b",...}` as the server writes them), nullopt when absent.
 std::optional<double> Sample(const std::string& scrape,
                              std::string_view series) {
-  const std::string prefix = std::string(series) + " ";
-  size_t at = 0;
-  while (at < scrape.size()) {
-    const size_t end = scrape.find('\n', at);
-    const std::string_view line(
-        scrape.data() + at,
-        (end == std::string::npos ? scrape.size() : end) - at);
-    if (line.starts_with(prefix)) {
-      double value = 0;
-      if (absl::SimpleAtod(std::string(line.substr(prefix.size())), &value)) {
-        return value;
-      }
-      return std::nullopt;
-    }
-    if (end == std::string::npos) break;
-    at = end + 1;
-  }
-  return std::nullopt;
+  return ::kvindexer::test_support::ScrapedValue(scrape, series);
 }
 
 // The port of the process's "metrics http addr=127.0.0.1:<port>" line.
