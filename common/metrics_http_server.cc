@@ -2,6 +2,7 @@
 #include "common/metrics_http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <thread>
@@ -43,6 +44,13 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   server.new_task_queue = [] {
     return new httplib::ThreadPool(kRequestThreads);
   };
+  // httplib's default also sets SO_REUSEPORT, which would let a second
+  // process bind the same port and take half of the scrapes: keep only
+  // SO_REUSEADDR (a restart can rebind at once).
+  server.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server.set_keep_alive_timeout(kKeepAliveSeconds);
   server.set_read_timeout(kReadTimeoutSeconds, 0);
   server.Get("/metrics",
