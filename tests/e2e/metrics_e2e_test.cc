@@ -18,6 +18,7 @@
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/server_process.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
@@ -176,6 +177,44 @@ TEST(ServerMetricsE2eTest, ScrapeCountsKnownTraffic) {
   // No data directory: no log or checkpoint figures.
   EXPECT_THAT(m, ::testing::Not(HasSubstr("kvindexer_wal_end_bytes")));
 
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(kBound).ok()) << server->process->Output();
+}
+
+// With a data directory the log and checkpoint figures appear once recovery
+// has finished, and acknowledged applies move the log's end and sync count.
+TEST(ServerMetricsE2eTest, DataDirectoryFigures) {
+  auto dir = ::kvindexer::test_support::ScratchDir::Create("metrics-e2e-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.unset_env = {"KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
+                       "KV_INDEXER_WAL_SYNC", "KV_INDEXER_LOG_LEVEL"};
+  options.env = {{"KV_INDEXER_METRICS_ADDR", "127.0.0.1:0"},
+                 {"KV_INDEXER_DATA_DIR", (*dir)->path() + "/data"}};
+  absl::StatusOr<ListeningServer> server =
+      StartListeningServer(std::move(options), /*port=*/0, kBound);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = MetricsPort(*server->process);
+  ASSERT_GT(port, 0) << server->process->Output();
+
+  auto stub = KVIndexer::NewStub(
+      grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 2; ++i) {
+    ApplyExternalKvBatchResponse resp;
+    const grpc::Status s = stub->ApplyExternalKvBatch(
+        Context().get(), Batch("w1", "10.0.0.1:9000").Report(kTierHbm, {i}),
+        &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  absl::StatusOr<HttpResponse> scrape = HttpGet(port, "/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  const std::string& m = scrape->body;
+  EXPECT_GT(Sample(m, "kvindexer_wal_end_bytes").value_or(0), 0) << m;
+  // KV_INDEXER_WAL_SYNC=always: each acknowledged apply waited for a sync.
+  EXPECT_GE(Sample(m, "kvindexer_wal_syncs_total").value_or(0), 1) << m;
+  EXPECT_TRUE(Sample(m, "kvindexer_checkpoint_generation").has_value()) << m;
+  EXPECT_EQ(Sample(m, "kvindexer_checkpoints_written_total"), 0);
   stub.reset();
   EXPECT_TRUE(server->process->Stop(kBound).ok()) << server->process->Output();
 }
