@@ -208,6 +208,11 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   absl::StatusOr<ClientSecurity> security = LoadClientSecurity(env);
   if (!security.ok()) return security.status();
   config.security = *std::move(security);
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_BRIDGE_METRICS_ADDR")) {
+    auto addr = ParseMetricsAddress("KV_INDEXER_BRIDGE_METRICS_ADDR", *v);
+    if (!addr.ok()) return addr.status();
+    config.metrics_addr = *std::move(addr);
+  }
   return config;
 }
 
@@ -307,6 +312,9 @@ KV_INDEXER_TLS_SERVER_NAME      unset                 Name checked in the server
 KV_INDEXER_WRITE_TOKEN_FILE     unset                 File holding the write token, sent
                                                       as `authorization: Bearer` on every
                                                       call (docs/security.md).
+KV_INDEXER_BRIDGE_METRICS_ADDR  unset                 host:port of /metrics, /healthz and
+                                                      /readyz (port 0 picks a free port,
+                                                      logged as "metrics http addr=").
 
 Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
 Cache-spec variables are trimmed and a blank value counts as unset.

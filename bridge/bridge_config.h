@@ -18,6 +18,7 @@
 #include "common/client_channel.h"
 #include "common/env.h"
 #include "common/log_setup.h"
+#include "common/metrics_address.h"
 #include "kv_indexer.pb.h"
 #include "spdlog/common.h"
 
@@ -60,6 +61,9 @@ struct BridgeConfig {
   // TLS and the write token toward the indexer (common/client_channel.h,
   // docs/security.md).
   ClientSecurity security;
+  // KV_INDEXER_BRIDGE_METRICS_ADDR (docs/metrics.md): where /metrics,
+  // /healthz and /readyz are served; nullopt (unset or blank): off.
+  std::optional<MetricsAddress> metrics_addr;
 };
 
 // Reads and validates the configuration. A startup error is returned as

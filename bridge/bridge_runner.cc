@@ -8,6 +8,7 @@
 
 #include <zmq.hpp>
 
+#include "bridge/bridge_metrics.h"
 #include "bridge/indexer_client.h"
 #include "bridge/live_buffer.h"
 #include "bridge/live_reader.h"
@@ -17,6 +18,8 @@
 #include "bridge/stream_recovery.h"
 #include "bridge/worker_address.h"
 #include "bridge/worker_probe.h"
+#include "common/metrics_http_server.h"
+#include "common/metrics_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -70,6 +73,30 @@ BridgeRunner::BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown)
 int BridgeRunner::Run() {
   zmq::context_t context(1);
   LiveBuffer buffer(config_.live_buffer_batches);
+  // --- Metrics endpoint (docs/metrics.md): BridgeMetrics reads a copy of
+  // stats_ that the loop publishes on its ticks.
+  MetricsRegistry registry;
+  std::optional<BridgeMetrics> metrics;
+  std::unique_ptr<MetricsHttpServer> metrics_http;  // stopped first
+  if (config_.metrics_addr.has_value()) {
+    metrics.emplace(registry, buffer);
+    auto started =
+        MetricsHttpServer::Start(*config_.metrics_addr, registry,
+                                 [&metrics]() -> std::optional<std::string> {
+                                   if (metrics->connected())
+                                     return std::nullopt;
+                                   return "not connected to the indexer";
+                                 });
+    if (!started.ok()) {
+      spdlog::error(
+          "cannot serve metrics on KV_INDEXER_BRIDGE_METRICS_ADDR: {}",
+          std::string(started.status().message()));
+      return kExitPermanentError;
+    }
+    metrics_http = *std::move(started);
+    spdlog::info("metrics http addr={}", metrics_http->bound_address());
+  }
+  // --- end of the metrics endpoint
   // A reader whose Start() failed is replaced: Start() runs once per reader.
   std::optional<LiveReader> reader;
   std::unique_ptr<IndexerClient> client;
@@ -137,8 +164,12 @@ int BridgeRunner::Run() {
     io.random = [&rng] { return rng(); };
     io.stats = &stats_;
     StreamRecovery engine(RecoveryOptionsFromConfig(config_), io);
-    absl::Status status =
-        engine.Run([this] { MaybeLogStats(std::chrono::steady_clock::now()); });
+    if (metrics) metrics->SetConnected(true);
+    absl::Status status = engine.Run([this, &metrics] {
+      const auto now = std::chrono::steady_clock::now();
+      MaybeLogStats(now);
+      if (metrics) metrics->Publish(stats_, now);
+    });
     if (!status.ok() && !shutdown_->triggered()) {
       // The engine stops on a request the indexer rejected permanently or
       // on a failed live reader; it logged which at ERROR.
@@ -152,6 +183,10 @@ int BridgeRunner::Run() {
   }
   if (reader) reader->Stop();
   buffer.Close();
+  if (metrics) {
+    metrics->SetConnected(false);
+    metrics->Publish(stats_, std::chrono::steady_clock::now(), /*force=*/true);
+  }
   spdlog::info("bridge stopped: {}", stats_.FormatLine());
   return exit_code;
 }

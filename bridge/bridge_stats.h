@@ -37,6 +37,10 @@ struct BridgeStats {
   uint64_t seq_reorders = 0;
   std::array<uint64_t, kEventSkipReasonCount> events_skipped{};
   std::array<uint64_t, kMessageSkipReasonCount> messages_skipped{};
+  // For the metrics (docs/metrics.md): accepted events by EventKind, and
+  // failed RPCs by gRPC status code (0..16; rpcs_failed is their sum).
+  std::array<uint64_t, 3> events_by_kind{};
+  std::array<uint64_t, 17> rpc_failures_by_code{};
 
   // Recovery (docs/bridge-events.md, "Recovery > Stats"). `server_mode` is
   // auto (not decided yet), gated or legacy; `publisher_mode` S, R or L.
@@ -69,6 +73,10 @@ struct BridgeStats {
   }
   void CountSkippedMessage(MessageSkipReason r, uint64_t n = 1) {
     messages_skipped[static_cast<size_t>(r)] += n;
+  }
+  void CountRpcFailure(int code) {
+    ++rpcs_failed;
+    ++rpc_failures_by_code[code >= 0 && code < 17 ? code : 2];  // 2: UNKNOWN
   }
 
   // "messages=.. batches=.. events=.. actions=.. hashes=.. rpcs_sent=..

@@ -81,7 +81,7 @@ void StreamRecovery::SendHeartbeat() {
                               : std::nullopt);
     return;
   }
-  ++io_.stats->rpcs_failed;
+  io_.stats->CountRpcFailure(static_cast<int>(status.code()));
   if (status.code() == absl::StatusCode::kFailedPrecondition) {
     // The server lost the stream (a liveness clear, a restart, a deleted
     // record): re-register and resynchronise, unless that already runs.

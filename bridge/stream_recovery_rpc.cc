@@ -35,7 +35,7 @@ absl::Status StreamRecovery::CallApply(
     ApplyExternalKvBatchResponse* response) {
   absl::Status status = io_.applier->Apply(request, response);
   if (!status.ok()) {
-    ++io_.stats->rpcs_failed;
+    io_.stats->CountRpcFailure(static_cast<int>(status.code()));
     return status;
   }
   ++io_.stats->rpcs_sent;
@@ -181,6 +181,9 @@ bool StreamRecovery::DecodeActions(const LiveBatch& batch) {
   }
   ++io_.stats->batches_received;
   io_.stats->events_received += decoded_.event_count;
+  for (const KvEvent& event : decoded_.events) {
+    ++io_.stats->events_by_kind[static_cast<size_t>(event.kind)];
+  }
   for (const SkippedEvent& skipped : decoded_.skipped) {
     io_.stats->CountSkippedEvent(skipped.reason);
     if (skipped.reason == EventSkipReason::kUnknownTag) continue;

@@ -62,6 +62,7 @@ struct DurableStore::State {
   std::set<uint64_t> checkpoints;
   std::set<uint64_t> wals;
   uint64_t checkpoints_written = 0;
+  std::chrono::steady_clock::duration last_checkpoint{};
 
   std::thread thread;
 
@@ -158,6 +159,7 @@ void DurableStore::State::Compact(const CompactionJob& job) {
     base = job.target();
     checkpoints.insert(job.target());
     ++checkpoints_written;
+    last_checkpoint = std::chrono::steady_clock::now() - start;
     for (auto it = checkpoints.begin();
          it != checkpoints.end() && *it < job.base;) {
       victims.push_back(dir->CheckpointPath(*it));
@@ -292,6 +294,20 @@ void DurableStore::WaitForCheckpoints() {
 uint64_t DurableStore::checkpoints_written() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->checkpoints_written;
+}
+
+DurableFigures DurableStore::figures() const {
+  DurableFigures figures;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    figures.checkpoint_generation = state_->base;
+    figures.checkpoints_written = state_->checkpoints_written;
+    figures.last_checkpoint_seconds =
+        std::chrono::duration<double>(state_->last_checkpoint).count();
+  }
+  figures.log_end = state_->writer->end();
+  figures.syncs = state_->writer->syncs();
+  return figures;
 }
 
 }  // namespace kvindexer::durable

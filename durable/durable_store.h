@@ -47,6 +47,15 @@ struct DurableOptions {
   IndexBackend* backend = nullptr;
 };
 
+// Figures for the metrics (docs/metrics.md, "Data directory").
+struct DurableFigures {
+  uint64_t log_end = 0;  // logical log offset: bytes of records appended
+  uint64_t checkpoint_generation = 0;  // the newest committed checkpoint
+  uint64_t checkpoints_written = 0;    // by this process
+  double last_checkpoint_seconds = 0;  // 0 before the first
+  uint64_t syncs = 0;                  // fdatasyncs that acknowledged writes
+};
+
 class DurableStore final : public MutationLog {
  public:
   // Recovers `indexer` (which must have applied nothing) from options.dir,
@@ -76,6 +85,8 @@ class DurableStore final : public MutationLog {
   // Blocks until no checkpoint is being written. For tests and benchmarks.
   void WaitForCheckpoints();
   uint64_t checkpoints_written() const;
+  // Thread-safe; takes the store's and the log's locks briefly.
+  DurableFigures figures() const;
 
  private:
   DurableStore() = default;

@@ -122,6 +122,7 @@ struct WalWriter::State {
   uint64_t file_size = 0;   // appender only: header included
   uint64_t end = 0;         // guarded by mu
   uint64_t durable = 0;     // guarded by mu
+  uint64_t syncs = 0;       // guarded by mu: WaitDurable's fdatasyncs
   bool syncing = false;     // guarded by mu
   absl::Status poison;      // guarded by mu
   // The last record appended, while it can still be retracted: its size,
@@ -235,6 +236,11 @@ void WalWriter::Retract(uint64_t end) {
   s.durable = std::min(s.durable, s.end);
 }
 
+uint64_t WalWriter::syncs() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->syncs;
+}
+
 uint64_t WalWriter::end() const {
   const std::lock_guard<std::mutex> lock(state_->mu);
   return state_->end;
@@ -269,6 +275,7 @@ absl::Status WalWriter::WaitDurable(uint64_t offset) {
       s.Poison(WriteFailed(absl::StrCat("fdatasync: ", ErrnoText(err))));
     } else {
       s.durable = std::max(s.durable, target);
+      ++s.syncs;
     }
     s.synced.notify_all();
   }

@@ -62,6 +62,8 @@ class WalWriter {
   uint64_t generation() const;
   // Record bytes in the current file.
   uint64_t bytes_in_generation() const;
+  // fdatasync calls WaitDurable made, for the metrics. Thread-safe.
+  uint64_t syncs() const;
 
  private:
   WalWriter(std::string dir, WalSync sync, FileIo* io);

@@ -56,6 +56,28 @@ HeartbeatHeader HeartbeatOf(const grpc::CallbackServerContext& context) {
       std::string_view(it->second.data(), it->second.size()));
 }
 
+// One call's entry in the RPC metrics (server/rpc_metrics.h): Finish
+// records the call, when metrics are attached, and finishes it.
+struct CallRecord {
+  RpcMetrics* metrics;  // null: nothing is recorded and `start` is unset
+  const Clock* clock;
+  RpcMethod method;
+  Clock::TimePoint start;
+
+  void Finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) const {
+    if (metrics != nullptr) {
+      metrics->Record(method, status.error_code(), clock->Now() - start);
+    }
+    reactor->Finish(std::move(status));
+  }
+};
+
+CallRecord StartRecord(RpcMetrics* metrics, const Clock& clock,
+                       RpcMethod method) {
+  return CallRecord{metrics, &clock, method,
+                    metrics != nullptr ? clock.Now() : Clock::TimePoint{}};
+}
+
 // Decodes `request` into `message`. Reads the slices in place.
 grpc::Status Decode(const grpc::ByteBuffer& request, pb::MessageLite* message) {
   // Copying a ByteBuffer only takes references to its slices.
@@ -120,18 +142,19 @@ grpc::Status DecodeServeEncode(const grpc::ByteBuffer& request,
 // finishes.
 template <typename Request, typename Response, typename Serve>
 grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
+                                       const CallRecord& record,
                                        grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response,
                                        Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
-    reactor->Finish(std::move(s));
+    record.Finish(reactor, std::move(s));
     return reactor;
   }
-  executor.Submit([reactor, request, response, serve]() mutable {
-    reactor->Finish(
-        DecodeServeEncode<Request, Response>(*request, response, serve));
+  executor.Submit([record, reactor, request, response, serve]() mutable {
+    record.Finish(reactor, DecodeServeEncode<Request, Response>(
+                               *request, response, serve));
   });
   return reactor;
 }
@@ -147,40 +170,41 @@ template <typename Request, typename Response, typename Serve>
 grpc::ServerUnaryReactor* ServeMutationOn(
     TaskExecutor& applies, TaskExecutor& acks,
     const WriteAuthorizer* authorizer, std::string_view method,
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, Serve serve) {
+    const CallRecord& record, grpc::CallbackServerContext* context,
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorizer != nullptr) {
     if (grpc::Status s = authorizer->Check(*context, method); !s.ok()) {
-      reactor->Finish(std::move(s));
+      record.Finish(reactor, std::move(s));
       return reactor;
     }
   }
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
-    reactor->Finish(std::move(s));
+    record.Finish(reactor, std::move(s));
     return reactor;
   }
-  applies.Submit([&acks, reactor, request, response, serve]() mutable {
+  applies.Submit([&acks, record, reactor, request, response, serve]() mutable {
     alignas(8) char initial_block[kInitialArenaBlockBytes];
     pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
     auto* req = pb::Arena::CreateMessage<Request>(&arena);
     if (grpc::Status s = Decode(*request, req); !s.ok()) {
-      reactor->Finish(std::move(s));
+      record.Finish(reactor, std::move(s));
       return;
     }
     auto* resp = pb::Arena::CreateMessage<Response>(&arena);
     Indexer::PendingAck ack = serve(*req, resp);
     if (!ack.waits()) {
       absl::Status s = ack.Wait();
-      reactor->Finish(s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
+      record.Finish(reactor,
+                    s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
       return;
     }
     // The answer is encoded now; whether it may be sent is known once the
     // log is durable.
     grpc::Status encoded = Encode(*resp, response);
-    acks.Submit([reactor, ack = std::move(ack), encoded]() mutable {
+    acks.Submit([record, reactor, ack = std::move(ack), encoded]() mutable {
       const absl::Status s = ack.Wait();
-      reactor->Finish(s.ok() ? encoded : ToGrpcStatus(s));
+      record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
     });
   });
   return reactor;
@@ -223,6 +247,11 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
       applies_(kApplyThreads, "kvidx-apply", kApplyNiceIncrement),
       lookups_(kLookupThreads, "kvidx-lookup") {}
 
+void KvIndexerService::AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait) {
+  rpc_metrics_ = rpc;
+  applies_.ObserveWaitsInto(apply_wait);
+}
+
 grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
@@ -231,8 +260,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch", context, request,
-      response,
+      "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kApplyExternalKvBatch),
+      context, request, response,
       // The peer names the sender for duplicate-claim detection.
       [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
           const v1::ApplyExternalKvBatchRequest& req,
@@ -247,8 +278,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot", context, request,
-      response,
+      "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kReplaceExternalKvSnapshot),
+      context, request, response,
       [this, peer = context->peer()](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
@@ -262,8 +295,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
       applies_, acks_, write_authorizer_,
-      "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers", context, request,
-      response,
+      "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kConfigureExpectedWorkers),
+      context, request, response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
         return indexer_->ConfigurePending(req, resp);
@@ -274,7 +309,9 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return ServeUnaryOn<v1::MatchExternalKvRequest, v1::MatchExternalKvResponse>(
-      lookups_, context, request, response,
+      lookups_,
+      StartRecord(rpc_metrics_, shedder_.clock(), RpcMethod::kMatchExternalKv),
+      context, request, response,
       [this](const v1::MatchExternalKvRequest& req,
              v1::MatchExternalKvResponse* resp) {
         return indexer_->Match(req, resp);
@@ -286,7 +323,10 @@ grpc::ServerUnaryReactor* KvIndexerService::GetExternalKvHitCounts(
     grpc::ByteBuffer* response) {
   return ServeUnaryOn<v1::GetExternalKvHitCountsRequest,
                       v1::GetExternalKvHitCountsResponse>(
-      lookups_, context, request, response,
+      lookups_,
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kGetExternalKvHitCounts),
+      context, request, response,
       [this](const v1::GetExternalKvHitCountsRequest& req,
              v1::GetExternalKvHitCountsResponse* resp) {
         return indexer_->HitCounts(req, resp);
@@ -299,12 +339,14 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   // The arrival stamp comes first, before any other work.
   const Clock::TimePoint arrival = shedder_.clock().Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const CallRecord record{rpc_metrics_, &shedder_.clock(),
+                          RpcMethod::kMatchExternalKvPrefix, arrival};
 
   // Steps 1 and 2 first, so that an oversize or shed query costs nothing
   // more.
   if (grpc::Status s = PrecheckPrefix(arrival, context->deadline(), *request);
       !s.ok()) {
-    reactor->Finish(std::move(s));
+    record.Finish(reactor, std::move(s));
     return reactor;
   }
 
@@ -325,7 +367,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
     // Free before Finish: gRPC may send the answer inside Finish, and the
     // client's next query must find the slot free.
     inline_slot.Release();
-    reactor->Finish(std::move(s));
+    record.Finish(reactor, std::move(s));
     return reactor;
   }
 
@@ -333,12 +375,13 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   if (grpc::Status s =
           DecodeAndAdmitPrefix(*request, call->request, &call->permit);
       !s.ok()) {
-    reactor->Finish(std::move(s));
+    record.Finish(reactor, std::move(s));
     return reactor;
   }
-  scans_.Submit([this, call = call.release(), reactor, response] {
+  scans_.Submit([this, call = call.release(), record, reactor, response] {
     const std::unique_ptr<PrefixCall> owned(call);
-    reactor->Finish(ScanPrefix(*owned->request, owned->permit, response));
+    record.Finish(reactor,
+                  ScanPrefix(*owned->request, owned->permit, response));
   });
   return reactor;
 }

@@ -75,6 +75,7 @@
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
 #include "server/rejection_log.h"
+#include "server/rpc_metrics.h"
 #include "server/task_executor.h"
 #include "server/write_authorizer.h"
 
@@ -166,6 +167,14 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   const PrefixAdmission& admission() const { return admission_; }
   const RejectionLog& rejection_log() const { return *rejection_log_; }
 
+  // Metrics (docs/metrics.md): from now on every call is counted and timed
+  // into `rpc`, and each mutation's wait in the apply queue is observed into
+  // `apply_wait`. REQUIRES: called before the service is registered with a
+  // server; both outlive the service.
+  void AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait);
+  // Mutations waiting for the apply thread.
+  size_t apply_queue_depth() const { return applies_.depth(); }
+
  private:
   struct PrefixCall;
 
@@ -194,6 +203,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   PrefixAdmission admission_;
   PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;
+  RpcMetrics* rpc_metrics_ = nullptr;  // null: calls are not recorded
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
   // Last: their destructors run pending calls, which use the members above.

@@ -176,6 +176,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto security = LoadSecurityConfig(env);
   if (!security.ok()) return security.status();
   config.security = *std::move(security);
+  auto metrics_addr = LoadMetricsAddr(env);
+  if (!metrics_addr.ok()) return metrics_addr.status();
+  config.metrics_addr = *std::move(metrics_addr);
   return config;
 }
 
@@ -236,6 +239,9 @@ std::string UsageText(std::string_view program) {
        "always (ack after fdatasync) or none (ack after write)"},
       {kCheckpointBytesVar, std::to_string(kDefaultCheckpointBytes),
        "log bytes that start a checkpoint; at least 1048576"},
+      {kMetricsAddrVar, "(unset)",
+       "host:port of /metrics, /healthz and /readyz (port 0 picks a free "
+       "port); unset or empty: off"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},

@@ -27,6 +27,7 @@
 #define KVINDEXER_SERVER_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,7 @@
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
 #include "server/durability_config.h"
+#include "server/metrics_config.h"
 #include "server/security_config.h"
 #include "spdlog/common.h"
 
@@ -83,6 +85,8 @@ struct ServerConfig {
   DurabilityConfig durability;
   // TLS and the write token (server/security_config.h).
   SecurityConfig security;
+  // The metrics endpoint (server/metrics_config.h); nullopt: off.
+  std::optional<MetricsAddress> metrics_addr;
 };
 
 // Reads every variable above; unset variables take their defaults.

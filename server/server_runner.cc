@@ -1,11 +1,14 @@
 #include "server/server_runner.h"
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "common/log_setup.h"
+#include "common/metrics_http_server.h"
+#include "common/metrics_registry.h"
 #include "common/shutdown_signals.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
@@ -17,6 +20,7 @@
 #include "server/liveness_sweeper.h"
 #include "server/security_config.h"
 #include "server/server_config.h"
+#include "server/server_metrics.h"
 #include "server/serving_health.h"
 #include "server/transport_settings.h"
 #include "server/write_authorizer.h"
@@ -120,6 +124,44 @@ int RunServer(std::span<const char* const> args) {
       config->limits.max_worker_address_bytes, config->limits.max_workers,
       config->limits.max_prefix_answer_bytes);
 
+  // --- Metrics endpoint (docs/metrics.md): up before recovery, so that
+  // /metrics, /healthz and /readyz answer while the data directory loads.
+  enum class Phase { kStarting, kServing, kStopping };
+  std::atomic<Phase> phase{Phase::kStarting};
+  MetricsRegistry registry;
+  std::unique_ptr<ServerMetrics> metrics;
+  std::unique_ptr<MetricsHttpServer> metrics_http;
+  if (config->metrics_addr.has_value()) {
+    metrics = std::make_unique<ServerMetrics>(registry, indexer,
+                                              *(*loaded)->backend(), service);
+    auto started = MetricsHttpServer::Start(
+        *config->metrics_addr, registry,
+        [&phase, &indexer]() -> std::optional<std::string> {
+          switch (phase.load()) {
+            case Phase::kStarting:
+              return "starting: recovering state or binding the gRPC port";
+            case Phase::kStopping:
+              return "shutting down";
+            case Phase::kServing:
+              break;
+          }
+          // As grpc.health.v1 reports NOT_SERVING (docs/health.md).
+          if (std::optional<std::string> failure = indexer.BackendFailure()) {
+            return "backend failed: " + *failure;
+          }
+          return std::nullopt;
+        });
+    if (!started.ok()) {
+      spdlog::error("cannot serve metrics on {}={}: {}", kMetricsAddrVar,
+                    config->metrics_addr->ToString(),
+                    std::string(started.status().message()));
+      return kExitFailure;
+    }
+    metrics_http = *std::move(started);
+    spdlog::info("metrics http addr={}", metrics_http->bound_address());
+  }
+  // --- end of the metrics endpoint
+
   // Recovery comes before the listen address is bound, so that no client
   // ever sees a partly recovered index (docs/durability.md, "Recovery").
   // Declared after the Indexer and before the gRPC server: it outlives every
@@ -142,6 +184,7 @@ int RunServer(std::span<const char* const> args) {
       return kExitFailure;
     }
     store = *std::move(opened);
+    if (metrics != nullptr) metrics->SetDurableStore(store.get());
   } else {
     spdlog::info(
         "restart-safe state off ({} unset): a restart empties the index",
@@ -163,6 +206,7 @@ int RunServer(std::span<const char* const> args) {
         "permitted",
         kListenAddrVar, config->listen_addr);
     if (server != nullptr) server->Shutdown();
+    if (metrics_http != nullptr) metrics_http->Stop();  // before the store
     return kExitFailure;
   }
   // SERVING from here on, the state being recovered, until the backend
@@ -174,6 +218,7 @@ int RunServer(std::span<const char* const> args) {
   health.Listening();
   spdlog::info("listening addr={}",
                BoundAddress(config->listen_addr, bound_port));
+  phase = Phase::kServing;
 
   // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
   // removal").
@@ -199,11 +244,14 @@ int RunServer(std::span<const char* const> args) {
   }
   // Probes see NOT_SERVING while running calls finish (docs/health.md).
   health.ShuttingDown();
+  phase = Phase::kStopping;
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server->Wait();
   server.reset();
   if (sweeper != nullptr) sweeper->Stop();
   indexer.SetBackendFailureCallback(nullptr);  // before `health` goes
+  // Before the store goes: a scrape reads it.
+  if (metrics_http != nullptr) metrics_http->Stop();
   spdlog::info("stopped");
   return kExitOk;
 }

@@ -47,24 +47,39 @@ TaskExecutor::~TaskExecutor() {
 }
 
 void TaskExecutor::Submit(std::function<void()> task) {
+  Queued queued{.task = std::move(task), .submitted = {}};
+  if (wait_.load(std::memory_order_relaxed) != nullptr) {
+    queued.submitted = std::chrono::steady_clock::now();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
+    tasks_.push_back(std::move(queued));
   }
   ready_.notify_one();
 }
 
+size_t TaskExecutor::depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.size();
+}
+
 void TaskExecutor::Run() {
   for (;;) {
-    std::function<void()> task;
+    Queued queued;
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping, and everything has run
-      task = std::move(tasks_.front());
+      queued = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    if (Histogram* wait = wait_.load(std::memory_order_relaxed);
+        wait != nullptr &&
+        queued.submitted != std::chrono::steady_clock::time_point{}) {
+      wait->ObserveDuration(std::chrono::steady_clock::now() -
+                            queued.submitted);
+    }
+    queued.task();
   }
 }
 

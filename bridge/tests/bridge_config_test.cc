@@ -119,6 +119,19 @@ TEST(BridgeConfig, HeartbeatTtl) {
               HasSubstr("heartbeat_ttl_ms=300"));
 }
 
+TEST(BridgeConfig, MetricsAddr) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  const std::string var = "KV_INDEXER_BRIDGE_METRICS_ADDR";
+  EXPECT_FALSE(MustLoad({{w, "w"}}).metrics_addr.has_value());
+  EXPECT_FALSE(MustLoad({{w, "w"}, {var, " "}}).metrics_addr.has_value());
+  const BridgeConfig config = MustLoad({{w, "w"}, {var, " [::1]:9465 "}});
+  ASSERT_TRUE(config.metrics_addr.has_value());
+  EXPECT_EQ(config.metrics_addr->host, "::1");
+  EXPECT_EQ(config.metrics_addr->port, 9465);
+  EXPECT_THAT(LoadError({{w, "w"}, {var, "host.example:1"}}),
+              HasSubstr("KV_INDEXER_BRIDGE_METRICS_ADDR=\"host.example:1\""));
+}
+
 TEST(BridgeConfig, WorkerIdRequiredButMayBeEmpty) {
   EXPECT_THAT(LoadError({}), HasSubstr("KV_INDEXER_WORKER_ID"));
   EXPECT_EQ(MustLoad({{"KV_INDEXER_WORKER_ID", ""}}).worker_id, "");

@@ -1,0 +1,26 @@
+// KV_INDEXER_METRICS_ADDR: where kv-indexer-server serves /metrics, /healthz
+// and /readyz (docs/metrics.md). Unset or empty: no metrics endpoint. The
+// value is host:port as common/metrics_address.h accepts it; port 0 picks a
+// free port, which the server logs ("metrics listening addr=...").
+#ifndef KVINDEXER_SERVER_METRICS_CONFIG_H_
+#define KVINDEXER_SERVER_METRICS_CONFIG_H_
+
+#include <optional>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "common/metrics_address.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kMetricsAddrVar = "KV_INDEXER_METRICS_ADDR";
+
+// nullopt when the variable is unset or empty; an error naming the variable
+// when its value is not an accepted address.
+[[nodiscard]] absl::StatusOr<std::optional<MetricsAddress>> LoadMetricsAddr(
+    const EnvLookup& env);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_METRICS_CONFIG_H_

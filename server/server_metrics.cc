@@ -1,0 +1,165 @@
+#include "server/server_metrics.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/worker_snapshot.h"
+
+namespace kvindexer {
+namespace {
+
+double Seconds(MonotonicClock::Duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string_view FidelityName(Fidelity fidelity) {
+  switch (fidelity) {
+    case Fidelity::kExact:
+      return "exact";
+    case Fidelity::kDegraded:
+      return "degraded";
+    case Fidelity::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+void WriteBackend(IndexBackend& backend, MetricsWriter& w) {
+  BackendStats stats{};
+  stats.struct_size = sizeof(BackendStats);
+  backend.GetStats(&stats);
+  w.Gauge("kvindexer_backend_blocks", "Block records the backend holds.",
+          static_cast<double>(stats.blocks));
+  w.Gauge("kvindexer_backend_placements",
+          "(worker, tier, block) placements the backend holds.",
+          static_cast<double>(stats.placements));
+  w.Gauge("kvindexer_backend_workers", "Worker records the backend holds.",
+          static_cast<double>(stats.workers));
+  w.Gauge("kvindexer_backend_hit_counters",
+          "Block hit counters the backend holds.",
+          static_cast<double>(stats.hit_counters));
+  w.Gauge("kvindexer_backend_memory_bytes",
+          "Heap the backend accounts for itself.",
+          static_cast<double>(stats.memory_bytes));
+}
+
+void WriteWorkers(Indexer& indexer, MetricsWriter& w) {
+  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  const MonotonicClock::TimePoint now = indexer.clock().Now();
+  w.Gauge("kvindexer_workers", "Workers the index has a record of.",
+          static_cast<double>(workers.size()));
+  for (const WorkerSnapshot& worker : workers) {
+    const MetricLabels id = {{"worker_id", worker.worker_id}};
+    w.Gauge("kvindexer_worker_ready",
+            "1 when the worker's placements may answer queries.",
+            worker.ready ? 1 : 0, id);
+    w.Gauge("kvindexer_worker_sequenced",
+            "1 when the worker's feed is sequenced (gated by a checkpoint).",
+            worker.sequence_state == SequenceState::kSequenced ? 1 : 0, id);
+    MetricLabels fidelity = id;
+    fidelity.emplace_back("fidelity", FidelityName(worker.fidelity));
+    w.Gauge("kvindexer_worker_fidelity",
+            "1 for the fidelity the worker's bridge last declared "
+            "(exact, degraded or unknown).",
+            1, std::move(fidelity));
+    if (worker.checkpoint.has_value()) {
+      w.Gauge("kvindexer_worker_checkpoint_seq",
+              "The last sequence number applied for a sequenced worker.",
+              static_cast<double>(worker.checkpoint->seq), id);
+    }
+    if (worker.last_apply.has_value()) {
+      w.Gauge("kvindexer_worker_last_apply_age_seconds",
+              "Seconds since a mutation last took effect for the worker.",
+              Seconds(now - *worker.last_apply), id);
+    }
+    if (worker.last_heartbeat.has_value()) {
+      w.Gauge("kvindexer_worker_last_heartbeat_age_seconds",
+              "Seconds since the worker's last heartbeat.",
+              Seconds(now - *worker.last_heartbeat), id);
+    }
+  }
+}
+
+void WriteLiveness(const Indexer& indexer, MetricsWriter& w) {
+  const LivenessStats s = indexer.liveness_stats();
+  w.Counter("kvindexer_liveness_heartbeats",
+            "Valid heartbeat headers on validated applies.",
+            static_cast<double>(s.heartbeats));
+  w.Counter("kvindexer_liveness_malformed_heartbeats",
+            "Heartbeat headers ignored as unparsable.",
+            static_cast<double>(s.malformed_heartbeats));
+  w.Counter("kvindexer_liveness_sweeps", "Liveness sweeps run.",
+            static_cast<double>(s.sweeps));
+  w.Counter("kvindexer_liveness_sweeps_refused",
+            "Sweeps the census rule stopped (every marked worker expired).",
+            static_cast<double>(s.sweeps_refused));
+  w.Counter("kvindexer_liveness_workers_cleared",
+            "Workers whose placements a sweep cleared.",
+            static_cast<double>(s.workers_cleared));
+  w.Counter("kvindexer_liveness_clear_failures",
+            "Sweep clears the backend failed.",
+            static_cast<double>(s.clear_failures));
+  w.Gauge("kvindexer_liveness_marked_workers",
+          "Workers currently marked as heartbeating.",
+          static_cast<double>(s.marked_workers));
+}
+
+void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
+  const durable::DurableFigures f = store.figures();
+  w.Gauge("kvindexer_wal_end_bytes",
+          "Logical end of the write-ahead log: record bytes appended.",
+          static_cast<double>(f.log_end));
+  w.Gauge("kvindexer_checkpoint_generation",
+          "Generation of the newest committed checkpoint.",
+          static_cast<double>(f.checkpoint_generation));
+  w.Counter("kvindexer_checkpoints_written", "Checkpoints this process wrote.",
+            static_cast<double>(f.checkpoints_written));
+  w.Gauge("kvindexer_checkpoint_last_duration_seconds",
+          "How long the last checkpoint took to build (0 before the first).",
+          f.last_checkpoint_seconds);
+  w.Counter("kvindexer_wal_syncs", "fdatasync calls that acknowledged writes.",
+            static_cast<double>(f.syncs));
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
+                             IndexBackend& backend, KvIndexerService& service)
+    : rpc_(registry),
+      apply_wait_(
+          registry.AddHistogram("kvindexer_apply_queue_wait_seconds",
+                                "Time a mutation waited for the apply thread.",
+                                kLatencyBucketsSeconds)) {
+  service.AttachMetrics(&rpc_, &apply_wait_);
+  registry.AddCollector([&service](MetricsWriter& w) {
+    w.Counter("kvindexer_prefix_admission_rejections",
+              "Prefix queries refused with RESOURCE_EXHAUSTED: too many in "
+              "flight.",
+              static_cast<double>(service.rejection_log().rejected_total()));
+    w.Counter("kvindexer_prefix_deadline_sheds",
+              "Prefix queries shed with DEADLINE_EXCEEDED: their caller's "
+              "deadline had passed.",
+              static_cast<double>(service.rejection_log().shed_total()));
+    w.Gauge("kvindexer_prefix_queries_in_flight",
+            "Prefix scans holding an admission permit.",
+            service.admission().in_flight());
+    w.Gauge("kvindexer_apply_queue_depth",
+            "Mutations waiting for the apply thread.",
+            static_cast<double>(service.apply_queue_depth()));
+  });
+  registry.AddCollector(
+      [&backend](MetricsWriter& w) { WriteBackend(backend, w); });
+  registry.AddCollector([&indexer](MetricsWriter& w) {
+    WriteWorkers(indexer, w);
+    WriteLiveness(indexer, w);
+  });
+  registry.AddCollector([this](MetricsWriter& w) {
+    if (const durable::DurableStore* store =
+            store_.load(std::memory_order_acquire)) {
+      WriteDurable(*store, w);
+    }
+  });
+}
+
+}  // namespace kvindexer

@@ -1,0 +1,53 @@
+// ServerMetrics: everything kv-indexer-server exposes on
+// KV_INDEXER_METRICS_ADDR (docs/metrics.md), registered in one registry.
+//
+// The RPC counts and latencies and the apply queue's wait are instruments
+// the service updates as calls run (server/rpc_metrics.h, TaskExecutor).
+// Everything else is read at scrape time by collectors, so the serving
+// paths pay nothing for it: the prefix admission and shed counters, the
+// apply queue's depth, the backend's stats (IndexBackend::GetStats), one
+// series per worker (Indexer::ListWorkers; bounded by max_workers), the
+// liveness counters and the data directory's figures.
+//
+// Thread safety: the collectors run on the HTTP server's threads and only
+// call thread-safe accessors. SetDurableStore may be called while scrapes
+// run.
+#ifndef KVINDEXER_SERVER_SERVER_METRICS_H_
+#define KVINDEXER_SERVER_SERVER_METRICS_H_
+
+#include <atomic>
+
+#include "common/metrics_registry.h"
+#include "core/indexer.h"
+#include "durable/durable_store.h"
+#include "kvindexer/backend.h"
+#include "server/kv_indexer_service.h"
+#include "server/rpc_metrics.h"
+
+namespace kvindexer {
+
+class ServerMetrics {
+ public:
+  // Registers every metric and attaches the instruments to `service`.
+  // REQUIRES: called before `service` serves; everything passed outlives
+  // this object, which outlives every scrape of `registry`.
+  ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
+                IndexBackend& backend, KvIndexerService& service);
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // The data directory's store once it is open (its figures are absent
+  // before); null again before it closes.
+  void SetDurableStore(const durable::DurableStore* store) {
+    store_.store(store, std::memory_order_release);
+  }
+
+ private:
+  RpcMetrics rpc_;
+  Histogram& apply_wait_;
+  std::atomic<const durable::DurableStore*> store_{nullptr};
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_SERVER_METRICS_H_
