@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/fidelity_header.h"
 #include "core/heartbeat_header.h"
 #include "core/prefix_answer.h"
 #include "core/prefix_response_wire.h"
@@ -76,6 +77,17 @@ CallRecord StartRecord(RpcMetrics* metrics, const Clock& clock,
                        RpcMethod method) {
   return CallRecord{metrics, &clock, method,
                     metrics != nullptr ? clock.Now() : Clock::TimePoint{}};
+}
+
+// The fidelity header of a call, parsed (the first value when the key
+// repeats; docs/admin-api.md, "The fidelity header").
+FidelityHeader FidelityOf(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(
+      grpc::string_ref(kFidelityHeader.data(), kFidelityHeader.size()));
+  if (it == metadata.end()) return FidelityHeader{};
+  return FidelityHeader::Parse(
+      std::string_view(it->second.data(), it->second.size()));
 }
 
 // Decodes `request` into `message`. Reads the slices in place.
@@ -265,10 +277,11 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
                   RpcMethod::kApplyExternalKvBatch),
       context, request, response,
       // The peer names the sender for duplicate-claim detection.
-      [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
+      [this, peer = context->peer(), heartbeat = std::move(heartbeat),
+       fidelity = FidelityOf(*context)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->ApplyPending(req, resp, peer, heartbeat);
+        return indexer_->ApplyPending(req, resp, peer, heartbeat, fidelity);
       });
 }
 
@@ -282,10 +295,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kReplaceExternalKvSnapshot),
       context, request, response,
-      [this, peer = context->peer()](
+      [this, peer = context->peer(), fidelity = FidelityOf(*context)](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->ReplacePending(req, resp, peer);
+        return indexer_->ReplacePending(req, resp, peer, fidelity);
       });
 }
 

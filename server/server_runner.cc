@@ -15,6 +15,7 @@
 #include "durable/durable_store.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
+#include "server/admin_service.h"
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
@@ -102,6 +103,7 @@ int RunServer(std::span<const char* const> args) {
           BeyondLoopbackWarning(config->listen_addr, config->security)) {
     spdlog::warn("{}", *warning);
   }
+  const MonotonicClock::TimePoint started_at = indexer.clock().Now();
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness,
@@ -190,6 +192,33 @@ int RunServer(std::span<const char* const> args) {
         "restart-safe state off ({} unset): a restart empties the index",
         kDataDirVar);
   }
+  // The admin API (docs/admin-api.md), after the store it reports on. Its
+  // GetStats reports health as published below, once the server listens.
+  std::atomic<const ServingHealth*> published_health{nullptr};
+  AdminService admin(AdminSources{
+      .indexer = &indexer,
+      .backend = (*loaded)->backend(),
+      .backend_name = descriptor.name,
+      .backend_version = descriptor.version,
+      .backend_path = (*loaded)->path(),
+      .backend_abi_major = descriptor.abi_major,
+      .backend_abi_minor = (*loaded)->abi_minor(),
+      .admission = &service.admission(),
+      .prefix_query_max_inflight = config->prefix_query_max_inflight,
+      .store = store.get(),
+      .data_dir = config->durability.data_dir,
+      .wal_sync = std::string(WalSyncName(config->durability.wal_sync)),
+      .authorizer = &write_authorizer,
+      .max_worker_id_bytes = config->limits.max_worker_id_bytes,
+      .server_version = KVINDEXER_VERSION,
+      .started = started_at,
+      .backend_failure = [&indexer] { return indexer.BackendFailure(); },
+      .health = [&published_health]() -> std::string {
+        const ServingHealth* health = published_health.load();
+        return health == nullptr || health->serving() ? "SERVING"
+                                                      : "NOT_SERVING";
+      },
+  });
   // grpc.health.v1 and reflection (docs/health.md): before the builder.
   EnableHealthAndReflection();
   grpc::ServerBuilder builder;
@@ -199,6 +228,7 @@ int RunServer(std::span<const char* const> args) {
                            MakeServerCredentials(config->security),
                            &bound_port);
   builder.RegisterService(&service);
+  builder.RegisterService(&admin);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     spdlog::error(
@@ -216,6 +246,7 @@ int RunServer(std::span<const char* const> args) {
   indexer.SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
   health.Listening();
+  published_health.store(&health);
   spdlog::info("listening addr={}",
                BoundAddress(config->listen_addr, bound_port));
   phase = Phase::kServing;

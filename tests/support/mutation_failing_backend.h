@@ -60,6 +60,11 @@ class MutationFailingBackend final : public IndexBackend {
     }
     return inner_->RemoveWorker(worker_id, existed);
   }
+  // A read: forwarded even while mutations fail.
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override {
+    return inner_->CountPlacements(worker_id, counts_by_tier, existed);
+  }
 
  private:
   std::optional<BackendStatus> Failure() {
