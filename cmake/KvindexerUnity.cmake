@@ -46,7 +46,7 @@ function(kvindexer_unity_finish)
   endif()
   kvindexer_unity_exclude(durable data_dir.cc)
   if(KVINDEXER_BUILD_TESTS)
-    kvindexer_unity_exclude(core indexer_removal_test.cc)
+    kvindexer_unity_exclude(core indexer_removal_test.cc prefix_scanner_test.cc)
     kvindexer_unity_exclude(durable wal_reader_test.cc)
     kvindexer_unity_exclude(server liveness_config_test.cc)
     kvindexer_unity_exclude(backends/robin_sharded_snapshot
