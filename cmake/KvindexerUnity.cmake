@@ -34,9 +34,10 @@ endfunction()
 # protobuf code declares the same file-scope tables in every file, so
 # kvindexer_proto always compiles file by file.
 #
-# The files that clash today are listed below, by directory; a new clash shows
-# as a "redefinition of" error in a Unity/unity_<n>_cxx.cxx file of the CI
-# build: add one of the two files here (or rename the name).
+# The files that clash today are listed below, by directory. A new clash
+# fails the CI build in a Unity/unity_<n>_cxx.cxx file with "redefinition of",
+# "conflicting declaration" or "conflicts with a previous declaration": add
+# one of the two files here, or give the name a file-specific spelling.
 function(kvindexer_unity_finish)
   if(NOT KVINDEXER_UNITY_BUILD)
     return()
@@ -46,7 +47,8 @@ function(kvindexer_unity_finish)
   endif()
   kvindexer_unity_exclude(durable data_dir.cc)
   if(KVINDEXER_BUILD_TESTS)
-    kvindexer_unity_exclude(core indexer_removal_test.cc prefix_scanner_test.cc)
+    kvindexer_unity_exclude(core
+      indexer_removal_test.cc prefix_scanner_test.cc)
     kvindexer_unity_exclude(durable wal_reader_test.cc)
     kvindexer_unity_exclude(server liveness_config_test.cc)
     kvindexer_unity_exclude(backends/robin_sharded_snapshot
