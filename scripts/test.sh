@@ -62,7 +62,7 @@ line_tables_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 # CI's builds compile each target's sources in batches (unity builds,
 # cmake/KvindexerUnity.cmake) and link with lld when it is installed
 # (cmake/KvindexerLinker.cmake): a cold run gets nothing from ccache, and
-# together they take about a third off both builds (README, "How long CI
+# batches cut both builds' compile time by about 45% (README, "How long CI
 # takes"). A developer's build compiles file by file, which also catches a
 # file that misses one of its own #includes.
 unity=(-DKVINDEXER_UNITY_BUILD=ON)
