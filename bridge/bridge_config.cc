@@ -205,6 +205,9 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     if (!ttl.ok()) return ttl.status();
     config.heartbeat_ttl = std::chrono::milliseconds(*ttl);
   }
+  absl::StatusOr<ClientSecurity> security = LoadClientSecurity(env);
+  if (!security.ok()) return security.status();
+  config.security = *std::move(security);
   return config;
 }
 
@@ -241,7 +244,10 @@ std::string DescribeConfig(const BridgeConfig& config) {
       "\" snapshot_endpoint=\"", config.snapshot_endpoint,
       "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
       " live_buffer_batches=", config.live_buffer_batches,
-      " heartbeat_ttl_ms=", config.heartbeat_ttl.count());
+      " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
+      " tls_ca=", config.security.tls ? "set" : "unset", " tls_client_cert=",
+      config.security.client_cert_pem.empty() ? "unset" : "set",
+      " write_token=", config.security.has_write_token() ? "set" : "unset");
 }
 
 std::string BridgeUsage() {

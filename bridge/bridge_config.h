@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "bridge/kv_events.h"
+#include "common/client_channel.h"
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "kv_indexer.pb.h"
@@ -56,6 +57,9 @@ struct BridgeConfig {
   // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
   // asks the server for (KV_INDEXER_HEARTBEAT_TTL_MS); 0 disables them.
   std::chrono::milliseconds heartbeat_ttl = kDefaultHeartbeatTtl;
+  // TLS and the write token toward the indexer (common/client_channel.h,
+  // docs/security.md).
+  ClientSecurity security;
 };
 
 // Reads and validates the configuration. A startup error is returned as

@@ -91,7 +91,9 @@ int BridgeRunner::Run() {
     }
     if (status.ok()) {
       absl::StatusOr<std::unique_ptr<IndexerClient>> connected =
-          IndexerClient::Connect(config_.indexer_endpoint, shutdown_);
+          IndexerClient::Connect(config_.indexer_endpoint, shutdown_,
+                                 std::chrono::seconds(5),
+                                 std::chrono::seconds(10), config_.security);
       if (connected.ok()) {
         client = *std::move(connected);
       } else {

@@ -19,16 +19,18 @@ constexpr auto kConnectSlice = std::chrono::milliseconds(100);
 
 IndexerClient::IndexerClient(std::shared_ptr<grpc::Channel> channel,
                              ShutdownSignal* shutdown,
-                             std::chrono::milliseconds rpc_timeout)
+                             std::chrono::milliseconds rpc_timeout,
+                             ClientSecurity security)
     : channel_(std::move(channel)),
       stub_(kv_indexer::v1::KVIndexer::NewStub(channel_)),
       shutdown_(shutdown),
-      rpc_timeout_(rpc_timeout) {}
+      rpc_timeout_(rpc_timeout),
+      security_(std::move(security)) {}
 
 absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
     const std::string& endpoint, ShutdownSignal* shutdown,
     std::chrono::milliseconds connect_timeout,
-    std::chrono::milliseconds rpc_timeout) {
+    std::chrono::milliseconds rpc_timeout, const ClientSecurity& security) {
   absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(endpoint);
   if (!target.ok()) {
     return absl::UnavailableError(std::string(target.status().message()));
@@ -49,11 +51,8 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      target->use_tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
-                      : grpc::InsecureChannelCredentials();
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target->target, creds, args);
+      CreateClientChannel(target->target, security, target->use_tls, args);
 
   const auto deadline = std::chrono::system_clock::now() + connect_timeout;
   while (true) {
@@ -70,13 +69,14 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
     if (channel->WaitForConnected(slice_end)) break;
   }
   return std::unique_ptr<IndexerClient>(
-      new IndexerClient(std::move(channel), shutdown, rpc_timeout));
+      new IndexerClient(std::move(channel), shutdown, rpc_timeout, security));
 }
 
 template <typename Call>
 absl::Status IndexerClient::RunCall(Call call, uint32_t heartbeat_ttl_ms) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+  AddWriteToken(security_, &context);
   if (heartbeat_ttl_ms != 0) {
     context.AddMetadata(kHeartbeatTtlMetadataKey,
                         std::to_string(heartbeat_ttl_ms));

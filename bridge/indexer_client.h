@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "bridge/kv_applier.h"
 #include "bridge/shutdown_signal.h"
+#include "common/client_channel.h"
 #include "kv_indexer.grpc.pb.h"
 
 namespace kvindexer::bridge {
@@ -25,11 +26,14 @@ class IndexerClient final : public KvApplier {
   // Parses `endpoint`, creates the channel and waits until it is connected.
   // Every failure (unusable endpoint, nothing listening, timeout, shutdown)
   // is returned as UNAVAILABLE: it is a transport error to retry.
-  // `shutdown` must outlive the client.
+  // `shutdown` must outlive the client. `security` (docs/security.md) turns
+  // TLS on whatever the endpoint's scheme, and its write token goes on
+  // every call.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<IndexerClient>> Connect(
       const std::string& endpoint, ShutdownSignal* shutdown,
       std::chrono::milliseconds connect_timeout = std::chrono::seconds(5),
-      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10));
+      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10),
+      const ClientSecurity& security = ClientSecurity());
 
   absl::Status Apply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
@@ -49,13 +53,14 @@ class IndexerClient final : public KvApplier {
   absl::Status RunCall(Call call, uint32_t heartbeat_ttl_ms = 0);
 
   IndexerClient(std::shared_ptr<grpc::Channel> channel,
-                ShutdownSignal* shutdown,
-                std::chrono::milliseconds rpc_timeout);
+                ShutdownSignal* shutdown, std::chrono::milliseconds rpc_timeout,
+                ClientSecurity security);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<kv_indexer::v1::KVIndexer::Stub> stub_;
   ShutdownSignal* shutdown_;
   std::chrono::milliseconds rpc_timeout_;
+  const ClientSecurity security_;
 };
 
 }  // namespace kvindexer::bridge

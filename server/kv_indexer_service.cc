@@ -142,14 +142,20 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 // task's arena) and handed to `acks`, whose single thread waits and
 // finishes the calls in order while the apply thread goes on with the next
 // mutation.
+// `authorizer` (null: open) runs first, on the callback thread.
 template <typename Request, typename Response, typename Serve>
-grpc::ServerUnaryReactor* ServeMutationOn(TaskExecutor& applies,
-                                          TaskExecutor& acks,
-                                          grpc::CallbackServerContext* context,
-                                          const grpc::ByteBuffer* request,
-                                          grpc::ByteBuffer* response,
-                                          Serve serve) {
+grpc::ServerUnaryReactor* ServeMutationOn(
+    TaskExecutor& applies, TaskExecutor& acks,
+    const WriteAuthorizer* authorizer, std::string_view method,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (authorizer != nullptr) {
+    if (grpc::Status s = authorizer->Check(*context, method); !s.ok()) {
+      reactor->Finish(std::move(s));
+      return reactor;
+    }
+  }
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
     reactor->Finish(std::move(s));
     return reactor;
@@ -200,9 +206,14 @@ KvIndexerService::KvIndexerService(Indexer& indexer,
                                    uint32_t prefix_query_max_inflight,
                                    const Clock& clock,
                                    RejectionLog* rejection_log,
-                                   bool read_heartbeats)
+                                   bool read_heartbeats,
+                                   const WriteAuthorizer* write_authorizer)
     : indexer_(&indexer),
       read_heartbeats_(read_heartbeats),
+      write_authorizer_(write_authorizer != nullptr &&
+                                write_authorizer->enabled()
+                            ? write_authorizer
+                            : nullptr),
       admission_(prefix_query_max_inflight),
       shedder_(clock),
       rejection_log_(rejection_log != nullptr ? rejection_log
@@ -219,7 +230,9 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
-      applies_, acks_, context, request, response,
+      applies_, acks_, write_authorizer_,
+      "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch", context, request,
+      response,
       // The peer names the sender for duplicate-claim detection.
       [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
           const v1::ApplyExternalKvBatchRequest& req,
@@ -233,7 +246,9 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
-      applies_, acks_, context, request, response,
+      applies_, acks_, write_authorizer_,
+      "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot", context, request,
+      response,
       [this, peer = context->peer()](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
@@ -246,7 +261,9 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
-      applies_, acks_, context, request, response,
+      applies_, acks_, write_authorizer_,
+      "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers", context, request,
+      response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
         return indexer_->ConfigurePending(req, resp);

@@ -41,6 +41,13 @@
 //     thread.
 // See task_executor.h for why work leaves gRPC's callback threads.
 //
+// The three mutations first check the write token (server/write_authorizer.h)
+// on the callback thread, before the size check: a peer without the token
+// learns nothing about the request bounds and costs no more than a metadata
+// lookup; refusals are UNAUTHENTICATED or PERMISSION_DENIED
+// (docs/security.md, "Refusals"). The reads (MatchExternalKv,
+// MatchExternalKvPrefix, GetExternalKvHitCounts) never look at it.
+//
 // ApplyExternalKvBatch also reads the request metadata
 // `kv-indexer-heartbeat-ttl-ms` on the callback thread and passes its parsed
 // form to Indexer::Apply, which marks the worker when the request passes
@@ -69,6 +76,7 @@
 #include "server/prefix_admission.h"
 #include "server/rejection_log.h"
 #include "server/task_executor.h"
+#include "server/write_authorizer.h"
 
 namespace kvindexer {
 
@@ -117,10 +125,13 @@ class KvIndexerService final : public internal::RawKvIndexerService {
  public:
   // REQUIRES: indexer, clock and rejection_log outlive the service;
   // prefix_query_max_inflight > 0. OWNERSHIP: nothing is taken. A null
-  // rejection_log means an internal one that logs through spdlog.
+  // rejection_log means an internal one that logs through spdlog. A null
+  // or disabled write_authorizer leaves the mutations open; otherwise it
+  // must outlive the service.
   KvIndexerService(Indexer& indexer, uint32_t prefix_query_max_inflight,
                    const Clock& clock, RejectionLog* rejection_log = nullptr,
-                   bool read_heartbeats = true);
+                   bool read_heartbeats = true,
+                   const WriteAuthorizer* write_authorizer = nullptr);
   KvIndexerService(const KvIndexerService&) = delete;
   KvIndexerService& operator=(const KvIndexerService&) = delete;
 
@@ -178,6 +189,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
 
   Indexer* indexer_;
   const bool read_heartbeats_;
+  // Null when mutations are open.
+  const WriteAuthorizer* write_authorizer_;
   PrefixAdmission admission_;
   PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;

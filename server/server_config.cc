@@ -173,6 +173,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto durability = LoadDurabilityConfig(env);
   if (!durability.ok()) return durability.status();
   config.durability = *std::move(durability);
+  auto security = LoadSecurityConfig(env);
+  if (!security.ok()) return security.status();
+  config.security = *std::move(security);
   return config;
 }
 
@@ -236,6 +239,13 @@ std::string UsageText(std::string_view program) {
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
+      {kTlsCertFileVar, "(unset)",
+       "PEM certificate chain; with the key file the server speaks TLS"},
+      {kTlsKeyFileVar, "(unset)", "PEM private key of that certificate"},
+      {kTlsClientCaFileVar, "(unset)",
+       "PEM roots client certificates must chain to (mutual TLS)"},
+      {kWriteTokenFileVar, "(unset)",
+       "file holding the bearer token required for every mutation"},
   };
   std::string out = fmt::format(
       "Usage: {} [--help]\n"

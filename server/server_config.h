@@ -37,6 +37,7 @@
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
 #include "server/durability_config.h"
+#include "server/security_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -80,6 +81,8 @@ struct ServerConfig {
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
   // Restart-safe state (server/durability_config.h).
   DurabilityConfig durability;
+  // TLS and the write token (server/security_config.h).
+  SecurityConfig security;
 };
 
 // Reads every variable above; unset variables take their defaults.

@@ -15,8 +15,10 @@
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
+#include "server/security_config.h"
 #include "server/server_config.h"
 #include "server/transport_settings.h"
+#include "server/write_authorizer.h"
 #include "spdlog/spdlog.h"
 
 #ifndef KVINDEXER_VERSION
@@ -84,9 +86,21 @@ int RunServer(std::span<const char* const> args) {
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
+  // Security (docs/security.md): the write token, TLS and the warning for
+  // a server reachable beyond loopback without them.
+  const WriteAuthorizer write_authorizer =
+      config->security.has_write_token()
+          ? WriteAuthorizer(config->security.write_token)
+          : WriteAuthorizer();
+  spdlog::info("{}", SecuritySummary(config->security));
+  if (const auto warning =
+          BeyondLoopbackWarning(config->listen_addr, config->security)) {
+    spdlog::warn("{}", *warning);
+  }
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
-                           /*read_heartbeats=*/config->liveness);
+                           /*read_heartbeats=*/config->liveness,
+                           &write_authorizer);
 
   spdlog::info(
       "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
@@ -136,7 +150,8 @@ int RunServer(std::span<const char* const> args) {
   ApplyTransportSettings(builder);
   int bound_port = 0;
   builder.AddListeningPort(config->listen_addr,
-                           grpc::InsecureServerCredentials(), &bound_port);
+                           MakeServerCredentials(config->security),
+                           &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {

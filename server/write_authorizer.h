@@ -1,4 +1,5 @@
-// WriteAuthorizer: the write token check (docs/operations.md, "Security").
+// WriteAuthorizer: the write token check (docs/security.md, "The write
+// token").
 //
 // With KV_INDEXER_WRITE_TOKEN_FILE set, every call that changes the index
 // (ApplyExternalKvBatch, ReplaceExternalKvSnapshot, ConfigureExpectedWorkers
@@ -6,24 +7,34 @@
 // `authorization: Bearer <token>`. The router-facing reads stay open, so that
 // sgl-router works unchanged. A call without the metadata, or with one that
 // is not a bearer token, is UNAUTHENTICATED; a wrong token is
-// PERMISSION_DENIED. Refusals are logged (throttled) with the method and the
-// peer, never with the token.
+// PERMISSION_DENIED. Refusals are logged at WARN, throttled per status code
+// (1st, 2nd, 4th, 8th, ... refusal), with the method and the peer, never
+// with the token or the value the caller presented.
 //
-// Thread safety: Check may run concurrently.
+// The comparison takes the same time whatever the presented value, for a
+// given length, so that timing does not reveal how much of a guess was
+// right.
+//
+// Thread safety: Check may run concurrently. Copies share their refusal
+// counters.
 #ifndef KVINDEXER_SERVER_WRITE_AUTHORIZER_H_
 #define KVINDEXER_SERVER_WRITE_AUTHORIZER_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "common/doubling_throttle.h"
 #include "grpcpp/grpcpp.h"
 
 namespace kvindexer {
 
+inline constexpr std::string_view kAuthorizationHeader = "authorization";
+
 class WriteAuthorizer {
  public:
   // No token: every call is allowed.
-  WriteAuthorizer() = default;
+  WriteAuthorizer();
   // REQUIRES: !token.empty().
   explicit WriteAuthorizer(std::string token);
 
@@ -34,9 +45,23 @@ class WriteAuthorizer {
   grpc::Status Check(const grpc::ServerContextBase& context,
                      std::string_view method) const;
 
+  // Refusals so far, by code.
+  uint64_t unauthenticated_total() const;
+  uint64_t permission_denied_total() const;
+
  private:
+  struct Refusals {
+    DoublingThrottle unauthenticated;
+    DoublingThrottle permission_denied;
+  };
+
   std::string token_;
+  std::shared_ptr<Refusals> refusals_;
 };
+
+// True when `presented` equals `expected`, in a time that depends on their
+// lengths only. Exposed for tests.
+bool TokensEqual(std::string_view presented, std::string_view expected);
 
 }  // namespace kvindexer
 
