@@ -81,6 +81,7 @@ absl::Status IndexerClient::RunCall(Call call, uint32_t heartbeat_ttl_ms) {
     context.AddMetadata(kHeartbeatTtlMetadataKey,
                         std::to_string(heartbeat_ttl_ms));
   }
+  if (!fidelity_.empty()) context.AddMetadata(kFidelityMetadataKey, fidelity_);
   // Wait for a connection rather than fail at once while the channel is
   // between reconnect attempts: a call made while the indexer is down is
   // sent as soon as it is back, instead of after the recovery engine's own

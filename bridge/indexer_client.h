@@ -45,6 +45,7 @@ class IndexerClient final : public KvApplier {
   absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
+  void SetFidelity(std::string value) override { fidelity_ = std::move(value); }
 
  private:
   // Runs one unary call with the RPC deadline, cancellable by shutdown,
@@ -61,6 +62,7 @@ class IndexerClient final : public KvApplier {
   ShutdownSignal* shutdown_;
   std::chrono::milliseconds rpc_timeout_;
   const ClientSecurity security_;
+  std::string fidelity_;  // kFidelityMetadataKey's value; empty: not sent
 };
 
 }  // namespace kvindexer::bridge

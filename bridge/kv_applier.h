@@ -4,6 +4,7 @@
 #define KVINDEXER_BRIDGE_KV_APPLIER_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "kv_indexer.pb.h"
@@ -16,9 +17,19 @@ namespace kvindexer::bridge {
 inline constexpr char kHeartbeatTtlMetadataKey[] =
     "kv-indexer-heartbeat-ttl-ms";
 
+// The gRPC request metadata key that tells the indexer how faithful this
+// bridge's feed is: "exact" or "degraded; <reason>" (docs/admin-api.md,
+// "The fidelity header"). Advisory: the server only shows it.
+inline constexpr char kFidelityMetadataKey[] = "kv-indexer-fidelity";
+
 class KvApplier {
  public:
   virtual ~KvApplier() = default;
+  // The kFidelityMetadataKey value the following Apply, Heartbeat and
+  // Replace calls carry; empty for none. Not thread-safe with those calls:
+  // the one engine that uses an applier calls both. Appliers that do not
+  // send metadata ignore it.
+  virtual void SetFidelity(std::string value) { (void)value; }
   // Sends one apply and returns the server's status, with gRPC codes mapped
   // one to one onto absl codes. On OK, *response holds the server's answer
   // (applied_seq, duplicate). REQUIRES: response != nullptr.

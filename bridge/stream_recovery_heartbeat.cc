@@ -14,6 +14,7 @@
 #include "bridge/recovery_requests.h"
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
+#include "core/fidelity_header.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -68,6 +69,7 @@ void StreamRecovery::SendHeartbeat() {
       gated() ? ProbeRequest(options_.header, watermarks_.epoch())
               : RegistrationRequest(options_.header);
   kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  io_.applier->SetFidelity(FidelityHeader::Format(degraded_reason_));
   absl::Status status = io_.applier->Heartbeat(request, ttl, &response);
   if (status.ok()) {
     ++io_.stats->rpcs_sent;

@@ -11,6 +11,7 @@
 #include "bridge/recovery_requests.h"
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
+#include "core/fidelity_header.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -33,6 +34,9 @@ uint64_t HashCount(const ApplyExternalKvBatchRequest& request) {
 absl::Status StreamRecovery::CallApply(
     const ApplyExternalKvBatchRequest& request,
     ApplyExternalKvBatchResponse* response) {
+  // The feed's fidelity as it stands (docs/admin-api.md, "The fidelity
+  // header").
+  io_.applier->SetFidelity(FidelityHeader::Format(degraded_reason_));
   absl::Status status = io_.applier->Apply(request, response);
   if (!status.ok()) {
     ++io_.stats->rpcs_failed;
@@ -125,6 +129,11 @@ bool StreamRecovery::Install(
           absl::StrCat(install.hashes_total - install.hashes_sent,
                        " hashes did not fit the request size limit")};
     }
+    // The fidelity this install leaves the feed in (set below once it is
+    // in).
+    io_.applier->SetFidelity(FidelityHeader::Format(
+        truncated ? truncated->reason
+                  : (degraded ? degraded->reason : std::string())));
     while (true) {
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse response;
       absl::Status status = io_.applier->Replace(install.request, &response);

@@ -12,6 +12,7 @@ namespace {
 constexpr size_t kDescriptorSizes[] = {
     sizeof(BackendDescriptor),  // 1.0: abi_major .. destroy
     sizeof(BackendDescriptor),  // 1.1: unchanged (IndexBackend::RemoveWorker)
+    sizeof(BackendDescriptor),  // 1.2: unchanged (CountPlacements)
 };
 static_assert(std::size(kDescriptorSizes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the descriptor's size at the new "

@@ -46,6 +46,8 @@ class HeapTrimAfterUnlock {
 
 // The first ABI minor with IndexBackend::RemoveWorker.
 constexpr uint32_t kRemoveWorkerAbiMinor = 1;
+// The first ABI minor with IndexBackend::CountPlacements.
+constexpr uint32_t kCountPlacementsAbiMinor = 2;
 
 std::optional<CacheSpec> SpecOf(bool present, const v1::WorkerCacheSpec& spec) {
   if (!present) return std::nullopt;
@@ -89,14 +91,15 @@ absl::Status Indexer::CheckLogOpenLocked() const {
 absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
                             v1::ApplyExternalKvBatchResponse* resp,
                             std::string_view peer,
-                            const HeartbeatHeader& heartbeat) {
-  return ApplyPending(req, resp, peer, heartbeat).Wait();
+                            const HeartbeatHeader& heartbeat,
+                            const FidelityHeader& fidelity) {
+  return ApplyPending(req, resp, peer, heartbeat, fidelity).Wait();
 }
 
 Indexer::PendingAck Indexer::ApplyPending(
     const v1::ApplyExternalKvBatchRequest& req,
     v1::ApplyExternalKvBatchResponse* resp, std::string_view peer,
-    const HeartbeatHeader& heartbeat) {
+    const HeartbeatHeader& heartbeat, const FidelityHeader& fidelity) {
   if (absl::Status s = ValidateApply(req, limits_); !s.ok()) {
     return PendingAck(std::move(s));
   }
@@ -108,8 +111,8 @@ Indexer::PendingAck Indexer::ApplyPending(
     std::lock_guard<std::mutex> lock(mutation_mu_);
     status = CheckLogOpenLocked();
     if (status.ok()) {
-      status =
-          ApplyLocked(req, batch.view(), resp, peer, heartbeat, Origin::kLive);
+      status = ApplyLocked(req, batch.view(), resp, peer, heartbeat, fidelity,
+                           Origin::kLive);
     }
     mark = MarkLocked();
   }
@@ -121,6 +124,7 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
                                   v1::ApplyExternalKvBatchResponse* resp,
                                   std::string_view peer,
                                   const HeartbeatHeader& heartbeat,
+                                  const FidelityHeader& fidelity,
                                   Origin origin) {
   const bool live = origin == Origin::kLive;
   const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
@@ -140,7 +144,7 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
         ObserveClaim(req.worker_id(), *record, claim);
       }
     }
-    return ApplyGated(req, batch, resp, origin);
+    return ApplyGated(req, batch, resp, fidelity, origin);
   }
 
   // The seed-era path: applied whatever the sequence state, which it never
@@ -173,6 +177,7 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
+  NoteTookEffect(req.worker_id(), record, fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -181,6 +186,7 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
 absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                                  const ApplyBatchView& batch,
                                  v1::ApplyExternalKvBatchResponse* resp,
+                                 const FidelityHeader& fidelity,
                                  Origin origin) {
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
@@ -218,6 +224,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
       }
       record->ready = false;
       record->checkpoint.reset();
+      // The clear took effect; what the bridge said of a feed with a gap
+      // is not kept.
+      NoteTookEffect(req.worker_id(), *record, FidelityHeader{}, origin);
       if (live) {
         gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
       }
@@ -236,6 +245,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
   record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record->ready = true;
   record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
+  NoteTookEffect(req.worker_id(), *record, fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -243,13 +253,15 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
 
 absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
                               v1::ReplaceExternalKvSnapshotResponse* resp,
-                              std::string_view peer) {
-  return ReplacePending(req, resp, peer).Wait();
+                              std::string_view peer,
+                              const FidelityHeader& fidelity) {
+  return ReplacePending(req, resp, peer, fidelity).Wait();
 }
 
 Indexer::PendingAck Indexer::ReplacePending(
     const v1::ReplaceExternalKvSnapshotRequest& req,
-    v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer) {
+    v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer,
+    const FidelityHeader& fidelity) {
   if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) {
     return PendingAck(std::move(s));
   }
@@ -261,7 +273,8 @@ Indexer::PendingAck Indexer::ReplacePending(
     std::lock_guard<std::mutex> lock(mutation_mu_);
     status = CheckLogOpenLocked();
     if (status.ok()) {
-      status = ReplaceLocked(req, batch.view(), resp, peer, Origin::kLive);
+      status =
+          ReplaceLocked(req, batch.view(), resp, peer, fidelity, Origin::kLive);
     }
     mark = MarkLocked();
   }
@@ -271,7 +284,7 @@ Indexer::PendingAck Indexer::ReplacePending(
 absl::Status Indexer::ReplaceLocked(
     const v1::ReplaceExternalKvSnapshotRequest& req,
     const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
-    std::string_view peer, Origin origin) {
+    std::string_view peer, const FidelityHeader& fidelity, Origin origin) {
   const bool live = origin == Origin::kLive;
   WorkerRecord* record = workers_.Find(req.worker_id());
   if (record == nullptr) {
@@ -295,6 +308,7 @@ absl::Status Indexer::ReplaceLocked(
   record->ready = true;
   record->checkpoint =
       SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
+  NoteTookEffect(req.worker_id(), *record, fidelity, origin);
   resp->set_applied_seq(req.applied_seq());
   return absl::OkStatus();
 }
@@ -387,6 +401,7 @@ absl::Status Indexer::ConfigureLocked(
       }
     }
     record = std::move(updated);
+    NoteTookEffect(worker.worker_id(), record, FidelityHeader{}, origin);
   }
   resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
   resp->set_ready_workers(static_cast<uint32_t>(workers_.ready_count()));
@@ -564,6 +579,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
   if (keep_record) {
     record->ready = false;
     record->checkpoint.reset();
+    NoteTookEffect(id, *record, FidelityHeader{}, origin);
   } else {
     workers_.Erase(id);
   }
@@ -659,27 +675,88 @@ std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   return *record;
 }
 
-std::vector<WorkerSnapshot> Indexer::ListWorkers() {
+void Indexer::NoteTookEffect(std::string_view worker_id, WorkerRecord& record,
+                             const FidelityHeader& fidelity, Origin origin) {
+  if (origin != Origin::kLive) return;
+  record.last_apply = clock_->Now();
+  switch (fidelity.kind) {
+    case FidelityHeader::Kind::kAbsent:
+      return;
+    case FidelityHeader::Kind::kValid:
+      record.fidelity = fidelity.fidelity;
+      record.fidelity_reason = fidelity.reason;
+      return;
+    case FidelityHeader::Kind::kMalformed:
+      // Once per record: a bridge that sends a bad value sends it on every
+      // batch. Metadata values are printable ASCII, so the value is quoted
+      // as it is.
+      if (!record.fidelity_malformed_logged) {
+        record.fidelity_malformed_logged = true;
+        spdlog::warn(
+            "ignoring malformed {} metadata (advisory; want \"exact\" or "
+            "\"degraded; <reason>\") worker={} value=\"{}\"",
+            kFidelityHeader, worker_id, fidelity.value);
+      }
+      return;
+  }
+}
+
+WorkerSnapshot Indexer::SnapshotLocked(const std::string& worker_id,
+                                       const WorkerRecord& record) const {
+  WorkerSnapshot w;
+  w.worker_id = worker_id;
+  w.address = record.address;
+  w.spec = record.spec;
+  w.sequence_state = record.state();
+  w.ready = record.ready;
+  w.configured = record.configured;
+  w.checkpoint = record.checkpoint;
+  w.last_apply = record.last_apply;
+  w.fidelity = record.fidelity;
+  w.fidelity_reason = record.fidelity_reason;
+  w.heartbeat_ttl = liveness_.Ttl(worker_id);
+  w.last_heartbeat = liveness_.LastHeartbeat(worker_id);
+  w.heartbeat_deadline = liveness_.Deadline(worker_id);
+  return w;
+}
+
+std::vector<WorkerSnapshot> Indexer::ListWorkers(bool placement_counts) {
   std::vector<WorkerSnapshot> out;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
     std::vector<std::string> ids = workers_.WorkerIds();
     std::sort(ids.begin(), ids.end());
     out.reserve(ids.size());
-    for (std::string& id : ids) {
-      const WorkerRecord& record = *workers_.Find(id);
-      WorkerSnapshot& w = out.emplace_back();
-      w.address = record.address;
-      w.spec = record.spec;
-      w.sequence_state = record.state();
-      w.ready = record.ready;
-      w.configured = record.configured;
-      w.checkpoint = record.checkpoint;
-      w.heartbeat_deadline = liveness_.Deadline(id);
-      w.worker_id = std::move(id);
+    for (const std::string& id : ids) {
+      out.push_back(SnapshotLocked(id, *workers_.Find(id)));
     }
   }
+  // Off the mutex: a count may wait for a backend writer, which must not
+  // hold up the next mutation.
+  if (!placement_counts) return out;
+  for (WorkerSnapshot& w : out) {
+    w.placements_by_tier = PlacementCounts(w.worker_id);
+  }
   return out;
+}
+
+std::optional<WorkerSnapshot> Indexer::DescribeWorker(
+    std::string_view worker_id) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  const WorkerRecord* record = workers_.Find(worker_id);
+  if (record == nullptr) return std::nullopt;
+  return SnapshotLocked(std::string(worker_id), *record);
+}
+
+std::optional<std::array<uint64_t, kMaxTier + 1>> Indexer::PlacementCounts(
+    std::string_view worker_id) {
+  if (backend_abi_minor_ < kCountPlacementsAbiMinor) return std::nullopt;
+  std::array<uint64_t, kMaxTier + 1> counts{};
+  const BackendStatus status = backend_->CountPlacements(
+      StringView{worker_id.data(), worker_id.size()}, counts.data(), nullptr);
+  if (status.code != BackendCode::kOk) return std::nullopt;
+  counts[0] = 0;
+  return counts;
 }
 
 }  // namespace kvindexer

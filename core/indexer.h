@@ -25,6 +25,7 @@
 #ifndef KVINDEXER_CORE_INDEXER_H_
 #define KVINDEXER_CORE_INDEXER_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -36,6 +37,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/fidelity_header.h"
 #include "core/heartbeat_header.h"
 #include "core/liveness_table.h"
 #include "core/monotonic_clock.h"
@@ -79,17 +81,21 @@ class Indexer {
   // claims with equal peers never conflict, so "" turns it off. A valid
   // `heartbeat` on a request that passes validation marks the worker
   // whatever happens next (a malformed one is logged, once per worker, and
-  // ignored). REQUIRES: resp != nullptr.
+  // ignored). A valid `fidelity` is stored on the worker's record when the
+  // apply takes effect (advisory, for the operator; a malformed one is
+  // logged once per record and ignored). REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
                                    v1::ApplyExternalKvBatchResponse* resp,
                                    std::string_view peer = {},
-                                   const HeartbeatHeader& heartbeat = {});
+                                   const HeartbeatHeader& heartbeat = {},
+                                   const FidelityHeader& fidelity = {});
   // ReplaceExternalKvSnapshot: the worker's whole placement and checkpoint,
-  // installed by one atomic backend batch. `peer` as for Apply.
-  // REQUIRES: resp != nullptr.
+  // installed by one atomic backend batch. `peer` and `fidelity` as for
+  // Apply. REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Replace(
       const v1::ReplaceExternalKvSnapshotRequest& req,
-      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {});
+      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {},
+      const FidelityHeader& fidelity = {});
   // ConfigureExpectedWorkers: the listed workers get records; every other
   // record is cleared and deleted. REQUIRES: resp != nullptr.
   [[nodiscard]] absl::Status Configure(
@@ -124,10 +130,12 @@ class Indexer {
   [[nodiscard]] PendingAck ApplyPending(
       const v1::ApplyExternalKvBatchRequest& req,
       v1::ApplyExternalKvBatchResponse* resp, std::string_view peer = {},
-      const HeartbeatHeader& heartbeat = {});
+      const HeartbeatHeader& heartbeat = {},
+      const FidelityHeader& fidelity = {});
   [[nodiscard]] PendingAck ReplacePending(
       const v1::ReplaceExternalKvSnapshotRequest& req,
-      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {});
+      v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer = {},
+      const FidelityHeader& fidelity = {});
   [[nodiscard]] PendingAck ConfigurePending(
       const v1::ConfigureExpectedWorkersRequest& req,
       v1::ConfigureExpectedWorkersResponse* resp);
@@ -186,8 +194,22 @@ class Indexer {
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id);
   // Every worker with a host record, sorted by id, with what the operator
   // needs to know about it (core/worker_snapshot.h). Takes the mutation
-  // mutex; backend counts are read after it is released.
-  std::vector<WorkerSnapshot> ListWorkers();
+  // mutex; the backend's placement counts (ABI 1.2, one CountPlacements per
+  // worker) are read after it is released, so a count may already include
+  // a mutation that the rest of the snapshot predates. With
+  // placement_counts false the backend is not asked (placements_by_tier
+  // stays nullopt).
+  std::vector<WorkerSnapshot> ListWorkers(bool placement_counts = true);
+  // One worker's snapshot as ListWorkers gives it, without placement counts;
+  // nullopt when it has no record. Takes the mutation mutex.
+  std::optional<WorkerSnapshot> DescribeWorker(std::string_view worker_id);
+  // `worker_id`'s placements per tier ([0] unused) from the backend; nullopt
+  // when the backend predates ABI 1.2 or the count failed. Never takes the
+  // mutation mutex.
+  std::optional<std::array<uint64_t, kMaxTier + 1>> PlacementCounts(
+      std::string_view worker_id);
+  // The backend's ABI minor, as given to the constructor.
+  uint32_t backend_abi_minor() const { return backend_abi_minor_; }
 
   // --- Durability (docs/durability.md) ---
 
@@ -277,16 +299,26 @@ class Indexer {
                            const ApplyBatchView& batch,
                            v1::ApplyExternalKvBatchResponse* resp,
                            std::string_view peer,
-                           const HeartbeatHeader& heartbeat, Origin origin);
+                           const HeartbeatHeader& heartbeat,
+                           const FidelityHeader& fidelity, Origin origin);
   // The gated path, from G1.
   absl::Status ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                           const ApplyBatchView& batch,
                           v1::ApplyExternalKvBatchResponse* resp,
-                          Origin origin);
+                          const FidelityHeader& fidelity, Origin origin);
   absl::Status ReplaceLocked(const v1::ReplaceExternalKvSnapshotRequest& req,
                              const ApplyBatchView& batch,
                              v1::ReplaceExternalKvSnapshotResponse* resp,
-                             std::string_view peer, Origin origin);
+                             std::string_view peer,
+                             const FidelityHeader& fidelity, Origin origin);
+  // The operator's bookkeeping when a mutation took effect for `record`
+  // (WorkerRecord::last_apply, fidelity): live mutations only, so that a
+  // replayed one leaves it unset. REQUIRES: mutation_mu_ held.
+  void NoteTookEffect(std::string_view worker_id, WorkerRecord& record,
+                      const FidelityHeader& fidelity, Origin origin);
+  // A copy of one record for the operator. REQUIRES: mutation_mu_ held.
+  WorkerSnapshot SnapshotLocked(const std::string& worker_id,
+                                const WorkerRecord& record) const;
   // The worker ids a ConfigureExpectedWorkers request lists; views `req`.
   static absl::flat_hash_set<absl::string_view> ListedIds(
       const v1::ConfigureExpectedWorkersRequest& req);

@@ -77,7 +77,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       v1::ApplyExternalKvBatchResponse resp;
       std::lock_guard<std::mutex> lock(mutation_mu_);
       return ApplyLocked(req, batch.view(), &resp, /*peer=*/{},
-                         HeartbeatHeader{}, Origin::kReplay);
+                         HeartbeatHeader{}, FidelityHeader{}, Origin::kReplay);
     }
     case WalRecord::kReplace: {
       const v1::ReplaceExternalKvSnapshotRequest& req = record.replace();
@@ -88,7 +88,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       v1::ReplaceExternalKvSnapshotResponse resp;
       std::lock_guard<std::mutex> lock(mutation_mu_);
       return ReplaceLocked(req, batch.view(), &resp, /*peer=*/{},
-                           Origin::kReplay);
+                           FidelityHeader{}, Origin::kReplay);
     }
     case WalRecord::kConfigure: {
       const v1::ConfigureExpectedWorkersRequest& req = record.configure();

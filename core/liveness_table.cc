@@ -50,6 +50,13 @@ std::optional<LivenessTable::TimePoint> LivenessTable::Deadline(
   return it->second.deadline;
 }
 
+std::optional<LivenessTable::TimePoint> LivenessTable::LastHeartbeat(
+    std::string_view worker_id) const {
+  const auto it = markers_.find(Key(worker_id));
+  if (it == markers_.end()) return std::nullopt;
+  return it->second.last_heartbeat;
+}
+
 std::optional<std::chrono::milliseconds> LivenessTable::Ttl(
     std::string_view worker_id) const {
   const auto it = markers_.find(Key(worker_id));

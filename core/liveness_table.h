@@ -100,6 +100,9 @@ class LivenessTable {
   // not marked.
   std::optional<std::chrono::milliseconds> Ttl(
       std::string_view worker_id) const;
+  // When a marked worker last beat (a marker restored at start-up counts
+  // from its re-arming); nullopt when it is not marked. For the operator.
+  std::optional<TimePoint> LastHeartbeat(std::string_view worker_id) const;
   size_t marker_count() const { return markers_.size(); }
   // Every marker, sorted by worker id.
   std::vector<MarkerTtl> MarkerTtls() const;

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
+#include "core/fidelity_header.h"
+#include "core/monotonic_clock.h"
 #include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 
@@ -64,6 +66,19 @@ struct WorkerRecord {
   // Recent claims on this worker id, to detect two bridges feeding it
   // (core/worker_claims.h); bounded, and deleted with the record.
   WorkerClaims claims;
+  // For the operator only (docs/admin-api.md, "ListWorkers"); never read to
+  // answer a query and never written to the data directory. The last live
+  // mutation that took effect for the worker (apply, snapshot install,
+  // configure, a gap's or a liveness sweep's clear), on the Indexer's clock;
+  // nullopt when none has since this process started (replay and restore
+  // do not set it).
+  std::optional<MonotonicClock::TimePoint> last_apply;
+  // What the worker's bridge last said in `kv-indexer-fidelity` on a
+  // mutation that took effect; kept until the next one that carries it.
+  Fidelity fidelity = Fidelity::kUnknown;
+  std::string fidelity_reason;
+  // A malformed fidelity value was logged for this record already.
+  bool fidelity_malformed_logged = false;
 
   SequenceState state() const {
     if (checkpoint.has_value()) return SequenceState::kSequenced;

@@ -1,6 +1,6 @@
 // WorkerSnapshot: one worker as the operator sees it, copied out of the
-// Indexer for the admin API and the metrics (docs/operations.md, "The admin
-// API"). Nothing in it is used to answer a query.
+// Indexer for the admin API and the metrics (docs/admin-api.md,
+// "ListWorkers"). Nothing in it is used to answer a query.
 #ifndef KVINDEXER_CORE_WORKER_SNAPSHOT_H_
 #define KVINDEXER_CORE_WORKER_SNAPSHOT_H_
 
@@ -10,19 +10,12 @@
 #include <optional>
 #include <string>
 
+#include "core/fidelity_header.h"
 #include "core/monotonic_clock.h"
 #include "core/worker_sequence_table.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
-
-// How faithful a worker's feed is, as its bridge last said in the request
-// metadata `kv-indexer-fidelity` (docs/operations.md).
-enum class Fidelity : uint8_t {
-  kUnknown,   // no bridge has said since this process started
-  kExact,     // the index holds what the worker holds
-  kDegraded,  // a safe lower bound
-};
 
 struct WorkerSnapshot {
   std::string worker_id;

@@ -289,6 +289,17 @@ void DurableStore::WaitForCheckpoints() {
   });
 }
 
+DurableStore::Figures DurableStore::figures() const {
+  Figures f;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    f.checkpoint_generation = state_->base;
+    f.checkpoints_written = state_->checkpoints_written;
+  }
+  f.log_end = state_->writer->end();  // the writer takes its own lock
+  return f;
+}
+
 uint64_t DurableStore::checkpoints_written() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->checkpoints_written;

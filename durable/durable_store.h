@@ -77,6 +77,15 @@ class DurableStore final : public MutationLog {
   void WaitForCheckpoints();
   uint64_t checkpoints_written() const;
 
+  // Small read-only figures for the operator (the admin API's GetStats).
+  // Thread-safe; never waits for a sync or a checkpoint.
+  struct Figures {
+    uint64_t checkpoint_generation = 0;  // the newest committed checkpoint
+    uint64_t checkpoints_written = 0;    // by this process
+    uint64_t log_end = 0;  // the log's logical end offset, in bytes
+  };
+  Figures figures() const;
+
  private:
   DurableStore() = default;
   struct State;

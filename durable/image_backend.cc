@@ -133,6 +133,13 @@ BackendStatus ImageBackend::HitCounts(HashSpan, uint64_t*) noexcept {
                           "ImageBackend answers no queries");
 }
 
+BackendStatus ImageBackend::CountPlacements(StringView, uint64_t*,
+                                            uint32_t* existed) noexcept {
+  if (existed != nullptr) *existed = 0;
+  return kit::ErrorStatus(BackendCode::kInternal,
+                          "ImageBackend answers no queries");
+}
+
 void ImageBackend::GetStats(BackendStats* stats) noexcept {
   kit::SetStat(stats, &BackendStats::blocks, state_->blocks.size());
   kit::SetStat(stats, &BackendStats::placements, state_->placements);

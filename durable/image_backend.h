@@ -2,9 +2,9 @@
 // checkpoint can be built off the serving path by replaying the previous
 // checkpoint and the log through an Indexer of its own (docs/durability.md,
 // "Checkpoints"). It answers no queries (Match, PrefixScan and HitCounts
-// fail with kInternal) and keeps no hit counters; Apply and RemoveWorker
-// follow backend.h exactly, so that its placements are those any
-// conforming backend would hold after the same calls.
+// fail with kInternal, and so does CountPlacements) and keeps no hit counters;
+// Apply and RemoveWorker follow backend.h exactly, so that its placements are
+// those any conforming backend would hold after the same calls.
 //
 // Thread safety: none; one compaction owns it.
 #ifndef KVINDEXER_DURABLE_IMAGE_BACKEND_H_
@@ -33,6 +33,8 @@ class ImageBackend final : public IndexBackend {
   void GetStats(BackendStats* stats) noexcept override;
   BackendStatus RemoveWorker(StringView worker_id,
                              uint32_t* existed) noexcept override;
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override;
 
   // One worker's placements at one tier, as the parallel arrays of a REPORT
   // action (sizes: each block's token count, 0 when unknown).

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/fidelity_header.h"
 #include "core/heartbeat_header.h"
 #include "core/prefix_answer.h"
 #include "core/prefix_response_wire.h"
@@ -53,6 +54,17 @@ HeartbeatHeader HeartbeatOf(const grpc::CallbackServerContext& context) {
       grpc::string_ref(kHeartbeatTtlHeader.data(), kHeartbeatTtlHeader.size()));
   if (it == metadata.end()) return HeartbeatHeader{};
   return HeartbeatHeader::Parse(
+      std::string_view(it->second.data(), it->second.size()));
+}
+
+// The fidelity header of a call, parsed (the first value when the key
+// repeats; docs/admin-api.md, "The fidelity header").
+FidelityHeader FidelityOf(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find(
+      grpc::string_ref(kFidelityHeader.data(), kFidelityHeader.size()));
+  if (it == metadata.end()) return FidelityHeader{};
+  return FidelityHeader::Parse(
       std::string_view(it->second.data(), it->second.size()));
 }
 
@@ -234,10 +246,11 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
       "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch", context, request,
       response,
       // The peer names the sender for duplicate-claim detection.
-      [this, peer = context->peer(), heartbeat = std::move(heartbeat)](
+      [this, peer = context->peer(), heartbeat = std::move(heartbeat),
+       fidelity = FidelityOf(*context)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->ApplyPending(req, resp, peer, heartbeat);
+        return indexer_->ApplyPending(req, resp, peer, heartbeat, fidelity);
       });
 }
 
@@ -249,10 +262,10 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
       applies_, acks_, write_authorizer_,
       "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot", context, request,
       response,
-      [this, peer = context->peer()](
+      [this, peer = context->peer(), fidelity = FidelityOf(*context)](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->ReplacePending(req, resp, peer);
+        return indexer_->ReplacePending(req, resp, peer, fidelity);
       });
 }
 

@@ -53,7 +53,9 @@
 // form to Indexer::Apply, which marks the worker when the request passes
 // validation (docs/contract.md, "Recovery > Worker liveness and removal").
 // A service built with read_heartbeats false ignores the header, as a server
-// without liveness does.
+// without liveness does. ApplyExternalKvBatch and ReplaceExternalKvSnapshot
+// read `kv-indexer-fidelity` the same way and pass it on (advisory;
+// docs/admin-api.md, "The fidelity header").
 //
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run

@@ -12,6 +12,7 @@
 #include "durable/durable_store.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
+#include "server/admin_service.h"
 #include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
@@ -97,6 +98,7 @@ int RunServer(std::span<const char* const> args) {
           BeyondLoopbackWarning(config->listen_addr, config->security)) {
     spdlog::warn("{}", *warning);
   }
+  const MonotonicClock::TimePoint started = indexer.clock().Now();
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness,
@@ -146,6 +148,27 @@ int RunServer(std::span<const char* const> args) {
         "restart-safe state off ({} unset): a restart empties the index",
         kDataDirVar);
   }
+  // The admin API (docs/admin-api.md), after the store it reports on.
+  AdminService admin(AdminSources{
+      .indexer = &indexer,
+      .backend = (*loaded)->backend(),
+      .backend_name = descriptor.name,
+      .backend_version = descriptor.version,
+      .backend_path = (*loaded)->path(),
+      .backend_abi_major = descriptor.abi_major,
+      .backend_abi_minor = (*loaded)->abi_minor(),
+      .admission = &service.admission(),
+      .prefix_query_max_inflight = config->prefix_query_max_inflight,
+      .store = store.get(),
+      .data_dir = config->durability.data_dir,
+      .wal_sync = std::string(WalSyncName(config->durability.wal_sync)),
+      .authorizer = nullptr,  // the security helper wires its WriteAuthorizer
+      .max_worker_id_bytes = config->limits.max_worker_id_bytes,
+      .server_version = KVINDEXER_VERSION,
+      .started = started,
+      .backend_failure = nullptr,  // health helper: Indexer::BackendFailure
+      .health = nullptr,           // health helper: serving_health.h
+  });
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
   int bound_port = 0;
@@ -153,6 +176,7 @@ int RunServer(std::span<const char* const> args) {
                            MakeServerCredentials(config->security),
                            &bound_port);
   builder.RegisterService(&service);
+  builder.RegisterService(&admin);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     spdlog::error(

@@ -180,6 +180,12 @@ class ProbeBackend final : public IndexBackend {
     if (existed != nullptr) *existed = 0;
     return BackendStatus{BackendCode::kOk, {}};
   }
+  BackendStatus CountPlacements(StringView, uint64_t* counts,
+                                uint32_t* existed) noexcept override {
+    for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts[tier] = 0;
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kOk, {}};
+  }
 
  private:
   static BackendStatus Ok() { return BackendStatus{BackendCode::kOk, {}}; }

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -154,6 +155,28 @@ BackendStatus AbslRwlockBackend::RemoveWorker(StringView worker_id,
   }
   if (existed != nullptr) *existed = removed;
   return status;
+}
+
+BackendStatus AbslRwlockBackend::CountPlacements(StringView worker_id,
+                                                 uint64_t* counts_by_tier,
+                                                 uint32_t* existed) noexcept {
+  if (existed != nullptr) *existed = 0;
+  if (BackendStatus s = kit::CheckCountPlacements(worker_id, counts_by_tier);
+      s.code != BackendCode::kOk) {
+    return s;
+  }
+  for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts_by_tier[tier] = 0;
+  ReaderGuard lock(&mu_);
+  const std::optional<uint32_t> found =
+      workers_.Find(absl::string_view(worker_id.data, worker_id.size));
+  if (!found) return OkStatus();
+  // The holdings mirror the blocks exactly (worker_registry.h).
+  const WorkerRecord& record = workers_.at(*found);
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    counts_by_tier[tier] = record.Holdings(tier).size();
+  }
+  if (existed != nullptr) *existed = 1;
+  return OkStatus();
 }
 
 }  // namespace kvindexer::absl_rwlock

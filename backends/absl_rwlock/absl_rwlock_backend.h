@@ -5,7 +5,8 @@
 //   Apply, Match with count_as_hit,
 //   RemoveWorker                        exclusive, for the whole call
 //   Match without counting, PrefixScan,
-//   HitCounts, GetStats                 shared, for the whole call
+//   HitCounts, GetStats,
+//   CountPlacements                     shared, for the whole call
 //
 // so every call sees one consistent snapshot and an Apply is all or nothing.
 // Visitor callbacks run while the lock is held; a visitor must not call back
@@ -45,6 +46,8 @@ class AbslRwlockBackend final : public IndexBackend {
   void GetStats(BackendStats* stats) noexcept override;
   BackendStatus RemoveWorker(StringView worker_id,
                              uint32_t* existed) noexcept override;
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override;
 
   // Test hook: sets the hit counter of `hash` to `count` whether or not the
   // block exists. Not part of the ABI.

@@ -25,6 +25,7 @@
 // publish.cc (publish, catch-up and rollback of the other copy),
 // delta_merge.cc (the merge policy and merges), queries.cc (Match,
 // PrefixScan, HitCounts), remove_worker.cc (RemoveWorker),
+// count_placements.cc (CountPlacements),
 // shrink_after_removal.cc (giving back what a removal emptied), stats.cc
 // (GetStats and memory accounting). Tests
 // reach its internals through robin_backend_testing.h.
@@ -80,6 +81,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   void GetStats(BackendStats* stats) noexcept override;
   BackendStatus RemoveWorker(StringView worker_id,
                              uint32_t* existed) noexcept override;
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override;
 
   // Merge a shard's delta into its base table once the delta holds more
   // than max(min_delta, base size / base_ratio) blocks (base_ratio > 0),

@@ -9,6 +9,7 @@
 #include "bridge/tests/msgpack_builders.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "kvindexer_admin.grpc.pb.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
 #error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
@@ -118,8 +119,9 @@ std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(
   if (!listening.ok()) return nullptr;
   indexer->process_ = std::move(listening->process);
   indexer->port_ = listening->port;
-  indexer->stub_ = KVIndexer::NewStub(grpc::CreateChannel(
-      listening->address, grpc::InsecureChannelCredentials()));
+  indexer->channel_ = grpc::CreateChannel(listening->address,
+                                          grpc::InsecureChannelCredentials());
+  indexer->stub_ = KVIndexer::NewStub(indexer->channel_);
   const bool ready = WaitUntil(
       [&] {
         kv_indexer::v1::GetExternalKvHitCountsRequest req;
@@ -133,6 +135,29 @@ std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(
   EXPECT_TRUE(ready) << indexer->process_->Output();
   if (!ready) return nullptr;
   return indexer;
+}
+
+std::optional<std::string> IndexerUnderTest::Fidelity(
+    const std::string& worker_id) {
+  namespace admin = ::kvindexer::admin::v1;
+  auto stub = admin::KvIndexerAdmin::NewStub(channel_);
+  admin::ListWorkersResponse resp;
+  if (!stub->ListWorkers(Context().get(), admin::ListWorkersRequest{}, &resp)
+           .ok()) {
+    return std::nullopt;
+  }
+  for (const admin::WorkerInfo& w : resp.workers()) {
+    if (w.worker_id() != worker_id) continue;
+    switch (w.fidelity()) {
+      case admin::FIDELITY_EXACT:
+        return "exact";
+      case admin::FIDELITY_DEGRADED:
+        return "degraded; " + w.fidelity_reason();
+      default:
+        return "unknown";
+    }
+  }
+  return std::nullopt;
 }
 
 std::string IndexerUnderTest::endpoint() const {

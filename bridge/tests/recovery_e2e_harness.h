@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bridge/tests/fake_sglang_publisher.h"
+#include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/server_process.h"
 
@@ -78,15 +79,23 @@ class IndexerUnderTest {
   // apply with seq 0 and no actions, answered as a duplicate); nullopt when
   // the server covers no such checkpoint.
   std::optional<uint64_t> Checkpoint(const std::string& epoch = "");
+  // What the admin API's ListWorkers says of `worker_id`'s fidelity:
+  // "exact", "degraded; <reason>" or "unknown"; nullopt when the call fails
+  // or the worker is not listed.
+  std::optional<std::string> Fidelity(const std::string& worker_id);
   // Closes the stub's connection before a graceful stop: an idle gRPC C++
   // client does not read its socket, so the server would wait for its
   // GOAWAY ping to time out (about 4 s). REQUIRES: no query afterwards.
-  void CloseClient() { stub_.reset(); }
+  void CloseClient() {
+    stub_.reset();
+    channel_.reset();
+  }
 
  private:
   IndexerUnderTest() = default;
   std::unique_ptr<test_support::ServerProcess> process_;
   int port_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<::kv_indexer::v1::KVIndexer::Stub> stub_;
 };
 

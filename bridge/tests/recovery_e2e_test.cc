@@ -512,6 +512,9 @@ TEST_F(RecoveryE2eTest, StatsLineShowsTheStreamState) {
   EXPECT_EQ(test_support::LogField(*line, "mode"), "gated/R") << *line;
   EXPECT_EQ(test_support::LogField(*line, "state"), "exact") << *line;
   EXPECT_EQ(test_support::LogField(*line, "degraded"), "0") << *line;
+  // The server heard the same from the bridge (the kv-indexer-fidelity
+  // metadata; docs/admin-api.md).
+  EXPECT_EQ(indexer_->Fidelity(kWorkerId), std::optional<std::string>("exact"));
   EXPECT_EQ(test_support::LogField(*line, "replays"), "1") << *line;
   EXPECT_EQ(test_support::LogField(*line, "replayed_batches"), "1") << *line;
   EXPECT_EQ(test_support::LogField(*line, "installs"), "1") << *line;

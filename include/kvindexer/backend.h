@@ -41,7 +41,7 @@ namespace kvindexer {
 // not know). It accepts a backend built against an older minor, and then never
 // calls a virtual function or reads a struct member added after that minor.
 inline constexpr uint32_t kBackendAbiMajor = 1;
-inline constexpr uint32_t kBackendAbiMinor = 1;
+inline constexpr uint32_t kBackendAbiMinor = 2;
 
 // Status codes. The values are the gRPC canonical codes, so the host maps them
 // one to one.
@@ -239,6 +239,24 @@ class IndexBackend {
   // *existed is 1 when a record was deleted, else 0 (existed may be null).
   virtual BackendStatus RemoveWorker(StringView worker_id,
                                      uint32_t* existed) noexcept = 0;
+
+  // ABI 1.2. The host calls it only on a backend whose descriptor says
+  // abi_minor >= 2; for older backends it reports the counts as unknown.
+  // It is an operator's figure (the admin API's ListWorkers), never on a
+  // query's path.
+  //
+  // Counts the placements `worker_id` holds at each tier, in one consistent
+  // snapshot: counts_by_tier[t] := the number of blocks with a placement
+  // (worker, t), for t = 1..kMaxTier, and counts_by_tier[0] := 0.
+  // `counts_by_tier` has room for kMaxTier + 1 values. A worker id the
+  // backend has no record of gets zeros and *existed = 0; otherwise
+  // *existed = 1 (existed may be null). Never changes state. It may wait for
+  // a writer, but must not hold up readers (Match, PrefixScan) more than
+  // GetStats does; O(1) per tier is expected (backends already keep each
+  // worker's holdings per tier for CLEAR_ALL_AT_TIER).
+  virtual BackendStatus CountPlacements(StringView worker_id,
+                                        uint64_t* counts_by_tier,
+                                        uint32_t* existed) noexcept = 0;
 };
 
 // Returned by the entry function. Static storage owned by the backend

@@ -3,7 +3,8 @@
 //
 //   * BackendStatus construction: OkStatus(), ErrorStatus(code, format, ...).
 //   * Defensive checks of what the host passes in: CheckApplyBatch,
-//     CheckHashes, CheckVisit, CheckHitCounts, CheckRemoveWorker. The host has
+//     CheckHashes, CheckVisit, CheckHitCounts, CheckRemoveWorker,
+//     CheckCountPlacements. The host has
 //     validated every request before it reaches a backend, so these never
 //     reject a request a correct host sends; they turn a malformed view (null
 //     data with a length, an unknown action type or tier, a side array of the
@@ -105,6 +106,16 @@ inline BackendStatus CheckRemoveWorker(StringView worker_id) noexcept {
                        "worker_id has %zu bytes but no data", worker_id.size);
   }
   return OkStatus();
+}
+
+// CountPlacements (ABI 1.2): data behind a non-zero length and room for the
+// counts. An empty id passes: no worker has it, so its counts are zeros.
+inline BackendStatus CheckCountPlacements(StringView worker_id,
+                                          const uint64_t* counts) noexcept {
+  if (counts == nullptr) {
+    return ErrorStatus(BackendCode::kInvalidArgument, "counts_by_tier is null");
+  }
+  return CheckRemoveWorker(worker_id);
 }
 
 // Apply: a non-empty worker id; data behind every non-zero length; action

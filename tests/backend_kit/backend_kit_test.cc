@@ -181,6 +181,16 @@ TEST(BackendKitChecks, RemoveWorkerArguments) {
   EXPECT_TRUE(Rejected(CheckRemoveWorker({nullptr, 4}), "worker_id has 4"));
 }
 
+TEST(BackendKitChecks, CountPlacementsArguments) {
+  uint64_t counts[kMaxTier + 1] = {};
+  EXPECT_TRUE(IsOk(CheckCountPlacements({"w1", 2}, counts)));
+  EXPECT_TRUE(IsOk(CheckCountPlacements({nullptr, 0}, counts)));
+  EXPECT_TRUE(Rejected(CheckCountPlacements({"w1", 2}, nullptr),
+                       "counts_by_tier is null"));
+  EXPECT_TRUE(
+      Rejected(CheckCountPlacements({nullptr, 4}, counts), "worker_id has 4"));
+}
+
 TEST(BackendKitStats, WritesOnlyTheFieldsTheCallerHasRoomFor) {
   BackendStats stats;
   memset(&stats, 0xab, sizeof(stats));
@@ -219,6 +229,11 @@ class TrivialBackend final : public IndexBackend {
                              uint32_t* existed) noexcept override {
     if (existed != nullptr) *existed = 0;
     return CheckRemoveWorker(worker_id);
+  }
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts,
+                                uint32_t* existed) noexcept override {
+    if (existed != nullptr) *existed = 0;
+    return CheckCountPlacements(worker_id, counts);
   }
 };
 

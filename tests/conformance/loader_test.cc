@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/backend_loader.h"
+#include "core/indexer.h"
 #include "gtest/gtest.h"
 
 namespace kvindexer {
@@ -84,6 +85,24 @@ TEST(LoaderTest, AnAbi10BackendLoadsWithoutRemoveWorker) {
   BackendStats stats{};
   stats.struct_size = sizeof(stats);
   backend->GetStats(&stats);
+}
+
+// Nor CountPlacements (ABI 1.2): the host reports the counts as unknown
+// without asking (the fixture's CountPlacements aborts).
+TEST(LoaderTest, AnAbi10BackendHasNoPlacementCounts) {
+  auto loaded = LoadedBackend::Load(FixturePath("abi_minor_0"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  Indexer indexer((*loaded)->backend(), nullptr, RequestLimits{},
+                  (*loaded)->abi_minor());
+  kv_indexer::v1::ApplyExternalKvBatchRequest req;
+  req.set_worker_id("w");
+  req.set_worker_address("a");
+  kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+  ASSERT_TRUE(indexer.Apply(req, &resp).ok());
+  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_FALSE(workers[0].placements_by_tier.has_value());
+  EXPECT_FALSE(indexer.PlacementCounts("w").has_value());
 }
 
 TEST(LoaderTest, NameResolvedThroughSearchPath) {

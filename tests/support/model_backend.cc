@@ -147,4 +147,22 @@ BackendStatus ModelBackend::RemoveWorker(StringView worker_id,
   return BackendOk();
 }
 
+BackendStatus ModelBackend::CountPlacements(StringView worker_id,
+                                            uint64_t* counts_by_tier,
+                                            uint32_t* existed) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (existed != nullptr) *existed = 0;
+  const std::string id(worker_id.data, worker_id.size);
+  counted_workers.push_back(id);
+  if (fail_with) return *fail_with;
+  for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts_by_tier[tier] = 0;
+  const auto worker = model_.workers().find(id);
+  if (worker == model_.workers().end()) return BackendOk();
+  for (const auto& [tier, hashes] : worker->second.holdings) {
+    if (tier <= kMaxTier) counts_by_tier[tier] = hashes.size();
+  }
+  if (existed != nullptr) *existed = 1;
+  return BackendOk();
+}
+
 }  // namespace kvindexer::test_support

@@ -49,6 +49,8 @@ class ModelBackend final : public IndexBackend {
   std::vector<std::vector<int64_t>> prefix_scans;
   std::vector<std::vector<int64_t>> hit_count_calls;
   std::vector<std::string> removed_workers;  // RemoveWorker's ids
+  // CountPlacements's ids (ABI 1.2); not in calls(): it never changes state.
+  std::vector<std::string> counted_workers;
   size_t blocks_visited = 0;  // OnBlock calls made by the last PrefixScan
   // When set, every call fails with this status and changes nothing.
   std::optional<BackendStatus> fail_with;
@@ -73,6 +75,9 @@ class ModelBackend final : public IndexBackend {
   void GetStats(BackendStats* stats) noexcept override;
   BackendStatus RemoveWorker(StringView worker_id,
                              uint32_t* existed) noexcept override;
+  // ABI 1.2: from the model's holdings.
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override;
 
  private:
   // Calls visitor->OnBlock for hashes[0..) until it returns false, each

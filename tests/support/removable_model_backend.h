@@ -71,6 +71,11 @@ class RemovableModelBackend final : public IndexBackend {
     return status;
   }
 
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
+                                uint32_t* existed) noexcept override {
+    return inner_.CountPlacements(worker_id, counts_by_tier, existed);
+  }
+
  private:
   ModelBackend inner_;
 };

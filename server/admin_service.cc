@@ -1,0 +1,381 @@
+#include "server/admin_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/wire_vocabulary.h"
+#include "core/prefix_explain.h"
+#include "core/removal_reason.h"
+#include "core/request_limits.h"
+#include "core/request_validation.h"
+#include "fmt/format.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer {
+namespace {
+
+namespace v1 = ::kv_indexer::v1;
+
+constexpr std::string_view kRemoveWorkerMethod =
+    "/kvindexer.admin.v1.KvIndexerAdmin/RemoveWorker";
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+uint64_t AgeMs(MonotonicClock::TimePoint now, MonotonicClock::TimePoint then) {
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - then).count();
+  return ms < 0 ? 0 : static_cast<uint64_t>(ms);
+}
+
+v1::WorkerCacheSpec ToProto(const CacheSpec& spec) {
+  v1::WorkerCacheSpec out;
+  out.set_version(spec.version);
+  out.set_components(spec.components);
+  out.set_swa_window_tokens(spec.swa_window_tokens);
+  out.set_full_tier_mask(spec.full_tier_mask);
+  out.set_swa_tier_mask(spec.swa_tier_mask);
+  out.set_mamba_tier_mask(spec.mamba_tier_mask);
+  return out;
+}
+
+admin_v1::SequenceState ToProto(SequenceState state) {
+  switch (state) {
+    case SequenceState::kInvalid:
+      return admin_v1::SEQUENCE_STATE_INVALID;
+    case SequenceState::kUnsequenced:
+      return admin_v1::SEQUENCE_STATE_UNSEQUENCED;
+    case SequenceState::kSequenced:
+      return admin_v1::SEQUENCE_STATE_SEQUENCED;
+  }
+  return admin_v1::SEQUENCE_STATE_UNSPECIFIED;
+}
+
+admin_v1::Fidelity ToProto(Fidelity fidelity) {
+  switch (fidelity) {
+    case Fidelity::kUnknown:
+      return admin_v1::FIDELITY_UNKNOWN;
+    case Fidelity::kExact:
+      return admin_v1::FIDELITY_EXACT;
+    case Fidelity::kDegraded:
+      return admin_v1::FIDELITY_DEGRADED;
+  }
+  return admin_v1::FIDELITY_UNKNOWN;
+}
+
+std::string_view RuleName(PrefixScanner::Mode mode) {
+  switch (mode) {
+    case PrefixScanner::Mode::kLegacy:
+      return "legacy";
+    case PrefixScanner::Mode::kComponentAware:
+      return "component_aware";
+    case PrefixScanner::Mode::kInvalid:
+      return "invalid_spec";
+  }
+  return "legacy";
+}
+
+// Tiers with placements, in tier order.
+void AddCounts(
+    const std::array<uint64_t, kMaxTier + 1>& counts,
+    google::protobuf::RepeatedPtrField<admin_v1::TierPlacementCount>* out) {
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    if (counts[tier] == 0) continue;
+    admin_v1::TierPlacementCount* c = out->Add();
+    c->set_tier(static_cast<v1::TierType>(tier));
+    c->set_placements(counts[tier]);
+  }
+}
+
+void FillInfo(const WorkerSnapshot& w, MonotonicClock::TimePoint now,
+              admin_v1::WorkerInfo* out) {
+  out->set_worker_id(w.worker_id);
+  out->set_worker_address(w.address);
+  if (w.spec.has_value()) *out->mutable_cache_spec() = ToProto(*w.spec);
+  out->set_placement_counts_known(w.placements_by_tier.has_value());
+  if (w.placements_by_tier.has_value()) {
+    AddCounts(*w.placements_by_tier, out->mutable_placements());
+  }
+  out->set_sequence_state(ToProto(w.sequence_state));
+  out->set_ready(w.ready);
+  out->set_configured(w.configured);
+  if (w.checkpoint.has_value()) {
+    out->set_worker_epoch(w.checkpoint->epoch);
+    out->set_applied_seq(w.checkpoint->seq);
+  }
+  if (w.last_apply.has_value()) {
+    out->set_last_apply_age_ms(AgeMs(now, *w.last_apply));
+  }
+  out->set_heartbeat_marked(w.heartbeat_deadline.has_value());
+  if (w.heartbeat_ttl.has_value()) {
+    out->set_heartbeat_ttl_ms(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*w.heartbeat_ttl)
+            .count()));
+  }
+  if (w.last_heartbeat.has_value()) {
+    out->set_last_heartbeat_age_ms(AgeMs(now, *w.last_heartbeat));
+  }
+  if (w.heartbeat_deadline.has_value()) {
+    out->set_heartbeat_deadline_in_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            *w.heartbeat_deadline - now)
+            .count());
+  }
+  out->set_fidelity(ToProto(w.fidelity));
+  out->set_fidelity_reason(w.fidelity_reason);
+}
+
+grpc::Status CheckWorkerId(const std::string& id, uint32_t max_bytes) {
+  if (id.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "worker_id must not be empty");
+  }
+  if (max_bytes != 0 && id.size() > max_bytes) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        fmt::format("worker_id is {} bytes; maximum is {} ({})", id.size(),
+                    max_bytes, kMaxWorkerIdBytesVar));
+  }
+  return grpc::Status::OK;
+}
+
+// Runs `work` on `executor` and finishes the call with its status.
+template <typename Work>
+grpc::ServerUnaryReactor* RunOn(TaskExecutor& executor,
+                                grpc::CallbackServerContext* context,
+                                Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  executor.Submit(
+      [reactor, work = std::move(work)]() mutable { reactor->Finish(work()); });
+  return reactor;
+}
+
+}  // namespace
+
+AdminService::AdminService(AdminSources sources)
+    : sources_(std::move(sources)), executor_(1, "kvidx-admin") {}
+
+grpc::ServerUnaryReactor* AdminService::ListWorkers(
+    grpc::CallbackServerContext* context, const admin_v1::ListWorkersRequest*,
+    admin_v1::ListWorkersResponse* response) {
+  return RunOn(executor_, context,
+               [this, response] { return DoListWorkers(response); });
+}
+
+grpc::ServerUnaryReactor* AdminService::ExplainPrefix(
+    grpc::CallbackServerContext* context,
+    const admin_v1::ExplainPrefixRequest* request,
+    admin_v1::ExplainPrefixResponse* response) {
+  return RunOn(executor_, context, [this, request, response] {
+    return DoExplainPrefix(*request, response);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminService::RemoveWorker(
+    grpc::CallbackServerContext* context,
+    const admin_v1::RemoveWorkerRequest* request,
+    admin_v1::RemoveWorkerResponse* response) {
+  // A mutation: the write token before anything else.
+  if (sources_.authorizer != nullptr) {
+    if (grpc::Status s =
+            sources_.authorizer->Check(*context, kRemoveWorkerMethod);
+        !s.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(std::move(s));
+      return reactor;
+    }
+  }
+  return RunOn(executor_, context,
+               [this, request, response, peer = context->peer()] {
+                 return DoRemoveWorker(*request, peer, response);
+               });
+}
+
+grpc::ServerUnaryReactor* AdminService::GetStats(
+    grpc::CallbackServerContext* context, const admin_v1::GetStatsRequest*,
+    admin_v1::GetStatsResponse* response) {
+  return RunOn(executor_, context,
+               [this, response] { return DoGetStats(response); });
+}
+
+grpc::Status AdminService::DoListWorkers(
+    admin_v1::ListWorkersResponse* response) {
+  const std::vector<WorkerSnapshot> workers = sources_.indexer->ListWorkers();
+  const MonotonicClock::TimePoint now = sources_.indexer->clock().Now();
+  for (const WorkerSnapshot& w : workers) {
+    FillInfo(w, now, response->add_workers());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::DoExplainPrefix(
+    const admin_v1::ExplainPrefixRequest& request,
+    admin_v1::ExplainPrefixResponse* response) {
+  // MatchExternalKvPrefix's checks, in its order and with its codes
+  // (docs/contract.md, "MatchExternalKvPrefix > Order of checks"): size,
+  // then validation. No shedding and no admission: this is not the
+  // router's path.
+  v1::MatchExternalKvPrefixRequest query;
+  query.mutable_hashes()->CopyFrom(request.hashes());
+  query.set_max_blocks(request.max_blocks());
+  if (const size_t size = query.ByteSizeLong(); size > kMaxRequestBytes) {
+    return grpc::Status(
+        grpc::StatusCode::OUT_OF_RANGE,
+        fmt::format("request message is {} bytes; maximum is {}", size,
+                    kMaxRequestBytes));
+  }
+  if (absl::Status s = ValidatePrefix(query); !s.ok()) return ToGrpc(s);
+  if (request.worker_ids_size() > kMaxExplainedWorkerIds) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        fmt::format("{} worker_ids; maximum is {}", request.worker_ids_size(),
+                    kMaxExplainedWorkerIds));
+  }
+  std::vector<std::string> named;
+  named.reserve(static_cast<size_t>(request.worker_ids_size()));
+  for (const std::string& id : request.worker_ids()) {
+    if (grpc::Status s = CheckWorkerId(id, sources_.max_worker_id_bytes);
+        !s.ok()) {
+      return s;
+    }
+    named.push_back(id);
+  }
+
+  Indexer& indexer = *sources_.indexer;
+  PrefixExplanation explanation;
+  if (absl::Status s = kvindexer::ExplainPrefix(
+          sources_.backend, query, named,
+          [&indexer](std::string_view id) -> std::optional<KnownWorker> {
+            std::optional<WorkerSnapshot> w = indexer.DescribeWorker(id);
+            if (!w.has_value()) return std::nullopt;
+            return KnownWorker{std::move(w->address), w->spec};
+          },
+          &explanation);
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  *response->mutable_answer() = std::move(explanation.answer);
+  const MonotonicClock::TimePoint now = indexer.clock().Now();
+  for (const WorkerExplanation& w : explanation.workers) {
+    admin_v1::WorkerExplanation* out = response->add_workers();
+    out->set_worker_id(w.worker_id);
+    out->set_worker_address(w.address);
+    out->set_matched_prefix_blocks(w.matched);
+    out->set_excluded(w.excluded);
+    out->set_excluded_reason(w.excluded_reason);
+    if (w.stop_reason != StopReason::kUnknownWorker) {
+      out->set_rule(std::string(RuleName(w.mode)));
+    }
+    out->set_stop_reason(static_cast<admin_v1::StopReason>(w.stop_reason));
+    out->set_stop_block(w.stop_block);
+    out->set_stop_component(w.stop_component);
+    out->set_detail(w.detail);
+    // Freshness from the host's record, read after the scan: it may be a
+    // mutation newer than the snapshot the scan saw.
+    if (std::optional<WorkerSnapshot> s = indexer.DescribeWorker(w.worker_id)) {
+      if (s->last_apply.has_value()) {
+        out->set_last_apply_age_ms(AgeMs(now, *s->last_apply));
+      }
+      out->set_fidelity(ToProto(s->fidelity));
+      out->set_sequence_state(ToProto(s->sequence_state));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::DoRemoveWorker(
+    const admin_v1::RemoveWorkerRequest& request, std::string_view peer,
+    admin_v1::RemoveWorkerResponse* response) {
+  if (grpc::Status s =
+          CheckWorkerId(request.worker_id(), sources_.max_worker_id_bytes);
+      !s.ok()) {
+    return s;
+  }
+  // Read just before the removal, outside the mutation mutex: an apply that
+  // lands in between makes the figure approximate (docs/admin-api.md,
+  // "RemoveWorker").
+  const std::optional<std::array<uint64_t, kMaxTier + 1>> counts =
+      sources_.indexer->PlacementCounts(request.worker_id());
+  if (absl::Status s = sources_.indexer->RemoveWorker(request.worker_id(),
+                                                      RemovalReason::kAdmin);
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  spdlog::info("admin: removed worker={} peer={} operator_reason=\"{}\"",
+               request.worker_id(), peer, request.reason());
+  if (counts.has_value()) {
+    AddCounts(*counts, response->mutable_removed_placements());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
+  Indexer& indexer = *sources_.indexer;
+  response->set_server_version(sources_.server_version);
+  response->set_uptime_ms(AgeMs(indexer.clock().Now(), sources_.started));
+
+  admin_v1::BackendInfo* backend = response->mutable_backend();
+  backend->set_name(sources_.backend_name);
+  backend->set_version(sources_.backend_version);
+  backend->set_path(sources_.backend_path);
+  backend->set_abi_major(sources_.backend_abi_major);
+  backend->set_abi_minor(sources_.backend_abi_minor);
+  BackendStats stats{};
+  stats.struct_size = sizeof(stats);
+  sources_.backend->GetStats(&stats);
+  backend->set_blocks(stats.blocks);
+  backend->set_placements(stats.placements);
+  backend->set_workers(stats.workers);
+  backend->set_hit_counters(stats.hit_counters);
+  backend->set_memory_bytes(stats.memory_bytes);
+  std::optional<std::string> failure;
+  if (sources_.backend_failure) failure = sources_.backend_failure();
+  backend->set_healthy(!failure.has_value());
+  if (failure.has_value()) backend->set_failure(*failure);
+
+  // Worker counts from the host's records (placement counts are not
+  // needed, so they are not read).
+  uint32_t total = 0, ready = 0, sequenced = 0, heartbeating = 0;
+  for (const WorkerSnapshot& w :
+       indexer.ListWorkers(/*placement_counts=*/false)) {
+    ++total;
+    if (w.ready) ++ready;
+    if (w.sequence_state == SequenceState::kSequenced) ++sequenced;
+    if (w.heartbeat_deadline.has_value()) ++heartbeating;
+  }
+  response->set_workers_total(total);
+  response->set_workers_ready(ready);
+  response->set_workers_sequenced(sequenced);
+  response->set_workers_heartbeating(heartbeating);
+
+  response->set_prefix_query_max_inflight(sources_.prefix_query_max_inflight);
+  if (sources_.admission != nullptr) {
+    response->set_prefix_queries_inflight(sources_.admission->in_flight());
+  }
+
+  admin_v1::DurabilityInfo* durability = response->mutable_durability();
+  durability->set_enabled(sources_.store != nullptr);
+  if (sources_.store != nullptr) {
+    durability->set_data_dir(sources_.data_dir);
+    durability->set_wal_sync(sources_.wal_sync);
+    const durable::DurableStore::Figures f = sources_.store->figures();
+    durability->set_checkpoint_generation(f.checkpoint_generation);
+    durability->set_log_bytes(f.log_end);
+    durability->set_checkpoints_written(f.checkpoints_written);
+  }
+
+  if (sources_.health) {
+    response->set_health(sources_.health());
+  } else {
+    response->set_health(failure.has_value() ? "NOT_SERVING" : "SERVING");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kvindexer

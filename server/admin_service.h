@@ -1,0 +1,113 @@
+// AdminService: kvindexer.admin.v1.KvIndexerAdmin, the operator's view of a
+// running server (docs/admin-api.md). Served on the same port as
+// kv_indexer.v1.KVIndexer, which it never changes.
+//
+// Every method's work runs on the service's own executor (one thread, named
+// kvidx-admin), never on gRPC's callback threads: ListWorkers and
+// RemoveWorker take the Indexer's mutation mutex and wait behind a mutation
+// in progress, ExplainPrefix scans a whole window. One thread keeps an
+// operator's calls from taking more than one core from the router's queries.
+// RemoveWorker's write-token check runs first, on the callback thread.
+//
+// Thread safety: all methods may run concurrently.
+#ifndef KVINDEXER_SERVER_ADMIN_SERVICE_H_
+#define KVINDEXER_SERVER_ADMIN_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/indexer.h"
+#include "core/monotonic_clock.h"
+#include "durable/durable_store.h"
+#include "grpcpp/grpcpp.h"
+#include "kvindexer/backend.h"
+#include "kvindexer_admin.grpc.pb.h"
+#include "server/prefix_admission.h"
+#include "server/task_executor.h"
+#include "server/write_authorizer.h"
+
+namespace kvindexer {
+
+namespace admin_v1 = ::kvindexer::admin::v1;
+
+// Most worker ids one ExplainPrefix may name.
+inline constexpr int kMaxExplainedWorkerIds = 1024;
+
+// What the admin service reads. Pointers are borrowed: REQUIRES each one
+// set outlives the service. Only `indexer` and `backend` are required.
+struct AdminSources {
+  Indexer* indexer = nullptr;
+  IndexBackend* backend = nullptr;
+  // The loaded backend's identity (LoadedBackend::descriptor(), path()).
+  std::string backend_name;
+  std::string backend_version;
+  std::string backend_path;
+  uint32_t backend_abi_major = kBackendAbiMajor;
+  uint32_t backend_abi_minor = kBackendAbiMinor;
+  // The KVIndexer service's prefix admission; null: figures are 0.
+  const PrefixAdmission* admission = nullptr;
+  uint32_t prefix_query_max_inflight = 0;
+  // Null: durability off.
+  const durable::DurableStore* store = nullptr;
+  std::string data_dir;
+  std::string wal_sync;
+  // Null: every admin mutation is allowed (no write token configured).
+  const WriteAuthorizer* authorizer = nullptr;
+  // Bounds worker ids (the server's RequestLimits).
+  uint32_t max_worker_id_bytes = 0;
+  std::string server_version;
+  // When the server started, on the Indexer's clock (uptime).
+  MonotonicClock::TimePoint started{};
+  // INTEGRATION ADAPTER (issue 13, health): the backend failure, as
+  // Indexer::BackendFailure() reports it once the health branch is merged
+  // (`[&] { return indexer.BackendFailure(); }`). Null: healthy.
+  std::function<std::optional<std::string>()> backend_failure;
+  // INTEGRATION ADAPTER (issue 13, health): "SERVING" or "NOT_SERVING" as
+  // grpc.health.v1 reports the server (server/serving_health.h). Null:
+  // derived from backend_failure alone.
+  std::function<std::string()> health;
+};
+
+class AdminService final : public admin_v1::KvIndexerAdmin::CallbackService {
+ public:
+  // REQUIRES: sources.indexer and sources.backend set.
+  explicit AdminService(AdminSources sources);
+  AdminService(const AdminService&) = delete;
+  AdminService& operator=(const AdminService&) = delete;
+
+  grpc::ServerUnaryReactor* ListWorkers(
+      grpc::CallbackServerContext* context,
+      const admin_v1::ListWorkersRequest* request,
+      admin_v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* ExplainPrefix(
+      grpc::CallbackServerContext* context,
+      const admin_v1::ExplainPrefixRequest* request,
+      admin_v1::ExplainPrefixResponse* response) override;
+  grpc::ServerUnaryReactor* RemoveWorker(
+      grpc::CallbackServerContext* context,
+      const admin_v1::RemoveWorkerRequest* request,
+      admin_v1::RemoveWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(
+      grpc::CallbackServerContext* context,
+      const admin_v1::GetStatsRequest* request,
+      admin_v1::GetStatsResponse* response) override;
+
+ private:
+  grpc::Status DoListWorkers(admin_v1::ListWorkersResponse* response);
+  grpc::Status DoExplainPrefix(const admin_v1::ExplainPrefixRequest& request,
+                               admin_v1::ExplainPrefixResponse* response);
+  grpc::Status DoRemoveWorker(const admin_v1::RemoveWorkerRequest& request,
+                              std::string_view peer,
+                              admin_v1::RemoveWorkerResponse* response);
+  grpc::Status DoGetStats(admin_v1::GetStatsResponse* response);
+
+  AdminSources sources_;
+  // Last: its destructor runs the calls still queued, which use sources_.
+  TaskExecutor executor_;
+};
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_SERVER_ADMIN_SERVICE_H_

@@ -1,0 +1,405 @@
+// kvindexer.admin.v1.KvIndexerAdmin in-process over 127.0.0.1, with real
+// client stubs for it and for kv_indexer.v1.KVIndexer on the same port, over
+// the reference backend (docs/admin-api.md).
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/wire_vocabulary.h"
+#include "core/backend_loader.h"
+#include "core/fake_monotonic_clock.h"
+#include "core/indexer.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kv_indexer.grpc.pb.h"
+#include "kvindexer_admin.grpc.pb.h"
+#include "server/admin_service.h"
+#include "server/clock.h"
+#include "server/kv_indexer_service.h"
+#include "server/transport_settings.h"
+#include "server/write_authorizer.h"
+#include "tests/support/requests.h"
+
+namespace kvindexer {
+namespace {
+
+namespace v1 = ::kv_indexer::v1;
+using test_support::Batch;
+using test_support::ExpectedWorkers;
+using test_support::PrefixRequest;
+using test_support::Snapshot;
+using test_support::Spec;
+
+using std::chrono::milliseconds;
+
+class AdminServer {
+ public:
+  AdminServer(IndexBackend* backend, uint32_t abi_minor,
+              const WriteAuthorizer* authorizer = nullptr)
+      : indexer_(backend, nullptr, RequestLimits{}, abi_minor, &clock_),
+        service_(indexer_, 8, Clock::Real()),
+        admin_(AdminSources{
+            .indexer = &indexer_,
+            .backend = backend,
+            .backend_name = "absl_rwlock",
+            .backend_version = "test",
+            .backend_path = "/test/path.so",
+            .backend_abi_minor = abi_minor,
+            .admission = &service_.admission(),
+            .prefix_query_max_inflight = 8,
+            .authorizer = authorizer,
+            .max_worker_id_bytes = RequestLimits{}.max_worker_id_bytes,
+            .server_version = "9.9.9",
+            .started = clock_.Now(),
+        }) {
+    grpc::ServerBuilder builder;
+    ApplyTransportSettings(builder);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&service_);
+    builder.RegisterService(&admin_);
+    server_ = builder.BuildAndStart();
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                                       grpc::InsecureChannelCredentials());
+    kv_ = v1::KVIndexer::NewStub(channel);
+    admin_stub_ = admin_v1::KvIndexerAdmin::NewStub(channel);
+  }
+  ~AdminServer() {
+    if (server_ != nullptr) {
+      server_->Shutdown(std::chrono::system_clock::now() +
+                        std::chrono::seconds(5));
+    }
+  }
+
+  bool started() const { return server_ != nullptr && port_ != 0; }
+  FakeMonotonicClock& clock() { return clock_; }
+  Indexer& indexer() { return indexer_; }
+  v1::KVIndexer::Stub& kv() { return *kv_; }
+  admin_v1::KvIndexerAdmin::Stub& admin() { return *admin_stub_; }
+
+ private:
+  FakeMonotonicClock clock_;
+  Indexer indexer_;
+  KvIndexerService service_;
+  AdminService admin_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::KVIndexer::Stub> kv_;
+  std::unique_ptr<admin_v1::KvIndexerAdmin::Stub> admin_stub_;
+};
+
+void Deadline(grpc::ClientContext& context) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+}
+
+class AdminServiceTest : public ::testing::Test {
+ protected:
+  void Start(uint32_t abi_minor = kBackendAbiMinor,
+             const WriteAuthorizer* authorizer = nullptr) {
+    auto loaded =
+        LoadedBackend::Load("absl_rwlock", KVINDEXER_TEST_BACKEND_DIR);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    backend_ = *std::move(loaded);
+    server_ = std::make_unique<AdminServer>(backend_->backend(), abi_minor,
+                                            authorizer);
+    ASSERT_TRUE(server_->started());
+  }
+  void TearDown() override {
+    server_.reset();  // before the backend it points into
+    backend_.reset();
+  }
+
+  // An apply over the wire, with optional metadata.
+  grpc::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
+                     std::optional<std::string> fidelity = std::nullopt,
+                     std::optional<std::string> heartbeat = std::nullopt) {
+    grpc::ClientContext context;
+    Deadline(context);
+    if (fidelity) context.AddMetadata("kv-indexer-fidelity", *fidelity);
+    if (heartbeat) {
+      context.AddMetadata("kv-indexer-heartbeat-ttl-ms", *heartbeat);
+    }
+    v1::ApplyExternalKvBatchResponse resp;
+    return server_->kv().ApplyExternalKvBatch(&context, req, &resp);
+  }
+
+  admin_v1::ListWorkersResponse List() {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    const grpc::Status s = server_->admin().ListWorkers(
+        &context, admin_v1::ListWorkersRequest{}, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+
+  grpc::Status Explain(const admin_v1::ExplainPrefixRequest& req,
+                       admin_v1::ExplainPrefixResponse* resp) {
+    grpc::ClientContext context;
+    Deadline(context);
+    return server_->admin().ExplainPrefix(&context, req, resp);
+  }
+
+  grpc::Status Remove(const std::string& id,
+                      admin_v1::RemoveWorkerResponse* resp) {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::RemoveWorkerRequest req;
+    req.set_worker_id(id);
+    req.set_reason("test");
+    return server_->admin().RemoveWorker(&context, req, resp);
+  }
+
+  std::unique_ptr<LoadedBackend> backend_;
+  std::unique_ptr<AdminServer> server_;
+};
+
+TEST_F(AdminServiceTest, ListWorkersShowsRecordsCountsFidelityAndAges) {
+  Start();
+  ASSERT_TRUE(Apply(Batch("w2", "10.0.0.2:1")
+                        .Report(kTierHbm, {1, 2, 3})
+                        .Report(kTierSsd, {4}),
+                    "exact", "5000")
+                  .ok());
+  server_->clock().Advance(milliseconds(1500));
+  ASSERT_TRUE(Apply(Batch("w1", "10.0.0.1:1")
+                        .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+                        .Report(kTierDram, {1}, {1}),
+                    "degraded; no_history")
+                  .ok());
+  // A malformed value changes nothing (and is logged once).
+  ASSERT_TRUE(Apply(Batch("w1", "10.0.0.1:1")
+                        .Spec(Spec(kComponentFull, 0, kTierBitHbm))
+                        .Report(kTierDram, {1}, {1}),
+                    "perfect")
+                  .ok());
+  server_->clock().Advance(milliseconds(250));
+
+  const admin_v1::ListWorkersResponse resp = List();
+  ASSERT_EQ(resp.workers_size(), 2);
+  const admin_v1::WorkerInfo& w1 = resp.workers(0);
+  const admin_v1::WorkerInfo& w2 = resp.workers(1);
+  EXPECT_EQ(w1.worker_id(), "w1");
+  EXPECT_EQ(w1.worker_address(), "10.0.0.1:1");
+  EXPECT_TRUE(w1.has_cache_spec());
+  EXPECT_EQ(w1.fidelity(), admin_v1::FIDELITY_DEGRADED);
+  EXPECT_EQ(w1.fidelity_reason(), "no_history");
+  EXPECT_EQ(w1.last_apply_age_ms(), 250u);
+  EXPECT_FALSE(w1.heartbeat_marked());
+  EXPECT_FALSE(w1.has_last_heartbeat_age_ms());
+  EXPECT_EQ(w1.sequence_state(), admin_v1::SEQUENCE_STATE_UNSEQUENCED);
+  EXPECT_TRUE(w1.ready());
+  EXPECT_TRUE(w1.placement_counts_known());
+  ASSERT_EQ(w1.placements_size(), 1);
+  EXPECT_EQ(w1.placements(0).tier(), v1::TIER_DRAM);
+  EXPECT_EQ(w1.placements(0).placements(), 1u);
+
+  EXPECT_EQ(w2.worker_id(), "w2");
+  EXPECT_FALSE(w2.has_cache_spec());
+  EXPECT_EQ(w2.fidelity(), admin_v1::FIDELITY_EXACT);
+  EXPECT_EQ(w2.last_apply_age_ms(), 1750u);
+  EXPECT_TRUE(w2.heartbeat_marked());
+  EXPECT_EQ(w2.heartbeat_ttl_ms(), 5000u);
+  EXPECT_EQ(w2.last_heartbeat_age_ms(), 1750u);
+  EXPECT_EQ(w2.heartbeat_deadline_in_ms(), 5000 - 1750);
+  ASSERT_EQ(w2.placements_size(), 2);
+  EXPECT_EQ(w2.placements(0).tier(), v1::TIER_HBM);
+  EXPECT_EQ(w2.placements(0).placements(), 3u);
+  EXPECT_EQ(w2.placements(1).tier(), v1::TIER_SSD);
+  EXPECT_EQ(w2.placements(1).placements(), 1u);
+}
+
+TEST_F(AdminServiceTest, ConfiguredAndSequencedWorkers) {
+  Start();
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    v1::ConfigureExpectedWorkersResponse resp;
+    ASSERT_TRUE(
+        server_->kv()
+            .ConfigureExpectedWorkers(
+                &context, ExpectedWorkers().Worker("w", "a").request(), &resp)
+            .ok());
+  }
+  admin_v1::ListWorkersResponse resp = List();
+  ASSERT_EQ(resp.workers_size(), 1);
+  EXPECT_TRUE(resp.workers(0).configured());
+  EXPECT_EQ(resp.workers(0).sequence_state(), admin_v1::SEQUENCE_STATE_INVALID);
+  EXPECT_EQ(resp.workers(0).last_apply_age_ms(), 0u);  // configure counts
+  EXPECT_TRUE(resp.workers(0).has_last_apply_age_ms());
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    context.AddMetadata("kv-indexer-fidelity", "exact");
+    v1::ReplaceExternalKvSnapshotResponse r;
+    ASSERT_TRUE(server_->kv()
+                    .ReplaceExternalKvSnapshot(
+                        &context,
+                        Snapshot("w", "a").Epoch("e1").AppliedSeq(7).Tier(
+                            kTierHbm, {1, 2}),
+                        &r)
+                    .ok());
+  }
+  resp = List();
+  EXPECT_EQ(resp.workers(0).sequence_state(),
+            admin_v1::SEQUENCE_STATE_SEQUENCED);
+  EXPECT_EQ(resp.workers(0).worker_epoch(), "e1");
+  EXPECT_EQ(resp.workers(0).applied_seq(), 7u);
+  EXPECT_EQ(resp.workers(0).fidelity(), admin_v1::FIDELITY_EXACT);
+}
+
+TEST_F(AdminServiceTest, AnOlderBackendHasNoPlacementCounts) {
+  Start(/*abi_minor=*/1);
+  ASSERT_TRUE(Apply(Batch("w", "a").Report(kTierHbm, {1})).ok());
+  const admin_v1::ListWorkersResponse resp = List();
+  ASSERT_EQ(resp.workers_size(), 1);
+  EXPECT_FALSE(resp.workers(0).placement_counts_known());
+  EXPECT_EQ(resp.workers(0).placements_size(), 0);
+  EXPECT_EQ(resp.workers(0).fidelity(), admin_v1::FIDELITY_UNKNOWN);
+}
+
+TEST_F(AdminServiceTest, ExplainPrefixAnswersAsMatchExternalKvPrefix) {
+  Start();
+  ASSERT_TRUE(Apply(Batch("w1", "a1").Report(kTierHbm, {1, 2, 3})).ok());
+  ASSERT_TRUE(
+      Apply(Batch("w2", "a2").Report(kTierHbm, {1}).Report(kTierDram, {3}, {1}))
+          .ok());
+  ASSERT_TRUE(Apply(Batch("w3", "a3").Report(kTierHbm, {2})).ok());
+  admin_v1::ExplainPrefixRequest req;
+  for (int64_t h : {1, 2, 3, 4}) req.add_hashes(h);
+  req.add_worker_ids("w3");
+  req.add_worker_ids("ghost");
+  admin_v1::ExplainPrefixResponse resp;
+  const grpc::Status s = Explain(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  v1::MatchExternalKvPrefixResponse production;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(server_->kv()
+                    .MatchExternalKvPrefix(
+                        &context, PrefixRequest({1, 2, 3, 4}), &production)
+                    .ok());
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(resp.answer(),
+                                                                 production))
+      << resp.answer().DebugString();
+  ASSERT_EQ(resp.workers_size(), 4);
+  EXPECT_EQ(resp.workers(0).worker_id(), "w1");
+  EXPECT_EQ(resp.workers(0).matched_prefix_blocks(), 3u);
+  EXPECT_EQ(resp.workers(0).stop_reason(), admin_v1::STOP_REASON_BLOCK_MISSING);
+  EXPECT_EQ(resp.workers(0).stop_block(), 3u);
+  EXPECT_EQ(resp.workers(0).rule(), "legacy");
+  EXPECT_TRUE(resp.workers(0).has_last_apply_age_ms());
+  EXPECT_EQ(resp.workers(1).worker_id(), "w2");
+  EXPECT_EQ(resp.workers(1).stop_reason(), admin_v1::STOP_REASON_FAIL_CLOSED);
+  EXPECT_TRUE(resp.workers(1).excluded());
+  EXPECT_EQ(resp.workers(2).worker_id(), "w3");
+  EXPECT_EQ(resp.workers(2).stop_reason(), admin_v1::STOP_REASON_NOT_CANDIDATE);
+  EXPECT_EQ(resp.workers(3).worker_id(), "ghost");
+  EXPECT_EQ(resp.workers(3).stop_reason(),
+            admin_v1::STOP_REASON_UNKNOWN_WORKER);
+}
+
+TEST_F(AdminServiceTest, ExplainPrefixValidatesAsThePrefixQuery) {
+  Start();
+  admin_v1::ExplainPrefixResponse resp;
+  admin_v1::ExplainPrefixRequest empty;
+  grpc::Status s = Explain(empty, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "hashes must not be empty");
+
+  admin_v1::ExplainPrefixRequest bad_id;
+  bad_id.add_hashes(1);
+  bad_id.add_worker_ids("");
+  s = Explain(bad_id, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  admin_v1::ExplainPrefixRequest long_id;
+  long_id.add_hashes(1);
+  long_id.add_worker_ids(
+      std::string(RequestLimits{}.max_worker_id_bytes + 1, 'x'));
+  s = Explain(long_id, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(AdminServiceTest, RemoveWorkerCodesAndCounts) {
+  Start();
+  ASSERT_TRUE(
+      Apply(Batch("w", "a").Report(kTierHbm, {1, 2}).Report(kTierDram, {3}))
+          .ok());
+  admin_v1::RemoveWorkerResponse resp;
+  EXPECT_EQ(Remove("", &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      Remove(std::string(RequestLimits{}.max_worker_id_bytes + 1, 'x'), &resp)
+          .error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Remove("nobody", &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  const grpc::Status s = Remove("w", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.removed_placements_size(), 2);
+  EXPECT_EQ(resp.removed_placements(0).tier(), v1::TIER_HBM);
+  EXPECT_EQ(resp.removed_placements(0).placements(), 2u);
+  EXPECT_EQ(resp.removed_placements(1).tier(), v1::TIER_DRAM);
+  EXPECT_EQ(resp.removed_placements(1).placements(), 1u);
+  EXPECT_EQ(List().workers_size(), 0);
+  EXPECT_EQ(Remove("w", &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// The write token is checked before anything else, the id included. The
+// placeholder WriteAuthorizer (before the security work is merged) allows
+// every call, so the test can only run against the real one.
+TEST_F(AdminServiceTest, RemoveWorkerChecksTheWriteTokenFirst) {
+  const WriteAuthorizer authorizer("s3cret");
+  {
+    grpc::ServerContext probe;
+    if (authorizer.Check(probe, "probe").ok()) {
+      GTEST_SKIP() << "WriteAuthorizer is the allow-all placeholder";
+    }
+  }
+  Start(kBackendAbiMinor, &authorizer);
+  ASSERT_TRUE(Apply(Batch("w", "a").Report(kTierHbm, {1})).ok());
+  admin_v1::RemoveWorkerResponse resp;
+  EXPECT_EQ(Remove("", &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Remove("w", &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(List().workers_size(), 1);
+}
+
+TEST_F(AdminServiceTest, GetStatsReportsBackendWorkersAndAdmission) {
+  Start();
+  ASSERT_TRUE(
+      Apply(Batch("w1", "a").Report(kTierHbm, {1, 2}), "exact", "1000").ok());
+  ASSERT_TRUE(Apply(Batch("w2", "b").Report(kTierHbm, {2})).ok());
+  server_->clock().Advance(milliseconds(42));
+  grpc::ClientContext context;
+  Deadline(context);
+  admin_v1::GetStatsResponse resp;
+  const grpc::Status s =
+      server_->admin().GetStats(&context, admin_v1::GetStatsRequest{}, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.server_version(), "9.9.9");
+  EXPECT_EQ(resp.uptime_ms(), 42u);
+  EXPECT_EQ(resp.backend().name(), "absl_rwlock");
+  EXPECT_EQ(resp.backend().abi_minor(), kBackendAbiMinor);
+  EXPECT_EQ(resp.backend().blocks(), 2u);
+  EXPECT_EQ(resp.backend().placements(), 3u);
+  EXPECT_EQ(resp.backend().workers(), 2u);
+  EXPECT_TRUE(resp.backend().healthy());
+  EXPECT_EQ(resp.workers_total(), 2u);
+  EXPECT_EQ(resp.workers_ready(), 2u);
+  EXPECT_EQ(resp.workers_sequenced(), 0u);
+  EXPECT_EQ(resp.workers_heartbeating(), 1u);
+  EXPECT_EQ(resp.prefix_query_max_inflight(), 8u);
+  EXPECT_EQ(resp.prefix_queries_inflight(), 0u);
+  EXPECT_FALSE(resp.durability().enabled());
+  EXPECT_EQ(resp.health(), "SERVING");
+}
+
+}  // namespace
+}  // namespace kvindexer
