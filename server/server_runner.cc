@@ -162,7 +162,7 @@ int RunServer(std::span<const char* const> args) {
       .store = store.get(),
       .data_dir = config->durability.data_dir,
       .wal_sync = std::string(WalSyncName(config->durability.wal_sync)),
-      .authorizer = nullptr,  // the security helper wires its WriteAuthorizer
+      .authorizer = &write_authorizer,
       .max_worker_id_bytes = config->limits.max_worker_id_bytes,
       .server_version = KVINDEXER_VERSION,
       .started = started,
