@@ -9,20 +9,12 @@
 namespace kvindexer::ctl {
 
 int RunRemoveWorker(const CommandContext& context) {
-  // Read before the call: a bad token file is the operator's mistake, not the
-  // server's refusal.
-  absl::StatusOr<std::optional<std::string>> token =
-      ReadWriteToken(context.connection);
-  if (!token.ok())
-    return context.UsageFailed(std::string(token.status().message()));
-
   admin_v1::RemoveWorkerRequest request;
   request.set_worker_id(context.options.worker_id);
   request.set_reason(context.options.reason);
   std::unique_ptr<grpc::ClientContext> rpc = context.NewContext();
-  if (token->has_value()) {
-    rpc->AddMetadata("authorization", absl::StrCat("Bearer ", **token));
-  }
+  // The token file was read with the TLS files, before any RPC.
+  AddWriteToken(context.connection.security, rpc.get());
   admin_v1::RemoveWorkerResponse response;
   const grpc::Status status =
       context.stub.RemoveWorker(rpc.get(), request, &response);

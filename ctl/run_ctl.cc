@@ -26,15 +26,10 @@ int RunCtl(const std::vector<std::string>& args, const CtlIo& io) {
     *io.err << "kv-indexer-ctl: " << connection.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      OpenChannel(*connection);
-  if (!channel.ok()) {
-    *io.err << "kv-indexer-ctl: " << channel.status().message() << "\n";
-    return kExitUsage;
-  }
+  std::shared_ptr<grpc::Channel> channel = OpenChannel(*connection);
   std::unique_ptr<admin_v1::KvIndexerAdmin::Stub> stub =
-      admin_v1::KvIndexerAdmin::NewStub(*channel);
-  const CommandContext context{*options, *connection, *channel, *stub, io};
+      admin_v1::KvIndexerAdmin::NewStub(channel);
+  const CommandContext context{*options, *connection, channel, *stub, io};
   switch (options->command) {
     case Command::kStatus:
       return RunStatus(context);

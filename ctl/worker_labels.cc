@@ -12,7 +12,8 @@ std::string Strip(const std::string& name, std::string_view prefix) {
   std::string_view rest = name;
   if (rest.substr(0, prefix.size()) == prefix)
     rest.remove_prefix(prefix.size());
-  if (rest.empty()) return "?";
+  // The proto3 zero value means "not said": a dash, like other blanks.
+  if (rest.empty() || rest == "UNSPECIFIED") return "-";
   return absl::AsciiStrToLower(absl::string_view(rest.data(), rest.size()));
 }
 

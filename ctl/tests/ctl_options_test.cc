@@ -143,17 +143,24 @@ INSTANTIATE_TEST_SUITE_P(
                   "remove-worker takes exactly one"},
         UsageCase{{"remove-worker", ""}, "empty worker id"},
         UsageCase{{"remove-worker", "w", "--token-file", "/nonexistent/t"},
-                  "cannot read write token file \"/nonexistent/t\""},
+                  "KV_INDEXER_WRITE_TOKEN_FILE=\"/nonexistent/t\" is "
+                  "invalid: cannot read the file"},
+        UsageCase{{"status", "--token-file", "/nonexistent/t"},
+                  "KV_INDEXER_WRITE_TOKEN_FILE=\"/nonexistent/t\""},
         UsageCase{{"top", "--iterations", "0"},
                   "--iterations \"0\" is invalid"},
         UsageCase{{"top", "--interval", "nan"}, "--interval \"nan\""},
         UsageCase{{"status", "--endpoint", "127.0.0.1:50051"},
                   "--endpoint: invalid indexer endpoint"},
-        UsageCase{{"status", "--tls-cert", "/c"}, "needs both --tls-cert"},
-        UsageCase{{"status", "--tls-ca", "/ca"}, "is plaintext"},
-        UsageCase{{"status", "--endpoint", "https://127.0.0.1:1", "--tls-ca",
-                   "/nonexistent/ca"},
-                  "cannot read TLS CA file \"/nonexistent/ca\""}),
+        UsageCase{{"status", "--tls-cert", "/c"},
+                  "KV_INDEXER_TLS_CLIENT_KEY_FILE is unset but "
+                  "KV_INDEXER_TLS_CLIENT_CERT_FILE is set"},
+        UsageCase{{"status", "--tls-server-name", "x"},
+                  "KV_INDEXER_TLS_SERVER_NAME=\"x\" is invalid: it only "
+                  "applies to TLS"},
+        UsageCase{{"status", "--tls-ca", "/nonexistent/ca"},
+                  "KV_INDEXER_TLS_CA_FILE=\"/nonexistent/ca\" is invalid: "
+                  "cannot read the file"}),
     [](const ::testing::TestParamInfo<UsageCase>& param) {
       return std::to_string(param.index);
     });
@@ -164,6 +171,18 @@ TEST(CtlOptionsTest, BadEndpointVariableIsNamed) {
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("KV_INDEXER_ENDPOINT: invalid indexer "
                                "endpoint \"tcp://127.0.0.1:1\""));
+}
+
+TEST(CtlOptionsTest, TlsFlagOverridesVariable) {
+  testing::CtlResult r =
+      testing::RunCtlForTest({"status", "--tls-ca", "/nonexistent/flag"},
+                             {{"KV_INDEXER_TLS_CA_FILE", "/nonexistent/env"}});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("\"/nonexistent/flag\""));
+  r = testing::RunCtlForTest({"status"},
+                             {{"KV_INDEXER_TLS_CA_FILE", "/nonexistent/env"}});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("\"/nonexistent/env\""));
 }
 
 TEST(CtlOptionsTest, EndpointFlagOverridesVariable) {
