@@ -114,11 +114,11 @@ grpc::Status FakeAdminService::RemoveWorker(
                       absl::StrCat("no worker \"", request->worker_id(), "\""));
 }
 
-FakeAdminServer::FakeAdminServer() {
+FakeAdminServer::FakeAdminServer(
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port_);
   builder.RegisterService(&service_);
   server_ = builder.BuildAndStart();
 }

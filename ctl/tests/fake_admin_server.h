@@ -65,13 +65,16 @@ class FakeAdminService final : public admin_v1::KvIndexerAdmin::Service {
 
 class FakeAdminServer {
  public:
-  // Listens on 127.0.0.1 at a port the kernel picks.
-  FakeAdminServer();
+  // Listens on 127.0.0.1 at a port the kernel picks; plaintext unless
+  // `credentials` says otherwise.
+  explicit FakeAdminServer(std::shared_ptr<grpc::ServerCredentials>
+                               credentials = grpc::InsecureServerCredentials());
   ~FakeAdminServer();
 
   FakeAdminService& service() { return service_; }
   // "http://127.0.0.1:<port>"
   std::string endpoint() const;
+  int port() const { return port_; }
   // What grpc.health.v1 answers for "".
   void SetServing(bool serving);
 
