@@ -98,7 +98,8 @@ TEST(CtlServerE2eTest, EveryCommandAgainstTheRealServer) {
   r = run({"workers"});
   EXPECT_EQ(r.out, "no workers\n");
 
-  EXPECT_TRUE(server->process->Stop(10s).ok()) << server->process->Output();
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();
 }
 
 }  // namespace
