@@ -68,14 +68,14 @@ class ExplainTest : public ::testing::Test {
     return out;
   }
 
-  static const WorkerExplanation& Find(const PrefixExplanation& e,
-                                       const std::string& id) {
+  // A copy: callers pass the temporary Explain() returns.
+  static WorkerExplanation Find(const PrefixExplanation& e,
+                                const std::string& id) {
     for (const WorkerExplanation& w : e.workers) {
       if (w.worker_id == id) return w;
     }
     ADD_FAILURE() << "no explanation for " << id;
-    static const WorkerExplanation kNone;
-    return kNone;
+    return WorkerExplanation{};
   }
 
   ModelBackend backend_;

@@ -35,26 +35,34 @@ using test_support::Spec;
 
 using std::chrono::milliseconds;
 
+AdminSources Sources(Indexer* indexer, IndexBackend* backend,
+                     uint32_t abi_minor, const PrefixAdmission* admission,
+                     const WriteAuthorizer* authorizer,
+                     MonotonicClock::TimePoint started) {
+  AdminSources s;
+  s.indexer = indexer;
+  s.backend = backend;
+  s.backend_name = "absl_rwlock";
+  s.backend_version = "test";
+  s.backend_path = "/test/path.so";
+  s.backend_abi_minor = abi_minor;
+  s.admission = admission;
+  s.prefix_query_max_inflight = 8;
+  s.authorizer = authorizer;
+  s.max_worker_id_bytes = RequestLimits{}.max_worker_id_bytes;
+  s.server_version = "9.9.9";
+  s.started = started;
+  return s;
+}
+
 class AdminServer {
  public:
   AdminServer(IndexBackend* backend, uint32_t abi_minor,
               const WriteAuthorizer* authorizer = nullptr)
       : indexer_(backend, nullptr, RequestLimits{}, abi_minor, &clock_),
         service_(indexer_, 8, Clock::Real()),
-        admin_(AdminSources{
-            .indexer = &indexer_,
-            .backend = backend,
-            .backend_name = "absl_rwlock",
-            .backend_version = "test",
-            .backend_path = "/test/path.so",
-            .backend_abi_minor = abi_minor,
-            .admission = &service_.admission(),
-            .prefix_query_max_inflight = 8,
-            .authorizer = authorizer,
-            .max_worker_id_bytes = RequestLimits{}.max_worker_id_bytes,
-            .server_version = "9.9.9",
-            .started = clock_.Now(),
-        }) {
+        admin_(Sources(&indexer_, backend, abi_minor, &service_.admission(),
+                       authorizer, clock_.Now())) {
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
