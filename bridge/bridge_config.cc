@@ -245,7 +245,8 @@ std::string DescribeConfig(const BridgeConfig& config) {
       "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
       " live_buffer_batches=", config.live_buffer_batches,
       " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
-      " tls_ca=", config.security.tls ? "set" : "unset", " tls_client_cert=",
+      " tls_ca=", config.security.root_certs_pem.empty() ? "unset" : "set",
+      " tls_client_cert=",
       config.security.client_cert_pem.empty() ? "unset" : "set",
       " write_token=", config.security.has_write_token() ? "set" : "unset");
 }
@@ -297,6 +298,15 @@ KV_INDEXER_HEARTBEAT_TTL_MS     30000                 Worker liveness: while a T
                                                       (at least 100 ms) asks the server to
                                                       keep the worker for this long; 0 = no
                                                       heartbeats.
+KV_INDEXER_TLS_CA_FILE          unset                 PEM roots for the indexer's
+                                                      certificate; turns TLS on.
+KV_INDEXER_TLS_CLIENT_CERT_FILE unset                 PEM client certificate and key for
+KV_INDEXER_TLS_CLIENT_KEY_FILE  unset                 mutual TLS (both or neither).
+KV_INDEXER_TLS_SERVER_NAME      unset                 Name checked in the server
+                                                      certificate instead of the host.
+KV_INDEXER_WRITE_TOKEN_FILE     unset                 File holding the write token, sent
+                                                      as `authorization: Bearer` on every
+                                                      call (docs/security.md).
 
 Tier names (case-insensitive): HBM/GPU, DRAM/CPU/CPU_PINNED, SSD/DISK.
 Cache-spec variables are trimmed and a blank value counts as unset.

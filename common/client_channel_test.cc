@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace kvindexer {
+namespace kvindexer::client_channel_test {
 namespace {
 
 using ::testing::AllOf;
@@ -118,4 +118,4 @@ TEST_F(ClientSecurityTest, TokenErrorsNeverShowTheToken) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::client_channel_test

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/server_config.h"
 
-namespace kvindexer {
+namespace kvindexer::security_config_test {
 namespace {
 
 using ::testing::AllOf;
@@ -184,4 +184,4 @@ TEST(LoopbackTest, Warning) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::security_config_test

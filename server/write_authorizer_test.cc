@@ -19,7 +19,7 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer {
+namespace kvindexer::write_authorizer_test {
 namespace {
 
 using ::kv_indexer::v1::KVIndexer;
@@ -204,4 +204,4 @@ TEST(WriteAuthorizerTest, DisabledAllowsAndTokensCompare) {
 }
 
 }  // namespace
-}  // namespace kvindexer
+}  // namespace kvindexer::write_authorizer_test

@@ -21,6 +21,7 @@
 #include <zmq.hpp>
 
 #include "absl/strings/str_split.h"
+#include "bridge/bridge_config.h"
 #include "bridge/tests/msgpack_builders.h"
 #include "common/client_channel.h"
 #include "common/env.h"
@@ -38,7 +39,7 @@
 #error "KVINDEXER_BRIDGE_BINARY must name the kv-indexer-bridge executable"
 #endif
 
-namespace kvindexer::bridge {
+namespace kvindexer::bridge::security_e2e_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -439,5 +440,29 @@ TEST(SecurityConfigExitTest, BadValuesExitTwoNamingTheVariable) {
   }
 }
 
+// The bridge's configuration carries the client security settings and lists
+// them in --help.
+TEST(SecurityConfigExitTest, BridgeConfigCarriesClientSecurity) {
+  const auto dir = ScratchDir::Create("kvidx-tls-cfg-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string token = (*dir)->Sub("token");
+  WriteFile(token, "zq9token\n");
+  auto config = LoadBridgeConfig(MapEnvironment(
+      {{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_WRITE_TOKEN_FILE", token}}));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->security.write_token, "zq9token");
+  EXPECT_FALSE(config->security.tls);
+  EXPECT_THAT(
+      DescribeConfig(*config),
+      ::testing::AllOf(::testing::HasSubstr("write_token=set"),
+                       ::testing::Not(::testing::HasSubstr("zq9token"))));
+  for (const char* name :
+       {"KV_INDEXER_TLS_CA_FILE", "KV_INDEXER_TLS_CLIENT_CERT_FILE",
+        "KV_INDEXER_TLS_CLIENT_KEY_FILE", "KV_INDEXER_TLS_SERVER_NAME",
+        "KV_INDEXER_WRITE_TOKEN_FILE"}) {
+    EXPECT_THAT(BridgeUsage(), ::testing::HasSubstr(name));
+  }
+}
+
 }  // namespace
-}  // namespace kvindexer::bridge
+}  // namespace kvindexer::bridge::security_e2e_test
