@@ -1,0 +1,45 @@
+#include <ostream>
+
+#include "absl/strings/str_cat.h"
+#include "ctl/commands.h"
+#include "ctl/exit_codes.h"
+#include "ctl/json_output.h"
+#include "ctl/worker_labels.h"
+
+namespace kvindexer::ctl {
+
+int RunRemoveWorker(const CommandContext& context) {
+  admin_v1::RemoveWorkerRequest request;
+  request.set_worker_id(context.options.worker_id);
+  request.set_reason(context.options.reason);
+  std::unique_ptr<grpc::ClientContext> rpc = context.NewContext();
+  // The token file was read with the TLS files, before any RPC.
+  AddWriteToken(context.connection.security, rpc.get());
+  admin_v1::RemoveWorkerResponse response;
+  const grpc::Status status =
+      context.stub.RemoveWorker(rpc.get(), request, &response);
+  if (!status.ok()) {
+    return context.RpcFailed(
+        absl::StrCat("RemoveWorker(", context.options.worker_id, ")"), status);
+  }
+  if (context.options.json) {
+    *context.io.out << MessageJson(response) << "\n";
+    return kExitOk;
+  }
+  uint64_t total = 0;
+  std::string per_tier;
+  for (const auto& count : response.removed_placements()) {
+    total += count.placements();
+    absl::StrAppend(&per_tier, per_tier.empty() ? "" : ", ",
+                    TierLabel(count.tier()), " ", count.placements());
+  }
+  *context.io.out << "removed worker " << context.options.worker_id;
+  if (response.removed_placements().empty()) {
+    *context.io.out << " (no placements counted)\n";
+  } else {
+    *context.io.out << ": " << total << " placements (" << per_tier << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace kvindexer::ctl

@@ -1,0 +1,138 @@
+#include "ctl/tests/fake_admin_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvindexer::ctl::testing {
+
+void FakeAdminService::SetStats(admin_v1::GetStatsResponse stats,
+                                uint64_t stats_step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_ = std::move(stats);
+  stats_step_ = stats_step;
+  get_stats_calls_ = 0;
+}
+
+void FakeAdminService::SetWorkers(admin_v1::ListWorkersResponse workers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_ = std::move(workers);
+}
+
+void FakeAdminService::SetExplain(admin_v1::ExplainPrefixResponse explain) {
+  std::lock_guard<std::mutex> lock(mu_);
+  explain_ = std::move(explain);
+}
+
+void FakeAdminService::RequireToken(std::string token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  token_ = std::move(token);
+}
+
+void FakeAdminService::FailWith(std::optional<grpc::Status> status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_ = std::move(status);
+}
+
+admin_v1::ExplainPrefixRequest FakeAdminService::last_explain() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_explain_;
+}
+
+admin_v1::RemoveWorkerRequest FakeAdminService::last_remove() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_remove_;
+}
+
+int FakeAdminService::get_stats_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return get_stats_calls_;
+}
+
+grpc::Status FakeAdminService::GetStats(grpc::ServerContext*,
+                                        const admin_v1::GetStatsRequest*,
+                                        admin_v1::GetStatsResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_) return *fail_;
+  *response = stats_;
+  const uint64_t growth = stats_step_ * static_cast<uint64_t>(get_stats_calls_);
+  auto* backend = response->mutable_backend();
+  backend->set_blocks(backend->blocks() + growth);
+  backend->set_placements(backend->placements() + growth);
+  ++get_stats_calls_;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeAdminService::ListWorkers(
+    grpc::ServerContext*, const admin_v1::ListWorkersRequest*,
+    admin_v1::ListWorkersResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_) return *fail_;
+  *response = workers_;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeAdminService::ExplainPrefix(
+    grpc::ServerContext*, const admin_v1::ExplainPrefixRequest* request,
+    admin_v1::ExplainPrefixResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_) return *fail_;
+  last_explain_ = *request;
+  *response = explain_;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeAdminService::RemoveWorker(
+    grpc::ServerContext* context, const admin_v1::RemoveWorkerRequest* request,
+    admin_v1::RemoveWorkerResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fail_) return *fail_;
+  if (!token_.empty()) {
+    auto it = context->client_metadata().find("authorization");
+    if (it == context->client_metadata().end()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "a write token is required");
+    }
+    if (std::string(it->second.data(), it->second.size()) !=
+        absl::StrCat("Bearer ", token_)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "the write token does not match");
+    }
+  }
+  last_remove_ = *request;
+  auto* workers = workers_.mutable_workers();
+  for (int i = 0; i < workers->size(); ++i) {
+    if (workers->Get(i).worker_id() == request->worker_id()) {
+      *response->mutable_removed_placements() = workers->Get(i).placements();
+      workers->DeleteSubrange(i, 1);
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no worker \"", request->worker_id(), "\""));
+}
+
+FakeAdminServer::FakeAdminServer(
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", std::move(credentials), &port_);
+  builder.RegisterService(&service_);
+  server_ = builder.BuildAndStart();
+}
+
+FakeAdminServer::~FakeAdminServer() {
+  if (server_) server_->Shutdown();
+}
+
+std::string FakeAdminServer::endpoint() const {
+  return absl::StrCat("http://127.0.0.1:", port_);
+}
+
+void FakeAdminServer::SetServing(bool serving) {
+  server_->GetHealthCheckService()->SetServingStatus(serving);
+}
+
+}  // namespace kvindexer::ctl::testing

@@ -1,0 +1,106 @@
+// kv-indexer-ctl against the real kv-indexer-server on a loopback port, with
+// a write token configured: every command, and the exit codes the server's
+// own answers produce.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "ctl/exit_codes.h"
+#include "ctl/tests/ctl_runner.h"
+#include "kv_indexer.grpc.pb.h"
+#include "tests/support/requests.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/server_process.h"
+
+namespace kvindexer::ctl {
+namespace {
+
+using namespace std::chrono_literals;
+using ::kvindexer::test_support::Batch;
+using testing::CtlResult;
+using ::testing::HasSubstr;
+using testing::RunCtlForTest;
+using ::testing::StartsWith;
+
+TEST(CtlServerE2eTest, EveryCommandAgainstTheRealServer) {
+  absl::StatusOr<std::unique_ptr<test_support::ScratchDir>> dir =
+      test_support::ScratchDir::Create("ctl-e2e-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string token_file = (*dir)->Sub("token");
+  const std::string wrong_file = (*dir)->Sub("wrong");
+  std::ofstream(token_file) << "e2e-token\n";
+  std::ofstream(wrong_file) << "not-it\n";
+
+  test_support::ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.unset_env = {"KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
+                       "KV_INDEXER_DATA_DIR", "KV_INDEXER_TLS_CERT_FILE",
+                       "KV_INDEXER_TLS_KEY_FILE"};
+  options.env = {{"KV_INDEXER_WRITE_TOKEN_FILE", token_file}};
+  absl::StatusOr<test_support::ListeningServer> server =
+      test_support::StartListeningServer(std::move(options), 0, 20s);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string endpoint = absl::StrCat("http://", server->address);
+
+  // One worker with blocks 1..3.
+  auto stub = kv_indexer::v1::KVIndexer::NewStub(
+      grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  context.AddMetadata("authorization", "Bearer e2e-token");
+  kv_indexer::v1::ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(stub->ApplyExternalKvBatch(
+                      &context,
+                      Batch("w-1", "10.0.0.1:9000").Report(1, {1, 2, 3}),
+                      &applied)
+                  .ok());
+
+  auto run = [&](std::vector<std::string> args) {
+    return RunCtlForTest(args, {{"KV_INDEXER_ENDPOINT", endpoint}});
+  };
+  CtlResult r = run({"status"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("server     kv-indexer-server "));
+  EXPECT_THAT(r.out, HasSubstr("3 blocks"));
+
+  r = run({"workers"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nw-1     10.0.0.1:9000"));
+
+  r = run({"workers", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, StartsWith("{\"workers\":[{\"worker_id\":\"w-1\""));
+
+  r = run({"explain", "1,2,3,4"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("answer: best 3 blocks"));
+  EXPECT_THAT(r.out, HasSubstr("block_missing @3"));
+
+  r = run({"top", "--iterations", "2", "--interval", "0.1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nw-1 "));
+
+  // The server's refusals and its NOT_FOUND.
+  r = run({"remove-worker", "w-1"});
+  EXPECT_EQ(r.code, kExitRefused) << r.err;
+  r = run({"remove-worker", "w-1", "--token-file", wrong_file});
+  EXPECT_EQ(r.code, kExitRefused) << r.err;
+  r = run(
+      {"remove-worker", "w-1", "--token-file", token_file, "--reason", "e2e"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, StartsWith("removed worker w-1"));
+  r = run({"remove-worker", "w-1", "--token-file", token_file});
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  r = run({"workers"});
+  EXPECT_EQ(r.out, "no workers\n");
+
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();
+}
+
+}  // namespace
+}  // namespace kvindexer::ctl
