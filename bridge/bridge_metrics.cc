@@ -68,7 +68,8 @@ void BridgeMetrics::Write(MetricsWriter& w) const {
             "Block hashes in accepted apply calls.", D(s.hashes_applied));
   for (size_t c = 0; c < s.rpc_failures_by_code.size(); ++c) {
     w.Counter("kvindexer_bridge_rpc_failures",
-              "Apply and heartbeat calls that failed, by gRPC status code.",
+              "Apply, heartbeat and snapshot-install calls that failed, by "
+              "gRPC status code.",
               D(s.rpc_failures_by_code[c]),
               {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(
                             static_cast<int>(c)))}});
@@ -130,6 +131,16 @@ void BridgeMetrics::Write(MetricsWriter& w) const {
           "1 for the current server mode (auto, gated, legacy) and publisher "
           "mode (S, R, L).",
           1, {{"server", s.server_mode}, {"publisher", s.publisher_mode}});
+}
+
+std::optional<std::string> BridgeMetrics::NotReadyReason() const {
+  if (!connected_.load()) return "not connected to the indexer";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (published_.indexer_unreachable) {
+    return "the indexer is unreachable: the last call failed with "
+           "UNAVAILABLE or DEADLINE_EXCEEDED";
+  }
+  return std::nullopt;
 }
 
 }  // namespace kvindexer::bridge

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "bridge/bridge_stats.h"
 #include "bridge/live_buffer.h"
@@ -42,7 +44,9 @@ class BridgeMetrics {
 
   // Readiness (/readyz): set once the bridge is connected to the indexer.
   void SetConnected(bool connected) { connected_.store(connected); }
-  bool connected() const { return connected_.load(); }
+  // Nullopt when ready: connected, and the last call to the indexer (as of
+  // the last published copy) was not refused as unreachable.
+  std::optional<std::string> NotReadyReason() const;
 
  private:
   void Write(MetricsWriter& w) const;

@@ -83,9 +83,7 @@ int BridgeRunner::Run() {
     auto started =
         MetricsHttpServer::Start(*config_.metrics_addr, registry,
                                  [&metrics]() -> std::optional<std::string> {
-                                   if (metrics->connected())
-                                     return std::nullopt;
-                                   return "not connected to the indexer";
+                                   return metrics->NotReadyReason();
                                  });
     if (!started.ok()) {
       spdlog::error(

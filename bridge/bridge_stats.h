@@ -41,6 +41,9 @@ struct BridgeStats {
   // failed RPCs by gRPC status code (0..16; rpcs_failed is their sum).
   std::array<uint64_t, 3> events_by_kind{};
   std::array<uint64_t, 17> rpc_failures_by_code{};
+  // The last call to the indexer failed as unreachable (UNAVAILABLE or
+  // DEADLINE_EXCEEDED) and none has succeeded since: /readyz says so.
+  bool indexer_unreachable = false;
 
   // Recovery (docs/bridge-events.md, "Recovery > Stats"). `server_mode` is
   // auto (not decided yet), gated or legacy; `publisher_mode` S, R or L.
@@ -74,9 +77,12 @@ struct BridgeStats {
   void CountSkippedMessage(MessageSkipReason r, uint64_t n = 1) {
     messages_skipped[static_cast<size_t>(r)] += n;
   }
+  // A call to the indexer was answered.
+  void NoteIndexerReached() { indexer_unreachable = false; }
   void CountRpcFailure(int code) {
     ++rpcs_failed;
     ++rpc_failures_by_code[code >= 0 && code < 17 ? code : 2];  // 2: UNKNOWN
+    if (code == 4 || code == 14) indexer_unreachable = true;
   }
 
   // "messages=.. batches=.. events=.. actions=.. hashes=.. rpcs_sent=..

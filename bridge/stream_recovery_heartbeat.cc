@@ -73,6 +73,7 @@ void StreamRecovery::SendHeartbeat() {
   absl::Status status = io_.applier->Heartbeat(request, ttl, &response);
   if (status.ok()) {
     ++io_.stats->rpcs_sent;
+    io_.stats->NoteIndexerReached();
     ++io_.stats->heartbeats;
     if (!gated()) return;
     if (response.duplicate()) last_gated_ok_ = io_.clock->Now();

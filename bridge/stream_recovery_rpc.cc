@@ -43,6 +43,7 @@ absl::Status StreamRecovery::CallApply(
     return status;
   }
   ++io_.stats->rpcs_sent;
+  io_.stats->NoteIndexerReached();
   io_.stats->actions_applied += static_cast<uint64_t>(request.actions_size());
   io_.stats->hashes_applied += HashCount(request);
   return status;
@@ -137,7 +138,11 @@ bool StreamRecovery::Install(
     while (true) {
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse response;
       absl::Status status = io_.applier->Replace(install.request, &response);
-      if (status.ok()) break;
+      if (status.ok()) {
+        io_.stats->NoteIndexerReached();
+        break;
+      }
+      io_.stats->CountRpcFailure(static_cast<int>(status.code()));
       if (status.code() == absl::StatusCode::kUnimplemented) {
         if (options_.gate == SequenceGate::kOn) {
           Fatal(status,

@@ -11,7 +11,9 @@
 #include "tests/support/requests.h"
 
 namespace kvindexer {
-namespace {
+// Named rather than anonymous: CI compiles test files in batches (unity
+// builds), where anonymous namespaces of neighbouring files merge.
+namespace fidelity_header_test {
 
 using Kind = FidelityHeader::Kind;
 
@@ -159,5 +161,5 @@ TEST(FidelityBookkeepingTest, OlderBackendsHaveNoCounts) {
   EXPECT_TRUE(backend.counted_workers.empty());  // never asked
 }
 
-}  // namespace
+}  // namespace fidelity_header_test
 }  // namespace kvindexer

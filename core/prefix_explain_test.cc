@@ -22,7 +22,9 @@
 #include "tests/support/requests.h"
 
 namespace kvindexer {
-namespace {
+// Named rather than anonymous: CI compiles test files in batches (unity
+// builds), where anonymous namespaces of neighbouring files merge.
+namespace prefix_explain_test {
 
 using test_support::Batch;
 using test_support::Hashes;
@@ -433,5 +435,5 @@ TEST(ExplainProperty, AgreesWithProductionOnRandomStates) {
   EXPECT_GT(compared, 5000u);
 }
 
-}  // namespace
+}  // namespace prefix_explain_test
 }  // namespace kvindexer

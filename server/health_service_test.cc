@@ -33,7 +33,9 @@
 #include "tests/support/requests.h"
 
 namespace kvindexer {
-namespace {
+// Named rather than anonymous: CI compiles test files in batches (unity
+// builds), where anonymous namespaces of neighbouring files merge.
+namespace health_service_test {
 
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
@@ -413,5 +415,5 @@ TEST(ReflectionTest, DescribesKvIndexer) {
   EXPECT_TRUE(described);
 }
 
-}  // namespace
+}  // namespace health_service_test
 }  // namespace kvindexer

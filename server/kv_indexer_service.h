@@ -167,6 +167,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
       grpc::ByteBuffer* response) override;
 
   const PrefixAdmission& admission() const { return admission_; }
+  // Null when mutations are open.
+  const WriteAuthorizer* write_authorizer() const { return write_authorizer_; }
   const RejectionLog& rejection_log() const { return *rejection_log_; }
 
   // Metrics (docs/metrics.md): from now on every call is counted and timed

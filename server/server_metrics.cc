@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/worker_snapshot.h"
+#include "server/write_authorizer.h"
 
 namespace kvindexer {
 namespace {
@@ -45,7 +46,8 @@ void WriteBackend(IndexBackend& backend, MetricsWriter& w) {
 }
 
 void WriteWorkers(Indexer& indexer, MetricsWriter& w) {
-  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  const std::vector<WorkerSnapshot> workers =
+      indexer.ListWorkers(/*placement_counts=*/false);
   const MonotonicClock::TimePoint now = indexer.clock().Now();
   w.Gauge("kvindexer_workers", "Workers the index has a record of.",
           static_cast<double>(workers.size()));
@@ -147,10 +149,24 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
     w.Gauge("kvindexer_apply_queue_depth",
             "Mutations waiting for the apply thread.",
             static_cast<double>(service.apply_queue_depth()));
+    // Write-token refusals (docs/security.md), when a token is required.
+    if (const WriteAuthorizer* auth = service.write_authorizer();
+        auth != nullptr && auth->enabled()) {
+      w.Counter("kvindexer_write_token_unauthenticated",
+                "Mutations refused with UNAUTHENTICATED: no bearer token.",
+                static_cast<double>(auth->unauthenticated_total()));
+      w.Counter("kvindexer_write_token_permission_denied",
+                "Mutations refused with PERMISSION_DENIED: a wrong token.",
+                static_cast<double>(auth->permission_denied_total()));
+    }
   });
   registry.AddCollector(
       [&backend](MetricsWriter& w) { WriteBackend(backend, w); });
   registry.AddCollector([&indexer](MetricsWriter& w) {
+    w.Gauge("kvindexer_backend_failed",
+            "1 once a backend mutation failed in a way the backend cannot "
+            "continue from (grpc.health.v1 then reports NOT_SERVING).",
+            indexer.BackendFailure().has_value() ? 1.0 : 0.0);
     WriteWorkers(indexer, w);
     WriteLiveness(indexer, w);
   });

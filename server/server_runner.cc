@@ -104,6 +104,11 @@ int RunServer(std::span<const char* const> args) {
     spdlog::warn("{}", *warning);
   }
   const MonotonicClock::TimePoint started_at = indexer.clock().Now();
+  // The metrics (docs/metrics.md) are declared before the service that
+  // records into them, so that they outlive it and any call its executors
+  // still run while it is destroyed.
+  MetricsRegistry registry;
+  std::unique_ptr<ServerMetrics> metrics;
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
                            Clock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness,
@@ -130,8 +135,6 @@ int RunServer(std::span<const char* const> args) {
   // /metrics, /healthz and /readyz answer while the data directory loads.
   enum class Phase { kStarting, kServing, kStopping };
   std::atomic<Phase> phase{Phase::kStarting};
-  MetricsRegistry registry;
-  std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<MetricsHttpServer> metrics_http;
   if (config->metrics_addr.has_value()) {
     metrics = std::make_unique<ServerMetrics>(registry, indexer,

@@ -121,6 +121,14 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
           holdings_bytes_ + HoldingsBytes(state) - holdings_before;
     }
     UpdateMemory();
+    if (poisoned_) {
+      // The host's rule (include/kvindexer/backend.h, BackendCode): INTERNAL
+      // from a mutation means this backend cannot continue.
+      return ErrorStatus(BackendCode::kInternal,
+                         "out of memory applying the batch, and again undoing "
+                         "it: the writer copy is inconsistent; recreate the "
+                         "backend");
+    }
     return ErrorStatus(BackendCode::kResourceExhausted,
                        "out of memory applying the batch; nothing changed");
   }

@@ -82,6 +82,14 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
     }
   } catch (const std::bad_alloc&) {
     roll_back();
+    if (poisoned_) {
+      // INTERNAL from a mutation: this backend cannot continue
+      // (include/kvindexer/backend.h, BackendCode).
+      return ErrorStatus(BackendCode::kInternal,
+                         "out of memory removing the worker, and again undoing "
+                         "it: the writer copy is inconsistent; recreate the "
+                         "backend");
+    }
     return ErrorStatus(BackendCode::kResourceExhausted,
                        "out of memory removing the worker; nothing changed");
   }

@@ -26,7 +26,9 @@
 #endif
 
 namespace kvindexer::e2e {
-namespace {
+// Named rather than anonymous: CI compiles test files in batches (unity
+// builds), where anonymous namespaces of neighbouring files merge.
+namespace metrics_e2e_test {
 
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::ApplyExternalKvBatchResponse;
@@ -233,5 +235,5 @@ TEST(ServerMetricsE2eTest, BadAddressExitsTwoNamingTheVariable) {
   EXPECT_THAT((*process)->Output(), HasSubstr("KV_INDEXER_METRICS_ADDR"));
 }
 
-}  // namespace
+}  // namespace metrics_e2e_test
 }  // namespace kvindexer::e2e
