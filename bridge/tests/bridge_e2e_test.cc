@@ -266,7 +266,8 @@ class BridgeE2eTest : public ::testing::Test {
     if (bridge_) {
       bridge_->Signal(SIGTERM);
       auto exit = bridge_->WaitForExit(20s);
-      EXPECT_TRUE(exit.has_value() && exit->ok())
+      EXPECT_TRUE(exit.has_value() &&
+                  test_support::EndedCleanly(*exit, bridge_->Output()))
           << (exit ? exit->ToString() : "still running") << "\n"
           << bridge_->Output();
       EXPECT_THAT(bridge_->Output(), ::testing::HasSubstr("bridge stopped"));
@@ -475,7 +476,8 @@ TEST(BridgeProcessE2e, SigtermWhileRetryingAnUnusableEndpoint) {
   (*p)->Signal(SIGTERM);
   auto exit = (*p)->WaitForExit(20s);
   ASSERT_TRUE(exit.has_value());
-  EXPECT_TRUE(exit->ok()) << exit->ToString();
+  EXPECT_TRUE(test_support::EndedCleanly(*exit, (*p)->Output()))
+      << exit->ToString();
 }
 
 // The metrics endpoint (docs/metrics.md, "Bridge"): after known events the

@@ -269,7 +269,8 @@ std::unique_ptr<ServerProcess> StartBridge(
 void StopBridge(ServerProcess& bridge) {
   bridge.Signal(SIGTERM);
   auto exit = bridge.WaitForExit(20s);
-  EXPECT_TRUE(exit.has_value() && exit->ok())
+  EXPECT_TRUE(exit.has_value() &&
+              test_support::EndedCleanly(*exit, bridge.Output()))
       << (exit ? exit->ToString() : "still running") << "\n"
       << bridge.Output();
 }

@@ -45,6 +45,7 @@ using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kv_indexer::v1::MatchExternalKvRequest;
 using ::kv_indexer::v1::MatchExternalKvResponse;
 using ::kvindexer::test_support::Batch;
+using ::kvindexer::test_support::EndedCleanly;
 using ::kvindexer::test_support::ExitStatus;
 using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::LogField;
@@ -474,8 +475,9 @@ TEST_P(ServerSignalTest, ExitsCleanly) {
   const std::optional<ExitStatus> status =
       server->process().WaitForExit(kExitBound);
   ASSERT_TRUE(status.has_value()) << "did not exit in time";
-  EXPECT_TRUE(status->ok()) << status->ToString() << "\n"
-                            << server->process().Output();
+  EXPECT_TRUE(EndedCleanly(*status, server->process().Output()))
+      << status->ToString() << "\n"
+      << server->process().Output();
   const std::optional<std::string> received =
       server->process().WaitForLineContaining(
           GetParam() == SIGTERM ? "received SIGTERM" : "received SIGINT", 0s);
@@ -506,7 +508,8 @@ TEST(ServerE2eTest, SigtermWithIdleClientConnectedExitsCleanly) {
   const std::optional<ExitStatus> status =
       server->process().WaitForExit(kExitBound);
   ASSERT_TRUE(status.has_value()) << "did not exit in time";
-  EXPECT_TRUE(status->ok()) << status->ToString();
+  EXPECT_TRUE(EndedCleanly(*status, server->process().Output()))
+      << status->ToString();
   EXPECT_THAT(server->process().Output(), HasSubstr("stopped"));
 }
 

@@ -162,6 +162,42 @@ TEST(ServerProcessTest, StopReportsAnUncleanExit) {
               ::testing::HasSubstr("signal " + std::to_string(SIGTERM)));
 }
 
+// The sanitizer runtime's own crash at exit is told apart from the child's
+// faults, and nothing else is excused.
+TEST(ServerProcessTest, OnlyTheLeakSanitizerTracerCrashIsExcused) {
+  const std::string tracer_crash =
+      "stopped\nTracer caught signal 11: addr=0x200 pc=0x1 sp=0x2\n"
+      "==7==LeakSanitizer has encountered a fatal error.\n";
+  const ExitStatus exit1{.exited = true, .code = 1};
+  EXPECT_TRUE(IsLeakSanitizerTracerCrash(exit1, tracer_crash));
+  EXPECT_FALSE(IsLeakSanitizerTracerCrash(ExitStatus{.exited = true, .code = 2},
+                                          tracer_crash));
+  EXPECT_FALSE(IsLeakSanitizerTracerCrash(
+      ExitStatus{.exited = false, .signal = SIGSEGV}, tracer_crash));
+  EXPECT_FALSE(IsLeakSanitizerTracerCrash(exit1, "stopped\n"));
+  EXPECT_FALSE(IsLeakSanitizerTracerCrash(
+      exit1, "==7==LeakSanitizer has encountered a fatal error.\n"));
+  EXPECT_FALSE(IsLeakSanitizerTracerCrash(
+      exit1,
+      "==7==ERROR: LeakSanitizer: detected memory leaks\n" + tracer_crash));
+}
+
+TEST(ServerProcessTest, StopExcusesOnlyTheTracerCrash) {
+  auto p = ServerProcess::Start(
+      Shell("trap 'echo \"Tracer caught signal 11: addr=0x0\" >&2; "
+            "echo \"==1==LeakSanitizer has encountered a fatal error.\" >&2; "
+            "exit 1' TERM; echo trapped; while :; do sleep 1; done"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->WaitForOutput("trapped", 10s));
+  EXPECT_TRUE((*p)->Stop(10s).ok()) << (*p)->Output();
+
+  auto q = ServerProcess::Start(
+      Shell("trap 'exit 1' TERM; echo trapped; while :; do sleep 1; done"));
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_TRUE((*q)->WaitForOutput("trapped", 10s));
+  EXPECT_EQ((*q)->Stop(10s).code(), absl::StatusCode::kInternal);
+}
+
 // A file size limit makes writes past it fail (EFBIG) without killing the
 // child: the way the e2e tests fill a server's disk.
 TEST(ServerProcessTest, FileSizeLimitFailsWritesInsteadOfKilling) {
