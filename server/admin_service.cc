@@ -146,14 +146,35 @@ grpc::Status CheckWorkerId(const std::string& id, uint32_t max_bytes) {
   return grpc::Status::OK;
 }
 
+// One admin call's entry in the RPC metrics: Finish records it (when
+// metrics are on) and finishes it.
+struct AdminCall {
+  RpcMetrics* metrics;
+  RpcMethod method;
+  std::chrono::steady_clock::time_point start;
+
+  void Finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) const {
+    if (metrics != nullptr) {
+      metrics->Record(method, status.error_code(),
+                      std::chrono::steady_clock::now() - start);
+    }
+    reactor->Finish(std::move(status));
+  }
+};
+
+AdminCall StartCall(RpcMetrics* metrics, RpcMethod method) {
+  return AdminCall{metrics, method, std::chrono::steady_clock::now()};
+}
+
 // Runs `work` on `executor` and finishes the call with its status.
 template <typename Work>
 grpc::ServerUnaryReactor* RunOn(TaskExecutor& executor,
                                 grpc::CallbackServerContext* context,
-                                Work work) {
+                                const AdminCall& call, Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  executor.Submit(
-      [reactor, work = std::move(work)]() mutable { reactor->Finish(work()); });
+  executor.Submit([reactor, call, work = std::move(work)]() mutable {
+    call.Finish(reactor, work());
+  });
   return reactor;
 }
 
@@ -166,6 +187,7 @@ grpc::ServerUnaryReactor* AdminService::ListWorkers(
     grpc::CallbackServerContext* context, const admin_v1::ListWorkersRequest*,
     admin_v1::ListWorkersResponse* response) {
   return RunOn(executor_, context,
+               StartCall(sources_.metrics, RpcMethod::kListWorkers),
                [this, response] { return DoListWorkers(response); });
 }
 
@@ -173,26 +195,29 @@ grpc::ServerUnaryReactor* AdminService::ExplainPrefix(
     grpc::CallbackServerContext* context,
     const admin_v1::ExplainPrefixRequest* request,
     admin_v1::ExplainPrefixResponse* response) {
-  return RunOn(executor_, context, [this, request, response] {
-    return DoExplainPrefix(*request, response);
-  });
+  return RunOn(executor_, context,
+               StartCall(sources_.metrics, RpcMethod::kExplainPrefix),
+               [this, request, response] {
+                 return DoExplainPrefix(*request, response);
+               });
 }
 
 grpc::ServerUnaryReactor* AdminService::RemoveWorker(
     grpc::CallbackServerContext* context,
     const admin_v1::RemoveWorkerRequest* request,
     admin_v1::RemoveWorkerResponse* response) {
+  const AdminCall call = StartCall(sources_.metrics, RpcMethod::kRemoveWorker);
   // A mutation: the write token before anything else.
   if (sources_.authorizer != nullptr) {
     if (grpc::Status s =
             sources_.authorizer->Check(*context, kRemoveWorkerMethod);
         !s.ok()) {
       grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-      reactor->Finish(std::move(s));
+      call.Finish(reactor, std::move(s));
       return reactor;
     }
   }
-  return RunOn(executor_, context,
+  return RunOn(executor_, context, call,
                [this, request, response, peer = context->peer()] {
                  return DoRemoveWorker(*request, peer, response);
                });
@@ -202,6 +227,7 @@ grpc::ServerUnaryReactor* AdminService::GetStats(
     grpc::CallbackServerContext* context, const admin_v1::GetStatsRequest*,
     admin_v1::GetStatsResponse* response) {
   return RunOn(executor_, context,
+               StartCall(sources_.metrics, RpcMethod::kGetStats),
                [this, response] { return DoGetStats(response); });
 }
 

@@ -25,6 +25,7 @@
 #include "kvindexer/backend.h"
 #include "kvindexer_admin.grpc.pb.h"
 #include "server/prefix_admission.h"
+#include "server/rpc_metrics.h"
 #include "server/task_executor.h"
 #include "server/write_authorizer.h"
 
@@ -68,6 +69,9 @@ struct AdminSources {
   // grpc.health.v1 reports the server (server/serving_health.h). Null:
   // derived from backend_failure alone.
   std::function<std::string()> health;
+  // Per-method counts and latencies (docs/metrics.md, "gRPC"); null: not
+  // recorded.
+  RpcMetrics* metrics = nullptr;
 };
 
 class AdminService final : public admin_v1::KvIndexerAdmin::CallbackService {

@@ -20,6 +20,14 @@ std::string_view RpcMethodName(RpcMethod method) {
       return "MatchExternalKvPrefix";
     case RpcMethod::kGetExternalKvHitCounts:
       return "GetExternalKvHitCounts";
+    case RpcMethod::kListWorkers:
+      return "ListWorkers";
+    case RpcMethod::kExplainPrefix:
+      return "ExplainPrefix";
+    case RpcMethod::kRemoveWorker:
+      return "RemoveWorker";
+    case RpcMethod::kGetStats:
+      return "GetStats";
   }
   return "unknown";
 }
@@ -31,15 +39,16 @@ RpcMetrics::RpcMetrics(MetricsRegistry& registry) {
       // absl's codes are gRPC's, with the same names.
       requests_[m][c] = &registry.AddCounter(
           "kvindexer_grpc_requests",
-          "KVIndexer calls answered, by method and gRPC status code.",
+          "Calls answered (KVIndexer and admin), by method and gRPC status "
+          "code.",
           {{"method", method},
            {"code", absl::StatusCodeToString(
                         static_cast<absl::StatusCode>(static_cast<int>(c)))}});
     }
     durations_[m] = &registry.AddHistogram(
         "kvindexer_grpc_request_duration_seconds",
-        "Time from a KVIndexer call's arrival at its handler to its answer, "
-        "by method.",
+        "Time from a call's arrival at its handler to its answer, by "
+        "method.",
         kLatencyBucketsSeconds, {{"method", method}});
   }
 }

@@ -1,5 +1,5 @@
 // RpcMetrics: per-method request counts by status code and latency
-// histograms of the KVIndexer service (docs/metrics.md, "gRPC"):
+// histograms of the KVIndexer and admin services (docs/metrics.md, "gRPC"):
 //   kvindexer_grpc_requests_total{method,code}
 //   kvindexer_grpc_request_duration_seconds{method}
 //
@@ -29,8 +29,13 @@ enum class RpcMethod : uint8_t {
   kMatchExternalKv,
   kMatchExternalKvPrefix,
   kGetExternalKvHitCounts,
+  // kvindexer.admin.v1.KvIndexerAdmin (docs/admin-api.md).
+  kListWorkers,
+  kExplainPrefix,
+  kRemoveWorker,
+  kGetStats,
 };
-inline constexpr size_t kRpcMethodCount = 6;
+inline constexpr size_t kRpcMethodCount = 10;
 // gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
 inline constexpr size_t kGrpcCodeCount = 17;
 

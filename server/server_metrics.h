@@ -38,6 +38,9 @@ class ServerMetrics {
 
   // The data directory's store once it is open (its figures are absent
   // before); null again before it closes.
+  // The per-method instruments, for the admin service to record into.
+  RpcMetrics* rpc() { return &rpc_; }
+
   void SetDurableStore(const durable::DurableStore* store) {
     store_.store(store, std::memory_order_release);
   }

@@ -221,6 +221,7 @@ int RunServer(std::span<const char* const> args) {
         return health == nullptr || health->serving() ? "SERVING"
                                                       : "NOT_SERVING";
       },
+      .metrics = metrics != nullptr ? metrics->rpc() : nullptr,
   });
   // grpc.health.v1 and reflection (docs/health.md): before the builder.
   EnableHealthAndReflection();

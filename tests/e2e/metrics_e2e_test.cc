@@ -15,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "kvindexer_admin.grpc.pb.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
@@ -120,11 +121,40 @@ TEST(ServerMetricsE2eTest, ScrapeCountsKnownTraffic) {
     ASSERT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
 
+  // The admin service is counted too: one GetStats, one RemoveWorker of an
+  // unknown worker.
+  {
+    auto admin =
+        ::kvindexer::admin::v1::KvIndexerAdmin::NewStub(grpc::CreateChannel(
+            server->address, grpc::InsecureChannelCredentials()));
+    ::kvindexer::admin::v1::GetStatsResponse stats;
+    ASSERT_TRUE(admin
+                    ->GetStats(Context().get(),
+                               ::kvindexer::admin::v1::GetStatsRequest(),
+                               &stats)
+                    .ok());
+    ::kvindexer::admin::v1::RemoveWorkerRequest remove;
+    remove.set_worker_id("nobody");
+    ::kvindexer::admin::v1::RemoveWorkerResponse removed;
+    ASSERT_EQ(
+        admin->RemoveWorker(Context().get(), remove, &removed).error_code(),
+        grpc::StatusCode::NOT_FOUND);
+  }
+
   absl::StatusOr<HttpResponse> scrape = HttpGet(port, "/metrics");
   ASSERT_TRUE(scrape.ok()) << scrape.status();
   ASSERT_EQ(scrape->status, 200);
   EXPECT_THAT(scrape->headers,
               HasSubstr("Content-Type: text/plain; version=0.0.4"));
+  EXPECT_EQ(Sample(scrape->body,
+                   "kvindexer_grpc_requests_total{method=\"GetStats\","
+                   "code=\"OK\"}"),
+            1);
+  EXPECT_EQ(Sample(scrape->body,
+                   "kvindexer_grpc_requests_total{method=\"RemoveWorker\","
+                   "code=\"NOT_FOUND\"}"),
+            1);
+  EXPECT_EQ(Sample(scrape->body, "kvindexer_backend_failed"), 0);
   const std::string& m = scrape->body;
   EXPECT_THAT(m, HasSubstr("# TYPE kvindexer_grpc_requests_total counter\n"));
   EXPECT_THAT(m, HasSubstr("# TYPE kvindexer_grpc_request_duration_seconds "
