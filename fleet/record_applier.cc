@@ -34,6 +34,14 @@ RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record) {
   return ApplyDecodedRecord(indexer, record.worker_id, decoded);
 }
 
+std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
+                                                uint64_t* applied_position,
+                                                const LoggedRecord& record) {
+  if (record.position <= *applied_position) return std::nullopt;
+  *applied_position = record.position;
+  return ApplyLogRecord(indexer, record);
+}
+
 RecordResult ApplyDecodedRecord(
     Indexer& indexer, std::string_view worker_id,
     const ::kvindexer::fleet::v1::LogRecord& record) {

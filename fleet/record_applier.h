@@ -8,6 +8,8 @@
 #ifndef KVINDEXER_FLEET_RECORD_APPLIER_H_
 #define KVINDEXER_FLEET_RECORD_APPLIER_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +39,15 @@ std::string LogPeerName(std::string_view producer);
 
 // Decodes `record.payload` and applies it to `indexer`.
 RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record);
+
+// Applies `record` when its position lies past `*applied_position` and
+// moves *applied_position to it; nullopt for a record at or below it, which
+// the Indexer already holds (a replica that loaded a snapshot at k and reads
+// the log from any j <= k skips records j+1..k this way).
+// REQUIRES: applied_position != nullptr.
+std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
+                                                uint64_t* applied_position,
+                                                const LoggedRecord& record);
 
 // The same for a record already decoded.
 RecordResult ApplyDecodedRecord(

@@ -1,0 +1,58 @@
+// SnapshotStore in one process's memory, with the semantics of
+// fleet/snapshot_store.h, for tests of the snapshot writer and of replicas
+// that load snapshots. SetUnavailable() makes every call fail as an
+// unreachable broker would.
+#ifndef KVINDEXER_FLEET_MEMORY_SNAPSHOT_STORE_H_
+#define KVINDEXER_FLEET_MEMORY_SNAPSHOT_STORE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/snapshot_store.h"
+
+namespace kvindexer::fleet {
+
+class MemorySnapshotStore final : public SnapshotStore {
+ public:
+  explicit MemorySnapshotStore(size_t max_part_bytes = 1 << 20);
+  ~MemorySnapshotStore() override;
+
+  absl::StatusOr<std::unique_ptr<Writer>> Begin(std::string_view id) override;
+  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> List()
+      override;
+  absl::Status ReadParts(
+      const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
+  absl::Status Delete(
+      const ::kvindexer::fleet::v1::SnapshotManifest& manifest) override;
+  size_t max_part_bytes() const override { return max_part_bytes_; }
+
+  // While true, every call (a writer's included) answers UNAVAILABLE.
+  void SetUnavailable(bool unavailable);
+  // Parts held, committed or not (abandoned writers' parts are removed).
+  size_t part_count();
+
+ private:
+  class MemoryWriter;
+  struct Entry {
+    std::vector<std::string> parts;
+    std::optional<::kvindexer::fleet::v1::SnapshotManifest> manifest;
+    uint64_t commit_order = 0;
+  };
+
+  absl::Status CheckAvailableLocked() const;
+
+  const size_t max_part_bytes_;
+  std::mutex mu_;
+  bool unavailable_ = false;
+  uint64_t commits_ = 0;
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+}  // namespace kvindexer::fleet
+
+#endif  // KVINDEXER_FLEET_MEMORY_SNAPSHOT_STORE_H_
