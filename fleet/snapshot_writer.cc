@@ -44,7 +44,9 @@ absl::Status Retain(EventLog& log, SnapshotStore& store,
     if (absl::Status s = store.Delete((*all)[i]); !s.ok()) return s;
     ++round.snapshots_deleted;
   }
-  if (options.trim_log && drop < all->size()) {
+  // Trimming waits until `keep` snapshots exist: the log then always
+  // reaches back one interval behind the newest snapshot.
+  if (options.trim_log && all->size() - drop >= keep) {
     // A replica that starts now loads the newest snapshot; one that is
     // still reading behind it finds the log intact back to the oldest.
     const uint64_t oldest_kept = (*all)[drop].position();

@@ -1,9 +1,9 @@
 // One round of snapshot writing (docs/fleet.md, "Snapshots"): the newest
 // snapshot plus the log after it give a snapshot at the log's current end,
-// which is stored; then only the newest `keep` snapshots are kept, and the
-// log is trimmed up to the oldest of them. The replica holding the snapshot
-// lease (fleet/snapshot_lease.h) runs a round at each interval; nothing of
-// the serving index is read.
+// which is stored; then only the newest `keep` snapshots are kept, and once
+// there are `keep` of them the log is trimmed up to the oldest. The replica
+// holding the snapshot lease (fleet/snapshot_lease.h) runs a round at each
+// interval; nothing of the serving index is read.
 #ifndef KVINDEXER_FLEET_SNAPSHOT_WRITER_H_
 #define KVINDEXER_FLEET_SNAPSHOT_WRITER_H_
 
