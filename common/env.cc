@@ -125,4 +125,16 @@ absl::StatusOr<uint32_t> ParseEnvUint32(std::string_view name,
   return static_cast<uint32_t>(n);
 }
 
+absl::Status ReadEnvUint32(const EnvLookup& env, std::string_view name,
+                           const Uint32Syntax& syntax,
+                           std::string_view accepted, uint32_t* out) {
+  std::optional<std::string> value = LookupTrimmed(env, name);
+  if (!value.has_value()) return absl::OkStatus();
+  absl::StatusOr<uint32_t> parsed =
+      ParseEnvUint32(name, *value, syntax, accepted);
+  if (!parsed.ok()) return parsed.status();
+  *out = *parsed;
+  return absl::OkStatus();
+}
+
 }  // namespace kvindexer

@@ -77,6 +77,14 @@ struct Uint32Syntax {
     std::string_view name, std::string_view value, const Uint32Syntax& syntax,
     std::string_view accepted);
 
+// An optional uint32 variable: unset or blank leaves *out (the default) as
+// it is; otherwise ParseEnvUint32's value or error. REQUIRES: out != nullptr.
+[[nodiscard]] absl::Status ReadEnvUint32(const EnvLookup& env,
+                                         std::string_view name,
+                                         const Uint32Syntax& syntax,
+                                         std::string_view accepted,
+                                         uint32_t* out);
+
 }  // namespace kvindexer
 
 #endif  // KVINDEXER_COMMON_ENV_H_

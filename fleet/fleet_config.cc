@@ -89,18 +89,6 @@ absl::Status ReadFileVar(const EnvLookup& env, std::string_view name,
   return absl::OkStatus();
 }
 
-absl::Status ReadUint32Var(const EnvLookup& env, std::string_view name,
-                           const Uint32Syntax& syntax,
-                           std::string_view accepted, uint32_t* out) {
-  std::optional<std::string> value = LookupTrimmed(env, name);
-  if (!value.has_value()) return absl::OkStatus();
-  absl::StatusOr<uint32_t> parsed =
-      ParseEnvUint32(name, *value, syntax, accepted);
-  if (!parsed.ok()) return parsed.status();
-  *out = *parsed;
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<EventLogConfig> ParseEventLogConfig(const EnvLookup& env) {
@@ -136,7 +124,7 @@ absl::StatusOr<EventLogConfig> ParseEventLogConfig(const EnvLookup& env) {
         std::string(kNatsCredsFileVar) + " and " + kNatsTokenFileVar +
         " are both set: choose one way to authenticate to NATS");
   }
-  if (absl::Status s = ReadUint32Var(
+  if (absl::Status s = ReadEnvUint32(
           env, kNatsTimeoutVar, Uint32Syntax{.min = 100, .max = 600000},
           "milliseconds in 100..600000, for example 5000", &nats.timeout_ms);
       !s.ok()) {
@@ -162,12 +150,12 @@ absl::StatusOr<EventLogConfig> ParseEventLogConfig(const EnvLookup& env) {
     config.subject_prefix = *std::move(prefix);
   }
   if (absl::Status s =
-          ReadUint32Var(env, kNatsReplicasVar, Uint32Syntax{.min = 1, .max = 5},
+          ReadEnvUint32(env, kNatsReplicasVar, Uint32Syntax{.min = 1, .max = 5},
                         "1..5 (3 in a three-node cluster)", &config.replicas);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ReadUint32Var(
+  if (absl::Status s = ReadEnvUint32(
           env, kNatsDedupWindowVar, Uint32Syntax{.min = 1000, .max = 86400000},
           "milliseconds in 1000..86400000, for example 120000",
           &config.dedup_window_ms);
