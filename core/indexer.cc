@@ -611,6 +611,13 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
   return absl::OkStatus();
 }
 
+void Indexer::RearmHeartbeatMarkers(MonotonicClock::TimePoint now) {
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  for (const LivenessTable::MarkerTtl& marker : liveness_.MarkerTtls()) {
+    liveness_.Rearm(marker.worker_id, now, marker.ttl);
+  }
+}
+
 Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
   const HeapTrimAfterUnlock trim(&trim_wanted_);
   SweepResult result;

@@ -184,6 +184,12 @@ class Indexer {
   // one that registered itself loses it. The backend record goes in both
   // cases (ABI 1.1).
   SweepResult SweepLiveness(MonotonicClock::TimePoint now);
+  // Gives every marked worker its whole TTL again, counted from `now`. A
+  // fleet replica calls it when it hears the event log again after an
+  // outage, during which no heartbeat could reach it (docs/fleet.md,
+  // "Worker liveness on replicas"). Takes the mutation mutex; not logged:
+  // deadlines are not part of restart-safe state.
+  void RearmHeartbeatMarkers(MonotonicClock::TimePoint now);
   // The liveness counters; never blocks.
   LivenessStats liveness_stats() const { return liveness_.stats(); }
   // The heartbeat deadline of a marked worker, nullopt when it is not

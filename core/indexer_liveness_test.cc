@@ -124,6 +124,19 @@ TEST_F(IndexerLivenessTest, AHeartbeatMarksTheWorkerUntilNowPlusTtl) {
   EXPECT_EQ(indexer_.liveness_stats().marked_workers, 1u);
 }
 
+TEST_F(IndexerLivenessTest, RearmingGivesEveryMarkedWorkerItsWholeTtl) {
+  Beat("a", 400ms);
+  Beat("b", 1000ms);
+  Hold("c", {1});
+  clock_.Advance(900ms);  // a's deadline passed, b's nearly
+  indexer_.RearmHeartbeatMarkers(clock_.Now());
+  EXPECT_EQ(indexer_.HeartbeatDeadline("a"), clock_.Now() + 400ms);
+  EXPECT_EQ(indexer_.HeartbeatDeadline("b"), clock_.Now() + 1000ms);
+  EXPECT_FALSE(Marked("c"));  // unmarked workers stay unmarked
+  EXPECT_EQ(Sweep().cleared, 0u);
+  EXPECT_EQ(indexer_.liveness_stats().heartbeats, 2u);  // not counted
+}
+
 TEST_F(IndexerLivenessTest, OrdinaryAppliesNeitherMarkNorRefresh) {
   Hold("w", {1});
   EXPECT_FALSE(Marked("w"));
