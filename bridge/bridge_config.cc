@@ -144,6 +144,23 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   // set-but-empty values are used as empty strings.
   if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
   if (auto v = env("KV_INDEXER_ENDPOINT")) config.indexer_endpoint = *v;
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_SINK")) {
+    const std::string lower = absl::AsciiStrToLower(*v);
+    if (lower == "grpc") {
+      config.sink = Sink::kGrpc;
+    } else if (lower == "jetstream") {
+      config.sink = Sink::kJetStream;
+    } else {
+      return InvalidEnvValue("KV_INDEXER_SINK", *v,
+                             "grpc or jetstream, any case");
+    }
+  }
+  if (config.sink == Sink::kJetStream) {
+    // KV_INDEXER_ENDPOINT is then unused.
+    absl::StatusOr<fleet::EventLogConfig> log = fleet::ParseEventLogConfig(env);
+    if (!log.ok()) return log.status();
+    config.event_log = *std::move(log);
+  }
   if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;
   if (auto v = env("SGLANG_KV_EVENT_TOPIC")) config.event_topic = *v;
   if (auto v = env("KV_INDEXER_CLEAR_TIERS")) {
@@ -216,6 +233,16 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   return config;
 }
 
+std::string_view SinkName(Sink sink) {
+  switch (sink) {
+    case Sink::kGrpc:
+      return "grpc";
+    case Sink::kJetStream:
+      return "jetstream";
+  }
+  return "grpc";
+}
+
 std::string_view SequenceGateName(SequenceGate gate) {
   switch (gate) {
     case SequenceGate::kAuto:
@@ -242,8 +269,11 @@ std::string DescribeConfig(const BridgeConfig& config) {
   }
   return absl::StrCat(
       "worker_id=\"", config.worker_id, "\" worker_address=\"",
-      config.worker_address, "\" indexer_endpoint=\"", config.indexer_endpoint,
-      "\" event_endpoint=\"", config.event_endpoint, "\" topic=\"",
+      config.worker_address, "\" sink=", std::string(SinkName(config.sink)),
+      config.event_log.has_value()
+          ? absl::StrCat(" nats_stream=\"", config.event_log->stream, "\"")
+          : absl::StrCat(" indexer_endpoint=\"", config.indexer_endpoint, "\""),
+      " event_endpoint=\"", config.event_endpoint, "\" topic=\"",
       config.event_topic, "\" clear_tiers=[", absl::StrJoin(tiers, ","),
       "] cache_spec: ", spec, " replay_endpoint=\"", config.replay_endpoint,
       "\" snapshot_endpoint=\"", config.snapshot_endpoint,
@@ -270,6 +300,10 @@ KV_INDEXER_WORKER_ADDRESS       ""                    Router-facing worker URL; 
                                                       the URL registered with sgl-router.
 KV_INDEXER_ENDPOINT             http://[::1]:50051    Indexer: http://host:port,
                                                       https://host:port or unix:/path.
+KV_INDEXER_SINK                 grpc                  grpc: send to KV_INDEXER_ENDPOINT;
+                                                      jetstream: append to the fleet's
+                                                      event log on NATS JetStream, set up
+                                                      by KV_INDEXER_NATS_* (docs/fleet.md).
 SGLANG_KV_EVENT_ENDPOINT        tcp://127.0.0.1:5557  SGLang PUB endpoint (we connect SUB).
 SGLANG_KV_EVENT_TOPIC           ""                    Subscription prefix ("" = all).
 KV_INDEXER_CLEAR_TIERS          HBM,DRAM,SSD          Tiers cleared by AllBlocksCleared;

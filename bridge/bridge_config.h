@@ -19,6 +19,7 @@
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "common/metrics_address.h"
+#include "fleet/fleet_config.h"
 #include "kv_indexer.pb.h"
 #include "spdlog/common.h"
 
@@ -32,6 +33,14 @@ enum class SequenceGate : uint8_t {
 };
 std::string_view SequenceGateName(SequenceGate gate);
 
+// KV_INDEXER_SINK (docs/fleet.md, "Configuration"): where the bridge's
+// requests go.
+enum class Sink : uint8_t {
+  kGrpc,       // ApplyExternalKvBatch and friends to KV_INDEXER_ENDPOINT
+  kJetStream,  // log records appended to the fleet's event log
+};
+std::string_view SinkName(Sink sink);
+
 inline constexpr size_t kDefaultLiveBufferBatches = 4096;
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTtl{30000};
 
@@ -39,6 +48,9 @@ struct BridgeConfig {
   std::string worker_id;
   std::string worker_address;
   std::string indexer_endpoint = "http://[::1]:50051";
+  Sink sink = Sink::kGrpc;
+  // The KV_INDEXER_NATS_* variables; set exactly when sink is kJetStream.
+  std::optional<fleet::EventLogConfig> event_log;
   std::string event_endpoint = "tcp://127.0.0.1:5557";
   std::string event_topic;
   std::vector<Tier> clear_tiers = {Tier::kHbm, Tier::kDram, Tier::kSsd};

@@ -8,8 +8,8 @@
 
 #include <zmq.hpp>
 
+#include "bridge/applier_factory.h"
 #include "bridge/bridge_metrics.h"
-#include "bridge/indexer_client.h"
 #include "bridge/live_buffer.h"
 #include "bridge/live_reader.h"
 #include "bridge/recovery_environment.h"
@@ -97,8 +97,9 @@ int BridgeRunner::Run() {
   // --- end of the metrics endpoint
   // A reader whose Start() failed is replaced: Start() runs once per reader.
   std::optional<LiveReader> reader;
-  std::unique_ptr<IndexerClient> client;
+  std::unique_ptr<KvApplier> client;
   Backoff backoff;
+  int exit_code = kExitOk;
   bool reader_started = false;
   bool first = true;
   // Start the reader first so nothing published while the channel
@@ -115,10 +116,8 @@ int BridgeRunner::Run() {
       if (!reader_started) reader.reset();
     }
     if (status.ok()) {
-      absl::StatusOr<std::unique_ptr<IndexerClient>> connected =
-          IndexerClient::Connect(config_.indexer_endpoint, shutdown_,
-                                 std::chrono::seconds(5),
-                                 std::chrono::seconds(10), config_.security);
+      absl::StatusOr<std::unique_ptr<KvApplier>> connected =
+          ConnectApplier(config_, shutdown_);
       if (connected.ok()) {
         client = *std::move(connected);
       } else {
@@ -126,18 +125,24 @@ int BridgeRunner::Run() {
       }
     }
     if (status.ok() || shutdown_->triggered()) break;
+    if (status.code() != absl::StatusCode::kUnavailable) {
+      // Only an unreachable sink is retried (the reader's failures are
+      // UNAVAILABLE too); anything else stays as it is.
+      spdlog::error("cannot start: {}", status.ToString());
+      exit_code = kExitPermanentError;
+      break;
+    }
     const auto delay = backoff.NextDelay();
     spdlog::warn("not connected: {}; reconnecting in {} ms", status.ToString(),
                  delay.count());
     if (shutdown_->WaitFor(delay)) break;
   }
 
-  int exit_code = kExitOk;
   if (client != nullptr && !shutdown_->triggered()) {
     spdlog::info(
-        "connected: indexer {} and SGLang events {} (topic \"{}\") as "
+        "connected: {} and SGLang events {} (topic \"{}\") as "
         "worker_id \"{}\"",
-        config_.indexer_endpoint, config_.event_endpoint, config_.event_topic,
+        DescribeSink(config_), config_.event_endpoint, config_.event_topic,
         config_.worker_id);
     std::optional<ReplayClient> replay;
     if (!config_.replay_endpoint.empty()) {

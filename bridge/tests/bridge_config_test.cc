@@ -119,6 +119,47 @@ TEST(BridgeConfig, HeartbeatTtl) {
               HasSubstr("heartbeat_ttl_ms=300"));
 }
 
+// KV_INDEXER_SINK (docs/fleet.md, "Configuration"): grpc by default; with
+// jetstream the KV_INDEXER_NATS_* variables are read and their errors name
+// them.
+TEST(BridgeConfig, Sink) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  const std::string sink = "KV_INDEXER_SINK";
+  const std::string url = "KV_INDEXER_NATS_URL";
+  const BridgeConfig defaults = MustLoad({{w, "w"}});
+  EXPECT_EQ(defaults.sink, Sink::kGrpc);
+  EXPECT_FALSE(defaults.event_log.has_value());
+  EXPECT_EQ(MustLoad({{w, "w"}, {sink, " GRPC "}}).sink, Sink::kGrpc);
+  // gRPC mode reads no NATS variable, even a bad one.
+  EXPECT_FALSE(MustLoad({{w, "w"}, {sink, "grpc"}, {url, "http://x"}})
+                   .event_log.has_value());
+
+  const BridgeConfig fleet = MustLoad({{w, "w"},
+                                       {sink, "JetStream"},
+                                       {url, "nats://127.0.0.1:4222"},
+                                       {"KV_INDEXER_NATS_STREAM", "EVENTS_A"}});
+  EXPECT_EQ(fleet.sink, Sink::kJetStream);
+  ASSERT_TRUE(fleet.event_log.has_value());
+  EXPECT_EQ(fleet.event_log->stream, "EVENTS_A");
+  EXPECT_EQ(fleet.event_log->nats.urls.size(), 1u);
+  EXPECT_THAT(DescribeConfig(fleet), HasSubstr("sink=jetstream"));
+  EXPECT_THAT(DescribeConfig(fleet), HasSubstr("EVENTS_A"));
+  EXPECT_THAT(DescribeConfig(defaults), HasSubstr("sink=grpc"));
+
+  for (const char* bad : {"nats", "grpc,jetstream", "kafka"}) {
+    const std::string error = LoadError({{w, "w"}, {sink, bad}});
+    EXPECT_THAT(error, HasSubstr("KV_INDEXER_SINK")) << bad;
+    EXPECT_THAT(error, HasSubstr("jetstream")) << bad;
+  }
+  EXPECT_THAT(LoadError({{w, "w"}, {sink, "jetstream"}}),
+              HasSubstr("KV_INDEXER_NATS_URL"));
+  EXPECT_THAT(LoadError({{w, "w"},
+                         {sink, "jetstream"},
+                         {url, "nats://127.0.0.1:4222"},
+                         {"KV_INDEXER_NATS_REPLICAS", "7"}}),
+              HasSubstr("KV_INDEXER_NATS_REPLICAS"));
+}
+
 TEST(BridgeConfig, MetricsAddr) {
   const std::string w = "KV_INDEXER_WORKER_ID";
   const std::string var = "KV_INDEXER_BRIDGE_METRICS_ADDR";
@@ -293,17 +334,27 @@ TEST(BridgeConfig, LogLevelAndStatsInterval) {
 
 TEST(BridgeConfig, UsageListsEveryVariable) {
   const std::string usage = BridgeUsage();
-  for (const char* name :
-       {"KV_INDEXER_WORKER_ID",        "KV_INDEXER_WORKER_ADDRESS",
-        "KV_INDEXER_ENDPOINT",         "SGLANG_KV_EVENT_ENDPOINT",
-        "SGLANG_KV_EVENT_TOPIC",       "KV_INDEXER_CLEAR_TIERS",
-        "KV_INDEXER_CACHE_COMPONENTS", "KV_INDEXER_SWA_WINDOW_TOKENS",
-        "KV_INDEXER_FULL_TIERS",       "KV_INDEXER_SWA_TIERS",
-        "KV_INDEXER_MAMBA_TIERS",      "KV_INDEXER_CACHE_SPEC_VERSION",
-        "KV_INDEXER_LOG_LEVEL",        "KV_INDEXER_STATS_INTERVAL_SECS",
-        "SGLANG_KV_REPLAY_ENDPOINT",   "SGLANG_KV_SNAPSHOT_ENDPOINT",
-        "KV_INDEXER_SEQUENCE_GATE",    "KV_INDEXER_LIVE_BUFFER_BATCHES",
-        "KV_INDEXER_DP_RANK",          "KV_INDEXER_HEARTBEAT_TTL_MS"}) {
+  for (const char* name : {"KV_INDEXER_WORKER_ID",
+                           "KV_INDEXER_WORKER_ADDRESS",
+                           "KV_INDEXER_ENDPOINT",
+                           "SGLANG_KV_EVENT_ENDPOINT",
+                           "SGLANG_KV_EVENT_TOPIC",
+                           "KV_INDEXER_CLEAR_TIERS",
+                           "KV_INDEXER_CACHE_COMPONENTS",
+                           "KV_INDEXER_SWA_WINDOW_TOKENS",
+                           "KV_INDEXER_FULL_TIERS",
+                           "KV_INDEXER_SWA_TIERS",
+                           "KV_INDEXER_MAMBA_TIERS",
+                           "KV_INDEXER_CACHE_SPEC_VERSION",
+                           "KV_INDEXER_LOG_LEVEL",
+                           "KV_INDEXER_STATS_INTERVAL_SECS",
+                           "SGLANG_KV_REPLAY_ENDPOINT",
+                           "SGLANG_KV_SNAPSHOT_ENDPOINT",
+                           "KV_INDEXER_SEQUENCE_GATE",
+                           "KV_INDEXER_LIVE_BUFFER_BATCHES",
+                           "KV_INDEXER_DP_RANK",
+                           "KV_INDEXER_HEARTBEAT_TTL_MS",
+                           "KV_INDEXER_SINK"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }
 }
