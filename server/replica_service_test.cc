@@ -12,7 +12,10 @@
 #include <string>
 #include <thread>
 
+#include "common/metrics_registry.h"
+#include "common/prometheus_text.h"
 #include "core/indexer.h"
+#include "fleet/memory_event_log.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -24,6 +27,7 @@
 #include "server/kv_indexer_service.h"
 #include "server/log_follower.h"
 #include "server/pausable_event_log.h"
+#include "server/server_metrics.h"
 #include "server/serving_health.h"
 #include "server/transport_settings.h"
 #include "server/write_authorizer.h"
@@ -334,6 +338,57 @@ TEST(ReplicaServiceTest, LogFollowingIsNotFinalButShutdownIs) {
   health.LogFollowing(std::nullopt);
   EXPECT_FALSE(health.serving());
   EXPECT_EQ(health.reason(), "shutting down");
+}
+
+TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
+  fleet::MemoryEventLog log;
+  ModelBackend backend;
+  Indexer indexer(&backend);
+  KvIndexerService service(indexer, 8, Clock::Real());
+  MetricsRegistry registry;
+  ServerMetrics metrics(registry, indexer, backend, service);
+  const auto append = [&](const std::string& worker,
+                          const std::string& payload) {
+    ASSERT_TRUE(log.Append(worker, payload, "", std::nullopt).ok());
+  };
+  // 1, 2: trimmed; 3: applied; 4: undecodable; 5: refused (a gated apply
+  // before any snapshot install); 6: applied.
+  append("w0", ApplyPayload(Batch("w0", "10.0.0.9:1")));
+  append("w0", ApplyPayload(Batch("w0", "10.0.0.9:1")));
+  append("w1", ApplyPayload(Batch("w1", "10.0.0.1:1")));
+  append("w1", "\xff\xff\xff");
+  append("w1",
+         ApplyPayload(
+             Batch("w1", "10.0.0.1:1").Gated("e", 1).Report(kTierHbm, {1})));
+  append("w2", ApplyPayload(Batch("w2", "10.0.0.2:1")));
+  ASSERT_TRUE(log.TrimBefore(3).ok());
+
+  {
+    const std::string text = RenderPrometheusText(registry.Collect());
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("kvindexer_fleet_")));
+  }
+  LogFollowerOptions options;
+  options.read_wait = 20ms;
+  LogFollower follower(log, indexer, std::move(options));
+  metrics.SetLogFollower(&follower);
+  follower.Start();
+  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
+  ASSERT_EQ(follower.applied_position(), 6u);
+  const std::string text = RenderPrometheusText(registry.Collect());
+  metrics.SetLogFollower(nullptr);
+  follower.Stop();
+  EXPECT_THAT(text, HasSubstr("kvindexer_fleet_applied_position 6\n"));
+  EXPECT_THAT(text, HasSubstr("kvindexer_fleet_lag_records 0\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE kvindexer_fleet_records_total counter"));
+  EXPECT_THAT(
+      text, HasSubstr("kvindexer_fleet_records_total{result=\"applied\"} 2\n"));
+  EXPECT_THAT(
+      text, HasSubstr("kvindexer_fleet_records_total{result=\"refused\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kvindexer_fleet_records_total{result=\"undecodable\"} "
+                        "1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("kvindexer_fleet_records_total{result=\"trimmed\"} 2\n"));
 }
 
 }  // namespace replica_service_test
