@@ -13,6 +13,7 @@
 #include "core/request_limits.h"
 #include "core/request_validation.h"
 #include "fmt/format.h"
+#include "server/replica_refusal.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer {
@@ -216,6 +217,12 @@ grpc::ServerUnaryReactor* AdminService::RemoveWorker(
       call.Finish(reactor, std::move(s));
       return reactor;
     }
+  }
+  // A replica changes only through the event log.
+  if (sources_.follows_log) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    call.Finish(reactor, ReplicaRefusal(kRemoveWorkerMethod));
+    return reactor;
   }
   return RunOn(executor_, context, call,
                [this, request, response, peer = context->peer()] {

@@ -7,7 +7,8 @@
 // RemoveWorker take the Indexer's mutation mutex and wait behind a mutation
 // in progress, ExplainPrefix scans a whole window. One thread keeps an
 // operator's calls from taking more than one core from the router's queries.
-// RemoveWorker's write-token check runs first, on the callback thread.
+// RemoveWorker's write-token check runs first, on the callback thread, and
+// a replica of the fleet event log refuses it next.
 //
 // Thread safety: all methods may run concurrently.
 #ifndef KVINDEXER_SERVER_ADMIN_SERVICE_H_
@@ -56,6 +57,10 @@ struct AdminSources {
   std::string wal_sync;
   // Null: every admin mutation is allowed (no write token configured).
   const WriteAuthorizer* authorizer = nullptr;
+  // A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream):
+  // RemoveWorker answers FAILED_PRECONDITION after the write-token check
+  // (server/replica_refusal.h).
+  bool follows_log = false;
   // Bounds worker ids (the server's RequestLimits).
   uint32_t max_worker_id_bytes = 0;
   std::string server_version;

@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "server/replica_refusal.h"
 #include "server/transport_settings.h"
 
 namespace kvindexer {
@@ -177,11 +178,12 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 // task's arena) and handed to `acks`, whose single thread waits and
 // finishes the calls in order while the apply thread goes on with the next
 // mutation.
-// `authorizer` (null: open) runs first, on the callback thread.
+// `authorizer` (null: open) runs first, on the callback thread; then a
+// replica refuses (server/replica_refusal.h).
 template <typename Request, typename Response, typename Serve>
 grpc::ServerUnaryReactor* ServeMutationOn(
     TaskExecutor& applies, TaskExecutor& acks,
-    const WriteAuthorizer* authorizer, std::string_view method,
+    const WriteAuthorizer* authorizer, bool replica, std::string_view method,
     const CallRecord& record, grpc::CallbackServerContext* context,
     const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -190,6 +192,10 @@ grpc::ServerUnaryReactor* ServeMutationOn(
       record.Finish(reactor, std::move(s));
       return reactor;
     }
+  }
+  if (replica) {
+    record.Finish(reactor, ReplicaRefusal(method));
+    return reactor;
   }
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
     record.Finish(reactor, std::move(s));
@@ -271,7 +277,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
-      applies_, acks_, write_authorizer_,
+      applies_, acks_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kApplyExternalKvBatch),
@@ -290,7 +296,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
-      applies_, acks_, write_authorizer_,
+      applies_, acks_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kReplaceExternalKvSnapshot),
@@ -307,7 +313,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
-      applies_, acks_, write_authorizer_,
+      applies_, acks_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kConfigureExpectedWorkers),

@@ -47,6 +47,8 @@
 // lookup; refusals are UNAUTHENTICATED or PERMISSION_DENIED
 // (docs/security.md, "Refusals"). The reads (MatchExternalKv,
 // MatchExternalKvPrefix, GetExternalKvHitCounts) never look at it.
+// A replica of the fleet event log (FollowLog()) then refuses them with
+// FAILED_PRECONDITION (server/replica_refusal.h); its reads are unchanged.
 //
 // ApplyExternalKvBatch also reads the request metadata
 // `kv-indexer-heartbeat-ttl-ms` on the callback thread and passes its parsed
@@ -176,6 +178,12 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // `apply_wait`. REQUIRES: called before the service is registered with a
   // server; both outlive the service.
   void AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait);
+  // The server is a replica of the fleet event log
+  // (KV_INDEXER_EVENT_SOURCE=jetstream): from now on the three mutations
+  // answer FAILED_PRECONDITION once the write token is checked. REQUIRES:
+  // called before the service is registered with a server.
+  void FollowLog() { replica_ = true; }
+  bool follows_log() const { return replica_; }
   // Mutations waiting for the apply thread.
   size_t apply_queue_depth() const { return applies_.depth(); }
 
@@ -202,6 +210,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
 
   Indexer* indexer_;
   const bool read_heartbeats_;
+  bool replica_ = false;
   // Null when mutations are open.
   const WriteAuthorizer* write_authorizer_;
   PrefixAdmission admission_;

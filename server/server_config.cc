@@ -173,6 +173,17 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto durability = LoadDurabilityConfig(env);
   if (!durability.ok()) return durability.status();
   config.durability = *std::move(durability);
+  auto event_source = LoadEventSourceConfig(env);
+  if (!event_source.ok()) return event_source.status();
+  config.event_source = *std::move(event_source);
+  if (config.event_source.follows_log() && config.durability.enabled()) {
+    return InvalidEnvValueBecause(
+        kEventSourceVar, EventSourceName(config.event_source.source),
+        fmt::format("{} is set too, and a replica's state comes from the "
+                    "event log alone",
+                    kDataDirVar),
+        fmt::format("jetstream with {} unset or empty, or grpc", kDataDirVar));
+  }
   auto security = LoadSecurityConfig(env);
   if (!security.ok()) return security.status();
   config.security = *std::move(security);
@@ -239,6 +250,12 @@ std::string UsageText(std::string_view program) {
        "always (ack after fdatasync) or none (ack after write)"},
       {kCheckpointBytesVar, std::to_string(kDefaultCheckpointBytes),
        "log bytes that start a checkpoint; at least 1048576"},
+      {kEventSourceVar, "grpc",
+       "grpc (mutation RPCs) or jetstream (follow the fleet event log; "
+       "needs KV_INDEXER_NATS_URL)"},
+      {kFleetMaxLagRecordsVar, std::to_string(kDefaultFleetMaxLagRecords),
+       "positive integer: log records a replica may lag before it reports "
+       "NOT_SERVING"},
       {kMetricsAddrVar, "(unset)",
        "host:port of /metrics, /healthz and /readyz (port 0 picks a free "
        "port); unset or empty: off"},

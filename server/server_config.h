@@ -17,6 +17,10 @@
 // KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
 // block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and
 // KV_INDEXER_CHECKPOINT_BYTES: server/durability_config.h.
+// KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS (with the
+// KV_INDEXER_NATS_* variables in fleet mode): server/event_source_config.h;
+// KV_INDEXER_EVENT_SOURCE=jetstream with KV_INDEXER_DATA_DIR set is an
+// error naming both.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -38,6 +42,7 @@
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
 #include "server/durability_config.h"
+#include "server/event_source_config.h"
 #include "server/metrics_config.h"
 #include "server/security_config.h"
 #include "spdlog/common.h"
@@ -83,6 +88,8 @@ struct ServerConfig {
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
   // Restart-safe state (server/durability_config.h).
   DurabilityConfig durability;
+  // Where writes come from (server/event_source_config.h).
+  EventSourceConfig event_source;
   // TLS and the write token (server/security_config.h).
   SecurityConfig security;
   // The metrics endpoint (server/metrics_config.h); nullopt: off.

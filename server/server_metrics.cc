@@ -124,6 +124,30 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
             static_cast<double>(f.syncs));
 }
 
+void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
+  w.Gauge("kvindexer_fleet_applied_position",
+          "The last fleet event log position handed to the index.",
+          static_cast<double>(follower.applied_position()));
+  w.Gauge("kvindexer_fleet_lag_records",
+          "Records between the event log's last position, as last read, "
+          "and the last one applied.",
+          static_cast<double>(follower.lag()));
+  const LogFollowerCounts counts = follower.counts();
+  const std::pair<std::string_view, uint64_t> results[] = {
+      {"applied", counts.applied},
+      {"refused", counts.refused},
+      {"undecodable", counts.undecodable},
+      {"trimmed", counts.trimmed},
+  };
+  for (const auto& [result, value] : results) {
+    w.Counter("kvindexer_fleet_records",
+              "Fleet event log records by what became of them: applied, "
+              "refused by the index, undecodable (both skipped), or trimmed "
+              "from the log before they were read.",
+              static_cast<double>(value), {{"result", std::string(result)}});
+  }
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
@@ -174,6 +198,10 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
     if (const durable::DurableStore* store =
             store_.load(std::memory_order_acquire)) {
       WriteDurable(*store, w);
+    }
+    if (const LogFollower* follower =
+            follower_.load(std::memory_order_acquire)) {
+      WriteFollower(*follower, w);
     }
   });
 }

@@ -7,7 +7,8 @@
 // paths pay nothing for it: the prefix admission and shed counters, the
 // apply queue's depth, the backend's stats (IndexBackend::GetStats), one
 // series per worker (Indexer::ListWorkers; bounded by max_workers), the
-// liveness counters and the data directory's figures.
+// liveness counters, the data directory's figures and, on a replica of the
+// fleet event log, the follower's position, lag and record counts.
 //
 // Thread safety: the collectors run on the HTTP server's threads and only
 // call thread-safe accessors. SetDurableStore may be called while scrapes
@@ -22,6 +23,7 @@
 #include "durable/durable_store.h"
 #include "kvindexer/backend.h"
 #include "server/kv_indexer_service.h"
+#include "server/log_follower.h"
 #include "server/rpc_metrics.h"
 
 namespace kvindexer {
@@ -44,11 +46,17 @@ class ServerMetrics {
   void SetDurableStore(const durable::DurableStore* store) {
     store_.store(store, std::memory_order_release);
   }
+  // A replica's log follower (its figures are absent without one); null
+  // again before it is destroyed.
+  void SetLogFollower(const LogFollower* follower) {
+    follower_.store(follower, std::memory_order_release);
+  }
 
  private:
   RpcMetrics rpc_;
   Histogram& apply_wait_;
   std::atomic<const durable::DurableStore*> store_{nullptr};
+  std::atomic<const LogFollower*> follower_{nullptr};
 };
 
 }  // namespace kvindexer

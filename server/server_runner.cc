@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "common/log_setup.h"
 #include "common/metrics_http_server.h"
 #include "common/metrics_registry.h"
@@ -13,12 +14,16 @@
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "durable/durable_store.h"
+#include "fleet/event_log.h"
+#include "fleet/jetstream_event_log.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admin_service.h"
 #include "server/clock.h"
+#include "server/event_source_config.h"
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
+#include "server/log_follower.h"
 #include "server/security_config.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -92,6 +97,14 @@ int RunServer(std::span<const char* const> args) {
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
+  // A replica of the fleet event log (docs/fleet.md, "Replicas follow the
+  // log"): the log and the thread that applies it. Declared right after the
+  // Indexer so that they outlive everything that reads them (the metrics
+  // endpoint's scrapes) and go before the Indexer.
+  const EventSourceConfig& event_source = config->event_source;
+  std::unique_ptr<fleet::EventLog> event_log;
+  std::unique_ptr<LogFollower> follower;
+  std::atomic<const LogFollower*> published_follower{nullptr};
   // Security (docs/security.md): the write token, TLS and the warning for
   // a server reachable beyond loopback without them.
   const WriteAuthorizer write_authorizer =
@@ -113,6 +126,8 @@ int RunServer(std::span<const char* const> args) {
                            Clock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness,
                            &write_authorizer);
+  // A replica changes only through the log.
+  if (event_source.follows_log()) service.FollowLog();
 
   spdlog::info(
       "{} addr={} prefix_query_max_inflight={} max_concurrent_streams={} "
@@ -141,7 +156,8 @@ int RunServer(std::span<const char* const> args) {
                                               *(*loaded)->backend(), service);
     auto started = MetricsHttpServer::Start(
         *config->metrics_addr, registry,
-        [&phase, &indexer]() -> std::optional<std::string> {
+        [&phase, &indexer,
+         &published_follower]() -> std::optional<std::string> {
           switch (phase.load()) {
             case Phase::kStarting:
               return "starting: recovering state or binding the gRPC port";
@@ -153,6 +169,9 @@ int RunServer(std::span<const char* const> args) {
           // As grpc.health.v1 reports NOT_SERVING (docs/health.md).
           if (std::optional<std::string> failure = indexer.BackendFailure()) {
             return "backend failed: " + *failure;
+          }
+          if (const LogFollower* f = published_follower.load()) {
+            return f->NotReadyReason();
           }
           return std::nullopt;
         });
@@ -190,6 +209,22 @@ int RunServer(std::span<const char* const> args) {
     }
     store = *std::move(opened);
     if (metrics != nullptr) metrics->SetDurableStore(store.get());
+  } else if (event_source.follows_log()) {
+    // LoadServerConfig refuses a data directory with jetstream.
+    spdlog::info(
+        "{}=jetstream: a replica of the fleet event log stream={} urls={} "
+        "max_lag_records={}; the mutation RPCs are refused",
+        kEventSourceVar, event_source.log->stream,
+        absl::StrJoin(event_source.log->nats.urls, ","),
+        event_source.max_lag_records);
+    auto opened = fleet::OpenJetStreamEventLog(*event_source.log);
+    if (!opened.ok()) {
+      spdlog::error("cannot open the fleet event log ({}=jetstream): {}",
+                    kEventSourceVar, opened.status().ToString());
+      if (metrics_http != nullptr) metrics_http->Stop();
+      return kExitFailure;
+    }
+    event_log = *std::move(opened);
   } else {
     spdlog::info(
         "restart-safe state off ({} unset): a restart empties the index",
@@ -212,6 +247,7 @@ int RunServer(std::span<const char* const> args) {
       .data_dir = config->durability.data_dir,
       .wal_sync = std::string(WalSyncName(config->durability.wal_sync)),
       .authorizer = &write_authorizer,
+      .follows_log = event_source.follows_log(),
       .max_worker_id_bytes = config->limits.max_worker_id_bytes,
       .server_version = KVINDEXER_VERSION,
       .started = started_at,
@@ -249,11 +285,28 @@ int RunServer(std::span<const char* const> args) {
   ServingHealth health(server->GetHealthCheckService(), HealthServiceNames());
   indexer.SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
+  // A replica answers reads at once but is NOT_SERVING until it has caught
+  // up with the log, and whenever it lags by more than the bound.
+  if (event_log != nullptr) {
+    follower = std::make_unique<LogFollower>(
+        *event_log, indexer,
+        LogFollowerOptions{
+            .max_lag_records = event_source.max_lag_records,
+            .on_readiness =
+                [&health](std::optional<std::string> behind) {
+                  health.LogFollowing(std::move(behind));
+                },
+        });
+    health.LogFollowing(follower->NotReadyReason());
+    if (metrics != nullptr) metrics->SetLogFollower(follower.get());
+    published_follower.store(follower.get());
+  }
   health.Listening();
   published_health.store(&health);
   spdlog::info("listening addr={}",
                BoundAddress(config->listen_addr, bound_port));
   phase = Phase::kServing;
+  if (follower != nullptr) follower->Start();
 
   // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
   // removal").
@@ -284,6 +337,8 @@ int RunServer(std::span<const char* const> args) {
   server->Wait();
   server.reset();
   if (sweeper != nullptr) sweeper->Stop();
+  // Before `health`, which it reports to, and the Indexer go.
+  if (follower != nullptr) follower->Stop();
   indexer.SetBackendFailureCallback(nullptr);  // before `health` goes
   // Before the store goes: a scrape reads it.
   if (metrics_http != nullptr) metrics_http->Stop();

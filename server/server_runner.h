@@ -3,8 +3,9 @@
 // graceful shutdown on SIGINT/SIGTERM.
 //
 // Exit codes: 0 after --help or a graceful shutdown; 2 for a bad command line
-// or configuration; 1 when the backend cannot be loaded or the listen address
-// cannot be bound.
+// or configuration; 1 when the backend cannot be loaded, the listen address
+// cannot be bound, or (KV_INDEXER_EVENT_SOURCE=jetstream) the fleet event
+// log cannot be opened.
 //
 // REQUIRES: called from the main thread before any other thread is started
 // (signals are blocked first thing so every later thread inherits the mask).

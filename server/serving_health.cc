@@ -46,6 +46,14 @@ void ServingHealth::BackendFailed(std::string_view failure) {
   PublishLocked();
 }
 
+void ServingHealth::LogFollowing(std::optional<std::string> behind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool was_behind = log_behind_.has_value();
+  log_behind_ = std::move(behind);
+  // Health is pushed only when the decision changes.
+  if (was_behind != log_behind_.has_value()) PublishLocked();
+}
+
 void ServingHealth::ShuttingDown() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;
@@ -64,7 +72,8 @@ std::optional<std::string> ServingHealth::reason() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!listening_ || ServingLocked()) return std::nullopt;
   if (backend_failure_.has_value()) return backend_failure_;
-  return std::string("shutting down");
+  if (shutting_down_) return std::string("shutting down");
+  return log_behind_;
 }
 
 }  // namespace kvindexer

@@ -5,7 +5,13 @@
 // recovered, so there is no "recovering" status to publish: the port is
 // closed until then) and until either the backend fails in a way it cannot
 // continue from (Indexer::BackendFailure) or a graceful shutdown begins.
-// Both are final: nothing turns a NOT_SERVING server back to SERVING.
+// Both are final: nothing turns them back to SERVING.
+//
+// A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream) is
+// also NOT_SERVING while it is behind the log: until it has first caught up,
+// and whenever it lags by more than its bound (server/log_follower.h;
+// docs/fleet.md, "Replicas follow the log"). That reason alone comes and
+// goes.
 //
 // Thread safety: every method may be called concurrently; each decision is
 // pushed under this object's mutex, so the health service always ends up
@@ -49,6 +55,10 @@ class ServingHealth {
   void Listening();
   // The backend cannot continue (Indexer::BackendFailure's text).
   void BackendFailed(std::string_view failure);
+  // A replica's place in the fleet event log: `behind` says why it is not
+  // to be served yet (not caught up, or lagging beyond the bound), nullopt
+  // once it is current. Not final; the latest call holds.
+  void LogFollowing(std::optional<std::string> behind);
   // A graceful shutdown begins: NOT_SERVING for good, then the health
   // service is frozen (it goes on answering until the server stops) and is
   // never touched again.
@@ -56,14 +66,16 @@ class ServingHealth {
 
   // The status now published for every name.
   bool serving() const;
-  // The reason for NOT_SERVING after Listening(): the backend's failure or
-  // "shutting down"; nullopt while serving or before Listening().
+  // The reason for NOT_SERVING after Listening(): the backend's failure,
+  // "shutting down" or why the replica is behind its log; nullopt while
+  // serving or before Listening().
   std::optional<std::string> reason() const;
 
  private:
   // REQUIRES: mu_ held.
   bool ServingLocked() const {
-    return listening_ && !backend_failure_.has_value() && !shutting_down_;
+    return listening_ && !backend_failure_.has_value() && !shutting_down_ &&
+           !log_behind_.has_value();
   }
   void PublishLocked();
 
@@ -74,6 +86,7 @@ class ServingHealth {
   bool listening_ = false;
   bool shutting_down_ = false;
   std::optional<std::string> backend_failure_;
+  std::optional<std::string> log_behind_;
 };
 
 }  // namespace kvindexer

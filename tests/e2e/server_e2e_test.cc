@@ -414,7 +414,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "positive integer"},
         BadConfig{"MaxPrefixAnswerBytesAboveIntMax",
                   "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483648",
-                  "1..2147483647"}),
+                  "1..2147483647"},
+        // Fleet mode (server/event_source_config.h).
+        BadConfig{"EventSourceKafka", "KV_INDEXER_EVENT_SOURCE", "kafka",
+                  "grpc"},
+        BadConfig{"FleetMaxLagZero", "KV_INDEXER_FLEET_MAX_LAG_RECORDS", "0",
+                  "positive integer"}),
     [](const ::testing::TestParamInfo<BadConfig>& param) {
       return std::string(param.param.name);
     });
@@ -463,6 +468,38 @@ TEST(ServerE2eTest, PortInUseFails) {
   EXPECT_THAT(finished.output,
               AllOf(HasSubstr("cannot listen on KV_INDEXER_LISTEN_ADDR="),
                     HasSubstr(listen_addr)));
+}
+
+// A replica's state comes from the event log alone: a data directory as
+// well is a configuration error naming both variables (exit 2).
+TEST(ServerE2eTest, JetStreamWithADataDirectoryFails) {
+  const Finished finished =
+      RunToExit({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                 {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:1"},
+                 {"KV_INDEXER_DATA_DIR", "/nonexistent/kvindexer"}});
+  ASSERT_TRUE(finished.status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(finished.status->exited) << finished.status->ToString();
+  EXPECT_EQ(finished.status->code, 2);
+  EXPECT_THAT(finished.output, AllOf(HasSubstr("KV_INDEXER_EVENT_SOURCE"),
+                                     HasSubstr("KV_INDEXER_DATA_DIR")));
+  EXPECT_THAT(finished.output, ::testing::Not(HasSubstr("listening")));
+}
+
+// A replica whose event log cannot be opened (nothing listens on port 1)
+// does not start (exit 1).
+TEST(ServerE2eTest, JetStreamWithoutALogFails) {
+  const Finished finished =
+      RunToExit({{"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"},
+                 {"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                 {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:1"},
+                 {"KV_INDEXER_NATS_TIMEOUT_MS", "1000"}});
+  ASSERT_TRUE(finished.status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(finished.status->exited) << finished.status->ToString();
+  EXPECT_EQ(finished.status->code, 1);
+  EXPECT_THAT(finished.output,
+              HasSubstr("cannot open the fleet event log "
+                        "(KV_INDEXER_EVENT_SOURCE=jetstream)"));
+  EXPECT_THAT(finished.output, ::testing::Not(HasSubstr("listening")));
 }
 
 class ServerSignalTest : public ::testing::TestWithParam<int> {};

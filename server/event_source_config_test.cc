@@ -1,0 +1,127 @@
+// KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS
+// (server/event_source_config.h), read through LoadServerConfig: defaults,
+// the fleet log's variables read only with jetstream, every bad value
+// naming its variable, and jetstream refused with a data directory.
+#include "server/event_source_config.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/server_config.h"
+
+namespace kvindexer {
+namespace event_source_config_test {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<ServerConfig> Load(std::map<std::string, std::string> vars) {
+  return LoadServerConfig(MapEnvironment({vars.begin(), vars.end()}));
+}
+
+void ExpectError(std::map<std::string, std::string> vars,
+                 const std::string& variable) {
+  const absl::StatusOr<ServerConfig> config = Load(std::move(vars));
+  ASSERT_FALSE(config.ok()) << "expected an error naming " << variable;
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr(variable));
+}
+
+TEST(EventSourceConfigTest, GrpcWithTenThousandRecordsByDefault) {
+  const auto config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->event_source.source, EventSource::kGrpc);
+  EXPECT_FALSE(config->event_source.follows_log());
+  EXPECT_EQ(config->event_source.max_lag_records, 10000u);
+  EXPECT_FALSE(config->event_source.log.has_value());
+}
+
+TEST(EventSourceConfigTest, GrpcIgnoresTheNatsVariables) {
+  // A bad NATS URL does not matter while the log is not used.
+  const auto config = Load({{"KV_INDEXER_EVENT_SOURCE", "grpc"},
+                            {"KV_INDEXER_NATS_URL", "not a url"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->event_source.log.has_value());
+}
+
+TEST(EventSourceConfigTest, JetStreamReadsTheLogVariables) {
+  const auto config = Load({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                            {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                            {"KV_INDEXER_NATS_STREAM", "EVENTS_A"},
+                            {"KV_INDEXER_FLEET_MAX_LAG_RECORDS", "250"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->event_source.follows_log());
+  EXPECT_EQ(config->event_source.max_lag_records, 250u);
+  ASSERT_TRUE(config->event_source.log.has_value());
+  EXPECT_THAT(config->event_source.log->nats.urls,
+              ElementsAre("nats://127.0.0.1:4222"));
+  EXPECT_EQ(config->event_source.log->stream, "EVENTS_A");
+}
+
+TEST(EventSourceConfigTest, BadEventSourcesNameTheVariable) {
+  for (const char* bad :
+       {"", "JETSTREAM", "nats", "grpc ", "kafka", "jetstream,grpc"}) {
+    SCOPED_TRACE(bad);
+    ExpectError({{"KV_INDEXER_EVENT_SOURCE", bad}}, "KV_INDEXER_EVENT_SOURCE");
+  }
+  const absl::Status s = ParseEventSource("nats").status();
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("\"nats\""), HasSubstr("grpc"),
+                                 HasSubstr("jetstream")));
+}
+
+TEST(EventSourceConfigTest, MaxLagIsAPositiveInteger) {
+  EXPECT_EQ(ParseFleetMaxLagRecords("1").value(), 1u);
+  EXPECT_EQ(ParseFleetMaxLagRecords("4294967295").value(), 4294967295u);
+  for (const char* bad :
+       {"", "0", "-5", "+5", "1e4", " 100", "10k", "4294967296"}) {
+    SCOPED_TRACE(bad);
+    ExpectError({{"KV_INDEXER_FLEET_MAX_LAG_RECORDS", bad}},
+                "KV_INDEXER_FLEET_MAX_LAG_RECORDS");
+    // Checked in jetstream mode too.
+    ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                 {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                 {"KV_INDEXER_FLEET_MAX_LAG_RECORDS", bad}},
+                "KV_INDEXER_FLEET_MAX_LAG_RECORDS");
+  }
+}
+
+TEST(EventSourceConfigTest, JetStreamNeedsAValidLogConfiguration) {
+  ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"}},
+              "KV_INDEXER_NATS_URL");
+  ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+               {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+               {"KV_INDEXER_NATS_REPLICAS", "7"}},
+              "KV_INDEXER_NATS_REPLICAS");
+}
+
+TEST(EventSourceConfigTest, JetStreamWithADataDirectoryIsRefused) {
+  const auto config = Load({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                            {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                            {"KV_INDEXER_DATA_DIR", "/var/lib/kvindexer"}});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("KV_INDEXER_EVENT_SOURCE"),
+                    HasSubstr("KV_INDEXER_DATA_DIR")));
+  // An empty data directory is no data directory.
+  EXPECT_TRUE(Load({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                    {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                    {"KV_INDEXER_DATA_DIR", ""}})
+                  .ok());
+  // grpc keeps the data directory.
+  EXPECT_TRUE(Load({{"KV_INDEXER_EVENT_SOURCE", "grpc"},
+                    {"KV_INDEXER_DATA_DIR", "/var/lib/kvindexer"}})
+                  .ok());
+}
+
+TEST(EventSourceConfigTest, UsageListsBothVariables) {
+  const std::string usage = UsageText("kv-indexer-server");
+  EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_EVENT_SOURCE"),
+                           HasSubstr("KV_INDEXER_FLEET_MAX_LAG_RECORDS")));
+}
+
+}  // namespace event_source_config_test
+}  // namespace kvindexer
