@@ -3,6 +3,7 @@
 #include <nats/nats.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -270,6 +271,8 @@ class JetStreamEventLog final : public EventLog {
   const std::string worker_subject_prefix_;
   size_t max_payload_bytes_ = 0;
 
+  // The highest position TrimBefore was called with.
+  std::atomic<uint64_t> trimmed_below_{0};
   std::mutex read_mu_;
   // The pull consumer of the last Read and the position it delivers next.
   natsSubscription* sub_ = nullptr;  // guarded by read_mu_
@@ -488,6 +491,10 @@ absl::Status JetStreamEventLog::TrimBefore(uint64_t position) {
     return Unavailable(absl::StrCat("cannot trim stream ", config_.stream), s,
                        jerr);
   }
+  uint64_t seen = trimmed_below_.load();
+  while (seen < position &&
+         !trimmed_below_.compare_exchange_weak(seen, position)) {
+  }
   return absl::OkStatus();
 }
 
@@ -538,9 +545,14 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
     if (natsMsg_GetMetaData(&meta_raw, msg) != NATS_OK) continue;
     MetaDataPtr meta(meta_raw);
     const uint64_t position = meta->Sequence.Stream;
-    // A record delivered twice (a fetch that timed out here but not yet on
-    // the server) is passed on once.
+    // A record delivered twice is passed on once.
     if (position < next_) continue;
+    next_ = position + 1;
+    // A fetch the client gave up on stays open on the server until it
+    // expires, and what it gets then waits here for the next Read: it may
+    // have been trimmed meanwhile. Trims made through this object are
+    // honoured; one made elsewhere in that window is not seen.
+    if (position < trimmed_below_.load()) continue;
     const char* data = natsMsg_GetData(msg);
     out.push_back(LoggedRecord{
         .position = position,
@@ -548,7 +560,6 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
         .payload =
             std::string(data == nullptr ? "" : data,
                         static_cast<size_t>(natsMsg_GetDataLength(msg)))});
-    next_ = position + 1;
   }
   natsMsgList_Destroy(&list);
   return s;
