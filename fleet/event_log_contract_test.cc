@@ -2,11 +2,12 @@
 // implementation: MemoryEventLog, the reference, and the JetStream driver
 // on a real nats-server (skipped when none is installed). Then what only
 // the JetStream driver has to show: its stream outlives a server restart,
-// a dead server makes appends fail UNAVAILABLE in time and work again
-// once it is back, an R=3 stream keeps acknowledged records when a node
+// a dead or hung server makes appends fail UNAVAILABLE in time and work
+// again once it is back, an R=3 stream keeps acknowledged records when a node
 // dies, and a stream it cannot use is refused with the variable named.
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::fleet {
@@ -364,11 +366,14 @@ TEST_F(JetStreamEventLogTest, TheStreamSurvivesAServerRestart) {
   for (const char* payload : {"a", "b", "c"}) {
     ASSERT_TRUE((*log)->Append("w", payload, payload, {}).ok());
   }
+  // A reader in the middle of the log when the server goes.
+  EXPECT_THAT(Payloads(ReadEventually(**log, 1, 2, 15s)),
+              ElementsAre("a", "b"));
   ASSERT_TRUE((*nats)->Stop().ok());
   ASSERT_TRUE((*nats)->Restart().ok());
-  // The open log reconnects; a new one finds the stream as it was.
-  EXPECT_THAT(Payloads(ReadEventually(**log, 1, 3, 15s)),
-              ElementsAre("a", "b", "c"));
+  // The open log reconnects and reads on; a new one finds the stream as it
+  // was.
+  EXPECT_THAT(Payloads(ReadEventually(**log, 3, 1, 15s)), ElementsAre("c"));
   absl::StatusOr<std::unique_ptr<EventLog>> reopened =
       OpenJetStreamEventLog(config);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
@@ -412,6 +417,36 @@ TEST_F(JetStreamEventLogTest, AppendsFailUnavailableWhileTheServerIsDown) {
   EXPECT_THAT(Payloads(ReadEventually(**log, 1, 2, 15s)),
               ElementsAre("before", "during"));
   EXPECT_THAT(ReadEventually(**log, 3, 1, 300ms), IsEmpty());
+}
+
+TEST_F(JetStreamEventLogTest, AppendsFailUnavailableWhileTheServerHangs) {
+  absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config = FreshConfig({(*nats)->url()});
+  config.nats.timeout_ms = 500;
+  absl::StatusOr<std::unique_ptr<EventLog>> log = OpenJetStreamEventLog(config);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*nats)->Pause());
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<AppendAck> hung = (*log)->Append("w", "a", "id-a", {});
+  EXPECT_EQ(hung.status().code(), absl::StatusCode::kUnavailable)
+      << hung.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  absl::StatusOr<std::vector<LoggedRecord>> read = (*log)->Read(1, 10, 100ms);
+  EXPECT_TRUE(!read.ok() || read->empty());
+  ASSERT_TRUE((*nats)->Resume());
+  // The first attempt reaches the server late, or not at all: the retry
+  // with its dedup id settles it either way.
+  absl::StatusOr<AppendAck> retried;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        retried = (*log)->Append("w", "a", "id-a", {});
+        return retried.ok();
+      },
+      15s, 50ms))
+      << retried.status();
+  EXPECT_EQ(retried->position, 1u);
+  EXPECT_THAT(Payloads(ReadEventually(**log, 1, 1, 15s)), ElementsAre("a"));
 }
 
 TEST_F(JetStreamEventLogTest, AReplicatedStreamKeepsAckedRecordsWhenANodeDies) {
@@ -470,6 +505,31 @@ TEST_F(JetStreamEventLogTest, NoServerMeansUnavailableWithinTheTimeout) {
       << log.status();
   EXPECT_THAT(log.status().message(), HasSubstr(kNatsUrlVar));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST_F(JetStreamEventLogTest, TheTokenFileAuthenticates) {
+  absl::StatusOr<std::unique_ptr<test_support::ScratchDir>> dir =
+      test_support::ScratchDir::Create("kvindexer-token-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  absl::StatusOr<std::unique_ptr<NatsServer>> nats =
+      NatsServer::Start({"--auth", "s3cret-token"});
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config = FreshConfig({(*nats)->url()});
+  config.nats.token_file = (*dir)->Sub("token");
+  // The trailing newline an editor leaves is not part of the token.
+  std::ofstream((*dir)->Sub("token")) << "  s3cret-token\n";
+  absl::StatusOr<std::unique_ptr<EventLog>> log = OpenJetStreamEventLog(config);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_TRUE((*log)->Append("w", "a", "", 0).ok());
+
+  std::ofstream((*dir)->Sub("token")) << "wrong-token\n";
+  absl::StatusOr<std::unique_ptr<EventLog>> refused =
+      OpenJetStreamEventLog(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << refused.status();
+  std::ofstream((*dir)->Sub("token")) << "\n";
+  EXPECT_THAT(OpenJetStreamEventLog(config).status().message(),
+              HasSubstr(kNatsTokenFileVar));
 }
 
 TEST_F(JetStreamEventLogTest, AnUnreadableTokenFileIsNamed) {

@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -58,8 +61,11 @@ absl::StatusOr<int> PickFreeLoopbackPort() {
 }
 
 NatsServer::NatsServer(std::unique_ptr<ScratchDir> dir,
-                       std::optional<NatsClusterMembership> membership)
-    : dir_(std::move(dir)), membership_(std::move(membership)) {}
+                       std::optional<NatsClusterMembership> membership,
+                       std::vector<std::string> extra_args)
+    : dir_(std::move(dir)),
+      membership_(std::move(membership)),
+      extra_args_(std::move(extra_args)) {}
 
 NatsServer::~NatsServer() {
   // Kill before the store directory goes.
@@ -67,7 +73,7 @@ NatsServer::~NatsServer() {
 }
 
 absl::StatusOr<std::unique_ptr<NatsServer>> NatsServer::Start(
-    std::chrono::milliseconds timeout) {
+    std::vector<std::string> extra_args, std::chrono::milliseconds timeout) {
   if (NatsServerBinary().empty()) {
     return absl::FailedPreconditionError(kNoNatsServerMessage);
   }
@@ -75,7 +81,7 @@ absl::StatusOr<std::unique_ptr<NatsServer>> NatsServer::Start(
       ScratchDir::Create("kvindexer-nats-");
   if (!dir.ok()) return dir.status();
   std::unique_ptr<NatsServer> server(
-      new NatsServer(*std::move(dir), std::nullopt));
+      new NatsServer(*std::move(dir), std::nullopt, std::move(extra_args)));
   absl::Status status;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     status = server->PickPorts();
@@ -126,6 +132,8 @@ absl::Status NatsServer::Launch() {
          absl::StrCat("nats://", Loopback(membership_->cluster_port)),
          "--routes", absl::StrJoin(routes, ",")});
   }
+  options.args.insert(options.args.end(), extra_args_.begin(),
+                      extra_args_.end());
   absl::StatusOr<std::unique_ptr<ServerProcess>> process =
       ServerProcess::Start(std::move(options));
   if (!process.ok()) return process.status();
@@ -181,7 +189,28 @@ void NatsServer::Kill() {
 }
 
 bool NatsServer::Pause() {
-  return process_ != nullptr && process_->Signal(SIGSTOP);
+  if (process_ == nullptr || !process_->Signal(SIGSTOP)) return false;
+  // The signal is only queued when kill() returns: wait until every thread
+  // has stopped, or the server could still answer a request sent next.
+  const std::string tasks = absl::StrCat("/proc/", process_->pid(), "/task");
+  return WaitUntil(
+      [&] {
+        std::error_code error;
+        for (const auto& task :
+             std::filesystem::directory_iterator(tasks, error)) {
+          std::ifstream stat(task.path() / "stat");
+          std::string line;
+          if (!std::getline(stat, line)) continue;  // the thread ended
+          const size_t close = line.rfind(')');
+          if (close == std::string::npos || close + 2 >= line.size()) {
+            return false;
+          }
+          const char state = line[close + 2];
+          if (state != 'T' && state != 't') return false;
+        }
+        return !error;
+      },
+      10s, 1ms);
 }
 
 bool NatsServer::Resume() {
@@ -240,7 +269,7 @@ absl::StatusOr<std::unique_ptr<NatsCluster>> NatsCluster::Start(
         }
       }
       auto& node = cluster->nodes_[static_cast<size_t>(i)];
-      node.reset(new NatsServer(*std::move(dir), std::move(membership)));
+      node.reset(new NatsServer(*std::move(dir), std::move(membership), {}));
       status = node->PickPorts();
       if (status.ok()) status = node->Launch();
     }

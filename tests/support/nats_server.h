@@ -65,8 +65,10 @@ struct NatsClusterMembership {
 
 class NatsServer {
  public:
-  // One standalone server with JetStream, on fresh ports.
+  // One standalone server with JetStream, on fresh ports. `extra_args` go
+  // to nats-server as they are (e.g. {"--auth", token}).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<NatsServer>> Start(
+      std::vector<std::string> extra_args = {},
       std::chrono::milliseconds timeout = std::chrono::seconds(20));
   ~NatsServer();
   NatsServer(const NatsServer&) = delete;
@@ -77,7 +79,8 @@ class NatsServer {
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // SIGKILL, then reap: a crash.
   void Kill();
-  // SIGSTOP / SIGCONT: a server that hangs, then recovers.
+  // SIGSTOP / SIGCONT: a server that hangs, then recovers. Pause returns
+  // once every thread of the server has stopped.
   bool Pause();
   bool Resume();
   // Stops the server when it runs (SIGKILL), then starts it again on the
@@ -95,7 +98,8 @@ class NatsServer {
  private:
   friend class NatsCluster;
   NatsServer(std::unique_ptr<ScratchDir> dir,
-             std::optional<NatsClusterMembership> membership);
+             std::optional<NatsClusterMembership> membership,
+             std::vector<std::string> extra_args);
   // Picks fresh ports (client, monitor, cluster when clustered).
   [[nodiscard]] absl::Status PickPorts();
   // Launches the process without waiting for readiness.
@@ -105,6 +109,7 @@ class NatsServer {
 
   std::unique_ptr<ScratchDir> dir_;
   std::optional<NatsClusterMembership> membership_;
+  std::vector<std::string> extra_args_;
   int port_ = 0;
   int monitor_port_ = 0;
   std::unique_ptr<ServerProcess> process_;
