@@ -5,6 +5,8 @@
 // a dead or hung server makes appends fail UNAVAILABLE in time and work
 // again once it is back, an R=3 stream keeps acknowledged records when a node
 // dies, and a stream it cannot use is refused with the variable named.
+#include <nats/nats.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -449,6 +451,31 @@ TEST_F(JetStreamEventLogTest, AppendsFailUnavailableWhileTheServerHangs) {
   EXPECT_THAT(Payloads(ReadEventually(**log, 1, 1, 15s)), ElementsAre("a"));
 }
 
+// The server name of the stream's current leader, asked over a connection
+// of its own.
+absl::StatusOr<std::string> StreamLeader(const std::string& urls,
+                                         const std::string& stream) {
+  natsConnection* nc = nullptr;
+  if (natsConnection_ConnectTo(&nc, urls.c_str()) != NATS_OK) {
+    natsConnection_Destroy(nc);
+    return absl::UnavailableError("cannot connect to ask for the leader");
+  }
+  jsCtx* js = nullptr;
+  jsStreamInfo* info = nullptr;
+  std::string leader;
+  if (natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+      js_GetStreamInfo(&info, js, stream.c_str(), nullptr, nullptr) ==
+          NATS_OK &&
+      info->Cluster != nullptr && info->Cluster->Leader != nullptr) {
+    leader = info->Cluster->Leader;
+  }
+  jsStreamInfo_Destroy(info);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  if (leader.empty()) return absl::UnavailableError("no stream leader known");
+  return leader;
+}
+
 TEST_F(JetStreamEventLogTest, AReplicatedStreamKeepsAckedRecordsWhenANodeDies) {
   absl::StatusOr<std::unique_ptr<NatsCluster>> cluster = NatsCluster::Start();
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -463,7 +490,12 @@ TEST_F(JetStreamEventLogTest, AReplicatedStreamKeepsAckedRecordsWhenANodeDies) {
         (*log)->Append("w", payloads.back(), payloads.back(), {});
     ASSERT_TRUE(ack.ok()) << ack.status();
   }
-  (*cluster)->node(0).Kill();
+  // The stream's leader goes: the records must be on the quorum left.
+  absl::StatusOr<std::string> leader =
+      StreamLeader((*cluster)->urls(), config.stream);
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  ASSERT_THAT(*leader, ::testing::MatchesRegex("n[123]"));
+  (*cluster)->node((*leader)[1] - '1').Kill();
   std::vector<LoggedRecord> read = ReadEventually(**log, 1, 10, 20s);
   EXPECT_EQ(Payloads(read), payloads);
   // The two nodes left are a quorum: appends go on.
