@@ -32,8 +32,9 @@ constexpr int64_t kConsumerInactiveNanos = int64_t{5} * 60 * 1000000000;
 // The shortest a fetch waits for the server's answer, also for reads that
 // do not wait for records to arrive.
 constexpr std::chrono::milliseconds kMinFetchWait(50);
-// The most records one fetch asks for.
+// The most records, and about the most bytes, one fetch asks for.
 constexpr size_t kMaxFetchBatch = 1024;
+constexpr int64_t kMaxFetchBytes = 16 << 20;
 // Reconnection: forever, at this pace, buffering this much meanwhile.
 constexpr int64_t kReconnectWaitMs = 250;
 constexpr int kReconnectBufferBytes = 8 << 20;
@@ -277,6 +278,7 @@ class JetStreamEventLog final : public EventLog {
   // The pull consumer of the last Read and the position it delivers next.
   natsSubscription* sub_ = nullptr;  // guarded by read_mu_
   uint64_t next_ = 0;                // guarded by read_mu_
+  uint64_t delivered_ = 0;  // the consumer's last delivery; by read_mu_
 };
 
 std::string JetStreamEventLog::WorkerOf(std::string_view subject) const {
@@ -508,6 +510,7 @@ void JetStreamEventLog::DropConsumer() {
   natsSubscription_Destroy(sub_);
   sub_ = nullptr;
   next_ = 0;
+  delivered_ = 0;
 }
 
 absl::Status JetStreamEventLog::StartConsumer(uint64_t from) {
@@ -528,8 +531,11 @@ absl::Status JetStreamEventLog::StartConsumer(uint64_t from) {
     return Unavailable(
         absl::StrCat("cannot start reading stream ", config_.stream), s, jerr);
   }
+  // Fetches bound what each delivers; the client holds whatever arrives.
+  natsSubscription_SetPendingLimits(sub, -1, -1);
   sub_ = sub;
   next_ = from;
+  delivered_ = 0;
   return absl::OkStatus();
 }
 
@@ -539,14 +545,22 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
   natsMsgList list{};
   jerr = static_cast<jsErrCode>(0);
   const natsStatus s = natsSubscription_FetchRequest(&list, sub_, &request);
-  for (int i = 0; i < list.Count; ++i) {
+  bool lost = false;
+  for (int i = 0; i < list.Count && !lost; ++i) {
     natsMsg* msg = list.Msgs[i];
     jsMsgMetaData* meta_raw = nullptr;
-    if (natsMsg_GetMetaData(&meta_raw, msg) != NATS_OK) continue;
+    lost = natsMsg_GetMetaData(&meta_raw, msg) != NATS_OK;
     MetaDataPtr meta(meta_raw);
+    // The consumer numbers its deliveries 1, 2, ...: a gap is a delivery
+    // lost on the way, which would look like a trim, and a server that
+    // restarted can number them anew. Stop before either; a new consumer
+    // reads on from the next position.
+    if (lost || meta->Sequence.Consumer != delivered_ + 1) {
+      lost = true;
+      break;
+    }
+    delivered_ = meta->Sequence.Consumer;
     const uint64_t position = meta->Sequence.Stream;
-    // A record delivered twice is passed on once.
-    if (position < next_) continue;
     next_ = position + 1;
     // A fetch the client gave up on stays open on the server until it
     // expires, and what it gets then waits here for the next Read: it may
@@ -562,6 +576,16 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
                         static_cast<size_t>(natsMsg_GetDataLength(msg)))});
   }
   natsMsgList_Destroy(&list);
+  if (lost) {
+    spdlog::warn(
+        "event log stream {}: deliveries out of sequence (one lost on the "
+        "way, or the server restarted); reading on from position {} with a "
+        "new consumer",
+        config_.stream, next_);
+    const uint64_t resume = next_;
+    DropConsumer();
+    next_ = resume;
+  }
   return s;
 }
 
@@ -590,9 +614,16 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
         std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
+    // Fetch dropped a consumer that lost a delivery: start where it was.
+    if (sub_ == nullptr) {
+      if (absl::Status started = StartConsumer(next_); !started.ok()) {
+        return started;
+      }
+    }
     jsFetchRequest request;
     jsFetchRequest_Init(&request);
     request.Batch = static_cast<int>(std::min(max_records, kMaxFetchBatch));
+    request.MaxBytes = kMaxFetchBytes;
     request.NoWait = true;
     request.Expires = remaining.count() * int64_t{1000000};
     s = Fetch(request, out, jerr);
