@@ -5,6 +5,12 @@
 // expected-last-sequence check as the fence; positions are the stream's
 // sequence numbers.
 //
+// Reads go through one ephemeral pull consumer, kept while each read
+// continues where the last one ended. A read that finds nothing lasts at
+// least 50 ms, even with no wait. A record trimmed by another process
+// while a fetch of this one is still open on the server can be passed on
+// once after the trim; trims made through this object never are.
+//
 // Thread safety: thread-safe; one connection serves every call.
 #ifndef KVINDEXER_FLEET_JETSTREAM_EVENT_LOG_H_
 #define KVINDEXER_FLEET_JETSTREAM_EVENT_LOG_H_
