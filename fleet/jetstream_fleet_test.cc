@@ -3,8 +3,10 @@
 // event log and snapshot store write snapshots, delete the oldest and trim
 // the log; the newest snapshot, loaded into a fresh replica, holds what a
 // replica that applied the whole log holds, also after the server
-// restarted. Skipped when no nats-server is installed.
+// restarted; and a dead server makes every call fail UNAVAILABLE until
+// it is back. Skipped when no nats-server is installed.
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 #include "fleet/snapshot_writer.h"
 #include "gtest/gtest.h"
 #include "tests/support/nats_server.h"
+#include "tests/support/server_process.h"
 
 namespace kvindexer::fleet {
 namespace jetstream_fleet_test {
@@ -148,6 +151,73 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
       reopened->lease->Get();
   ASSERT_TRUE(lease.ok() && lease->has_value()) << lease.status();
   EXPECT_EQ((*lease)->value, "replica-a");
+}
+
+TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
+  KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
+  absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config;
+  config.nats.urls = {(*nats)->url()};
+  config.nats.timeout_ms = 500;
+  config.stream = "FLEET_DOWN";
+  config.subject_prefix = "fleetdown";
+  absl::StatusOr<FleetStores> fleet = OpenJetStreamFleet(config);
+  ASSERT_TRUE(fleet.ok()) << fleet.status();
+  absl::StatusOr<uint64_t> revision = fleet->lease->Create("replica-a");
+  ASSERT_TRUE(revision.ok()) << revision.status();
+  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
+      fleet->snapshots->Begin("s1");
+  ASSERT_TRUE(writer.ok()) << writer.status();
+
+  (*nats)->Kill();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(fleet->lease->Get().status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fleet->lease->Create("replica-b").status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fleet->lease->Update("replica-a", *revision).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fleet->snapshots->List().status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fleet->snapshots->Begin("s2").status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*writer)->AddPart("a").code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  ASSERT_TRUE((*nats)->Restart().ok());
+  // The connection comes back by itself. A write that failed UNAVAILABLE
+  // may still land (the client resends what it buffered while
+  // disconnected), as after a timeout: replica-b's create cannot, the
+  // lease exists.
+  absl::StatusOr<std::optional<LeaseRegister::Entry>> lease;
+  ASSERT_TRUE(test_support::WaitUntil(
+      [&] {
+        lease = fleet->lease->Get();
+        return lease.ok();
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(50)))
+      << lease.status();
+  ASSERT_TRUE(lease->has_value());
+  EXPECT_EQ((*lease)->value, "replica-a");
+  absl::StatusOr<uint64_t> renewed =
+      fleet->lease->Update("replica-a", (*lease)->revision);
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_GT(*renewed, (*lease)->revision);
+  writer->reset();
+  const SnapshotManifest manifest = [] {
+    SnapshotManifest m;
+    m.set_id("s3");
+    m.set_position(1);
+    m.set_parts(1);
+    return m;
+  }();
+  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> again =
+      fleet->snapshots->Begin("s3");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE((*again)->AddPart("b").ok());
+  ASSERT_TRUE((*again)->Commit(manifest).ok());
+  EXPECT_EQ(Positions(*fleet->snapshots), (std::vector<uint64_t>{1}));
 }
 
 }  // namespace jetstream_fleet_test
