@@ -30,6 +30,11 @@ class NatsClient {
   // Connects with the options of docs/fleet.md, "Configuration" (reconnects
   // forever once connected). INVALID_ARGUMENT naming the variable for a bad
   // option; UNAVAILABLE when no server answers within the timeout.
+  //
+  // While disconnected, the connection buffers what is published and sends
+  // it once reconnected: a write answered UNAVAILABLE may still be applied
+  // later, as one that timed out may. The stores' fences (expected last
+  // sequence) keep such late writes from doing harm.
   [[nodiscard]] static absl::StatusOr<std::shared_ptr<NatsClient>> Connect(
       const NatsConnection& config);
 

@@ -288,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(Implementations, SnapshotStoreContractTest,
 
 // --- One implementation only -----------------------------------------
 
-TEST(MemorySnapshotStoreTest, AnUnavailableStoreFailsEveryCall) {
+TEST(MemorySnapshotStoreUnavailableTest, EveryCallFails) {
   MemorySnapshotStore store;
   const SnapshotManifest manifest = Put(store, "a", 1, {"x"});
   absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
