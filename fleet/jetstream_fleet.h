@@ -22,9 +22,7 @@ struct FleetStores {
 };
 
 // Connects, and creates what does not exist yet (with config.replicas
-// replicas), or checks what does. Errors as OpenJetStreamEventLog. A null
-// snapshot store or lease means this build has none: the replica then
-// reads the log from its start and writes no snapshots.
+// replicas), or checks what does. Errors as OpenJetStreamEventLog.
 [[nodiscard]] absl::StatusOr<FleetStores> OpenJetStreamFleet(
     const EventLogConfig& config);
 
