@@ -47,6 +47,8 @@ function(kvindexer_unity_finish)
     set_target_properties(kvindexer_proto PROPERTIES UNITY_BUILD OFF)
   endif()
   kvindexer_unity_exclude(durable data_dir.cc)
+  kvindexer_unity_exclude(fleet
+    jetstream_lease_register.cc jetstream_snapshot_store.cc)
   if(KVINDEXER_BUILD_TESTS)
     kvindexer_unity_exclude(core
       indexer_removal_test.cc prefix_scanner_test.cc)
