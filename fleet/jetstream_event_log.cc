@@ -4,17 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,164 +31,11 @@ constexpr std::chrono::milliseconds kMinFetchWait(50);
 // The most records, and about the most bytes, one fetch asks for.
 constexpr size_t kMaxFetchBatch = 1024;
 constexpr int64_t kMaxFetchBytes = 16 << 20;
-// Reconnection: forever, at this pace, buffering this much meanwhile.
-constexpr int64_t kReconnectWaitMs = 250;
-constexpr int kReconnectBufferBytes = 8 << 20;
 
 constexpr char kMsgIdHeader[] = "Nats-Msg-Id";
 constexpr char kExpectedLastSubjectSeqHeader[] =
     "Nats-Expected-Last-Subject-Sequence";
 constexpr char kWrongLastSequenceText[] = "wrong last sequence: ";
-
-struct OptionsDeleter {
-  void operator()(natsOptions* o) const { natsOptions_Destroy(o); }
-};
-struct MsgDeleter {
-  void operator()(natsMsg* m) const { natsMsg_Destroy(m); }
-};
-struct PubAckDeleter {
-  void operator()(jsPubAck* a) const { jsPubAck_Destroy(a); }
-};
-struct StreamInfoDeleter {
-  void operator()(jsStreamInfo* s) const { jsStreamInfo_Destroy(s); }
-};
-struct MetaDataDeleter {
-  void operator()(jsMsgMetaData* m) const { jsMsgMetaData_Destroy(m); }
-};
-using OptionsPtr = std::unique_ptr<natsOptions, OptionsDeleter>;
-using MsgPtr = std::unique_ptr<natsMsg, MsgDeleter>;
-using PubAckPtr = std::unique_ptr<jsPubAck, PubAckDeleter>;
-using StreamInfoPtr = std::unique_ptr<jsStreamInfo, StreamInfoDeleter>;
-using MetaDataPtr = std::unique_ptr<jsMsgMetaData, MetaDataDeleter>;
-
-// Debian's abseil has its own string_view.
-absl::string_view View(std::string_view s) { return {s.data(), s.size()}; }
-
-// The client library's description of the last failure on this thread.
-std::string NatsErrorText(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  if (text != nullptr && *text != '\0') return text;
-  return natsStatus_GetText(s);
-}
-
-std::string DescribeFailure(natsStatus s, jsErrCode jerr) {
-  std::string text = NatsErrorText(s);
-  if (jerr != 0) absl::StrAppend(&text, " (JetStream error ", jerr, ")");
-  return text;
-}
-
-// Failures of the connection or of the servers: the caller retries.
-absl::Status Unavailable(std::string_view what, natsStatus s, jsErrCode jerr) {
-  return absl::UnavailableError(
-      absl::StrCat(View(what), ": ", DescribeFailure(s, jerr)));
-}
-
-absl::Status OptionError(std::string_view what, natsStatus s) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(View(what), ": ", NatsErrorText(s)));
-}
-
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kNatsTokenFileVar, "=", path, " cannot be read: ", strerror(errno)));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(content.str()));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kNatsTokenFileVar, "=", path, " holds no token (the file is empty)"));
-  }
-  return token;
-}
-
-absl::Status CheckReadable(const char* var, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(var, "=", path, " cannot be read: ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// The connection options of docs/fleet.md, "Configuration".
-absl::StatusOr<OptionsPtr> MakeOptions(const NatsConnection& config) {
-  natsOptions* raw = nullptr;
-  natsStatus s = natsOptions_Create(&raw);
-  if (s != NATS_OK) return OptionError("cannot create NATS options", s);
-  OptionsPtr opts(raw);
-  std::vector<const char*> servers;
-  for (const std::string& url : config.urls) servers.push_back(url.c_str());
-  s = natsOptions_SetServers(opts.get(), servers.data(),
-                             static_cast<int>(servers.size()));
-  if (s != NATS_OK) {
-    return OptionError(
-        absl::StrCat(kNatsUrlVar, "=", absl::StrJoin(config.urls, ","),
-                     " is not usable"),
-        s);
-  }
-  // Connect in the order given: the first URL is the operator's choice.
-  natsOptions_SetNoRandomize(opts.get(), true);
-  natsOptions_SetTimeout(opts.get(), config.timeout_ms);
-  natsOptions_SetMaxReconnect(opts.get(), -1);
-  natsOptions_SetReconnectWait(opts.get(), kReconnectWaitMs);
-  natsOptions_SetReconnectBufSize(opts.get(), kReconnectBufferBytes);
-  if (!config.creds_file.empty()) {
-    if (absl::Status r = CheckReadable(kNatsCredsFileVar, config.creds_file);
-        !r.ok()) {
-      return r;
-    }
-    s = natsOptions_SetUserCredentialsFromFiles(
-        opts.get(), config.creds_file.c_str(), nullptr);
-    if (s != NATS_OK) {
-      return OptionError(absl::StrCat(kNatsCredsFileVar, "=", config.creds_file,
-                                      " is not usable"),
-                         s);
-    }
-  }
-  if (!config.token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadTokenFile(config.token_file);
-    if (!token.ok()) return token.status();
-    s = natsOptions_SetToken(opts.get(), token->c_str());
-    if (s != NATS_OK) {
-      return OptionError(absl::StrCat(kNatsTokenFileVar, "=", config.token_file,
-                                      " is not usable"),
-                         s);
-    }
-  }
-  const bool tls_url =
-      std::any_of(config.urls.begin(), config.urls.end(),
-                  [](const std::string& u) { return u.starts_with("tls://"); });
-  if (tls_url || !config.tls_ca_file.empty() || !config.tls_cert_file.empty()) {
-    s = natsOptions_SetSecure(opts.get(), true);
-    if (s != NATS_OK) {
-      return OptionError("this libnats was built without TLS support", s);
-    }
-  }
-  if (!config.tls_ca_file.empty()) {
-    s = natsOptions_LoadCATrustedCertificates(opts.get(),
-                                              config.tls_ca_file.c_str());
-    if (s != NATS_OK) {
-      return OptionError(absl::StrCat(kNatsTlsCaFileVar, "=",
-                                      config.tls_ca_file, " is not usable"),
-                         s);
-    }
-  }
-  if (!config.tls_cert_file.empty()) {
-    s = natsOptions_LoadCertificatesChain(
-        opts.get(), config.tls_cert_file.c_str(), config.tls_key_file.c_str());
-    if (s != NATS_OK) {
-      return OptionError(
-          absl::StrCat(kNatsTlsCertFileVar, "=", config.tls_cert_file, " / ",
-                       kNatsTlsKeyFileVar, "=", config.tls_key_file,
-                       " are not a usable certificate and key"),
-          s);
-    }
-  }
-  return opts;
-}
 
 // The position in "wrong last sequence: <n>", the stream's answer to a
 // failed fence.
@@ -209,24 +52,19 @@ std::optional<uint64_t> PositionInFenceError(std::string_view text) {
 
 class JetStreamEventLog final : public EventLog {
  public:
-  JetStreamEventLog(EventLogConfig config, natsConnection* nc, jsCtx* js)
+  JetStreamEventLog(EventLogConfig config, std::shared_ptr<NatsClient> client)
       : config_(std::move(config)),
-        nc_(nc),
-        js_(js),
+        client_(std::move(client)),
+        nc_(client_->connection()),
+        js_(client_->jetstream()),
         subjects_(config_.subject_prefix + ".w.>"),
         worker_subject_prefix_(config_.subject_prefix + ".w.") {
-    const int64_t server_max = natsConnection_GetMaxPayload(nc_);
-    max_payload_bytes_ = server_max > static_cast<int64_t>(kHeaderMargin)
-                             ? static_cast<size_t>(server_max) - kHeaderMargin
-                             : 0;
+    const size_t server_max = client_->max_payload();
+    max_payload_bytes_ =
+        server_max > kHeaderMargin ? server_max - kHeaderMargin : 0;
   }
 
-  ~JetStreamEventLog() override {
-    DropConsumer();
-    jsCtx_Destroy(js_);
-    natsConnection_Close(nc_);
-    natsConnection_Destroy(nc_);
-  }
+  ~JetStreamEventLog() override { DropConsumer(); }
 
   // Creates the stream, or checks the one that is there.
   absl::Status EnsureStream();
@@ -266,6 +104,7 @@ class JetStreamEventLog final : public EventLog {
                    jsErrCode& jerr);
 
   const EventLogConfig config_;
+  const std::shared_ptr<NatsClient> client_;
   natsConnection* const nc_;
   jsCtx* const js_;
   const std::string subjects_;
@@ -337,11 +176,11 @@ absl::Status JetStreamEventLog::EnsureStream() {
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s =
       js_GetStreamInfo(&raw, js_, config_.stream.c_str(), nullptr, &jerr);
-  StreamInfoPtr info(raw);
+  JsStreamInfoPtr info(raw);
   if (s == NATS_OK) return CheckStream(*info);
   if (s != NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) {
-    return Unavailable(absl::StrCat("cannot look up stream ", config_.stream),
-                       s, jerr);
+    return NatsUnavailable(
+        absl::StrCat("cannot look up stream ", config_.stream), s, jerr);
   }
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -373,10 +212,10 @@ absl::Status JetStreamEventLog::EnsureStream() {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create stream ", config_.stream, " (",
                      kNatsStreamVar, ", ", kNatsReplicasVar, "=",
-                     config_.replicas, "): ", DescribeFailure(s, jerr)));
+                     config_.replicas, "): ", DescribeNatsFailure(s, jerr)));
   }
-  return Unavailable(absl::StrCat("cannot create stream ", config_.stream), s,
-                     jerr);
+  return NatsUnavailable(absl::StrCat("cannot create stream ", config_.stream),
+                         s, jerr);
 }
 
 absl::StatusOr<AppendAck> JetStreamEventLog::Append(
@@ -394,7 +233,7 @@ absl::StatusOr<AppendAck> JetStreamEventLog::Append(
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, payload.data(),
                                 static_cast<int>(payload.size()));
-  MsgPtr msg(raw);
+  NatsMsgPtr msg(raw);
   if (s != NATS_OK) {
     return absl::InternalError(
         absl::StrCat("cannot build a message: ", NatsErrorText(s)));
@@ -419,11 +258,11 @@ absl::StatusOr<AppendAck> JetStreamEventLog::Append(
   }
   jsPubOptions pub_opts;
   jsPubOptions_Init(&pub_opts);
-  pub_opts.MaxWait = config_.nats.timeout_ms;
+  pub_opts.MaxWait = client_->timeout_ms();
   jsPubAck* ack_raw = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   s = js_PublishMsg(&ack_raw, js_, msg.get(), &pub_opts, &jerr);
-  PubAckPtr ack(ack_raw);
+  JsPubAckPtr ack(ack_raw);
   if (s == NATS_OK && ack != nullptr) {
     return AppendAck{.position = ack->Sequence, .duplicate = ack->Duplicate};
   }
@@ -440,8 +279,8 @@ absl::StatusOr<AppendAck> JetStreamEventLog::Append(
         ", not at ", expected_last.value_or(0),
         ": another writer appended for this worker"));
   }
-  return Unavailable(absl::StrCat("append to stream ", config_.stream), s,
-                     jerr);
+  return NatsUnavailable(absl::StrCat("append to stream ", config_.stream), s,
+                         jerr);
 }
 
 absl::StatusOr<uint64_t> JetStreamEventLog::LastPositionOf(
@@ -451,10 +290,10 @@ absl::StatusOr<uint64_t> JetStreamEventLog::LastPositionOf(
   const natsStatus s =
       js_GetLastMsg(&raw, js_, config_.stream.c_str(),
                     SubjectOf(worker_id).c_str(), nullptr, &jerr);
-  MsgPtr msg(raw);
+  NatsMsgPtr msg(raw);
   if (s == NATS_OK) return natsMsg_GetSequence(msg.get());
   if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return uint64_t{0};
-  return Unavailable(
+  return NatsUnavailable(
       absl::StrCat("cannot read the last record of a worker in stream ",
                    config_.stream),
       s, jerr);
@@ -465,10 +304,10 @@ absl::StatusOr<LogBounds> JetStreamEventLog::Bounds() {
   jsErrCode jerr = static_cast<jsErrCode>(0);
   const natsStatus s =
       js_GetStreamInfo(&raw, js_, config_.stream.c_str(), nullptr, &jerr);
-  StreamInfoPtr info(raw);
+  JsStreamInfoPtr info(raw);
   if (s != NATS_OK) {
-    return Unavailable(absl::StrCat("cannot read stream ", config_.stream), s,
-                       jerr);
+    return NatsUnavailable(absl::StrCat("cannot read stream ", config_.stream),
+                           s, jerr);
   }
   const jsStreamState& state = info->State;
   // An empty stream reports first == last + 1, except one that never held
@@ -490,8 +329,8 @@ absl::Status JetStreamEventLog::TrimBefore(uint64_t position) {
   const natsStatus s =
       js_PurgeStream(js_, config_.stream.c_str(), &opts, &jerr);
   if (s != NATS_OK) {
-    return Unavailable(absl::StrCat("cannot trim stream ", config_.stream), s,
-                       jerr);
+    return NatsUnavailable(absl::StrCat("cannot trim stream ", config_.stream),
+                           s, jerr);
   }
   uint64_t seen = trimmed_below_.load();
   while (seen < position &&
@@ -528,7 +367,7 @@ absl::Status JetStreamEventLog::StartConsumer(uint64_t from) {
                                         nullptr, &sub_opts, &jerr);
   if (s != NATS_OK) {
     natsSubscription_Destroy(sub);
-    return Unavailable(
+    return NatsUnavailable(
         absl::StrCat("cannot start reading stream ", config_.stream), s, jerr);
   }
   // Fetches bound what each delivers; the client holds whatever arrives.
@@ -550,7 +389,7 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
     natsMsg* msg = list.Msgs[i];
     jsMsgMetaData* meta_raw = nullptr;
     lost = natsMsg_GetMetaData(&meta_raw, msg) != NATS_OK;
-    MetaDataPtr meta(meta_raw);
+    JsMetaDataPtr meta(meta_raw);
     // The consumer numbers its deliveries 1, 2, ...: a gap is a delivery
     // lost on the way, which would look like a trim, and a server that
     // restarted can number them anew. Stop before either; a new consumer
@@ -635,8 +474,8 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
   // or the connection failed: a fresh consumer may do better.
   DropConsumer();
   retry = true;
-  return Unavailable(absl::StrCat("cannot read stream ", config_.stream), s,
-                     jerr);
+  return NatsUnavailable(absl::StrCat("cannot read stream ", config_.stream), s,
+                         jerr);
 }
 
 absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::Read(
@@ -653,38 +492,21 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::Read(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<EventLog>> OpenJetStreamEventLog(
-    const EventLogConfig& config) {
-  if (config.nats.urls.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kNatsUrlVar, " names no NATS server"));
-  }
-  absl::StatusOr<OptionsPtr> opts = MakeOptions(config.nats);
-  if (!opts.ok()) return opts.status();
-  natsConnection* nc = nullptr;
-  natsStatus s = natsConnection_Connect(&nc, opts->get());
-  if (s != NATS_OK) {
-    natsConnection_Destroy(nc);
-    return absl::UnavailableError(absl::StrCat(
-        "cannot connect to NATS at ", absl::StrJoin(config.nats.urls, ","),
-        " (", kNatsUrlVar, "): ", NatsErrorText(s)));
-  }
-  jsOptions js_opts;
-  jsOptions_Init(&js_opts);
-  js_opts.Wait = config.nats.timeout_ms;
-  jsCtx* js = nullptr;
-  s = natsConnection_JetStream(&js, nc, &js_opts);
-  if (s != NATS_OK) {
-    natsConnection_Close(nc);
-    natsConnection_Destroy(nc);
-    return absl::InternalError(
-        absl::StrCat("cannot use JetStream: ", NatsErrorText(s)));
-  }
-  auto log = std::make_unique<JetStreamEventLog>(config, nc, js);
+absl::StatusOr<std::unique_ptr<EventLog>> OpenJetStreamEventLogOn(
+    std::shared_ptr<NatsClient> client, const EventLogConfig& config) {
+  auto log = std::make_unique<JetStreamEventLog>(config, std::move(client));
   if (absl::Status ensured = log->EnsureStream(); !ensured.ok()) {
     return ensured;
   }
   return log;
+}
+
+absl::StatusOr<std::unique_ptr<EventLog>> OpenJetStreamEventLog(
+    const EventLogConfig& config) {
+  absl::StatusOr<std::shared_ptr<NatsClient>> client =
+      NatsClient::Connect(config.nats);
+  if (!client.ok()) return client.status();
+  return OpenJetStreamEventLogOn(*std::move(client), config);
 }
 
 }  // namespace kvindexer::fleet

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
+#include "fleet/nats_connection.h"
 
 namespace kvindexer::fleet {
 
@@ -30,6 +31,12 @@ namespace kvindexer::fleet {
 // settings the log cannot work with (the message says which).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<EventLog>> OpenJetStreamEventLog(
     const EventLogConfig& config);
+
+// The same over a connection shared with other JetStream stores
+// (fleet/jetstream_fleet.h); `config.nats` is not used (the client has
+// its own).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<EventLog>> OpenJetStreamEventLogOn(
+    std::shared_ptr<NatsClient> client, const EventLogConfig& config);
 
 }  // namespace kvindexer::fleet
 

@@ -37,6 +37,9 @@ absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
     if (!n.ok()) return n.status();
     config.max_lag_records = *n;
   }
+  auto snapshots = fleet::ParseSnapshotConfig(env);
+  if (!snapshots.ok()) return snapshots.status();
+  config.snapshots = *snapshots;
   if (config.follows_log()) {
     auto log = fleet::ParseEventLogConfig(env);
     if (!log.ok()) return log.status();

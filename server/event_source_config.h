@@ -12,6 +12,9 @@
 // by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS. The log's variables
 // (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h).
 //
+// KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS, KV_INDEXER_FLEET_SNAPSHOT_KEEP and
+// KV_INDEXER_FLEET_LEASE_TTL_MS: fleet/snapshot_config.h.
+//
 // KV_INDEXER_FLEET_MAX_LAG_RECORDS is checked in either mode: a bad value is
 // a configuration error either way. jetstream with KV_INDEXER_DATA_DIR set is
 // refused (LoadServerConfig): a replica's state comes from the log alone.
@@ -25,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "fleet/fleet_config.h"
+#include "fleet/snapshot_config.h"
 
 namespace kvindexer {
 
@@ -45,6 +49,9 @@ struct EventSourceConfig {
   uint64_t max_lag_records = kDefaultFleetMaxLagRecords;
   // How to reach the log; set exactly when source is kJetStream.
   std::optional<fleet::EventLogConfig> log;
+  // Snapshot writing and the lease (fleet/snapshot_config.h); read, and
+  // checked, in either mode.
+  fleet::SnapshotConfig snapshots;
 
   bool follows_log() const { return source == EventSource::kJetStream; }
 };

@@ -117,10 +117,25 @@ TEST(EventSourceConfigTest, JetStreamWithADataDirectoryIsRefused) {
                   .ok());
 }
 
+TEST(EventSourceConfigTest, SnapshotVariablesAreReadAndChecked) {
+  const auto config = Load({{"KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS", "5000"},
+                            {"KV_INDEXER_FLEET_SNAPSHOT_KEEP", "4"},
+                            {"KV_INDEXER_FLEET_LEASE_TTL_MS", "3000"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->snapshots.interval_ms, 5000u);
+  EXPECT_EQ(config->snapshots.keep, 4u);
+  EXPECT_EQ(config->snapshots.lease_ttl_ms, 3000u);
+  ExpectError({{"KV_INDEXER_FLEET_SNAPSHOT_KEEP", "0"}},
+              "KV_INDEXER_FLEET_SNAPSHOT_KEEP");
+}
+
 TEST(EventSourceConfigTest, UsageListsBothVariables) {
   const std::string usage = UsageText("kv-indexer-server");
   EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_EVENT_SOURCE"),
-                           HasSubstr("KV_INDEXER_FLEET_MAX_LAG_RECORDS")));
+                           HasSubstr("KV_INDEXER_FLEET_MAX_LAG_RECORDS"),
+                           HasSubstr("KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS"),
+                           HasSubstr("KV_INDEXER_FLEET_SNAPSHOT_KEEP"),
+                           HasSubstr("KV_INDEXER_FLEET_LEASE_TTL_MS")));
 }
 
 }  // namespace event_source_config_test

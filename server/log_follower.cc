@@ -93,6 +93,7 @@ void LogFollower::Run() {
   Report();
   while (!stopping()) {
     if (Step()) {
+      in_contact_.store(true, std::memory_order_release);
       retry_delay_ = options_.retry_initial;
       if (failure_streak_ > 0) {
         spdlog::info(
@@ -217,6 +218,7 @@ void LogFollower::Report() {
 
 void LogFollower::WaitToRetry(const absl::Status& failure) {
   read_failures_.fetch_add(1, std::memory_order_relaxed);
+  in_contact_.store(false, std::memory_order_release);
   ++failure_streak_;
   const std::chrono::milliseconds delay = retry_delay_;
   retry_delay_ = std::min(retry_delay_ * 2, options_.retry_cap);

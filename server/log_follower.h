@@ -112,6 +112,14 @@ class LogFollower {
   std::optional<std::string> NotReadyReason() const;
   uint64_t max_lag_records() const { return options_.max_lag_records; }
 
+  // True while the log answers: the latest Bounds and Read both succeeded.
+  // False before the first pass and after a failed call. A replica's
+  // liveness sweeps pause while it is false (docs/fleet.md, "Worker
+  // liveness on replicas").
+  bool in_contact() const {
+    return in_contact_.load(std::memory_order_acquire);
+  }
+
   LogFollowerCounts counts() const;
   // Records refused with `code`.
   uint64_t refused_with(absl::StatusCode code) const;
@@ -140,6 +148,7 @@ class LogFollower {
   std::atomic<uint64_t> log_last_;
   // Set once the follower has passed the log's last position at start.
   std::atomic<bool> reached_start_target_{false};
+  std::atomic<bool> in_contact_{false};
   std::atomic<uint64_t> applied_count_{0};
   std::atomic<uint64_t> refused_count_{0};
   std::atomic<uint64_t> trimmed_count_{0};

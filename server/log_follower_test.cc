@@ -224,10 +224,13 @@ TEST_F(LogFollowerTest, AnUnreachableLogIsRetriedWithoutLoss) {
   Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {1})));
   StartFollower();
   ASSERT_TRUE(WaitForPosition(1));
+  EXPECT_TRUE(WaitUntil([&] { return follower_->in_contact(); }));
   log_.SetUnavailable(true);
   ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 3; }))
       << "the follower retries while the log is unreachable";
+  EXPECT_FALSE(follower_->in_contact());
   log_.SetUnavailable(false);
+  EXPECT_TRUE(WaitUntil([&] { return follower_->in_contact(); }));
   uint64_t last = 0;
   for (int64_t i = 2; i <= 20; ++i) {
     last = Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));

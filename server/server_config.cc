@@ -256,6 +256,13 @@ std::string UsageText(std::string_view program) {
       {kFleetMaxLagRecordsVar, std::to_string(kDefaultFleetMaxLagRecords),
        "positive integer: log records a replica may lag before it reports "
        "NOT_SERVING"},
+      {fleet::kSnapshotIntervalVar, "60000",
+       "ms between a replica's fleet snapshots (1000..86400000), 0: this "
+       "replica writes none"},
+      {fleet::kSnapshotKeepVar, "2",
+       "fleet snapshots kept (1..100); the log is trimmed behind the oldest"},
+      {fleet::kLeaseTtlVar, "15000",
+       "ms a silent snapshot writer keeps its lease (300..600000)"},
       {kMetricsAddrVar, "(unset)",
        "host:port of /metrics, /healthz and /readyz (port 0 picks a free "
        "port); unset or empty: off"},

@@ -124,7 +124,35 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
             static_cast<double>(f.syncs));
 }
 
+void WriteSnapshots(const fleet::SnapshotScheduler& scheduler,
+                    MetricsWriter& w) {
+  const fleet::SnapshotScheduler::Stats stats = scheduler.stats();
+  w.Gauge("kvindexer_fleet_snapshot_lease_held",
+          "1 while this replica holds the snapshot lease and writes the "
+          "fleet's snapshots.",
+          stats.lease_held ? 1 : 0);
+  w.Counter("kvindexer_fleet_snapshots_written",
+            "Snapshots this replica wrote.",
+            static_cast<double>(stats.rounds_written));
+  w.Counter("kvindexer_fleet_snapshot_failures",
+            "Snapshot rounds of this replica that failed (tried again at "
+            "the next interval).",
+            static_cast<double>(stats.rounds_failed));
+  w.Gauge("kvindexer_fleet_snapshot_last_position",
+          "Log position of the last snapshot this replica wrote (0: none).",
+          static_cast<double>(stats.last_position));
+  w.Gauge("kvindexer_fleet_snapshot_last_bytes",
+          "Size of the last snapshot this replica wrote.",
+          static_cast<double>(stats.last_bytes));
+  w.Gauge("kvindexer_fleet_snapshot_last_duration_seconds",
+          "How long the last snapshot round of this replica took.",
+          stats.last_round_seconds);
+}
+
 void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
+  w.Gauge("kvindexer_fleet_log_reachable",
+          "1 while the fleet event log answers this replica's reads.",
+          follower.in_contact() ? 1 : 0);
   w.Gauge("kvindexer_fleet_applied_position",
           "The last fleet event log position handed to the index.",
           static_cast<double>(follower.applied_position()));
@@ -202,6 +230,15 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
     if (const LogFollower* follower =
             follower_.load(std::memory_order_acquire)) {
       WriteFollower(*follower, w);
+      w.Gauge("kvindexer_fleet_snapshot_loaded_position",
+              "Log position of the snapshot this replica started from (0: "
+              "none; it read the log from its start).",
+              static_cast<double>(
+                  loaded_snapshot_.load(std::memory_order_relaxed)));
+    }
+    if (const fleet::SnapshotScheduler* scheduler =
+            scheduler_.load(std::memory_order_acquire)) {
+      WriteSnapshots(*scheduler, w);
     }
   });
 }

@@ -21,6 +21,7 @@
 #include "common/metrics_registry.h"
 #include "core/indexer.h"
 #include "durable/durable_store.h"
+#include "fleet/snapshot_scheduler.h"
 #include "kvindexer/backend.h"
 #include "server/kv_indexer_service.h"
 #include "server/log_follower.h"
@@ -51,12 +52,22 @@ class ServerMetrics {
   void SetLogFollower(const LogFollower* follower) {
     follower_.store(follower, std::memory_order_release);
   }
+  // A replica's snapshot scheduler, likewise; and the position of the
+  // snapshot it started from (0: none).
+  void SetSnapshotScheduler(const fleet::SnapshotScheduler* scheduler) {
+    scheduler_.store(scheduler, std::memory_order_release);
+  }
+  void SetLoadedSnapshotPosition(uint64_t position) {
+    loaded_snapshot_.store(position, std::memory_order_relaxed);
+  }
 
  private:
   RpcMetrics rpc_;
   Histogram& apply_wait_;
   std::atomic<const durable::DurableStore*> store_{nullptr};
   std::atomic<const LogFollower*> follower_{nullptr};
+  std::atomic<const fleet::SnapshotScheduler*> scheduler_{nullptr};
+  std::atomic<uint64_t> loaded_snapshot_{0};
 };
 
 }  // namespace kvindexer

@@ -1,9 +1,13 @@
 #include "server/server_runner.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_join.h"
@@ -15,7 +19,8 @@
 #include "core/indexer.h"
 #include "durable/durable_store.h"
 #include "fleet/event_log.h"
-#include "fleet/jetstream_event_log.h"
+#include "fleet/jetstream_fleet.h"
+#include "fleet/snapshot_scheduler.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admin_service.h"
@@ -24,6 +29,8 @@
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
 #include "server/log_follower.h"
+#include "server/replica_liveness.h"
+#include "server/replica_snapshot.h"
 #include "server/security_config.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -49,6 +56,17 @@ namespace {
 #endif
 constexpr std::string_view kServerBuildInfo =
     "compiler " KVINDEXER_COMPILER "; build " KVINDEXER_BUILD_TYPE;
+
+// This process's name among the fleet's replicas, in the snapshot lease and
+// in the manifests it writes: host, pid and a random part, so that a
+// restarted replica never takes its old lease for its own.
+std::string ReplicaName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  return fmt::format("{}-{}-{:08x}", host[0] != '\0' ? host : "replica",
+                     ::getpid(), random());
+}
 
 }  // namespace
 
@@ -103,7 +121,11 @@ int RunServer(std::span<const char* const> args) {
   // endpoint's scrapes) and go before the Indexer.
   const EventSourceConfig& event_source = config->event_source;
   std::unique_ptr<fleet::EventLog> event_log;
+  std::unique_ptr<fleet::SnapshotStore> snapshot_store;
+  std::unique_ptr<fleet::LeaseRegister> lease_register;
+  ReplicaStart replica_start;
   std::unique_ptr<LogFollower> follower;
+  std::unique_ptr<fleet::SnapshotScheduler> snapshot_scheduler;
   std::atomic<const LogFollower*> published_follower{nullptr};
   // Security (docs/security.md): the write token, TLS and the warning for
   // a server reachable beyond loopback without them.
@@ -217,14 +239,42 @@ int RunServer(std::span<const char* const> args) {
         kEventSourceVar, event_source.log->stream,
         absl::StrJoin(event_source.log->nats.urls, ","),
         event_source.max_lag_records);
-    auto opened = fleet::OpenJetStreamEventLog(*event_source.log);
+    auto opened = fleet::OpenJetStreamFleet(*event_source.log);
     if (!opened.ok()) {
       spdlog::error("cannot open the fleet event log ({}=jetstream): {}",
                     kEventSourceVar, opened.status().ToString());
       if (metrics_http != nullptr) metrics_http->Stop();
       return kExitFailure;
     }
-    event_log = *std::move(opened);
+    event_log = std::move(opened->log);
+    snapshot_store = std::move(opened->snapshots);
+    lease_register = std::move(opened->lease);
+    // The newest snapshot goes in before the address is bound; the log is
+    // followed from the position after it.
+    absl::StatusOr<ReplicaStart> start =
+        snapshot_store != nullptr
+            ? LoadNewestSnapshot(*snapshot_store, indexer)
+            : absl::StatusOr<ReplicaStart>(ReplicaStart{});
+    if (!start.ok()) {
+      spdlog::error("{}=jetstream: {}", kEventSourceVar,
+                    start.status().ToString());
+      if (metrics_http != nullptr) metrics_http->Stop();
+      return kExitFailure;
+    }
+    replica_start = *std::move(start);
+    if (replica_start.snapshot.has_value()) {
+      spdlog::info(
+          "loaded fleet snapshot id={} position={} parts={} bytes={} "
+          "workers={} seconds={:.3f}",
+          replica_start.snapshot->id(), replica_start.snapshot->position(),
+          replica_start.snapshot->parts(), replica_start.snapshot->bytes(),
+          indexer.worker_count(), replica_start.seconds);
+      if (metrics != nullptr) {
+        metrics->SetLoadedSnapshotPosition(replica_start.snapshot->position());
+      }
+    } else {
+      spdlog::info("no fleet snapshot yet: following the log from its start");
+    }
   } else {
     spdlog::info(
         "restart-safe state off ({} unset): a restart empties the index",
@@ -291,6 +341,7 @@ int RunServer(std::span<const char* const> args) {
     follower = std::make_unique<LogFollower>(
         *event_log, indexer,
         LogFollowerOptions{
+            .start_position = replica_start.follow_from,
             .max_lag_records = event_source.max_lag_records,
             .on_readiness =
                 [&health](std::optional<std::string> behind) {
@@ -307,6 +358,30 @@ int RunServer(std::span<const char* const> args) {
                BoundAddress(config->listen_addr, bound_port));
   phase = Phase::kServing;
   if (follower != nullptr) follower->Start();
+  // Snapshot writing (docs/fleet.md, "Snapshots"): every replica competes
+  // for the lease; the holder writes one each interval.
+  if (follower != nullptr && snapshot_store != nullptr &&
+      lease_register != nullptr && event_source.snapshots.interval_ms > 0) {
+    fleet::SnapshotRoundOptions round;
+    round.writer = ReplicaName();
+    round.limits = config->limits;
+    spdlog::info(
+        "fleet snapshots: replica {} competes for the lease; interval_ms={} "
+        "keep={} lease_ttl_ms={}",
+        round.writer, event_source.snapshots.interval_ms,
+        event_source.snapshots.keep, event_source.snapshots.lease_ttl_ms);
+    snapshot_scheduler = std::make_unique<fleet::SnapshotScheduler>(
+        event_log.get(), snapshot_store.get(), lease_register.get(),
+        event_source.snapshots, std::move(round), &MonotonicClock::Real(), [] {
+          return std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+              .count();
+        });
+    if (metrics != nullptr) {
+      metrics->SetSnapshotScheduler(snapshot_scheduler.get());
+    }
+    snapshot_scheduler->Start();
+  }
 
   // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
   // removal").
@@ -314,7 +389,16 @@ int RunServer(std::span<const char* const> args) {
   if (config->liveness) {
     spdlog::info("worker liveness on sweep_ms={}", config->liveness_sweep_ms);
     sweeper = std::make_unique<LivenessSweeper>(
-        std::chrono::milliseconds(config->liveness_sweep_ms), [&indexer] {
+        std::chrono::milliseconds(config->liveness_sweep_ms),
+        [&indexer, &follower, replica = ReplicaLiveness()]() mutable {
+          // A replica sweeps only while it hears the log (docs/fleet.md,
+          // "Worker liveness on replicas").
+          if (follower != nullptr &&
+              !replica.BeforeSweep(
+                  follower->in_contact() && follower->caught_up(), indexer,
+                  indexer.clock().Now())) {
+            return;
+          }
           // A failure is logged by the Indexer and retried next sweep.
           indexer.SweepLiveness(indexer.clock().Now());
         });
@@ -337,6 +421,11 @@ int RunServer(std::span<const char* const> args) {
   server->Wait();
   server.reset();
   if (sweeper != nullptr) sweeper->Stop();
+  // Before the log it reads; gives the lease up for another replica.
+  if (snapshot_scheduler != nullptr) {
+    if (metrics != nullptr) metrics->SetSnapshotScheduler(nullptr);
+    snapshot_scheduler->Stop();
+  }
   // Before `health`, which it reports to, and the Indexer go.
   if (follower != nullptr) follower->Stop();
   indexer.SetBackendFailureCallback(nullptr);  // before `health` goes

@@ -1,0 +1,587 @@
+#include "fleet/jetstream_snapshot_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::fleet {
+namespace {
+
+using ::kvindexer::fleet::v1::SnapshotManifest;
+
+// Room left under the server's max_payload for the headers a part carries
+// and the protocol's own framing.
+constexpr size_t kHeaderMargin = 4096;
+// A reading consumer left behind (its reader died) is removed by the
+// server after this long.
+constexpr int64_t kConsumerInactiveNanos = int64_t{60} * 1000000000;
+// The most parts, and about the most bytes, one fetch asks for.
+constexpr int kFetchBatch = 16;
+constexpr int64_t kMaxFetchBytes = 32 << 20;
+
+constexpr char kPartHeader[] = "Kvi-Part";
+constexpr char kExpectedLastSubjectSeqHeader[] =
+    "Nats-Expected-Last-Subject-Sequence";
+
+bool ValidId(std::string_view id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+class JetStreamSnapshotStore final : public SnapshotStore {
+ public:
+  JetStreamSnapshotStore(std::shared_ptr<NatsClient> client,
+                         const EventLogConfig& config)
+      : client_(std::move(client)),
+        js_(client_->jetstream()),
+        stream_(config.stream + "_SNAPSHOTS"),
+        subjects_(config.subject_prefix + ".snap.>"),
+        snap_prefix_(config.subject_prefix + ".snap."),
+        replicas_(config.replicas) {
+    const size_t server_max = client_->max_payload();
+    max_part_bytes_ =
+        server_max > kHeaderMargin ? server_max - kHeaderMargin : 0;
+  }
+
+  // Creates the stream, or checks the one that is there.
+  absl::Status EnsureStream();
+
+  absl::StatusOr<std::unique_ptr<Writer>> Begin(std::string_view id) override;
+  absl::StatusOr<std::vector<SnapshotManifest>> List() override;
+  absl::Status ReadParts(
+      const SnapshotManifest& manifest,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
+  absl::Status Delete(const SnapshotManifest& manifest) override;
+  size_t max_part_bytes() const override { return max_part_bytes_; }
+
+ private:
+  class JetStreamWriter;
+  struct Stored {
+    SnapshotManifest manifest;
+    uint64_t sequence = 0;  // the manifest's: commit order
+  };
+
+  std::string PartsSubject(std::string_view id) const {
+    return absl::StrCat(snap_prefix_, View(id), ".p");
+  }
+  std::string ManifestSubject(std::string_view id) const {
+    return absl::StrCat(snap_prefix_, View(id), ".m");
+  }
+
+  absl::Status CheckStream(const jsStreamInfo& info) const;
+  // The stream's subjects matching `filter` and how many messages each
+  // holds.
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> SubjectsOf(
+      const std::string& filter);
+  // The manifest under `subject`, nullopt when there is none.
+  absl::StatusOr<std::optional<Stored>> ManifestAt(const std::string& subject);
+  // Publishes with the per-subject fence `expected_last` (0: nothing under
+  // the subject yet); the stream sequence. FAILED_PRECONDITION when the
+  // fence fails.
+  absl::StatusOr<uint64_t> Publish(natsMsg* msg, uint64_t expected_last);
+  absl::Status Purge(const std::string& subject);
+  // Forgets an id a writer of this object had in use.
+  void Release(const std::string& id);
+
+  const std::shared_ptr<NatsClient> client_;
+  jsCtx* const js_;
+  const std::string stream_;
+  const std::string subjects_;
+  const std::string snap_prefix_;
+  const uint32_t replicas_;
+  size_t max_part_bytes_ = 0;
+
+  std::mutex mu_;
+  // Ids of this object's writers that are not committed or abandoned yet.
+  std::set<std::string, std::less<>> writing_;  // guarded by mu_
+};
+
+class JetStreamSnapshotStore::JetStreamWriter final
+    : public SnapshotStore::Writer {
+ public:
+  JetStreamWriter(JetStreamSnapshotStore* store, std::string id)
+      : store_(store), id_(std::move(id)) {}
+
+  ~JetStreamWriter() override {
+    if (!committed_) {
+      // Best effort: a commit that failed on the way may have landed, so
+      // its manifest goes first; parts left behind are never listed.
+      if (commit_tried_) {
+        if (absl::Status s = store_->Purge(store_->ManifestSubject(id_));
+            !s.ok()) {
+          spdlog::warn("abandoned snapshot {}: {}", id_, s.ToString());
+        }
+      }
+      if (parts_tried_) {
+        if (absl::Status s = store_->Purge(store_->PartsSubject(id_));
+            !s.ok()) {
+          spdlog::warn("abandoned snapshot {}: its parts stay: {}", id_,
+                       s.ToString());
+        }
+      }
+    }
+    store_->Release(id_);
+  }
+
+  absl::Status AddPart(std::string_view part) override {
+    if (committed_) {
+      return absl::FailedPreconditionError("snapshot already committed");
+    }
+    if (part.size() > store_->max_part_bytes_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a snapshot part of ", part.size(), " bytes exceeds the limit of ",
+          store_->max_part_bytes_));
+    }
+    const std::string subject = store_->PartsSubject(id_);
+    natsMsg* raw = nullptr;
+    natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, part.data(),
+                                  static_cast<int>(part.size()));
+    NatsMsgPtr msg(raw);
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), kPartHeader,
+                            absl::StrCat(parts_).c_str());
+    }
+    if (s != NATS_OK) {
+      return absl::InternalError(
+          absl::StrCat("cannot build a message: ", NatsErrorText(s)));
+    }
+    parts_tried_ = true;
+    // Fenced on the previous part: nothing else lands among the parts.
+    absl::StatusOr<uint64_t> sequence = store_->Publish(msg.get(), last_part_);
+    if (!sequence.ok()) return sequence.status();
+    last_part_ = *sequence;
+    ++parts_;
+    return absl::OkStatus();
+  }
+
+  absl::Status Commit(const SnapshotManifest& manifest) override {
+    if (committed_) {
+      return absl::FailedPreconditionError("snapshot already committed");
+    }
+    if (manifest.id() != id_ || manifest.parts() != parts_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("manifest of \"", manifest.id(), "\" with ",
+                       manifest.parts(), " parts does not describe snapshot \"",
+                       id_, "\" with ", parts_, " parts"));
+    }
+    const std::string subject = store_->ManifestSubject(id_);
+    const std::string bytes = manifest.SerializeAsString();
+    natsMsg* raw = nullptr;
+    const natsStatus s =
+        natsMsg_Create(&raw, subject.c_str(), nullptr, bytes.data(),
+                       static_cast<int>(bytes.size()));
+    NatsMsgPtr msg(raw);
+    if (s != NATS_OK) {
+      return absl::InternalError(
+          absl::StrCat("cannot build a message: ", NatsErrorText(s)));
+    }
+    commit_tried_ = true;
+    absl::StatusOr<uint64_t> sequence = store_->Publish(msg.get(), 0);
+    if (!sequence.ok()) return sequence.status();
+    committed_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  JetStreamSnapshotStore* const store_;
+  const std::string id_;
+  uint64_t parts_ = 0;
+  uint64_t last_part_ = 0;  // the stream sequence of the last part
+  bool parts_tried_ = false;
+  bool commit_tried_ = false;
+  bool committed_ = false;
+};
+
+absl::Status JetStreamSnapshotStore::CheckStream(
+    const jsStreamInfo& info) const {
+  const jsStreamConfig* cfg = info.Config;
+  if (cfg == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stream ", stream_, " answered without its configuration"));
+  }
+  std::vector<std::string> subjects;
+  for (int i = 0; i < cfg->SubjectsLen; ++i) {
+    subjects.emplace_back(cfg->Subjects[i]);
+  }
+  if (subjects != std::vector<std::string>{subjects_}) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("snapshot stream ", stream_, " (", kNatsStreamVar,
+                     " with _SNAPSHOTS) exists with subjects [",
+                     absl::StrJoin(subjects, ", "),
+                     "], but the snapshot store needs "
+                     "exactly [",
+                     subjects_, "] (", kNatsSubjectPrefixVar,
+                     "): choose another stream name or subject prefix"));
+  }
+  if (cfg->Retention != js_LimitsPolicy) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "snapshot stream ", stream_, " (", kNatsStreamVar,
+        " with _SNAPSHOTS) does not use the limits retention policy: "
+        "snapshots are kept until they are deleted"));
+  }
+  if (cfg->Replicas != static_cast<int64_t>(replicas_)) {
+    spdlog::warn(
+        "snapshot stream {} has {} replicas, not the {} of {}; keeping the "
+        "stream as it is",
+        stream_, cfg->Replicas, replicas_, kNatsReplicasVar);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JetStreamSnapshotStore::EnsureStream() {
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&raw, js_, stream_.c_str(), nullptr, &jerr);
+  JsStreamInfoPtr info(raw);
+  if (s == NATS_OK) return CheckStream(*info);
+  if (s != NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) {
+    return NatsUnavailable(absl::StrCat("cannot look up stream ", stream_), s,
+                           jerr);
+  }
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  const char* subjects[] = {subjects_.c_str()};
+  cfg.Name = stream_.c_str();
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = js_FileStorage;
+  cfg.Retention = js_LimitsPolicy;
+  cfg.Replicas = replicas_;
+  raw = nullptr;
+  jerr = static_cast<jsErrCode>(0);
+  s = js_AddStream(&raw, js_, &cfg, nullptr, &jerr);
+  info.reset(raw);
+  if (s == NATS_OK) {
+    spdlog::info("created snapshot stream {} subjects={} replicas={}", stream_,
+                 subjects_, replicas_);
+    return absl::OkStatus();
+  }
+  if (jerr == JSStreamNameExistErr) {
+    // Another process created it meanwhile: check theirs.
+    raw = nullptr;
+    s = js_GetStreamInfo(&raw, js_, stream_.c_str(), nullptr, &jerr);
+    info.reset(raw);
+    if (s == NATS_OK) return CheckStream(*info);
+  }
+  if (jerr != 0 && s != NATS_TIMEOUT) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create stream ", stream_, " (", kNatsStreamVar,
+                     " with _SNAPSHOTS, ", kNatsReplicasVar, "=", replicas_,
+                     "): ", DescribeNatsFailure(s, jerr)));
+  }
+  return NatsUnavailable(absl::StrCat("cannot create stream ", stream_), s,
+                         jerr);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>>
+JetStreamSnapshotStore::SubjectsOf(const std::string& filter) {
+  jsOptions opts;
+  jsOptions_Init(&opts);
+  opts.Stream.Info.SubjectsFilter = filter.c_str();
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_GetStreamInfo(&raw, js_, stream_.c_str(), &opts, &jerr);
+  JsStreamInfoPtr info(raw);
+  if (s != NATS_OK) {
+    return NatsUnavailable(absl::StrCat("cannot read stream ", stream_), s,
+                           jerr);
+  }
+  std::vector<std::pair<std::string, uint64_t>> out;
+  const jsStreamStateSubjects* list = info->State.Subjects;
+  if (list == nullptr) return out;
+  for (int i = 0; i < list->Count; ++i) {
+    out.emplace_back(list->List[i].Subject, list->List[i].Msgs);
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<JetStreamSnapshotStore::Stored>>
+JetStreamSnapshotStore::ManifestAt(const std::string& subject) {
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetLastMsg(&raw, js_, stream_.c_str(),
+                                     subject.c_str(), nullptr, &jerr);
+  NatsMsgPtr msg(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
+    return std::optional<Stored>();
+  }
+  if (s != NATS_OK) {
+    return NatsUnavailable(
+        absl::StrCat("cannot read a snapshot manifest in stream ", stream_), s,
+        jerr);
+  }
+  Stored stored;
+  stored.sequence = natsMsg_GetSequence(msg.get());
+  if (!stored.manifest.ParseFromArray(natsMsg_GetData(msg.get()),
+                                      natsMsg_GetDataLength(msg.get()))) {
+    return absl::DataLossError(absl::StrCat("the snapshot manifest at ",
+                                            subject, " in stream ", stream_,
+                                            " does not parse"));
+  }
+  return std::optional<Stored>(std::move(stored));
+}
+
+absl::StatusOr<uint64_t> JetStreamSnapshotStore::Publish(
+    natsMsg* msg, uint64_t expected_last) {
+  // Set here rather than through jsPubOptions, which leaves out a zero.
+  natsStatus s = natsMsgHeader_Set(msg, kExpectedLastSubjectSeqHeader,
+                                   absl::StrCat(expected_last).c_str());
+  if (s != NATS_OK) {
+    return absl::InternalError(
+        absl::StrCat("cannot set the fence header: ", NatsErrorText(s)));
+  }
+  jsPubOptions pub_opts;
+  jsPubOptions_Init(&pub_opts);
+  pub_opts.MaxWait = client_->timeout_ms();
+  jsPubAck* ack_raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  s = js_PublishMsg(&ack_raw, js_, msg, &pub_opts, &jerr);
+  JsPubAckPtr ack(ack_raw);
+  if (s == NATS_OK && ack != nullptr) return ack->Sequence;
+  if (jerr == JSStreamWrongLastSequenceErr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("another writer wrote under ", natsMsg_GetSubject(msg),
+                     " in stream ", stream_));
+  }
+  return NatsUnavailable(absl::StrCat("cannot write to stream ", stream_), s,
+                         jerr);
+}
+
+absl::Status JetStreamSnapshotStore::Purge(const std::string& subject) {
+  jsOptions opts;
+  jsOptions_Init(&opts);
+  opts.Stream.Purge.Subject = subject.c_str();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = js_PurgeStream(js_, stream_.c_str(), &opts, &jerr);
+  if (s != NATS_OK) {
+    return NatsUnavailable(
+        absl::StrCat("cannot purge ", subject, " in stream ", stream_), s,
+        jerr);
+  }
+  return absl::OkStatus();
+}
+
+void JetStreamSnapshotStore::Release(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writing_.erase(id);
+}
+
+absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>>
+JetStreamSnapshotStore::Begin(std::string_view id) {
+  if (!ValidId(id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot id \"", View(id), "\" is not [A-Za-z0-9_-]+"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writing_.count(id) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("snapshot \"", View(id), "\" is being written"));
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> used =
+      SubjectsOf(absl::StrCat(snap_prefix_, View(id), ".*"));
+  if (!used.ok()) return used.status();
+  if (!used->empty()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("snapshot \"", View(id), "\" exists"));
+  }
+  writing_.emplace(id);
+  return std::unique_ptr<Writer>(
+      std::make_unique<JetStreamWriter>(this, std::string(id)));
+}
+
+absl::StatusOr<std::vector<SnapshotManifest>> JetStreamSnapshotStore::List() {
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> subjects =
+      SubjectsOf(absl::StrCat(snap_prefix_, "*.m"));
+  if (!subjects.ok()) return subjects.status();
+  std::vector<Stored> committed;
+  for (const auto& [subject, count] : *subjects) {
+    absl::StatusOr<std::optional<Stored>> stored = ManifestAt(subject);
+    if (stored.status().code() == absl::StatusCode::kDataLoss) {
+      spdlog::warn("snapshot store: {}; leaving that snapshot out",
+                   stored.status().ToString());
+      continue;
+    }
+    if (!stored.ok()) return stored.status();
+    // Deleted since the subjects were read.
+    if (!stored->has_value()) continue;
+    committed.push_back(std::move(**stored));
+  }
+  std::sort(committed.begin(), committed.end(),
+            [](const Stored& a, const Stored& b) {
+              if (a.manifest.position() != b.manifest.position()) {
+                return a.manifest.position() < b.manifest.position();
+              }
+              return a.sequence < b.sequence;
+            });
+  std::vector<SnapshotManifest> out;
+  out.reserve(committed.size());
+  for (Stored& stored : committed) out.push_back(std::move(stored.manifest));
+  return out;
+}
+
+absl::Status JetStreamSnapshotStore::ReadParts(
+    const SnapshotManifest& manifest,
+    absl::FunctionRef<absl::Status(std::string_view part)> on_part) {
+  const std::string& id = manifest.id();
+  const auto gone = [&]() -> absl::Status {
+    absl::StatusOr<std::optional<Stored>> stored =
+        ManifestAt(ManifestSubject(id));
+    if (!stored.ok()) return stored.status();
+    if (!stored->has_value()) {
+      return absl::NotFoundError(absl::StrCat("snapshot \"", id, "\" is gone"));
+    }
+    return absl::OkStatus();
+  };
+  if (!ValidId(id)) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", id, "\" cannot exist: a bad id"));
+  }
+  if (absl::Status s = gone(); !s.ok()) return s;
+  const std::string subject = PartsSubject(id);
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> held =
+      SubjectsOf(subject);
+  if (!held.ok()) return held.status();
+  const uint64_t count = held->empty() ? 0 : held->front().second;
+  if (count != manifest.parts()) {
+    if (absl::Status s = gone(); !s.ok()) return s;
+    return absl::DataLossError(absl::StrCat("snapshot \"", id, "\" holds ",
+                                            count, " parts, its manifest says ",
+                                            manifest.parts()));
+  }
+  if (count == 0) return absl::OkStatus();
+
+  jsSubOptions sub_opts;
+  jsSubOptions_Init(&sub_opts);
+  sub_opts.Stream = stream_.c_str();
+  sub_opts.Config.DeliverPolicy = js_DeliverAll;
+  sub_opts.Config.AckPolicy = js_AckNone;
+  sub_opts.Config.InactiveThreshold = kConsumerInactiveNanos;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsSubscription* sub = nullptr;
+  natsStatus s = js_PullSubscribe(&sub, js_, subject.c_str(), nullptr, nullptr,
+                                  &sub_opts, &jerr);
+  const auto close = [&] {
+    if (client_->connected()) natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+  };
+  if (s != NATS_OK) {
+    natsSubscription_Destroy(sub);
+    return NatsUnavailable(
+        absl::StrCat("cannot read snapshot \"", id, "\" in stream ", stream_),
+        s, jerr);
+  }
+  natsSubscription_SetPendingLimits(sub, -1, -1);
+
+  uint64_t received = 0;
+  uint64_t pending_after = 0;
+  absl::Status result;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(client_->timeout_ms());
+  while (result.ok() && received < count) {
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+    if (remaining.count() <= 0) {
+      result = gone();
+      if (result.ok()) {
+        result = absl::UnavailableError(absl::StrCat(
+            "snapshot \"", id, "\": part ", received, " of ", count,
+            " did not arrive in time from stream ", stream_));
+      }
+      break;
+    }
+    jsFetchRequest request;
+    jsFetchRequest_Init(&request);
+    request.Batch = static_cast<int>(
+        std::min<uint64_t>(count - received, uint64_t{kFetchBatch}));
+    request.MaxBytes = kMaxFetchBytes;
+    request.Expires = remaining.count() * int64_t{1000000};
+    natsMsgList list{};
+    s = natsSubscription_FetchRequest(&list, sub, &request);
+    if (list.Count > 0) {
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(client_->timeout_ms());
+    }
+    for (int i = 0; i < list.Count && result.ok(); ++i) {
+      natsMsg* msg = list.Msgs[i];
+      const char* index_text = nullptr;
+      uint64_t index = 0;
+      bool numbered =
+          natsMsgHeader_Get(msg, kPartHeader, &index_text) == NATS_OK &&
+          index_text != nullptr;
+      if (numbered) {
+        const char* end = index_text + strlen(index_text);
+        const auto [ptr, ec] = std::from_chars(index_text, end, index);
+        numbered = ec == std::errc() && ptr == end;
+      }
+      if (!numbered || index != received) {
+        result = absl::DataLossError(absl::StrCat(
+            "snapshot \"", id, "\": part ", received,
+            " is missing (the next part found is numbered ",
+            numbered ? absl::StrCat(index) : std::string("(none)"), ")"));
+        break;
+      }
+      jsMsgMetaData* meta_raw = nullptr;
+      if (natsMsg_GetMetaData(&meta_raw, msg) == NATS_OK) {
+        pending_after = meta_raw->NumPending;
+      }
+      jsMsgMetaData_Destroy(meta_raw);
+      const char* data = natsMsg_GetData(msg);
+      result = on_part(
+          std::string_view(data == nullptr ? "" : data,
+                           static_cast<size_t>(natsMsg_GetDataLength(msg))));
+      ++received;
+    }
+    natsMsgList_Destroy(&list);
+    if (!result.ok()) break;
+    if (s != NATS_OK && s != NATS_TIMEOUT && s != NATS_NOT_FOUND) {
+      result = NatsUnavailable(
+          absl::StrCat("cannot read snapshot \"", id, "\" in stream ", stream_),
+          s, static_cast<jsErrCode>(0));
+    }
+  }
+  close();
+  if (!result.ok()) return result;
+  if (pending_after != 0) {
+    return absl::DataLossError(absl::StrCat("snapshot \"", id,
+                                            "\" holds more than the ", count,
+                                            " parts its manifest says"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JetStreamSnapshotStore::Delete(const SnapshotManifest& manifest) {
+  if (!ValidId(manifest.id())) return absl::OkStatus();  // cannot exist
+  if (absl::Status s = Purge(ManifestSubject(manifest.id())); !s.ok()) {
+    return s;
+  }
+  return Purge(PartsSubject(manifest.id()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SnapshotStore>> OpenJetStreamSnapshotStore(
+    std::shared_ptr<NatsClient> client, const EventLogConfig& config) {
+  auto store =
+      std::make_unique<JetStreamSnapshotStore>(std::move(client), config);
+  if (absl::Status ensured = store->EnsureStream(); !ensured.ok()) {
+    return ensured;
+  }
+  return std::unique_ptr<SnapshotStore>(std::move(store));
+}
+
+}  // namespace kvindexer::fleet

@@ -1,0 +1,193 @@
+// The LeaseRegister contract (fleet/lease_register.h), run against
+// MemoryLeaseRegister, the reference, and the JetStream key-value driver
+// (fleet/jetstream_lease_register.h) on a real nats-server (skipped when
+// none is installed); then two SnapshotLease holders (fleet/snapshot_lease.h)
+// on the real clock over the JetStream register.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/monotonic_clock.h"
+#include "fleet/fleet_config.h"
+#include "fleet/jetstream_lease_register.h"
+#include "fleet/lease_register.h"
+#include "fleet/nats_connection.h"
+#include "fleet/snapshot_lease.h"
+#include "gtest/gtest.h"
+#include "tests/support/nats_server.h"
+
+namespace kvindexer::fleet {
+namespace lease_register_contract_test {
+
+using namespace std::chrono_literals;
+using test_support::NatsServer;
+
+EventLogConfig FreshConfig(const std::string& url) {
+  static int counter = 0;
+  ++counter;
+  EventLogConfig config;
+  config.nats.urls = {url};
+  config.nats.timeout_ms = 2000;
+  config.stream = "LEASECONTRACT_" + std::to_string(counter);
+  config.subject_prefix = "leasecontract" + std::to_string(counter);
+  return config;
+}
+
+NatsServer* SharedNats() {
+  static std::unique_ptr<NatsServer> server = [] {
+    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
+    if (!started.ok()) {
+      ADD_FAILURE() << started.status();
+      return std::unique_ptr<NatsServer>();
+    }
+    return *std::move(started);
+  }();
+  return server.get();
+}
+
+// A register on a connection of its own, as another replica has.
+absl::StatusOr<std::unique_ptr<LeaseRegister>> OpenJetStream(
+    const EventLogConfig& config) {
+  absl::StatusOr<std::shared_ptr<NatsClient>> client =
+      NatsClient::Connect(config.nats);
+  if (!client.ok()) return client.status();
+  return OpenJetStreamLeaseRegister(*std::move(client), config);
+}
+
+class LeaseRegisterContractTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "memory") {
+      reg_ = std::make_unique<MemoryLeaseRegister>();
+      return;
+    }
+    KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
+    NatsServer* nats = SharedNats();
+    ASSERT_NE(nats, nullptr);
+    absl::StatusOr<std::unique_ptr<LeaseRegister>> reg =
+        OpenJetStream(FreshConfig(nats->url()));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    reg_ = *std::move(reg);
+  }
+
+  std::unique_ptr<LeaseRegister> reg_;
+};
+
+TEST_P(LeaseRegisterContractTest, NothingIsThereAtFirst) {
+  absl::StatusOr<std::optional<LeaseRegister::Entry>> entry = reg_->Get();
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_FALSE(entry->has_value());
+}
+
+TEST_P(LeaseRegisterContractTest, CreateWritesOnce) {
+  absl::StatusOr<uint64_t> created = reg_->Create("a");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_GT(*created, 0u);
+  absl::StatusOr<std::optional<LeaseRegister::Entry>> entry = reg_->Get();
+  ASSERT_TRUE(entry.ok() && entry->has_value()) << entry.status();
+  EXPECT_EQ((*entry)->value, "a");
+  EXPECT_EQ((*entry)->revision, *created);
+  EXPECT_EQ(reg_->Create("b").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reg_->Get().value()->value, "a");
+}
+
+TEST_P(LeaseRegisterContractTest, UpdateNeedsTheCurrentRevision) {
+  absl::StatusOr<uint64_t> first = reg_->Create("a");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<uint64_t> second = reg_->Update("b", *first);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_GT(*second, *first);
+  absl::StatusOr<uint64_t> stale = reg_->Update("c", *first);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition)
+      << stale.status();
+  EXPECT_EQ(reg_->Update("c", *second + 5).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // An empty value (a released lease) is a value like any other.
+  absl::StatusOr<uint64_t> third = reg_->Update("", *second);
+  ASSERT_TRUE(third.ok()) << third.status();
+  absl::StatusOr<std::optional<LeaseRegister::Entry>> entry = reg_->Get();
+  ASSERT_TRUE(entry.ok() && entry->has_value()) << entry.status();
+  EXPECT_EQ((*entry)->value, "");
+  EXPECT_EQ((*entry)->revision, *third);
+}
+
+TEST_P(LeaseRegisterContractTest, UpdateOfNothingNeedsRevisionZero) {
+  EXPECT_EQ(reg_->Update("a", 7).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(reg_->Get().value().has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Implementations, LeaseRegisterContractTest,
+                         ::testing::Values("memory", "jetstream"),
+                         [](const auto& param_info) {
+                           return param_info.param;
+                         });
+
+// --- The JetStream register only ---------------------------------------
+
+class JetStreamLeaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override { KVINDEXER_SKIP_WITHOUT_NATS_SERVER(); }
+};
+
+// Two replicas, each with its own connection, on the real clock.
+TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
+  NatsServer* nats = SharedNats();
+  ASSERT_NE(nats, nullptr);
+  const EventLogConfig config = FreshConfig(nats->url());
+  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_a = OpenJetStream(config);
+  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_b = OpenJetStream(config);
+  ASSERT_TRUE(reg_a.ok()) << reg_a.status();
+  ASSERT_TRUE(reg_b.ok()) << reg_b.status();
+  const MonotonicClock& clock = MonotonicClock::Real();
+  constexpr auto kTtl = 300ms;
+  SnapshotLease a(reg_a->get(), "replica-a", kTtl, &clock);
+  SnapshotLease b(reg_b->get(), "replica-b", kTtl, &clock);
+
+  ASSERT_TRUE(a.Tick()) << a.last_error();
+  EXPECT_FALSE(b.Tick());
+  // While a renews, b never takes it: watch for two TTLs. The start of
+  // the Tick that wrote a's last revision bounds when b first saw it.
+  const auto watch_until = std::chrono::steady_clock::now() + 2 * kTtl;
+  uint64_t revision = (*reg_a)->Get().value()->revision;
+  auto last_write_start = std::chrono::steady_clock::now();
+  int renewals = 0;
+  while (std::chrono::steady_clock::now() < watch_until) {
+    const auto tick_start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(a.Tick()) << a.last_error();
+    absl::StatusOr<std::optional<LeaseRegister::Entry>> seen = (*reg_a)->Get();
+    ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
+    EXPECT_EQ((*seen)->value, "replica-a");
+    if ((*seen)->revision != revision) {
+      revision = (*seen)->revision;
+      last_write_start = tick_start;
+      ++renewals;
+    }
+    ASSERT_FALSE(b.Tick()) << "b took the lease from a live holder";
+    ASSERT_TRUE(b.last_error().ok()) << b.last_error();
+  }
+  EXPECT_GE(renewals, 3);
+
+  // a falls silent: b takes over, but not before a TTL has passed since
+  // a's last write.
+  bool taken = false;
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (!taken && std::chrono::steady_clock::now() < give_up) {
+    taken = b.Tick();
+  }
+  ASSERT_TRUE(taken) << b.last_error();
+  EXPECT_GE(std::chrono::steady_clock::now() - last_write_start, kTtl);
+  EXPECT_EQ((*reg_b)->Get().value()->value, "replica-b");
+  // a comes back: its renewal fails and it steps down.
+  EXPECT_FALSE(a.Tick());
+  EXPECT_FALSE(a.held());
+
+  // A released lease is taken at once.
+  b.Release();
+  EXPECT_TRUE(a.Tick()) << a.last_error();
+  EXPECT_FALSE(b.Tick());
+}
+
+}  // namespace lease_register_contract_test
+}  // namespace kvindexer::fleet

@@ -1,0 +1,163 @@
+// A replica's start from a snapshot (server/replica_snapshot.h): the
+// newest snapshot, then the log after it through the follower, give the
+// index of a replica that read the whole log; a damaged snapshot is an
+// error naming it.
+#include "server/replica_snapshot.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "fleet/memory_event_log.h"
+#include "fleet/memory_snapshot_store.h"
+#include "fleet/snapshot_writer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/log_follower.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/requests.h"
+
+namespace kvindexer {
+namespace replica_snapshot_test {
+
+using test_support::Batch;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// Polls `done` for up to ten seconds.
+bool WaitUntil(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return done();
+}
+
+class ReplicaSnapshotTest : public ::testing::Test {
+ protected:
+  void Report(const std::string& worker, std::vector<int64_t> hashes,
+              std::vector<int64_t> revoked = {}) {
+    ::kvindexer::fleet::v1::LogRecord record;
+    Batch batch(worker, "10.0.0.1:80");
+    batch.Report(kTierHbm, hashes);
+    if (!revoked.empty()) batch.Revoke(kTierHbm, revoked);
+    *record.mutable_apply() = batch;
+    ASSERT_TRUE(
+        log_.Append(worker, record.SerializeAsString(), "", std::nullopt).ok());
+  }
+
+  void WriteSnapshot() {
+    fleet::SnapshotRoundOptions options;
+    options.writer = "replica-a";
+    const std::atomic<bool> stop{false};
+    absl::StatusOr<fleet::SnapshotRound> round =
+        fleet::WriteSnapshotRound(log_, store_, options, stop);
+    ASSERT_TRUE(round.ok()) << round.status();
+    ASSERT_TRUE(round->written);
+  }
+
+  // (worker, hash) pairs the indexer holds among hashes 1..20.
+  static std::set<std::pair<std::string, int64_t>> Held(Indexer& indexer) {
+    ::kv_indexer::v1::MatchExternalKvResponse resp;
+    EXPECT_TRUE(
+        indexer
+            .Match(test_support::MatchRequest(test_support::Range(1, 20)),
+                   &resp)
+            .ok());
+    std::set<std::pair<std::string, int64_t>> out;
+    for (const auto& match : resp.matches()) {
+      for (const auto& tier : match.hashes_by_tier()) {
+        for (int64_t h : tier.hashes()) out.insert({match.worker_id(), h});
+      }
+    }
+    return out;
+  }
+
+  // A fresh replica that starts from the store and follows the log.
+  struct Replica {
+    test_support::ModelBackend backend;
+    Indexer indexer{&backend};
+    std::unique_ptr<LogFollower> follower;
+  };
+
+  fleet::MemoryEventLog log_;
+  fleet::MemorySnapshotStore store_;
+};
+
+TEST_F(ReplicaSnapshotTest, NoSnapshotMeansTheWholeLog) {
+  test_support::ModelBackend backend;
+  Indexer indexer(&backend);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_FALSE(start->snapshot.has_value());
+  EXPECT_EQ(start->follow_from, 1u);
+}
+
+TEST_F(ReplicaSnapshotTest, SnapshotThenTheLogAfterItEqualsTheWholeLog) {
+  Report("w1", {1, 2, 3});
+  Report("w2", {4, 5});
+  WriteSnapshot();
+  Report("w1", {6}, {1});
+  Report("w3", {7});
+  ASSERT_TRUE(log_.TrimBefore(3).ok());  // what the snapshot holds is gone
+
+  Replica replica;
+  absl::StatusOr<ReplicaStart> start =
+      LoadNewestSnapshot(store_, replica.indexer);
+  ASSERT_TRUE(start.ok()) << start.status();
+  ASSERT_TRUE(start->snapshot.has_value());
+  EXPECT_EQ(start->follow_from, 3u);
+  LogFollowerOptions options;
+  options.start_position = start->follow_from;
+  options.read_wait = 20ms;
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower->Start();
+  ASSERT_TRUE(
+      WaitUntil([&] { return replica.follower->applied_position() >= 4; }));
+  replica.follower->Stop();
+  EXPECT_EQ(replica.follower->counts().trimmed, 0u);
+  const std::set<std::pair<std::string, int64_t>> expected = {
+      {"w1", 2}, {"w1", 3}, {"w1", 6}, {"w2", 4}, {"w2", 5}, {"w3", 7}};
+  EXPECT_EQ(Held(replica.indexer), expected);
+}
+
+TEST_F(ReplicaSnapshotTest, ADamagedSnapshotIsAnErrorNamingIt) {
+  Report("w1", {1});
+  WriteSnapshot();
+  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
+      store_.List();
+  ASSERT_TRUE(all.ok() && all->size() == 1);
+  // A manifest that claims more chunks than its parts hold.
+  ::kvindexer::fleet::v1::SnapshotManifest forged = all->front();
+  forged.set_id("forged");
+  forged.set_position(forged.position() + 1);
+  forged.set_chunks(forged.chunks() + 5);
+  {
+    auto writer = store_.Begin("forged");
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(store_
+                    .ReadParts(all->front(),
+                               [&](std::string_view part) {
+                                 return (*writer)->AddPart(part);
+                               })
+                    .ok());
+    ASSERT_TRUE((*writer)->Commit(forged).ok());
+  }
+  test_support::ModelBackend backend;
+  Indexer indexer(&backend);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+  ASSERT_FALSE(start.ok());
+  EXPECT_EQ(start.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(start.status().message(), HasSubstr("\"forged\""));
+  store_.SetUnavailable(true);
+  EXPECT_EQ(LoadNewestSnapshot(store_, indexer).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace replica_snapshot_test
+}  // namespace kvindexer
