@@ -10,19 +10,23 @@
 // Before that, each replica must have applied the log up to its last
 // position.
 //
-// The faults: a replica killed while the bridges stream and started again;
-// the stream's leader in an R=3 NATS cluster killed while they stream; the
-// NATS server stopped (SIGSTOP) while the publishers go on publishing.
+// The faults (docs/fleet.md, "Failures and what happens"): a replica
+// killed while the bridges stream and started again; the NATS server
+// stopped (SIGSTOP) while the publishers go on publishing; a replica that
+// joins after the log was trimmed behind a snapshot; a node of an R=3 NATS
+// cluster killed while the bridges stream (disabled, see there).
 //
 // No sleeps as synchronisation: effects are awaited in bounded loops. The
 // traffic thread paces its rounds, which shapes the load only.
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -87,9 +91,9 @@ class FleetE2eTest : public ::testing::Test {
   }
 
   // Appends a replica of log_ to replicas_.
-  void StartReplica() {
+  void StartReplica(std::map<std::string, std::string> extra_env = {}) {
     absl::StatusOr<std::unique_ptr<FleetReplica>> replica =
-        FleetReplica::Start(log_);
+        FleetReplica::Start(log_, std::move(extra_env));
     ASSERT_TRUE(replica.ok()) << replica.status();
     replicas_.push_back(*std::move(replica));
   }
@@ -360,7 +364,17 @@ TEST_F(FleetE2eTest, AHungNatsServerStallsTheLogButNotTheReplicas) {
         kFleetBound, 20ms))
         << w->id() << " buffered " << buffered.value_or(-1);
   }
-  // The replicas answer queries, with what they held before.
+  // The replicas notice that the log does not answer (their reads time
+  // out after KV_INDEXER_NATS_TIMEOUT_MS)...
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return replicas_[r]->Metric("kvindexer_fleet_log_reachable") == 0;
+        },
+        kFleetBound, 20ms))
+        << "replica " << r;
+  }
+  // ... and answer queries, with what they held before.
   for (size_t r = 0; r < replicas_.size(); ++r) {
     EXPECT_EQ(replicas_[r]->AppliedPosition(), before) << "replica " << r;
     for (size_t i = 0; i < workers_.size(); ++i) {
@@ -375,6 +389,65 @@ TEST_F(FleetE2eTest, AHungNatsServerStallsTheLogButNotTheReplicas) {
   const uint64_t end = Converge();
   EXPECT_GE(end, before + kWorkers * kBatchesWhilePaused);
   ExpectIdenticalReplicas(end);
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          return replicas_[r]->Metric("kvindexer_fleet_log_reachable") == 1;
+        },
+        kFleetBound, 20ms))
+        << "replica " << r;
+    EXPECT_EQ(replicas_[r]->Health(), kHealthServing) << "replica " << r;
+  }
+}
+
+// A replica started after the log was trimmed behind a snapshot loads the
+// snapshot, reads the log after it, and holds what the replica that wrote
+// it holds.
+TEST_F(FleetE2eTest, AReplicaStartedAfterATrimLoadsTheSnapshot) {
+  ASSERT_NO_FATAL_FAILURE(StartNats());
+  // The first replica writes a snapshot every second and keeps one, so the
+  // log is trimmed up to it.
+  ASSERT_NO_FATAL_FAILURE(
+      StartReplica({{"KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS", "1000"},
+                    {"KV_INDEXER_FLEET_SNAPSHOT_KEEP", "1"}}));
+  ASSERT_NO_FATAL_FAILURE(StartWorkers());
+  StartStreaming();
+  ASSERT_TRUE(StreamFor(100));
+  const uint64_t snapshotted = Converge();
+  FleetReplica& writer = *replicas_.front();
+  std::optional<double> last_snapshot;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        last_snapshot = writer.Metric("kvindexer_fleet_snapshot_last_position");
+        return last_snapshot.value_or(0) >= snapshotted;
+      },
+      kFleetBound, 50ms))
+      << "last snapshot at " << last_snapshot.value_or(-1) << ", log end "
+      << snapshotted;
+  EXPECT_TRUE(writer.process().WaitForOutput("snapshot written", kFleetBound));
+  absl::StatusOr<uint64_t> first = FleetLogFirst(log_);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        first = FleetLogFirst(log_);
+        return first.ok() && *first > 1;
+      },
+      kFleetBound, 50ms))
+      << "the log was not trimmed: "
+      << (first.ok() ? absl::StrCat("first position ", *first)
+                     : first.status().ToString());
+  // More batches, which the new replica must read from the log.
+  StartStreaming();
+  ASSERT_TRUE(StreamFor(50));
+  streamer_->Stop();
+
+  ASSERT_NO_FATAL_FAILURE(StartReplica());
+  const uint64_t end = Converge();
+  ExpectIdenticalReplicas(end);
+  FleetReplica& joined = *replicas_.back();
+  const std::optional<double> loaded =
+      joined.Metric("kvindexer_fleet_snapshot_loaded_position");
+  EXPECT_GE(loaded.value_or(0), snapshotted);
+  EXPECT_EQ(joined.Health(), kHealthServing);
 }
 
 }  // namespace
