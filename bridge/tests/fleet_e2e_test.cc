@@ -339,15 +339,18 @@ void FleetE2eTest::NodeDiesWhileStreaming(bool leader) {
   ExpectIdenticalReplicas(end);
 }
 
-// Both cluster tests are disabled: they find a replica whose reading of
-// the log stalls for good after the node dies (nats-server 2.9.10, libnats
-// 3.4.1). The stalled replica sits in JetStreamEventLog::Read, whose
+// Both tests below are disabled: they find a replica whose reading of the
+// log stalls for good after the node dies (nats-server 2.9.10, libnats
+// 3.4.1), which docs/fleet.md, "Failures and what happens", says does not
+// happen. The stalled replica sits in JetStreamEventLog::Read, whose
 // fetches come back empty with no error; its pull consumer, made after the
 // node died, has delivered one record and holds thousands more
 // (num_pending) with no pull request waiting (num_waiting 0), so
 // LogFollower never starts a new one. About half the runs stall (either
 // node). Run them with --gtest_also_run_disabled_tests; the failure
-// message lists every consumer as the nodes left see them.
+// message lists every consumer as the nodes left see them. The enabled
+// test after them checks the bridges' side with replicas started after the
+// node died.
 TEST_F(FleetE2eTest, DISABLED_AClusterLosesNoBatchWhenAFollowerNodeDies) {
   NodeDiesWhileStreaming(/*leader=*/false);
 }
