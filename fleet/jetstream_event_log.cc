@@ -99,6 +99,9 @@ class JetStreamEventLog final : public EventLog {
   absl::StatusOr<std::vector<LoggedRecord>> ReadLocked(
       uint64_t from, size_t max_records, std::chrono::milliseconds wait,
       bool& retry);
+  // After a read that found nothing: false when the server says the
+  // consumer is gone, or that it holds records it did not deliver.
+  bool ConsumerLooksHealthy();
   // Fetches into `out`; NATS_TIMEOUT and NATS_NOT_FOUND mean "nothing".
   natsStatus Fetch(jsFetchRequest& request, std::vector<LoggedRecord>& out,
                    jsErrCode& jerr);
@@ -428,6 +431,28 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
   return s;
 }
 
+bool JetStreamEventLog::ConsumerLooksHealthy() {
+  jsConsumerInfo* info = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  // A short wait: this runs after every empty read.
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = 1000;
+  const natsStatus s =
+      natsSubscription_GetConsumerInfo(&info, sub_, &options, &jerr);
+  if (s != NATS_OK) {
+    jsConsumerInfo_Destroy(info);
+    // Only an answer that says so condemns the consumer: an unreachable
+    // server is the connection's business, and a new consumer would not
+    // fare better.
+    return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS ||
+           s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED;
+  }
+  const bool healthy = info->NumPending == 0;
+  jsConsumerInfo_Destroy(info);
+  return healthy;
+}
+
 absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
     uint64_t from, size_t max_records, std::chrono::milliseconds wait,
     bool& retry) {
@@ -469,7 +494,20 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
     if (!out.empty()) return out;
     if (s != NATS_OK && s != NATS_NOT_FOUND && s != NATS_TIMEOUT) break;
   }
-  if (s == NATS_OK || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) return out;
+  if (s == NATS_OK || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
+    if (ConsumerLooksHealthy()) return out;
+    // Nothing arrived although the consumer is gone or has records
+    // pending: its server died (a consumer of a replicated stream lives on
+    // one server) or lost it. Read on with a new one.
+    spdlog::warn(
+        "event log stream {}: the reader's consumer is gone or stalled; "
+        "reading on from position {} with a new consumer",
+        config_.stream, next_);
+    DropConsumer();
+    retry = true;
+    return absl::UnavailableError(absl::StrCat(
+        "stream ", config_.stream, ": the reader's consumer was lost"));
+  }
   // The consumer is gone (the server removed it, or restarted without it)
   // or the connection failed: a fresh consumer may do better.
   DropConsumer();

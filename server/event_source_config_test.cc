@@ -122,9 +122,9 @@ TEST(EventSourceConfigTest, SnapshotVariablesAreReadAndChecked) {
                             {"KV_INDEXER_FLEET_SNAPSHOT_KEEP", "4"},
                             {"KV_INDEXER_FLEET_LEASE_TTL_MS", "3000"}});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->snapshots.interval_ms, 5000u);
-  EXPECT_EQ(config->snapshots.keep, 4u);
-  EXPECT_EQ(config->snapshots.lease_ttl_ms, 3000u);
+  EXPECT_EQ(config->event_source.snapshots.interval_ms, 5000u);
+  EXPECT_EQ(config->event_source.snapshots.keep, 4u);
+  EXPECT_EQ(config->event_source.snapshots.lease_ttl_ms, 3000u);
   ExpectError({{"KV_INDEXER_FLEET_SNAPSHOT_KEEP", "0"}},
               "KV_INDEXER_FLEET_SNAPSHOT_KEEP");
 }
