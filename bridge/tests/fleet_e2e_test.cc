@@ -341,18 +341,19 @@ void FleetE2eTest::NodeDiesWhileStreaming(bool leader) {
   ExpectIdenticalReplicas(end);
 }
 
-// Both tests below are disabled: they find a replica whose reading of the
-// log stalls for good after the node dies (nats-server 2.9.10, libnats
+// Both tests below are disabled: in about half the runs a replica stops
+// applying the log after the node dies (nats-server 2.9.10, libnats
 // 3.4.1), which docs/fleet.md, "Failures and what happens", says does not
-// happen. The stalled replica sits in JetStreamEventLog::Read, whose
-// fetches come back empty with no error; its pull consumer, made after the
-// node died, has delivered one record and holds thousands more
-// (num_pending) with no pull request waiting (num_waiting 0), so
-// LogFollower never starts a new one. About half the runs stall (either
-// node). Run them with --gtest_also_run_disabled_tests; the failure
-// message lists every consumer as the nodes left see them. The enabled
-// test after them checks the bridges' side with replicas started after the
-// node died.
+// happen. Before main's 484ac13 the stalled replica sat in
+// JetStreamEventLog::Read with fetches coming back empty and no error, its
+// pull consumer (made after the node died) having delivered one record and
+// holding thousands more with no pull request waiting. After 484ac13 it
+// still stalls: its kvindexer_fleet_applied_position stays near where it
+// was at the kill, no consumer of it is listed by the nodes left, yet it
+// logs that the log answers again. Run them with
+// --gtest_also_run_disabled_tests; the failure message lists every consumer
+// as the nodes left see them. The enabled test after them checks the
+// bridges' side with replicas started after the node died.
 TEST_F(FleetE2eTest, DISABLED_AClusterLosesNoBatchWhenAFollowerNodeDies) {
   NodeDiesWhileStreaming(/*leader=*/false);
 }
