@@ -90,11 +90,13 @@ cmake --build "$root/asan" -j"$jobs"
 # The recovery engine's randomised fault test runs 1,500 seeds in the plain
 # run above; under the sanitizers 40 keep the stage's time in check. The
 # robin conformance run with merges forced after every apply runs in the
-# plain run and under TSan; here the default policy's run covers robin.
+# plain run and under TSan; here the default policy's run covers robin. The
+# fleet end-to-end tests (real nats-server, replicas and bridges) run in the
+# plain stage only: under ASan they repeat code the fleet unit tests cover.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   KV_INDEXER_RECOVERY_SEEDS=40 \
   run_ctest --test-dir "$root/asan" --output-on-failure -j"$jobs" --timeout 600 \
-  -E '^(bench\.|conformance\.out_of_tree|conformance\.robin_sharded_snapshot\.merging)'
+  -E '^(bench\.|conformance\.out_of_tree|conformance\.robin_sharded_snapshot\.merging|bridge\.fleet_e2e\.)'
 
 # TSan is opt-in: KVINDEXER_TSAN=backend runs the concurrent backend's own
 # tests (its readers never take a lock), about 2.5 minutes; =full adds the
