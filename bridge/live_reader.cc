@@ -17,7 +17,7 @@ namespace kvindexer::bridge {
 namespace {
 
 // How long one poll may block: bounds how late Stop() is noticed.
-constexpr std::chrono::milliseconds kPollSlice{25};
+constexpr std::chrono::milliseconds kReaderPollSlice{25};
 
 // The live END marker of SGLang's publisher, which the bridge skips.
 constexpr uint64_t kEndMarkerSeq = ~uint64_t{0};
@@ -96,7 +96,7 @@ void LiveReader::Run() {
     zmq::pollitem_t items[] = {{monitor_->handle(), 0, ZMQ_POLLIN, 0},
                                {sub_->handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 2, kPollSlice);
+      zmq::poll(items, 2, kReaderPollSlice);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       Fail(absl::StrCat("ZMQ poll failed: ", e.what()));
