@@ -90,7 +90,8 @@ class JetStreamEventLog final : public EventLog {
   // SubjectOf makes.
   std::string WorkerOf(std::string_view subject) const;
 
-  absl::Status CheckStream(const jsStreamInfo& info) const;
+  // Also records the stream's replicas.
+  absl::Status CheckStream(const jsStreamInfo& info);
   // REQUIRES: read_mu_ held.
   absl::Status StartConsumer(uint64_t from);
   void DropConsumer();
@@ -99,9 +100,11 @@ class JetStreamEventLog final : public EventLog {
   absl::StatusOr<std::vector<LoggedRecord>> ReadLocked(
       uint64_t from, size_t max_records, std::chrono::milliseconds wait,
       bool& retry);
-  // After a read that found nothing: false when the server says the
-  // consumer is gone, or that it holds records it did not deliver.
-  bool ConsumerLooksHealthy();
+  // After a read that found nothing: true when the stream's leader holds
+  // records from next_ on that a last short fetch does not deliver either,
+  // so the consumer is stuck (it is gone, or lives on a node that died).
+  // Records that fetch does deliver are added to `out`.
+  bool ConsumerIsStuck(std::vector<LoggedRecord>& out);
   // Fetches into `out`; NATS_TIMEOUT and NATS_NOT_FOUND mean "nothing".
   natsStatus Fetch(jsFetchRequest& request, std::vector<LoggedRecord>& out,
                    jsErrCode& jerr);
@@ -113,6 +116,9 @@ class JetStreamEventLog final : public EventLog {
   const std::string subjects_;
   const std::string worker_subject_prefix_;
   size_t max_payload_bytes_ = 0;
+  // The replicas of the stream as it is (EnsureStream): the reader's
+  // consumer gets as many, so that it outlives a node of an R=3 stream.
+  int64_t stream_replicas_ = 1;
 
   // The highest position TrimBefore was called with.
   std::atomic<uint64_t> trimmed_below_{0};
@@ -133,7 +139,7 @@ std::string JetStreamEventLog::WorkerOf(std::string_view subject) const {
   return absl::HexStringToBytes(View(hex));
 }
 
-absl::Status JetStreamEventLog::CheckStream(const jsStreamInfo& info) const {
+absl::Status JetStreamEventLog::CheckStream(const jsStreamInfo& info) {
   const jsStreamConfig* cfg = info.Config;
   if (cfg == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -157,6 +163,7 @@ absl::Status JetStreamEventLog::CheckStream(const jsStreamInfo& info) const {
         ") does not use the limits retention policy: the event log keeps "
         "records until they are trimmed, not until they are consumed"));
   }
+  stream_replicas_ = std::max<int64_t>(cfg->Replicas, 1);
   if (cfg->Replicas != static_cast<int64_t>(config_.replicas)) {
     spdlog::warn(
         "event log stream {} has {} replicas, not the {} of {}; keeping the "
@@ -200,6 +207,7 @@ absl::Status JetStreamEventLog::EnsureStream() {
   s = js_AddStream(&raw, js_, &cfg, nullptr, &jerr);
   info.reset(raw);
   if (s == NATS_OK) {
+    stream_replicas_ = std::max<int64_t>(config_.replicas, 1);
     spdlog::info("created event log stream {} subjects={} replicas={}",
                  config_.stream, subjects_, config_.replicas);
     return absl::OkStatus();
@@ -364,6 +372,12 @@ absl::Status JetStreamEventLog::StartConsumer(uint64_t from) {
   sub_opts.Config.OptStartSeq = from;
   sub_opts.Config.AckPolicy = js_AckNone;
   sub_opts.Config.InactiveThreshold = kConsumerInactiveNanos;
+  // An ephemeral consumer is a single copy unless asked otherwise, and one
+  // made while a node is down may even be placed on that node (nats-server
+  // before 2.12): as many copies as the stream keeps it alive through the
+  // loss of a node. Its state is only what it delivered, so memory does.
+  sub_opts.Config.Replicas = stream_replicas_;
+  sub_opts.Config.MemoryStorage = stream_replicas_ > 1;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsSubscription* sub = nullptr;
   const natsStatus s = js_PullSubscribe(&sub, js_, subjects_.c_str(), nullptr,
@@ -431,26 +445,26 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
   return s;
 }
 
-bool JetStreamEventLog::ConsumerLooksHealthy() {
-  jsConsumerInfo* info = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  // A short wait: this runs after every empty read.
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = 1000;
-  const natsStatus s =
-      natsSubscription_GetConsumerInfo(&info, sub_, &options, &jerr);
-  if (s != NATS_OK) {
-    jsConsumerInfo_Destroy(info);
-    // Only an answer that says so condemns the consumer: an unreachable
-    // server is the connection's business, and a new consumer would not
-    // fare better.
-    return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS ||
-           s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED;
+bool JetStreamEventLog::ConsumerIsStuck(std::vector<LoggedRecord>& out) {
+  // The stream's leader answers for the stream, whichever node the
+  // consumer lives on. Without an answer the connection is at fault, and a
+  // new consumer would not fare better. A consumer Fetch dropped is
+  // replaced by the next Read anyway.
+  if (sub_ == nullptr) return false;
+  absl::StatusOr<LogBounds> bounds = Bounds();
+  if (!bounds.ok() || bounds->last < bounds->first || bounds->last < next_) {
+    return false;
   }
-  const bool healthy = info->NumPending == 0;
-  jsConsumerInfo_Destroy(info);
-  return healthy;
+  // Records may have arrived since the fetch gave up: one last short fetch
+  // tells those apart from a consumer that delivers nothing.
+  jsFetchRequest request;
+  jsFetchRequest_Init(&request);
+  request.Batch = 1;
+  request.NoWait = true;
+  request.Expires = kMinFetchWait.count() * int64_t{1000000};
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  Fetch(request, out, jerr);
+  return out.empty() && sub_ != nullptr;
 }
 
 absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
@@ -495,10 +509,10 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
     if (s != NATS_OK && s != NATS_NOT_FOUND && s != NATS_TIMEOUT) break;
   }
   if (s == NATS_OK || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
-    if (ConsumerLooksHealthy()) return out;
-    // Nothing arrived although the consumer is gone or has records
-    // pending: its server died (a consumer of a replicated stream lives on
-    // one server) or lost it. Read on with a new one.
+    if (!ConsumerIsStuck(out)) return out;
+    // Nothing arrived although the stream holds records for this reader:
+    // the consumer is gone, or lives on a node that died. Read on with a
+    // new one.
     spdlog::warn(
         "event log stream {}: the reader's consumer is gone or stalled; "
         "reading on from position {} with a new consumer",
