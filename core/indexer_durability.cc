@@ -111,7 +111,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       if (removal.worker_id().empty()) {
         return Malformed("removal", "no worker_id");
       }
-      if (removal.reason() > static_cast<uint32_t>(RemovalReason::kAdmin)) {
+      if (removal.reason() > static_cast<uint32_t>(RemovalReason::kReload)) {
         return Malformed("removal",
                          fmt::format("unknown reason {}", removal.reason()));
       }

@@ -12,6 +12,7 @@ enum class RemovalReason {
   kConfigure,  // ConfigureExpectedWorkers left it out
   kLiveness,   // its heartbeat expired
   kAdmin,      // an operator asked
+  kReload,     // a fleet replica empties its index to load a snapshot
 };
 
 constexpr std::string_view RemovalReasonName(RemovalReason reason) {
@@ -22,6 +23,8 @@ constexpr std::string_view RemovalReasonName(RemovalReason reason) {
       return "liveness";
     case RemovalReason::kAdmin:
       return "admin";
+    case RemovalReason::kReload:
+      return "reload";
   }
   return "unknown";
 }

@@ -54,8 +54,11 @@ void WorkerLifecycleLog::RecordRemovalFailure(std::string_view worker_id,
 
 void WorkerLifecycleLog::RecordRemoved(std::string_view worker_id,
                                        RemovalReason reason) {
-  const auto level = reason == RemovalReason::kConfigure ? spdlog::level::debug
-                                                         : spdlog::level::info;
+  // Configure and reload remove workers wholesale, and say so once.
+  const auto level =
+      reason == RemovalReason::kConfigure || reason == RemovalReason::kReload
+          ? spdlog::level::debug
+          : spdlog::level::info;
   sink_(level, fmt::format("{} worker={} reason={}", kWorkerRemovedLogMessage,
                            worker_id, RemovalReasonName(reason)));
 }

@@ -51,11 +51,18 @@ uint64_t LogFollower::lag() const {
 }
 
 bool LogFollower::caught_up() const {
-  return reached_start_target_.load(std::memory_order_acquire) &&
+  return !reloading_.load(std::memory_order_acquire) &&
+         reached_start_target_.load(std::memory_order_acquire) &&
          lag() <= options_.max_lag_records;
 }
 
 std::optional<std::string> LogFollower::NotReadyReason() const {
+  if (reloading_.load(std::memory_order_acquire)) {
+    return fmt::format(
+        "reloading the newest fleet snapshot: records after position {} "
+        "were trimmed from the fleet event log before this replica read them",
+        applied_position());
+  }
   if (!reached_start_target_.load(std::memory_order_acquire)) {
     return fmt::format(
         "catching up with the fleet event log: applied position {} of {}",
@@ -77,6 +84,8 @@ LogFollowerCounts LogFollower::counts() const {
       .undecodable = undecodable_.total(),
       .trimmed = trimmed_count_.load(std::memory_order_relaxed),
       .read_failures = read_failures_.load(std::memory_order_relaxed),
+      .reloads = reloads_.load(std::memory_order_relaxed),
+      .reload_failures = reload_failures_.load(std::memory_order_relaxed),
   };
 }
 
@@ -121,8 +130,9 @@ bool LogFollower::Step() {
   }
   // Records gone with nothing after them: Read would answer nothing, so
   // the skip shows only in the bounds.
-  if (bounds->first > next_ && bounds->last < bounds->first) {
-    SkipTrimmed(bounds->first);
+  if (bounds->first > next_ && bounds->last < bounds->first &&
+      CloseGap(bounds->first) == GapOutcome::kReloadFailed) {
+    return false;
   }
   ObserveLast(bounds->last);
   Report();
@@ -135,6 +145,13 @@ bool LogFollower::Step() {
   }
   for (const fleet::LoggedRecord& record : *records) {
     if (stopping()) break;
+    if (record.position > next_) {
+      const GapOutcome gap = CloseGap(record.position);
+      if (gap == GapOutcome::kReloadFailed) return false;
+      // The snapshot may cover records of this batch, or not reach them:
+      // the next pass reads on from the position after it.
+      if (gap == GapOutcome::kReloaded) break;
+    }
     Take(record);
   }
   ObserveLast(0);
@@ -145,7 +162,6 @@ bool LogFollower::Step() {
 void LogFollower::Take(const fleet::LoggedRecord& record) {
   // The log answers in order from next_; anything earlier was seen already.
   if (record.position < next_) return;
-  if (record.position > next_) SkipTrimmed(record.position);
   const fleet::RecordResult result = fleet::ApplyLogRecord(indexer_, record);
   switch (result.outcome) {
     case fleet::RecordOutcome::kApplied:
@@ -176,6 +192,47 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
   }
   next_ = record.position + 1;
   applied_.store(record.position, std::memory_order_release);
+}
+
+LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
+  if (!options_.reload) {
+    SkipTrimmed(position);
+    return GapOutcome::kSkipped;
+  }
+  if (!reloading_.exchange(true, std::memory_order_acq_rel)) {
+    spdlog::warn(
+        "fleet event log positions {} to {} were trimmed before this replica "
+        "read them; reloading the newest fleet snapshot (NOT_SERVING until "
+        "it is loaded)",
+        next_, position - 1);
+    Report();
+  }
+  absl::StatusOr<std::optional<uint64_t>> loaded = options_.reload();
+  if (!loaded.ok()) {
+    reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    WaitToRetry(loaded.status());
+    return GapOutcome::kReloadFailed;
+  }
+  if (!loaded->has_value()) {
+    reloading_.store(false, std::memory_order_release);
+    spdlog::warn("no fleet snapshot to reload; skipping the trimmed records");
+    SkipTrimmed(position);
+    return GapOutcome::kSkipped;
+  }
+  const uint64_t covered = **loaded;
+  reloads_.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info(
+      "reloaded the newest fleet snapshot at position {}; following the log "
+      "from {}",
+      covered, covered + 1);
+  next_ = covered + 1;
+  // May go back: the index is now the snapshot's, whatever it held before.
+  applied_.store(covered, std::memory_order_release);
+  // Positions the snapshot does not reach are gone all the same: without
+  // this a snapshot older than the gap would be reloaded again and again.
+  if (next_ < position) SkipTrimmed(position);
+  reloading_.store(false, std::memory_order_release);
+  return GapOutcome::kReloaded;
 }
 
 void LogFollower::SkipTrimmed(uint64_t position) {

@@ -12,18 +12,24 @@
 //   - undecodable: not a log record, or misfiled. Skipped alone, counted,
 //     logged at most at each power-of-two total (common/doubling_throttle.h);
 //   - trimmed: positions the follower expected but the log no longer holds
-//     (the first record read lies beyond the one asked for). Counted and
-//     logged; the follower goes on from there, without their effect, until
-//     replicas can load a snapshot first;
+//     (the first record read lies beyond the one asked for, or the log
+//     starts beyond it). With a reload callback the follower empties the
+//     index into the newest snapshot and reads on from the position after
+//     it, NOT_SERVING meanwhile; a failed reload is retried like a failed
+//     read. Without one, or when the store holds no snapshot, the gone
+//     positions are counted, logged and skipped: the replica reads on
+//     without their effect. Positions a snapshot does not cover either are
+//     skipped the same way;
 //   - a failed read (the log unreachable): retried after a capped, doubling
 //     wait that Stop cuts short; nothing is skipped.
 //
 // Position and readiness: applied_position() is the last position handed to
-// the Indexer (or skipped as trimmed); lag() is the log's last position, as
-// EventLog::Bounds() answered it at the top of the latest loop, minus that.
-// caught_up() once the follower has passed the last position the log had
-// when it first answered Bounds, and while lag() <= max_lag_records. The
-// server reports NOT_SERVING whenever it is false (server/serving_health.h).
+// the Indexer (or skipped as trimmed, or covered by a reloaded snapshot); lag()
+// is the log's last position, as EventLog::Bounds() answered it at the top of
+// the latest loop, minus that. caught_up() once the follower has passed the
+// last position the log had when it first answered Bounds, and while lag() <=
+// max_lag_records and no reload is under way. The server reports NOT_SERVING
+// whenever it is false (server/serving_health.h).
 //
 // Time: the follower waits in EventLog::Read (read_wait) and between
 // retries, and nowhere else; it reads no clock. Stop returns within one
@@ -47,6 +53,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/doubling_throttle.h"
 #include "core/indexer.h"
 #include "fleet/event_log.h"
@@ -70,6 +77,13 @@ struct LogFollowerOptions {
   // be served (nullopt: caught up) when that decision changes, and once
   // with the first decision. Null: not called. Must not call Stop.
   std::function<void(std::optional<std::string> behind)> on_readiness;
+  // Called on the follower's thread when positions it still needs are gone
+  // from the log: empties the index, loads the newest snapshot into it and
+  // answers the last position that snapshot covers; nullopt when the store
+  // holds none (the index left as it was). An error may leave the index
+  // partly emptied: the follower stays not ready and calls it again after
+  // the retry wait. Null: gone positions are skipped. Must not call Stop.
+  std::function<absl::StatusOr<std::optional<uint64_t>>()> reload;
 };
 
 // The records seen, by outcome.
@@ -78,7 +92,9 @@ struct LogFollowerCounts {
   uint64_t refused = 0;
   uint64_t undecodable = 0;
   uint64_t trimmed = 0;
-  uint64_t read_failures = 0;  // failed Read or Bounds calls, not records
+  uint64_t read_failures = 0;    // failed Read or Bounds calls, not records
+  uint64_t reloads = 0;          // snapshots loaded over trimmed positions
+  uint64_t reload_failures = 0;  // reload calls that answered an error
 };
 
 class LogFollower {
@@ -128,9 +144,12 @@ class LogFollower {
   void Run();
   // One pass: Bounds, Read, hand over. False after a failed call.
   bool Step();
-  // A record from Read: counts a skip before it, applies it.
+  // A record from Read, at next_ or before it: applies it.
   void Take(const fleet::LoggedRecord& record);
-  // Positions [next_, position) are gone from the log.
+  // Positions [next_, position) are gone from the log: reloads a snapshot
+  // over them, or skips them.
+  enum class GapOutcome { kSkipped, kReloaded, kReloadFailed };
+  GapOutcome CloseGap(uint64_t position);
   void SkipTrimmed(uint64_t position);
   void ObserveLast(uint64_t last);
   // Reports readiness through on_readiness when it changed.
@@ -149,10 +168,14 @@ class LogFollower {
   // Set once the follower has passed the log's last position at start.
   std::atomic<bool> reached_start_target_{false};
   std::atomic<bool> in_contact_{false};
+  // From a gap's discovery until a reload over it succeeded.
+  std::atomic<bool> reloading_{false};
   std::atomic<uint64_t> applied_count_{0};
   std::atomic<uint64_t> refused_count_{0};
   std::atomic<uint64_t> trimmed_count_{0};
   std::atomic<uint64_t> read_failures_{0};
+  std::atomic<uint64_t> reloads_{0};
+  std::atomic<uint64_t> reload_failures_{0};
   std::array<std::atomic<uint64_t>, 17> refused_by_code_{};
   DoublingThrottle undecodable_;
   DoublingThrottle refusals_logged_;

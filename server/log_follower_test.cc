@@ -5,6 +5,7 @@
 // lag(); Stop while a read waits.
 #include "server/log_follower.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -286,6 +287,122 @@ TEST_F(LogFollowerTest, AWhollyTrimmedLogIsSkippedFromItsBounds) {
   ASSERT_TRUE(WaitForPosition(6));
   EXPECT_EQ(follower_->counts().applied, 1u);
   EXPECT_EQ(follower_->counts().trimmed, 5u);
+}
+
+// Reloads: a fake reload that stands for the snapshot by applying what
+// the snapshot would hold (hash i for each position i up to `covered`).
+class ReloadingFollowerTest : public LogFollowerTest {
+ protected:
+  // Appends records 1..10 (hash i at position i) and trims before 7.
+  void AppendTenTrimmedBeforeSeven() {
+    for (int64_t i = 1; i <= 10; ++i) {
+      Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));
+    }
+    ASSERT_TRUE(log_.TrimBefore(7).ok());
+  }
+  LogFollowerOptions ReloadingOptions(std::optional<uint64_t> covered) {
+    LogFollowerOptions options = FastOptions();
+    options.reload = [this,
+                      covered]() -> absl::StatusOr<std::optional<uint64_t>> {
+      ++reload_calls_;
+      if (failures_left_ > 0) {
+        --failures_left_;
+        return absl::UnavailableError("snapshot store unreachable");
+      }
+      if (!covered.has_value()) return std::nullopt;
+      std::vector<int64_t> hashes;
+      for (int64_t i = 1; i <= static_cast<int64_t>(*covered); ++i) {
+        hashes.push_back(i);
+      }
+      ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+      EXPECT_TRUE(
+          indexer_
+              .Apply(Batch("w1", "10.0.0.1:1").Report(kTierHbm, hashes), &resp)
+              .ok());
+      return *covered;
+    };
+    return options;
+  }
+
+  std::atomic<int> reload_calls_{0};
+  std::atomic<int> failures_left_{0};
+};
+
+TEST_F(ReloadingFollowerTest, AGapLoadsTheSnapshotAndReadsOnAfterIt) {
+  AppendTenTrimmedBeforeSeven();
+  StartFollower(ReloadingOptions(6));
+  ASSERT_TRUE(WaitForPosition(10));
+  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  const LogFollowerCounts counts = follower_->counts();
+  EXPECT_EQ(counts.reloads, 1u);
+  EXPECT_EQ(counts.trimmed, 0u);
+  EXPECT_EQ(counts.applied, 4u);
+  EXPECT_EQ(reload_calls_.load(), 1);
+  for (int64_t i = 1; i <= 10; ++i) {
+    EXPECT_EQ(Holders(indexer_, i).size(), 1u) << "hash " << i;
+  }
+}
+
+TEST_F(ReloadingFollowerTest, AGapInAWhollyTrimmedLogReloadsToo) {
+  for (int64_t i = 1; i <= 5; ++i) {
+    Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));
+  }
+  ASSERT_TRUE(log_.TrimBefore(6).ok());
+  StartFollower(ReloadingOptions(5));
+  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_EQ(follower_->applied_position(), 5u);
+  EXPECT_EQ(follower_->counts().reloads, 1u);
+  EXPECT_EQ(follower_->counts().trimmed, 0u);
+  EXPECT_EQ(Holders(indexer_, 5).size(), 1u);
+}
+
+TEST_F(ReloadingFollowerTest, AFailedReloadIsRetriedAndTheReplicaWaitsUnready) {
+  AppendTenTrimmedBeforeSeven();
+  failures_left_ = 1000;
+  StartFollower(ReloadingOptions(6));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->counts().reload_failures >= 3; }));
+  EXPECT_FALSE(follower_->caught_up());
+  const std::optional<std::string> reason = follower_->NotReadyReason();
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_THAT(*reason, HasSubstr("reloading the newest fleet snapshot"));
+  // Nothing after the gap was applied while the reload failed.
+  EXPECT_EQ(follower_->counts().applied, 0u);
+  EXPECT_TRUE(Holders(indexer_, 8).empty());
+  failures_left_ = 0;
+  ASSERT_TRUE(WaitForPosition(10));
+  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_EQ(follower_->counts().reloads, 1u);
+  EXPECT_EQ(follower_->counts().trimmed, 0u);
+  EXPECT_EQ(follower_->NotReadyReason(), std::nullopt);
+}
+
+TEST_F(ReloadingFollowerTest, NoSnapshotToReloadSkipsTheGap) {
+  AppendTenTrimmedBeforeSeven();
+  StartFollower(ReloadingOptions(std::nullopt));
+  ASSERT_TRUE(WaitForPosition(10));
+  const LogFollowerCounts counts = follower_->counts();
+  EXPECT_EQ(counts.reloads, 0u);
+  EXPECT_EQ(counts.trimmed, 6u);
+  EXPECT_EQ(counts.applied, 4u);
+  EXPECT_EQ(reload_calls_.load(), 1);
+  EXPECT_TRUE(Holders(indexer_, 6).empty());
+  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+}
+
+TEST_F(ReloadingFollowerTest,
+       ASnapshotShortOfTheGapIsLoadedOnceAndTheRestSkipped) {
+  AppendTenTrimmedBeforeSeven();
+  StartFollower(ReloadingOptions(3));
+  ASSERT_TRUE(WaitForPosition(10));
+  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  const LogFollowerCounts counts = follower_->counts();
+  EXPECT_EQ(counts.reloads, 1u);
+  EXPECT_EQ(counts.trimmed, 3u);  // positions 4 to 6
+  EXPECT_EQ(counts.applied, 4u);
+  EXPECT_EQ(reload_calls_.load(), 1);
+  EXPECT_EQ(Holders(indexer_, 3).size(), 1u);
+  EXPECT_TRUE(Holders(indexer_, 5).empty());
 }
 
 TEST_F(LogFollowerTest, StartsAtTheGivenPosition) {

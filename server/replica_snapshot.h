@@ -30,6 +30,20 @@ struct ReplicaStart {
 [[nodiscard]] absl::StatusOr<ReplicaStart> LoadNewestSnapshot(
     fleet::SnapshotStore& store, Indexer& indexer);
 
+// For a replica whose log was trimmed before it read it
+// (server/log_follower.h, LogFollowerOptions::reload): finds the newest
+// snapshot of `store`, then removes every worker of `indexer`
+// (RemovalReason::kReload) and loads the snapshot in their place. Answers
+// it, or nullopt when the store holds none (the index then untouched).
+// Errors as LoadNewestSnapshot's; a failed removal is INTERNAL. After an
+// error the index may be partly emptied or partly loaded: call again.
+// Queries meanwhile see the index as it is at that moment, and health must
+// say NOT_SERVING. REQUIRES: nothing else mutates `indexer` meanwhile (a
+// replica's only writer is its follower).
+[[nodiscard]] absl::StatusOr<
+    std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
+ReloadNewestSnapshot(fleet::SnapshotStore& store, Indexer& indexer);
+
 }  // namespace kvindexer
 
 #endif  // KVINDEXER_SERVER_REPLICA_SNAPSHOT_H_

@@ -1,7 +1,8 @@
 // A replica's start from a snapshot (server/replica_snapshot.h): the
 // newest snapshot, then the log after it through the follower, give the
 // index of a replica that read the whole log; a damaged snapshot is an
-// error naming it.
+// error naming it; a replica behind the trimmed log reloads the newest
+// snapshot (ReloadNewestSnapshot).
 #include "server/replica_snapshot.h"
 
 #include <atomic>
@@ -43,7 +44,7 @@ class ReplicaSnapshotTest : public ::testing::Test {
               std::vector<int64_t> revoked = {}) {
     ::kvindexer::fleet::v1::LogRecord record;
     Batch batch(worker, "10.0.0.1:80");
-    batch.Report(kTierHbm, hashes);
+    if (!hashes.empty()) batch.Report(kTierHbm, hashes);
     if (!revoked.empty()) batch.Revoke(kTierHbm, revoked);
     *record.mutable_apply() = batch;
     ASSERT_TRUE(
@@ -124,6 +125,74 @@ TEST_F(ReplicaSnapshotTest, SnapshotThenTheLogAfterItEqualsTheWholeLog) {
   const std::set<std::pair<std::string, int64_t>> expected = {
       {"w1", 2}, {"w1", 3}, {"w1", 6}, {"w2", 4}, {"w2", 5}, {"w3", 7}};
   EXPECT_EQ(Held(replica.indexer), expected);
+}
+
+// A replica that fell behind the trimmed log (it was stopped, or cut off,
+// while snapshots were written and the log trimmed behind them) empties its
+// index into the newest snapshot and ends as a replica that read it all,
+// without what it held and the log no longer did.
+TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
+  Report("w1", {1, 2, 3});
+  Report("w2", {4, 5});
+  Replica replica;
+  LogFollowerOptions options;
+  options.read_wait = 20ms;
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower->Start();
+  ASSERT_TRUE(
+      WaitUntil([&] { return replica.follower->applied_position() >= 2; }));
+  replica.follower->Stop();
+  // Something the log never held, which a reload must not keep.
+  ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+  ASSERT_TRUE(
+      replica.indexer
+          .Apply(Batch("stray", "10.0.0.9:80").Report(kTierHbm, {9}), &resp)
+          .ok());
+
+  Report("w1", {6}, {1});
+  Report("w2", {}, {4, 5});
+  WriteSnapshot();  // at position 4
+  Report("w3", {7});
+  ASSERT_TRUE(log_.TrimBefore(5).ok());
+
+  options.start_position = 3;
+  options.reload = [&]() -> absl::StatusOr<std::optional<uint64_t>> {
+    auto loaded = ReloadNewestSnapshot(store_, replica.indexer);
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->has_value()) return std::nullopt;
+    return (*loaded)->position();
+  };
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower->Start();
+  ASSERT_TRUE(
+      WaitUntil([&] { return replica.follower->applied_position() >= 5; }));
+  replica.follower->Stop();
+  EXPECT_EQ(replica.follower->counts().reloads, 1u);
+  EXPECT_EQ(replica.follower->counts().trimmed, 0u);
+  const std::set<std::pair<std::string, int64_t>> expected = {
+      {"w1", 2}, {"w1", 3}, {"w1", 6}, {"w3", 7}};
+  EXPECT_EQ(Held(replica.indexer), expected);
+  EXPECT_FALSE(replica.indexer.WorkerState("stray").has_value());
+  EXPECT_TRUE(replica.indexer.WorkerState("w2").has_value());
+}
+
+TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
+  test_support::ModelBackend backend;
+  Indexer indexer(&backend);
+  ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+  ASSERT_TRUE(
+      indexer.Apply(Batch("w1", "10.0.0.1:80").Report(kTierHbm, {1}), &resp)
+          .ok());
+  auto reloaded = ReloadNewestSnapshot(store_, indexer);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_FALSE(reloaded->has_value());
+  store_.SetUnavailable(true);
+  EXPECT_EQ(ReloadNewestSnapshot(store_, indexer).status().code(),
+            absl::StatusCode::kUnavailable);
+  const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1}};
+  EXPECT_EQ(Held(indexer), expected);
 }
 
 TEST_F(ReplicaSnapshotTest, ADamagedSnapshotIsAnErrorNamingIt) {

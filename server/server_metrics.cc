@@ -174,6 +174,17 @@ void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
               "from the log before they were read.",
               static_cast<double>(value), {{"result", std::string(result)}});
   }
+  const std::pair<std::string_view, uint64_t> reloads[] = {
+      {"loaded", counts.reloads},
+      {"failed", counts.reload_failures},
+  };
+  for (const auto& [result, value] : reloads) {
+    w.Counter("kvindexer_fleet_snapshot_reloads",
+              "Reloads of the newest fleet snapshot after records this "
+              "replica still needed were trimmed from the log: loaded, or "
+              "failed (tried again).",
+              static_cast<double>(value), {{"result", std::string(result)}});
+  }
 }
 
 }  // namespace

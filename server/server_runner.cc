@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -21,6 +22,7 @@
 #include "fleet/event_log.h"
 #include "fleet/jetstream_fleet.h"
 #include "fleet/snapshot_scheduler.h"
+#include "fleet/snapshot_store.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admin_service.h"
@@ -66,6 +68,34 @@ std::string ReplicaName() {
   std::random_device random;
   return fmt::format("{}-{}-{:08x}", host[0] != '\0' ? host : "replica",
                      ::getpid(), random());
+}
+
+// How a replica's follower gets back to a whole index after the log was
+// trimmed under it (LogFollowerOptions::reload); null without a store.
+std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
+    fleet::SnapshotStore* store, Indexer& indexer, ServerMetrics* metrics) {
+  if (store == nullptr) return nullptr;
+  return
+      [store, &indexer, metrics]() -> absl::StatusOr<std::optional<uint64_t>> {
+        const auto started = std::chrono::steady_clock::now();
+        absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
+            loaded = ReloadNewestSnapshot(*store, indexer);
+        if (!loaded.ok()) return loaded.status();
+        if (!loaded->has_value()) return std::nullopt;
+        const ::kvindexer::fleet::v1::SnapshotManifest& manifest = **loaded;
+        spdlog::info(
+            "reloaded fleet snapshot id={} position={} parts={} bytes={} "
+            "workers={} seconds={:.3f}",
+            manifest.id(), manifest.position(), manifest.parts(),
+            manifest.bytes(), indexer.worker_count(),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          started)
+                .count());
+        if (metrics != nullptr) {
+          metrics->SetLoadedSnapshotPosition(manifest.position());
+        }
+        return manifest.position();
+      };
 }
 
 }  // namespace
@@ -347,6 +377,8 @@ int RunServer(std::span<const char* const> args) {
                 [&health](std::optional<std::string> behind) {
                   health.LogFollowing(std::move(behind));
                 },
+            .reload =
+                SnapshotReload(snapshot_store.get(), indexer, metrics.get()),
         });
     health.LogFollowing(follower->NotReadyReason());
     if (metrics != nullptr) metrics->SetLogFollower(follower.get());
