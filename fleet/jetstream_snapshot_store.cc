@@ -65,6 +65,8 @@ class JetStreamSnapshotStore final : public SnapshotStore {
       const SnapshotManifest& manifest,
       absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
   absl::Status Delete(const SnapshotManifest& manifest) override;
+  absl::StatusOr<size_t> RemoveAbandoned(
+      const SnapshotManifest& oldest_kept) override;
   size_t max_part_bytes() const override { return max_part_bytes_; }
 
  private:
@@ -86,6 +88,12 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   // holds.
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> SubjectsOf(
       const std::string& filter);
+  // The id in a subject PartsSubject or ManifestSubject made.
+  std::string_view IdOf(std::string_view subject) const {
+    subject.remove_prefix(std::min(snap_prefix_.size(), subject.size()));
+    subject.remove_suffix(std::min<size_t>(2, subject.size()));
+    return subject;
+  }
   // The manifest under `subject`, nullopt when there is none.
   absl::StatusOr<std::optional<Stored>> ManifestAt(const std::string& subject);
   // Publishes with the per-subject fence `expected_last` (0: nothing under
@@ -570,6 +578,58 @@ absl::Status JetStreamSnapshotStore::Delete(const SnapshotManifest& manifest) {
     return s;
   }
   return Purge(PartsSubject(manifest.id()));
+}
+
+absl::StatusOr<size_t> JetStreamSnapshotStore::RemoveAbandoned(
+    const SnapshotManifest& oldest_kept) {
+  absl::StatusOr<std::optional<Stored>> kept =
+      ManifestAt(ManifestSubject(oldest_kept.id()));
+  if (!kept.ok()) return kept.status();
+  if (!kept->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", oldest_kept.id(), "\" is gone"));
+  }
+  const uint64_t before = (*kept)->sequence;
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> manifests =
+      SubjectsOf(absl::StrCat(snap_prefix_, "*.m"));
+  if (!manifests.ok()) return manifests.status();
+  std::set<std::string, std::less<>> committed;
+  for (const auto& [subject, count] : *manifests) {
+    committed.emplace(IdOf(subject));
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> parts =
+      SubjectsOf(absl::StrCat(snap_prefix_, "*.p"));
+  if (!parts.ok()) return parts.status();
+  size_t removed = 0;
+  for (const auto& [subject, count] : *parts) {
+    const std::string_view id = IdOf(subject);
+    if (committed.count(id) != 0) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_.count(id) != 0) continue;
+    }
+    natsMsg* raw = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetLastMsg(&raw, js_, stream_.c_str(),
+                                       subject.c_str(), nullptr, &jerr);
+    NatsMsgPtr last(raw);
+    if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) continue;
+    if (s != NATS_OK) {
+      return NatsUnavailable(
+          absl::StrCat("cannot read ", subject, " in stream ", stream_), s,
+          jerr);
+    }
+    // Written to after the oldest kept snapshot was committed: its writer
+    // may still be at work.
+    if (natsMsg_GetSequence(last.get()) >= before) continue;
+    if (absl::Status purged = Purge(subject); !purged.ok()) return purged;
+    spdlog::info(
+        "removed the {} parts of snapshot {}, abandoned before snapshot {} "
+        "was committed",
+        count, id, oldest_kept.id());
+    ++removed;
+  }
+  return removed;
 }
 
 }  // namespace

@@ -39,7 +39,9 @@ class MemorySnapshotStore::MemoryWriter final : public SnapshotStore::Writer {
           "a snapshot part of ", part.size(), " bytes exceeds the limit of ",
           store_->max_part_bytes_));
     }
-    store_->entries_[id_].parts.emplace_back(part);
+    Entry& entry = store_->entries_[id_];
+    entry.parts.emplace_back(part);
+    entry.last_part_write = ++store_->writes_;
     return absl::OkStatus();
   }
 
@@ -59,6 +61,8 @@ class MemorySnapshotStore::MemoryWriter final : public SnapshotStore::Writer {
     }
     entry.manifest = manifest;
     entry.commit_order = ++store_->commits_;
+    entry.manifest_write = ++store_->writes_;
+    entry.writing = false;
     committed_ = true;
     return absl::OkStatus();
   }
@@ -93,7 +97,9 @@ MemorySnapshotStore::Begin(std::string_view id) {
     return absl::AlreadyExistsError(
         absl::StrCat("snapshot \"", std::string(id), "\" exists"));
   }
-  entries_.emplace(std::string(id), Entry{});
+  Entry entry;
+  entry.writing = true;
+  entries_.emplace(std::string(id), std::move(entry));
   return std::unique_ptr<Writer>(
       std::make_unique<MemoryWriter>(this, std::string(id)));
 }
@@ -150,6 +156,38 @@ absl::Status MemorySnapshotStore::Delete(
   if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
   entries_.erase(manifest.id());
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> MemorySnapshotStore::RemoveAbandoned(
+    const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
+  const auto kept = entries_.find(oldest_kept.id());
+  if (kept == entries_.end() || !kept->second.manifest.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", oldest_kept.id(), "\" is gone"));
+  }
+  const uint64_t before = kept->second.manifest_write;
+  size_t removed = 0;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const Entry& entry = it->second;
+    if (!entry.manifest.has_value() && !entry.writing &&
+        entry.last_part_write < before) {
+      it = entries_.erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  return removed;
+}
+
+void MemorySnapshotStore::AddAbandonedParts(
+    const std::string& id, const std::vector<std::string>& parts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& entry = entries_[id];
+  for (const std::string& part : parts) entry.parts.push_back(part);
+  entry.last_part_write = ++writes_;
 }
 
 void MemorySnapshotStore::SetUnavailable(bool unavailable) {

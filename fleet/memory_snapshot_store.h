@@ -29,12 +29,18 @@ class MemorySnapshotStore final : public SnapshotStore {
       absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
   absl::Status Delete(
       const ::kvindexer::fleet::v1::SnapshotManifest& manifest) override;
+  absl::StatusOr<size_t> RemoveAbandoned(
+      const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) override;
   size_t max_part_bytes() const override { return max_part_bytes_; }
 
   // While true, every call (a writer's included) answers UNAVAILABLE.
   void SetUnavailable(bool unavailable);
   // Parts held, committed or not (abandoned writers' parts are removed).
   size_t part_count();
+  // Stores `parts` under `id` with no manifest and no writer, as a writer
+  // that died half way would leave them. For tests of RemoveAbandoned.
+  void AddAbandonedParts(const std::string& id,
+                         const std::vector<std::string>& parts);
 
  private:
   class MemoryWriter;
@@ -42,6 +48,11 @@ class MemorySnapshotStore final : public SnapshotStore {
     std::vector<std::string> parts;
     std::optional<::kvindexer::fleet::v1::SnapshotManifest> manifest;
     uint64_t commit_order = 0;
+    // When the last part and the manifest were stored, on the store's own
+    // counter of writes.
+    uint64_t last_part_write = 0;
+    uint64_t manifest_write = 0;
+    bool writing = false;  // a writer of this store holds the id
   };
 
   absl::Status CheckAvailableLocked() const;
@@ -50,6 +61,7 @@ class MemorySnapshotStore final : public SnapshotStore {
   std::mutex mu_;
   bool unavailable_ = false;
   uint64_t commits_ = 0;
+  uint64_t writes_ = 0;
   std::map<std::string, Entry, std::less<>> entries_;
 };
 

@@ -60,6 +60,16 @@ class SnapshotStore {
   [[nodiscard]] virtual absl::Status Delete(
       const ::kvindexer::fleet::v1::SnapshotManifest& manifest) = 0;
 
+  // Removes the parts of snapshots that were never committed and were
+  // last written to before `oldest_kept` was committed: what writers that
+  // died half way left behind (a Writer destroyed uncommitted removes its
+  // own). Ids this object is writing are left alone. Answers how many
+  // snapshots' parts were removed. A writer of another process that was
+  // stalled that long and then commits leaves a snapshot that does not add
+  // up (DATA_LOSS), which readers pass over (docs/fleet.md, "Snapshots").
+  [[nodiscard]] virtual absl::StatusOr<size_t> RemoveAbandoned(
+      const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) = 0;
+
   // The largest part AddPart accepts.
   virtual size_t max_part_bytes() const = 0;
 };

@@ -118,12 +118,36 @@ class SnapshotStoreContractTest : public ::testing::TestWithParam<std::string> {
     KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
     NatsServer* nats = SharedNats();
     ASSERT_NE(nats, nullptr);
+    config_ = FreshConfig(nats->url());
     absl::StatusOr<std::unique_ptr<SnapshotStore>> store =
-        OpenJetStream(FreshConfig(nats->url()));
+        OpenJetStream(config_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
   }
 
+  // Leaves `parts` under `id` with no manifest, as a writer that died half
+  // way would: through the memory store's hook, or published straight
+  // into the stream.
+  void Abandon(const std::string& id, const std::vector<std::string>& parts) {
+    if (GetParam() == "memory") {
+      static_cast<MemorySnapshotStore&>(*store_).AddAbandonedParts(id, parts);
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<NatsClient>> client =
+        NatsClient::Connect(config_.nats);
+    ASSERT_TRUE(client.ok()) << client.status();
+    const std::string subject = config_.subject_prefix + ".snap." + id + ".p";
+    for (const std::string& part : parts) {
+      jsPubAck* ack = nullptr;
+      ASSERT_EQ(
+          js_Publish(&ack, (*client)->jetstream(), subject.c_str(), part.data(),
+                     static_cast<int>(part.size()), nullptr, nullptr),
+          NATS_OK);
+      jsPubAck_Destroy(ack);
+    }
+  }
+
+  EventLogConfig config_;
   std::unique_ptr<SnapshotStore> store_;
 };
 
@@ -245,6 +269,42 @@ TEST_P(SnapshotStoreContractTest, AnAbandonedWriterLeavesNothing) {
   absl::StatusOr<std::vector<std::string>> read = ReadAll(*store_, manifest);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_THAT(*read, ElementsAre("c"));
+}
+
+// Parts without a manifest written before the oldest kept snapshot was
+// committed go; later ones, and an id a writer of this store holds, stay.
+TEST_P(SnapshotStoreContractTest, AbandonedPartsOlderThanAKeptSnapshotGo) {
+  ASSERT_NO_FATAL_FAILURE(Abandon("dead", {"a", "b"}));
+  const SnapshotManifest kept = Put(*store_, "kept", 5, {"k"});
+  ASSERT_NO_FATAL_FAILURE(Abandon("late", {"x"}));
+  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> live =
+      store_->Begin("live");
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_TRUE((*live)->AddPart("l").ok());
+  // The id "dead" is taken until its parts go.
+  EXPECT_EQ(store_->Begin("dead").status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  absl::StatusOr<size_t> removed = store_->RemoveAbandoned(kept);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 1u);
+  const SnapshotManifest reused = Put(*store_, "dead", 6, {"c"});
+  absl::StatusOr<std::vector<std::string>> read = ReadAll(*store_, reused);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, ElementsAre("c"));
+  EXPECT_EQ(store_->Begin("late").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE((*live)->Commit(Manifest("live", 7, 1)).ok());
+  read = ReadAll(*store_, Manifest("live", 7, 1));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, ElementsAre("l"));
+  EXPECT_THAT(Ids(*store_), ElementsAre("kept", "dead", "live"));
+  // Nothing more to remove; a kept snapshot that is gone is NOT_FOUND.
+  removed = store_->RemoveAbandoned(kept);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 0u);
+  EXPECT_EQ(store_->RemoveAbandoned(Manifest("never", 1, 1)).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_P(SnapshotStoreContractTest, ADeletedSnapshotIsGone) {

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fleet/snapshot_image.h"
 #include "fleet/snapshot_reader.h"
+#include "spdlog/spdlog.h"
 
 namespace kvindexer::fleet {
 namespace {
@@ -32,8 +34,8 @@ std::string SnapshotId(uint64_t position, std::string_view writer) {
   return id;
 }
 
-// Keeps the newest `keep` snapshots and trims the log up to the oldest of
-// them.
+// Keeps the newest `keep` snapshots, trims the log up to the oldest of
+// them, and removes parts abandoned before that one.
 absl::Status Retain(EventLog& log, SnapshotStore& store,
                     const SnapshotRoundOptions& options, SnapshotRound& round) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
@@ -52,6 +54,17 @@ absl::Status Retain(EventLog& log, SnapshotStore& store,
     const uint64_t oldest_kept = (*all)[drop].position();
     if (absl::Status s = log.TrimBefore(oldest_kept + 1); !s.ok()) return s;
   }
+  // Parts that writers which died half way left behind, once a snapshot
+  // kept was committed after them. Not worth failing the round over.
+  if (all->size() > drop) {
+    absl::StatusOr<size_t> removed = store.RemoveAbandoned((*all)[drop]);
+    if (removed.ok()) {
+      round.abandoned_removed = *removed;
+    } else {
+      spdlog::warn("cannot remove abandoned snapshot parts: {}",
+                   removed.status().ToString());
+    }
+  }
   absl::StatusOr<LogBounds> bounds = log.Bounds();
   if (!bounds.ok()) return bounds.status();
   round.trimmed_before = bounds->first;
@@ -64,35 +77,48 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
     EventLog& log, SnapshotStore& store, const SnapshotRoundOptions& options,
     const std::atomic<bool>& stop) {
   SnapshotRound round;
-  absl::StatusOr<std::optional<SnapshotManifest>> newest =
-      NewestSnapshot(store);
-  if (!newest.ok()) return newest.status();
-  const uint64_t base = newest->has_value() ? (*newest)->position() : 0;
-  if (newest->has_value()) round.manifest = **newest;
+  absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
+  if (!all.ok()) return all.status();
+  if (!all->empty()) round.manifest = all->back();
 
   absl::StatusOr<LogBounds> bounds = log.Bounds();
   if (!bounds.ok()) return bounds.status();
   const uint64_t end = bounds->last;
-  if (end <= base) {
+  if (end <= (all->empty() ? 0 : all->back().position())) {
     if (absl::Status s = Retain(log, store, options, round); !s.ok()) return s;
     return round;
+  }
+
+  // The base: the newest snapshot that loads whole. One that does not add
+  // up (DATA_LOSS) is damaged for good, for every replica too: it is
+  // deleted, so that nobody tries it again, and the one before it is tried.
+  auto image = std::make_unique<SnapshotImage>(options.limits);
+  uint64_t base = 0;
+  for (auto it = all->rbegin(); it != all->rend(); ++it) {
+    absl::Status loaded = ReadSnapshotChunks(
+        store, *it, [&](const state::v1::CheckpointChunk& chunk) {
+          if (stop.load(std::memory_order_relaxed)) return Cancelled();
+          return image->LoadChunk(chunk);
+        });
+    if (loaded.ok()) {
+      base = it->position();
+      image->SetPosition(base);
+      break;
+    }
+    if (!absl::IsDataLoss(loaded)) return loaded;
+    spdlog::warn(
+        "fleet snapshot \"{}\" at position {} is damaged and is deleted; "
+        "building on the one before it: {}",
+        it->id(), it->position(), loaded.ToString());
+    if (absl::Status s = store.Delete(*it); !s.ok()) return s;
+    ++round.snapshots_deleted;
+    image = std::make_unique<SnapshotImage>(options.limits);
   }
   if (bounds->first > base + 1) {
     return absl::DataLossError(absl::StrCat(
         "the log starts at position ", bounds->first,
-        " but the newest snapshot ends at ", base,
+        " but the newest snapshot that loads ends at ", base,
         ": records in between were trimmed and no snapshot holds them"));
-  }
-
-  SnapshotImage image(options.limits);
-  if (newest->has_value()) {
-    absl::Status loaded = ReadSnapshotChunks(
-        store, **newest, [&](const state::v1::CheckpointChunk& chunk) {
-          if (stop.load(std::memory_order_relaxed)) return Cancelled();
-          return image.LoadChunk(chunk);
-        });
-    if (!loaded.ok()) return loaded;
-    image.SetPosition(base);
   }
 
   uint64_t next = base + 1;
@@ -114,7 +140,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
     }
     for (const LoggedRecord& record : *records) {
       if (record.position > end) break;
-      if (image.Apply(record).has_value()) ++round.records_applied;
+      if (image->Apply(record).has_value()) ++round.records_applied;
       next = record.position + 1;
     }
   }
@@ -128,7 +154,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
       store.Begin(manifest.id());
   if (!writer.ok()) return writer.status();
   uint64_t parts = 0, chunks = 0, bytes = 0;
-  absl::Status exported = image.Export(
+  absl::Status exported = image->Export(
       store.max_part_bytes(),
       [&](std::string_view part, uint64_t part_chunks) -> absl::Status {
         if (stop.load(std::memory_order_relaxed)) return Cancelled();

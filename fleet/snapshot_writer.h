@@ -35,11 +35,16 @@ struct SnapshotRound {
   ::kvindexer::fleet::v1::SnapshotManifest manifest;  // the newest, if any
   uint64_t records_applied = 0;  // log records the round took in
   uint64_t snapshots_deleted = 0;
+  // Snapshots never committed whose parts were removed
+  // (SnapshotStore::RemoveAbandoned).
+  uint64_t abandoned_removed = 0;
   uint64_t trimmed_before = 0;  // the log's first position after the round
 };
 
-// Runs one round. Errors: DATA_LOSS when the log no longer holds the records
-// right after the newest snapshot (it was trimmed past it); CANCELLED when
+// Runs one round, built on the newest snapshot that loads whole: a newer
+// one that does not add up (DATA_LOSS) is deleted on the way, as no replica
+// could load it either. Errors: DATA_LOSS when the log no longer holds the
+// records right after that snapshot (it was trimmed past it); CANCELLED when
 // `stop` became true; the log's and the store's errors (UNAVAILABLE: try
 // again at the next interval). A failed round leaves earlier snapshots and
 // the log as they were.

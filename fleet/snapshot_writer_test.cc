@@ -1,10 +1,12 @@
 // WriteSnapshotRound (fleet/snapshot_writer.h): rounds build on the newest
 // snapshot, keep the newest few, trim the log behind them, refuse to build
-// over trimmed records, and leave nothing visible when they fail.
+// over trimmed records, pass over a damaged newest snapshot, and leave
+// nothing visible when they fail.
 #include "fleet/snapshot_writer.h"
 
 #include <atomic>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +143,59 @@ TEST_F(SnapshotWriterTest, RecordsTrimmedPastTheNewestSnapshotAreDataLoss) {
   EXPECT_EQ(round.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(round.status().message(), HasSubstr("trimmed"));
   EXPECT_TRUE(Positions().empty());
+}
+
+// A newest snapshot that does not add up is deleted, and the round builds
+// on the one before it.
+TEST_F(SnapshotWriterTest, ADamagedNewestIsDeletedAndTheOneBeforeItUsed) {
+  AppendReport("w1", {1});
+  ASSERT_TRUE(Round().ok());
+  AppendReport("w1", {2});
+  ASSERT_TRUE(Round().ok());
+  AppendReport("w1", {3});
+  absl::StatusOr<std::vector<SnapshotManifest>> all = store_.List();
+  ASSERT_TRUE(all.ok() && all->size() == 2);
+  // A manifest at position 3 that claims more chunks than its parts hold.
+  SnapshotManifest forged = all->back();
+  forged.set_id("forged");
+  forged.set_position(3);
+  forged.set_chunks(forged.chunks() + 5);
+  {
+    auto writer = store_.Begin("forged");
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(store_
+                    .ReadParts(all->back(),
+                               [&](std::string_view part) {
+                                 return (*writer)->AddPart(part);
+                               })
+                    .ok());
+    ASSERT_TRUE((*writer)->Commit(forged).ok());
+  }
+  AppendReport("w1", {4});
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->written);
+  EXPECT_EQ(round->manifest.position(), 4u);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{2, 4}));
+  EXPECT_EQ(NewestPlacements(), 4u);
+  absl::StatusOr<std::vector<SnapshotManifest>> left = store_.List();
+  ASSERT_TRUE(left.ok()) << left.status();
+  for (const SnapshotManifest& m : *left) EXPECT_NE(m.id(), "forged");
+}
+
+// Parts a writer that died half way left go once a kept snapshot was
+// committed after them.
+TEST_F(SnapshotWriterTest, ARoundRemovesPartsAbandonedBeforeTheOldestKept) {
+  store_.AddAbandonedParts("crashed", {"x", "y"});
+  AppendReport("w1", {1});
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->abandoned_removed, 1u);
+  EXPECT_EQ(store_.part_count(), 1u);  // the new snapshot's own
+  AppendReport("w1", {2});
+  round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->abandoned_removed, 0u);
 }
 
 TEST_F(SnapshotWriterTest, AnUnavailableStoreLeavesEarlierSnapshots) {

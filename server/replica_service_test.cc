@@ -88,6 +88,7 @@ class ReplicaServer {
                           [this](std::optional<std::string> behind) {
                             health_->LogFollowing(std::move(behind));
                           },
+                      .reload = nullptr,
                   }) {
     // As RunServer does it for KV_INDEXER_EVENT_SOURCE=jetstream.
     service_.FollowLog();

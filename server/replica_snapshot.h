@@ -22,24 +22,28 @@ struct ReplicaStart {
   double seconds = 0;        // how long loading took
 };
 
-// Loads the newest snapshot of `store` into `indexer`. Errors name the
-// snapshot (its id and position): the store's (UNAVAILABLE), DATA_LOSS for
-// a damaged one, INVALID_ARGUMENT when the Indexer refuses a chunk; the
-// Indexer is then partly loaded and must not serve. REQUIRES: `indexer`
-// has applied nothing and does not serve yet.
+// Loads the newest snapshot of `store` that loads whole into `indexer`. One
+// that cannot be used (DATA_LOSS: damaged; INVALID_ARGUMENT: the Indexer
+// refuses a chunk; NOT_FOUND: deleted by retention after it was listed) is
+// logged and passed over for the next older, the index emptied of what it
+// left (RemovalReason::kReload). Errors name the snapshot (its id and
+// position): the store's (UNAVAILABLE), returned at once with the Indexer
+// partly loaded, and DATA_LOSS naming the newest when snapshots exist but
+// none loads. After an error the Indexer must not serve. REQUIRES:
+// `indexer` has applied nothing and does not serve yet.
 [[nodiscard]] absl::StatusOr<ReplicaStart> LoadNewestSnapshot(
     fleet::SnapshotStore& store, Indexer& indexer);
 
 // For a replica whose log was trimmed before it read it
-// (server/log_follower.h, LogFollowerOptions::reload): finds the newest
-// snapshot of `store`, then removes every worker of `indexer`
-// (RemovalReason::kReload) and loads the snapshot in their place. Answers
-// it, or nullopt when the store holds none (the index then untouched).
-// Errors as LoadNewestSnapshot's; a failed removal is INTERNAL. After an
-// error the index may be partly emptied or partly loaded: call again.
-// Queries meanwhile see the index as it is at that moment, and health must
-// say NOT_SERVING. REQUIRES: nothing else mutates `indexer` meanwhile (a
-// replica's only writer is its follower).
+// (server/log_follower.h, LogFollowerOptions::reload): lists the snapshots
+// of `store`; when there are any, removes every worker of `indexer`
+// (RemovalReason::kReload) and loads the newest that loads whole, as
+// LoadNewestSnapshot does. Answers it, or nullopt when the store holds none
+// (the index then untouched). Errors as LoadNewestSnapshot's; a failed
+// removal is INTERNAL. After an error the index may be partly emptied or
+// partly loaded: call again. Queries meanwhile see the index as it is at
+// that moment, and health must say NOT_SERVING. REQUIRES: nothing else
+// mutates `indexer` meanwhile (a replica's only writer is its follower).
 [[nodiscard]] absl::StatusOr<
     std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
 ReloadNewestSnapshot(fleet::SnapshotStore& store, Indexer& indexer);

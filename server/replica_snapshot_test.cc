@@ -1,8 +1,9 @@
 // A replica's start from a snapshot (server/replica_snapshot.h): the
 // newest snapshot, then the log after it through the follower, give the
-// index of a replica that read the whole log; a damaged snapshot is an
-// error naming it; a replica behind the trimmed log reloads the newest
-// snapshot (ReloadNewestSnapshot).
+// index of a replica that read the whole log; a damaged snapshot falls
+// back to the one before it, or an error naming it when none loads; a
+// replica behind the trimmed log reloads the newest snapshot
+// (ReloadNewestSnapshot).
 #include "server/replica_snapshot.h"
 
 #include <atomic>
@@ -195,14 +196,17 @@ TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
   EXPECT_EQ(Held(indexer), expected);
 }
 
-TEST_F(ReplicaSnapshotTest, ADamagedSnapshotIsAnErrorNamingIt) {
+// A damaged newest snapshot is passed over for the one before it; with
+// none that loads, the error names the newest.
+TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   Report("w1", {1});
   WriteSnapshot();
   absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
       store_.List();
   ASSERT_TRUE(all.ok() && all->size() == 1);
-  // A manifest that claims more chunks than its parts hold.
-  ::kvindexer::fleet::v1::SnapshotManifest forged = all->front();
+  const ::kvindexer::fleet::v1::SnapshotManifest intact = all->front();
+  // A newer manifest that claims more chunks than its parts hold.
+  ::kvindexer::fleet::v1::SnapshotManifest forged = intact;
   forged.set_id("forged");
   forged.set_position(forged.position() + 1);
   forged.set_chunks(forged.chunks() + 5);
@@ -210,19 +214,39 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotIsAnErrorNamingIt) {
     auto writer = store_.Begin("forged");
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE(store_
-                    .ReadParts(all->front(),
+                    .ReadParts(intact,
                                [&](std::string_view part) {
                                  return (*writer)->AddPart(part);
                                })
                     .ok());
     ASSERT_TRUE((*writer)->Commit(forged).ok());
   }
+  {
+    test_support::ModelBackend backend;
+    Indexer indexer(&backend);
+    absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+    ASSERT_TRUE(start.ok()) << start.status();
+    ASSERT_TRUE(start->snapshot.has_value());
+    EXPECT_EQ(start->snapshot->id(), intact.id());
+    EXPECT_EQ(start->follow_from, intact.position() + 1);
+    const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1}};
+    EXPECT_EQ(Held(indexer), expected);
+    // A reload passes over it the same way.
+    auto reloaded = ReloadNewestSnapshot(store_, indexer);
+    ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+    ASSERT_TRUE(reloaded->has_value());
+    EXPECT_EQ((*reloaded)->id(), intact.id());
+    EXPECT_EQ(Held(indexer), expected);
+  }
+
+  ASSERT_TRUE(store_.Delete(intact).ok());
   test_support::ModelBackend backend;
   Indexer indexer(&backend);
   absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
   ASSERT_FALSE(start.ok());
   EXPECT_EQ(start.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(start.status().message(), HasSubstr("\"forged\""));
+  EXPECT_TRUE(Held(indexer).empty()) << "what the damaged one left is gone";
   store_.SetUnavailable(true);
   EXPECT_EQ(LoadNewestSnapshot(store_, indexer).status().code(),
             absl::StatusCode::kUnavailable);
