@@ -5,6 +5,8 @@
 #ifndef KVINDEXER_FLEET_JETSTREAM_FLEET_H_
 #define KVINDEXER_FLEET_JETSTREAM_FLEET_H_
 
+#include <chrono>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -21,10 +23,22 @@ struct FleetStores {
   std::unique_ptr<LeaseRegister> lease;
 };
 
+// How OpenJetStreamFleet waits out a cluster that cannot answer yet (a node
+// just died and its streams are electing leaders; a server restarting):
+// each step that answers UNAVAILABLE is tried again, `attempts` times in
+// all, after a wait that doubles from `first_wait`.
+struct FleetOpenRetry {
+  int attempts = 6;
+  std::chrono::milliseconds first_wait{500};
+  // Called for each wait; null: the calling thread sleeps. For tests.
+  std::function<void(std::chrono::milliseconds)> wait;
+};
+
 // Connects, and creates what does not exist yet (with config.replicas
-// replicas), or checks what does. Errors as OpenJetStreamEventLog.
+// replicas), or checks what does. Errors as OpenJetStreamEventLog; an
+// UNAVAILABLE one only once `retry` is spent.
 [[nodiscard]] absl::StatusOr<FleetStores> OpenJetStreamFleet(
-    const EventLogConfig& config);
+    const EventLogConfig& config, const FleetOpenRetry& retry = {});
 
 }  // namespace kvindexer::fleet
 

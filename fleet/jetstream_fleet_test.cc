@@ -153,6 +153,39 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
   EXPECT_EQ((*lease)->value, "replica-a");
 }
 
+// Opening waits out a server that does not answer yet, a bounded number
+// of times: here it hangs (SIGSTOP) until the first wait lets it go on.
+TEST(JetStreamFleetTest, OpeningRetriesWhileTheServerCannotAnswer) {
+  KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
+  absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config;
+  config.nats.urls = {(*nats)->url()};
+  config.nats.timeout_ms = 300;
+  config.stream = "FLEET_LATE";
+  config.subject_prefix = "fleetlate";
+
+  ASSERT_TRUE((*nats)->Pause());
+  FleetOpenRetry once;
+  once.attempts = 1;
+  absl::StatusOr<FleetStores> refused = OpenJetStreamFleet(config, once);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << refused.status();
+
+  FleetOpenRetry retry;
+  retry.attempts = 3;
+  std::vector<std::chrono::milliseconds> waits;
+  retry.wait = [&](std::chrono::milliseconds wait) {
+    waits.push_back(wait);
+    EXPECT_TRUE((*nats)->Resume());
+  };
+  absl::StatusOr<FleetStores> opened = OpenJetStreamFleet(config, retry);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_FALSE(waits.empty());
+  EXPECT_EQ(waits.front(), retry.first_wait);
+  EXPECT_TRUE(opened->lease->Get().ok());
+}
+
 TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
