@@ -45,6 +45,19 @@ absl::Status Cancelled() {
 absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
                              FileIo* io, const std::atomic<bool>& stop) {
   ImageBackend image;
+  if (job.sizes != nullptr) {
+    BackendStats stats{};
+    stats.struct_size = sizeof(BackendStats);
+    job.sizes->GetStats(&stats);
+    image.ReserveBlocks(stats.blocks + stats.blocks / 8);
+    if (job.counts_placements) {
+      image.SetHoldingSizes([&job](std::string_view worker, uint64_t* counts) {
+        // A failed count leaves zeros: that holding grows as it goes.
+        (void)job.sizes->CountPlacements(
+            StringView{worker.data(), worker.size()}, counts, nullptr);
+      });
+    }
+  }
   SequenceGateLog gate_log(Discard);
   WorkerLifecycleLog lifecycle_log(Discard);
   Indexer indexer(&image, &gate_log, WideLimits(), kBackendAbiMinor,

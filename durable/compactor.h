@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "durable/data_dir.h"
 #include "durable/file_io.h"
+#include "kvindexer/backend.h"
 
 namespace kvindexer::durable {
 
@@ -26,6 +27,13 @@ namespace kvindexer::durable {
 struct CompactionJob {
   uint64_t base = 0;
   uint64_t last_wal = 0;
+  // The serving backend, asked how large the image will be so that it
+  // makes room up front: GetStats for the blocks and, when
+  // counts_placements (ABI 1.2), CountPlacements for each worker's
+  // holdings. Both only read, and never hold up queries (backend.h). Null:
+  // the image grows as it goes.
+  IndexBackend* sizes = nullptr;
+  bool counts_placements = false;
   uint64_t target() const { return last_wal + 1; }
 };
 

@@ -92,7 +92,12 @@ void DurableStore::State::StartCompaction() {
   {
     std::lock_guard<std::mutex> lock(mu);
     wals.insert(closing + 1);
-    pending = CompactionJob{base, closing};
+    pending =
+        CompactionJob{.base = base,
+                      .last_wal = closing,
+                      .sizes = options.backend,
+                      .counts_placements = options.backend != nullptr &&
+                                           indexer->backend_abi_minor() >= 2};
     compacting.store(true, std::memory_order_relaxed);
   }
   cv.notify_all();

@@ -42,8 +42,10 @@ struct DurableOptions {
   uint64_t checkpoint_bytes = 64ull << 20;
   // Null: FileIo::Real(). For tests that inject write failures.
   FileIo* io = nullptr;
-  // The serving Indexer's backend, read once (GetStats) for the placement
-  // count of the recovery line. Null: the checkpoint's count is reported.
+  // The serving Indexer's backend, read (GetStats) for the placement count
+  // of the recovery line, and asked by compactions how large their image
+  // will be (durable/compactor.h). Null: the checkpoint's count is
+  // reported, and the image grows as it goes.
   IndexBackend* backend = nullptr;
 };
 

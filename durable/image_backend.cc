@@ -31,6 +31,20 @@ struct ImageBackend::State {
   absl::flat_hash_map<int64_t, Block> blocks;
   absl::flat_hash_map<std::string, Worker> workers;
   uint64_t placements = 0;
+  std::function<void(std::string_view, uint64_t*)> holding_sizes;
+
+  Worker& Add(absl::string_view id) {
+    Worker& worker = workers.emplace(std::string(id), Worker{}).first->second;
+    if (holding_sizes) {
+      uint64_t counts[kMaxTier + 1] = {};
+      holding_sizes(std::string_view(id.data(), id.size()), counts);
+      for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+        const uint64_t n = counts[tier];
+        if (n > 0) worker.tiers[tier - kTierHbm].reserve(n + n / 8);
+      }
+    }
+    return worker;
+  }
 
   void Report(Worker& worker, uint32_t tier, int64_t hash, uint32_t mask,
               uint32_t size) {
@@ -86,11 +100,9 @@ BackendStatus ImageBackend::Apply(const ApplyBatchView& batch) noexcept {
   // Checked whole before anything changes: a refused batch changes nothing.
   if (BackendStatus s = kit::CheckApplyBatch(batch); !kit::IsOk(s)) return s;
   const absl::string_view id(batch.worker_id.data, batch.worker_id.size);
-  auto it = state_->workers.find(id);
-  if (it == state_->workers.end()) {
-    it = state_->workers.emplace(std::string(id), State::Worker{}).first;
-  }
-  State::Worker& worker = it->second;
+  const auto it = state_->workers.find(id);
+  State::Worker& worker =
+      it != state_->workers.end() ? it->second : state_->Add(id);
   // The address and spec are not kept: a checkpoint takes them from the
   // host's worker records.
   for (size_t a = 0; a < batch.action_count; ++a) {
@@ -116,6 +128,16 @@ BackendStatus ImageBackend::Apply(const ApplyBatchView& batch) noexcept {
     }
   }
   return kit::OkStatus();
+}
+
+void ImageBackend::ReserveBlocks(size_t blocks) {
+  state_->blocks.reserve(blocks);
+}
+
+void ImageBackend::SetHoldingSizes(
+    std::function<void(std::string_view worker_id, uint64_t* counts_by_tier)>
+        sizes) {
+  state_->holding_sizes = std::move(sizes);
 }
 
 BackendStatus ImageBackend::Match(HashSpan, bool, BlockVisitor*) noexcept {

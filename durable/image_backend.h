@@ -11,6 +11,7 @@
 #define KVINDEXER_DURABLE_IMAGE_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -35,6 +36,19 @@ class ImageBackend final : public IndexBackend {
                              uint32_t* existed) noexcept override;
   BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
                                 uint32_t* existed) noexcept override;
+
+  // Makes room for `blocks` distinct blocks at once, so that loading a
+  // checkpoint does not rehash the block map as it grows (for ten million
+  // blocks the last rehash alone moves five million entries).
+  void ReserveBlocks(size_t blocks);
+
+  // Asked, when a worker first appears, how many placements it will hold
+  // per tier (counts_by_tier has kMaxTier + 1 entries, [0] unused, all 0 on
+  // entry); its maps then make room for them at once instead of rehashing
+  // as they grow. Unset: the maps grow.
+  void SetHoldingSizes(
+      std::function<void(std::string_view worker_id, uint64_t* counts_by_tier)>
+          sizes);
 
   // One worker's placements at one tier, as the parallel arrays of a REPORT
   // action (sizes: each block's token count, 0 when unknown).

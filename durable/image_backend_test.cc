@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -173,6 +174,45 @@ TEST(ImageBackendTest, LargeHoldingsAreVisitedInPartsInOrder) {
   EXPECT_EQ(exported.parts, 2u + 4u);  // a: two tiers; b: 200 in 64s
   EXPECT_EQ(exported.largest_part, 64u);
   EXPECT_EQ(exported.holdings, ModelHoldings(model));
+}
+
+// Size hints only make room: the hint is asked once per worker that
+// appears (again after a removal), the maps are larger from the start, and
+// what the image holds is what it holds without them.
+TEST(ImageBackendTest, SizeHintsMakeRoomAndChangeNothing) {
+  ImageBackend hinted;
+  ImageBackend plain;
+  ReferenceModel model;
+  ReferenceModel plain_model;
+  std::vector<std::string> asked;
+  hinted.ReserveBlocks(4096);
+  hinted.SetHoldingSizes([&](std::string_view worker, uint64_t* counts) {
+    asked.emplace_back(worker);
+    for (uint32_t t = 0; t <= kMaxTier; ++t) EXPECT_EQ(counts[t], 0u);
+    counts[kTierHbm] = 2048;
+    counts[kTierSsd] = 16;
+  });
+  const auto both = [&](const v1::ApplyExternalKvBatchRequest& req) {
+    Apply(hinted, model, req);
+    Apply(plain, plain_model, req);
+  };
+  both(Batch("a").Report(kTierHbm, {1, 2, 3}));
+  both(Batch("b").Report(kTierSsd, {3, 4}));
+  both(Batch("a").Revoke(kTierHbm, {2}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"a", "b"}));
+  EXPECT_GT(Stats(hinted).memory_bytes, Stats(plain).memory_bytes);
+
+  uint32_t existed = 0;
+  ASSERT_EQ(hinted.RemoveWorker(StringView{"a", 1}, &existed).code,
+            BackendCode::kOk);
+  ASSERT_EQ(plain.RemoveWorker(StringView{"a", 1}, &existed).code,
+            BackendCode::kOk);
+  EXPECT_TRUE(model.RemoveWorker("a"));
+  EXPECT_TRUE(plain_model.RemoveWorker("a"));
+  both(Batch("a").Report(kTierHbm, {9}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"a", "b", "a"}));
+  EXPECT_EQ(Export(hinted, 0).holdings, Export(plain, 0).holdings);
+  EXPECT_EQ(Export(hinted, 0).holdings, ModelHoldings(model));
 }
 
 // Random batches of REPORT (distinct hashes, as the host sends them; masks
