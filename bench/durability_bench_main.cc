@@ -93,7 +93,10 @@ ABSL_FLAG(double, query_qps, 0,
           "preloaded server");
 ABSL_FLAG(std::string, query_qps_fractions, "0.25,0.5", "See --query_qps");
 ABSL_FLAG(double, saturation_s, 3, "Duration of the saturation run");
-ABSL_FLAG(double, idle_s, 5, "Duration of each idle latency run");
+// As long as a checkpoint's build: on a busy virtual machine a p99 over a
+// few seconds swings with the host's own noise (BENCHMARKS.md, "Prefix p99
+// while a checkpoint is built and written").
+ABSL_FLAG(double, idle_s, 30, "Duration of each idle latency run");
 ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
