@@ -1,5 +1,6 @@
 #include "durable/compactor.h"
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
@@ -52,9 +53,13 @@ absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
     image.ReserveBlocks(stats.blocks + stats.blocks / 8);
     if (job.counts_placements) {
       image.SetHoldingSizes([&job](std::string_view worker, uint64_t* counts) {
-        // A failed count leaves zeros: that holding grows as it goes.
-        (void)job.sizes->CountPlacements(
+        // Only a count the backend vouches for is used: after a failure
+        // the holding grows as it goes.
+        const BackendStatus s = job.sizes->CountPlacements(
             StringView{worker.data(), worker.size()}, counts, nullptr);
+        if (s.code != BackendCode::kOk) {
+          std::fill(counts, counts + kMaxTier + 1, uint64_t{0});
+        }
       });
     }
   }
