@@ -29,6 +29,7 @@ const std::vector<std::string>& ServerVariablesToUnset() {
       "KV_INDEXER_DATA_DIR",
       "KV_INDEXER_WAL_SYNC",
       "KV_INDEXER_CHECKPOINT_BYTES",
+      "KV_INDEXER_CHECKPOINT_BUILDER",
       "KV_INDEXER_LIVENESS",
       "KV_INDEXER_LIVENESS_SWEEP_MS",
       "KV_INDEXER_LOG_LEVEL"};

@@ -74,6 +74,9 @@ ABSL_FLAG(uint32_t, rpc_deadline_ms, 2000, "Deadline of queries");
 ABSL_FLAG(uint64_t, checkpoint_bytes, 0,
           "KV_INDEXER_CHECKPOINT_BYTES of the durable servers (0: the "
           "server's default, 64 MiB)");
+ABSL_FLAG(std::string, checkpoint_builder, "",
+          "KV_INDEXER_CHECKPOINT_BUILDER of the durable servers, process or "
+          "thread (empty: the server's default, process)");
 
 ABSL_FLAG(uint64_t, ingest_hashes, 8'000'000,
           "Hashes in the ingest plan (16,384-hash batches)");
@@ -187,6 +190,7 @@ int Run() {
   rig_options.backend = absl::GetFlag(FLAGS_backend);
   rig_options.server_log = absl::GetFlag(FLAGS_server_log);
   rig_options.checkpoint_bytes = absl::GetFlag(FLAGS_checkpoint_bytes);
+  rig_options.checkpoint_builder = absl::GetFlag(FLAGS_checkpoint_builder);
   rig_options.channels = std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
   if (rig_options.server_binary.empty()) {
     std::fprintf(stderr, "kv-indexer-durability-bench: --server is required\n");
@@ -219,6 +223,7 @@ int Run() {
   j.Field("backend", rig_options.backend);
   j.Field("workers", uint64_t{absl::GetFlag(FLAGS_workers)});
   j.Field("checkpoint_bytes", rig_options.checkpoint_bytes);
+  j.Field("checkpoint_builder", rig_options.checkpoint_builder);
   j.Field("ingest_hashes", absl::GetFlag(FLAGS_ingest_hashes));
   j.Field("ingest_rounds", uint64_t{absl::GetFlag(FLAGS_ingest_rounds)});
   j.Field("placements", absl::GetFlag(FLAGS_placements));

@@ -73,7 +73,8 @@ absl::StatusOr<std::unique_ptr<DurabilityRig>> DurabilityRig::Start(
   process.binary = options.server_binary;
   process.output_path = options.server_log;
   process.unset_env = {"KV_INDEXER_DATA_DIR", "KV_INDEXER_WAL_SYNC",
-                       "KV_INDEXER_CHECKPOINT_BYTES"};
+                       "KV_INDEXER_CHECKPOINT_BYTES",
+                       "KV_INDEXER_CHECKPOINT_BUILDER"};
   // The recovery line is INFO.
   process.env["KV_INDEXER_LOG_LEVEL"] = "info";
   if (!options.backend.empty()) {
@@ -86,6 +87,9 @@ absl::StatusOr<std::unique_ptr<DurabilityRig>> DurabilityRig::Start(
     if (options.checkpoint_bytes > 0) {
       process.env["KV_INDEXER_CHECKPOINT_BYTES"] =
           std::to_string(options.checkpoint_bytes);
+    }
+    if (!options.checkpoint_builder.empty()) {
+      process.env["KV_INDEXER_CHECKPOINT_BUILDER"] = options.checkpoint_builder;
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -34,6 +34,8 @@ struct RigOptions {
   std::string backend;     // KV_INDEXER_BACKEND; empty: the server's default
   std::string server_log;  // appended to; empty: a temporary file per server
   uint64_t checkpoint_bytes = 0;  // KV_INDEXER_CHECKPOINT_BYTES; 0: default
+  // KV_INDEXER_CHECKPOINT_BUILDER; empty: the server's default.
+  std::string checkpoint_builder;
   uint32_t channels = 4;
   absl::Duration connect_timeout = absl::Seconds(60);
 };

@@ -29,10 +29,12 @@ struct CheckpointWriter::State {
   std::string dir;
   std::string path;      // checkpoint-<generation>.ckpt
   std::string tmp_path;  // path + ".tmp"
+  uint64_t generation = 0;
   UniqueFd fd;
   std::string buffer;  // framed bytes not yet written
   uint64_t records = 0;
   uint64_t bytes = 0;  // written plus buffered
+  // Sealed (or never ours): the destructor leaves the file alone.
   bool committed = false;
   absl::Status failure;  // the first error; the writer is dead after it
 
@@ -59,8 +61,9 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Begin(
   State& s = *writer->state_;
   s.io = io != nullptr ? io : &FileIo::Real();
   s.dir = dir;
+  s.generation = generation;
   s.path = JoinPath(dir, CheckpointFileName(generation));
-  s.tmp_path = absl::StrCat(s.path, kTmpSuffix);
+  s.tmp_path = CheckpointTmpPath(dir, generation);
   s.fd.Reset(::open(s.tmp_path.c_str(),
                     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!s.fd.valid()) {
@@ -103,6 +106,16 @@ absl::Status CheckpointWriter::Add(std::string_view payload) {
 }
 
 absl::Status CheckpointWriter::Commit() {
+  if (absl::Status sealed = Seal(); !sealed.ok()) return sealed;
+  absl::Status published =
+      PublishCheckpoint(state_->dir, state_->generation, state_->io);
+  // A rename that failed leaves the temporary file, which nobody would
+  // publish now; after a failed directory sync it is already gone.
+  if (!published.ok()) ::unlink(state_->tmp_path.c_str());
+  return published;
+}
+
+absl::Status CheckpointWriter::Seal() {
   State& s = *state_;
   if (!s.failure.ok()) return s.failure;
   if (s.committed) {
@@ -117,19 +130,36 @@ absl::Status CheckpointWriter::Commit() {
     if (errno != EINTR) return s.Fail("fsync", errno);
   }
   s.fd.Reset();
-  if (::rename(s.tmp_path.c_str(), s.path.c_str()) != 0) {
-    const int err = errno;
-    return s.Fail(absl::StrCat("rename to ", s.path), err);
-  }
-  // From here the file is in place: the destructor must not touch it.
+  // Complete: the destructor must not delete it.
   s.committed = true;
-  if (const int err = SyncDirectory(*s.io, s.dir); err != 0) {
-    return s.Fail(absl::StrCat("sync of directory ", s.dir), err);
-  }
   return absl::OkStatus();
 }
 
 uint64_t CheckpointWriter::bytes() const { return state_->bytes; }
+
+std::string CheckpointTmpPath(const std::string& dir, uint64_t generation) {
+  return absl::StrCat(JoinPath(dir, CheckpointFileName(generation)),
+                      kTmpSuffix);
+}
+
+absl::Status PublishCheckpoint(const std::string& dir, uint64_t generation,
+                               FileIo* io) {
+  FileIo& files = io != nullptr ? *io : FileIo::Real();
+  const std::string path = JoinPath(dir, CheckpointFileName(generation));
+  const std::string tmp_path = CheckpointTmpPath(dir, generation);
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    return absl::UnavailableError(
+        absl::StrCat("checkpoint write failed: ", tmp_path, ": rename to ",
+                     path, ": ", ErrnoText(err)));
+  }
+  if (const int err = SyncDirectory(files, dir); err != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("checkpoint write failed: ", path, ": sync of directory ",
+                     dir, ": ", ErrnoText(err)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<CheckpointRead> ReadCheckpoint(
     const std::string& path,

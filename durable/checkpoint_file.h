@@ -30,8 +30,14 @@ class CheckpointWriter {
   // Appends one framed record; buffered, written in large blocks.
   absl::Status Add(std::string_view payload);
   // Writes the trailer, syncs the file, renames it to
-  // checkpoint-<generation>.ckpt and syncs the directory.
+  // checkpoint-<generation>.ckpt and syncs the directory: Seal, then
+  // PublishCheckpoint.
   absl::Status Commit();
+  // Writes the trailer and syncs the file, which stays
+  // checkpoint-<generation>.ckpt.tmp: complete, but not yet one that
+  // recovery reads (start-up deletes it). The destructor leaves it; another
+  // process may publish it. For builds in a process of their own.
+  absl::Status Seal();
   // File bytes written so far.
   uint64_t bytes() const;
 
@@ -40,6 +46,15 @@ class CheckpointWriter {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// Renames the sealed checkpoint-<generation>.ckpt.tmp in `dir` to
+// checkpoint-<generation>.ckpt and syncs the directory. UNAVAILABLE naming
+// the file when either fails.
+absl::Status PublishCheckpoint(const std::string& dir, uint64_t generation,
+                               FileIo* io = nullptr);
+
+// checkpoint-<generation>.ckpt.tmp in `dir`.
+std::string CheckpointTmpPath(const std::string& dir, uint64_t generation);
 
 struct CheckpointRead {
   uint64_t generation = 0;

@@ -13,7 +13,9 @@
 #include "core/sequence_gate_log.h"
 #include "core/worker_lifecycle_log.h"
 #include "durable/checkpoint_file.h"
+#include "durable/data_dir.h"
 #include "durable/image_backend.h"
+#include "durable/posix_file.h"
 #include "durable/recovery_replay.h"
 #include "kv_indexer_state.pb.h"
 
@@ -43,10 +45,13 @@ absl::Status Cancelled() {
 
 }  // namespace
 
-absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
-                             FileIo* io, const std::atomic<bool>& stop) {
+absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
+                             FileIo* io, const std::atomic<bool>& stop,
+                             CheckpointFinish finish) {
   ImageBackend image;
-  if (job.sizes != nullptr) {
+  if (job.sizes == nullptr) {
+    if (job.reserve_blocks > 0) image.ReserveBlocks(job.reserve_blocks);
+  } else {
     BackendStats stats{};
     stats.struct_size = sizeof(BackendStats);
     job.sizes->GetStats(&stats);
@@ -68,25 +73,26 @@ absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
   Indexer indexer(&image, &gate_log, WideLimits(), kBackendAbiMinor,
                   /*clock=*/nullptr, &lifecycle_log);
 
-  absl::StatusOr<CheckpointLoad> load =
-      LoadCheckpoint(dir.CheckpointPath(job.base), &indexer, &stop);
+  absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(
+      JoinPath(dir, CheckpointFileName(job.base)), &indexer, &stop);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.load(std::memory_order_relaxed)) return Cancelled();
+    const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
-        ReplayWal(dir.WalPath(g), g, /*repair=*/false, &indexer, &stop);
+        ReplayWal(wal, g, /*repair=*/false, &indexer, &stop);
     if (!scan.ok()) return scan.status();
     // A closed log was synced whole before the next one began; a bad
     // record in it is damage, which recovery, not a compaction, handles.
     if (scan->torn) {
-      return absl::DataLossError(absl::StrCat("closed log ", dir.WalPath(g),
+      return absl::DataLossError(absl::StrCat("closed log ", wal,
                                               " has a bad record at offset ",
                                               scan->torn_offset));
     }
   }
 
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
-      CheckpointWriter::Begin(dir.path(), job.target(), io);
+      CheckpointWriter::Begin(dir, job.target(), io);
   if (!writer.ok()) return writer.status();
   absl::Status status;
   std::string payload;
@@ -119,7 +125,8 @@ absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
     add(chunk);
   });
   if (!status.ok()) return status;
-  return (*writer)->Commit();
+  return finish == CheckpointFinish::kPublish ? (*writer)->Commit()
+                                              : (*writer)->Seal();
 }
 
 absl::Status WriteEmptyCheckpoint(const std::string& dir, uint64_t generation,

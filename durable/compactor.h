@@ -15,7 +15,6 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "durable/data_dir.h"
 #include "durable/file_io.h"
 #include "kvindexer/backend.h"
 
@@ -34,15 +33,26 @@ struct CompactionJob {
   // the image grows as it goes.
   IndexBackend* sizes = nullptr;
   bool counts_placements = false;
+  // Blocks to make room for when `sizes` is null (a build in a process of
+  // its own cannot ask the backend); 0: none.
+  uint64_t reserve_blocks = 0;
   uint64_t target() const { return last_wal + 1; }
 };
 
-// Builds and commits the job's checkpoint in `dir`. When `stop` becomes
-// true the work is abandoned (CANCELLED; the temporary file is deleted).
-// Errors name the file at fault; nothing of the serving state depends on
-// them. REQUIRES: the job's files exist and no other compaction runs.
-absl::Status BuildCheckpoint(const DataDir& dir, const CompactionJob& job,
-                             FileIo* io, const std::atomic<bool>& stop);
+// What a build does with the checkpoint it wrote.
+enum class CheckpointFinish {
+  kPublish,   // renames it into place (CheckpointWriter::Commit)
+  kSealOnly,  // leaves it sealed as checkpoint-<target>.ckpt.tmp
+};
+
+// Builds the job's checkpoint in the data directory `dir` and finishes it
+// as `finish` says. When `stop` becomes true the work is abandoned
+// (CANCELLED; the temporary file is deleted). Errors name the file at
+// fault; nothing of the serving state depends on them. REQUIRES: the job's
+// files exist and no other compaction runs on `dir`.
+absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
+                             FileIo* io, const std::atomic<bool>& stop,
+                             CheckpointFinish finish);
 
 // Commits checkpoint-<generation>.ckpt holding nothing: the state of a
 // fresh directory.

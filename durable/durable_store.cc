@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "durable/builder_process.h"
+#include "durable/checkpoint_builder.h"
+#include "durable/checkpoint_file.h"
 #include "durable/compactor.h"
 #include "durable/data_dir.h"
 #include "durable/recovery_loader.h"
@@ -63,6 +67,11 @@ struct DurableStore::State {
   std::set<uint64_t> wals;
   uint64_t checkpoints_written = 0;
   std::chrono::steady_clock::duration last_checkpoint{};
+  // The builder process of the checkpoint in progress, if any; the
+  // destructor kills it.
+  BuilderProcess* builder = nullptr;
+  // Who built the last checkpoint, for its INFO line. Compaction thread.
+  std::string built_by;
 
   std::thread thread;
 
@@ -72,6 +81,10 @@ struct DurableStore::State {
   void StartCompaction();
   void CompactionLoop();
   void Compact(const CompactionJob& job);
+  // Builds and publishes the job's checkpoint: in a builder process when
+  // options.checkpoint_builder is set and it starts, else in this thread.
+  absl::Status Build(const CompactionJob& job);
+  absl::Status BuildInProcess(const CompactionJob& job);
 };
 
 void DurableStore::State::StartCompaction() {
@@ -142,9 +155,62 @@ void DurableStore::State::CompactionLoop() {
   cv.notify_all();
 }
 
+absl::Status DurableStore::State::Build(const CompactionJob& job) {
+  built_by = "a thread of the server";
+  if (options.checkpoint_builder.empty()) {
+    return BuildCheckpoint(dir->path(), job, io, stop,
+                           CheckpointFinish::kPublish);
+  }
+  return BuildInProcess(job);
+}
+
+absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
+  CompactionJob sized = job;
+  if (job.sizes != nullptr) {
+    BackendStats stats{};
+    stats.struct_size = sizeof(BackendStats);
+    job.sizes->GetStats(&stats);
+    sized.reserve_blocks = stats.blocks + stats.blocks / 8;
+  }
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
+      BuilderProcess::Spawn(CheckpointBuilderCommand(
+          options.checkpoint_builder, dir->path(), sized, ::getpid()));
+  if (!child.ok()) {
+    spdlog::warn("checkpoint: {}; building in the server process instead",
+                 std::string(child.status().message()));
+    return BuildCheckpoint(dir->path(), job, io, stop,
+                           CheckpointFinish::kPublish);
+  }
+  built_by = absl::StrCat("builder process ", (*child)->pid());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stop.load(std::memory_order_relaxed)) (*child)->Kill();
+    builder = child->get();
+  }
+  absl::Status built = (*child)->Wait();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    builder = nullptr;
+  }
+  const std::string tmp = CheckpointTmpPath(dir->path(), job.target());
+  if (stop.load(std::memory_order_relaxed)) {
+    // Killed, or done but no longer wanted: nothing is published while
+    // the store closes.
+    ::unlink(tmp.c_str());
+    return absl::CancelledError("checkpoint abandoned: the store is closing");
+  }
+  if (!built.ok()) {
+    ::unlink(tmp.c_str());
+    return built;
+  }
+  absl::Status published = PublishCheckpoint(dir->path(), job.target(), io);
+  if (!published.ok()) ::unlink(tmp.c_str());
+  return published;
+}
+
 void DurableStore::State::Compact(const CompactionJob& job) {
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = BuildCheckpoint(*dir, job, io, stop);
+  absl::Status s = Build(job);
   if (s.code() == absl::StatusCode::kCancelled) return;
   if (!s.ok()) {
     // The log keeps everything; the next rotation tries again from the same
@@ -189,8 +255,9 @@ void DurableStore::State::Compact(const CompactionJob& job) {
                    std::string(r.message()));
     }
   }
-  spdlog::info("checkpoint: wrote {} in {} ms",
-               dir->CheckpointPath(job.target()), MillisecondsSince(start));
+  spdlog::info("checkpoint: wrote {} in {} ms (built by {})",
+               dir->CheckpointPath(job.target()), MillisecondsSince(start),
+               built_by);
 }
 
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
@@ -253,6 +320,7 @@ DurableStore::~DurableStore() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stop.store(true, std::memory_order_relaxed);
+    if (state_->builder != nullptr) state_->builder->Kill();
   }
   state_->cv.notify_all();
   if (state_->thread.joinable()) state_->thread.join();

@@ -47,6 +47,13 @@ struct DurableOptions {
   // will be (durable/compactor.h). Null: the checkpoint's count is
   // reported, and the image grows as it goes.
   IndexBackend* backend = nullptr;
+  // Empty: checkpoints are built by a thread of this process. Otherwise an
+  // executable that runs RunCheckpointBuilder when called with
+  // CheckpointBuilderCommand (durable/checkpoint_builder.h), for example
+  // the server's own (/proc/self/exe): each checkpoint is built by a process
+  // of its own and published here. When it cannot be started the build
+  // falls back to the thread, with a WARN.
+  std::string checkpoint_builder = {};
 };
 
 // Figures for the metrics (docs/metrics.md, "Data directory").

@@ -14,6 +14,10 @@ constexpr std::string_view kWalSyncAccepted =
 constexpr std::string_view kCheckpointBytesAccepted =
     "an integer of bytes, at least 1048576 (1 MiB), for example 67108864";
 
+constexpr std::string_view kCheckpointBuilderAccepted =
+    "process (a process of its own, at the lowest CPU priority) or thread (a "
+    "thread of the server)";
+
 }  // namespace
 
 absl::StatusOr<durable::WalSync> ParseWalSync(std::string_view value) {
@@ -38,6 +42,14 @@ absl::StatusOr<uint64_t> ParseCheckpointBytes(std::string_view value) {
   return InvalidEnvValue(kCheckpointBytesVar, value, kCheckpointBytesAccepted);
 }
 
+absl::StatusOr<CheckpointBuilder> ParseCheckpointBuilder(
+    std::string_view value) {
+  if (value == "process") return CheckpointBuilder::kProcess;
+  if (value == "thread") return CheckpointBuilder::kThread;
+  return InvalidEnvValue(kCheckpointBuilderVar, value,
+                         kCheckpointBuilderAccepted);
+}
+
 absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
   DurabilityConfig config;
   if (auto v = env(kWalSyncVar)) {
@@ -50,6 +62,11 @@ absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
     if (!bytes.ok()) return bytes.status();
     config.checkpoint_bytes = *bytes;
   }
+  if (auto v = env(kCheckpointBuilderVar)) {
+    auto builder = ParseCheckpointBuilder(*v);
+    if (!builder.ok()) return builder.status();
+    config.checkpoint_builder = *builder;
+  }
   if (auto v = env(kDataDirVar)) {
     if (!IsValidUtf8(*v) || v->find('\0') != std::string::npos) {
       return InvalidEnvValue(kDataDirVar, *v, kDataDirAccepted);
@@ -61,6 +78,10 @@ absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
 
 std::string_view WalSyncName(durable::WalSync sync) {
   return sync == durable::WalSync::kAlways ? "always" : "none";
+}
+
+std::string_view CheckpointBuilderName(CheckpointBuilder builder) {
+  return builder == CheckpointBuilder::kProcess ? "process" : "thread";
 }
 
 }  // namespace kvindexer

@@ -5,8 +5,9 @@
 // |                            |          | keeps the index in memory only   |
 // | KV_INDEXER_WAL_SYNC        | always   | always or none                   |
 // | KV_INDEXER_CHECKPOINT_BYTES| 67108864 | integer >= 1048576               |
+// | KV_INDEXER_CHECKPOINT_BUILDER | process | process or thread            |
 //
-// The two tuning variables are checked whether or not a data directory is
+// The tuning variables are checked whether or not a data directory is
 // set: a bad value is a configuration error either way (exit 2). Whether the
 // directory can be created, written and locked is only known when the
 // server opens it (exit 1).
@@ -28,13 +29,22 @@ inline constexpr std::string_view kWalSyncVar = "KV_INDEXER_WAL_SYNC";
 inline constexpr std::string_view kCheckpointBytesVar =
     "KV_INDEXER_CHECKPOINT_BYTES";
 
+inline constexpr std::string_view kCheckpointBuilderVar =
+    "KV_INDEXER_CHECKPOINT_BUILDER";
+
 inline constexpr uint64_t kDefaultCheckpointBytes = 64ull << 20;
 inline constexpr uint64_t kMinCheckpointBytes = 1ull << 20;
+
+// Where checkpoints are built (docs/durability.md, "Checkpoints"): a
+// process of their own (the server's executable run again,
+// durable/checkpoint_builder.h) or a thread of the server.
+enum class CheckpointBuilder { kProcess, kThread };
 
 struct DurabilityConfig {
   std::string data_dir;  // empty: in memory only
   durable::WalSync wal_sync = durable::WalSync::kAlways;
   uint64_t checkpoint_bytes = kDefaultCheckpointBytes;
+  CheckpointBuilder checkpoint_builder = CheckpointBuilder::kProcess;
 
   bool enabled() const { return !data_dir.empty(); }
 };
@@ -45,10 +55,13 @@ struct DurabilityConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<uint64_t> ParseCheckpointBytes(
     std::string_view value);
+[[nodiscard]] absl::StatusOr<CheckpointBuilder> ParseCheckpointBuilder(
+    std::string_view value);
 [[nodiscard]] absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(
     const EnvLookup& env);
 
 std::string_view WalSyncName(durable::WalSync sync);
+std::string_view CheckpointBuilderName(CheckpointBuilder builder);
 
 }  // namespace kvindexer
 

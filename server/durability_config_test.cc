@@ -1,5 +1,5 @@
-// KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and KV_INDEXER_CHECKPOINT_BYTES
-// (server/durability_config.h).
+// KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC, KV_INDEXER_CHECKPOINT_BYTES and
+// KV_INDEXER_CHECKPOINT_BUILDER (server/durability_config.h).
 #include "server/durability_config.h"
 
 #include <map>
@@ -25,17 +25,20 @@ TEST(DurabilityConfigTest, OffWithAlwaysAnd64MiBByDefault) {
   EXPECT_FALSE(config->durability.enabled());
   EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kAlways);
   EXPECT_EQ(config->durability.checkpoint_bytes, 67108864u);
+  EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kProcess);
 }
 
-TEST(DurabilityConfigTest, ReadsAllThreeVariables) {
+TEST(DurabilityConfigTest, ReadsAllFourVariables) {
   auto config = Load({{"KV_INDEXER_DATA_DIR", "/var/lib/kvindexer"},
                       {"KV_INDEXER_WAL_SYNC", "none"},
-                      {"KV_INDEXER_CHECKPOINT_BYTES", "1048576"}});
+                      {"KV_INDEXER_CHECKPOINT_BYTES", "1048576"},
+                      {"KV_INDEXER_CHECKPOINT_BUILDER", "thread"}});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->durability.enabled());
   EXPECT_EQ(config->durability.data_dir, "/var/lib/kvindexer");
   EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kNone);
   EXPECT_EQ(config->durability.checkpoint_bytes, 1048576u);
+  EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kThread);
 }
 
 TEST(DurabilityConfigTest, EmptyDataDirMeansInMemory) {
@@ -62,6 +65,16 @@ TEST(DurabilityConfigTest, CheckpointBytesIsAnIntegerOfAtLeastOneMiB) {
   }
 }
 
+TEST(DurabilityConfigTest, CheckpointBuilderIsProcessOrThread) {
+  EXPECT_EQ(ParseCheckpointBuilder("process").value(),
+            CheckpointBuilder::kProcess);
+  EXPECT_EQ(ParseCheckpointBuilder("thread").value(),
+            CheckpointBuilder::kThread);
+  for (const char* bad : {"", "Process", "fork", "threads", " thread"}) {
+    EXPECT_FALSE(ParseCheckpointBuilder(bad).ok()) << bad;
+  }
+}
+
 // The tuning variables are checked even when no data directory is set.
 TEST(DurabilityConfigTest, BadTuningIsAnErrorWithoutADataDirectory) {
   auto bad_sync = Load({{"KV_INDEXER_WAL_SYNC", "sometimes"}});
@@ -75,13 +88,20 @@ TEST(DurabilityConfigTest, BadTuningIsAnErrorWithoutADataDirectory) {
   EXPECT_THAT(std::string(bad_bytes.status().message()),
               AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
                     HasSubstr("\"4096\""), HasSubstr("1048576")));
+  auto bad_builder = Load({{"KV_INDEXER_CHECKPOINT_BUILDER", "fork"}});
+  ASSERT_FALSE(bad_builder.ok());
+  EXPECT_THAT(
+      std::string(bad_builder.status().message()),
+      AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER"), HasSubstr("\"fork\""),
+            HasSubstr("process"), HasSubstr("thread")));
 }
 
 TEST(DurabilityConfigTest, UsageListsTheVariables) {
   const std::string usage = UsageText("kv-indexer-server");
   EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_DATA_DIR"),
                            HasSubstr("KV_INDEXER_WAL_SYNC"),
-                           HasSubstr("KV_INDEXER_CHECKPOINT_BYTES")));
+                           HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
+                           HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER")));
 }
 
 }  // namespace

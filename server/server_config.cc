@@ -250,6 +250,9 @@ std::string UsageText(std::string_view program) {
        "always (ack after fdatasync) or none (ack after write)"},
       {kCheckpointBytesVar, std::to_string(kDefaultCheckpointBytes),
        "log bytes that start a checkpoint; at least 1048576"},
+      {kCheckpointBuilderVar, "process",
+       "process (checkpoints built by a process of their own at idle CPU "
+       "priority) or thread (by a thread of the server)"},
       {kEventSourceVar, "grpc",
        "grpc (mutation RPCs) or jetstream (follow the fleet event log; "
        "needs KV_INDEXER_NATS_URL)"},

@@ -1,9 +1,17 @@
-// kv-indexer-server: the single-process, in-memory SGLang KV indexer.
+// kv-indexer-server: the SGLang KV indexer's server, and its checkpoint
+// builder.
 #include <span>
 
+#include "durable/checkpoint_builder.h"
 #include "server/server_runner.h"
 
 int main(int argc, char** argv) {
-  return kvindexer::RunServer(std::span<const char* const>(
-      const_cast<const char* const*>(argv), static_cast<size_t>(argc)));
+  const std::span<const char* const> args(const_cast<const char* const*>(argv),
+                                          static_cast<size_t>(argc));
+  // The server runs itself again to build a checkpoint
+  // (durable/checkpoint_builder.h).
+  if (kvindexer::durable::IsCheckpointBuilderCall(args)) {
+    return kvindexer::durable::RunCheckpointBuilder(args);
+  }
+  return kvindexer::RunServer(args);
 }

@@ -245,14 +245,24 @@ int RunServer(std::span<const char* const> args) {
   std::unique_ptr<durable::DurableStore> store;
   if (const DurabilityConfig& durability = config->durability;
       durability.enabled()) {
-    spdlog::info("restart-safe state on dir={} wal_sync={} checkpoint_bytes={}",
-                 durability.data_dir, WalSyncName(durability.wal_sync),
-                 durability.checkpoint_bytes);
+    spdlog::info(
+        "restart-safe state on dir={} wal_sync={} checkpoint_bytes={} "
+        "checkpoint_builder={}",
+        durability.data_dir, WalSyncName(durability.wal_sync),
+        durability.checkpoint_bytes,
+        CheckpointBuilderName(durability.checkpoint_builder));
+    // A builder process is this executable run again: main() hands such a
+    // call to durable::RunCheckpointBuilder.
     auto opened = durable::DurableStore::Open(
-        durable::DurableOptions{.dir = durability.data_dir,
-                                .sync = durability.wal_sync,
-                                .checkpoint_bytes = durability.checkpoint_bytes,
-                                .backend = (*loaded)->backend()},
+        durable::DurableOptions{
+            .dir = durability.data_dir,
+            .sync = durability.wal_sync,
+            .checkpoint_bytes = durability.checkpoint_bytes,
+            .backend = (*loaded)->backend(),
+            .checkpoint_builder =
+                durability.checkpoint_builder == CheckpointBuilder::kProcess
+                    ? "/proc/self/exe"
+                    : ""},
         &indexer);
     if (!opened.ok()) {
       spdlog::error("cannot use {}={}: {}", kDataDirVar, durability.data_dir,

@@ -40,7 +40,8 @@ ProcessOptions ServerOptions(const DurableServerOptions& options) {
                        "KV_INDEXER_LIVENESS_SWEEP_MS",
                        "KV_INDEXER_DATA_DIR",
                        "KV_INDEXER_WAL_SYNC",
-                       "KV_INDEXER_CHECKPOINT_BYTES"};
+                       "KV_INDEXER_CHECKPOINT_BYTES",
+                       "KV_INDEXER_CHECKPOINT_BUILDER"};
   // The recovery line is INFO.
   process.env["KV_INDEXER_LOG_LEVEL"] = "info";
   if (!options.data_dir.empty()) {

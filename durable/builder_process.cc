@@ -1,0 +1,161 @@
+#include "durable/builder_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "durable/posix_file.h"
+
+extern char** environ;
+
+namespace kvindexer::durable {
+namespace {
+
+// What of the child's standard output goes into an error message.
+constexpr size_t kMaxOutputBytes = 4096;
+
+// posix_spawn's attribute and file-action objects, destroyed on every path.
+struct SpawnSetup {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+  SpawnSetup() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BuilderProcess>> BuilderProcess::Spawn(
+    const std::vector<std::string>& command) {
+  if (command.empty()) {
+    return absl::InvalidArgumentError("no command to start");
+  }
+  const std::string& executable = command[0];
+  auto failed = [&executable](const char* what, int err) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot start ", executable, ": ", what, ": ", ErrnoText(err)));
+  };
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return failed("pipe", errno);
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+
+  SpawnSetup setup;
+  // The server blocks SIGINT and SIGTERM for its signal thread and ignores
+  // SIGPIPE; the child must not inherit either.
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t all;
+  sigfillset(&all);
+  int err = posix_spawnattr_setsigmask(&setup.attr, &none);
+  if (err == 0) err = posix_spawnattr_setsigdefault(&setup.attr, &all);
+  if (err == 0) {
+    err = posix_spawnattr_setflags(
+        &setup.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  }
+  if (err == 0) {
+    err = posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO,
+                                           "/dev/null", O_RDONLY, 0);
+  }
+  if (err == 0) {
+    err = posix_spawn_file_actions_adddup2(&setup.actions, write_end.get(),
+                                           STDOUT_FILENO);
+  }
+  // Descriptors without O_CLOEXEC (a library's) stay with the server.
+  if (err == 0) {
+    err = posix_spawn_file_actions_addclosefrom_np(&setup.actions,
+                                                   STDERR_FILENO + 1);
+  }
+  if (err != 0) return failed("posix_spawn setup", err);
+
+  std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
+  for (const std::string& arg : command) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  err = posix_spawn(&pid, executable.c_str(), &setup.actions, &setup.attr,
+                    argv.data(), environ);
+  if (err != 0) return failed("posix_spawn", err);
+  return std::unique_ptr<BuilderProcess>(
+      new BuilderProcess(pid, read_end.Release()));
+}
+
+BuilderProcess::~BuilderProcess() {
+  if (!waited_) {
+    Kill();
+    Wait().IgnoreError();
+  }
+}
+
+void BuilderProcess::Kill() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Until reaped, the PID stays ours (a zombie keeps it).
+  if (!reaped_) ::kill(pid_, SIGKILL);
+}
+
+absl::Status BuilderProcess::Wait() {
+  waited_ = true;
+  // Until end of file: the child exited (or closed its output).
+  std::string output;
+  {
+    UniqueFd fd(output_fd_);
+    output_fd_ = -1;
+    char buffer[1024];
+    while (true) {
+      const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (output.size() < kMaxOutputBytes) {
+        output.append(buffer, std::min(static_cast<size_t>(n),
+                                       kMaxOutputBytes - output.size()));
+      }
+    }
+  }
+  // Wait for the end without reaping, so that Kill never signals a PID the
+  // system may already have given to another process.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) !=
+         0) {
+    if (errno != EINTR) break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reaped_ = true;
+  }
+  int status = 0;
+  pid_t reaped = 0;
+  do {
+    reaped = ::waitpid(pid_, &status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped != pid_) {
+    return absl::InternalError(
+        absl::StrCat("cannot reap process ", pid_, ": ", ErrnoText(errno)));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  std::string how =
+      WIFEXITED(status)
+          ? absl::StrCat("exited with status ", WEXITSTATUS(status))
+          : absl::StrCat("was killed by signal ", WTERMSIG(status));
+  const absl::string_view said = absl::StripAsciiWhitespace(output);
+  if (!said.empty()) absl::StrAppend(&how, ": ", said);
+  return absl::InternalError(absl::StrCat("builder process ", pid_, " ", how));
+}
+
+}  // namespace kvindexer::durable

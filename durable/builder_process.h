@@ -1,0 +1,55 @@
+// BuilderProcess: the server's side of a checkpoint build in a process of
+// its own (durable/checkpoint_builder.h). Spawns the command, collects what
+// it writes to standard output, waits for it and can kill it from another
+// thread at any time without ever signalling a reused PID.
+#ifndef KVINDEXER_DURABLE_BUILDER_PROCESS_H_
+#define KVINDEXER_DURABLE_BUILDER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kvindexer::durable {
+
+class BuilderProcess {
+ public:
+  // Starts command[0] with the arguments command (not searched in PATH),
+  // the environment of this process, standard input from /dev/null,
+  // standard output to a pipe read by Wait, standard error shared, no other
+  // descriptor, no blocked signals and default dispositions. Errors
+  // (UNAVAILABLE, naming the executable): it cannot be started, for
+  // instance because it does not exist.
+  static absl::StatusOr<std::unique_ptr<BuilderProcess>> Spawn(
+      const std::vector<std::string>& command);
+  // Kills and reaps the child if Wait has not.
+  ~BuilderProcess();
+  BuilderProcess(const BuilderProcess&) = delete;
+  BuilderProcess& operator=(const BuilderProcess&) = delete;
+
+  // Blocks until the child has ended and reaps it. OK when it exited with
+  // 0; otherwise INTERNAL saying how it ended (exit status or signal) and
+  // the start of what it wrote to standard output. Call at most once.
+  absl::Status Wait();
+  // Thread-safe, any number of times: SIGKILL to the child unless it has
+  // already been reaped.
+  void Kill();
+  pid_t pid() const { return pid_; }
+
+ private:
+  BuilderProcess(pid_t pid, int output_fd) : pid_(pid), output_fd_(output_fd) {}
+  const pid_t pid_;
+  int output_fd_;  // read end of the child's standard output; -1 once read
+  std::mutex mu_;
+  bool reaped_ = false;  // guarded by mu_
+  bool waited_ = false;  // Wait's thread only
+};
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_BUILDER_PROCESS_H_

@@ -1,0 +1,143 @@
+#include "durable/checkpoint_builder.h"
+
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/log_setup.h"
+#include "durable/file_io.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer::durable {
+namespace {
+
+struct BuilderCall {
+  std::string dir;
+  CompactionJob job;
+  pid_t parent = 0;
+};
+
+// Arrays, not string_views: Debian's Abseil has a string_view of its own.
+constexpr char kDir[] = "dir=";
+constexpr char kBase[] = "base=";
+constexpr char kLastWal[] = "last_wal=";
+constexpr char kReserveBlocks[] = "reserve_blocks=";
+constexpr char kParent[] = "parent=";
+
+std::optional<uint64_t> Number(std::string_view arg, std::string_view key) {
+  uint64_t value = 0;
+  if (!arg.starts_with(key)) return std::nullopt;
+  const std::string_view digits = arg.substr(key.size());
+  // Digits only: SimpleAtoi would also take a sign or spaces.
+  if (digits.empty() ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos ||
+      !absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()),
+                        &value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Exactly the shape CheckpointBuilderCommand produces, in its order.
+std::optional<BuilderCall> Parse(std::span<const char* const> args) {
+  if (args.size() != 7 || args[1] != kCheckpointBuilderFlag) {
+    return std::nullopt;
+  }
+  const std::string_view dir = args[2];
+  const std::string_view dir_key = kDir;
+  if (!dir.starts_with(dir_key) || dir.size() == dir_key.size()) {
+    return std::nullopt;
+  }
+  const std::optional<uint64_t> base = Number(args[3], kBase);
+  const std::optional<uint64_t> last_wal = Number(args[4], kLastWal);
+  const std::optional<uint64_t> reserve = Number(args[5], kReserveBlocks);
+  const std::optional<uint64_t> parent = Number(args[6], kParent);
+  if (!base || !last_wal || !reserve || !parent || *last_wal < *base ||
+      *parent == 0) {
+    return std::nullopt;
+  }
+  BuilderCall call;
+  call.dir = std::string(dir.substr(dir_key.size()));
+  call.job.base = *base;
+  call.job.last_wal = *last_wal;
+  call.job.reserve_blocks = *reserve;
+  call.parent = static_cast<pid_t>(*parent);
+  return call;
+}
+
+// Nice 19 first: it still applies if SCHED_IDLE is refused.
+void LowerPriority() {
+  if (setpriority(PRIO_PROCESS, 0, 19) != 0) {
+    spdlog::warn("checkpoint builder keeps its nice value: {}",
+                 std::strerror(errno));
+  }
+  sched_param param{};
+  param.sched_priority = 0;
+  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+    spdlog::warn("checkpoint builder runs without SCHED_IDLE: {}",
+                 std::strerror(errno));
+  }
+}
+
+int Fail(const std::string& why) {
+  std::fprintf(stdout, "%s\n", why.c_str());
+  std::fflush(stdout);
+  return kBuilderFailed;
+}
+
+}  // namespace
+
+std::vector<std::string> CheckpointBuilderCommand(const std::string& executable,
+                                                  const std::string& dir,
+                                                  const CompactionJob& job,
+                                                  pid_t parent) {
+  return {executable,
+          std::string(kCheckpointBuilderFlag),
+          absl::StrCat(kDir, dir),
+          absl::StrCat(kBase, job.base),
+          absl::StrCat(kLastWal, job.last_wal),
+          absl::StrCat(kReserveBlocks, job.reserve_blocks),
+          absl::StrCat(kParent, parent)};
+}
+
+bool IsCheckpointBuilderCall(std::span<const char* const> args) {
+  return args.size() >= 2 && args[1] == kCheckpointBuilderFlag;
+}
+
+int RunCheckpointBuilder(std::span<const char* const> args) {
+  SetUpLogging("kv-indexer-checkpoint");
+  const std::optional<BuilderCall> call = Parse(args);
+  if (!call) {
+    std::fprintf(stderr,
+                 "kv-indexer-checkpoint: usage: %s %s dir=<path> base=<g> "
+                 "last_wal=<g> reserve_blocks=<n> parent=<pid>\n",
+                 args.empty() ? "kv-indexer-server" : args[0],
+                 std::string(kCheckpointBuilderFlag).c_str());
+    return kBuilderUsage;
+  }
+  // The parent may have died before the signal was armed: then it never
+  // comes, and nobody would publish what we build.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != call->parent) {
+    return Fail(absl::StrCat("the server (pid ", call->parent,
+                             ") that asked for this checkpoint is gone"));
+  }
+  LowerPriority();
+  const std::atomic<bool> stop{false};
+  const absl::Status built = BuildCheckpoint(
+      call->dir, call->job, &FileIo::Real(), stop, CheckpointFinish::kSealOnly);
+  if (!built.ok()) return Fail(std::string(built.message()));
+  return kBuilderSealed;
+}
+
+}  // namespace kvindexer::durable

@@ -1,0 +1,54 @@
+// A checkpoint build in a process of its own (docs/durability.md,
+// "Checkpoints"). The server runs its own executable again with
+// kCheckpointBuilderFlag first: that process builds the next checkpoint from
+// the files (durable/compactor.h), seals it as checkpoint-<g>.ckpt.tmp and
+// exits; the server, which alone owns the data directory, publishes it.
+//
+// Why a process and not a thread: a build allocates, faults in and frees
+// hundreds of megabytes. In a thread of the server that traffic shares the
+// server's address-space lock and allocator with the query threads, so it
+// could only run at a low nice value (a SCHED_IDLE thread holding one of
+// those locks stalled queries). A process of its own shares neither and runs
+// as SCHED_IDLE: it gets the CPU time the server leaves unused, and nothing
+// the server waits for.
+#ifndef KVINDEXER_DURABLE_CHECKPOINT_BUILDER_H_
+#define KVINDEXER_DURABLE_CHECKPOINT_BUILDER_H_
+
+#include <sys/types.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "durable/compactor.h"
+
+namespace kvindexer::durable {
+
+inline constexpr std::string_view kCheckpointBuilderFlag =
+    "--kvindexer-build-checkpoint";
+
+// Exit codes of RunCheckpointBuilder.
+inline constexpr int kBuilderSealed = 0;  // checkpoint-<target>.ckpt.tmp sealed
+inline constexpr int kBuilderFailed = 1;  // the reason went to standard output
+inline constexpr int kBuilderUsage = 2;   // a malformed command line
+
+// The command line that builds `job` (its `sizes` is not used:
+// reserve_blocks is) in `dir` with `executable`, for a parent `parent`.
+std::vector<std::string> CheckpointBuilderCommand(const std::string& executable,
+                                                  const std::string& dir,
+                                                  const CompactionJob& job,
+                                                  pid_t parent);
+
+// True when `args` (argv) is a command line of CheckpointBuilderCommand.
+bool IsCheckpointBuilderCall(std::span<const char* const> args);
+
+// The builder's main. It dies with its parent (PR_SET_PDEATHSIG) and exits
+// at once when `parent` is already gone; lowers itself to SCHED_IDLE at
+// nice 19; builds with CheckpointFinish::kSealOnly; on failure writes one
+// line saying why to standard output. Logs go to standard error.
+int RunCheckpointBuilder(std::span<const char* const> args);
+
+}  // namespace kvindexer::durable
+
+#endif  // KVINDEXER_DURABLE_CHECKPOINT_BUILDER_H_

@@ -1,0 +1,198 @@
+// Checkpoints built by a process of their own (durable/checkpoint_builder.h):
+// the builder seals and only the store publishes, the store recovers from
+// what builders wrote, a failing builder costs nothing but the checkpoint,
+// one that cannot start is replaced by the thread, and closing the store
+// kills a build in progress.
+#include "durable/checkpoint_builder.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "durable/builder_process.h"
+#include "durable/checkpoint_file.h"
+#include "durable/test_store_fixture.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer::durable {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kBuilder[] = KVINDEXER_TEST_CHECKPOINT_BUILDER;
+
+class CheckpointBuilderTest : public DurableStoreTest {
+ protected:
+  DurableOptions WithBuilder(std::string builder,
+                             uint64_t checkpoint_bytes = 2048) {
+    DurableOptions options = Options(checkpoint_bytes);
+    options.checkpoint_builder = std::move(builder);
+    return options;
+  }
+  bool HasTemporaryFile() const {
+    for (const std::string& name : Files()) {
+      if (name.find(".tmp") != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+TEST(CheckpointBuilderCommandTest, RoundTripsAndRejectsOtherShapes) {
+  const CompactionJob job{.base = 4, .last_wal = 6, .reserve_blocks = 100};
+  const std::vector<std::string> cmd =
+      CheckpointBuilderCommand("/bin/kv", "/data dir", job, 42);
+  std::vector<const char*> argv;
+  for (const std::string& arg : cmd) argv.push_back(arg.c_str());
+  EXPECT_TRUE(IsCheckpointBuilderCall(argv));
+  EXPECT_EQ(cmd[2], "dir=/data dir");
+  EXPECT_EQ(cmd[6], "parent=42");
+
+  const char* server[] = {"kv-indexer-server"};
+  EXPECT_FALSE(IsCheckpointBuilderCall(server));
+  const char* help[] = {"kv-indexer-server", "--help"};
+  EXPECT_FALSE(IsCheckpointBuilderCall(help));
+  // A builder call of the wrong shape is a usage error, before anything
+  // else happens.
+  const char* bad[] = {"kv",         "--kvindexer-build-checkpoint",
+                       "dir=/d",     "base=5",
+                       "last_wal=4", "reserve_blocks=0",
+                       "parent=1"};
+  EXPECT_EQ(RunCheckpointBuilder(bad), kBuilderUsage);
+  const char* short_call[] = {"kv", "--kvindexer-build-checkpoint"};
+  EXPECT_EQ(RunCheckpointBuilder(short_call), kBuilderUsage);
+}
+
+// A builder whose parent is not the one named stops at once: nobody would
+// publish its work.
+TEST_F(CheckpointBuilderTest, BuilderOfAnotherParentStops) {
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
+      BuilderProcess::Spawn(CheckpointBuilderCommand(
+          kBuilder, dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
+          /*parent=*/1));
+  ASSERT_TRUE(child.ok()) << child.status();
+  const absl::Status s = (*child)->Wait();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("exited with status 1: the server (pid 1)"));
+}
+
+// The builder leaves its checkpoint sealed under the temporary name;
+// publishing it is the store's.
+TEST_F(CheckpointBuilderTest, BuilderSealsAndTheStorePublishes) {
+  StartOk(Options());
+  Workload();
+  const std::string before = State();
+  Crash();
+  // Generation 1 is the fresh directory's checkpoint; its log holds the
+  // workload. Build checkpoint 2 from them by hand.
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
+      BuilderProcess::Spawn(CheckpointBuilderCommand(
+          kBuilder, dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
+          ::getpid()));
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE((*child)->Wait().ok());
+  EXPECT_TRUE(Files().count(CheckpointFileName(2) + ".tmp"));
+  EXPECT_FALSE(Files().count(CheckpointFileName(2)));
+  ASSERT_TRUE(PublishCheckpoint(dir_.path(), 2).ok());
+  EXPECT_TRUE(Files().count(CheckpointFileName(2)));
+  // Recovery starts from it and replays nothing: it holds the whole state.
+  StartOk(Options());
+  EXPECT_EQ(store().recovery().checkpoint_generation, 2u);
+  EXPECT_EQ(store().recovery().log_records, 0u);
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(CheckpointBuilderTest, StoreRecoversFromCheckpointsBuiltByProcesses) {
+  TestLogCapture log;
+  StartOk(WithBuilder(kBuilder));
+  Workload();
+  const uint64_t next_seq = ApplyUntilCheckpoints(13, 2);
+  EXPECT_TRUE(Logged(log, spdlog::level::info, "built by builder process"));
+  EXPECT_FALSE(Logged(log, spdlog::level::info, "built by a thread"));
+  EXPECT_FALSE(HasTemporaryFile());
+  const std::string before = State();
+  const uint64_t newest = store().checkpoints_written() + 1;
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(store().recovery().checkpoint_generation, newest);
+  EXPECT_EQ(State(), before);
+  EXPECT_EQ(Probe("w1", "e1"), next_seq - 1);
+}
+
+TEST_F(CheckpointBuilderTest, FailingBuilderCostsOnlyTheCheckpoint) {
+  TestLogCapture log;
+  StartOk(WithBuilder("/bin/false"));
+  Workload();
+  uint64_t seq = 13;
+  for (int i = 0; i < 100; ++i, ++seq) {
+    ApplyOk(Batch("w1", "addr-1")
+                .Gated("e1", seq)
+                .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
+    if (i % 16 == 0) store().WaitForCheckpoints();
+  }
+  store().WaitForCheckpoints();
+  EXPECT_EQ(store().checkpoints_written(), 0u);
+  EXPECT_TRUE(Logged(log, spdlog::level::err, "exited with status 1"));
+  EXPECT_FALSE(HasTemporaryFile());
+  const std::string before = State();
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(CheckpointBuilderTest, BuilderThatCannotStartIsReplacedByTheThread) {
+  TestLogCapture log;
+  StartOk(WithBuilder("/nonexistent/kv-indexer-server"));
+  Workload();
+  ApplyUntilCheckpoints(13, 1);
+  EXPECT_TRUE(Logged(log, spdlog::level::warn,
+                     "building in the server process instead"));
+  EXPECT_TRUE(Logged(log, spdlog::level::info, "built by a thread"));
+}
+
+// Closing the store while a builder runs kills it, reaps it and deletes
+// what it left.
+TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
+  StartOk(Options());
+  Workload();
+  for (uint64_t seq = 13; seq < 60; ++seq) {
+    ApplyOk(Batch("w1", "addr-1").Gated("e1", seq).Report(kTierHbm, {100}));
+  }
+  const std::string before = State();
+  Crash();
+
+  const std::string hold = Path("builder.pid");
+  ASSERT_EQ(::setenv("KVINDEXER_TEST_BUILDER_HOLD", hold.c_str(), 1), 0);
+  // The replayed log is past 1 KiB: a checkpoint starts at once.
+  StartOk(WithBuilder(kBuilder, /*checkpoint_bytes=*/1024));
+  pid_t pid = 0;
+  for (int i = 0; i < 3000 && pid == 0; ++i) {
+    std::ifstream in(hold);
+    if (!(in >> pid)) {
+      pid = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Only now: the store's thread reads the environment as it spawns.
+  ::unsetenv("KVINDEXER_TEST_BUILDER_HOLD");
+  ASSERT_GT(pid, 0) << "the builder never started";
+  EXPECT_EQ(::kill(pid, 0), 0);
+  Crash();
+  EXPECT_NE(::kill(pid, 0), 0);
+  EXPECT_EQ(errno, ESRCH);
+  std::filesystem::remove(hold);
+  EXPECT_FALSE(HasTemporaryFile());
+  EXPECT_FALSE(Files().count(CheckpointFileName(2)));
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+}
+
+}  // namespace
+}  // namespace kvindexer::durable
