@@ -98,6 +98,21 @@ absl::StatusOr<std::vector<std::string>> ReadAll(
   return parts;
 }
 
+// Publishes `data` on `subject` straight into the stream of `config`,
+// bypassing the store: what a writer that died, or a stray one, leaves.
+void PublishRaw(const EventLogConfig& config, const std::string& subject,
+                const std::string& data) {
+  absl::StatusOr<std::shared_ptr<NatsClient>> client =
+      NatsClient::Connect(config.nats);
+  ASSERT_TRUE(client.ok()) << client.status();
+  jsPubAck* ack = nullptr;
+  ASSERT_EQ(
+      js_Publish(&ack, (*client)->jetstream(), subject.c_str(), data.data(),
+                 static_cast<int>(data.size()), nullptr, nullptr),
+      NATS_OK);
+  jsPubAck_Destroy(ack);
+}
+
 std::vector<std::string> Ids(SnapshotStore& store) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
   EXPECT_TRUE(all.ok()) << all.status();
@@ -133,17 +148,9 @@ class SnapshotStoreContractTest : public ::testing::TestWithParam<std::string> {
       static_cast<MemorySnapshotStore&>(*store_).AddAbandonedParts(id, parts);
       return;
     }
-    absl::StatusOr<std::shared_ptr<NatsClient>> client =
-        NatsClient::Connect(config_.nats);
-    ASSERT_TRUE(client.ok()) << client.status();
     const std::string subject = config_.subject_prefix + ".snap." + id + ".p";
     for (const std::string& part : parts) {
-      jsPubAck* ack = nullptr;
-      ASSERT_EQ(
-          js_Publish(&ack, (*client)->jetstream(), subject.c_str(), part.data(),
-                     static_cast<int>(part.size()), nullptr, nullptr),
-          NATS_OK);
-      jsPubAck_Destroy(ack);
+      ASSERT_NO_FATAL_FAILURE(PublishRaw(config_, subject, part));
     }
   }
 
@@ -373,15 +380,7 @@ class JetStreamSnapshotStoreTest : public ::testing::Test {
   // writer would.
   static void Stray(const EventLogConfig& config, const std::string& subject,
                     const std::string& data) {
-    absl::StatusOr<std::shared_ptr<NatsClient>> client =
-        NatsClient::Connect(config.nats);
-    ASSERT_TRUE(client.ok()) << client.status();
-    jsPubAck* ack = nullptr;
-    ASSERT_EQ(
-        js_Publish(&ack, (*client)->jetstream(), subject.c_str(), data.data(),
-                   static_cast<int>(data.size()), nullptr, nullptr),
-        NATS_OK);
-    jsPubAck_Destroy(ack);
+    ASSERT_NO_FATAL_FAILURE(PublishRaw(config, subject, data));
   }
 };
 

@@ -1,7 +1,10 @@
 #include "server/server_metrics.h"
 
 #include <chrono>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/worker_snapshot.h"
@@ -149,6 +152,16 @@ void WriteSnapshots(const fleet::SnapshotScheduler& scheduler,
           stats.last_round_seconds);
 }
 
+// One counter family labelled by result: a series per (result, value).
+void CountersByResult(
+    MetricsWriter& w, std::string_view name, std::string_view help,
+    std::initializer_list<std::pair<std::string_view, uint64_t>> values) {
+  for (const auto& [result, value] : values) {
+    w.Counter(name, help, static_cast<double>(value),
+              {{"result", std::string(result)}});
+  }
+}
+
 void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
   w.Gauge("kvindexer_fleet_log_reachable",
           "1 while the fleet event log answers this replica's reads.",
@@ -161,30 +174,20 @@ void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
           "and the last one applied.",
           static_cast<double>(follower.lag()));
   const LogFollowerCounts counts = follower.counts();
-  const std::pair<std::string_view, uint64_t> results[] = {
-      {"applied", counts.applied},
-      {"refused", counts.refused},
-      {"undecodable", counts.undecodable},
-      {"trimmed", counts.trimmed},
-  };
-  for (const auto& [result, value] : results) {
-    w.Counter("kvindexer_fleet_records",
-              "Fleet event log records by what became of them: applied, "
-              "refused by the index, undecodable (both skipped), or trimmed "
-              "from the log before they were read.",
-              static_cast<double>(value), {{"result", std::string(result)}});
-  }
-  const std::pair<std::string_view, uint64_t> reloads[] = {
-      {"loaded", counts.reloads},
-      {"failed", counts.reload_failures},
-  };
-  for (const auto& [result, value] : reloads) {
-    w.Counter("kvindexer_fleet_snapshot_reloads",
-              "Reloads of the newest fleet snapshot after records this "
-              "replica still needed were trimmed from the log: loaded, or "
-              "failed (tried again).",
-              static_cast<double>(value), {{"result", std::string(result)}});
-  }
+  CountersByResult(w, "kvindexer_fleet_records",
+                   "Fleet event log records by what became of them: applied, "
+                   "refused by the index, undecodable (both skipped), or "
+                   "trimmed from the log before they were read.",
+                   {{"applied", counts.applied},
+                    {"refused", counts.refused},
+                    {"undecodable", counts.undecodable},
+                    {"trimmed", counts.trimmed}});
+  CountersByResult(
+      w, "kvindexer_fleet_snapshot_reloads",
+      "Reloads of the newest fleet snapshot after records this "
+      "replica still needed were trimmed from the log: loaded, "
+      "or failed (tried again).",
+      {{"loaded", counts.reloads}, {"failed", counts.reload_failures}});
 }
 
 }  // namespace
