@@ -41,11 +41,11 @@ struct SpawnSetup {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BuilderProcess>> BuilderProcess::Spawn(
-    const std::vector<std::string>& command) {
-  if (command.empty()) {
-    return absl::InvalidArgumentError("no command to start");
+    const std::string& executable, const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no argv[0] to start ", executable, " with"));
   }
-  const std::string& executable = command[0];
   auto failed = [&executable](const char* what, int err) {
     return absl::UnavailableError(absl::StrCat(
         "cannot start ", executable, ": ", what, ": ", ErrnoText(err)));
@@ -83,15 +83,15 @@ absl::StatusOr<std::unique_ptr<BuilderProcess>> BuilderProcess::Spawn(
   }
   if (err != 0) return failed("posix_spawn setup", err);
 
-  std::vector<char*> argv;
-  argv.reserve(command.size() + 1);
-  for (const std::string& arg : command) {
-    argv.push_back(const_cast<char*>(arg.c_str()));
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& arg : argv) {
+    args.push_back(const_cast<char*>(arg.c_str()));
   }
-  argv.push_back(nullptr);
+  args.push_back(nullptr);
   pid_t pid = 0;
   err = posix_spawn(&pid, executable.c_str(), &setup.actions, &setup.attr,
-                    argv.data(), environ);
+                    args.data(), environ);
   if (err != 0) return failed("posix_spawn", err);
   return std::unique_ptr<BuilderProcess>(
       new BuilderProcess(pid, read_end.Release()));

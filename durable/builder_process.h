@@ -19,14 +19,14 @@ namespace kvindexer::durable {
 
 class BuilderProcess {
  public:
-  // Starts command[0] with the arguments command (not searched in PATH),
-  // the environment of this process, standard input from /dev/null,
-  // standard output to a pipe read by Wait, standard error shared, no other
-  // descriptor, no blocked signals and default dispositions. Errors
-  // (UNAVAILABLE, naming the executable): it cannot be started, for
+  // Starts `executable` (a path, not searched in PATH) with the arguments
+  // `argv` (argv[0] included), the environment of this process, standard input
+  // from /dev/null, standard output to a pipe read by Wait, standard error
+  // shared, no other descriptor, no blocked signals and default dispositions.
+  // Errors (UNAVAILABLE, naming the executable): it cannot be started, for
   // instance because it does not exist.
   static absl::StatusOr<std::unique_ptr<BuilderProcess>> Spawn(
-      const std::vector<std::string>& command);
+      const std::string& executable, const std::vector<std::string>& argv);
   // Kills and reaps the child if Wait has not.
   ~BuilderProcess();
   BuilderProcess(const BuilderProcess&) = delete;

@@ -21,9 +21,10 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::unique_ptr<BuilderProcess> SpawnOk(const std::vector<std::string>& cmd) {
+// Starts argv[0], which must be a path.
+std::unique_ptr<BuilderProcess> SpawnOk(const std::vector<std::string>& argv) {
   absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
-      BuilderProcess::Spawn(cmd);
+      BuilderProcess::Spawn(argv[0], argv);
   EXPECT_TRUE(child.ok()) << child.status();
   return child.ok() ? *std::move(child) : nullptr;
 }
@@ -48,8 +49,8 @@ TEST(BuilderProcessTest, FailureSaysHowItEndedAndWhatItWrote) {
 }
 
 TEST(BuilderProcessTest, MissingExecutableCannotStart) {
-  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
-      BuilderProcess::Spawn({"/nonexistent/kv-indexer-server", "x"});
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child = BuilderProcess::Spawn(
+      "/nonexistent/kv-indexer-server", {"kv-indexer-server", "x"});
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(child.status().message()),

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -90,6 +91,22 @@ void LowerPriority() {
   }
 }
 
+// Under memory pressure the kernel should kill the builder, whose work is
+// retried at the next rotation, before the server. Raising one's own score
+// needs no privilege.
+void VolunteerForTheOomKiller() {
+  std::FILE* f = std::fopen("/proc/self/oom_score_adj", "w");
+  bool ok = f != nullptr;
+  if (ok) {
+    ok = std::fputs("1000", f) >= 0;
+    ok = std::fclose(f) == 0 && ok;
+  }
+  if (!ok) {
+    spdlog::warn("checkpoint builder keeps its OOM score: {}",
+                 std::strerror(errno));
+  }
+}
+
 int Fail(const std::string& why) {
   std::fprintf(stdout, "%s\n", why.c_str());
   std::fflush(stdout);
@@ -98,11 +115,10 @@ int Fail(const std::string& why) {
 
 }  // namespace
 
-std::vector<std::string> CheckpointBuilderCommand(const std::string& executable,
-                                                  const std::string& dir,
+std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
                                                   const CompactionJob& job,
                                                   pid_t parent) {
-  return {executable,
+  return {"kv-indexer-server",
           std::string(kCheckpointBuilderFlag),
           absl::StrCat(kDir, dir),
           absl::StrCat(kBase, job.base),
@@ -116,7 +132,14 @@ bool IsCheckpointBuilderCall(std::span<const char* const> args) {
 }
 
 int RunCheckpointBuilder(std::span<const char* const> args) {
+  // The server's format, each line marked as the builder's: they share the
+  // server's standard error.
   SetUpLogging("kv-indexer-checkpoint");
+  std::string pattern(kLogPattern);
+  pattern.replace(pattern.rfind("%v"), 2,
+                  absl::StrCat("checkpoint builder ", getpid(), ": %v"));
+  spdlog::default_logger()->set_pattern(pattern,
+                                        spdlog::pattern_time_type::utc);
   const std::optional<BuilderCall> call = Parse(args);
   if (!call) {
     std::fprintf(stderr,
@@ -132,7 +155,10 @@ int RunCheckpointBuilder(std::span<const char* const> args) {
     return Fail(absl::StrCat("the server (pid ", call->parent,
                              ") that asked for this checkpoint is gone"));
   }
+  // What top shows: an exec of /proc/self/exe would be called "exe".
+  prctl(PR_SET_NAME, "kvidx-ckpt", 0, 0, 0);
   LowerPriority();
+  VolunteerForTheOomKiller();
   const std::atomic<bool> stop{false};
   const absl::Status built = BuildCheckpoint(
       call->dir, call->job, &FileIo::Real(), stop, CheckpointFinish::kSealOnly);

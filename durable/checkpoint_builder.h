@@ -33,10 +33,10 @@ inline constexpr int kBuilderSealed = 0;  // checkpoint-<target>.ckpt.tmp sealed
 inline constexpr int kBuilderFailed = 1;  // the reason went to standard output
 inline constexpr int kBuilderUsage = 2;   // a malformed command line
 
-// The command line that builds `job` (its `sizes` is not used:
-// reserve_blocks is) in `dir` with `executable`, for a parent `parent`.
-std::vector<std::string> CheckpointBuilderCommand(const std::string& executable,
-                                                  const std::string& dir,
+// The argv (argv[0] is "kv-indexer-server", what ps shows) that builds
+// `job` (its `sizes` is not used: reserve_blocks is) in `dir`, for a parent
+// `parent`.
+std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
                                                   const CompactionJob& job,
                                                   pid_t parent);
 
@@ -45,8 +45,9 @@ bool IsCheckpointBuilderCall(std::span<const char* const> args);
 
 // The builder's main. It dies with its parent (PR_SET_PDEATHSIG) and exits
 // at once when `parent` is already gone; lowers itself to SCHED_IDLE at
-// nice 19; builds with CheckpointFinish::kSealOnly; on failure writes one
-// line saying why to standard output. Logs go to standard error.
+// nice 19 and raises its OOM score to the maximum (the kernel kills it
+// before the server); builds with CheckpointFinish::kSealOnly; on failure
+// writes one line saying why to standard output. Logs go to standard error.
 int RunCheckpointBuilder(std::span<const char* const> args);
 
 }  // namespace kvindexer::durable

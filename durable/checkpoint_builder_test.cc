@@ -48,7 +48,7 @@ class CheckpointBuilderTest : public DurableStoreTest {
 TEST(CheckpointBuilderCommandTest, RoundTripsAndRejectsOtherShapes) {
   const CompactionJob job{.base = 4, .last_wal = 6, .reserve_blocks = 100};
   const std::vector<std::string> cmd =
-      CheckpointBuilderCommand("/bin/kv", "/data dir", job, 42);
+      CheckpointBuilderCommand("/data dir", job, 42);
   std::vector<const char*> argv;
   for (const std::string& arg : cmd) argv.push_back(arg.c_str());
   EXPECT_TRUE(IsCheckpointBuilderCall(argv));
@@ -73,10 +73,10 @@ TEST(CheckpointBuilderCommandTest, RoundTripsAndRejectsOtherShapes) {
 // A builder whose parent is not the one named stops at once: nobody would
 // publish its work.
 TEST_F(CheckpointBuilderTest, BuilderOfAnotherParentStops) {
-  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
-      BuilderProcess::Spawn(CheckpointBuilderCommand(
-          kBuilder, dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
-          /*parent=*/1));
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child = BuilderProcess::Spawn(
+      kBuilder, CheckpointBuilderCommand(
+                    dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
+                    /*parent=*/1));
   ASSERT_TRUE(child.ok()) << child.status();
   const absl::Status s = (*child)->Wait();
   EXPECT_THAT(std::string(s.message()),
@@ -92,10 +92,10 @@ TEST_F(CheckpointBuilderTest, BuilderSealsAndTheStorePublishes) {
   Crash();
   // Generation 1 is the fresh directory's checkpoint; its log holds the
   // workload. Build checkpoint 2 from them by hand.
-  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
-      BuilderProcess::Spawn(CheckpointBuilderCommand(
-          kBuilder, dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
-          ::getpid()));
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child = BuilderProcess::Spawn(
+      kBuilder,
+      CheckpointBuilderCommand(
+          dir_.path(), CompactionJob{.base = 1, .last_wal = 1}, ::getpid()));
   ASSERT_TRUE(child.ok()) << child.status();
   ASSERT_TRUE((*child)->Wait().ok());
   EXPECT_TRUE(Files().count(CheckpointFileName(2) + ".tmp"));

@@ -172,9 +172,9 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
     job.sizes->GetStats(&stats);
     sized.reserve_blocks = stats.blocks + stats.blocks / 8;
   }
-  absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
-      BuilderProcess::Spawn(CheckpointBuilderCommand(
-          options.checkpoint_builder, dir->path(), sized, ::getpid()));
+  absl::StatusOr<std::unique_ptr<BuilderProcess>> child = BuilderProcess::Spawn(
+      options.checkpoint_builder,
+      CheckpointBuilderCommand(dir->path(), sized, ::getpid()));
   if (!child.ok()) {
     spdlog::warn("checkpoint: {}; building in the server process instead",
                  std::string(child.status().message()));
