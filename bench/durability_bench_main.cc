@@ -10,6 +10,11 @@
 //               MatchExternalKvPrefix p99 at fixed offered loads while a
 //               checkpoint is built and while it is written, against the
 //               same load idle (durability_checkpoint_latency.h);
+//   checkpoint-paired
+//               the same, measured instead in alternating slices of one
+//               checkpoint with its builder process paused and running
+//               (durability_checkpoint_paired.h; needs the process
+//               builder, the default); not in the default --phases;
 //   recovery    that server stopped (SIGTERM), killed (SIGKILL), and killed
 //               with a nearly full log, each time restarted on its
 //               directory: recovery time, disk bytes, and the headline
@@ -43,6 +48,7 @@
 #include "bench_report.h"
 #include "common/wire_vocabulary.h"
 #include "durability_checkpoint_latency.h"
+#include "durability_checkpoint_paired.h"
 #include "durability_ingest.h"
 #include "durability_recovery.h"
 #include "durability_rig.h"
@@ -100,6 +106,8 @@ ABSL_FLAG(double, saturation_s, 3, "Duration of the saturation run");
 // few seconds swings with the host's own noise (BENCHMARKS.md, "Prefix p99
 // while a checkpoint is built and written").
 ABSL_FLAG(double, idle_s, 30, "Duration of each idle latency run");
+ABSL_FLAG(double, paired_slice_s, 3,
+          "checkpoint-paired: duration of each paused or running slice");
 ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
@@ -263,13 +271,14 @@ int Run() {
 
   // Checkpoint and recovery share one loaded wal-always server.
   std::vector<CheckpointLatencyFigures> latency;  // one per offered load
+  std::vector<PairedCheckpointFigures> paired;    // one per offered load
   double saturation_qps = 0;
   std::vector<RestartFigures> restarts;
   uint64_t fleet_placements = 0;
   double preload_hashes_per_s = 0;
   std::optional<RecoveredLine> first_start;
   j.BeginArray("checkpoint");
-  if (wants("checkpoint") || wants("recovery")) {
+  if (wants("checkpoint") || wants("checkpoint-paired") || wants("recovery")) {
     absl::StatusOr<std::unique_ptr<ScratchDir>> dir =
         ScratchDir::Create("kvindexer-durability-bench-", data_root);
     if (!dir.ok()) {
@@ -316,7 +325,7 @@ int Run() {
       queries.push_back(std::move(q));
     }
 
-    if (wants("checkpoint")) {
+    if (wants("checkpoint") || wants("checkpoint-paired")) {
       std::vector<double> loads;
       if (absl::GetFlag(FLAGS_query_qps) > 0) {
         loads.push_back(absl::GetFlag(FLAGS_query_qps));
@@ -346,6 +355,36 @@ int Run() {
         }
       }
       for (const double qps : loads) {
+        if (wants("checkpoint-paired")) {
+          PairedCheckpointOptions options;
+          options.qps = qps;
+          options.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+          options.rounds =
+              std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
+          options.rpc_deadline = rpc_deadline;
+          options.progress_every = progress;
+          absl::StatusOr<PairedCheckpointFigures> figures =
+              MeasurePairedCheckpoint(*rig, data_dir, queries, options,
+                                      &report);
+          if (!figures.ok()) {
+            std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                         figures.status().ToString().c_str());
+            return 1;
+          }
+          const PairedCheckpointFigures& f = *figures;
+          j.BeginObject();
+          j.Field("run", "checkpoint-paired/summary");
+          j.Field("offered_qps", f.qps);
+          j.Field("pairs", uint64_t{f.ratios.size()});
+          j.Field("paused_p99_us_median", Median(f.paused_p99_us));
+          j.Field("running_p99_us_median", Median(f.running_p99_us));
+          j.Field("ratio_median", Median(f.ratios));
+          j.Field("checkpoint_seconds_median", Median(f.checkpoint_seconds));
+          j.Field("failed_queries", f.failed_queries);
+          j.EndObject();
+          paired.push_back(*std::move(figures));
+        }
+        if (!wants("checkpoint")) continue;
         CheckpointLatencyOptions options;
         options.qps = qps;
         options.idle_duration = Secs(absl::GetFlag(FLAGS_idle_s));
@@ -531,6 +570,22 @@ int Run() {
         Median(f.write_p99_us),
         ratio(Median(f.write_p99_us), Median(f.idle_p99_us)),
         f.idle_p99_us.size(), Median(f.build_seconds), Median(f.write_seconds),
+        static_cast<unsigned long long>(f.failed_queries));
+  }
+  for (const PairedCheckpointFigures& f : paired) {
+    std::string ratios;
+    for (const double x : f.ratios) {
+      absl::StrAppend(&ratios, ratios.empty() ? "" : " ",
+                      absl::StrFormat("%.2f", x));
+    }
+    std::printf(
+        "prefix p99 at %.0f qps (%.2f of saturation), builder paused / "
+        "running in alternating slices: paused %.0f us, running %.0f us "
+        "(medians of %zu pairs); running over paused per pair: median %.2fx "
+        "[%s]; checkpoint took %.2f s (median); %llu failed\n",
+        f.qps, ratio(f.qps, saturation_qps), Median(f.paused_p99_us),
+        Median(f.running_p99_us), f.ratios.size(), Median(f.ratios),
+        ratios.c_str(), Median(f.checkpoint_seconds),
         static_cast<unsigned long long>(f.failed_queries));
   }
   if (first_start.has_value() || !restarts.empty()) {

@@ -16,25 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Phases last seconds; a coarser poll keeps the tool's own wake-ups out of
-// the latencies it measures.
-constexpr auto kPoll = std::chrono::milliseconds(25);
-
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Polls the data directory until `condition` holds for it; false when
-// `bound` passes first.
-bool WaitForDir(const std::string& dir,
-                const std::function<bool(const DirUsage&)>& condition,
-                absl::Duration bound) {
-  const Clock::time_point t0 = Clock::now();
-  for (;;) {
-    if (condition(MeasureDir(dir))) return true;
-    if (Since(t0) > absl::ToDoubleSeconds(bound)) return false;
-    std::this_thread::sleep_for(kPoll);
-  }
 }
 
 // Runs fixed-rate queries on a thread of their own until Finish().

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -152,6 +153,18 @@ DirUsage MeasureDir(const std::string& dir) {
     }
   }
   return usage;
+}
+
+bool WaitForDir(const std::string& dir,
+                const std::function<bool(const DirUsage&)>& condition,
+                absl::Duration bound) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto limit = absl::ToChronoMilliseconds(bound);
+  for (;;) {
+    if (condition(MeasureDir(dir))) return true;
+    if (std::chrono::steady_clock::now() - t0 > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
 }
 
 }  // namespace kvindexer::bench

@@ -9,6 +9,7 @@
 #define KVINDEXER_BENCH_DURABILITY_RIG_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,13 @@ struct DirUsage {
   bool writing_checkpoint = false;  // a checkpoint-*.tmp exists
 };
 DirUsage MeasureDir(const std::string& dir);
+
+// Polls the data directory every 25 ms (a coarse poll keeps the tool's own
+// wake-ups out of the latencies it measures) until `condition` holds for
+// it; false when `bound` passes first.
+bool WaitForDir(const std::string& dir,
+                const std::function<bool(const DirUsage&)>& condition,
+                absl::Duration bound);
 
 }  // namespace kvindexer::bench
 

@@ -1,0 +1,194 @@
+#include "durability_checkpoint_paired.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "durability_log_traffic.h"
+
+namespace kvindexer::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ElapsedSeconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 1));
+  char state = 0;
+  pid_t ppid = 0;
+  if (!(fields >> state >> ppid)) return 0;
+  return ppid;
+}
+
+// A child of `parent`, or 0 when it has none.
+pid_t ChildOf(pid_t parent) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return 0;
+  pid_t found = 0;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    if (ParentOf(static_cast<pid_t>(pid)) == parent) {
+      found = static_cast<pid_t>(pid);
+      break;
+    }
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// Signals the builder only while it is still the server's child: once the
+// server has reaped it, its PID may belong to anyone.
+bool SignalBuilder(pid_t builder, pid_t server, int signal) {
+  return ParentOf(builder) == server && ::kill(builder, signal) == 0;
+}
+
+// Whatever happens, a builder this tool paused runs again.
+class ResumeOnExit {
+ public:
+  ResumeOnExit(pid_t builder, pid_t server)
+      : builder_(builder), server_(server) {}
+  ~ResumeOnExit() { SignalBuilder(builder_, server_, SIGCONT); }
+  ResumeOnExit(const ResumeOnExit&) = delete;
+  ResumeOnExit& operator=(const ResumeOnExit&) = delete;
+
+ private:
+  pid_t builder_;
+  pid_t server_;
+};
+
+}  // namespace
+
+absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
+    DurabilityRig& rig, const std::string& data_dir,
+    const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
+    const PairedCheckpointOptions& options, Report* report) {
+  PairedCheckpointFigures figures;
+  figures.qps = options.qps;
+  const pid_t server = rig.process().pid();
+  const LogTraffic traffic;
+  const std::string at = absl::StrFormat("@%.0fqps", options.qps);
+  const auto slice = [&](const std::string& label) {
+    QueryLoad load;
+    load.label = label + at;
+    load.offered_qps = options.qps;
+    load.concurrency = options.max_outstanding;
+    load.duration = options.slice;
+    load.rpc_deadline = options.rpc_deadline;
+    load.progress_every = options.progress_every;
+    return RunQueries(rig.pool(), queries, load);
+  };
+  const auto idle_dir = [](const DirUsage& d) {
+    return d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint;
+  };
+
+  for (uint32_t round = 0; round < options.rounds; ++round) {
+    if (!WaitForDir(data_dir, idle_dir, options.max_checkpoint)) {
+      return absl::DeadlineExceededError(
+          "a checkpoint did not finish within the bound");
+    }
+    const DirUsage before = MeasureDir(data_dir);
+    const auto done = [&](const DirUsage& d) {
+      return d.newest_checkpoint != before.newest_checkpoint &&
+             !d.writing_checkpoint;
+    };
+    std::fprintf(stderr,
+                 "== paired checkpoint round %u at %.0f qps: log traffic "
+                 "until the log rotates\n",
+                 round + 1, options.qps);
+    const Clock::time_point trigger_start = Clock::now();
+    bool timed_out = false;
+    absl::Status traffic_status = traffic.Run(
+        rig.side_pool(),
+        [&] {
+          timed_out = ElapsedSeconds(trigger_start) >
+                      absl::ToDoubleSeconds(options.max_trigger);
+          const DirUsage d = MeasureDir(data_dir);
+          return timed_out || d.newest_wal != before.newest_wal || done(d);
+        },
+        nullptr, options.rpc_deadline * 5);
+    if (!traffic_status.ok()) return traffic_status;
+    if (timed_out) {
+      return absl::DeadlineExceededError("the log did not rotate in time");
+    }
+
+    const Clock::time_point start = Clock::now();
+    pid_t builder = 0;
+    while (builder == 0 && !done(MeasureDir(data_dir)) &&
+           ElapsedSeconds(start) < 10) {
+      builder = ChildOf(server);
+      if (builder == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (builder == 0 && !done(MeasureDir(data_dir))) {
+      return absl::FailedPreconditionError(
+          "no builder process appeared after the rotation: is "
+          "KV_INDEXER_CHECKPOINT_BUILDER=process?");
+    }
+    if (builder == 0) {
+      // A small checkpoint can be done before the first look.
+      std::fprintf(stderr,
+                   "  the checkpoint was done before its builder was seen: "
+                   "no pairs this round\n");
+      figures.checkpoint_seconds.push_back(ElapsedSeconds(start));
+      continue;
+    }
+    {
+      ResumeOnExit resume(builder, server);
+      uint32_t pairs = 0;
+      while (true) {
+        if (!SignalBuilder(builder, server, SIGSTOP)) break;
+        const QueryResult paused = slice("queries/builder-paused");
+        const bool resumed = SignalBuilder(builder, server, SIGCONT);
+        const QueryResult running = slice("queries/builder-running");
+        WriteQuery(*report, "wal-always", "queries/builder-paused" + at,
+                   paused);
+        WriteQuery(*report, "wal-always", "queries/builder-running" + at,
+                   running);
+        figures.failed_queries +=
+            paused.status.failed() + running.status.failed();
+        if (resumed && paused.latency.count > 0 && running.latency.count > 0) {
+          figures.paused_p99_us.push_back(paused.latency.p99_us);
+          figures.running_p99_us.push_back(running.latency.p99_us);
+          figures.ratios.push_back(running.latency.p99_us /
+                                   paused.latency.p99_us);
+          ++pairs;
+        }
+        if (!resumed || done(MeasureDir(data_dir))) break;
+        if (ElapsedSeconds(start) >
+            absl::ToDoubleSeconds(options.max_checkpoint)) {
+          return absl::DeadlineExceededError(
+              "the checkpoint did not finish within the bound");
+        }
+      }
+      std::fprintf(stderr, "  builder %d: %u pairs of slices\n",
+                   static_cast<int>(builder), pairs);
+    }
+    if (!WaitForDir(data_dir, done, options.max_checkpoint)) {
+      return absl::DeadlineExceededError(
+          "the checkpoint was not renamed into place within the bound");
+    }
+    figures.checkpoint_seconds.push_back(ElapsedSeconds(start));
+  }
+  return figures;
+}
+
+}  // namespace kvindexer::bench
