@@ -2,7 +2,8 @@
 // locks the directory, recovers the Indexer (newest valid checkpoint, then
 // the log after it, replayed through the Indexer), attaches itself as the
 // Indexer's MutationLog and starts a compaction thread that turns a full
-// log generation into the next checkpoint without blocking queries.
+// log generation into the next checkpoint without blocking queries, itself
+// or through a builder process (options.checkpoint_builder).
 //
 // Files (docs/durability.md, "The data directory"): checkpoint-<g>.ckpt
 // holds the state at the start of wal-<g>.log. Once the current log file
