@@ -108,6 +108,9 @@ ABSL_FLAG(double, saturation_s, 3, "Duration of the saturation run");
 ABSL_FLAG(double, idle_s, 30, "Duration of each idle latency run");
 ABSL_FLAG(double, paired_slice_s, 3,
           "checkpoint-paired: duration of each paused or running slice");
+ABSL_FLAG(uint32_t, paired_min_pairs, 0,
+          "checkpoint-paired: fail with fewer pairs of slices over all "
+          "rounds");
 ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
@@ -359,6 +362,7 @@ int Run() {
           PairedCheckpointOptions options;
           options.qps = qps;
           options.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+          options.min_pairs = absl::GetFlag(FLAGS_paired_min_pairs);
           options.rounds =
               std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
           options.rpc_deadline = rpc_deadline;

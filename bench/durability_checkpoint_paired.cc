@@ -154,11 +154,25 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     {
       ResumeOnExit resume(builder, server);
       uint32_t pairs = 0;
-      while (true) {
-        if (!SignalBuilder(builder, server, SIGSTOP)) break;
-        const QueryResult paused = slice("queries/builder-paused");
-        const bool resumed = SignalBuilder(builder, server, SIGCONT);
-        const QueryResult running = slice("queries/builder-running");
+      for (uint32_t pair = 0;; ++pair) {
+        // Paused first in even pairs, running first in odd ones, so that
+        // drift within a pair does not lean one way.
+        QueryResult paused;
+        QueryResult running;
+        bool resumed = true;
+        if (pair % 2 == 0) {
+          if (!SignalBuilder(builder, server, SIGSTOP)) break;
+          paused = slice("queries/builder-paused");
+          resumed = SignalBuilder(builder, server, SIGCONT);
+          running = slice("queries/builder-running");
+        } else {
+          running = slice("queries/builder-running");
+          // A builder that finished meanwhile leaves the server idle: the
+          // paused slice is a baseline either way.
+          const bool stopped = SignalBuilder(builder, server, SIGSTOP);
+          paused = slice("queries/builder-paused");
+          if (stopped) resumed = SignalBuilder(builder, server, SIGCONT);
+        }
         WriteQuery(*report, "wal-always", "queries/builder-paused" + at,
                    paused);
         WriteQuery(*report, "wal-always", "queries/builder-running" + at,
@@ -187,6 +201,11 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
           "the checkpoint was not renamed into place within the bound");
     }
     figures.checkpoint_seconds.push_back(ElapsedSeconds(start));
+  }
+  if (figures.ratios.size() < options.min_pairs) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%zu pairs of slices, fewer than the %u asked for",
+                        figures.ratios.size(), options.min_pairs));
   }
   return figures;
 }

@@ -7,13 +7,14 @@
 // the idle p99 alone moves by a factor of three from one window to the
 // next, so its ratio says as much about the machine's drift as about the
 // checkpoint. Here, once the log rotates, the tool finds the builder
-// process (the server's child) and alternates: SIGSTOP, queries for one
-// slice ("paused": the server with no checkpoint work, only the builder's
-// memory resident), SIGCONT, queries for one slice ("running"), and so on
-// until the checkpoint is renamed into place. Adjacent slices see the same
-// machine, so the ratio of each pair's p99s isolates what the builder costs
-// the queries. What a pause does not stop: the kernel writing back pages
-// the builder already wrote.
+// process (the server's child) and runs pairs of slices of queries until
+// the checkpoint is renamed into place: one slice with the builder stopped
+// (SIGSTOP; "paused": the server with no checkpoint work, only the
+// builder's memory resident), one with it running (SIGCONT), paused first
+// in even pairs and running first in odd ones. The two slices of a pair see
+// the same machine seconds apart, so the ratio of their p99s isolates what
+// the builder costs the queries. What a pause does not stop: the kernel
+// writing back pages the builder already wrote.
 #ifndef KVINDEXER_BENCH_DURABILITY_CHECKPOINT_PAIRED_H_
 #define KVINDEXER_BENCH_DURABILITY_CHECKPOINT_PAIRED_H_
 
@@ -38,6 +39,9 @@ struct PairedCheckpointOptions {
   absl::Duration max_checkpoint = absl::Seconds(600);
   absl::Duration rpc_deadline = absl::Seconds(2);
   absl::Duration progress_every = absl::Seconds(10);
+  // Fewer pairs over all rounds is an error (a smoke test that never
+  // paused anything would prove nothing).
+  uint32_t min_pairs = 0;
 };
 
 // One entry per pair of adjacent slices (paused, then running), over all

@@ -56,8 +56,10 @@ absl::StatusOr<std::unique_ptr<BuilderProcess>> BuilderProcess::Spawn(
   UniqueFd write_end(pipe_fds[1]);
 
   SpawnSetup setup;
-  // The server blocks SIGINT and SIGTERM for its signal thread and ignores
-  // SIGPIPE; the child must not inherit either.
+  // The server blocks SIGINT and SIGTERM in all its threads (they are
+  // read by sigwait); the child starts with nothing blocked and every
+  // signal at its default action, in a process group of its own, so that
+  // a terminal's Ctrl-C reaches the server and not it.
   sigset_t none;
   sigemptyset(&none);
   sigset_t all;
@@ -65,8 +67,12 @@ absl::StatusOr<std::unique_ptr<BuilderProcess>> BuilderProcess::Spawn(
   int err = posix_spawnattr_setsigmask(&setup.attr, &none);
   if (err == 0) err = posix_spawnattr_setsigdefault(&setup.attr, &all);
   if (err == 0) {
-    err = posix_spawnattr_setflags(
-        &setup.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    err = posix_spawnattr_setpgroup(&setup.attr, 0);
+  }
+  if (err == 0) {
+    err = posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETSIGMASK |
+                                                    POSIX_SPAWN_SETSIGDEF |
+                                                    POSIX_SPAWN_SETPGROUP);
   }
   if (err == 0) {
     err = posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO,
@@ -148,7 +154,8 @@ absl::Status BuilderProcess::Wait() {
     return absl::InternalError(
         absl::StrCat("cannot reap process ", pid_, ": ", ErrnoText(errno)));
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  if (WIFEXITED(status)) exit_code_ = WEXITSTATUS(status);
+  if (exit_code_ == 0) return absl::OkStatus();
   std::string how =
       WIFEXITED(status)
           ? absl::StrCat("exited with status ", WEXITSTATUS(status))

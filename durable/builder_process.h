@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,12 @@ namespace kvindexer::durable {
 class BuilderProcess {
  public:
   // Starts `executable` (a path, not searched in PATH) with the arguments
-  // `argv` (argv[0] included), the environment of this process, standard input
-  // from /dev/null, standard output to a pipe read by Wait, standard error
-  // shared, no other descriptor, no blocked signals and default dispositions.
-  // Errors (UNAVAILABLE, naming the executable): it cannot be started, for
-  // instance because it does not exist.
+  // `argv` (argv[0] included), the environment of this process, standard
+  // input from /dev/null, standard output to a pipe read by Wait, standard
+  // error shared, no other descriptor, no blocked signals, default
+  // dispositions, in a process group of its own. Errors: INVALID_ARGUMENT
+  // for an empty argv; UNAVAILABLE, naming the executable, when it cannot
+  // be started (for instance because it does not exist).
   static absl::StatusOr<std::unique_ptr<BuilderProcess>> Spawn(
       const std::string& executable, const std::vector<std::string>& argv);
   // Kills and reaps the child if Wait has not.
@@ -40,14 +42,18 @@ class BuilderProcess {
   // already been reaped.
   void Kill();
   pid_t pid() const { return pid_; }
+  // After Wait: the exit status when the child exited (rather than being
+  // killed by a signal), else nullopt.
+  std::optional<int> exit_code() const { return exit_code_; }
 
  private:
   BuilderProcess(pid_t pid, int output_fd) : pid_(pid), output_fd_(output_fd) {}
   const pid_t pid_;
   int output_fd_;  // read end of the child's standard output; -1 once read
   std::mutex mu_;
-  bool reaped_ = false;  // guarded by mu_
-  bool waited_ = false;  // Wait's thread only
+  bool reaped_ = false;           // guarded by mu_
+  bool waited_ = false;           // Wait's thread only
+  std::optional<int> exit_code_;  // Wait's thread only
 };
 
 }  // namespace kvindexer::durable

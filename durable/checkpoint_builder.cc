@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
 #include "common/log_setup.h"
 #include "durable/file_io.h"
 #include "spdlog/spdlog.h"
@@ -132,14 +133,6 @@ bool IsCheckpointBuilderCall(std::span<const char* const> args) {
 }
 
 int RunCheckpointBuilder(std::span<const char* const> args) {
-  // The server's format, each line marked as the builder's: they share the
-  // server's standard error.
-  SetUpLogging("kv-indexer-checkpoint");
-  std::string pattern(kLogPattern);
-  pattern.replace(pattern.rfind("%v"), 2,
-                  absl::StrCat("checkpoint builder ", getpid(), ": %v"));
-  spdlog::default_logger()->set_pattern(pattern,
-                                        spdlog::pattern_time_type::utc);
   const std::optional<BuilderCall> call = Parse(args);
   if (!call) {
     std::fprintf(stderr,
@@ -149,8 +142,25 @@ int RunCheckpointBuilder(std::span<const char* const> args) {
                  std::string(kCheckpointBuilderFlag).c_str());
     return kBuilderUsage;
   }
+  // The server's format and level, each line marked as the builder's: they
+  // share the server's standard error.
+  const absl::StatusOr<spdlog::level::level_enum> level =
+      LoadLogLevel(ProcessEnvironment());
+  SetUpLogging("kv-indexer-checkpoint", level.ok() ? *level : kDefaultLogLevel);
+  std::string pattern(kLogPattern);
+  pattern.replace(pattern.rfind("%v"), 2,
+                  absl::StrCat("checkpoint builder ", getpid(), ": %v"));
+  spdlog::default_logger()->set_pattern(pattern,
+                                        spdlog::pattern_time_type::utc);
+  // Only the server ends a build (SIGKILL, directly or as the parent-death
+  // signal): a SIGTERM meant for the whole service (systemd signals every
+  // process of its control group) must not make a clean shutdown look like
+  // a failed checkpoint.
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) std::signal(sig, SIG_IGN);
   // The parent may have died before the signal was armed: then it never
-  // comes, and nobody would publish what we build.
+  // comes, and nobody would publish what we build. The signal fires when
+  // the thread that spawned us ends: the store's compaction thread, which
+  // waits for us.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != call->parent) {
     return Fail(absl::StrCat("the server (pid ", call->parent,
                              ") that asked for this checkpoint is gone"));

@@ -43,11 +43,13 @@ std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
 // True when `args` (argv) is a command line of CheckpointBuilderCommand.
 bool IsCheckpointBuilderCall(std::span<const char* const> args);
 
-// The builder's main. It dies with its parent (PR_SET_PDEATHSIG) and exits
-// at once when `parent` is already gone; lowers itself to SCHED_IDLE at
-// nice 19 and raises its OOM score to the maximum (the kernel kills it
-// before the server); builds with CheckpointFinish::kSealOnly; on failure
-// writes one line saying why to standard output. Logs go to standard error.
+// The builder's main. It ignores SIGTERM, SIGINT and SIGHUP (the server
+// ends it with SIGKILL), dies with its parent (PR_SET_PDEATHSIG, armed for
+// the spawning thread) and exits at once when `parent` is already gone; lowers
+// itself to SCHED_IDLE at nice 19 and raises its OOM score to the maximum (the
+// kernel kills it before the server); builds with CheckpointFinish::kSealOnly;
+// on failure writes one line saying why to standard output. Logs go to standard
+// error.
 int RunCheckpointBuilder(std::span<const char* const> args);
 
 }  // namespace kvindexer::durable

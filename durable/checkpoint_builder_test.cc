@@ -1,8 +1,9 @@
 // Checkpoints built by a process of their own (durable/checkpoint_builder.h):
 // the builder seals and only the store publishes, the store recovers from
 // what builders wrote, a failing builder costs nothing but the checkpoint,
-// one that cannot start is replaced by the thread, and closing the store
-// kills a build in progress.
+// one that cannot start or does not take the call is replaced by the
+// thread, and closing the store kills a build in progress and deletes its
+// file. The faults come from kvindexer_test_checkpoint_builder.
 #include "durable/checkpoint_builder.h"
 
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "durable/builder_process.h"
@@ -126,9 +128,12 @@ TEST_F(CheckpointBuilderTest, StoreRecoversFromCheckpointsBuiltByProcesses) {
   EXPECT_EQ(Probe("w1", "e1"), next_seq - 1);
 }
 
+// A builder that fails after sealing its file: the store deletes the file,
+// logs why, and serving goes on; the log keeps everything.
 TEST_F(CheckpointBuilderTest, FailingBuilderCostsOnlyTheCheckpoint) {
   TestLogCapture log;
-  StartOk(WithBuilder("/bin/false"));
+  std::ofstream(Path("test-fail")).put('1');
+  StartOk(WithBuilder(kBuilder));
   Workload();
   uint64_t seq = 13;
   for (int i = 0; i < 100; ++i, ++seq) {
@@ -139,12 +144,33 @@ TEST_F(CheckpointBuilderTest, FailingBuilderCostsOnlyTheCheckpoint) {
   }
   store().WaitForCheckpoints();
   EXPECT_EQ(store().checkpoints_written(), 0u);
-  EXPECT_TRUE(Logged(log, spdlog::level::err, "exited with status 1"));
+  EXPECT_TRUE(Logged(log, spdlog::level::err,
+                     "exited with status 1: test: failing after the seal"));
   EXPECT_FALSE(HasTemporaryFile());
   const std::string before = State();
   Crash();
+  std::filesystem::remove(Path("test-fail"));
   StartOk(Options(2048));
   EXPECT_EQ(State(), before);
+}
+
+// An executable that does not take the builder call (here a shell, which
+// calls it a usage error) is given up on: the thread builds, then and from
+// then on.
+TEST_F(CheckpointBuilderTest, BuilderThatRefusesTheCallIsGivenUp) {
+  TestLogCapture log;
+  StartOk(WithBuilder("/bin/sh"));
+  Workload();
+  ApplyUntilCheckpoints(13, 2);
+  std::vector<std::string> refusals;
+  for (const std::string& line : log.Lines(spdlog::level::warn)) {
+    if (line.find("does not build checkpoints") != std::string::npos) {
+      refusals.push_back(line);
+    }
+  }
+  EXPECT_EQ(refusals.size(), 1u) << ::testing::PrintToString(refusals);
+  EXPECT_FALSE(Logged(log, spdlog::level::info, "built by builder process"));
+  EXPECT_FALSE(HasTemporaryFile());
 }
 
 TEST_F(CheckpointBuilderTest, BuilderThatCannotStartIsReplacedByTheThread) {
@@ -168,8 +194,8 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   const std::string before = State();
   Crash();
 
-  const std::string hold = Path("builder.pid");
-  ASSERT_EQ(::setenv("KVINDEXER_TEST_BUILDER_HOLD", hold.c_str(), 1), 0);
+  std::ofstream(Path("test-hold")).put('1');
+  const std::string hold = Path("test-hold.pid");
   // The replayed log is past 1 KiB: a checkpoint starts at once.
   StartOk(WithBuilder(kBuilder, /*checkpoint_bytes=*/1024));
   pid_t pid = 0;
@@ -180,14 +206,14 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  // Only now: the store's thread reads the environment as it spawns.
-  ::unsetenv("KVINDEXER_TEST_BUILDER_HOLD");
   ASSERT_GT(pid, 0) << "the builder never started";
   EXPECT_EQ(::kill(pid, 0), 0);
+  ASSERT_TRUE(HasTemporaryFile());
   Crash();
   EXPECT_NE(::kill(pid, 0), 0);
   EXPECT_EQ(errno, ESRCH);
   std::filesystem::remove(hold);
+  std::filesystem::remove(Path("test-hold"));
   EXPECT_FALSE(HasTemporaryFile());
   EXPECT_FALSE(Files().count(CheckpointFileName(2)));
   StartOk(Options());

@@ -72,6 +72,10 @@ struct DurableStore::State {
   BuilderProcess* builder = nullptr;
   // Who built the last checkpoint, for its INFO line. Compaction thread.
   std::string built_by;
+  // options.checkpoint_builder ran but did not take the builder call (it is
+  // not a kv-indexer-server, say a wrapper script): the thread builds from
+  // then on. Compaction thread.
+  bool builder_refused = false;
 
   std::thread thread;
 
@@ -157,7 +161,7 @@ void DurableStore::State::CompactionLoop() {
 
 absl::Status DurableStore::State::Build(const CompactionJob& job) {
   built_by = "a thread of the server";
-  if (options.checkpoint_builder.empty()) {
+  if (options.checkpoint_builder.empty() || builder_refused) {
     return BuildCheckpoint(dir->path(), job, io, stop,
                            CheckpointFinish::kPublish);
   }
@@ -201,6 +205,18 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
   }
   if (!built.ok()) {
     ::unlink(tmp.c_str());
+    // 2: our usage error; 127: the loader or a shell could not run it.
+    const std::optional<int> code = (*child)->exit_code();
+    if (code == kBuilderUsage || code == 127) {
+      builder_refused = true;
+      spdlog::warn(
+          "checkpoint: {} does not build checkpoints ({}); they are built "
+          "in the server process from now on",
+          options.checkpoint_builder, std::string(built.message()));
+      built_by = "a thread of the server";
+      return BuildCheckpoint(dir->path(), job, io, stop,
+                             CheckpointFinish::kPublish);
+    }
     return built;
   }
   absl::Status published = PublishCheckpoint(dir->path(), job.target(), io);
