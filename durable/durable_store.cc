@@ -228,7 +228,19 @@ void DurableStore::State::Compact(const CompactionJob& job) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = Build(job);
   if (s.code() == absl::StatusCode::kCancelled) return;
-  if (!s.ok()) {
+  // Renamed into place, but the directory sync after the rename failed: the
+  // file is complete (it was synced before the rename), so it is used, not
+  // left untracked for ever. Nothing older is deleted this time: until a
+  // later checkpoint's directory sync succeeds, a crash may bring back the
+  // previous checkpoint, and it must still have its logs.
+  const bool in_place_unsynced =
+      !s.ok() && ::access(dir->CheckpointPath(job.target()).c_str(), F_OK) == 0;
+  if (in_place_unsynced) {
+    spdlog::warn(
+        "checkpoint: {} is in place but {}; it is used, and older "
+        "files are kept until a later checkpoint syncs",
+        dir->CheckpointPath(job.target()), std::string(s.message()));
+  } else if (!s.ok()) {
     // The log keeps everything; the next rotation tries again from the same
     // base with more log.
     spdlog::error(
@@ -247,12 +259,13 @@ void DurableStore::State::Compact(const CompactionJob& job) {
     checkpoints.insert(job.target());
     ++checkpoints_written;
     last_checkpoint = std::chrono::steady_clock::now() - start;
+    const uint64_t keep_from = in_place_unsynced ? 0 : job.base;
     for (auto it = checkpoints.begin();
-         it != checkpoints.end() && *it < job.base;) {
+         it != checkpoints.end() && *it < keep_from;) {
       victims.push_back(dir->CheckpointPath(*it));
       it = checkpoints.erase(it);
     }
-    for (auto it = wals.begin(); it != wals.end() && *it < job.base;) {
+    for (auto it = wals.begin(); it != wals.end() && *it < keep_from;) {
       victims.push_back(dir->WalPath(*it));
       it = wals.erase(it);
     }

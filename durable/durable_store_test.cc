@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -405,6 +406,68 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
 
   io.FailWritesTo("");
   ApplyUntilCheckpoints(seq, 1);
+  const std::string before = State();
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+}
+
+// The real system calls, except that the first fsync of `dir` once
+// `file` exists in it fails with EIO: a directory sync that fails right
+// after a checkpoint was renamed into place.
+class DirSyncFailingIo final : public FileIo {
+ public:
+  DirSyncFailingIo(std::string dir, std::string file)
+      : dir_(std::move(dir)), file_(std::move(file)) {}
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    return FileIo::Real().Write(fd, data, size);
+  }
+  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
+  int Fsync(int fd) override {
+    if (!failed_.load() && IsDir(fd) &&
+        ::access((dir_ + "/" + file_).c_str(), F_OK) == 0) {
+      failed_.store(true);
+      errno = EIO;
+      return -1;
+    }
+    return FileIo::Real().Fsync(fd);
+  }
+  int Ftruncate(int fd, off_t length) override {
+    return FileIo::Real().Ftruncate(fd, length);
+  }
+  bool failed() const { return failed_.load(); }
+
+ private:
+  bool IsDir(int fd) const {
+    char target[PATH_MAX];
+    const std::string link = absl::StrCat("/proc/self/fd/", fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+    std::error_code ec;  // a deleted file's link does not resolve
+    return n > 0 && fs::equivalent(std::string(target, static_cast<size_t>(n)),
+                                   dir_, ec);
+  }
+  const std::string dir_;
+  const std::string file_;
+  std::atomic<bool> failed_{false};
+};
+
+// A checkpoint renamed into place whose directory sync failed is used and
+// tracked like any other: later checkpoints delete it in turn.
+TEST_F(DurableStoreTest, CheckpointInPlaceWithAFailedDirectorySyncIsKept) {
+  DirSyncFailingIo io(dir_.path(), CheckpointFileName(2));
+  DurableOptions options = Options(/*checkpoint_bytes=*/2048);
+  options.io = &io;
+  TestLogCapture log;
+  StartOk(options);
+  Workload();
+  ApplyUntilCheckpoints(13, 3);
+  EXPECT_TRUE(io.failed());
+  EXPECT_TRUE(Logged(log, spdlog::level::warn,
+                     CheckpointFileName(2) + " is in place but"));
+  // Generations 3 and 4 remain; 2 was deleted in its turn, not forgotten.
+  EXPECT_EQ(Files(),
+            (std::set<std::string>{CheckpointFileName(3), CheckpointFileName(4),
+                                   WalFileName(3), WalFileName(4)}));
   const std::string before = State();
   Crash();
   StartOk(Options(2048));
