@@ -3,7 +3,8 @@
 // index of a replica that read the whole log; a damaged snapshot falls
 // back to the one before it, or an error naming it when none loads; a
 // replica behind the trimmed log reloads the newest snapshot
-// (ReloadNewestSnapshot).
+// (ReloadNewestSnapshot); one that vanishes while it is read is replaced by
+// what a new list finds.
 #include "server/replica_snapshot.h"
 
 #include <atomic>
@@ -12,6 +13,8 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "fleet/memory_event_log.h"
 #include "fleet/memory_snapshot_store.h"
@@ -250,6 +253,78 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   store_.SetUnavailable(true);
   EXPECT_EQ(LoadNewestSnapshot(store_, indexer).status().code(),
             absl::StatusCode::kUnavailable);
+}
+
+// Forwards to a store, running `before_first_read` once, before the first
+// ReadParts: what another process does while a replica reads.
+class RacingStore final : public fleet::SnapshotStore {
+ public:
+  RacingStore(fleet::SnapshotStore& store,
+              std::function<void()> before_first_read)
+      : store_(store), before_first_read_(std::move(before_first_read)) {}
+
+  absl::StatusOr<std::unique_ptr<Writer>> Begin(std::string_view id) override {
+    return store_.Begin(id);
+  }
+  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> List()
+      override {
+    ++lists_;
+    return store_.List();
+  }
+  absl::Status ReadParts(
+      const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part) override {
+    if (before_first_read_) {
+      std::function<void()> hook = std::move(before_first_read_);
+      before_first_read_ = nullptr;
+      hook();
+    }
+    return store_.ReadParts(manifest, on_part);
+  }
+  absl::Status Delete(
+      const ::kvindexer::fleet::v1::SnapshotManifest& manifest) override {
+    return store_.Delete(manifest);
+  }
+  absl::StatusOr<size_t> RemoveAbandoned(
+      const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) override {
+    return store_.RemoveAbandoned(oldest_kept);
+  }
+  size_t max_part_bytes() const override { return store_.max_part_bytes(); }
+
+  int lists() const { return lists_; }
+
+ private:
+  fleet::SnapshotStore& store_;
+  std::function<void()> before_first_read_;
+  int lists_ = 0;
+};
+
+// Retention replaces the only snapshot while a replica starts to read it:
+// the read finds it gone (NOT_FOUND), and the replica lists again and
+// loads the snapshot that replaced it instead of giving up.
+TEST_F(ReplicaSnapshotTest, ASnapshotThatVanishesMidReadIsReplaced) {
+  Report("w1", {1});
+  WriteSnapshot();
+  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
+      store_.List();
+  ASSERT_TRUE(all.ok() && all->size() == 1);
+  const ::kvindexer::fleet::v1::SnapshotManifest first = all->front();
+  Report("w1", {2});
+  RacingStore racing(store_, [&] {
+    WriteSnapshot();
+    ASSERT_TRUE(store_.Delete(first).ok());
+  });
+  test_support::ModelBackend backend;
+  Indexer indexer(&backend);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(racing, indexer);
+  ASSERT_TRUE(start.ok()) << start.status();
+  ASSERT_TRUE(start->snapshot.has_value());
+  EXPECT_NE(start->snapshot->id(), first.id());
+  EXPECT_EQ(start->snapshot->position(), first.position() + 1);
+  EXPECT_EQ(racing.lists(), 2);
+  const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1},
+                                                              {"w1", 2}};
+  EXPECT_EQ(Held(indexer), expected);
 }
 
 }  // namespace replica_snapshot_test
