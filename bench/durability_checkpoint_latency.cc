@@ -69,15 +69,9 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
     load.progress_every = options.progress_every;
     return load;
   };
-  // No checkpoint in progress: the newest checkpoint is the one of the
-  // current log generation (checkpoint-<g> holds the state at the start of
-  // wal-<g>) and no file is being written.
-  const auto idle_dir = [](const DirUsage& d) {
-    return d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint;
-  };
 
   for (uint32_t round = 0; round < options.rounds; ++round) {
-    if (!WaitForDir(data_dir, idle_dir, options.max_checkpoint)) {
+    if (!WaitForDir(data_dir, NoCheckpointInProgress, options.max_checkpoint)) {
       return absl::DeadlineExceededError(
           "a checkpoint did not finish within the bound (the newest "
           "checkpoint never caught up with the newest log generation)");
@@ -87,7 +81,7 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
     const DirUsage idle_before = MeasureDir(data_dir);
     const QueryResult idle = RunQueries(
         rig.pool(), queries, query_load("queries/idle", options.idle_duration));
-    if (!idle_dir(MeasureDir(data_dir)) ||
+    if (!NoCheckpointInProgress(MeasureDir(data_dir)) ||
         MeasureDir(data_dir).newest_checkpoint !=
             idle_before.newest_checkpoint) {
       std::fprintf(stderr, "warning: a checkpoint ran during the idle run\n");
@@ -102,27 +96,11 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
                  "rotates\n",
                  round + 1);
     const DirUsage before = MeasureDir(data_dir);
-    const auto rotated = [&](const DirUsage& d) {
-      return d.newest_wal != before.newest_wal ||
-             d.newest_checkpoint != before.newest_checkpoint;
-    };
-    const Clock::time_point trigger_start = Clock::now();
-    bool timed_out = false;
-    absl::Status traffic_status = traffic.Run(
-        rig.side_pool(),
-        [&] {
-          timed_out =
-              Since(trigger_start) > absl::ToDoubleSeconds(options.max_trigger);
-          return timed_out || rotated(MeasureDir(data_dir));
-        },
-        nullptr, options.rpc_deadline * 5);
-    if (!traffic_status.ok()) return traffic_status;
-    if (timed_out) {
-      return absl::DeadlineExceededError(
-          "the log did not rotate within the bound; is "
-          "KV_INDEXER_CHECKPOINT_BYTES reachable?");
-    }
-    figures.trigger_seconds.push_back(Since(trigger_start));
+    absl::StatusOr<double> trigger =
+        traffic.RunUntilRotation(rig.side_pool(), data_dir, before,
+                                 options.max_trigger, options.rpc_deadline * 5);
+    if (!trigger.ok()) return trigger.status();
+    figures.trigger_seconds.push_back(*trigger);
 
     // Build: until the checkpoint's file appears (or it is already done).
     const Clock::time_point build_start = Clock::now();

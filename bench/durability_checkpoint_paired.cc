@@ -96,12 +96,8 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     load.progress_every = options.progress_every;
     return RunQueries(rig.pool(), queries, load);
   };
-  const auto idle_dir = [](const DirUsage& d) {
-    return d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint;
-  };
-
   for (uint32_t round = 0; round < options.rounds; ++round) {
-    if (!WaitForDir(data_dir, idle_dir, options.max_checkpoint)) {
+    if (!WaitForDir(data_dir, NoCheckpointInProgress, options.max_checkpoint)) {
       return absl::DeadlineExceededError(
           "a checkpoint did not finish within the bound");
     }
@@ -114,21 +110,10 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
                  "== paired checkpoint round %u at %.0f qps: log traffic "
                  "until the log rotates\n",
                  round + 1, options.qps);
-    const Clock::time_point trigger_start = Clock::now();
-    bool timed_out = false;
-    absl::Status traffic_status = traffic.Run(
-        rig.side_pool(),
-        [&] {
-          timed_out = ElapsedSeconds(trigger_start) >
-                      absl::ToDoubleSeconds(options.max_trigger);
-          const DirUsage d = MeasureDir(data_dir);
-          return timed_out || d.newest_wal != before.newest_wal || done(d);
-        },
-        nullptr, options.rpc_deadline * 5);
-    if (!traffic_status.ok()) return traffic_status;
-    if (timed_out) {
-      return absl::DeadlineExceededError("the log did not rotate in time");
-    }
+    absl::StatusOr<double> trigger =
+        traffic.RunUntilRotation(rig.side_pool(), data_dir, before,
+                                 options.max_trigger, options.rpc_deadline * 5);
+    if (!trigger.ok()) return trigger.status();
 
     const Clock::time_point start = Clock::now();
     pid_t builder = 0;

@@ -49,4 +49,32 @@ absl::Status LogTraffic::Run(ChannelPool* pool,
   }
 }
 
+absl::StatusOr<double> LogTraffic::RunUntilRotation(
+    ChannelPool* pool, const std::string& data_dir, const DirUsage& before,
+    absl::Duration bound, absl::Duration rpc_deadline) const {
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  bool timed_out = false;
+  absl::Status status = Run(
+      pool,
+      [&] {
+        timed_out = seconds() > absl::ToDoubleSeconds(bound);
+        const DirUsage d = MeasureDir(data_dir);
+        return timed_out || d.newest_wal != before.newest_wal ||
+               d.newest_checkpoint != before.newest_checkpoint;
+      },
+      nullptr, rpc_deadline);
+  if (!status.ok()) return status;
+  if (timed_out) {
+    return absl::DeadlineExceededError(
+        "the log did not rotate within the bound; is "
+        "KV_INDEXER_CHECKPOINT_BYTES reachable?");
+  }
+  return seconds();
+}
+
 }  // namespace kvindexer::bench

@@ -12,8 +12,12 @@
 #include <atomic>
 #include <functional>
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "durability_rig.h"
 #include "load_client.h"
 
 namespace kvindexer::bench {
@@ -28,6 +32,15 @@ class LogTraffic {
   absl::Status Run(ChannelPool* pool, const std::function<bool()>& done,
                    const std::atomic<bool>* stop,
                    absl::Duration rpc_deadline) const;
+
+  // Runs until the log in `data_dir` rotates, which starts a checkpoint:
+  // its newest log or checkpoint generation differs from `before`.
+  // Answers the seconds that took; DEADLINE_EXCEEDED after `bound`.
+  absl::StatusOr<double> RunUntilRotation(ChannelPool* pool,
+                                          const std::string& data_dir,
+                                          const DirUsage& before,
+                                          absl::Duration bound,
+                                          absl::Duration rpc_deadline) const;
 
  private:
   v1::ApplyExternalKvBatchRequest report_;

@@ -97,6 +97,13 @@ struct DirUsage {
 };
 DirUsage MeasureDir(const std::string& dir);
 
+// No checkpoint in progress: the newest checkpoint is the one of the
+// current log generation (checkpoint-<g> holds the state at the start of
+// wal-<g>) and no file is being written.
+inline bool NoCheckpointInProgress(const DirUsage& d) {
+  return d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint;
+}
+
 // Polls the data directory every 25 ms (a coarse poll keeps the tool's own
 // wake-ups out of the latencies it measures) until `condition` holds for
 // it; false when `bound` passes first.

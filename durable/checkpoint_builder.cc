@@ -132,6 +132,26 @@ bool IsCheckpointBuilderCall(std::span<const char* const> args) {
   return args.size() >= 2 && args[1] == kCheckpointBuilderFlag;
 }
 
+bool PrepareBuilderProcess(pid_t parent) {
+  // Only the server ends a build (SIGKILL, directly or as the parent-death
+  // signal): a SIGTERM meant for the whole service (systemd signals every
+  // process of its control group) must not make a clean shutdown look like
+  // a failed checkpoint.
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) std::signal(sig, SIG_IGN);
+  // The parent may have died before the signal was armed: then it never
+  // comes, and nobody would publish what we build. The signal fires when
+  // the thread that spawned us ends: the store's compaction thread, which
+  // waits for us.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+    return false;
+  }
+  // What top shows: an exec of /proc/self/exe would be called "exe".
+  prctl(PR_SET_NAME, "kvidx-ckpt", 0, 0, 0);
+  LowerPriority();
+  VolunteerForTheOomKiller();
+  return true;
+}
+
 int RunCheckpointBuilder(std::span<const char* const> args) {
   const std::optional<BuilderCall> call = Parse(args);
   if (!call) {
@@ -152,23 +172,10 @@ int RunCheckpointBuilder(std::span<const char* const> args) {
                   absl::StrCat("checkpoint builder ", getpid(), ": %v"));
   spdlog::default_logger()->set_pattern(pattern,
                                         spdlog::pattern_time_type::utc);
-  // Only the server ends a build (SIGKILL, directly or as the parent-death
-  // signal): a SIGTERM meant for the whole service (systemd signals every
-  // process of its control group) must not make a clean shutdown look like
-  // a failed checkpoint.
-  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) std::signal(sig, SIG_IGN);
-  // The parent may have died before the signal was armed: then it never
-  // comes, and nobody would publish what we build. The signal fires when
-  // the thread that spawned us ends: the store's compaction thread, which
-  // waits for us.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != call->parent) {
+  if (!PrepareBuilderProcess(call->parent)) {
     return Fail(absl::StrCat("the server (pid ", call->parent,
                              ") that asked for this checkpoint is gone"));
   }
-  // What top shows: an exec of /proc/self/exe would be called "exe".
-  prctl(PR_SET_NAME, "kvidx-ckpt", 0, 0, 0);
-  LowerPriority();
-  VolunteerForTheOomKiller();
   const std::atomic<bool> stop{false};
   const absl::Status built = BuildCheckpoint(
       call->dir, call->job, &FileIo::Real(), stop, CheckpointFinish::kSealOnly);

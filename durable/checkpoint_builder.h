@@ -43,13 +43,17 @@ std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
 // True when `args` (argv) is a command line of CheckpointBuilderCommand.
 bool IsCheckpointBuilderCall(std::span<const char* const> args);
 
-// The builder's main. It ignores SIGTERM, SIGINT and SIGHUP (the server
-// ends it with SIGKILL), dies with its parent (PR_SET_PDEATHSIG, armed for
-// the spawning thread) and exits at once when `parent` is already gone; lowers
-// itself to SCHED_IDLE at nice 19 and raises its OOM score to the maximum (the
-// kernel kills it before the server); builds with CheckpointFinish::kSealOnly;
-// on failure writes one line saying why to standard output. Logs go to standard
-// error.
+// What a builder process does to itself before it builds: it ignores
+// SIGTERM, SIGINT and SIGHUP (the server ends it with SIGKILL), dies with
+// its parent (PR_SET_PDEATHSIG, armed for the spawning thread), names
+// itself kvidx-ckpt, lowers itself to SCHED_IDLE at nice 19 and raises its
+// OOM score to the maximum (the kernel kills it before the server). False
+// when `parent` is already gone.
+bool PrepareBuilderProcess(pid_t parent);
+
+// The builder's main: PrepareBuilderProcess (exit 1 at once when the parent
+// is gone), then a build with CheckpointFinish::kSealOnly; on failure it
+// writes one line saying why to standard output. Logs go to standard error.
 int RunCheckpointBuilder(std::span<const char* const> args);
 
 }  // namespace kvindexer::durable

@@ -135,14 +135,7 @@ TEST_F(CheckpointBuilderTest, FailingBuilderCostsOnlyTheCheckpoint) {
   std::ofstream(Path("test-fail")).put('1');
   StartOk(WithBuilder(kBuilder));
   Workload();
-  uint64_t seq = 13;
-  for (int i = 0; i < 100; ++i, ++seq) {
-    ApplyOk(Batch("w1", "addr-1")
-                .Gated("e1", seq)
-                .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
-    if (i % 16 == 0) store().WaitForCheckpoints();
-  }
-  store().WaitForCheckpoints();
+  ApplyW1Batches(13, 100);
   EXPECT_EQ(store().checkpoints_written(), 0u);
   EXPECT_TRUE(Logged(log, spdlog::level::err,
                      "exited with status 1: test: failing after the seal"));

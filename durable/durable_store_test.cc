@@ -393,14 +393,7 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
   Workload();
   TestLogCapture log;
   io.FailWritesTo(".ckpt.tmp");
-  uint64_t seq = 13;
-  for (int i = 0; i < 200; ++i, ++seq) {
-    ApplyOk(Batch("w1", "addr-1")
-                .Gated("e1", seq)
-                .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
-    if (i % 16 == 0) store().WaitForCheckpoints();
-  }
-  store().WaitForCheckpoints();
+  const uint64_t seq = ApplyW1Batches(13, 200);
   EXPECT_EQ(store().checkpoints_written(), 0u);
   EXPECT_TRUE(Logged(log, spdlog::level::err, "checkpoint"));
 

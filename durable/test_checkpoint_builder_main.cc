@@ -2,14 +2,14 @@
 // main does with a builder call (durable/checkpoint_builder.h), plus two
 // faults that a test switches on with a file in the data directory:
 //
-//   test-hold  creates the checkpoint's temporary file, writes our PID to
-//              test-hold.pid and waits to be killed (dying with the parent,
-//              and after 120 s at most), so that a test can catch a build
-//              in progress;
+//   test-hold  prepares itself as a real builder does
+//              (PrepareBuilderProcess), creates the checkpoint's temporary
+//              file, writes our PID to test-hold.pid and waits to be killed
+//              (dying with the parent, and after 120 s at most), so that a
+//              test can catch a build in progress;
 //   test-fail  builds and seals as usual, then exits 1, so that a test sees
 //              a failure that leaves a sealed file behind.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -27,10 +27,11 @@ namespace {
 
 using kvindexer::durable::CheckpointTmpPath;
 using kvindexer::durable::IsCheckpointBuilderCall;
+using kvindexer::durable::PrepareBuilderProcess;
 using kvindexer::durable::RunCheckpointBuilder;
 
 [[noreturn]] void Hold(const std::string& dir, uint64_t target) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (!PrepareBuilderProcess(getppid())) std::exit(1);
   alarm(120);
   std::ofstream(CheckpointTmpPath(dir, target)) << "half a checkpoint";
   const std::string pid_file = dir + "/test-hold.pid";

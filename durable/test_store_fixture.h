@@ -192,16 +192,29 @@ class DurableStoreTest : public ::testing::Test {
   uint64_t ApplyUntilCheckpoints(uint64_t seq, uint64_t checkpoints) {
     for (int i = 0; i < 20000 && store().checkpoints_written() < checkpoints;
          ++i) {
-      ApplyOk(
-          Batch("w1", "addr-1")
-              .Gated("e1", seq)
-              .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
-      ++seq;
+      ApplyW1(seq++);
       if (i % 16 == 0) store().WaitForCheckpoints();
     }
     store().WaitForCheckpoints();
     EXPECT_GE(store().checkpoints_written(), checkpoints);
     return seq;
+  }
+
+  // `count` gated applies of w1 (after Workload) from `seq`, waiting for
+  // checkpoints in progress every 16 and at the end; returns the next seq.
+  uint64_t ApplyW1Batches(uint64_t seq, int count) {
+    for (int i = 0; i < count; ++i) {
+      ApplyW1(seq++);
+      if (i % 16 == 0) store().WaitForCheckpoints();
+    }
+    store().WaitForCheckpoints();
+    return seq;
+  }
+  // One gated apply of w1 at `seq`, reporting 8 hashes of its own.
+  void ApplyW1(uint64_t seq) {
+    ApplyOk(Batch("w1", "addr-1")
+                .Gated("e1", seq)
+                .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
   }
 
   // The files of the directory, the lock file excepted.
