@@ -6,6 +6,7 @@
 // file. The faults come from kvindexer_test_checkpoint_builder.
 #include "durable/checkpoint_builder.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,6 +31,12 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr char kBuilder[] = KVINDEXER_TEST_CHECKPOINT_BUILDER;
+
+// /proc/<pid>/<name>, whole.
+std::string ProcFile(pid_t pid, const std::string& name) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/", name));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 class CheckpointBuilderTest : public DurableStoreTest {
  protected:
@@ -177,7 +184,7 @@ TEST_F(CheckpointBuilderTest, BuilderThatCannotStartIsReplacedByTheThread) {
 }
 
 // Closing the store while a builder runs kills it, reaps it and deletes
-// what it left.
+// what it left. The held builder also shows how a builder sets itself up.
 TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   StartOk(Options());
   Workload();
@@ -202,6 +209,18 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   ASSERT_GT(pid, 0) << "the builder never started";
   EXPECT_EQ(::kill(pid, 0), 0);
   ASSERT_TRUE(HasTemporaryFile());
+  // It prepared itself as every builder does (PrepareBuilderProcess).
+  EXPECT_EQ(::sched_getscheduler(pid), SCHED_IDLE);
+  EXPECT_EQ(ProcFile(pid, "oom_score_adj"), "1000\n");
+  EXPECT_EQ(ProcFile(pid, "comm"), "kvidx-ckpt\n");
+  EXPECT_EQ(::getpgid(pid), pid) << "a process group of its own";
+  const std::string status = ProcFile(pid, "status");
+  const size_t ign = status.find("SigIgn:\t");
+  ASSERT_NE(ign, std::string::npos);
+  const uint64_t ignored = std::stoull(status.substr(ign + 8, 16), nullptr, 16);
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    EXPECT_NE(ignored & (uint64_t{1} << (sig - 1)), 0u) << "signal " << sig;
+  }
   Crash();
   EXPECT_NE(::kill(pid, 0), 0);
   EXPECT_EQ(errno, ESRCH);
