@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -230,6 +231,41 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   EXPECT_FALSE(Files().count(CheckpointFileName(2)));
   StartOk(Options());
   EXPECT_EQ(State(), before);
+}
+
+// A builder dies with the thread that started it (PR_SET_PDEATHSIG; in the
+// server, the store's compaction thread), so a server that dies, however it
+// dies, leaves no builder behind.
+TEST_F(CheckpointBuilderTest, ABuilderDiesWithTheThreadThatStartedIt) {
+  std::ofstream(Path("test-hold")).put('1');
+  const std::string hold = Path("test-hold.pid");
+  std::unique_ptr<BuilderProcess> child;
+  pid_t pid = 0;
+  std::thread spawner([&] {
+    absl::StatusOr<std::unique_ptr<BuilderProcess>> spawned =
+        BuilderProcess::Spawn(
+            kBuilder, CheckpointBuilderCommand(
+                          dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
+                          ::getpid()));
+    ASSERT_TRUE(spawned.ok()) << spawned.status();
+    child = *std::move(spawned);
+    // The builder writes its PID once it has armed the signal: only then
+    // may this thread end.
+    for (int i = 0; i < 3000 && pid == 0; ++i) {
+      std::ifstream in(hold);
+      if (!(in >> pid)) {
+        pid = 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  });
+  spawner.join();
+  ASSERT_NE(child, nullptr);
+  ASSERT_GT(pid, 0) << "the builder never started";
+  // A held builder that missed the signal would end on its own alarm
+  // (SIGALRM) after 120 s instead.
+  const absl::Status s = child->Wait();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("killed by signal 9"));
 }
 
 }  // namespace
