@@ -15,6 +15,11 @@
 //               checkpoint with its builder process paused and running
 //               (durability_checkpoint_paired.h; needs the process
 //               builder, the default); not in the default --phases;
+//   interferer-paired
+//               the same pairs of slices beside stand-ins for a builder
+//               that load the machine in one way each (--interferers:
+//               spin, random, stream; durability_interferer.h); not in the
+//               default --phases;
 //   recovery    that server stopped (SIGTERM), killed (SIGKILL), and killed
 //               with a nearly full log, each time restarted on its
 //               directory: recovery time, disk bytes, and the headline
@@ -35,6 +40,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -50,6 +56,7 @@
 #include "durability_checkpoint_latency.h"
 #include "durability_checkpoint_paired.h"
 #include "durability_ingest.h"
+#include "durability_interferer.h"
 #include "durability_recovery.h"
 #include "durability_rig.h"
 #include "grpcpp/grpcpp.h"
@@ -111,6 +118,15 @@ ABSL_FLAG(double, paired_slice_s, 3,
 ABSL_FLAG(uint32_t, paired_min_pairs, 0,
           "checkpoint-paired: fail with fewer pairs of slices over all "
           "rounds");
+ABSL_FLAG(std::string, interferers, "spin,random,stream",
+          "interferer-paired: the stand-ins to measure, in order");
+ABSL_FLAG(uint64_t, interferer_mb, 600,
+          "interferer-paired: the array of random and stream (MB)");
+ABSL_FLAG(std::string, interferer_sched, "idle",
+          "interferer-paired: idle (SCHED_IDLE at nice 19, as the checkpoint "
+          "builder) or nice (nice 19 only)");
+ABSL_FLAG(uint32_t, interferer_pairs, 10,
+          "interferer-paired: pairs of slices per stand-in and load");
 ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
@@ -209,6 +225,35 @@ int Run() {
   }
   const std::vector<std::string> phases =
       absl::StrSplit(absl::GetFlag(FLAGS_phases), ',', absl::SkipEmpty());
+  for (const std::string& phase : phases) {
+    if (phase != "ingest" && phase != "checkpoint" &&
+        phase != "checkpoint-paired" && phase != "interferer-paired" &&
+        phase != "recovery") {
+      std::fprintf(stderr,
+                   "kv-indexer-durability-bench: --phases: unknown phase "
+                   "'%s' (ingest, checkpoint, checkpoint-paired, "
+                   "interferer-paired, recovery)\n",
+                   phase.c_str());
+      return 1;
+    }
+  }
+  for (const absl::string_view kind : absl::StrSplit(
+           absl::GetFlag(FLAGS_interferers), ',', absl::SkipEmpty())) {
+    if (kind != "spin" && kind != "random" && kind != "stream") {
+      std::fprintf(stderr,
+                   "kv-indexer-durability-bench: --interferers: unknown "
+                   "stand-in '%s' (spin, random, stream)\n",
+                   std::string(kind).c_str());
+      return 1;
+    }
+  }
+  if (absl::GetFlag(FLAGS_interferer_sched) != "idle" &&
+      absl::GetFlag(FLAGS_interferer_sched) != "nice") {
+    std::fprintf(stderr,
+                 "kv-indexer-durability-bench: --interferer_sched must be idle "
+                 "or nice\n");
+    return 1;
+  }
   const auto wants = [&](const std::string& p) {
     return std::find(phases.begin(), phases.end(), p) != phases.end();
   };
@@ -281,7 +326,8 @@ int Run() {
   double preload_hashes_per_s = 0;
   std::optional<RecoveredLine> first_start;
   j.BeginArray("checkpoint");
-  if (wants("checkpoint") || wants("checkpoint-paired") || wants("recovery")) {
+  if (wants("checkpoint") || wants("checkpoint-paired") ||
+      wants("interferer-paired") || wants("recovery")) {
     absl::StatusOr<std::unique_ptr<ScratchDir>> dir =
         ScratchDir::Create("kvindexer-durability-bench-", data_root);
     if (!dir.ok()) {
@@ -328,7 +374,8 @@ int Run() {
       queries.push_back(std::move(q));
     }
 
-    if (wants("checkpoint") || wants("checkpoint-paired")) {
+    if (wants("checkpoint") || wants("checkpoint-paired") ||
+        wants("interferer-paired")) {
       std::vector<double> loads;
       if (absl::GetFlag(FLAGS_query_qps) > 0) {
         loads.push_back(absl::GetFlag(FLAGS_query_qps));
@@ -358,6 +405,50 @@ int Run() {
         }
       }
       for (const double qps : loads) {
+        if (wants("interferer-paired")) {
+          for (const absl::string_view kind : absl::StrSplit(
+                   absl::GetFlag(FLAGS_interferers), ',', absl::SkipEmpty())) {
+            InterfererOptions options;
+            options.kind = std::string(kind);
+            options.mb = absl::GetFlag(FLAGS_interferer_mb);
+            options.sched = absl::GetFlag(FLAGS_interferer_sched);
+            options.qps = qps;
+            options.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+            options.pairs = absl::GetFlag(FLAGS_interferer_pairs);
+            options.min_pairs = absl::GetFlag(FLAGS_paired_min_pairs);
+            options.rpc_deadline = rpc_deadline;
+            options.progress_every = progress;
+            absl::StatusOr<PairedCheckpointFigures> figures =
+                MeasurePairedInterferer(*rig, queries, options, &report);
+            if (!figures.ok()) {
+              std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+                           figures.status().ToString().c_str());
+              return 1;
+            }
+            const PairedCheckpointFigures& f = *figures;
+            j.BeginObject();
+            j.Field("run", "interferer-paired/summary");
+            j.Field("interferer", options.kind);
+            j.Field("interferer_sched", options.sched);
+            j.Field("offered_qps", f.qps);
+            j.Field("pairs", uint64_t{f.ratios.size()});
+            j.Field("paused_p99_us_median", Median(f.paused_p99_us));
+            j.Field("running_p99_us_median", Median(f.running_p99_us));
+            j.Field("ratio_median", Median(f.ratios));
+            j.Field("failed_queries", f.failed_queries);
+            j.EndObject();
+            std::printf(
+                "prefix p99 at %.0f qps beside interferer %s-%s paused / "
+                "running: paused %.0f us, running %.0f us (medians of %zu "
+                "pairs); running over paused per pair: median %.2fx; %llu "
+                "failed\n",
+                f.qps, options.kind.c_str(), options.sched.c_str(),
+                Median(f.paused_p99_us), Median(f.running_p99_us),
+                f.ratios.size(), Median(f.ratios),
+                static_cast<unsigned long long>(f.failed_queries));
+            std::fflush(stdout);
+          }
+        }
         if (wants("checkpoint-paired")) {
           PairedCheckpointOptions options;
           options.qps = qps;
@@ -654,6 +745,10 @@ int Run() {
 }  // namespace kvindexer::bench
 
 int main(int argc, char** argv) {
+  if (argc > 1 &&
+      std::string_view(argv[1]) == kvindexer::bench::kInterfererFlag) {
+    return kvindexer::bench::RunInterferer(argc, argv);
+  }
   absl::SetProgramUsageMessage(
       "What restart-safe state costs: ingest with and without a data "
       "directory, prefix p99 during a checkpoint, recovery time. See "
