@@ -150,6 +150,27 @@ constexpr uint64_t kServerDefaultCheckpointBytes = 64ull << 20;
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
+// The slices of the paired phases at `qps`.
+PairedSliceLoad PairedLoad(double qps, absl::Duration rpc_deadline,
+                           absl::Duration progress) {
+  PairedSliceLoad load;
+  load.qps = qps;
+  load.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+  load.rpc_deadline = rpc_deadline;
+  load.progress_every = progress;
+  return load;
+}
+
+// What the summaries of both paired phases hold.
+void WritePairedFields(JsonWriter& j, const PairedCheckpointFigures& f) {
+  j.Field("offered_qps", f.qps);
+  j.Field("pairs", uint64_t{f.ratios.size()});
+  j.Field("paused_p99_us_median", Median(f.paused_p99_us));
+  j.Field("running_p99_us_median", Median(f.running_p99_us));
+  j.Field("ratio_median", Median(f.ratios));
+  j.Field("failed_queries", f.failed_queries);
+}
+
 FleetConfig FleetFromFlags(uint64_t placements) {
   FleetConfig fc;
   fc.workers = std::max<uint32_t>(absl::GetFlag(FLAGS_workers), 1);
@@ -412,12 +433,9 @@ int Run() {
             options.kind = std::string(kind);
             options.mb = absl::GetFlag(FLAGS_interferer_mb);
             options.sched = absl::GetFlag(FLAGS_interferer_sched);
-            options.qps = qps;
-            options.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+            options.load = PairedLoad(qps, rpc_deadline, progress);
             options.pairs = absl::GetFlag(FLAGS_interferer_pairs);
             options.min_pairs = absl::GetFlag(FLAGS_paired_min_pairs);
-            options.rpc_deadline = rpc_deadline;
-            options.progress_every = progress;
             absl::StatusOr<PairedCheckpointFigures> figures =
                 MeasurePairedInterferer(*rig, queries, options, &report);
             if (!figures.ok()) {
@@ -430,12 +448,7 @@ int Run() {
             j.Field("run", "interferer-paired/summary");
             j.Field("interferer", options.kind);
             j.Field("interferer_sched", options.sched);
-            j.Field("offered_qps", f.qps);
-            j.Field("pairs", uint64_t{f.ratios.size()});
-            j.Field("paused_p99_us_median", Median(f.paused_p99_us));
-            j.Field("running_p99_us_median", Median(f.running_p99_us));
-            j.Field("ratio_median", Median(f.ratios));
-            j.Field("failed_queries", f.failed_queries);
+            WritePairedFields(j, f);
             j.EndObject();
             std::printf(
                 "prefix p99 at %.0f qps beside interferer %s-%s paused / "
@@ -451,13 +464,10 @@ int Run() {
         }
         if (wants("checkpoint-paired")) {
           PairedCheckpointOptions options;
-          options.qps = qps;
-          options.slice = Secs(absl::GetFlag(FLAGS_paired_slice_s));
+          options.load = PairedLoad(qps, rpc_deadline, progress);
           options.min_pairs = absl::GetFlag(FLAGS_paired_min_pairs);
           options.rounds =
               std::max<uint32_t>(absl::GetFlag(FLAGS_checkpoint_rounds), 1);
-          options.rpc_deadline = rpc_deadline;
-          options.progress_every = progress;
           absl::StatusOr<PairedCheckpointFigures> figures =
               MeasurePairedCheckpoint(*rig, data_dir, queries, options,
                                       &report);
@@ -469,13 +479,8 @@ int Run() {
           const PairedCheckpointFigures& f = *figures;
           j.BeginObject();
           j.Field("run", "checkpoint-paired/summary");
-          j.Field("offered_qps", f.qps);
-          j.Field("pairs", uint64_t{f.ratios.size()});
-          j.Field("paused_p99_us_median", Median(f.paused_p99_us));
-          j.Field("running_p99_us_median", Median(f.running_p99_us));
-          j.Field("ratio_median", Median(f.ratios));
+          WritePairedFields(j, f);
           j.Field("checkpoint_seconds_median", Median(f.checkpoint_seconds));
-          j.Field("failed_queries", f.failed_queries);
           j.EndObject();
           paired.push_back(*std::move(figures));
         }

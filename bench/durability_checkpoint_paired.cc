@@ -77,24 +77,31 @@ class ResumeOnExit {
 
 }  // namespace
 
+QueryResult RunPairedSlice(
+    DurabilityRig& rig,
+    const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
+    const PairedSliceLoad& load, const std::string& label) {
+  QueryLoad q;
+  q.label = label + absl::StrFormat("@%.0fqps", load.qps);
+  q.offered_qps = load.qps;
+  q.concurrency = load.max_outstanding;
+  q.duration = load.slice;
+  q.rpc_deadline = load.rpc_deadline;
+  q.progress_every = load.progress_every;
+  return RunQueries(rig.pool(), queries, q);
+}
+
 absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     DurabilityRig& rig, const std::string& data_dir,
     const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
     const PairedCheckpointOptions& options, Report* report) {
   PairedCheckpointFigures figures;
-  figures.qps = options.qps;
+  figures.qps = options.load.qps;
   const pid_t server = rig.process().pid();
   const LogTraffic traffic;
-  const std::string at = absl::StrFormat("@%.0fqps", options.qps);
+  const std::string at = absl::StrFormat("@%.0fqps", options.load.qps);
   const auto slice = [&](const std::string& label) {
-    QueryLoad load;
-    load.label = label + at;
-    load.offered_qps = options.qps;
-    load.concurrency = options.max_outstanding;
-    load.duration = options.slice;
-    load.rpc_deadline = options.rpc_deadline;
-    load.progress_every = options.progress_every;
-    return RunQueries(rig.pool(), queries, load);
+    return RunPairedSlice(rig, queries, options.load, label);
   };
   for (uint32_t round = 0; round < options.rounds; ++round) {
     if (!WaitForDir(data_dir, NoCheckpointInProgress, options.max_checkpoint)) {
@@ -109,10 +116,10 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     std::fprintf(stderr,
                  "== paired checkpoint round %u at %.0f qps: log traffic "
                  "until the log rotates\n",
-                 round + 1, options.qps);
-    absl::StatusOr<double> trigger =
-        traffic.RunUntilRotation(rig.side_pool(), data_dir, before,
-                                 options.max_trigger, options.rpc_deadline * 5);
+                 round + 1, options.load.qps);
+    absl::StatusOr<double> trigger = traffic.RunUntilRotation(
+        rig.side_pool(), data_dir, before, options.max_trigger,
+        options.load.rpc_deadline * 5);
     if (!trigger.ok()) return trigger.status();
 
     const Clock::time_point start = Clock::now();

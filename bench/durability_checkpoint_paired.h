@@ -30,15 +30,27 @@
 
 namespace kvindexer::bench {
 
-struct PairedCheckpointOptions {
-  double qps = 1000;  // offered load of every slice
+// The load of every slice of a paired measurement (this one and
+// durability_interferer.h's).
+struct PairedSliceLoad {
+  double qps = 1000;  // offered
   uint32_t max_outstanding = 512;
   absl::Duration slice = absl::Seconds(3);
+  absl::Duration rpc_deadline = absl::Seconds(2);
+  absl::Duration progress_every = absl::Seconds(10);
+};
+
+// One slice: `queries` as `load` says, labelled `label` plus "@<qps>qps".
+QueryResult RunPairedSlice(
+    DurabilityRig& rig,
+    const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
+    const PairedSliceLoad& load, const std::string& label);
+
+struct PairedCheckpointOptions {
+  PairedSliceLoad load;
   uint32_t rounds = 3;  // checkpoints
   absl::Duration max_trigger = absl::Seconds(120);
   absl::Duration max_checkpoint = absl::Seconds(600);
-  absl::Duration rpc_deadline = absl::Seconds(2);
-  absl::Duration progress_every = absl::Seconds(10);
   // Fewer pairs over all rounds is an error (a smoke test that never
   // paused anything would prove nothing).
   uint32_t min_pairs = 0;

@@ -1,5 +1,6 @@
 #include "durability_interferer.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -8,13 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <thread>
 
 #include "absl/strings/str_format.h"
 
@@ -61,8 +59,9 @@ volatile uint64_t g_spin_sink = 0;
   }
 }
 
-// The interferer's PID file is its own pipe: it writes one byte once its
-// array is in memory, so that no slice measures the page faults.
+// Waits for the one byte the interferer writes to its standard output (our
+// pipe) once its array is in memory, so that no slice measures its page
+// faults.
 bool WaitReady(int fd) {
   char byte = 0;
   return ::read(fd, &byte, 1) == 1;
@@ -98,11 +97,11 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedInterferer(
     const std::vector<v1::MatchExternalKvPrefixRequest>& queries,
     const InterfererOptions& options, Report* report) {
   int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) return absl::InternalError("pipe");
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError("pipe");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   const std::string mb = std::to_string(options.mb);
   std::string self = "/proc/self/exe";
   std::string flag(kInterfererFlag);
@@ -136,37 +135,28 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedInterferer(
                options.kind.c_str(),
                static_cast<unsigned long long>(options.mb), pid, options.pairs);
   PairedCheckpointFigures figures;
-  figures.qps = options.qps;
-  const std::string at = absl::StrFormat("@%.0fqps", options.qps);
-  const std::string name = options.kind + "-" + options.sched;
-  const std::string paused_label = "queries/" + name + "-paused" + at;
-  const std::string running_label = "queries/" + name + "-running" + at;
+  figures.qps = options.load.qps;
+  const std::string name = "queries/" + options.kind + "-" + options.sched;
+  const std::string at = absl::StrFormat("@%.0fqps", options.load.qps);
   const auto slice = [&](const std::string& label) {
-    QueryLoad load;
-    load.label = label;
-    load.offered_qps = options.qps;
-    load.concurrency = options.max_outstanding;
-    load.duration = options.slice;
-    load.rpc_deadline = options.rpc_deadline;
-    load.progress_every = options.progress_every;
-    return RunQueries(rig.pool(), queries, load);
+    return RunPairedSlice(rig, queries, options.load, name + label);
   };
   for (uint32_t pair = 0; pair < options.pairs; ++pair) {
     QueryResult paused;
     QueryResult running;
     if (pair % 2 == 0) {
       ::kill(pid, SIGSTOP);
-      paused = slice(paused_label);
+      paused = slice("-paused");
       ::kill(pid, SIGCONT);
-      running = slice(running_label);
+      running = slice("-running");
     } else {
-      running = slice(running_label);
+      running = slice("-running");
       ::kill(pid, SIGSTOP);
-      paused = slice(paused_label);
+      paused = slice("-paused");
       ::kill(pid, SIGCONT);
     }
-    WriteQuery(*report, "wal-always", paused_label, paused);
-    WriteQuery(*report, "wal-always", running_label, running);
+    WriteQuery(*report, "wal-always", name + "-paused" + at, paused);
+    WriteQuery(*report, "wal-always", name + "-running" + at, running);
     figures.failed_queries += paused.status.failed() + running.status.failed();
     if (paused.latency.count > 0 && running.latency.count > 0) {
       figures.paused_p99_us.push_back(paused.latency.p99_us);

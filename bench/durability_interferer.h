@@ -1,5 +1,6 @@
 // Prefix-query latency beside a stand-in for a checkpoint builder: a
-// process at the builder's priority (SCHED_IDLE, nice 19) that loads the
+// process at the builder's priority (SCHED_IDLE, nice 19; or nice 19
+// only, to compare) that loads the
 // machine in one way only, paused and running in alternating slices as
 // checkpoint-paired does with the real builder
 // (durability_checkpoint_paired.h). It tells which of what a build does
@@ -24,7 +25,6 @@
 #include "bench_report.h"
 #include "durability_checkpoint_paired.h"
 #include "durability_rig.h"
-#include "load_client.h"
 
 namespace kvindexer::bench {
 
@@ -42,14 +42,10 @@ struct InterfererOptions {
   std::string kind;  // spin, random or stream
   uint64_t mb = 600;
   std::string sched = "idle";  // idle (SCHED_IDLE, nice 19) or nice (19)
-  double qps = 1000;
-  uint32_t max_outstanding = 512;
-  absl::Duration slice = absl::Seconds(3);
+  PairedSliceLoad load;
   uint32_t pairs = 10;
   // Fewer pairs with answers in both slices is an error.
   uint32_t min_pairs = 0;
-  absl::Duration rpc_deadline = absl::Seconds(2);
-  absl::Duration progress_every = absl::Seconds(10);
 };
 
 // Starts the interferer (this executable again), lets it fill its array,
