@@ -10,15 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "durability_log_traffic.h"
+#include "seconds_since.h"
 
 namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Runs fixed-rate queries on a thread of their own until Finish().
 class BackgroundQueries {
@@ -116,7 +113,7 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
         [&](const DirUsage& d) { return d.writing_checkpoint || done(d); },
         options.max_checkpoint);
     const QueryResult build_result = build.Finish();
-    const double build_seconds = Since(build_start);
+    const double build_seconds = SecondsSince(build_start);
     if (!build_ended) {
       return absl::DeadlineExceededError(
           "no checkpoint file appeared within the bound");
@@ -128,7 +125,7 @@ absl::StatusOr<CheckpointLatencyFigures> MeasureCheckpointLatency(
         query_load("queries/checkpoint-write", options.max_checkpoint));
     const bool write_ended = WaitForDir(data_dir, done, options.max_checkpoint);
     const QueryResult write_result = write.Finish();
-    const double write_seconds = Since(write_start);
+    const double write_seconds = SecondsSince(write_start);
     if (!write_ended) {
       return absl::DeadlineExceededError(
           "the checkpoint file was not renamed into place within the bound");

@@ -13,15 +13,12 @@
 
 #include "absl/strings/str_format.h"
 #include "durability_log_traffic.h"
+#include "seconds_since.h"
 
 namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ElapsedSeconds(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
 pid_t ParentOf(pid_t pid) {
@@ -125,7 +122,7 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     const Clock::time_point start = Clock::now();
     pid_t builder = 0;
     while (builder == 0 && !done(MeasureDir(data_dir)) &&
-           ElapsedSeconds(start) < 10) {
+           SecondsSince(start) < 10) {
       builder = ChildOf(server);
       if (builder == 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -140,7 +137,7 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
       std::fprintf(stderr,
                    "  the checkpoint was done before its builder was seen: "
                    "no pairs this round\n");
-      figures.checkpoint_seconds.push_back(ElapsedSeconds(start));
+      figures.checkpoint_seconds.push_back(SecondsSince(start));
       continue;
     }
     {
@@ -179,7 +176,7 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
           ++pairs;
         }
         if (!resumed || done(MeasureDir(data_dir))) break;
-        if (ElapsedSeconds(start) >
+        if (SecondsSince(start) >
             absl::ToDoubleSeconds(options.max_checkpoint)) {
           return absl::DeadlineExceededError(
               "the checkpoint did not finish within the bound");
@@ -192,7 +189,7 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
       return absl::DeadlineExceededError(
           "the checkpoint was not renamed into place within the bound");
     }
-    figures.checkpoint_seconds.push_back(ElapsedSeconds(start));
+    figures.checkpoint_seconds.push_back(SecondsSince(start));
   }
   if (figures.ratios.size() < options.min_pairs) {
     return absl::FailedPreconditionError(

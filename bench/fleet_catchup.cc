@@ -5,15 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "seconds_since.h"
 
 namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Polls the replica until it is SERVING and has applied `end`.
 absl::StatusOr<ReplicaStartFigures> WaitCaughtUp(FleetReplica& replica,
@@ -30,13 +27,13 @@ absl::StatusOr<ReplicaStartFigures> WaitCaughtUp(FleetReplica& replica,
                        " in ", timeout.count(), " s"));
     }
     if (!serving.has_value() && replica.Serving()) {
-      serving = Since(replica.spawned_at());
+      serving = SecondsSince(replica.spawned_at());
     }
     if (!caught_up.has_value()) {
       const std::optional<double> applied =
           replica.Metric("kvindexer_fleet_applied_position");
       if (applied.has_value() && *applied >= static_cast<double>(end)) {
-        caught_up = Since(replica.spawned_at());
+        caught_up = SecondsSince(replica.spawned_at());
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -86,7 +83,7 @@ absl::StatusOr<CatchUpFigures> MeasureCatchUp(
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  figures.snapshot_written_s = Since((*writer)->spawned_at());
+  figures.snapshot_written_s = SecondsSince((*writer)->spawned_at());
   figures.snapshot_round_s =
       (*writer)
           ->Metric("kvindexer_fleet_snapshot_last_duration_seconds")

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grpcpp/grpcpp.h"
+#include "seconds_since.h"
 
 namespace kvindexer::bench {
 namespace {
@@ -19,10 +20,6 @@ using Clock = std::chrono::steady_clock;
 // Enough samples for a long phase at high QPS; beyond it samples are counted
 // as dropped.
 constexpr size_t kMaxSamples = 8'000'000;
-
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::chrono::nanoseconds ToChrono(absl::Duration d) {
   return absl::ToChronoNanoseconds(d);

@@ -17,15 +17,12 @@
 #include "core/backend_status.h"
 #include "json_writer.h"
 #include "machine_info.h"
+#include "seconds_since.h"
 
 namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
 
