@@ -214,7 +214,8 @@ class FleetE2eTest : public ::testing::Test {
   void NodeDiesWhileStreaming(bool leader);
 
   // Waits until every bridge has made `appends` more successful appends
-  // (kvindexer_bridge_apply_rpcs_total) than it had.
+  // (kvindexer_bridge_apply_rpcs_total) than it had, for `bound` at most
+  // each.
   ::testing::AssertionResult BridgesAppendMore(
       double appends, std::chrono::milliseconds bound = kFleetBound) {
     constexpr char kAppends[] = "kvindexer_bridge_apply_rpcs_total";
@@ -235,10 +236,9 @@ class FleetE2eTest : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
-  // /jsz?consumers=true of every cluster node still running (for
-  // failure messages).
-  // What each node says of its consumers, and what every node (the dead
-  // one too) logged about leaders, warnings and errors.
+  // For failure messages: /jsz?consumers=true of every cluster node still
+  // running, and what every node (the dead one too) logged about leaders,
+  // warnings and errors.
   std::string ConsumerReport() {
     std::string out;
     for (int n = 0; n < NatsCluster::kNodes; ++n) {
