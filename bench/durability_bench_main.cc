@@ -150,6 +150,13 @@ constexpr uint64_t kServerDefaultCheckpointBytes = 64ull << 20;
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
+// Says why the run stops, and gives its exit code.
+int Failed(const absl::Status& status) {
+  std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
+               status.ToString().c_str());
+  return 1;
+}
+
 // The slices of the paired phases at `qps`.
 PairedSliceLoad PairedLoad(double qps, absl::Duration rpc_deadline,
                            absl::Duration progress) {
@@ -329,11 +336,7 @@ int Run() {
     options.load.progress_every = progress;
     absl::StatusOr<std::vector<IngestModeFigures>> figures =
         CompareIngest(rig_options, options, plan, &report);
-    if (!figures.ok()) {
-      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                   figures.status().ToString().c_str());
-      return 1;
-    }
+    if (!figures.ok()) return Failed(figures.status());
     ingest = *std::move(figures);
   }
   j.EndArray();
@@ -351,19 +354,11 @@ int Run() {
       wants("interferer-paired") || wants("recovery")) {
     absl::StatusOr<std::unique_ptr<ScratchDir>> dir =
         ScratchDir::Create("kvindexer-durability-bench-", data_root);
-    if (!dir.ok()) {
-      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                   dir.status().ToString().c_str());
-      return 1;
-    }
+    if (!dir.ok()) return Failed(dir.status());
     const std::string data_dir = (*dir)->Sub("data");
     absl::StatusOr<std::unique_ptr<DurabilityRig>> started =
         DurabilityRig::Start(rig_options, DurabilityMode::kAlways, data_dir);
-    if (!started.ok()) {
-      std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                   started.status().ToString().c_str());
-      return 1;
-    }
+    if (!started.ok()) return Failed(started.status());
     std::unique_ptr<DurabilityRig> rig = *std::move(started);
     const uint64_t placements = absl::GetFlag(FLAGS_placements);
     const FleetConfig fc = FleetFromFlags(placements);
@@ -438,11 +433,7 @@ int Run() {
             options.min_pairs = absl::GetFlag(FLAGS_paired_min_pairs);
             absl::StatusOr<PairedCheckpointFigures> figures =
                 MeasurePairedInterferer(*rig, queries, options, &report);
-            if (!figures.ok()) {
-              std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                           figures.status().ToString().c_str());
-              return 1;
-            }
+            if (!figures.ok()) return Failed(figures.status());
             const PairedCheckpointFigures& f = *figures;
             j.BeginObject();
             j.Field("run", "interferer-paired/summary");
@@ -471,11 +462,7 @@ int Run() {
           absl::StatusOr<PairedCheckpointFigures> figures =
               MeasurePairedCheckpoint(*rig, data_dir, queries, options,
                                       &report);
-          if (!figures.ok()) {
-            std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                         figures.status().ToString().c_str());
-            return 1;
-          }
+          if (!figures.ok()) return Failed(figures.status());
           const PairedCheckpointFigures& f = *figures;
           j.BeginObject();
           j.Field("run", "checkpoint-paired/summary");
@@ -494,11 +481,7 @@ int Run() {
         options.progress_every = progress;
         absl::StatusOr<CheckpointLatencyFigures> figures =
             MeasureCheckpointLatency(*rig, data_dir, queries, options, &report);
-        if (!figures.ok()) {
-          std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                       figures.status().ToString().c_str());
-          return 1;
-        }
+        if (!figures.ok()) return Failed(figures.status());
         const CheckpointLatencyFigures& f = *figures;
         j.BeginObject();
         j.Field("run", "checkpoint/summary");
@@ -540,11 +523,7 @@ int Run() {
         std::fprintf(stderr, "== restart after %s\n", RestartKindName(*kind));
         absl::StatusOr<RestartFigures> figures = MeasureRestart(
             &rig, rig_options, data_dir, *kind, checkpoint_bytes, headline);
-        if (!figures.ok()) {
-          std::fprintf(stderr, "kv-indexer-durability-bench: %s\n",
-                       figures.status().ToString().c_str());
-          return 1;
-        }
+        if (!figures.ok()) return Failed(figures.status());
         restarts.push_back(*std::move(figures));
       }
     }

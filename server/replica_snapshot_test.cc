@@ -65,6 +65,15 @@ class ReplicaSnapshotTest : public ::testing::Test {
     ASSERT_TRUE(round->written);
   }
 
+  // Writes the store's first snapshot and answers its manifest in *written.
+  void WriteFirstSnapshot(::kvindexer::fleet::v1::SnapshotManifest* written) {
+    ASSERT_NO_FATAL_FAILURE(WriteSnapshot());
+    absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
+        store_.List();
+    ASSERT_TRUE(all.ok() && all->size() == 1);
+    *written = all->front();
+  }
+
   // (worker, hash) pairs the indexer holds among hashes 1..20.
   static std::set<std::pair<std::string, int64_t>> Held(Indexer& indexer) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
@@ -203,11 +212,8 @@ TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
 // none that loads, the error names the newest.
 TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   Report("w1", {1});
-  WriteSnapshot();
-  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
-      store_.List();
-  ASSERT_TRUE(all.ok() && all->size() == 1);
-  const ::kvindexer::fleet::v1::SnapshotManifest intact = all->front();
+  ::kvindexer::fleet::v1::SnapshotManifest intact;
+  ASSERT_NO_FATAL_FAILURE(WriteFirstSnapshot(&intact));
   // A newer manifest that claims more chunks than its parts hold.
   ::kvindexer::fleet::v1::SnapshotManifest forged = intact;
   forged.set_id("forged");
@@ -304,11 +310,8 @@ class RacingStore final : public fleet::SnapshotStore {
 // loads the snapshot that replaced it instead of giving up.
 TEST_F(ReplicaSnapshotTest, ASnapshotThatVanishesMidReadIsReplaced) {
   Report("w1", {1});
-  WriteSnapshot();
-  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
-      store_.List();
-  ASSERT_TRUE(all.ok() && all->size() == 1);
-  const ::kvindexer::fleet::v1::SnapshotManifest first = all->front();
+  ::kvindexer::fleet::v1::SnapshotManifest first;
+  ASSERT_NO_FATAL_FAILURE(WriteFirstSnapshot(&first));
   Report("w1", {2});
   RacingStore racing(store_, [&] {
     WriteSnapshot();
