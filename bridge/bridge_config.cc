@@ -188,6 +188,20 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   if (auto v = env("SGLANG_KV_SNAPSHOT_ENDPOINT")) {
     config.snapshot_endpoint = *v;
   }
+  if (auto v = LookupTrimmed(env, "SGLANG_KV_SNAPSHOT_PROTOCOL")) {
+    const std::string lower = absl::AsciiStrToLower(*v);
+    if (lower == "auto") {
+      config.snapshot_protocol = SnapshotProtocol::kAuto;
+    } else if (lower == "2") {
+      config.snapshot_protocol = SnapshotProtocol::kV2;
+    } else if (lower == "1") {
+      config.snapshot_protocol = SnapshotProtocol::kV1;
+    } else {
+      return InvalidEnvValue(
+          "SGLANG_KV_SNAPSHOT_PROTOCOL", *v,
+          "auto (snapshot-v2, falling back to snapshot-v1), 2 or 1");
+    }
+  }
   if (auto v = LookupTrimmed(env, "KV_INDEXER_DP_RANK")) {
     absl::StatusOr<uint32_t> rank = ParseUint32("KV_INDEXER_DP_RANK", *v);
     if (!rank.ok()) return rank.status();
@@ -221,6 +235,14 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
         "disables heartbeats), for example 30000");
     if (!ttl.ok()) return ttl.status();
     config.heartbeat_ttl = std::chrono::milliseconds(*ttl);
+  }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_RESYNC_CLEAR_AFTER_MS")) {
+    absl::StatusOr<uint32_t> after = ParseEnvUint32(
+        "KV_INDEXER_RESYNC_CLEAR_AFTER_MS", *v, kUint32Syntax,
+        "milliseconds as an unsigned 32-bit integer (0..4294967295; 0 clears "
+        "at the first failed attempt), for example 10000");
+    if (!after.ok()) return after.status();
+    config.resync_clear_after = std::chrono::milliseconds(*after);
   }
   absl::StatusOr<ClientSecurity> security = LoadClientSecurity(env);
   if (!security.ok()) return security.status();
@@ -277,9 +299,12 @@ std::string DescribeConfig(const BridgeConfig& config) {
       config.event_topic, "\" clear_tiers=[", absl::StrJoin(tiers, ","),
       "] cache_spec: ", spec, " replay_endpoint=\"", config.replay_endpoint,
       "\" snapshot_endpoint=\"", config.snapshot_endpoint,
-      "\" sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
+      "\" snapshot_protocol=",
+      std::string(SnapshotProtocolName(config.snapshot_protocol)),
+      " sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
       " live_buffer_batches=", config.live_buffer_batches,
       " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
+      " resync_clear_after_ms=", config.resync_clear_after.count(),
       " tls_ca=", config.security.root_certs_pem.empty() ? "unset" : "set",
       " tls_client_cert=",
       config.security.client_cert_pem.empty() ? "unset" : "set",
@@ -323,6 +348,10 @@ SGLANG_KV_REPLAY_ENDPOINT       unset                 SGLang replay ROUTER endpo
                                                       + rank, like the event endpoint).
 SGLANG_KV_SNAPSHOT_ENDPOINT     unset                 SGLang snapshot ROUTER endpoint
                                                       (snapshot_endpoint; same rank rule).
+SGLANG_KV_SNAPSHOT_PROTOCOL     auto                  auto: snapshot-v2 (tier-exact), falling
+                                                      back to snapshot-v1 (every block at
+                                                      HBM) when the publisher refuses v2;
+                                                      2 or 1: that protocol only.
 KV_INDEXER_DP_RANK              0                     uint32: this publisher's DP rank, which
                                                       a snapshot header must name.
 KV_INDEXER_SEQUENCE_GATE        auto                  auto, on, off: gated recovery with the
@@ -337,6 +366,11 @@ KV_INDEXER_HEARTBEAT_TTL_MS     30000                 Worker liveness: while a T
                                                       (at least 100 ms) asks the server to
                                                       keep the worker for this long; 0 = no
                                                       heartbeats.
+KV_INDEXER_RESYNC_CLEAR_AFTER_MS 10000                When resynchronisation attempts keep
+                                                      failing this long, the worker's
+                                                      placement is cleared at the server
+                                                      (degraded) until one succeeds; 0 =
+                                                      at the first failed attempt.
 KV_INDEXER_TLS_CA_FILE          unset                 PEM roots for the indexer's
                                                       certificate; turns TLS on.
 KV_INDEXER_TLS_CLIENT_CERT_FILE unset                 PEM client certificate and key for

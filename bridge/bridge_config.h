@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "bridge/kv_events.h"
+#include "bridge/snapshot_source.h"
 #include "common/client_channel.h"
 #include "common/env.h"
 #include "common/log_setup.h"
@@ -43,6 +44,7 @@ std::string_view SinkName(Sink sink);
 
 inline constexpr size_t kDefaultLiveBufferBatches = 4096;
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTtl{30000};
+inline constexpr std::chrono::milliseconds kDefaultResyncClearAfter{10'000};
 
 struct BridgeConfig {
   std::string worker_id;
@@ -62,6 +64,8 @@ struct BridgeConfig {
   // Recovery ("Recovery > Variables"). Empty endpoint = not configured.
   std::string replay_endpoint;
   std::string snapshot_endpoint;
+  // Which snapshot protocol to ask for (SGLANG_KV_SNAPSHOT_PROTOCOL).
+  SnapshotProtocol snapshot_protocol = SnapshotProtocol::kAuto;
   // The publisher's data-parallel rank, checked against a snapshot's
   // replica_rank (KV_INDEXER_DP_RANK).
   uint32_t dp_rank = 0;
@@ -70,6 +74,11 @@ struct BridgeConfig {
   // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
   // asks the server for (KV_INDEXER_HEARTBEAT_TTL_MS); 0 disables them.
   std::chrono::milliseconds heartbeat_ttl = kDefaultHeartbeatTtl;
+  // How long a stream may stay unsynchronised, with resynchronisation
+  // attempts failing, before the bridge clears the worker's placement at the
+  // server (KV_INDEXER_RESYNC_CLEAR_AFTER_MS; "Recovery > A resync that
+  // cannot finish").
+  std::chrono::milliseconds resync_clear_after = kDefaultResyncClearAfter;
   // TLS and the write token toward the indexer (common/client_channel.h,
   // docs/security.md).
   ClientSecurity security;

@@ -90,6 +90,10 @@ void BridgeMetrics::Write(MetricsWriter& w) const {
   w.Counter("kvindexer_bridge_replays", "REPLAY requests sent.", D(s.replays));
   w.Counter("kvindexer_bridge_replayed_batches",
             "Batches received in replay replies.", D(s.replayed_batches));
+  w.Counter("kvindexer_bridge_replay_pages",
+            "Replay requests sent (a replay asks again after dropped "
+            "replies).",
+            D(s.replay_pages));
   w.Counter("kvindexer_bridge_snapshots",
             "Publisher snapshot fetches that succeeded.", D(s.snapshots));
   w.Counter("kvindexer_bridge_installs",
@@ -116,6 +120,10 @@ void BridgeMetrics::Write(MetricsWriter& w) const {
             D(s.state_losses));
   w.Counter("kvindexer_bridge_live_buffer_overflows", "Live-buffer overflows.",
             D(s.overflows));
+  w.Counter("kvindexer_bridge_stale_clears",
+            "Times the worker's placement was cleared because "
+            "resynchronisation kept failing.",
+            D(s.stale_clears));
   w.Counter("kvindexer_bridge_heartbeats",
             "Heartbeats the indexer answered OK.", D(s.heartbeats));
   w.Counter("kvindexer_bridge_heartbeat_probe_failures",

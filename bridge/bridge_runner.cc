@@ -151,7 +151,8 @@ int BridgeRunner::Run() {
     std::optional<SnapshotClient> snapshot;
     if (!config_.snapshot_endpoint.empty()) {
       snapshot.emplace(&context, config_.snapshot_endpoint, config_.dp_rank,
-                       shutdown_);
+                       shutdown_, kSnapshotFetchTimeout,
+                       config_.snapshot_protocol);
     }
     std::unique_ptr<TcpWorkerProbe> worker_probe = MakeWorkerProbe(config_);
     SystemRecoveryClock clock(shutdown_);

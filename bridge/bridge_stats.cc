@@ -48,13 +48,15 @@ std::string BridgeStats::FormatLine() const {
   absl::StrAppend(
       &line, " mode=", server_mode, "/", publisher_mode, " state=", state,
       " degraded=", state.rfind("degraded", 0) == 0 ? 1 : 0,
-      " replays=", replays, " replayed_batches=", replayed_batches,
-      " snapshots=", snapshots, " installs=", installs, " probes=", probes,
-      " resyncs=", resyncs, " resyncs{snapshot=", resyncs_snapshot,
+      " replays=", replays, " replay_pages=", replay_pages,
+      " replayed_batches=", replayed_batches, " snapshots=", snapshots,
+      " installs=", installs, " probes=", probes, " resyncs=", resyncs,
+      " resyncs{snapshot=", resyncs_snapshot,
       ",replay_fold=", resyncs_replay_fold, ",degraded=", resyncs_degraded,
       "} gaps_repaired=", gaps_repaired,
       " restarts_detected=", restarts_detected, " state_losses=", state_losses,
-      " overflows=", overflows, " heartbeats=", heartbeats,
+      " overflows=", overflows, " stale_clears=", stale_clears,
+      " heartbeats=", heartbeats,
       " heartbeat_probe_failures=", heartbeat_probe_failures);
   return line;
 }

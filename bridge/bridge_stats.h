@@ -53,6 +53,7 @@ struct BridgeStats {
   std::string state = "exact";
   uint64_t replays = 0;           // REPLAY requests
   uint64_t replayed_batches = 0;  // batches received in replies
+  uint64_t replay_pages = 0;      // requests the replays took
   uint64_t snapshots = 0;         // snapshot fetches that succeeded
   uint64_t installs = 0;          // INSTALLs that succeeded
   uint64_t probes = 0;            // PROBEs sent
@@ -67,6 +68,8 @@ struct BridgeStats {
   uint64_t restarts_detected = 0;
   uint64_t state_losses = 0;  // the server stopped covering the stream
   uint64_t overflows = 0;     // live-buffer overflows
+  // Placements cleared because resynchronisation kept failing.
+  uint64_t stale_clears = 0;
   // Worker liveness ("Recovery > Worker liveness").
   uint64_t heartbeats = 0;                // heartbeats the server answered OK
   uint64_t heartbeat_probe_failures = 0;  // worker unreachable: no heartbeat
@@ -90,11 +93,12 @@ struct BridgeStats {
   //  seq_duplicates=.. seq_reorders=.. events_skipped{reason=n,..}
   //  messages_skipped{reason=n,..} mode=<server>/<publisher> state=..
   //  degraded=0|1
-  //  replays=.. replayed_batches=.. snapshots=.. installs=.. probes=..
+  //  replays=.. replay_pages=.. replayed_batches=.. snapshots=..
+  //  installs=.. probes=..
   //  resyncs=.. resyncs{snapshot=..,replay_fold=..,degraded=..}
   //  gaps_repaired=.. restarts_detected=.. state_losses=.. overflows=..
-  //  heartbeats=.. heartbeat_probe_failures=.." with only non-zero skip
-  //  reasons listed (the three resync kinds always are).
+  //  stale_clears=.. heartbeats=.. heartbeat_probe_failures=.." with only
+  //  non-zero skip reasons listed (the three resync kinds always are).
   std::string FormatLine() const;
 };
 

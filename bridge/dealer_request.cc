@@ -20,11 +20,11 @@ absl::StatusOr<std::unique_ptr<DealerRequest>> DealerRequest::Send(
     auto socket =
         std::make_unique<zmq::socket_t>(*context, zmq::socket_type::dealer);
     socket->set(zmq::sockopt::linger, 0);
-    // SGLang's ROUTER sets no send high-water mark of its own and drops
-    // replies silently once its queue to us is full; reading everything off
-    // the connection as fast as it comes (no receive limit here) keeps that
-    // queue short. The replies of one request are bounded by the
-    // publisher's buffer.
+    // SGLang's replay ROUTER drops replies silently once its queue to us
+    // holds 64 messages (its SNDHWM). Reading everything off the connection
+    // as fast as it comes (no receive limit here) keeps that queue short;
+    // what is dropped anyway is asked for again (bridge/replay_client.h).
+    // The replies of one request are bounded by the publisher's buffer.
     socket->set(zmq::sockopt::rcvhwm, 0);
     socket->connect(endpoint);
     for (size_t i = 0; i < frames.size(); ++i) {

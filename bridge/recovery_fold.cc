@@ -75,6 +75,7 @@ FoldResult FoldBatches(std::span<const LiveBatch> batches,
       result.undecodable.push_back(batch.seq);
       continue;
     }
+    result.events += decoded.event_count;
     BuildActions(decoded, clear_tiers, &actions);
     result.placement.Apply(actions);
   }

@@ -58,6 +58,8 @@ struct FoldResult {
   // Sequence numbers of batches whose payload could not be decoded; their
   // content is missing from `placement`.
   std::vector<uint64_t> undecodable;
+  // Events in the batches that decoded.
+  uint64_t events = 0;
 };
 
 // Folds `batches` in the order given (callers pass them in sequence order).

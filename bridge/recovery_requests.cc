@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bridge/recovery_fold.h"
 #include "google/protobuf/io/coded_stream.h"
 
 namespace kvindexer::bridge {
@@ -148,6 +149,28 @@ std::vector<TierHashes> SnapshotPlacement(std::span<const int64_t> hashes) {
   entry.set_tier(kv_indexer::v1::TIER_HBM);
   entry.mutable_hashes()->Add(hashes.begin(), hashes.end());
   return placement;
+}
+
+std::vector<TierHashes> SnapshotV2Placement(
+    std::span<const SnapshotBlock> blocks, bool with_components) {
+  // The records as one batch of single-hash REPORTs, folded like live
+  // batches: the fold's rules decide order, repeats and side arrays.
+  ActionList reports;
+  for (const SnapshotBlock& block : blocks) {
+    KvAction report;
+    report.kind = ActionType::kReport;
+    report.tier = block.tier;
+    report.hash_begin = reports.hashes.size();
+    report.hash_count = 1;
+    report.has_side_arrays = with_components;
+    reports.actions.push_back(report);
+    reports.hashes.push_back(block.hash);
+    reports.masks.push_back(with_components ? block.component_mask : 0u);
+    reports.sizes.push_back(with_components ? block.block_size : 0u);
+  }
+  FoldedPlacement placement;
+  placement.Apply(reports);
+  return placement.ToTierHashes();
 }
 
 }  // namespace kvindexer::bridge

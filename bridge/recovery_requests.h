@@ -17,6 +17,7 @@
 
 #include "bridge/action_builder.h"
 #include "bridge/chunker.h"
+#include "bridge/snapshot_source.h"
 #include "common/wire_vocabulary.h"
 #include "kv_indexer.pb.h"
 
@@ -73,6 +74,18 @@ InstallRequest BuildInstallRequest(
 // placement a snapshot-v1 yields.
 std::vector<kv_indexer::v1::TierHashes> SnapshotPlacement(
     std::span<const int64_t> hashes);
+
+// The placement a snapshot-v2 yields: exactly what FOLD (recovery_fold.h)
+// of the worker's live batches from seq 0 gives for the same holdings, so
+// that a snapshot install and a replay install agree. Each record is a
+// REPORT at its tier; tiers in order HBM, DRAM, SSD, records in their order
+// within a tier, a repeated (hash, tier) kept at its first place with its
+// last mask and size. `with_components` (a cache spec is configured: the
+// worker's stores carry component labels) keeps each record's component
+// mask and block size as side arrays; otherwise the entries are legacy, as
+// the worker's unlabelled stores are on the live path.
+std::vector<kv_indexer::v1::TierHashes> SnapshotV2Placement(
+    std::span<const SnapshotBlock> blocks, bool with_components);
 
 }  // namespace kvindexer::bridge
 

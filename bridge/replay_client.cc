@@ -29,84 +29,135 @@ uint64_t ReadBigEndian(const zmq::message_t& frame) {
   return value;
 }
 
-ReplayResult Incomplete(ReplayResult result, std::string problem) {
-  result.complete = false;
-  result.problem = std::move(problem);
-  return result;
+std::string FrameSizes(const std::vector<zmq::message_t>& frames) {
+  std::string sizes;
+  for (const zmq::message_t& frame : frames) {
+    absl::StrAppend(&sizes, sizes.empty() ? "" : ", ", frame.size());
+  }
+  return sizes;
 }
 
 }  // namespace
 
 ReplayClient::ReplayClient(zmq::context_t* context, std::string endpoint,
                            const ShutdownSignal* shutdown,
-                           std::chrono::milliseconds reply_timeout)
+                           std::chrono::milliseconds reply_timeout,
+                           std::chrono::milliseconds page_idle)
     : context_(context),
       endpoint_(std::move(endpoint)),
       shutdown_(shutdown),
-      reply_timeout_(reply_timeout) {}
+      reply_timeout_(reply_timeout),
+      page_idle_(page_idle) {}
 
-ReplayResult ReplayClient::Replay(uint64_t start) {
+ReplayResult ReplayClient::Replay(uint64_t start,
+                                  std::optional<uint64_t> through) {
   ReplayResult result;
+  size_t bytes = 0;
+  uint64_t next = start;
+  while (true) {
+    if (result.pages >= kMaxReplayPages) {
+      result.problem =
+          absl::StrCat("no END after ", result.pages, " requests (",
+                       result.batches.size(), " replies kept)");
+      return result;
+    }
+    const size_t kept = result.batches.size();
+    const PageEnd end =
+        FetchPage(next, result.pages == 0, through, result, bytes);
+    ++result.pages;
+    if (end == PageEnd::kEnd) {
+      result.complete = true;
+      result.problem.clear();
+      return result;
+    }
+    if (end == PageEnd::kFailed) return result;
+    if (result.batches.size() == kept) {
+      // Cannot happen with a publisher that sends its buffer in order: a
+      // page that drops its very first reply is reported as a failure.
+      result.problem = absl::StrCat("request from seq ", next,
+                                    " brought nothing new: ", result.problem);
+      return result;
+    }
+    next = result.batches.back().seq + 1;
+  }
+}
+
+ReplayClient::PageEnd ReplayClient::FetchPage(uint64_t start, bool first_page,
+                                              std::optional<uint64_t> through,
+                                              ReplayResult& result,
+                                              size_t& bytes) {
+  auto fail = [&result](std::string problem) {
+    result.problem = std::move(problem);
+    return PageEnd::kFailed;
+  };
   // A fresh DEALER per request: a late reply to an earlier, abandoned
-  // request goes to that request's identity and is dropped by the ROUTER,
-  // instead of being read here as part of this answer.
+  // request (or page) goes to that request's identity and is dropped by the
+  // ROUTER, instead of being read here as part of this answer.
   absl::StatusOr<std::unique_ptr<DealerRequest>> request = DealerRequest::Send(
       context_, endpoint_, {std::string(), BigEndian(start)}, shutdown_);
-  if (!request.ok()) {
-    return Incomplete(std::move(result),
-                      std::string(request.status().message()));
-  }
+  if (!request.ok()) return fail(std::string(request.status().message()));
+  size_t replies = 0;
   while (true) {
+    const auto wait = replies == 0 ? reply_timeout_ : page_idle_;
     absl::StatusOr<std::vector<zmq::message_t>> reply =
-        (*request)->Receive(DealerRequest::Clock::now() + reply_timeout_);
+        (*request)->Receive(DealerRequest::Clock::now() + wait);
     if (!reply.ok()) {
-      if (reply.status().code() == absl::StatusCode::kDeadlineExceeded) {
-        return Incomplete(
-            std::move(result),
-            absl::StrCat("no reply within ", reply_timeout_.count(),
-                         " ms after ", result.batches.size(),
-                         " replies (END marker missing)"));
+      if (reply.status().code() != absl::StatusCode::kDeadlineExceeded) {
+        return fail(absl::StrCat(reply.status().message(), " after ",
+                                 result.batches.size(), " replies"));
       }
-      return Incomplete(std::move(result),
-                        absl::StrCat(reply.status().message(), " after ",
-                                     result.batches.size(), " replies"));
+      if (replies == 0) {
+        return fail(absl::StrCat("no reply within ", wait.count(),
+                                 " ms to the request from seq ", start, " (",
+                                 result.batches.size(), " replies kept)"));
+      }
+      // The tail of the page, END included, was dropped.
+      result.problem = absl::StrCat("replies stopped without END after seq ",
+                                    result.batches.back().seq);
+      return PageEnd::kCut;
     }
     const std::vector<zmq::message_t>& frames = *reply;
     if (frames.size() != 3 || frames[0].size() != 0 || frames[1].size() != 8) {
-      std::string sizes;
-      for (const zmq::message_t& frame : frames) {
-        absl::StrAppend(&sizes, sizes.empty() ? "" : ", ", frame.size());
-      }
-      return Incomplete(
-          std::move(result),
-          absl::StrCat("malformed reply: ", frames.size(), " frames of sizes [",
-                       sizes, "] bytes; expected [0, 8, payload]"));
+      return fail(absl::StrCat("malformed reply: ", frames.size(),
+                               " frames of sizes [", FrameSizes(frames),
+                               "] bytes; expected [0, 8, payload]"));
     }
     const uint64_t seq = ReadBigEndian(frames[1]);
-    if (seq == kEndMarkerSeq) break;
+    if (seq == kEndMarkerSeq) return PageEnd::kEnd;
     if (seq < start) {
-      return Incomplete(std::move(result),
-                        absl::StrCat("reply seq ", seq,
-                                     " is below the requested start ", start));
+      return fail(absl::StrCat("reply seq ", seq,
+                               " is below the requested start ", start));
     }
-    if (!result.batches.empty() && seq != result.batches.back().seq + 1) {
-      const uint64_t previous = result.batches.back().seq;
-      return Incomplete(
-          std::move(result),
-          absl::StrCat("hole in the replies: seq ", seq, " after ", previous));
+    if (replies == 0 && seq != start && !first_page) {
+      // The publisher no longer holds `start` (evicted while we paged), or
+      // never sends it: the run cannot be continued.
+      return fail(absl::StrCat("hole in the replies: seq ", seq, " after ",
+                               start - 1, " (asked again from ", start, ")"));
     }
-    if (result.batches.size() >= kMaxReplayBatches) {
-      return Incomplete(
-          std::move(result),
-          absl::StrCat("more than ", kMaxReplayBatches, " replies"));
+    if (replies > 0 && seq != result.batches.back().seq + 1) {
+      // Dropped replies. Nothing after the run is usable; ask again.
+      result.problem = absl::StrCat("hole in the replies: seq ", seq, " after ",
+                                    result.batches.back().seq);
+      return PageEnd::kCut;
+    }
+    if (replies >= kMaxReplayBatches) {
+      return fail(absl::StrCat("more than ", kMaxReplayBatches,
+                               " replies to one request"));
+    }
+    bytes += frames[2].size();
+    if (bytes > kMaxReplayBytes) {
+      return fail(absl::StrCat("more than ", kMaxReplayBytes,
+                               " bytes of replayed batches"));
     }
     LiveBatch batch;
     batch.seq = seq;
     batch.payload = frames[2].to_string();
     result.batches.push_back(std::move(batch));
+    ++replies;
+    // Everything the caller needs is here; the rest of the page (and its
+    // END) goes to a socket that is about to close.
+    if (through && seq >= *through) return PageEnd::kEnd;
   }
-  result.complete = true;
-  return result;
 }
 
 }  // namespace kvindexer::bridge

@@ -1,58 +1,81 @@
-// SnapshotSource over SGLang's snapshot ROUTER socket, protocol snapshot-v1
-// (docs/bridge-events.md, "Replay and snapshot channels" and "Recovery").
-// One request per Fetch(), on a fresh DEALER socket (bridge/dealer_request.h):
-//   request  [empty]["snapshot-v1"]
+// SnapshotSource over SGLang's snapshot ROUTER socket (docs/bridge-events.md,
+// "Replay and snapshot channels" and "Recovery > Mode S"). One request per
+// protocol attempt, on a fresh DEALER socket (bridge/dealer_request.h):
+//   request  [empty]["snapshot-v2"] or [empty]["snapshot-v1"]
 //   replies  [empty][kind][payload], kind one of
-//     "header"  msgpack [version, epoch, replica_rank, resume_seq,
-//                        barrier_seq, barrier_id, record_count]
-//     "chunk"   msgpack [[parent_block_hash | nil, [block_hash, ...]], ...]
+//     "header"  the header (bridge/snapshot_parse.h has both layouts)
+//     "chunk"   records
 //     "end"     empty payload; the snapshot is complete
 //     "error"   a UTF-8 message from the provider; the fetch fails
-// The header comes first (or an error). The snapshot is accepted only if
-// version = 1, replica_rank = the configured DP rank, epoch and barrier_id
-// are non-empty, resume_seq = barrier_seq + 1, record_count and the records
-// received agree and stay within kMaxSnapshotRecords, every record carries
-// 1..kMaxSnapshotHashesPerRecord hashes, and `end` is empty. SGLang sends one
-// hash per record; a record with several contributes them all, in order.
+// The header comes first (or an error); the payloads are validated as
+// bridge/snapshot_parse.h says, and the records received must match the
+// header's record_count.
+//
+// Protocol choice (SGLANG_KV_SNAPSHOT_PROTOCOL): kAuto asks for snapshot-v2;
+// when the publisher answers that request with an `error` frame (what a
+// v1-only publisher answers any other command with) it asks for snapshot-v1
+// instead and, once that succeeds, keeps asking for v1 only (one WARN: v1 is
+// tier-blind) until a v1 snapshot names another epoch, i.e. the publisher
+// restarted and may have been upgraded. kV2 and kV1 ask for that protocol
+// only.
 //
 // Thread safety: Fetch() may be called from one thread at a time.
 #ifndef KVINDEXER_BRIDGE_SNAPSHOT_CLIENT_H_
 #define KVINDEXER_BRIDGE_SNAPSHOT_CLIENT_H_
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <zmq.hpp>
 
+#include "bridge/dealer_request.h"
 #include "bridge/shutdown_signal.h"
+#include "bridge/snapshot_parse.h"
 #include "bridge/snapshot_source.h"
 
 namespace kvindexer::bridge {
 
 inline constexpr std::chrono::milliseconds kSnapshotFetchTimeout{30000};
-inline constexpr size_t kMaxSnapshotRecords = 10'000'000;
-inline constexpr size_t kMaxSnapshotHashesPerRecord = 65'536;
 
 class SnapshotClient final : public SnapshotSource {
  public:
   // `context` and `shutdown` must outlive the client; `shutdown` may be
   // null. `endpoint` is SGLANG_KV_SNAPSHOT_ENDPOINT for this DP rank, and
-  // `replica_rank` that rank. `fetch_timeout` bounds the whole fetch.
+  // `replica_rank` that rank. `fetch_timeout` bounds the whole fetch, a
+  // fallback from v2 to v1 included.
   SnapshotClient(
       zmq::context_t* context, std::string endpoint, uint32_t replica_rank,
       const ShutdownSignal* shutdown,
-      std::chrono::milliseconds fetch_timeout = kSnapshotFetchTimeout);
+      std::chrono::milliseconds fetch_timeout = kSnapshotFetchTimeout,
+      SnapshotProtocol protocol = SnapshotProtocol::kAuto);
 
   absl::StatusOr<PublisherSnapshot> Fetch() override;
 
  private:
+  // How one protocol attempt ended.
+  struct Attempt {
+    absl::StatusOr<PublisherSnapshot> snapshot;
+    // The provider answered the request with an `error` frame before any
+    // header (a refusal, for v2 from a v1-only publisher).
+    bool refused = false;
+  };
+  Attempt FetchVersion(uint32_t version,
+                       DealerRequest::Clock::time_point deadline);
+  absl::StatusOr<PublisherSnapshot> FetchV1(
+      DealerRequest::Clock::time_point deadline);
+
   zmq::context_t* const context_;
   const std::string endpoint_;
   const uint32_t replica_rank_;
   const ShutdownSignal* const shutdown_;
   const std::chrono::milliseconds fetch_timeout_;
+  const SnapshotProtocol protocol_;
+  // kAuto: set once the publisher refused snapshot-v2 and served v1, to the
+  // epoch of that v1 snapshot.
+  std::optional<std::string> v1_only_epoch_;
+  bool warned_tier_blind_ = false;
 };
 
 }  // namespace kvindexer::bridge

@@ -32,6 +32,7 @@ RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config) {
   options.clear_tiers = config.clear_tiers;
   options.gate = config.sequence_gate;
   options.heartbeat_ttl = config.heartbeat_ttl;
+  options.resync_clear_after = config.resync_clear_after;
   return options;
 }
 
@@ -72,6 +73,7 @@ StreamRecovery::StreamRecovery(RecoveryOptions options, RecoveryIo io)
   // Legacy mode never clears at start ("Recovery > Legacy mode"): blocks
   // from before the bridge may linger until it clears the worker itself.
   if (server_mode_ == ServerMode::kLegacy) degraded_reason_ = kLegacyNoClear;
+  unsynced_since_ = io_.clock->Now();
   SyncModeStats();
 }
 
@@ -168,6 +170,7 @@ std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch(
     }
     std::optional<LiveItem> item = NextItem(timeout);
     ServiceHeartbeat();
+    MaybeClearStale();
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
       ++io_.stats->messages_received;
@@ -283,7 +286,8 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
   if (io_.replay != nullptr) {
     spdlog::warn("sequence gap: expected {}, got {}; replaying from {}",
                  expected, seq, expected);
-    ReplayResult replay = DoReplay(expected);
+    // Only e..s matter here: no need to page through the whole buffer.
+    ReplayResult replay = DoReplay(expected, seq);
     std::vector<LiveBatch> kept;
     // The replay must reach the live batch itself with the same payload:
     // a publisher that restarted after sending it (and published past
@@ -347,6 +351,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
                                                     seq - 1, " lost")})) {
     return;
   }
+  CountFoldedLiveBatch(fold);
   watermarks_.MarkLive(seq);
 }
 
@@ -487,6 +492,7 @@ void StreamRecovery::SyncStateStats() {
 }
 
 void StreamRecovery::RequestSync() {
+  if (!need_sync_) unsynced_since_ = io_.clock->Now();
   need_sync_ = true;
   sync_requested_ = true;
 }

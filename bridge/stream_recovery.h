@@ -71,6 +71,9 @@ struct RecoveryOptions {
   // Heartbeats are due every max(TTL / 3, min_heartbeat_period).
   std::chrono::milliseconds heartbeat_ttl{0};
   std::chrono::milliseconds min_heartbeat_period{100};
+  // "Recovery > A resync that cannot finish": after this long unsynchronised
+  // with attempts failing, the worker's placement is cleared at the server.
+  std::chrono::milliseconds resync_clear_after{10'000};
 };
 
 // Builds the options of a configured bridge.
@@ -151,8 +154,9 @@ class StreamRecovery {
   bool LiveSync(
       std::optional<std::chrono::milliseconds> wait_limit = std::nullopt);
   bool LegacyReplaySync();
-  // Replays from `start`, keeping the stats.
-  ReplayResult DoReplay(uint64_t start);
+  // Replays from `start` (up to `through` when set), keeping the stats.
+  ReplayResult DoReplay(uint64_t start,
+                        std::optional<uint64_t> through = std::nullopt);
 
   // --- RPCs (stream_recovery_rpc.cc)
   bool Register();
@@ -172,9 +176,13 @@ class StreamRecovery {
   // Seed-era requests, resent from the first on a transient failure.
   bool SendSeedEra(
       const std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest>& requests);
+  // `probe`: a FAILED_PRECONDITION answer is counted as a sent RPC.
   absl::Status CallApply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
-      kv_indexer::v1::ApplyExternalKvBatchResponse* response);
+      kv_indexer::v1::ApplyExternalKvBatchResponse* response,
+      bool probe = false);
+  // Counts a live batch that an install folded instead of SendBatch().
+  void CountFoldedLiveBatch(const FoldResult& fold);
   // Decodes and builds `actions_`; false when the payload is undecodable.
   bool DecodeActions(const LiveBatch& batch);
   // Waits the next RPC backoff delay; false when the engine must stop.
@@ -182,6 +190,18 @@ class StreamRecovery {
   // In the live loop: what a probe's answer (the checkpoint, or none) says
   // about the server's copy of the stream; a loss starts a resync.
   void CheckServerCheckpoint(std::optional<uint64_t> checkpoint);
+
+  // --- a resync that cannot finish (stream_recovery_stale.cc)
+  // Once a synchronisation attempt has failed and the stream has been
+  // unsynchronised for options_.resync_clear_after, clears the worker's
+  // placement at the server (degraded "resync_failing") so that it holds no
+  // block the worker may have dropped meanwhile. Once per unsynchronised
+  // period; called after a failed attempt and while later ones wait.
+  void MaybeClearStale();
+  // When MaybeClearStale() will act, if it still has to.
+  std::optional<RecoveryClock::Clock::time_point> StaleClearDue() const;
+  std::chrono::milliseconds TimeUntil(
+      RecoveryClock::Clock::time_point when) const;
 
   // --- worker liveness (stream_recovery_heartbeat.cc)
   // Called on every turn of the live loop and of the synchronisation's
@@ -228,6 +248,14 @@ class StreamRecovery {
   // after one was cut short (stop, failure), so observers never see a
   // stream synchronised that is not.
   bool need_sync_ = true;
+  // When need_sync_ last became true (construction for the first sync).
+  RecoveryClock::Clock::time_point unsynced_since_{};
+  // MaybeClearStale() cleared the worker during this unsynchronised
+  // period: the server's checkpoint no longer describes a placement the
+  // next synchronisation may resume from.
+  bool stale_cleared_ = false;
+  // A synchronisation attempt failed since the last success.
+  bool sync_attempt_failed_ = false;
   // Set by RequestSync(); cleared when a synchronisation attempt starts.
   bool sync_requested_ = false;
   bool loss_jitter_pending_ = false;

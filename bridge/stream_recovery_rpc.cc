@@ -33,12 +33,19 @@ uint64_t HashCount(const ApplyExternalKvBatchRequest& request) {
 
 absl::Status StreamRecovery::CallApply(
     const ApplyExternalKvBatchRequest& request,
-    ApplyExternalKvBatchResponse* response) {
+    ApplyExternalKvBatchResponse* response, bool probe) {
   // The feed's fidelity as it stands (docs/admin-api.md, "The fidelity
   // header").
   io_.applier->SetFidelity(FidelityHeader::Format(degraded_reason_));
   absl::Status status = io_.applier->Apply(request, response);
   if (!status.ok()) {
+    // A probe refused by the gate is an answer ("no checkpoint"), not a
+    // failed RPC.
+    if (probe && status.code() == absl::StatusCode::kFailedPrecondition) {
+      ++io_.stats->rpcs_sent;
+      io_.stats->NoteIndexerReached();
+      return status;
+    }
     io_.stats->CountRpcFailure(static_cast<int>(status.code()));
     return status;
   }
@@ -80,8 +87,8 @@ StreamRecovery::ProbeResult StreamRecovery::Probe(std::string_view epoch) {
   while (true) {
     ++io_.stats->probes;
     ApplyExternalKvBatchResponse response;
-    absl::Status status =
-        CallApply(ProbeRequest(options_.header, epoch), &response);
+    absl::Status status = CallApply(ProbeRequest(options_.header, epoch),
+                                    &response, /*probe=*/true);
     if (status.ok()) {
       rpc_backoff_.Reset();
       // Only a gated server answers a probe as a duplicate; a server
@@ -182,6 +189,12 @@ bool StreamRecovery::Install(
     SetExact();
   }
   return true;
+}
+
+void StreamRecovery::CountFoldedLiveBatch(const FoldResult& fold) {
+  if (!fold.undecodable.empty()) return;
+  ++io_.stats->batches_received;
+  io_.stats->events_received += fold.events;
 }
 
 bool StreamRecovery::DecodeActions(const LiveBatch& batch) {

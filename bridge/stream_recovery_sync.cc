@@ -42,13 +42,26 @@ void StreamRecovery::Sync() {
   }
   if (Interrupted()) return;
   if (!done) {
+    sync_attempt_failed_ = true;
+    MaybeClearStale();
+    if (Interrupted()) return;
     const auto delay = sync_backoff_.NextDelay();
     spdlog::warn("resynchronisation attempt failed; retrying in {} ms",
                  delay.count());
-    WaitServicingHeartbeats(delay);
+    // The clear is due at its bound, not at the end of a long backoff.
+    const auto end = io_.clock->Now() + delay;
+    const auto due = StaleClearDue();
+    if (due && *due < end) {
+      if (WaitServicingHeartbeats(TimeUntil(*due))) return;
+      MaybeClearStale();
+      if (Interrupted()) return;
+    }
+    WaitServicingHeartbeats(TimeUntil(end));
     return;
   }
   need_sync_ = false;
+  stale_cleared_ = false;
+  sync_attempt_failed_ = false;
   sync_backoff_.Reset();
   restart_known_ = false;
   reconnect_sync_ = saw_disconnect_;
@@ -74,10 +87,12 @@ void StreamRecovery::Sync() {
   if (leftover && !gated()) HandleBatch(*std::move(leftover));
 }
 
-ReplayResult StreamRecovery::DoReplay(uint64_t start) {
+ReplayResult StreamRecovery::DoReplay(uint64_t start,
+                                      std::optional<uint64_t> through) {
   ++io_.stats->replays;
-  ReplayResult result = io_.replay->Replay(start);
+  ReplayResult result = io_.replay->Replay(start, through);
   io_.stats->replayed_batches += result.batches.size();
+  io_.stats->replay_pages += result.pages;
   return result;
 }
 
@@ -136,11 +151,20 @@ bool StreamRecovery::SnapshotCycle() {
                  snapshot->barrier_seq, batch.seq);
     return false;
   }
+  // snapshot-v2 names each block's tier, mask and size: the install is what
+  // the live batches would have built. snapshot-v1 names hashes only: all
+  // at HBM, whole blocks.
+  if (snapshot->version == 2) {
+    return Install(snapshot->epoch, snapshot->barrier_seq,
+                   SnapshotV2Placement(snapshot->blocks,
+                                       options_.header.cache_spec.has_value()),
+                   {}, std::nullopt);
+  }
   std::optional<DegradedBy> degraded;
   if (options_.header.cache_spec) {
     degraded = DegradedBy{
         "snapshot_without_components",
-        "a snapshot carries whole blocks only; component blocks stay "
+        "a snapshot-v1 carries whole blocks only; component blocks stay "
         "unusable until re-reported"};
   }
   return Install(snapshot->epoch, snapshot->barrier_seq,
@@ -172,7 +196,7 @@ bool StreamRecovery::ReplaySync() {
     // After a reconnect the replay may come from an incarnation that
     // restarted unseen: its numbers can overlap the checkpoint's although
     // its content does not follow it, so no resume (as in LiveSync).
-    if (first > 0 && !restart_known_ && !reconnect_sync_) {
+    if (first > 0 && !restart_known_ && !reconnect_sync_ && !stale_cleared_) {
       ProbeResult probe = Probe("");
       if (!probe.completed) return false;
       if (probe.checkpoint && first <= *probe.checkpoint + 1 &&
@@ -232,7 +256,7 @@ bool StreamRecovery::LiveSync(
   // After a reconnect the first batch tells nothing about the incarnation:
   // a worker that restarted and published c + 1 batches looks exactly like
   // the old one continuing from the checkpoint c. Treated like a restart.
-  if (!restart_known_ && !reconnect_sync_) {
+  if (!restart_known_ && !reconnect_sync_ && !stale_cleared_) {
     ProbeResult probe = Probe("");
     if (!probe.completed) {
       sync_hint_ = std::move(first);
@@ -265,6 +289,7 @@ bool StreamRecovery::LiveSync(
     sync_hint_ = std::move(first);
     return false;
   }
+  CountFoldedLiveBatch(fold);
   watermarks_.MarkLive(seq);
   return true;
 }

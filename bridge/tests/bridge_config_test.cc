@@ -100,6 +100,31 @@ TEST(BridgeConfig, RecoveryVariablesValidated) {
               HasSubstr("KV_INDEXER_DP_RANK"));
 }
 
+// SGLANG_KV_SNAPSHOT_PROTOCOL: auto by default; auto, 2 or 1, trimmed and
+// any case; blank is the default; anything else names the variable.
+TEST(BridgeConfig, SnapshotProtocol) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  const std::string protocol = "SGLANG_KV_SNAPSHOT_PROTOCOL";
+  EXPECT_EQ(MustLoad({{w, "w"}}).snapshot_protocol, SnapshotProtocol::kAuto);
+  EXPECT_EQ(MustLoad({{w, "w"}, {protocol, " AUTO "}}).snapshot_protocol,
+            SnapshotProtocol::kAuto);
+  EXPECT_EQ(MustLoad({{w, "w"}, {protocol, "2"}}).snapshot_protocol,
+            SnapshotProtocol::kV2);
+  EXPECT_EQ(MustLoad({{w, "w"}, {protocol, " 1"}}).snapshot_protocol,
+            SnapshotProtocol::kV1);
+  EXPECT_EQ(MustLoad({{w, "w"}, {protocol, " "}}).snapshot_protocol,
+            SnapshotProtocol::kAuto);
+  for (const char* bad : {"3", "v2", "0", "snapshot-v1", "1,2"}) {
+    const std::string error = LoadError({{w, "w"}, {protocol, bad}});
+    EXPECT_THAT(error, HasSubstr(protocol + "=\"" + bad + "\"")) << bad;
+    EXPECT_THAT(error, HasSubstr("auto (snapshot-v2, falling back to "
+                                 "snapshot-v1), 2 or 1"))
+        << bad;
+  }
+  EXPECT_THAT(DescribeConfig(MustLoad({{w, "w"}, {protocol, "1"}})),
+              HasSubstr("snapshot_protocol=1"));
+}
+
 // "Recovery > Worker liveness": KV_INDEXER_HEARTBEAT_TTL_MS is unsigned
 // milliseconds, 0 disables, blank is the default, anything else fails.
 TEST(BridgeConfig, HeartbeatTtl) {
@@ -350,6 +375,7 @@ TEST(BridgeConfig, UsageListsEveryVariable) {
                            "KV_INDEXER_STATS_INTERVAL_SECS",
                            "SGLANG_KV_REPLAY_ENDPOINT",
                            "SGLANG_KV_SNAPSHOT_ENDPOINT",
+                           "SGLANG_KV_SNAPSHOT_PROTOCOL",
                            "KV_INDEXER_SEQUENCE_GATE",
                            "KV_INDEXER_LIVE_BUFFER_BATCHES",
                            "KV_INDEXER_DP_RANK",

@@ -96,9 +96,11 @@ void FakePublisher::EvictBefore(uint64_t first) {
   while (!buffer_.empty() && buffer_.front().seq < first) buffer_.pop_front();
 }
 
-ReplayResult FakePublisher::Replay(uint64_t start) {
+ReplayResult FakePublisher::Replay(uint64_t start,
+                                   std::optional<uint64_t> /*through*/) {
   replay_starts.push_back(start);
   ReplayResult result;
+  result.pages = 1;  // the contract's outcome, without the paging
   bool hole = false;
   for (const LiveBatch& batch : buffer_) {
     if (batch.seq < start) continue;

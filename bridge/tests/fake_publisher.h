@@ -58,7 +58,8 @@ class FakePublisher : public ReplaySource, public SnapshotSource {
   // Drops the oldest buffered batches until `first` is the oldest.
   void EvictBefore(uint64_t first);
 
-  ReplayResult Replay(uint64_t start) override;
+  // Answers with the whole buffer from `start`, whatever `through` says.
+  ReplayResult Replay(uint64_t start, std::optional<uint64_t> through) override;
   absl::StatusOr<PublisherSnapshot> Fetch() override;
 
   std::string Topic(const std::string& barrier_id = "") const;

@@ -13,16 +13,17 @@ namespace {
 constexpr char kEpochPrefix[] = "sgl-kv-epoch=";
 constexpr char kSnapshotPrefix[] = "sgl-kv-snapshot=";
 constexpr size_t kSnapshotChunkRecords = 4096;
-// SGLang's default high-water mark of its PUB socket.
-constexpr int kPubHwm = 100'000;
 // How long one poll of the ROUTER sockets may block; bounds the latency of
 // a request and of the destructor.
 constexpr std::chrono::milliseconds kPollInterval{10};
 
-zmq::socket_t BindRouter(zmq::context_t& context, std::string* endpoint) {
+// `sndhwm` 0 is unlimited. A ROUTER whose queue to a peer is full drops
+// what it is given silently, whatever its send timeout.
+zmq::socket_t BindRouter(zmq::context_t& context, std::string* endpoint,
+                         int sndhwm) {
   zmq::socket_t socket(context, zmq::socket_type::router);
   socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::sndhwm, 0);  // unlimited: replies arrive whole
+  socket.set(zmq::sockopt::sndhwm, sndhwm);
   socket.bind("tcp://127.0.0.1:*");
   *endpoint = socket.get(zmq::sockopt::last_endpoint);
   return socket;
@@ -44,11 +45,12 @@ std::vector<zmq::message_t> ReceiveAll(zmq::socket_t& socket) {
   return frames;
 }
 
-void SendFrames(zmq::socket_t& socket, const std::vector<std::string>& frames) {
+void SendFrames(zmq::socket_t& socket, const std::vector<std::string>& frames,
+                zmq::send_flags flags = zmq::send_flags::none) {
   for (size_t i = 0; i < frames.size(); ++i) {
     socket.send(zmq::buffer(frames[i]), i + 1 < frames.size()
-                                            ? zmq::send_flags::sndmore
-                                            : zmq::send_flags::none);
+                                            ? flags | zmq::send_flags::sndmore
+                                            : flags);
   }
 }
 
@@ -61,8 +63,14 @@ FakeSglangPublisher::FakeSglangPublisher(Options options)
     BindPubLocked();
     pub_endpoint_ = pub_->get(zmq::sockopt::last_endpoint);
   }
-  if (options_.replay) replay_ = BindRouter(context_, &replay_endpoint_);
-  if (options_.snapshot) snapshot_ = BindRouter(context_, &snapshot_endpoint_);
+  if (options_.replay) {
+    replay_ = BindRouter(context_, &replay_endpoint_, options_.replay_sndhwm);
+  }
+  // The snapshot ROUTER keeps libzmq's default high-water mark (SGLang sets
+  // only a send timeout on it); a whole snapshot is never dropped here.
+  if (options_.snapshot) {
+    snapshot_ = BindRouter(context_, &snapshot_endpoint_, 0);
+  }
   server_ = std::thread([this] { ServeLoop(); });
 }
 
@@ -75,7 +83,7 @@ void FakeSglangPublisher::BindPubLocked() {
   zmq::socket_t socket(context_, zmq::socket_type::xpub);
   socket.set(zmq::sockopt::linger, 0);
   socket.set(zmq::sockopt::xpub_verbose, 1);
-  socket.set(zmq::sockopt::sndhwm, kPubHwm);
+  socket.set(zmq::sockopt::sndhwm, options_.pub_hwm);
   if (pub_endpoint_.empty()) {
     socket.bind("tcp://127.0.0.1:*");
   } else {
@@ -131,6 +139,7 @@ uint64_t FakeSglangPublisher::AppendLocked(const std::string& payload,
                                            const std::string& topic) {
   const uint64_t seq = next_seq_++;
   buffer_.push_back({seq, payload});
+  if (options_.snapshot) mirror_.Apply(payload);
   while (buffer_.size() > options_.buffer_steps) buffer_.pop_front();
   if (send_live) SendLiveLocked(topic, seq, payload);
   return seq;
@@ -171,6 +180,7 @@ void FakeSglangPublisher::Restart(std::optional<std::string> new_epoch) {
   std::lock_guard<std::mutex> lock(mu_);
   next_seq_ = 0;
   buffer_.clear();
+  mirror_.Clear();
   if (new_epoch) epoch_ = std::move(new_epoch);
 }
 
@@ -248,9 +258,24 @@ FakeSglangPublisher::replay_timings() const {
   return replay_timings_;
 }
 
+std::vector<SnapshotRecord> FakeSglangPublisher::SnapshotV1Mirror() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mirror_.V1();
+}
+
+std::vector<SnapshotV2Record> FakeSglangPublisher::SnapshotV2Mirror() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mirror_.V2();
+}
+
 size_t FakeSglangPublisher::snapshot_requests() const {
   std::lock_guard<std::mutex> lock(mu_);
   return snapshot_requests_;
+}
+
+size_t FakeSglangPublisher::refused_snapshot_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_snapshot_requests_;
 }
 
 size_t FakeSglangPublisher::malformed_requests() const {
@@ -315,10 +340,15 @@ void FakeSglangPublisher::ServeReplay() {
       if (b.seq >= start && omitted_.count(b.seq) == 0) replies.push_back(b);
     }
   }
+  // SGLang's loop: every reply handed to the ROUTER as fast as it goes,
+  // never waiting; what does not fit its queue to the client is dropped
+  // (the END marker included) without a word.
   for (const Buffered& b : replies) {
-    SendFrames(*replay_, {identity, "", SeqFrame(b.seq), b.payload});
+    SendFrames(*replay_, {identity, "", SeqFrame(b.seq), b.payload},
+               zmq::send_flags::dontwait);
   }
-  SendFrames(*replay_, {identity, "", EndMarker(), ""});
+  SendFrames(*replay_, {identity, "", EndMarker(), ""},
+             zmq::send_flags::dontwait);
   std::lock_guard<std::mutex> lock(mu_);
   replay_timings_.push_back(
       {received, std::chrono::steady_clock::now(), replies.size()});
@@ -328,51 +358,70 @@ void FakeSglangPublisher::ServeSnapshot() {
   std::vector<zmq::message_t> request = ReceiveAll(*snapshot_);
   if (request.empty()) return;
   const std::string identity = request[0].to_string();
+  const std::string command =
+      request.size() == 3 ? request[2].to_string() : std::string();
+  const bool v2 = command == "snapshot-v2" &&
+                  options_.snapshot_protocols == SnapshotProtocols::kV1AndV2;
   if (request.size() != 3 || request[1].size() != 0 ||
-      request[2].to_string() != "snapshot-v1") {
+      (command != "snapshot-v1" && !v2)) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ++malformed_requests_;
+      ++(command == "snapshot-v2" ? refused_snapshot_requests_
+                                  : malformed_requests_);
     }
+    // What a v1-only SGLang answers every other command with.
     SendFrames(*snapshot_,
-               {identity, "", "error", "unsupported snapshot request"});
+               {identity, "", "error", "invalid snapshot-v1 request"});
     return;
   }
 
   std::optional<std::string> error;
-  std::string epoch;
-  uint64_t barrier_seq = 0;
-  std::string barrier_id;
-  std::vector<SnapshotRecord> records;
+  SnapshotCapture capture;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++snapshot_requests_;
     error = snapshot_error_;
     if (!error && !epoch_) error = "snapshot requires a worker epoch";
     if (!error) {
-      epoch = *epoch_;
-      barrier_id = "b" + std::to_string(++barriers_);
+      capture.epoch = *epoch_;
+      capture.barrier_id = "b" + std::to_string(++barriers_);
       std::string topic = LiveTopicLocked();
       topic += '\0';
       topic += kSnapshotPrefix;
-      topic += barrier_id;
-      barrier_seq = AppendLocked(PackBatch({}), /*send_live=*/true, topic);
-      records = snapshot_records_;
+      topic += capture.barrier_id;
+      capture.barrier_seq =
+          AppendLocked(PackBatch({}), /*send_live=*/true, topic);
+      if (v2) {
+        capture.v2_records = mirror_.V2();
+      } else {
+        capture.v1_records = snapshot_records_.value_or(mirror_.V1());
+      }
     }
   }
   if (error) {
     SendFrames(*snapshot_, {identity, "", "error", *error});
     return;
   }
+  std::vector<std::string> payloads =
+      v2 ? SnapshotV2Payloads(capture) : SnapshotV1Payloads(capture);
+  SendFrames(*snapshot_, {identity, "", "header", payloads[0]});
+  for (size_t i = 1; i < payloads.size(); ++i) {
+    SendFrames(*snapshot_, {identity, "", "chunk", payloads[i]});
+  }
+  SendFrames(*snapshot_, {identity, "", "end", ""});
+}
 
+std::vector<std::string> FakeSglangPublisher::SnapshotV1Payloads(
+    const SnapshotCapture& capture) const {
+  const std::vector<SnapshotRecord>& records = capture.v1_records;
   MpArray header = {Mp(int64_t{1}),
-                    Mp(epoch),
+                    Mp(capture.epoch),
                     Mp(options_.replica_rank),
-                    Mp(barrier_seq + 1),
-                    Mp(barrier_seq),
-                    Mp(barrier_id),
+                    Mp(capture.barrier_seq + 1),
+                    Mp(capture.barrier_seq),
+                    Mp(capture.barrier_id),
                     Mp(static_cast<uint64_t>(records.size()))};
-  SendFrames(*snapshot_, {identity, "", "header", Pack(Mp(std::move(header)))});
+  std::vector<std::string> payloads = {Pack(Mp(std::move(header)))};
   for (size_t begin = 0; begin < records.size();
        begin += kSnapshotChunkRecords) {
     const size_t end = std::min(records.size(), begin + kSnapshotChunkRecords);
@@ -382,9 +431,51 @@ void FakeSglangPublisher::ServeSnapshot() {
           MpArray{records[i].parent ? Mp(*records[i].parent) : Mp(nullptr),
                   MpArray{Mp(records[i].hash)}});
     }
-    SendFrames(*snapshot_, {identity, "", "chunk", Pack(Mp(std::move(chunk)))});
+    payloads.push_back(Pack(Mp(std::move(chunk))));
   }
-  SendFrames(*snapshot_, {identity, "", "end", ""});
+  return payloads;
+}
+
+std::vector<std::string> FakeSglangPublisher::SnapshotV2Payloads(
+    const SnapshotCapture& capture) const {
+  const std::vector<SnapshotV2Record>& records = capture.v2_records;
+  const bool alternate = options_.v2_alternate_keys;
+  MpMap header = {
+      {Mp("version"), Mp(int64_t{2})},
+      {Mp("namespace"), Mp("default")},
+      {Mp("model"), Mp("fake-model")},
+      {Mp("worker_id"), Mp("fake-worker")},
+      {Mp(alternate ? "replica_rank" : "dp_rank"), Mp(options_.replica_rank)},
+      {Mp(alternate ? "epoch" : "worker_epoch"), Mp(capture.epoch)},
+      {Mp("hash_schema_version"), Mp(int64_t{1})},
+      {Mp("page_size"),
+       Mp(int64_t{records.empty() ? 1 : records.front().block_size})},
+      {Mp("is_bigram"), Mp(false)},
+      {Mp("barrier_seq"), Mp(capture.barrier_seq)},
+      {Mp("resume_seq"), Mp(capture.barrier_seq + 1)},
+      {Mp("barrier_id"), Mp(capture.barrier_id)},
+      {Mp("record_count"), Mp(static_cast<uint64_t>(records.size()))},
+      {Mp("cache_spec"), Mp(nullptr)},
+  };
+  if (alternate) header.push_back({Mp("worker_generation"), Mp(int64_t{1})});
+  std::vector<std::string> payloads = {Pack(Mp(std::move(header)))};
+  for (size_t begin = 0; begin < records.size();
+       begin += kSnapshotChunkRecords) {
+    const size_t end = std::min(records.size(), begin + kSnapshotChunkRecords);
+    MpArray chunk;
+    for (size_t i = begin; i < end; ++i) {
+      const SnapshotV2Record& r = records[i];
+      chunk.push_back(MpMap{
+          {Mp("block_hash"), Mp(r.hash)},
+          {Mp("parent_block_hash"), r.parent ? Mp(*r.parent) : Mp(nullptr)},
+          {Mp("block_size"), Mp(uint64_t{r.block_size})},
+          {Mp("tier"), Mp(r.tier)},
+          {Mp("component_mask"), Mp(uint64_t{r.component_mask})},
+      });
+    }
+    payloads.push_back(Pack(Mp(std::move(chunk))));
+  }
+  return payloads;
 }
 
 }  // namespace kvindexer::bridge::testing

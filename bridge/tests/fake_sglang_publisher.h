@@ -4,24 +4,39 @@
 //
 //   PUB      [topic][seq 8 B BE][payload], topic = <topic> or, with an
 //            epoch, <topic>\0sgl-kv-epoch=<epoch>
-//   replay   ROUTER: request [identity][empty][start 8 B BE]; reply one
-//            [identity][empty][seq 8 B BE][payload] per buffered batch with
-//            seq >= start, then [identity][empty][ff x8][empty]
-//   snapshot ROUTER (optional): request [identity][empty]["snapshot-v1"];
+//   replay   ROUTER with SNDHWM 64: request [identity][empty][start 8 B
+//            BE]; reply one [identity][empty][seq 8 B BE][payload] per
+//            buffered batch with seq >= start, then [identity][empty][ff
+//            x8][empty], all sent in one tight loop that never waits, so
+//            that whatever does not fit the 64-message queue to the client
+//            is dropped silently, often the END marker too
+//   snapshot ROUTER (optional): request [identity][empty]["snapshot-v1"]
+//            or, unless Options::snapshot_protocols is kV1Only,
+//            ["snapshot-v2"] (a v1-only fake answers that, like an old
+//            SGLang, with [..]["error"]["invalid snapshot-v1 request"]);
 //            the capture publishes a barrier batch (no events) under
 //            <topic>\0sgl-kv-epoch=<epoch>\0sgl-kv-snapshot=<barrier_id> that
 //            takes the next seq and enters the replay buffer, then replies
-//            [..]["header"][msgpack [1, epoch, replica_rank, resume_seq,
-//            barrier_seq, barrier_id, record_count]], [..]["chunk"][msgpack
-//            [[parent|nil, [hash]], ...]] per <= 4,096 records,
-//            [..]["end"][empty]; or [..]["error"][message].
+//            [..]["header"][header], [..]["chunk"][records] per <= 4,096
+//            records, [..]["end"][empty]; or [..]["error"][message].
+//            v1: header msgpack [1, epoch, replica_rank, resume_seq,
+//            barrier_seq, barrier_id, record_count], records [[parent|nil,
+//            [hash]], ...]. v2: header a msgpack map {version: 2, namespace,
+//            model, worker_id, dp_rank, worker_epoch, hash_schema_version,
+//            page_size, is_bigram, barrier_seq, resume_seq, barrier_id,
+//            record_count, cache_spec: nil} (epoch, replica_rank and
+//            worker_generation instead with Options::v2_alternate_keys),
+//            records [{block_hash, parent_block_hash, block_size, tier,
+//            component_mask}, ...]. The records are SGLang's mirrors of what
+//            was published (bridge/tests/fake_snapshot_mirror.h), or for v1
+//            those given to SetSnapshotRecords().
 //
 // Like SGLang, every batch gets the next sequence number (0 after a
 // restart) and enters a bounded replay buffer (`buffer_steps`), also when it
 // is not sent live. The ROUTER sockets are served by an internal thread
-// (SGLang serves them on its publisher thread); replay replies are sent with
-// no high-water mark so they arrive complete unless a fault knob says
-// otherwise.
+// (SGLang serves them on its publisher thread). Like SGLang's, the replay
+// ROUTER has a send high-water mark of 64 (Options::replay_sndhwm), so a
+// reply of more than a few dozen batches arrives with holes.
 //
 // The live socket is an XPUB in verbose mode: the same frames as SGLang's
 // PUB for a subscriber, but the fake sees every subscription arrive, so a
@@ -50,23 +65,33 @@
 
 #include <zmq.hpp>
 
-namespace kvindexer::bridge::testing {
+#include "bridge/tests/fake_snapshot_mirror.h"
 
-// One record of a snapshot-v1 reply (one hash per record, as SGLang sends).
-struct SnapshotRecord {
-  std::optional<int64_t> parent;  // nil when absent
-  int64_t hash = 0;
-};
+namespace kvindexer::bridge::testing {
 
 class FakeSglangPublisher {
  public:
+  // The snapshot commands served: an SGLang that speaks snapshot-v1 only,
+  // or a newer one that also speaks snapshot-v2.
+  enum class SnapshotProtocols { kV1Only, kV1AndV2 };
+
   struct Options {
     std::string topic;                 // base topic; "" is SGLang's default
     std::optional<std::string> epoch;  // topic suffix; required for snapshots
     size_t buffer_steps = 10'000;      // replay buffer depth (SGLang default)
     bool replay = true;                // bind the replay ROUTER
     bool snapshot = false;             // bind the snapshot ROUTER
-    int64_t replica_rank = 0;          // header field of snapshot-v1
+    int64_t replica_rank = 0;          // header field of snapshot-v1 and -v2
+    SnapshotProtocols snapshot_protocols = SnapshotProtocols::kV1AndV2;
+    // The v2 header spells the epoch "epoch" and the rank "replica_rank"
+    // and adds worker_generation (another upstream variant).
+    bool v2_alternate_keys = false;
+    // The replay ROUTER's send high-water mark: SGLang's 64; 0 is
+    // unlimited (replies always arrive whole).
+    int replay_sndhwm = 64;
+    // The PUB socket's send high-water mark (SGLang's default `hwm`):
+    // beyond it, batches to a subscriber that does not read are dropped.
+    int pub_hwm = 100'000;
   };
 
   explicit FakeSglangPublisher(Options options);
@@ -97,7 +122,8 @@ class FakeSglangPublisher {
   void SetNextSeq(uint64_t seq);
 
   // A new publisher incarnation: sequence numbers from 0 again, an empty
-  // replay buffer, and the given epoch (nullopt keeps the current one).
+  // replay buffer, empty snapshot mirrors, and the given epoch (nullopt
+  // keeps the current one).
   // Fault knobs and the request records are kept. The sockets are kept
   // (pair with StopLive()/StartLive() to look like a process restart).
   void Restart(std::optional<std::string> new_epoch = std::nullopt);
@@ -123,8 +149,13 @@ class FakeSglangPublisher {
   // The next snapshot requests are answered with an `error` frame carrying
   // `message`; nullopt answers them normally again.
   void SetSnapshotError(std::optional<std::string> message);
-  // The records the next snapshot reply carries (SGLang's mirror).
+  // The records the next snapshot-v1 replies carry instead of the mirror
+  // of the published batches (snapshot-v2 replies always carry the mirror).
   void SetSnapshotRecords(std::vector<SnapshotRecord> records);
+  // The mirrors of the published batches as the next snapshot would send
+  // them (cleared by Restart()). Maintained only with Options::snapshot.
+  std::vector<SnapshotRecord> SnapshotV1Mirror() const;
+  std::vector<SnapshotV2Record> SnapshotV2Mirror() const;
 
   // The start of every well-formed replay request received, in order.
   std::vector<uint64_t> replay_starts() const;
@@ -136,8 +167,11 @@ class FakeSglangPublisher {
     size_t batches = 0;  // replies sent before the END marker
   };
   std::vector<ReplayTiming> replay_timings() const;
-  // Snapshot-v1 requests received (answered or not).
+  // Snapshot requests of a protocol the fake serves (answered with a
+  // snapshot or an error).
   size_t snapshot_requests() const;
+  // snapshot-v2 requests a kV1Only fake refused.
+  size_t refused_snapshot_requests() const;
   // Requests whose frames matched neither protocol (logged and ignored by
   // SGLang).
   size_t malformed_requests() const;
@@ -167,6 +201,19 @@ class FakeSglangPublisher {
   void ServeLoop();
   void ServeReplay();
   void ServeSnapshot();
+  // What one snapshot capture took under mu_.
+  struct SnapshotCapture {
+    std::string epoch;
+    uint64_t barrier_seq = 0;
+    std::string barrier_id;
+    std::vector<SnapshotRecord> v1_records;
+    std::vector<SnapshotV2Record> v2_records;
+  };
+  // The header payload, then one payload per chunk.
+  std::vector<std::string> SnapshotV1Payloads(
+      const SnapshotCapture& capture) const;
+  std::vector<std::string> SnapshotV2Payloads(
+      const SnapshotCapture& capture) const;
 
   const Options options_;
   zmq::context_t context_{1};
@@ -178,11 +225,13 @@ class FakeSglangPublisher {
   std::deque<Buffered> buffer_;
   std::set<uint64_t> omitted_;
   std::optional<std::string> snapshot_error_;
-  std::vector<SnapshotRecord> snapshot_records_;
+  std::optional<std::vector<SnapshotRecord>> snapshot_records_;
+  SnapshotMirror mirror_;  // of every batch buffered, with options_.snapshot
   uint64_t barriers_ = 0;
   std::vector<uint64_t> replay_starts_;
   std::vector<ReplayTiming> replay_timings_;
   size_t snapshot_requests_ = 0;
+  size_t refused_snapshot_requests_ = 0;
   size_t malformed_requests_ = 0;
   size_t subscriptions_ = 0;
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -403,16 +404,68 @@ TEST(FakeSglangPublisherTest, BridgeReplayClientReadsTheFake) {
   for (int i = 0; i < 4; ++i) publisher.BufferOnly("p" + std::to_string(i));
   ReplayClient client(&context, publisher.replay_endpoint(), nullptr);
 
-  ReplayResult all = client.Replay(1);
+  ReplayResult all = client.Replay(1, std::nullopt);
   EXPECT_TRUE(all.complete) << all.problem;
   ASSERT_EQ(all.batches.size(), 3u);
   EXPECT_EQ(all.batches[0].seq, 1u);
   EXPECT_EQ(all.batches[2].payload, "p3");
 
   publisher.OmitFromReplay(2);
-  ReplayResult holed = client.Replay(0);
+  ReplayResult holed = client.Replay(0, std::nullopt);
   EXPECT_FALSE(holed.complete);
-  EXPECT_THAT(publisher.replay_starts(), ElementsAre(1, 0));
+  // The hole after 1 is asked for again, and the answer still skips it.
+  EXPECT_THAT(publisher.replay_starts(), ElementsAre(1, 0, 2));
+}
+
+// SGLang's replay ROUTER keeps at most 64 replies queued to a client and
+// drops the rest: a plain client asking for 3,000 batches gets a run from
+// the start, then holes, and rarely the END marker.
+TEST(FakeSglangPublisherTest, ReplayDropsWhatDoesNotFitSixtyFourQueued) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  const std::string payload(1000, 'x');
+  for (int i = 0; i < 3'000; ++i) publisher.BufferOnly(payload);
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.set(zmq::sockopt::rcvhwm, 0);
+  dealer.connect(publisher.replay_endpoint());
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(SeqFrame(0)), zmq::send_flags::none);
+  std::vector<uint64_t> seqs;
+  bool ended = false;
+  // The publisher sends in one burst: a quiet second means it is done.
+  while (true) {
+    std::vector<std::string> frames =
+        Receive(dealer, seqs.empty() ? kBound : 1000ms);
+    if (frames.size() != 3) break;
+    if (frames[1] == std::string(8, '\xff')) {
+      ended = true;
+      break;
+    }
+    seqs.push_back(SeqOf(frames[1]));
+  }
+  ASSERT_GE(seqs.size(), 64u);
+  for (uint64_t i = 0; i < 64; ++i) EXPECT_EQ(seqs[i], i);
+  EXPECT_LT(seqs.size(), 3'000u) << "nothing was dropped";
+  EXPECT_FALSE(ended && seqs.size() == 3'000u);
+}
+
+// The bridge's client pages through those drops: every batch, in order,
+// in more than one request.
+TEST(FakeSglangPublisherTest, BridgeReplayClientPagesThroughTheDrops) {
+  FakeSglangPublisher publisher;
+  zmq::context_t context(1);
+  const std::string payload(1000, 'x');
+  for (int i = 0; i < 3'000; ++i) publisher.BufferOnly(payload);
+  ReplayClient client(&context, publisher.replay_endpoint(), nullptr);
+  ReplayResult all = client.Replay(0, std::nullopt);
+  ASSERT_TRUE(all.complete) << all.problem;
+  ASSERT_EQ(all.batches.size(), 3'000u);
+  for (size_t i = 0; i < all.batches.size(); ++i) {
+    ASSERT_EQ(all.batches[i].seq, i);
+  }
+  EXPECT_GT(all.pages, 1u);
+  EXPECT_EQ(publisher.replay_starts().size(), all.pages);
 }
 
 TEST(FakeSglangPublisherTest, BridgeSnapshotClientReadsTheFake) {
@@ -421,23 +474,224 @@ TEST(FakeSglangPublisherTest, BridgeSnapshotClientReadsTheFake) {
   options.snapshot = true;
   FakeSglangPublisher publisher(options);
   zmq::context_t context(1);
-  publisher.SetSnapshotRecords({{std::nullopt, 1}, {1, 2}});
+  publisher.Publish(PackBatch({StoreEvent({1, 2}, "GPU", 16),
+                               StoreEvent({2}, "CPU_PINNED", 16),
+                               StoreEvent({3}, "EXTERNAL", 16)}));
   SnapshotClient client(&context, publisher.snapshot_endpoint(),
                         /*replica_rank=*/0, nullptr);
 
   absl::StatusOr<PublisherSnapshot> snapshot = client.Fetch();
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->version, 2u);
   EXPECT_EQ(snapshot->epoch, "e1");
-  EXPECT_EQ(snapshot->barrier_seq, 0u);
-  EXPECT_EQ(snapshot->resume_seq, 1u);
+  EXPECT_EQ(snapshot->barrier_seq, 1u);
+  EXPECT_EQ(snapshot->resume_seq, 2u);
   EXPECT_EQ(snapshot->barrier_id, "b1");
-  EXPECT_THAT(snapshot->hashes, ElementsAre(1, 2));
+  EXPECT_THAT(snapshot->blocks,
+              ElementsAre(SnapshotBlock{1, Tier::kHbm, 1, 16},
+                          SnapshotBlock{2, Tier::kHbm, 1, 16},
+                          SnapshotBlock{2, Tier::kDram, 1, 16}));
+
+  SnapshotClient v1_client(&context, publisher.snapshot_endpoint(), 0, nullptr,
+                           kSnapshotFetchTimeout, SnapshotProtocol::kV1);
+  snapshot = v1_client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->version, 1u);
+  EXPECT_THAT(snapshot->hashes, ElementsAre(1, 2, 3));
+  publisher.SetSnapshotRecords({{std::nullopt, 7}});
+  snapshot = v1_client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_THAT(snapshot->hashes, ElementsAre(7));
 
   publisher.SetSnapshotError("snapshot provider busy");
   absl::StatusOr<PublisherSnapshot> failed = client.Fetch();
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(std::string(failed.status().message()),
               ::testing::HasSubstr("snapshot provider busy"));
+}
+
+// A v1-only fake refuses snapshot-v2 as an old SGLang does; the bridge's
+// client (auto) then reads snapshot-v1, with the alternate v2 key names
+// irrelevant.
+TEST(FakeSglangPublisherTest, V1OnlyFakeRefusesV2AndTheClientFallsBack) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  options.snapshot_protocols = FakeSglangPublisher::SnapshotProtocols::kV1Only;
+  FakeSglangPublisher publisher(options);
+  publisher.Publish(PackBatch({StoreEvent({5}, "DISK")}));
+  zmq::context_t context(1);
+
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(publisher.snapshot_endpoint());
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(std::string("snapshot-v2")), zmq::send_flags::none);
+  std::vector<std::string> refusal = Receive(dealer, kBound);
+  EXPECT_THAT(refusal, ElementsAre("", "error", "invalid snapshot-v1 request"));
+  EXPECT_EQ(publisher.refused_snapshot_requests(), 1u);
+  EXPECT_EQ(publisher.snapshot_requests(), 0u);
+  // No capture, no barrier.
+  EXPECT_EQ(publisher.next_seq(), 1u);
+
+  SnapshotClient client(&context, publisher.snapshot_endpoint(), 0, nullptr);
+  absl::StatusOr<PublisherSnapshot> snapshot = client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->version, 1u);
+  EXPECT_THAT(snapshot->hashes, ElementsAre(5));
+  EXPECT_EQ(publisher.refused_snapshot_requests(), 2u);
+  EXPECT_EQ(publisher.snapshot_requests(), 1u);
+}
+
+// The mirrors, from the fake's own payloads: v1 keyed by hash over every
+// medium, v2 keyed by (hash, tier) over GPU, CPU_PINNED and DISK; removes
+// at one medium, EXTERNAL, clears, re-stores in place, parents chained
+// through a multi-hash store, component labels, map-form events.
+TEST(SnapshotMirrorTest, V1AndV2Semantics) {
+  SnapshotMirror mirror;
+  mirror.Apply(
+      PackBatch({StoreEvent({1, 2}, "GPU", 16),
+                 StoreEvent({2, 3}, "CPU_PINNED", 16, Labels({"swa"})),
+                 StoreEvent({4}, "DISK", 8), StoreEvent({5}, "EXTERNAL", 16),
+                 StoreEvent({6}, std::nullopt, 16)}));
+  // 2's re-store at CPU_PINNED updates its v1 record in place (parent nil).
+  EXPECT_THAT(mirror.V1(),
+              ElementsAre(SnapshotRecord{std::nullopt, 1},
+                          SnapshotRecord{std::nullopt, 2}, SnapshotRecord{2, 3},
+                          SnapshotRecord{std::nullopt, 4},
+                          SnapshotRecord{std::nullopt, 5},
+                          SnapshotRecord{std::nullopt, 6}));
+  EXPECT_THAT(mirror.V2(),
+              ElementsAre(SnapshotV2Record{std::nullopt, 1, 1, 1, 16},
+                          SnapshotV2Record{1, 2, 1, 1, 16},
+                          SnapshotV2Record{std::nullopt, 2, 2, 2, 16},
+                          SnapshotV2Record{2, 3, 2, 2, 16},
+                          SnapshotV2Record{std::nullopt, 4, 3, 1, 8}));
+
+  // A remove at one medium: v1 drops the hash, v2 only that tier. An
+  // EXTERNAL remove touches v1 only. A re-store updates in place.
+  mirror.Apply(
+      PackBatch({RemoveEvent({2}, "GPU"), RemoveEvent({1}, "EXTERNAL"),
+                 RemoveEvent({5}, "EXTERNAL"),
+                 StoreEvent({4}, "DISK", 32, Labels({"full", "mamba"}))}));
+  EXPECT_THAT(mirror.V1(),
+              ElementsAre(SnapshotRecord{2, 3}, SnapshotRecord{std::nullopt, 4},
+                          SnapshotRecord{std::nullopt, 6}));
+  EXPECT_THAT(mirror.V2(),
+              ElementsAre(SnapshotV2Record{std::nullopt, 1, 1, 1, 16},
+                          SnapshotV2Record{std::nullopt, 2, 2, 2, 16},
+                          SnapshotV2Record{2, 3, 2, 2, 16},
+                          SnapshotV2Record{std::nullopt, 4, 3, 5, 32}));
+
+  // Map-form (E4) events; then a clear empties both.
+  mirror.Apply(Pack(Batch({Mp(MpMap{{Mp("type"), Mp("BlockStored")},
+                                    {Mp("block_hashes"), Hashes({9})},
+                                    {Mp("parent_block_hash"), Mp(4)},
+                                    {Mp("block_size"), Mp(4)},
+                                    {Mp("medium"), Mp("GPU")}})})));
+  EXPECT_EQ(mirror.V2().back(), (SnapshotV2Record{4, 9, 1, 1, 4}));
+  EXPECT_EQ(mirror.V1().back(), (SnapshotRecord{4, 9}));
+  mirror.Apply(PackBatch({ClearEvent(), StoreEvent({7}, "DISK", 4)}));
+  EXPECT_THAT(mirror.V1(), ElementsAre(SnapshotRecord{std::nullopt, 7}));
+  EXPECT_THAT(mirror.V2(),
+              ElementsAre(SnapshotV2Record{std::nullopt, 7, 3, 1, 4}));
+  // Not a batch: ignored.
+  mirror.Apply("not msgpack \xc1");
+  EXPECT_EQ(mirror.V1().size(), 1u);
+}
+
+// snapshot-v2 frames as SGLang sends them: a header map, record maps in
+// chunks of <= 4,096, an empty end; the barrier as for v1. The mirror is
+// kept from published and buffered-only batches alike, and a restart
+// clears it.
+TEST(FakeSglangPublisherTest, SnapshotV2HeaderChunksEnd) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  options.replica_rank = 3;
+  FakeSglangPublisher publisher(options);
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 4097; ++h) hashes.push_back(h);
+  publisher.BufferOnly(PackBatch({StoreEvent(hashes, "GPU", 1)}));
+  publisher.Publish(PackBatch({StoreEvent({1}, "CPU_PINNED", 1)}));
+  ASSERT_EQ(publisher.SnapshotV2Mirror().size(), 4098u);
+  ASSERT_EQ(publisher.SnapshotV1Mirror().size(), 4097u);
+  zmq::context_t context(1);
+
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(publisher.snapshot_endpoint());
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(std::string("snapshot-v2")), zmq::send_flags::none);
+
+  std::vector<std::string> header = Receive(dealer, kBound);
+  ASSERT_EQ(header.size(), 3u);
+  EXPECT_EQ(header[1], "header");
+  msgpack::object_handle h =
+      msgpack::unpack(header[2].data(), header[2].size());
+  std::map<std::string, msgpack::object> fields;
+  h.get().convert(fields);
+  EXPECT_EQ(fields.at("version").as<int>(), 2);
+  EXPECT_EQ(fields.at("dp_rank").as<int>(), 3);
+  EXPECT_EQ(fields.at("worker_epoch").as<std::string>(), "e1");
+  EXPECT_EQ(fields.at("barrier_seq").as<uint64_t>(), 2u);
+  EXPECT_EQ(fields.at("resume_seq").as<uint64_t>(), 3u);
+  EXPECT_EQ(fields.at("barrier_id").as<std::string>(), "b1");
+  EXPECT_EQ(fields.at("record_count").as<uint64_t>(), 4098u);
+  for (const char* key :
+       {"namespace", "model", "worker_id", "hash_schema_version", "page_size",
+        "is_bigram", "cache_spec"}) {
+    EXPECT_EQ(fields.count(key), 1u) << key;
+  }
+
+  std::vector<std::map<std::string, msgpack::object>> records;
+  std::vector<msgpack::object_handle> handles;
+  std::vector<std::string> frames;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    frames = Receive(dealer, kBound);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[1], "chunk");
+    handles.push_back(msgpack::unpack(frames[2].data(), frames[2].size()));
+    std::vector<std::map<std::string, msgpack::object>> rows;
+    handles.back().get().convert(rows);
+    EXPECT_LE(rows.size(), 4096u);
+    records.insert(records.end(), rows.begin(), rows.end());
+  }
+  ASSERT_EQ(records.size(), 4098u);
+  EXPECT_EQ(records[0].at("block_hash").as<int64_t>(), 1);
+  EXPECT_TRUE(records[0].at("parent_block_hash").is_nil());
+  EXPECT_EQ(records[1].at("parent_block_hash").as<int64_t>(), 1);
+  EXPECT_EQ(records[4097].at("block_hash").as<int64_t>(), 1);
+  EXPECT_EQ(records[4097].at("tier").as<int>(), 2);
+  EXPECT_EQ(records[4097].at("component_mask").as<int>(), 1);
+  EXPECT_EQ(records[4097].at("block_size").as<int>(), 1);
+  frames = Receive(dealer, kBound);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[1], "end");
+  EXPECT_EQ(frames[2], "");
+  EXPECT_THAT(publisher.buffered_seqs(), ElementsAre(0, 1, 2));
+
+  publisher.Restart("e2");
+  EXPECT_TRUE(publisher.SnapshotV1Mirror().empty());
+  EXPECT_TRUE(publisher.SnapshotV2Mirror().empty());
+}
+
+// The other upstream spelling of the v2 header, read by the bridge.
+TEST(FakeSglangPublisherTest, V2AlternateKeysReadByTheClient) {
+  FakeSglangPublisher::Options options;
+  options.epoch = "e1";
+  options.snapshot = true;
+  options.replica_rank = 1;
+  options.v2_alternate_keys = true;
+  FakeSglangPublisher publisher(options);
+  publisher.Publish(PackBatch({StoreEvent({8}, "DISK", 2)}));
+  zmq::context_t context(1);
+  SnapshotClient client(&context, publisher.snapshot_endpoint(), 1, nullptr,
+                        kSnapshotFetchTimeout, SnapshotProtocol::kV2);
+  absl::StatusOr<PublisherSnapshot> snapshot = client.Fetch();
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_THAT(snapshot->blocks,
+              ElementsAre(SnapshotBlock{8, Tier::kSsd, 1, 2}));
 }
 
 }  // namespace

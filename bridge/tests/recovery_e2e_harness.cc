@@ -166,7 +166,16 @@ std::string IndexerUnderTest::endpoint() const {
 
 std::optional<std::set<int64_t>> IndexerUnderTest::Held(
     const std::vector<int64_t>& universe) {
-  std::set<int64_t> held;
+  std::optional<std::map<int, std::set<int64_t>>> by_tier =
+      HeldByTier(universe);
+  if (!by_tier) return std::nullopt;
+  auto hbm = by_tier->find(kv_indexer::v1::TIER_HBM);
+  return hbm == by_tier->end() ? std::set<int64_t>() : hbm->second;
+}
+
+std::optional<std::map<int, std::set<int64_t>>> IndexerUnderTest::HeldByTier(
+    const std::vector<int64_t>& universe) {
+  std::map<int, std::set<int64_t>> held;
   for (size_t begin = 0; begin < universe.size(); begin += kMaxHashesPerMatch) {
     kv_indexer::v1::MatchExternalKvRequest req;
     const size_t end = std::min(universe.size(), begin + kMaxHashesPerMatch);
@@ -178,8 +187,8 @@ std::optional<std::set<int64_t>> IndexerUnderTest::Held(
     for (const auto& match : resp.matches()) {
       if (match.worker_id() != kWorkerId) continue;
       for (const auto& tier : match.hashes_by_tier()) {
-        if (tier.tier() != kv_indexer::v1::TIER_HBM) continue;
-        held.insert(tier.hashes().begin(), tier.hashes().end());
+        if (tier.hashes().empty()) continue;
+        held[tier.tier()].insert(tier.hashes().begin(), tier.hashes().end());
       }
     }
   }

@@ -71,6 +71,11 @@ class IndexerUnderTest {
   // The hashes among `universe` that kWorkerId holds at HBM; nullopt when
   // the query fails.
   std::optional<std::set<int64_t>> Held(const std::vector<int64_t>& universe);
+  // The hashes among `universe` that kWorkerId holds, per tier (TierType
+  // number -> hashes; tiers holding none are absent); nullopt when the
+  // query fails.
+  std::optional<std::map<int, std::set<int64_t>>> HeldByTier(
+      const std::vector<int64_t>& universe);
   // Held(), or an empty set when the query fails.
   std::set<int64_t> HeldOrEmpty(const std::vector<int64_t>& universe);
   // matched_prefix_blocks of kWorkerAddress for `hashes`; 0 if absent.

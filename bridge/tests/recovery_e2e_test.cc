@@ -528,6 +528,10 @@ class SnapshotModeTest : public RecoveryE2eTest {
     options.topic = "kv";
     options.epoch = "e1";
     options.snapshot = true;
+    // The records come from SetSnapshotRecords(), which only snapshot-v1
+    // replies carry: an SGLang that speaks v1 only (the bridge falls back).
+    options.snapshot_protocols =
+        FakeSglangPublisher::SnapshotProtocols::kV1Only;
     options.replay = false;
     return options;
   }

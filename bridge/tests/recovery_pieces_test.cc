@@ -1,6 +1,9 @@
 // The pure pieces of the recovery cycle (docs/bridge-events.md, "Recovery >
 // Primitives" and "Recovery > Watermarks"): FOLD, the request builders and
 // the classification of live batches.
+#include <cstdio>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -152,6 +155,136 @@ TEST(RecoveryRequests, LegacyInstallClearsThenReports) {
             kv_indexer::v1::ACTION_CLEAR_ALL_AT_TIER);
   EXPECT_EQ(requests[0].actions(3).type(), kv_indexer::v1::ACTION_REPORT);
   EXPECT_FALSE(requests[0].enforce_sequence());
+}
+
+// A snapshot-v1 installs every hash at HBM, legacy.
+TEST(RecoveryRequests, SnapshotV1PlacementIsAllAtHbm) {
+  auto placement = SnapshotPlacement(std::vector<int64_t>{4, 5});
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0].tier(), kv_indexer::v1::TIER_HBM);
+  EXPECT_THAT(Hashes(placement[0]), ElementsAre(4, 5));
+  EXPECT_THAT(placement[0].component_masks(), IsEmpty());
+}
+
+// A snapshot-v2 installs per tier: legacy entries without a configured
+// cache spec, masks and sizes with one; a repeated (hash, tier) once.
+TEST(RecoveryRequests, SnapshotV2PlacementPerTier) {
+  const std::vector<SnapshotBlock> blocks = {
+      {1, Tier::kSsd, 1, 16},  {2, Tier::kHbm, 3, 16}, {1, Tier::kHbm, 1, 16},
+      {3, Tier::kDram, 4, 32}, {2, Tier::kHbm, 7, 8},
+  };
+  auto legacy = SnapshotV2Placement(blocks, /*with_components=*/false);
+  ASSERT_EQ(legacy.size(), 3u);
+  EXPECT_EQ(legacy[0].tier(), kv_indexer::v1::TIER_HBM);
+  EXPECT_THAT(Hashes(legacy[0]), ElementsAre(2, 1));
+  EXPECT_EQ(legacy[1].tier(), kv_indexer::v1::TIER_DRAM);
+  EXPECT_THAT(Hashes(legacy[1]), ElementsAre(3));
+  EXPECT_EQ(legacy[2].tier(), kv_indexer::v1::TIER_SSD);
+  EXPECT_THAT(Hashes(legacy[2]), ElementsAre(1));
+  for (const auto& entry : legacy) {
+    EXPECT_THAT(entry.component_masks(), IsEmpty());
+    EXPECT_THAT(entry.block_sizes(), IsEmpty());
+  }
+
+  auto spec = SnapshotV2Placement(blocks, /*with_components=*/true);
+  ASSERT_EQ(spec.size(), 3u);
+  EXPECT_THAT(Hashes(spec[0]), ElementsAre(2, 1));
+  EXPECT_THAT(spec[0].component_masks(), ElementsAre(7, 1));
+  EXPECT_THAT(spec[0].block_sizes(), ElementsAre(8, 16));
+  EXPECT_THAT(spec[1].component_masks(), ElementsAre(4));
+  EXPECT_THAT(spec[1].block_sizes(), ElementsAre(32));
+  EXPECT_THAT(SnapshotV2Placement({}, true), IsEmpty());
+}
+
+// The install criterion, differentially: for random HiCache event streams
+// (stores and removes at GPU, CPU_PINNED, DISK and EXTERNAL, clears), the
+// placement of the snapshot-v2 that SGLang's (hash, tier) mirror would send
+// equals FOLD of the same batches from seq 0, for a legacy worker
+// (unlabelled stores, no cache spec) and a component worker (labelled
+// stores, a cache spec). The mirror here is a plain model, independent of
+// the fold and of the fake publisher's.
+TEST(RecoveryRequests, SnapshotV2PlacementEqualsTheFoldOfTheLiveStream) {
+  const char* const kMediums[] = {"GPU", "CPU_PINNED", "DISK", "EXTERNAL"};
+  const std::vector<std::vector<std::string>> kLabelSets = {
+      {"full"}, {"full", "swa"}, {"mamba"}, {"swa"}};
+  for (const bool components : {false, true}) {
+    for (uint32_t seed = 1; seed <= 200; ++seed) {
+      std::mt19937 rng(seed);
+      std::vector<LiveBatch> batches;
+      std::vector<SnapshotBlock> mirror;  // SGLang's v2 mirror, in order
+      auto find = [&mirror](int64_t hash, Tier tier) {
+        for (size_t i = 0; i < mirror.size(); ++i) {
+          if (mirror[i].hash == hash && mirror[i].tier == tier) return i;
+        }
+        return mirror.size();
+      };
+      for (uint64_t seq = 0; seq < 12; ++seq) {
+        testing::MpArray events;
+        for (int e = 0; e < 4; ++e) {
+          const uint32_t roll = rng() % 20;
+          if (roll == 0) {
+            events.push_back(ClearEvent());
+            mirror.clear();
+            continue;
+          }
+          const std::string medium = kMediums[rng() % 4];
+          std::vector<int64_t> hashes;
+          for (uint32_t n = 1 + rng() % 3; n > 0; --n) {
+            hashes.push_back(static_cast<int64_t>(rng() % 12));
+          }
+          std::optional<Tier> tier;
+          if (medium == "GPU") tier = Tier::kHbm;
+          if (medium == "CPU_PINNED") tier = Tier::kDram;
+          if (medium == "DISK") tier = Tier::kSsd;
+          if (roll < 8) {
+            events.push_back(RemoveEvent(hashes, medium));
+            for (int64_t h : hashes) {
+              if (tier && find(h, *tier) < mirror.size()) {
+                mirror.erase(mirror.begin() +
+                             static_cast<std::ptrdiff_t>(find(h, *tier)));
+              }
+            }
+            continue;
+          }
+          const int64_t block_size = 1 + rng() % 3;
+          const std::vector<std::string>& labels =
+              kLabelSets[rng() % kLabelSets.size()];
+          uint32_t mask = 0;
+          for (const std::string& l : labels) {
+            mask |= l == "full" ? 1u : l == "swa" ? 2u : 4u;
+          }
+          events.push_back(
+              StoreEvent(hashes, medium, block_size,
+                         components ? std::optional<testing::Mp>(Labels(labels))
+                                    : std::nullopt));
+          if (!tier) continue;
+          for (int64_t h : hashes) {
+            const SnapshotBlock block{h, *tier, mask,
+                                      static_cast<uint32_t>(block_size)};
+            const size_t at = find(h, *tier);
+            if (at < mirror.size()) {
+              mirror[at] = block;
+            } else {
+              mirror.push_back(block);
+            }
+          }
+        }
+        batches.push_back({seq, "", PackBatch(std::move(events))});
+      }
+      const auto folded =
+          FoldBatches(batches, kAllTiers).placement.ToTierHashes();
+      const auto installed = SnapshotV2Placement(mirror, components);
+      ASSERT_EQ(installed.size(), folded.size())
+          << "seed " << seed << " components " << components;
+      for (size_t t = 0; t < folded.size(); ++t) {
+        EXPECT_EQ(installed[t].SerializeAsString(),
+                  folded[t].SerializeAsString())
+            << "seed " << seed << " components " << components << " tier "
+            << folded[t].tier() << "\ninstalled " << installed[t].DebugString()
+            << "folded " << folded[t].DebugString();
+      }
+    }
+  }
 }
 
 LiveBatch B(uint64_t seq, std::string payload = "p") {

@@ -45,27 +45,37 @@ class ReplayClientTest : public ::testing::Test {
  protected:
   // Serves one request: checks its frames, records the start, sends
   // `replies` to the requester.
-  void ServeOnce(std::vector<Reply> replies) {
-    router_.Serve([this, replies = std::move(replies)](zmq::socket_t& router) {
-      std::optional<std::vector<std::string>> request =
-          ReceiveFrames(router, 2s);
-      ASSERT_TRUE(request.has_value());
-      ASSERT_EQ(request->size(), 3u);
-      EXPECT_EQ((*request)[1], "");
-      ASSERT_EQ((*request)[2].size(), 8u);
-      requested_start_ = (*request)[2];
-      for (const Reply& reply : replies) {
-        std::vector<std::string> frames = {(*request)[0]};
-        frames.insert(frames.end(), reply.begin(), reply.end());
-        SendFrames(router, frames);
+  void ServeOnce(std::vector<Reply> replies) { ServePages({replies}); }
+
+  // Serves one request per entry of `pages`, in order, each answered with
+  // its replies (a page SGLang's ROUTER cut short).
+  void ServePages(std::vector<std::vector<Reply>> pages) {
+    router_.Serve([this, pages = std::move(pages)](zmq::socket_t& router) {
+      for (const std::vector<Reply>& replies : pages) {
+        std::optional<std::vector<std::string>> request =
+            ReceiveFrames(router, 2s);
+        ASSERT_TRUE(request.has_value());
+        ASSERT_EQ(request->size(), 3u);
+        EXPECT_EQ((*request)[1], "");
+        ASSERT_EQ((*request)[2].size(), 8u);
+        requested_starts_.push_back((*request)[2]);
+        requested_start_ = (*request)[2];
+        for (const Reply& reply : replies) {
+          std::vector<std::string> frames = {(*request)[0]};
+          frames.insert(frames.end(), reply.begin(), reply.end());
+          SendFrames(router, frames);
+        }
       }
     });
   }
 
   ReplayResult Replay(uint64_t start,
-                      std::chrono::milliseconds timeout = 2000ms) {
-    ReplayClient client(&context_, router_.endpoint(), &shutdown_, timeout);
-    ReplayResult result = client.Replay(start);
+                      std::chrono::milliseconds timeout = 2000ms,
+                      std::chrono::milliseconds page_idle = 200ms,
+                      std::optional<uint64_t> through = std::nullopt) {
+    ReplayClient client(&context_, router_.endpoint(), &shutdown_, timeout,
+                        page_idle);
+    ReplayResult result = client.Replay(start, through);
     router_.Join();
     return result;
   }
@@ -80,6 +90,7 @@ class ReplayClientTest : public ::testing::Test {
   ShutdownSignal shutdown_;
   FakeRouter router_;
   std::string requested_start_;
+  std::vector<std::string> requested_starts_;
 };
 
 TEST_F(ReplayClientTest, FullReply) {
@@ -113,12 +124,50 @@ TEST_F(ReplayClientTest, EndAtOnceIsCompleteAndEmpty) {
   EXPECT_EQ(requested_start_, "\x01\x02\x03\x04\x05\x06\x07\x08");
 }
 
-TEST_F(ReplayClientTest, HoleIsIncomplete) {
-  ServeOnce({Batch(1), Batch(2), Batch(4), End()});
+TEST_F(ReplayClientTest, AHoleIsFilledByAskingAgainAfterTheRun) {
+  // What SGLang's ROUTER does beyond its 64 queued messages: later replies
+  // arrive, some in between (and the END marker) are dropped.
+  ServePages({{Batch(1), Batch(2), Batch(4), End()},
+              {Batch(3), Batch(4), Batch(6)},
+              {Batch(5), Batch(6), End()}});
+  ReplayResult result = Replay(1);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_TRUE(result.problem.empty());
+  EXPECT_EQ(Seqs(result), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(result.pages, 3u);
+  EXPECT_EQ(requested_starts_,
+            (std::vector<std::string>{SeqBytes(1), SeqBytes(3), SeqBytes(5)}));
+}
+
+TEST_F(ReplayClientTest, ATailDroppedWithItsEndIsAskedForAgain) {
+  ServePages({Batches(0, 63), {Batch(64), End()}});
+  ReplayResult result = Replay(0);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(result.batches.size(), 65u);
+  EXPECT_EQ(result.pages, 2u);
+  EXPECT_EQ(requested_starts_.back(), SeqBytes(64));
+}
+
+TEST_F(ReplayClientTest, AReplayThroughASeqStopsThere) {
+  // No END and no silence to wait for: it stops at seq 5.
+  ServePages({Batches(3, 9)});
+  const auto begin = std::chrono::steady_clock::now();
+  ReplayResult result = Replay(3, 5000ms, 5000ms, /*through=*/5);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(Seqs(result), (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_EQ(result.pages, 1u);
+}
+
+TEST_F(ReplayClientTest, ALaterPageThatNoLongerStartsThereIsIncomplete) {
+  // The publisher evicted seq 3 between the two requests (or never sends
+  // it): the run cannot be continued.
+  ServePages({{Batch(1), Batch(2), Batch(4), End()}, {Batch(4), End()}});
   ReplayResult result = Replay(1);
   EXPECT_FALSE(result.complete);
   EXPECT_THAT(result.problem, HasSubstr("hole"));
   EXPECT_THAT(result.problem, HasSubstr("4 after 2"));
+  EXPECT_EQ(Seqs(result), (std::vector<uint64_t>{1, 2}));
 }
 
 TEST_F(ReplayClientTest, ReplyBelowStartIsIncomplete) {
@@ -128,14 +177,17 @@ TEST_F(ReplayClientTest, ReplyBelowStartIsIncomplete) {
   EXPECT_THAT(result.problem, HasSubstr("below"));
 }
 
-TEST_F(ReplayClientTest, NoEndIsIncompleteAfterTheReplyTimeout) {
-  ServeOnce(Batches(0, 1));
+TEST_F(ReplayClientTest, NoReplyIsIncompleteAfterTheReplyTimeout) {
+  // The first page's tail is dropped; the second request goes unanswered.
+  ServePages({Batches(0, 1), {}});
   const auto begin = std::chrono::steady_clock::now();
-  ReplayResult result = Replay(0, 150ms);
+  ReplayResult result = Replay(0, 150ms, 50ms);
   EXPECT_LT(std::chrono::steady_clock::now() - begin, 1s);
   EXPECT_FALSE(result.complete);
-  EXPECT_THAT(result.problem, HasSubstr("END"));
+  EXPECT_THAT(result.problem, HasSubstr("no reply within 150 ms"));
   EXPECT_EQ(Seqs(result), (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(requested_starts_,
+            (std::vector<std::string>{SeqBytes(0), SeqBytes(2)}));
 }
 
 TEST_F(ReplayClientTest, MoreThanTheCapIsIncomplete) {
@@ -144,7 +196,8 @@ TEST_F(ReplayClientTest, MoreThanTheCapIsIncomplete) {
   ServeOnce(replies);
   ReplayResult result = Replay(0);
   EXPECT_FALSE(result.complete);
-  EXPECT_THAT(result.problem, HasSubstr("more than 10000"));
+  EXPECT_THAT(result.problem,
+              HasSubstr("more than 10000 replies to one request"));
 }
 
 TEST_F(ReplayClientTest, ExactlyTheCapIsComplete) {
@@ -197,9 +250,9 @@ TEST_F(ReplayClientTest, LateRepliesOfAnAbandonedRequestAreNotMixedIn) {
     SendFrames(router, {(*second)[0], "", SeqBytes(7), "fresh"});
     SendFrames(router, {(*second)[0], "", kEnd, ""});
   });
-  ReplayResult abandoned = client.Replay(100);
+  ReplayResult abandoned = client.Replay(100, std::nullopt);
   EXPECT_FALSE(abandoned.complete);
-  ReplayResult result = client.Replay(7);
+  ReplayResult result = client.Replay(7, std::nullopt);
   router_.Join();
   EXPECT_TRUE(result.complete) << result.problem;
   ASSERT_EQ(result.batches.size(), 1u);
@@ -208,7 +261,7 @@ TEST_F(ReplayClientTest, LateRepliesOfAnAbandonedRequestAreNotMixedIn) {
 
 TEST_F(ReplayClientTest, UnusableEndpointIsIncomplete) {
   ReplayClient client(&context_, "nonsense", &shutdown_, 100ms);
-  ReplayResult result = client.Replay(0);
+  ReplayResult result = client.Replay(0, std::nullopt);
   EXPECT_FALSE(result.complete);
   EXPECT_FALSE(result.problem.empty());
 }
