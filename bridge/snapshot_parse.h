@@ -32,10 +32,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "bridge/snapshot_source.h"
 
 namespace kvindexer::bridge {
