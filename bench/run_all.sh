@@ -10,7 +10,7 @@
 # Paths under the checkout that the tools write into the results (the build
 # directory in cmake.log, the benchmark binary in backend_bench.json, the
 # backend plugin in server_*.log) are rewritten relative to the checkout, so
-# committed results name no machine's directories.
+# that results can be shared without naming a machine's directories.
 # Every step runs under `timeout`; the whole set stays under ~10 minutes on
 # 2 cores with the defaults.
 #

@@ -7,13 +7,14 @@
 #   machine_start.txt, machine_end.txt, cmake.log
 # Three bridges take part:
 #   baseline  kv-indexer-bridge of KVINDEXER_BRIDGE_BASE_COMMIT (default
-#             45f7238, main before issue 10: today's decode-and-send path),
-#             exported with `git archive` and built in its own directory;
+#             45f7238: the bridge before the sequence gate and the recovery
+#             engine, one thread that decodes and sends), exported with
+#             `git archive` and built in its own directory;
 #   off, on   this checkout's kv-indexer-bridge with
 #             KV_INDEXER_SEQUENCE_GATE=off, and =on with a replay endpoint.
 # All of them talk to this checkout's kv-indexer-server. Paths under the
-# checkout are rewritten relative to it in the results, so committed results
-# name no machine's directories.
+# checkout are rewritten relative to it in the results, so that results can
+# be shared without naming a machine's directories.
 #
 # Environment:
 #   KVINDEXER_BENCH_BUILD_DIR        build directory (default
@@ -24,7 +25,8 @@
 #   KVINDEXER_BRIDGE_BASE_BIN        a kv-indexer-bridge built from the
 #                                    baseline commit (skips that build)
 #   KVINDEXER_BRIDGE_BENCH_RESULTS   results directory (default
-#                                    bench/results/<UTC timestamp>-bridge)
+#                                    bench/results/<UTC timestamp>-bridge,
+#                                    created if absent; ignored by git)
 #   KVINDEXER_BRIDGE_BENCH_SCENARIOS default "throughput,restore"
 #   KVINDEXER_BRIDGE_BENCH_GATE_MODES default "off,on"
 #   KVINDEXER_BRIDGE_BENCH_REPS      throughput repetitions (default 7)
