@@ -328,7 +328,26 @@ KV_INDEXER_ENDPOINT             http://[::1]:50051    Indexer: http://host:port,
 KV_INDEXER_SINK                 grpc                  grpc: send to KV_INDEXER_ENDPOINT;
                                                       jetstream: append to the fleet's
                                                       event log on NATS JetStream, set up
-                                                      by KV_INDEXER_NATS_* (docs/fleet.md).
+                                                      by the NATS variables below
+                                                      (docs/fleet.md).
+KV_INDEXER_NATS_URL             unset                 jetstream: comma-separated nats://,
+                                                      tls://, ws:// or wss:// URLs
+                                                      (required).
+KV_INDEXER_NATS_CREDS_FILE      unset                 jetstream: NATS .creds file; not
+                                                      with the token file.
+KV_INDEXER_NATS_TOKEN_FILE      unset                 jetstream: file holding a NATS token.
+KV_INDEXER_NATS_TLS_CA_FILE     unset                 jetstream: PEM roots for the NATS
+                                                      servers (turns TLS on).
+KV_INDEXER_NATS_TLS_CERT_FILE   unset                 jetstream: PEM client certificate and
+KV_INDEXER_NATS_TLS_KEY_FILE    unset                 key for NATS (both or neither).
+KV_INDEXER_NATS_TIMEOUT_MS      5000                  jetstream: ms to connect and per
+                                                      JetStream request (100..600000).
+KV_INDEXER_NATS_STREAM          KVINDEXER_EVENTS      jetstream: the event log's stream.
+KV_INDEXER_NATS_SUBJECT_PREFIX  kvindexer             jetstream: subject prefix of records.
+KV_INDEXER_NATS_REPLICAS        1                     jetstream: copies of the stream in the
+                                                      cluster (1..5).
+KV_INDEXER_NATS_DEDUP_WINDOW_MS 120000                jetstream: ms the stream remembers
+                                                      de-duplication ids (1000..86400000).
 SGLANG_KV_EVENT_ENDPOINT        tcp://127.0.0.1:5557  SGLang PUB endpoint (we connect SUB).
 SGLANG_KV_EVENT_TOPIC           ""                    Subscription prefix ("" = all).
 KV_INDEXER_CLEAR_TIERS          HBM,DRAM,SSD          Tiers cleared by AllBlocksCleared;

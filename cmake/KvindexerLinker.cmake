@@ -3,8 +3,7 @@
 # The default, auto, takes lld when the compiler can link with it, else the
 # default linker. The build links several dozen test and tool executables
 # against gRPC, protobuf and abseil; lld links them several times faster than
-# bfd, most of all with the sanitizers' debug line tables (README, "How long
-# CI takes").
+# bfd, most of all with the sanitizers' debug line tables (docs/testing.md).
 set(KVINDEXER_LINKER "auto" CACHE STRING
     "Linker: auto (lld when usable, else the default), lld, gold or default")
 set_property(CACHE KVINDEXER_LINKER PROPERTY STRINGS auto lld gold default)

@@ -3,7 +3,7 @@
 # UNITY_BUILD). Most of a test file's compile time goes to the same gtest,
 # gRPC, protobuf and abseil templates every file instantiates again; a batch
 # instantiates them once. scripts/test.sh turns it on for its cold builds
-# (README, "How long CI takes"); it stays off by default, so a developer's
+# (docs/testing.md); it stays off by default, so a developer's
 # build compiles each file alone, keeps ccache hits per file and catches a
 # file that misses an #include of its own.
 #

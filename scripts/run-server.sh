@@ -3,8 +3,9 @@
 # kv-indexer-server in the foreground on the default backend, keeping its
 # index in ./data under the checkout so that it survives a restart
 # (docs/durability.md). Configuration is read from the environment (see
-# README.md): KV_INDEXER_DATA_DIR chooses another directory, and an empty
-# value keeps the index in memory only. Extra arguments go to the server.
+# docs/configuration.md): KV_INDEXER_DATA_DIR chooses another directory, and
+# an empty value keeps the index in memory only. Extra arguments go to the
+# server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

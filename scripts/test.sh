@@ -22,7 +22,8 @@ export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 
 # Each stage prints how long the one before it took, and the summary the
-# whole run's time, so the README's CI figure can be checked from any log.
+# whole run's time, so the CI figure of docs/testing.md can be checked from
+# any log.
 started=$SECONDS
 stage_started=$SECONDS
 step() {
@@ -58,21 +59,21 @@ bash scripts/check-format.sh
 
 # CI builds keep line tables only (-g1): enough for file:line in sanitizer
 # reports and backtraces, while full debug info costs compile and link time
-# (README, "How long CI takes"). A developer build keeps -g.
+# (docs/testing.md). A developer build keeps -g.
 line_tables_only=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
   -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1")
 
 # CI's builds compile each target's sources in batches (unity builds,
 # cmake/KvindexerUnity.cmake) and link with lld when it is installed
 # (cmake/KvindexerLinker.cmake): a cold run gets nothing from ccache, and
-# batches cut both builds' compile time by about 45% (README, "How long CI
-# takes"). A developer's build compiles file by file, which also catches a
+# batches cut both builds' compile time by about 45% (docs/testing.md). A
+# developer's build compiles file by file, which also catches a
 # file that misses one of its own #includes.
 unity=(-DKVINDEXER_UNITY_BUILD=ON)
 
 # The -Werror build needs no debug information at all: no sanitizer reports
 # come from it, and it is the longest stage. It optimises with -O1, which
-# compiles about a quarter faster than -O2 (README, "How long CI takes");
+# compiles about a quarter faster than -O2 (docs/testing.md);
 # the run command's and the benchmarks' builds use -O2 (Release).
 step "build (RelWithDebInfo at -O1 without -g, -Werror)"
 cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON \
@@ -95,7 +96,7 @@ esac
 # parsers of the log and of checkpoints included). The reference backend
 # (one lock around abseil's map) and the server, bridge and fleet code run
 # under the sanitizers with `full`, which a 25-minute CI run on 2 cores has
-# no room for since fleet mode (README, "How long CI takes"); the bridge's
+# no room for since fleet mode (docs/testing.md); the bridge's
 # event decoder is fuzzed below either way.
 step "ASan+UBSan build and tests ($sanitizers)"
 cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
@@ -129,7 +130,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 # forced-merge policies), the bridge's reader thread and the durable store
 # (group commit, compaction), about 6 more. With restart-safe state's build
 # and tests, CI has no room left for either in its 25-minute budget
-# (README, "How long CI takes").
+# (docs/testing.md).
 if [[ ${KVINDEXER_TSAN:-off} != off ]]; then
 step "TSan build and concurrency tests (${KVINDEXER_TSAN})"
 tsan_targets=(kvindexer_backend_robin_sharded_snapshot kvindexer_robin_tests)
