@@ -7,8 +7,8 @@
 //               interleave: for each repetition, each shape, each variant.
 //   restore     a gated bridge with a replay endpoint restores 1,000,000
 //               blocks into a server restarted empty (bridge_restore.h).
-// Variants: --baseline_bridge (a bridge from before issue 10, started with
-// none of the recovery variables) and --bridge once per --gate_modes entry
+// Variants: --baseline_bridge (a bridge without the recovery engine, started
+// with none of the recovery variables) and --bridge once per --gate_modes entry
 // (KV_INDEXER_SEQUENCE_GATE; "on" and "auto" also get
 // SGLANG_KV_REPLAY_ENDPOINT).
 //
@@ -40,7 +40,8 @@ ABSL_FLAG(std::string, server, "", "Path of kv-indexer-server (required)");
 ABSL_FLAG(std::string, backend, "",
           "KV_INDEXER_BACKEND for the servers (empty: the server's default)");
 ABSL_FLAG(std::string, baseline_bridge, "",
-          "kv-indexer-bridge from before issue 10 (variant \"baseline\")");
+          "kv-indexer-bridge without the recovery engine (variant "
+          "\"baseline\")");
 ABSL_FLAG(std::string, bridge, "", "kv-indexer-bridge under test");
 ABSL_FLAG(std::string, gate_modes, "off,on",
           "KV_INDEXER_SEQUENCE_GATE values to run --bridge with (variants "

@@ -34,7 +34,7 @@ struct BridgeVariant {
   std::string name;    // label in the report ("baseline", "off", "on")
   std::string binary;  // kv-indexer-bridge to start
   // KV_INDEXER_SEQUENCE_GATE; empty sets none of the recovery variables (a
-  // bridge from before issue 10).
+  // bridge without recovery, such as the baseline build).
   std::string gate;
   bool replay = false;  // set SGLANG_KV_REPLAY_ENDPOINT to the publisher's
 };

@@ -66,13 +66,11 @@ struct AdminSources {
   std::string server_version;
   // When the server started, on the Indexer's clock (uptime).
   MonotonicClock::TimePoint started{};
-  // INTEGRATION ADAPTER (issue 13, health): the backend failure, as
-  // Indexer::BackendFailure() reports it once the health branch is merged
-  // (`[&] { return indexer.BackendFailure(); }`). Null: healthy.
+  // The backend failure as Indexer::BackendFailure() reports it. Null:
+  // healthy.
   std::function<std::optional<std::string>()> backend_failure;
-  // INTEGRATION ADAPTER (issue 13, health): "SERVING" or "NOT_SERVING" as
-  // grpc.health.v1 reports the server (server/serving_health.h). Null:
-  // derived from backend_failure alone.
+  // "SERVING" or "NOT_SERVING" as grpc.health.v1 reports the server
+  // (server/serving_health.h). Null: derived from backend_failure alone.
   std::function<std::string()> health;
   // Per-method counts and latencies (docs/metrics.md, "gRPC"); null: not
   // recorded.

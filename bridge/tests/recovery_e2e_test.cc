@@ -508,7 +508,6 @@ TEST_F(RecoveryE2eTest, StatsLineShowsTheStreamState) {
   ASSERT_TRUE(HeldBecomes({1}, {1}));
   const std::optional<std::string> line = NextStatsLine(*bridge_);
   ASSERT_TRUE(line.has_value());
-  // Heartbeat counters come with worker liveness (issue 11).
   EXPECT_EQ(test_support::LogField(*line, "mode"), "gated/R") << *line;
   EXPECT_EQ(test_support::LogField(*line, "state"), "exact") << *line;
   EXPECT_EQ(test_support::LogField(*line, "degraded"), "0") << *line;
