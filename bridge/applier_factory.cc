@@ -71,7 +71,7 @@ std::string DescribeSink(const BridgeConfig& config) {
 }
 
 absl::StatusOr<std::unique_ptr<KvApplier>> ConnectApplier(
-    const BridgeConfig& config, ShutdownSignal* shutdown) {
+    const BridgeConfig& config, StopRequest* shutdown) {
   if (config.sink == Sink::kJetStream) {
     if (!config.event_log.has_value()) {
       return absl::InvalidArgumentError(

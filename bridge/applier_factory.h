@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "bridge/bridge_config.h"
 #include "bridge/kv_applier.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -18,7 +18,7 @@ namespace kvindexer::bridge {
 // with backoff; any other error is permanent (e.g. a JetStream stream whose
 // settings cannot serve as the log). `shutdown` must outlive the applier.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<KvApplier>> ConnectApplier(
-    const BridgeConfig& config, ShutdownSignal* shutdown);
+    const BridgeConfig& config, StopRequest* shutdown);
 
 // Where the applier sends, for the start-up log: the endpoint or the
 // stream.

@@ -6,7 +6,7 @@
 
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_runner.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "common/shutdown_signals.h"
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   spdlog::info("starting kv-indexer-bridge: {}",
                bridge::DescribeConfig(*config));
 
-  bridge::ShutdownSignal shutdown;
+  bridge::StopRequest shutdown;
   // Declared after `shutdown`, which its callback uses, so it is stopped and
   // joined first.
   std::optional<kvindexer::ShutdownSignalWatcher> watcher;

@@ -65,7 +65,7 @@ std::unique_ptr<TcpWorkerProbe> MakeWorkerProbe(const BridgeConfig& config) {
 
 }  // namespace
 
-BridgeRunner::BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown)
+BridgeRunner::BridgeRunner(BridgeConfig config, StopRequest* shutdown)
     : config_(std::move(config)),
       shutdown_(shutdown),
       last_stats_(std::chrono::steady_clock::now()) {}

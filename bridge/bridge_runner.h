@@ -7,7 +7,7 @@
 // Shutdown is observed within about 100 ms everywhere: while connecting,
 // during backoff, between live items and during an RPC, replay or snapshot.
 //
-// Thread safety: Run() is called from one thread; the ShutdownSignal may be
+// Thread safety: Run() is called from one thread; the StopRequest may be
 // triggered from any thread.
 #ifndef KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_
 #define KVINDEXER_BRIDGE_BRIDGE_RUNNER_H_
@@ -18,7 +18,7 @@
 #include "bridge/backoff.h"
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_stats.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -30,7 +30,7 @@ inline constexpr int kExitConfigError = 2;
 class BridgeRunner {
  public:
   // `shutdown` must outlive the runner.
-  BridgeRunner(BridgeConfig config, ShutdownSignal* shutdown);
+  BridgeRunner(BridgeConfig config, StopRequest* shutdown);
 
   // Runs until shutdown (kExitOk) or a permanent apply error
   // (kExitPermanentError). Prints the stats line at exit.
@@ -42,7 +42,7 @@ class BridgeRunner {
   void MaybeLogStats(std::chrono::steady_clock::time_point now);
 
   const BridgeConfig config_;
-  ShutdownSignal* shutdown_;
+  StopRequest* shutdown_;
   BridgeStats stats_;
   std::chrono::steady_clock::time_point last_stats_;
 };

@@ -15,7 +15,7 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 
 absl::StatusOr<std::unique_ptr<DealerRequest>> DealerRequest::Send(
     zmq::context_t* context, const std::string& endpoint,
-    const std::vector<std::string>& frames, const ShutdownSignal* shutdown) {
+    const std::vector<std::string>& frames, const StopRequest* shutdown) {
   try {
     auto socket =
         std::make_unique<zmq::socket_t>(*context, zmq::socket_type::dealer);

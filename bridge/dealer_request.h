@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -33,7 +33,7 @@ class DealerRequest {
   // the request; `shutdown` may be null.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DealerRequest>> Send(
       zmq::context_t* context, const std::string& endpoint,
-      const std::vector<std::string>& frames, const ShutdownSignal* shutdown);
+      const std::vector<std::string>& frames, const StopRequest* shutdown);
 
   // The next reply message, waiting until `deadline`. DEADLINE_EXCEEDED when
   // none arrived in time, CANCELLED on shutdown (noticed within about 50
@@ -43,11 +43,11 @@ class DealerRequest {
 
  private:
   DealerRequest(std::unique_ptr<zmq::socket_t> socket,
-                const ShutdownSignal* shutdown)
+                const StopRequest* shutdown)
       : socket_(std::move(socket)), shutdown_(shutdown) {}
 
   std::unique_ptr<zmq::socket_t> socket_;
-  const ShutdownSignal* shutdown_;
+  const StopRequest* shutdown_;
 };
 
 }  // namespace kvindexer::bridge

@@ -18,7 +18,7 @@ constexpr auto kConnectSlice = std::chrono::milliseconds(100);
 }  // namespace
 
 IndexerClient::IndexerClient(std::shared_ptr<grpc::Channel> channel,
-                             ShutdownSignal* shutdown,
+                             StopRequest* shutdown,
                              std::chrono::milliseconds rpc_timeout,
                              ClientSecurity security)
     : channel_(std::move(channel)),
@@ -28,7 +28,7 @@ IndexerClient::IndexerClient(std::shared_ptr<grpc::Channel> channel,
       security_(std::move(security)) {}
 
 absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
-    const std::string& endpoint, ShutdownSignal* shutdown,
+    const std::string& endpoint, StopRequest* shutdown,
     std::chrono::milliseconds connect_timeout,
     std::chrono::milliseconds rpc_timeout, const ClientSecurity& security) {
   absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(endpoint);

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "bridge/kv_applier.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 #include "common/client_channel.h"
 #include "kv_indexer.grpc.pb.h"
 
@@ -30,7 +30,7 @@ class IndexerClient final : public KvApplier {
   // TLS on whatever the endpoint's scheme, and its write token goes on
   // every call.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<IndexerClient>> Connect(
-      const std::string& endpoint, ShutdownSignal* shutdown,
+      const std::string& endpoint, StopRequest* shutdown,
       std::chrono::milliseconds connect_timeout = std::chrono::seconds(5),
       std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10),
       const ClientSecurity& security = ClientSecurity());
@@ -53,13 +53,12 @@ class IndexerClient final : public KvApplier {
   template <typename Call>
   absl::Status RunCall(Call call, uint32_t heartbeat_ttl_ms = 0);
 
-  IndexerClient(std::shared_ptr<grpc::Channel> channel,
-                ShutdownSignal* shutdown, std::chrono::milliseconds rpc_timeout,
-                ClientSecurity security);
+  IndexerClient(std::shared_ptr<grpc::Channel> channel, StopRequest* shutdown,
+                std::chrono::milliseconds rpc_timeout, ClientSecurity security);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<kv_indexer::v1::KVIndexer::Stub> stub_;
-  ShutdownSignal* shutdown_;
+  StopRequest* shutdown_;
   std::chrono::milliseconds rpc_timeout_;
   const ClientSecurity security_;
   std::string fidelity_;  // kFidelityMetadataKey's value; empty: not sent

@@ -1,7 +1,7 @@
 // What the recovery engine needs from the outside world besides the server
 // and the publisher sockets: time, waiting, the live queue, randomness and
 // the worker probe of the heartbeats. Production code uses the steady
-// clock, the ShutdownSignal, a LiveBuffer (wrapped by the runner) and a
+// clock, the StopRequest, a LiveBuffer (wrapped by the runner) and a
 // TcpWorkerProbe; tests drive the engine with fakes and no real time
 // (docs/bridge-events.md, "Recovery").
 //
@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "bridge/live_buffer.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -59,7 +59,7 @@ class WorkerProbe {
 class SystemRecoveryClock final : public RecoveryClock {
  public:
   // `shutdown` must outlive the clock.
-  explicit SystemRecoveryClock(const ShutdownSignal* shutdown)
+  explicit SystemRecoveryClock(const StopRequest* shutdown)
       : shutdown_(shutdown) {}
   Clock::time_point Now() override { return Clock::now(); }
   bool WaitFor(std::chrono::milliseconds duration) override {
@@ -68,7 +68,7 @@ class SystemRecoveryClock final : public RecoveryClock {
   bool Stopping() override { return shutdown_->triggered(); }
 
  private:
-  const ShutdownSignal* shutdown_;
+  const StopRequest* shutdown_;
 };
 
 }  // namespace kvindexer::bridge

@@ -40,7 +40,7 @@ std::string FrameSizes(const std::vector<zmq::message_t>& frames) {
 }  // namespace
 
 ReplayClient::ReplayClient(zmq::context_t* context, std::string endpoint,
-                           const ShutdownSignal* shutdown,
+                           const StopRequest* shutdown,
                            std::chrono::milliseconds reply_timeout,
                            std::chrono::milliseconds page_idle)
     : context_(context),

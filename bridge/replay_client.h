@@ -33,7 +33,7 @@
 #include <zmq.hpp>
 
 #include "bridge/replay_source.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -52,7 +52,7 @@ class ReplayClient final : public ReplaySource {
   // `context` and `shutdown` must outlive the client; `shutdown` may be
   // null. `endpoint` is SGLANG_KV_REPLAY_ENDPOINT for this DP rank.
   ReplayClient(zmq::context_t* context, std::string endpoint,
-               const ShutdownSignal* shutdown,
+               const StopRequest* shutdown,
                std::chrono::milliseconds reply_timeout = kReplayReplyTimeout,
                std::chrono::milliseconds page_idle = kReplayPageIdle);
 
@@ -71,7 +71,7 @@ class ReplayClient final : public ReplaySource {
 
   zmq::context_t* const context_;
   const std::string endpoint_;
-  const ShutdownSignal* const shutdown_;
+  const StopRequest* const shutdown_;
   const std::chrono::milliseconds reply_timeout_;
   const std::chrono::milliseconds page_idle_;
 };

@@ -70,7 +70,7 @@ std::string_view SnapshotProtocolName(SnapshotProtocol protocol) {
 
 SnapshotClient::SnapshotClient(zmq::context_t* context, std::string endpoint,
                                uint32_t replica_rank,
-                               const ShutdownSignal* shutdown,
+                               const StopRequest* shutdown,
                                std::chrono::milliseconds fetch_timeout,
                                SnapshotProtocol protocol)
     : context_(context),

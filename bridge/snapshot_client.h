@@ -31,9 +31,9 @@
 #include <zmq.hpp>
 
 #include "bridge/dealer_request.h"
-#include "bridge/shutdown_signal.h"
 #include "bridge/snapshot_parse.h"
 #include "bridge/snapshot_source.h"
+#include "bridge/stop_request.h"
 
 namespace kvindexer::bridge {
 
@@ -47,7 +47,7 @@ class SnapshotClient final : public SnapshotSource {
   // fallback from v2 to v1 included.
   SnapshotClient(
       zmq::context_t* context, std::string endpoint, uint32_t replica_rank,
-      const ShutdownSignal* shutdown,
+      const StopRequest* shutdown,
       std::chrono::milliseconds fetch_timeout = kSnapshotFetchTimeout,
       SnapshotProtocol protocol = SnapshotProtocol::kAuto);
 
@@ -69,7 +69,7 @@ class SnapshotClient final : public SnapshotSource {
   zmq::context_t* const context_;
   const std::string endpoint_;
   const uint32_t replica_rank_;
-  const ShutdownSignal* const shutdown_;
+  const StopRequest* const shutdown_;
   const std::chrono::milliseconds fetch_timeout_;
   const SnapshotProtocol protocol_;
   // kAuto: set once the publisher refused snapshot-v2 and served v1, to the

@@ -32,7 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(IndexerClient, UnusableEndpointIsUnavailable) {
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   for (const char* endpoint : {"not a uri", "127.0.0.1:50051", "http://h:0"}) {
     auto client = IndexerClient::Connect(endpoint, &shutdown, 200ms);
     ASSERT_FALSE(client.ok()) << endpoint;
@@ -43,7 +43,7 @@ TEST(IndexerClient, UnusableEndpointIsUnavailable) {
 }
 
 TEST(IndexerClient, NothingListeningTimesOut) {
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   // Port 1 on loopback: connection refused. The message says which way
   // Connect ended: its own timeout.
   auto client = IndexerClient::Connect("http://127.0.0.1:1", &shutdown, 300ms);
@@ -96,7 +96,7 @@ class SilentListener {
 TEST(IndexerClient, ShutdownInterruptsConnect) {
   SilentListener listener;
   ASSERT_GT(listener.port(), 0);
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   absl::StatusOr<std::unique_ptr<IndexerClient>> client =
       absl::UnavailableError("not run");
   std::thread connector([&] {
@@ -155,7 +155,7 @@ TEST(IndexerClient, HeartbeatCarriesTheTtlMetadata) {
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
 
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   auto client = IndexerClient::Connect(
       "http://127.0.0.1:" + std::to_string(port), &shutdown, 30s);
   ASSERT_TRUE(client.ok()) << client.status();

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bridge/indexer_client.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 #include "kv_indexer.grpc.pb.h"
 
 #ifndef KVINDEXER_TLS_TESTDATA_DIR
@@ -102,7 +102,7 @@ TEST(IndexerClientTls, TestCertificateIsReadable) {
 TEST(IndexerClientTls, HttpsAppliesReachATlsServer) {
   LoopbackServer server(/*tls=*/true);
   ASSERT_TRUE(server.started());
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   const std::string endpoint =
       "https://127.0.0.1:" + std::to_string(server.port());
   auto client = IndexerClient::Connect(endpoint, &shutdown, 10s, 10s);
@@ -123,7 +123,7 @@ TEST(IndexerClientTls, HttpsAppliesReachATlsServer) {
 TEST(IndexerClientTls, HttpsToAPlaintextServerDoesNotConnect) {
   LoopbackServer server(/*tls=*/false);
   ASSERT_TRUE(server.started());
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   const std::string endpoint =
       "https://127.0.0.1:" + std::to_string(server.port());
   auto client = IndexerClient::Connect(endpoint, &shutdown, 1500ms, 1s);
@@ -136,7 +136,7 @@ TEST(IndexerClientTls, HttpsToAPlaintextServerDoesNotConnect) {
 TEST(IndexerClientTls, HttpToATlsServerDoesNotConnect) {
   LoopbackServer server(/*tls=*/true);
   ASSERT_TRUE(server.started());
-  ShutdownSignal shutdown;
+  StopRequest shutdown;
   const std::string endpoint =
       "http://127.0.0.1:" + std::to_string(server.port());
   auto client = IndexerClient::Connect(endpoint, &shutdown, 1500ms, 1s);

@@ -9,7 +9,7 @@
 
 #include <zmq.hpp>
 
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 #include "bridge/tests/zmq_test_sockets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -87,7 +87,7 @@ class ReplayClientTest : public ::testing::Test {
   }
 
   zmq::context_t context_;
-  ShutdownSignal shutdown_;
+  StopRequest shutdown_;
   FakeRouter router_;
   std::string requested_start_;
   std::vector<std::string> requested_starts_;

@@ -10,8 +10,8 @@
 #include "bridge/bridge_stats.h"
 #include "bridge/frame_parser.h"
 #include "bridge/log_throttle.h"
-#include "bridge/shutdown_signal.h"
 #include "bridge/status_classifier.h"
+#include "bridge/stop_request.h"
 #include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -115,8 +115,8 @@ TEST(Backoff, DoublesToCapAndResets) {
   EXPECT_EQ(backoff.NextDelay().count(), 500);
 }
 
-TEST(ShutdownSignal, WaitIsInterruptedAndCancellerRuns) {
-  ShutdownSignal signal;
+TEST(StopRequest, WaitIsInterruptedAndCancellerRuns) {
+  StopRequest signal;
   EXPECT_FALSE(signal.WaitFor(1ms));
   bool cancelled = false;
   signal.SetCanceller([&cancelled] { cancelled = true; });

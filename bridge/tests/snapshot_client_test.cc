@@ -14,7 +14,7 @@
 #include <zmq.hpp>
 
 #include "absl/status/status.h"
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 #include "bridge/tests/msgpack_builders.h"
 #include "bridge/tests/zmq_test_sockets.h"
 #include "gmock/gmock.h"
@@ -151,7 +151,7 @@ class SnapshotClientTest : public ::testing::Test {
   }
 
   zmq::context_t context_;
-  ShutdownSignal shutdown_;
+  StopRequest shutdown_;
   FakeRouter router_;
   std::vector<std::string> request_;   // the last request's frames
   std::vector<std::string> requests_;  // the commands of the last Serve()

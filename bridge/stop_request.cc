@@ -1,10 +1,10 @@
-#include "bridge/shutdown_signal.h"
+#include "bridge/stop_request.h"
 
 #include <utility>
 
 namespace kvindexer::bridge {
 
-void ShutdownSignal::Trigger() {
+void StopRequest::Trigger() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (triggered_) return;
@@ -17,23 +17,23 @@ void ShutdownSignal::Trigger() {
   if (cancel_) cancel_();
 }
 
-bool ShutdownSignal::triggered() const {
+bool StopRequest::triggered() const {
   std::lock_guard<std::mutex> lock(mu_);
   return triggered_;
 }
 
-bool ShutdownSignal::WaitFor(std::chrono::milliseconds timeout) const {
+bool StopRequest::WaitFor(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return triggered_; });
 }
 
-void ShutdownSignal::SetCanceller(std::function<void()> cancel) {
+void StopRequest::SetCanceller(std::function<void()> cancel) {
   std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
   cancel_ = std::move(cancel);
   if (triggered() && cancel_) cancel_();
 }
 
-void ShutdownSignal::ClearCanceller() {
+void StopRequest::ClearCanceller() {
   std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
   cancel_ = nullptr;
 }

@@ -4,8 +4,8 @@
 // at once.
 //
 // Thread safety: every method is thread-safe.
-#ifndef KVINDEXER_BRIDGE_SHUTDOWN_SIGNAL_H_
-#define KVINDEXER_BRIDGE_SHUTDOWN_SIGNAL_H_
+#ifndef KVINDEXER_BRIDGE_STOP_REQUEST_H_
+#define KVINDEXER_BRIDGE_STOP_REQUEST_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -14,7 +14,7 @@
 
 namespace kvindexer::bridge {
 
-class ShutdownSignal {
+class StopRequest {
  public:
   // Requests shutdown; idempotent. Runs the current canceller, if any.
   void Trigger();
@@ -40,4 +40,4 @@ class ShutdownSignal {
 
 }  // namespace kvindexer::bridge
 
-#endif  // KVINDEXER_BRIDGE_SHUTDOWN_SIGNAL_H_
+#endif  // KVINDEXER_BRIDGE_STOP_REQUEST_H_
