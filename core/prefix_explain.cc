@@ -64,177 +64,198 @@ std::string Holdings(const WorkerBlock& block) {
   return out;
 }
 
-// Production's Mode choice (core/prefix_scanner.cc), with the reason when
-// the spec is invalid.
-PrefixScanner::Mode ModeOf(const std::optional<CacheSpec>& spec,
-                           std::string* invalid_why) {
-  if (!spec.has_value()) return PrefixScanner::Mode::kLegacy;
-  if (spec->components == 0) {
-    *invalid_why = "its cache spec has components = 0";
-    return PrefixScanner::Mode::kInvalid;
+// Why the spec selects the invalid mode, as the detail states it.
+std::string InvalidWhy(SpecProblem problem, const CacheSpec& spec) {
+  switch (problem) {
+    case SpecProblem::kNoComponents:
+      return "its cache spec has components = 0";
+    case SpecProblem::kNewerVersion:
+      return fmt::format(
+          "its cache spec has version {}, newer than the supported {}",
+          spec.version, kSupportedSpecVersion);
+    case SpecProblem::kSwaWithoutWindow:
+      return "its cache spec has SWA with swa_window_tokens = 0";
+    case SpecProblem::kNone:
+      break;
   }
-  if (spec->version > kSupportedSpecVersion) {
-    *invalid_why = fmt::format(
-        "its cache spec has version {}, newer than the supported {}",
-        spec->version, kSupportedSpecVersion);
-    return PrefixScanner::Mode::kInvalid;
-  }
-  if ((spec->components & kComponentSwa) != 0 && spec->swa_window_tokens == 0) {
-    *invalid_why = "its cache spec has SWA with swa_window_tokens = 0";
-    return PrefixScanner::Mode::kInvalid;
-  }
-  return PrefixScanner::Mode::kComponentAware;
+  return "its cache spec is invalid";
 }
 
-// One worker's scan, rule by rule, remembering the first block it does not
-// serve and why.
-class Tracer {
+// Why `component` is not available on block n, held as `block`, where the
+// spec allows it at the servable tiers `tiers`.
+StopReason Missing(const WorkerBlock& block, uint32_t n, uint32_t component,
+                   uint32_t tiers, std::string* detail) {
+  const std::string_view name = ComponentName(component);
+  if (!block.present()) {
+    *detail = fmt::format("block {} has no placement of this worker", n);
+    return StopReason::kBlockMissing;
+  }
+  if ((block.tier_bits & tiers) != 0) {
+    *detail = fmt::format(
+        "block {} is held ({}) at a tier allowed for {} ({}) but without "
+        "{} in its mask",
+        n, Holdings(block), name, TierList(tiers), name);
+    return StopReason::kComponentHole;
+  }
+  *detail = fmt::format(
+      "block {} is held only at tiers {} may not be served from ({}; "
+      "{} is allowed at {})",
+      n, name, Holdings(block), name, TierList(tiers));
+  return StopReason::kTierNotAllowed;
+}
+
+// The trace (core/prefix_scanner.h, NoPrefixTrace) of one worker's scan, fed
+// one block at a time: it remembers the first block the worker does not
+// serve and why. Only that block needs a reason, since a later block that
+// qualifies as a boundary moves the prefix past it; what happens after it
+// (FULL ending, SWA coming back) only adds to the detail.
+class StopTrace {
  public:
-  explicit Tracer(WorkerExplanation* w) : w_(w) {
-    w_->mode = ModeOf(w_->spec, &invalid_why_);
-    if (w_->spec.has_value()) spec_ = *w_->spec;
-    full_tiers_ = spec_.full_tier_mask & kServableTierMask;
-    swa_tiers_ = spec_.swa_tier_mask & kServableTierMask;
-    mamba_tiers_ = spec_.mamba_tier_mask & kServableTierMask;
+  explicit StopTrace(uint64_t swa_window_tokens)
+      : swa_window_tokens_(swa_window_tokens) {}
+
+  void InvalidSpec(SpecProblem problem) { problem_ = problem; }
+
+  void FailedClosed(uint32_t n, const WorkerBlock& held) {
+    failed_closed_ = true;
+    fail_block_ = n;
+    fail_holdings_ = Holdings(held);
   }
 
-  void Push(const WorkerBlock& block) {
-    const uint32_t n = processed_++;
-    switch (w_->mode) {
-      case PrefixScanner::Mode::kLegacy:
-        PushLegacy(block, n);
-        break;
-      case PrefixScanner::Mode::kComponentAware:
-        PushComponentAware(block, n);
-        break;
-      case PrefixScanner::Mode::kInvalid:
-        break;
-    }
-  }
-
-  // Fills the worker's result and reason once the window is done.
-  void Finish(uint32_t window) {
-    switch (w_->mode) {
-      case PrefixScanner::Mode::kInvalid:
-        Set(StopReason::kInvalidSpec, 0, 0,
-            fmt::format("{}: the worker serves no block", invalid_why_));
-        w_->matched = 0;
-        return;
-      case PrefixScanner::Mode::kLegacy:
-        if (failed_closed_) {
-          w_->matched = 0;
-          Set(StopReason::kFailClosed, fail_block_, 0,
-              fmt::format("block {} is held with a component mask ({}) but "
-                          "the worker has no cache spec: the legacy rule "
-                          "fails the whole window closed",
-                          fail_block_, fail_holdings_));
-          return;
+  void Unavailable(uint32_t n, const WorkerBlock& held, uint32_t component,
+                   uint32_t tiers) {
+    switch (component) {
+      case kComponentFull:
+        full_ended_ = true;
+        full_end_ = n;
+        if (n == unmatched_) {
+          std::string detail;
+          const StopReason reason = Missing(held, n, component, tiers, &detail);
+          Pending(reason, component, std::move(detail));
         }
-        w_->matched = best_;
         break;
-      case PrefixScanner::Mode::kComponentAware:
-        w_->matched = best_;
+      case kComponentSwa:
+        swa_hole_ = n;
+        block_ok_ = false;
+        block_component_ = component;
+        block_reason_ = Missing(held, n, component, tiers, &block_detail_);
+        break;
+      case kComponentMamba:
+        if (block_ok_) {
+          block_component_ = component;
+          block_reason_ = Missing(held, n, component, tiers, &block_detail_);
+        } else {
+          block_detail_ += "; MAMBA is not available there either";
+        }
+        block_ok_ = false;
+        break;
+      default:
         break;
     }
-    if (w_->matched == window) {
-      Set(StopReason::kWindowEnd, 0, 0,
+  }
+
+  void SwaRun(uint32_t n, uint64_t run_tokens, bool window_met) {
+    if (n != unmatched_) {
+      // After the first unmatched block: what became of its SWA hole.
+      swa_run_after_hole_ = true;
+      swa_max_run_after_hole_ = std::max(swa_max_run_after_hole_, run_tokens);
+      if (window_met) swa_window_met_after_hole_ = true;
+    }
+    if (!window_met) {
+      block_ok_ = false;
+      block_reason_ = StopReason::kSwaWindowNotMet;
+      block_component_ = kComponentSwa;
+      block_detail_ = fmt::format(
+          "block {}: the SWA run since the hole at block {} holds {} "
+          "tokens, fewer than the window's {}",
+          n, swa_hole_, run_tokens, swa_window_tokens_);
+    }
+  }
+
+  void Boundary(uint32_t n, bool ok) {
+    if (ok) {
+      unmatched_ = n + 1;
+    } else if (n == unmatched_) {
+      Pending(block_reason_, block_component_, std::move(block_detail_));
+    }
+    block_ok_ = true;
+    block_reason_ = StopReason::kUnspecified;
+    block_component_ = 0;
+    block_detail_.clear();
+  }
+
+  // Fills w's result and reason once this trace's scanner, in `mode`, has
+  // seen the whole window of `window` blocks and serves `matched` of them.
+  void Conclude(PrefixMode mode, uint32_t matched, uint32_t window,
+                WorkerExplanation* w) const {
+    w->mode = mode;
+    w->matched = matched;
+    if (w->mode == PrefixMode::kInvalid) {
+      Set(w, StopReason::kInvalidSpec, 0, 0,
+          fmt::format("{}: the worker serves no block",
+                      InvalidWhy(problem_, *w->spec)));
+      return;
+    }
+    if (failed_closed_) {
+      Set(w, StopReason::kFailClosed, fail_block_, 0,
+          fmt::format("block {} is held with a component mask ({}) but "
+                      "the worker has no cache spec: the legacy rule "
+                      "fails the whole window closed",
+                      fail_block_, fail_holdings_));
+      return;
+    }
+    const uint32_t best = w->matched;
+    if (best == window) {
+      Set(w, StopReason::kWindowEnd, 0, 0,
           fmt::format("all {} blocks of the window matched", window));
       return;
     }
-    if (w_->mode == PrefixScanner::Mode::kLegacy) {
-      Set(StopReason::kBlockMissing, best_, 0,
+    if (w->mode == PrefixMode::kLegacy) {
+      Set(w, StopReason::kBlockMissing, best, 0,
           fmt::format("block {} has no placement of this worker (legacy "
                       "rule: the leading blocks held at any tier)",
-                      best_));
+                      best));
       return;
     }
-    std::string detail = std::move(pending_detail_);
+    StopReason reason = pending_;
+    std::string detail = pending_detail_;
     // An SWA hole at the first unmatched block can be made good by a run
     // that reaches the window later; when SWA came back but never reached
     // it before FULL (or the window) ended, that is the real reason.
     if (pending_component_ == kComponentSwa && swa_run_after_hole_ &&
         !swa_window_met_after_hole_) {
-      pending_ = StopReason::kSwaWindowNotMet;
+      reason = StopReason::kSwaWindowNotMet;
       detail += fmt::format(
           "; after it the SWA run held at most {} tokens before {}, fewer "
           "than the window's {}",
           swa_max_run_after_hole_,
           full_ended_ ? fmt::format("FULL ends at block {}", full_end_)
                       : std::string("the window ends"),
-          spec_.swa_window_tokens);
+          swa_window_tokens_);
     }
-    if (full_ended_ && full_end_ > best_) {
+    if (full_ended_ && full_end_ > best) {
       detail += fmt::format(
           "; no later block up to {} qualifies as a boundary, and FULL ends "
           "at block {}",
           full_end_ - 1, full_end_);
-    } else if (!full_ended_ && best_ + 1 < window) {
+    } else if (!full_ended_ && best + 1 < window) {
       detail += fmt::format(
           "; FULL covers the whole window but no later block qualifies as a "
           "boundary");
     }
-    Set(pending_, best_, pending_component_, std::move(detail));
+    Set(w, reason, best, pending_component_, std::move(detail));
   }
 
  private:
-  void Set(StopReason reason, uint32_t block, uint32_t component,
-           std::string detail) {
-    w_->stop_reason = reason;
-    w_->stop_block = block;
-    w_->stop_component = component;
-    w_->detail = std::move(detail);
+  static void Set(WorkerExplanation* w, StopReason reason, uint32_t block,
+                  uint32_t component, std::string detail) {
+    w->stop_reason = reason;
+    w->stop_block = block;
+    w->stop_component = component;
+    w->detail = std::move(detail);
   }
 
-  void PushLegacy(const WorkerBlock& block, uint32_t n) {
-    if (failed_closed_) return;
-    if (!block.present()) {
-      gap_seen_ = true;
-      return;
-    }
-    if ((block.masks[0] | block.masks[1] | block.masks[2] | block.masks[3]) !=
-        0) {
-      failed_closed_ = true;
-      fail_block_ = n;
-      fail_holdings_ = Holdings(block);
-      return;
-    }
-    if (!gap_seen_) best_ = n + 1;
-  }
-
-  // Component `component` on `block` under servable tiers `tiers`, as
-  // production's Available (core/prefix_scanner.cc).
-  static bool Available(const WorkerBlock& block, uint32_t component,
-                        uint32_t tiers) {
-    const uint32_t candidate_tiers = block.tier_bits & tiers;
-    if (candidate_tiers == 0) return false;
-    return ((candidate_tiers & kTierBitHbm) != 0 &&
-            (block.masks[kTierHbm] & component) != 0) ||
-           ((candidate_tiers & kTierBitDram) != 0 &&
-            (block.masks[kTierDram] & component) != 0);
-  }
-
-  // Why `component` is not available on block n.
-  void Missing(const WorkerBlock& block, uint32_t n, uint32_t component,
-               uint32_t tiers, StopReason* reason, std::string* detail) const {
-    const std::string_view name = ComponentName(component);
-    if (!block.present()) {
-      *reason = StopReason::kBlockMissing;
-      *detail = fmt::format("block {} has no placement of this worker", n);
-    } else if ((block.tier_bits & tiers) != 0) {
-      *reason = StopReason::kComponentHole;
-      *detail = fmt::format(
-          "block {} is held ({}) at a tier allowed for {} ({}) but without "
-          "{} in its mask",
-          n, Holdings(block), name, TierList(tiers), name);
-    } else {
-      *reason = StopReason::kTierNotAllowed;
-      *detail = fmt::format(
-          "block {} is held only at tiers {} may not be served from ({}; "
-          "{} is allowed at {})",
-          n, name, Holdings(block), name, TierList(tiers));
-    }
-  }
-
+  // Records the reason the first unmatched block is not a boundary.
   void Pending(StopReason reason, uint32_t component, std::string detail) {
     pending_ = reason;
     pending_component_ = component;
@@ -244,94 +265,24 @@ class Tracer {
     swa_max_run_after_hole_ = 0;
   }
 
-  void PushComponentAware(const WorkerBlock& block, uint32_t n) {
-    if (!active_) return;
-    // Only block `best_` (the first not matched so far) needs a reason: a
-    // later block that qualifies moves best_ past it.
-    const bool first_unmatched = n == best_;
-    // 1. FULL.
-    if (!Available(block, kComponentFull, full_tiers_)) {
-      active_ = false;
-      full_ended_ = true;
-      full_end_ = n;
-      if (first_unmatched) {
-        StopReason reason;
-        std::string detail;
-        Missing(block, n, kComponentFull, full_tiers_, &reason, &detail);
-        Pending(reason, kComponentFull, std::move(detail));
-      }
-      return;
-    }
-    bool boundary_ok = true;
-    StopReason reason = StopReason::kUnspecified;
-    uint32_t component = 0;
-    std::string detail;
-    // 3. SWA.
-    if ((spec_.components & kComponentSwa) != 0) {
-      if (Available(block, kComponentSwa, swa_tiers_)) {
-        swa_run_ += block.token_count;
-        boundary_ok = !swa_broken_ || swa_run_ >= spec_.swa_window_tokens;
-        if (!first_unmatched) {
-          // After the first unmatched block: what became of its SWA hole.
-          swa_run_after_hole_ = true;
-          swa_max_run_after_hole_ = std::max(swa_max_run_after_hole_, swa_run_);
-          if (boundary_ok) swa_window_met_after_hole_ = true;
-        }
-        if (!boundary_ok) {
-          reason = StopReason::kSwaWindowNotMet;
-          component = kComponentSwa;
-          detail = fmt::format(
-              "block {}: the SWA run since the hole at block {} holds {} "
-              "tokens, fewer than the window's {}",
-              n, swa_hole_, swa_run_, spec_.swa_window_tokens);
-        }
-      } else {
-        swa_run_ = 0;
-        swa_broken_ = true;
-        swa_hole_ = n;
-        boundary_ok = false;
-        component = kComponentSwa;
-        Missing(block, n, kComponentSwa, swa_tiers_, &reason, &detail);
-      }
-    }
-    // 4. MAMBA, at the boundary block only.
-    if ((spec_.components & kComponentMamba) != 0 &&
-        !Available(block, kComponentMamba, mamba_tiers_)) {
-      if (boundary_ok) {
-        component = kComponentMamba;
-        Missing(block, n, kComponentMamba, mamba_tiers_, &reason, &detail);
-      } else {
-        detail += "; MAMBA is not available there either";
-      }
-      boundary_ok = false;
-    }
-    if (boundary_ok) {
-      best_ = n + 1;
-    } else if (first_unmatched) {
-      Pending(reason, component, std::move(detail));
-    }
-  }
-
-  WorkerExplanation* w_;
-  std::string invalid_why_;
-  CacheSpec spec_{};
-  uint32_t full_tiers_ = 0;
-  uint32_t swa_tiers_ = 0;
-  uint32_t mamba_tiers_ = 0;
-  uint32_t processed_ = 0;
-  uint32_t best_ = 0;
+  uint64_t swa_window_tokens_;
+  SpecProblem problem_ = SpecProblem::kNone;
   // Legacy.
-  bool gap_seen_ = false;
   bool failed_closed_ = false;
   uint32_t fail_block_ = 0;
   std::string fail_holdings_;
-  // Component-aware.
-  bool active_ = true;
+  // Component-aware. unmatched_: the first block not matched so far (the
+  // scanner's result as the blocks arrive).
+  uint32_t unmatched_ = 0;
   bool full_ended_ = false;
   uint32_t full_end_ = 0;
-  bool swa_broken_ = false;
   uint32_t swa_hole_ = 0;
-  uint64_t swa_run_ = 0;
+  // The block being pushed: whether it still qualifies, and if not, why.
+  bool block_ok_ = true;
+  StopReason block_reason_ = StopReason::kUnspecified;
+  uint32_t block_component_ = 0;
+  std::string block_detail_;
+  // Why the first unmatched block is not a boundary.
   StopReason pending_ = StopReason::kUnspecified;
   uint32_t pending_component_ = 0;
   std::string pending_detail_;
@@ -342,8 +293,10 @@ class Tracer {
   uint64_t swa_max_run_after_hole_ = 0;
 };
 
+using ExplainingScanner = BasicPrefixScanner<StopTrace>;
+
 // Gathers the scan: every announced worker, the candidates of block 0, and
-// each candidate's trace over every block.
+// each candidate's scan, traced, over every block.
 class ExplainVisitor final : public BlockVisitor {
  public:
   struct Announced {
@@ -376,9 +329,9 @@ class ExplainVisitor final : public BlockVisitor {
       const auto it = candidate_of_.find(p.worker);
       if (it != candidate_of_.end()) views_[it->second].Add(p.tier, p.mask);
     }
-    for (size_t c = 0; c < tracers_.size(); ++c) {
+    for (size_t c = 0; c < scanners_.size(); ++c) {
       views_[c].token_count = block.token_count;
-      tracers_[c].Push(views_[c]);
+      scanners_[c].Push(views_[c]);
     }
     return true;
   }
@@ -395,7 +348,10 @@ class ExplainVisitor final : public BlockVisitor {
   bool first_block_miss() const { return first_block_miss_; }
   std::vector<WorkerExplanation>& candidates() { return candidates_; }
   void Finish(uint32_t window) {
-    for (Tracer& t : tracers_) t.Finish(window);
+    for (size_t c = 0; c < scanners_.size(); ++c) {
+      const ExplainingScanner& s = scanners_[c];
+      s.trace().Conclude(s.mode(), s.result(), window, &candidates_[c]);
+    }
   }
 
  private:
@@ -416,9 +372,12 @@ class ExplainVisitor final : public BlockVisitor {
         w.spec = it->second.spec;
       }
     }
-    // Tracers point into candidates_, which no longer grows.
-    tracers_.reserve(candidates_.size());
-    for (WorkerExplanation& w : candidates_) tracers_.emplace_back(&w);
+    scanners_.reserve(candidates_.size());
+    for (const WorkerExplanation& w : candidates_) {
+      const CacheSpec* spec = w.spec.has_value() ? &*w.spec : nullptr;
+      scanners_.emplace_back(
+          spec, StopTrace(spec != nullptr ? spec->swa_window_tokens : 0));
+    }
     views_.assign(candidates_.size(), WorkerBlock{});
   }
 
@@ -427,7 +386,7 @@ class ExplainVisitor final : public BlockVisitor {
   absl::flat_hash_map<uint32_t, Announced> announced_;
   absl::flat_hash_map<uint32_t, size_t> candidate_of_;
   std::vector<WorkerExplanation> candidates_;
-  std::vector<Tracer> tracers_;
+  std::vector<ExplainingScanner> scanners_;  // by candidate
   std::vector<WorkerBlock> views_;
 };
 
@@ -536,8 +495,7 @@ absl::Status ExplainPrefix(
       w.detail = "the index has no record of this worker";
       continue;
     }
-    std::string ignored;
-    w.mode = ModeOf(w.spec, &ignored);
+    w.mode = ModeFor(w.spec.has_value() ? &*w.spec : nullptr);
     w.stop_reason = StopReason::kNotCandidate;
     w.excluded_reason = "not a candidate";
     w.detail =

@@ -3,11 +3,11 @@
 // worker the caller names, how many leading blocks it serves and why its
 // scan stopped where it did.
 //
-// The explaining scanner re-states the rules of docs/contract.md,
-// "MatchExternalKvPrefix > Prefix rules" step by step, recording the first
-// block the worker does not serve and what is wrong with it. It is a second
-// implementation on purpose: the production scanner (core/prefix_scanner.h,
-// core/prefix_query.h) stays as lean as it is, and a seeded randomized test
+// Each worker's scan runs the production rules (core/prefix_scanner.h,
+// BasicPrefixScanner) block by block with a trace that records the first
+// block the worker does not serve and what is wrong with it; there is no
+// second copy of the rules. The answer is assembled as the production query
+// (core/prefix_query.h) assembles it, and a seeded randomized test
 // (core/prefix_explain_test.cc) holds the two to the same answers. It is for
 // the admin API only: one full-window PrefixScan, no early stop, a few
 // allocations per worker; never on the router's path.
