@@ -1,5 +1,6 @@
 #include "core/backend_abi_check.h"
 
+#include <array>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,33 @@ constexpr size_t kDescriptorSizes[] = {
 static_assert(std::size(kDescriptorSizes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the descriptor's size at the new "
               "minor to kDescriptorSizes");
+
+// The empty worker id: no worker has it, so each probe below is a no-op in a
+// backend that implements the call (backend.h).
+constexpr StringView kNoWorker = {"", 0};
+
+BackendCode ProbeRemoveWorker(IndexBackend& backend) {
+  uint32_t existed = 0;
+  return backend.RemoveWorker(kNoWorker, &existed).code;
+}
+
+BackendCode ProbeCountPlacements(IndexBackend& backend) {
+  std::array<uint64_t, kMaxTier + 1> counts{};
+  uint32_t existed = 0;
+  return backend.CountPlacements(kNoWorker, counts.data(), &existed).code;
+}
+
+// At each minor of ABI major 1, a call to the virtual function it added, or
+// null when it added none. A new minor adds its entry.
+using Probe = BackendCode (*)(IndexBackend& backend);
+constexpr Probe kProbes[] = {
+    nullptr,                // 1.0: the ABI as first released
+    &ProbeRemoveWorker,     // 1.1: IndexBackend::RemoveWorker
+    &ProbeCountPlacements,  // 1.2: IndexBackend::CountPlacements
+};
+static_assert(std::size(kProbes) == kBackendAbiMinor + 1,
+              "kBackendAbiMinor changed: add the new minor's call to kProbes "
+              "(nullptr when it added no virtual function)");
 
 }  // namespace
 
@@ -49,6 +77,17 @@ absl::Status CheckDescriptorAbi(const BackendDescriptor& descriptor,
         descriptor.abi_major, ".", descriptor.abi_minor, " requires"));
   }
   return absl::OkStatus();
+}
+
+uint32_t ImplementedAbiMinor(IndexBackend& backend, uint32_t declared_minor) {
+  for (uint32_t minor = 1;
+       minor <= declared_minor && minor < std::size(kProbes); ++minor) {
+    if (kProbes[minor] != nullptr &&
+        kProbes[minor](backend) == BackendCode::kUnimplemented) {
+      return minor - 1;
+    }
+  }
+  return declared_minor;
 }
 
 }  // namespace kvindexer

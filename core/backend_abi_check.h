@@ -11,6 +11,11 @@
 //     SupportsAbiMinor).
 //   * The descriptor's struct_size must cover the descriptor as it was at the
 //     backend's minor version.
+//   * The minor the host then uses is the descriptor's, lowered when a call
+//     that minor promises answers kUnimplemented, the code of the header's
+//     default for a call the backend does not override: a backend written
+//     against an older minor and rebuilt unchanged against this header is
+//     used as what it was written for (ImplementedAbiMinor).
 #ifndef KVINDEXER_CORE_BACKEND_ABI_CHECK_H_
 #define KVINDEXER_CORE_BACKEND_ABI_CHECK_H_
 
@@ -41,6 +46,17 @@ size_t DescriptorSizeAtMinor(uint32_t minor);
 // path, names the field that differs and both values.
 absl::Status CheckDescriptorAbi(const BackendDescriptor& descriptor,
                                 AbiVersion host = kHostAbi);
+
+// The ABI minor the host uses with `backend`, whose descriptor says
+// `declared_minor` (already accepted by CheckDescriptorAbi): for each minor
+// from 1 to declared_minor that added a virtual function, that function is
+// called once with the empty worker id, which no worker can have (a no-op
+// that returns OK in a backend that implements it; backend.h). The result
+// is one below the first minor whose call answers kUnimplemented, else
+// declared_minor. Calls that a later minor than declared_minor added are
+// never made. REQUIRES: nothing else uses `backend` during the call (the
+// loader calls it right after create()).
+uint32_t ImplementedAbiMinor(IndexBackend& backend, uint32_t declared_minor);
 
 }  // namespace kvindexer
 

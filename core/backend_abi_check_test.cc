@@ -3,13 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
+#include <vector>
 
 namespace kvindexer {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 BackendDescriptor Descriptor(uint32_t major, uint32_t minor) {
   BackendDescriptor d{};
@@ -77,6 +81,143 @@ TEST(BackendAbiCheck, DescriptorSizes) {
   // A minor this header does not know: the newest layout it knows.
   EXPECT_EQ(DescriptorSizeAtMinor(kBackendAbiMinor + 1),
             sizeof(BackendDescriptor));
+}
+
+// The five calls of ABI 1.0 and nothing else: the calls later minors added
+// are the header's defaults. Subclasses override some of them and record
+// each call made.
+class Abi10Backend : public IndexBackend {
+ public:
+  BackendStatus Apply(const ApplyBatchView&) noexcept override { return Ok(); }
+  BackendStatus Match(HashSpan, bool, BlockVisitor*) noexcept override {
+    return Ok();
+  }
+  BackendStatus PrefixScan(HashSpan, BlockVisitor*) noexcept override {
+    return Ok();
+  }
+  BackendStatus HitCounts(HashSpan, uint64_t*) noexcept override {
+    return Ok();
+  }
+  void GetStats(BackendStats*) noexcept override {}
+
+  // "<call>(<worker id>)" for each call of a later minor made.
+  std::vector<std::string> calls;
+
+ protected:
+  static BackendStatus Ok() { return BackendStatus{BackendCode::kOk, {}}; }
+  void Record(const char* call, StringView worker_id) {
+    calls.push_back(std::string(call) + "(" +
+                    std::string(worker_id.data, worker_id.size) + ")");
+  }
+};
+
+// Implements RemoveWorker (1.1); CountPlacements is the default.
+class Abi11Backend : public Abi10Backend {
+ public:
+  explicit Abi11Backend(BackendCode code = BackendCode::kOk) : code_(code) {}
+  BackendStatus RemoveWorker(StringView worker_id,
+                             uint32_t* existed) noexcept override {
+    Record("RemoveWorker", worker_id);
+    *existed = 0;
+    return BackendStatus{code_, {}};
+  }
+
+ private:
+  BackendCode code_;
+};
+
+// Implements both later calls.
+class Abi12Backend final : public Abi11Backend {
+ public:
+  BackendStatus CountPlacements(StringView worker_id, uint64_t* counts,
+                                uint32_t* existed) noexcept override {
+    Record("CountPlacements", worker_id);
+    for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts[tier] = 0;
+    *existed = 0;
+    return Ok();
+  }
+};
+
+// CountPlacements without RemoveWorker.
+class CountsOnlyBackend final : public Abi10Backend {
+ public:
+  BackendStatus CountPlacements(StringView worker_id, uint64_t*,
+                                uint32_t*) noexcept override {
+    Record("CountPlacements", worker_id);
+    return Ok();
+  }
+};
+
+TEST(ImplementedAbiMinor, TheHeadersDefaultsChangeNothingAndSayUnimplemented) {
+  Abi10Backend backend;
+  uint32_t existed = 7;
+  BackendStatus s = backend.RemoveWorker(StringView{"w", 1}, &existed);
+  EXPECT_EQ(s.code, BackendCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message), HasSubstr("RemoveWorker"));
+  EXPECT_EQ(existed, 0u);
+  EXPECT_EQ(backend.RemoveWorker(StringView{"w", 1}, nullptr).code,
+            BackendCode::kUnimplemented);
+
+  std::array<uint64_t, kMaxTier + 1> counts;
+  counts.fill(9);
+  existed = 7;
+  s = backend.CountPlacements(StringView{"w", 1}, counts.data(), &existed);
+  EXPECT_EQ(s.code, BackendCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message), HasSubstr("CountPlacements"));
+  EXPECT_EQ(counts, (std::array<uint64_t, kMaxTier + 1>{}));
+  EXPECT_EQ(existed, 0u);
+  EXPECT_EQ(backend.CountPlacements(StringView{"w", 1}, nullptr, nullptr).code,
+            BackendCode::kUnimplemented);
+}
+
+// A 1.0 source rebuilt against this header says this header's minor.
+TEST(ImplementedAbiMinor, AllDefaultsMeanAbi10) {
+  Abi10Backend backend;
+  for (uint32_t declared = 0; declared <= kBackendAbiMinor; ++declared) {
+    EXPECT_EQ(ImplementedAbiMinor(backend, declared), 0u) << declared;
+  }
+}
+
+TEST(ImplementedAbiMinor, ABackendThatImplementsEverythingKeepsItsMinor) {
+  for (uint32_t declared = 0; declared <= kBackendAbiMinor; ++declared) {
+    Abi12Backend backend;
+    EXPECT_EQ(ImplementedAbiMinor(backend, declared), declared);
+  }
+}
+
+// Each call is made once, with the empty worker id, and only when the
+// descriptor's minor has it: an older backend's vtable has no such entry.
+TEST(ImplementedAbiMinor, CallsOnlyWhatTheDeclaredMinorHasWithTheEmptyId) {
+  Abi12Backend at0;
+  EXPECT_EQ(ImplementedAbiMinor(at0, 0), 0u);
+  EXPECT_THAT(at0.calls, IsEmpty());
+  Abi12Backend at1;
+  EXPECT_EQ(ImplementedAbiMinor(at1, 1), 1u);
+  EXPECT_THAT(at1.calls, ElementsAre("RemoveWorker()"));
+  Abi12Backend at2;
+  EXPECT_EQ(ImplementedAbiMinor(at2, 2), 2u);
+  EXPECT_THAT(at2.calls, ElementsAre("RemoveWorker()", "CountPlacements()"));
+}
+
+TEST(ImplementedAbiMinor, TheFirstDefaultSetsTheMinor) {
+  Abi11Backend counts_by_default;
+  EXPECT_EQ(ImplementedAbiMinor(counts_by_default, 2), 1u);
+  // Oldest first: without RemoveWorker the backend is a 1.0 one, whatever it
+  // implements besides, and nothing later is called.
+  CountsOnlyBackend removes_by_default;
+  EXPECT_EQ(ImplementedAbiMinor(removes_by_default, 2), 0u);
+  EXPECT_THAT(removes_by_default.calls, IsEmpty());
+}
+
+// Only kUnimplemented lowers the minor; any other answer is the backend's
+// own, which the conformance suite judges.
+TEST(ImplementedAbiMinor, OtherFailuresKeepTheMinor) {
+  for (BackendCode code :
+       {BackendCode::kInternal, BackendCode::kInvalidArgument,
+        BackendCode::kResourceExhausted, BackendCode::kUnavailable}) {
+    Abi11Backend backend(code);
+    EXPECT_EQ(ImplementedAbiMinor(backend, 1), 1u);
+  }
 }
 
 }  // namespace

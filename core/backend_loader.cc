@@ -166,7 +166,6 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
                      descriptor->create == nullptr ? "create()" : "destroy()"));
   }
   loaded->descriptor_ = descriptor;
-  loaded->abi_minor_ = descriptor->abi_minor;
 
   // 5. Create the backend.
   char error[512];
@@ -181,6 +180,8 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
                      error[0] != '\0' ? error : "(no reason given)"));
   }
   loaded->backend_ = backend;
+  // 6. The calls its minor promises that it leaves to the header's defaults.
+  loaded->abi_minor_ = ImplementedAbiMinor(*backend, descriptor->abi_minor);
   return loaded;
 }
 

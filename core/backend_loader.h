@@ -13,7 +13,9 @@
 // A backend built against an older ABI minor version loads
 // (backend_abi_check.h). Before the host calls a virtual function, or reads a
 // member of a struct the backend fills, that ABI minor N added, it checks
-// SupportsAbiMinor(N).
+// SupportsAbiMinor(N). A backend whose descriptor says a minor but which
+// leaves a call of that minor to the header's default (kUnimplemented) is
+// used at the minor before that call's (ImplementedAbiMinor).
 #ifndef KVINDEXER_CORE_BACKEND_LOADER_H_
 #define KVINDEXER_CORE_BACKEND_LOADER_H_
 
@@ -57,12 +59,16 @@ class LoadedBackend {
   const BackendDescriptor& descriptor() const { return *descriptor_; }
   const std::string& path() const { return path_; }
 
-  // The ABI minor version the backend was built against; never greater than
-  // kBackendAbiMinor.
+  // The ABI minor version the host uses with the backend: the one its
+  // descriptor says it was built against (descriptor().abi_minor), unless a
+  // call that minor promises answered kUnimplemented when the backend was
+  // loaded, the header's default for a call it does not override; then the
+  // minor before that call's (ImplementedAbiMinor). Never greater than
+  // descriptor().abi_minor or kBackendAbiMinor.
   uint32_t abi_minor() const { return abi_minor_; }
-  // True when the backend was built against ABI minor `minor` or later, so
-  // that what `minor` added to the ABI (virtual functions, members of the
-  // structs the backend fills, descriptor members) exists in it.
+  // True when abi_minor() >= `minor`, so that what `minor` added to the ABI
+  // (virtual functions, members of the structs the backend fills, descriptor
+  // members) exists in the backend and may be used.
   bool SupportsAbiMinor(uint32_t minor) const { return minor <= abi_minor_; }
 
  private:

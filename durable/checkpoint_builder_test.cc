@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_file.h"
+#include "durable/data_dir.h"
 #include "durable/test_store_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

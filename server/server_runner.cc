@@ -143,6 +143,16 @@ int RunServer(std::span<const char* const> args) {
     return kExitFailure;
   }
   const BackendDescriptor& descriptor = (*loaded)->descriptor();
+  if ((*loaded)->abi_minor() != descriptor.abi_minor) {
+    spdlog::warn(
+        "backend {} says backend ABI {}.{} but leaves the calls of {}.{} to "
+        "the header's defaults; it is used as ABI {}.{} (docs/backend-abi.md, "
+        "\"Source compatibility across minors\")",
+        descriptor.name != nullptr ? descriptor.name : "?",
+        descriptor.abi_major, descriptor.abi_minor, descriptor.abi_major,
+        (*loaded)->abi_minor() + 1, descriptor.abi_major,
+        (*loaded)->abi_minor());
+  }
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor());
   // A replica of the fleet event log (docs/fleet.md, "Replicas follow the

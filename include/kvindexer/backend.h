@@ -15,6 +15,10 @@
 //     appended, each labelled with the ABI minor version that added it.
 //   * Virtual function order is frozen for a given ABI major version. A new
 //     virtual function is appended and bumps the minor version.
+//   * Every virtual function a minor version added has a default that answers
+//     kUnimplemented, so a backend written against an older minor still
+//     compiles; the host then uses it as a backend of that older minor
+//     (docs/backend-abi.md, "Source compatibility across minors").
 //   * The library handle outlives every object created from it.
 //
 // Semantics live in the host, not here. The host validates every request,
@@ -54,11 +58,18 @@ inline constexpr uint32_t kBackendAbiMinor = 2;
 // may not meet (out of memory, a bad argument) must use another code,
 // such as kResourceExhausted or kInvalidArgument, and leave the state as
 // it was.
+//
+// kUnimplemented is what IndexBackend's default of a call that a minor
+// version added returns (see RemoveWorker below): the backend does not
+// implement that call. It is the only code the host reads as "this backend
+// lacks the call" rather than as a failure; a backend never returns it from
+// a call it implements.
 enum class BackendCode : int32_t {
   kOk = 0,
   kInvalidArgument = 3,
   kResourceExhausted = 8,
   kFailedPrecondition = 9,
+  kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,
 };
@@ -234,9 +245,20 @@ class IndexBackend {
   // Fills *stats; fields past stats->struct_size are left alone.
   virtual void GetStats(BackendStats* stats) noexcept = 0;
 
-  // ABI 1.1. The host calls it only on a backend whose descriptor says
-  // abi_minor >= 1; for older backends it composes CLEAR_ALL_AT_TIER batches
-  // instead, and their records stay.
+  // Calls added by minor versions. Each has a default, so that a backend
+  // written against an older minor still compiles against this header: the
+  // default changes nothing, writes zeros through the out-parameters it is
+  // given and returns kUnimplemented. The host calls one only on a backend
+  // it uses at that call's minor or later. Its descriptor must say that
+  // minor, and when the backend is loaded each such call is made once,
+  // oldest first, with the empty worker id (a no-op for a backend that
+  // implements it): the first that answers kUnimplemented makes the host use
+  // the backend as one of the minor before that call's (docs/backend-abi.md,
+  // "Source compatibility across minors").
+
+  // ABI 1.1. The host calls it only on a backend it uses at minor >= 1; for
+  // older ones it composes CLEAR_ALL_AT_TIER batches instead, and their
+  // records stay.
   //
   // Removes a worker atomically for readers: every placement it holds at
   // every tier is revoked (blocks left with no placement are deleted with
@@ -246,11 +268,18 @@ class IndexBackend {
   // with all of its placements or not at all. Removing a worker id the
   // backend has no record of changes nothing and returns OK. On return
   // *existed is 1 when a record was deleted, else 0 (existed may be null).
-  virtual BackendStatus RemoveWorker(StringView worker_id,
-                                     uint32_t* existed) noexcept = 0;
+  //
+  // Default: kUnimplemented, *existed = 0; nothing removed.
+  virtual BackendStatus RemoveWorker(StringView /*worker_id*/,
+                                     uint32_t* existed) noexcept {
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kUnimplemented,
+                         "RemoveWorker (backend ABI 1.1) is not implemented "
+                         "by this backend"};
+  }
 
-  // ABI 1.2. The host calls it only on a backend whose descriptor says
-  // abi_minor >= 2; for older backends it reports the counts as unknown.
+  // ABI 1.2. The host calls it only on a backend it uses at minor >= 2; for
+  // older ones it reports the counts as unknown.
   // It is an operator's figure (the admin API's ListWorkers), never on a
   // query's path.
   //
@@ -263,9 +292,21 @@ class IndexBackend {
   // a writer, but must not hold up readers (Match, PrefixScan) more than
   // GetStats does; O(1) per tier is expected (backends already keep each
   // worker's holdings per tier for CLEAR_ALL_AT_TIER).
-  virtual BackendStatus CountPlacements(StringView worker_id,
+  //
+  // Default: kUnimplemented, zero counts, *existed = 0.
+  virtual BackendStatus CountPlacements(StringView /*worker_id*/,
                                         uint64_t* counts_by_tier,
-                                        uint32_t* existed) noexcept = 0;
+                                        uint32_t* existed) noexcept {
+    if (counts_by_tier != nullptr) {
+      for (uint32_t tier = 0; tier <= kMaxTier; ++tier) {
+        counts_by_tier[tier] = 0;
+      }
+    }
+    if (existed != nullptr) *existed = 0;
+    return BackendStatus{BackendCode::kUnimplemented,
+                         "CountPlacements (backend ABI 1.2) is not implemented "
+                         "by this backend"};
+  }
 };
 
 // Returned by the entry function. Static storage owned by the backend

@@ -25,7 +25,19 @@ void ConformanceTest::SetUp() {
   ASSERT_NE(instance_->get(), nullptr)
       << "create() failed: " << instance_->error();
   indexer_ = std::make_unique<Indexer>(instance_->get(), /*gate_log=*/nullptr,
-                                       RequestLimits{}, descriptor().abi_minor);
+                                       RequestLimits{}, abi_minor());
+}
+
+std::string ConformanceTest::AbiInUse() const {
+  std::string text =
+      absl::StrCat("ABI ", descriptor().abi_major, ".", abi_minor());
+  if (descriptor().abi_minor != abi_minor()) {
+    absl::StrAppend(&text, " (its descriptor says ", descriptor().abi_major,
+                    ".", descriptor().abi_minor,
+                    ", but it leaves the calls of 1.", abi_minor() + 1,
+                    " to the header's defaults)");
+  }
+  return text;
 }
 
 void ConformanceTest::TearDown() {

@@ -67,11 +67,18 @@ class ConformanceTest
   const BackendDescriptor& descriptor() const {
     return GetParam()->loaded->descriptor();
   }
-  // True when the backend under test was built against ABI minor `minor` or
-  // later, so that what that minor added may be called (backend.h).
+  // The ABI minor the host uses with the backend under test
+  // (LoadedBackend::abi_minor: its descriptor's, lowered past a call it
+  // leaves to the header's default). The Indexers of the tests get it.
+  uint32_t abi_minor() const { return GetParam()->loaded->abi_minor(); }
+  // True when abi_minor() >= `minor`, so that what that minor added may be
+  // called (backend.h).
   bool SupportsAbiMinor(uint32_t minor) const {
     return GetParam()->loaded->SupportsAbiMinor(minor);
   }
+  // "ABI 1.<abi_minor()>", and what the descriptor says when that differs:
+  // for the messages of tests skipped below a minor.
+  std::string AbiInUse() const;
   IndexBackend* backend() const { return instance_->get(); }
   Indexer& indexer() { return *indexer_; }
 

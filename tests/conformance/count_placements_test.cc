@@ -25,8 +25,7 @@ class CountPlacementsTest : public ConformanceTest {
   void SetUp() override {
     if (!SupportsAbiMinor(kCountPlacementsAbiMinor)) {
       GTEST_SKIP() << "backend \"" << descriptor().name
-                   << "\" was built against backend ABI "
-                   << descriptor().abi_major << "." << descriptor().abi_minor
+                   << "\" is used as backend " << AbiInUse()
                    << ", which has no CountPlacements (added in 1."
                    << kCountPlacementsAbiMinor << ")";
     }

@@ -190,7 +190,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
     return false;
   }
   Indexer indexer(instance.get(), /*gate_log=*/nullptr, RequestLimits{},
-                  descriptor().abi_minor);
+                  abi_minor());
   ReferenceModel model;
   const bool removes = SupportsAbiMinor(1);  // RemoveWorker is ABI 1.1
   std::deque<std::string> recent;

@@ -46,9 +46,9 @@ class DurabilityTest : public ConformanceTest {
     server_->instance = std::make_unique<BackendInstance>(descriptor());
     ASSERT_NE(server_->instance->get(), nullptr)
         << "create() failed: " << server_->instance->error();
-    server_->indexer = std::make_unique<Indexer>(
-        server_->instance->get(), /*gate_log=*/nullptr, RequestLimits{},
-        descriptor().abi_minor);
+    server_->indexer = std::make_unique<Indexer>(server_->instance->get(),
+                                                 /*gate_log=*/nullptr,
+                                                 RequestLimits{}, abi_minor());
     durable::DurableOptions options;
     options.dir = dir_.path();
     options.checkpoint_bytes = checkpoint_bytes;

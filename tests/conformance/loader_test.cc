@@ -1,8 +1,9 @@
 // The tests of LoadedBackend (core/backend_loader.h): name and path
 // resolution, and tiny plugin fixtures (fixtures/), each broken in one way:
 // every failure must be a clear status naming the problem and the
-// KV_INDEXER_BACKEND value, never a crash. Not per-backend; run as the ctest
-// entry conformance.loader.
+// KV_INDEXER_BACKEND value, never a crash. Also the minor the host uses with
+// a backend written against ABI 1.0 only (abi_1_0_backend/). Not per-backend;
+// run as the ctest entry conformance.loader.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -10,11 +11,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
+#include "core/removal_reason.h"
 #include "gtest/gtest.h"
 
 namespace kvindexer {
@@ -24,6 +27,13 @@ const std::string kFixtureDir = KVINDEXER_FIXTURE_DIR;
 
 std::string FixturePath(const std::string& name) {
   return absl::StrCat(kFixtureDir, "/kvindexer-backend-fixture_", name, ".so");
+}
+
+// The backend written against ABI 1.0 only (abi_1_0_backend/), "pinned" or
+// "rebuilt".
+std::string Abi10BackendPath(const std::string& variant) {
+  return absl::StrCat(KVINDEXER_ABI_1_0_BACKEND_DIR,
+                      "/kvindexer-backend-abi_1_0_", variant, ".so");
 }
 
 // Loads `spec` and returns the failure message; fails the test when the load
@@ -103,6 +113,68 @@ TEST(LoaderTest, AnAbi10BackendHasNoPlacementCounts) {
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_FALSE(workers[0].placements_by_tier.has_value());
   EXPECT_FALSE(indexer.PlacementCounts("w").has_value());
+}
+
+// A backend written against ABI 1.0 and rebuilt unchanged against this
+// header: its descriptor says this header's minor (kit::MakeDescriptor), but
+// RemoveWorker and CountPlacements are the header's defaults. The loader
+// finds RemoveWorker answering kUnimplemented and uses it as a 1.0 backend.
+TEST(LoaderTest, ARebuiltAbi10BackendIsUsedAsOne) {
+  auto loaded = LoadedBackend::Load(Abi10BackendPath("rebuilt"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_STREQ((*loaded)->descriptor().name, "abi_1_0_rebuilt");
+  EXPECT_EQ((*loaded)->descriptor().abi_minor, kBackendAbiMinor);
+  EXPECT_EQ((*loaded)->abi_minor(), 0u);
+  EXPECT_TRUE((*loaded)->SupportsAbiMinor(0));
+  EXPECT_FALSE((*loaded)->SupportsAbiMinor(1));
+}
+
+// The same source with abi_minor 0 in its descriptor, as a 1.0 plugin says
+// it: nothing to find.
+TEST(LoaderTest, APinnedAbi10BackendIsUsedAsOne) {
+  auto loaded = LoadedBackend::Load(Abi10BackendPath("pinned"), "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_STREQ((*loaded)->descriptor().name, "abi_1_0_pinned");
+  EXPECT_EQ((*loaded)->descriptor().abi_minor, 0u);
+  EXPECT_EQ((*loaded)->abi_minor(), 0u);
+}
+
+// Over either build the Indexer takes the 1.0 paths, never the defaults: a
+// removal is a CLEAR_ALL_AT_TIER batch (the placements go, the backend's
+// record stays) and placement counts are unknown.
+TEST(LoaderTest, TheHostUsesAnAbi10SourceThroughThe10Paths) {
+  for (const char* variant : {"pinned", "rebuilt"}) {
+    SCOPED_TRACE(variant);
+    auto loaded = LoadedBackend::Load(Abi10BackendPath(variant), "");
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    Indexer indexer((*loaded)->backend(), nullptr, RequestLimits{},
+                    (*loaded)->abi_minor());
+    kv_indexer::v1::ApplyExternalKvBatchRequest req;
+    req.set_worker_id("w");
+    req.set_worker_address("a");
+    for (int tier : {kTierHbm, kTierDram}) {
+      kv_indexer::v1::ExternalKvAction* action = req.add_actions();
+      action->set_type(kv_indexer::v1::ExternalKvActionType(kActionReport));
+      action->set_tier(kv_indexer::v1::TierType(tier));
+      action->add_hashes(tier);
+      action->add_hashes(10 + tier);
+    }
+    kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+    ASSERT_TRUE(indexer.Apply(req, &resp).ok());
+    EXPECT_FALSE(indexer.PlacementCounts("w").has_value());
+    const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+    ASSERT_EQ(workers.size(), 1u);
+    EXPECT_FALSE(workers[0].placements_by_tier.has_value());
+
+    ASSERT_TRUE(indexer.RemoveWorker("w", RemovalReason::kAdmin).ok());
+    BackendStats stats{};
+    stats.struct_size = sizeof(stats);
+    (*loaded)->backend()->GetStats(&stats);
+    EXPECT_EQ(stats.placements, 0u);
+    EXPECT_EQ(stats.blocks, 0u);
+    EXPECT_EQ(stats.workers, 1u);  // ABI 1.0 has no way to delete a record
+    EXPECT_TRUE(indexer.ListWorkers().empty());
+  }
 }
 
 TEST(LoaderTest, NameResolvedThroughSearchPath) {

@@ -150,7 +150,7 @@ class RecoveryTest : public ConformanceTest {
   }
   // From ABI 1.1 a removed worker's backend record goes with it
   // (IndexBackend::RemoveWorker); an ABI 1.0 backend keeps it.
-  bool FreesRemovedWorkers() const { return descriptor().abi_minor >= 1; }
+  bool FreesRemovedWorkers() const { return SupportsAbiMinor(1); }
   SequenceState StateOf(const std::string& worker) {
     const std::optional<WorkerRecord> state = indexer().WorkerState(worker);
     EXPECT_TRUE(state.has_value()) << worker << " has no record";

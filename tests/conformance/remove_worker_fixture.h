@@ -1,9 +1,11 @@
 // The fixture of the RemoveWorker suites (ABI 1.1): ConformanceTest, skipped
 // for a backend built against ABI 1.0, plus raw-ABI helpers.
 //
-// The gate is the backend's descriptor, read through LoadedBackend (the same
-// SupportsAbiMinor the host asks): a 1.0 backend's vtable has no RemoveWorker
-// entry, so calling it would jump to whatever follows the table.
+// The gate is the minor the host uses with the backend, read through
+// LoadedBackend (the same SupportsAbiMinor the host asks): a 1.0 backend's
+// vtable has no RemoveWorker entry, so calling it would jump to whatever
+// follows the table, and a backend that leaves RemoveWorker to the header's
+// default is used as a 1.0 backend.
 #ifndef KVINDEXER_TESTS_CONFORMANCE_REMOVE_WORKER_FIXTURE_H_
 #define KVINDEXER_TESTS_CONFORMANCE_REMOVE_WORKER_FIXTURE_H_
 
@@ -23,8 +25,7 @@ class RemoveWorkerFixture : public ConformanceTest {
   void SetUp() override {
     if (!SupportsAbiMinor(kRemoveWorkerAbiMinor)) {
       GTEST_SKIP() << "backend \"" << descriptor().name
-                   << "\" was built against backend ABI "
-                   << descriptor().abi_major << "." << descriptor().abi_minor
+                   << "\" is used as backend " << AbiInUse()
                    << ", which has no RemoveWorker (added in 1."
                    << kRemoveWorkerAbiMinor
                    << "); the host composes CLEAR_ALL_AT_TIER batches for it "
