@@ -10,16 +10,19 @@
 // pages: it keeps the contiguous run of replies a request brought, and when
 // a hole shows up (a later seq arrives) or the replies stop without END, it
 // asks again from the seq after the run. The replay is complete when a page
-// ends with END and no hole, or, when the caller only needs batches up to a
-// seq (`through`), as soon as the run reaches it.
+// ends with END and no hole (an END after kReplayTrustedPageReplies or more
+// replies is confirmed by one more request, since the queue may have drained
+// just in time for END after dropping the tail), or, when the caller only
+// needs batches up to a seq (`through`), as soon as the run reaches it.
 //
 // It is incomplete when a reply is malformed or below the requested start,
 // no reply at all comes within the reply timeout, a later page no longer
 // starts at the seq it asked for (the publisher evicted it meanwhile, or it
-// never sends that batch), a page brings nothing new, a request's replies
-// exceed kMaxReplayBatches, the whole replay exceeds kMaxReplayBytes or
-// kMaxReplayPages, or shutdown is requested. A start the publisher no longer
-// holds is not an error on the first page: the replies simply begin later.
+// never sends that batch), a page brings nothing new, the whole replay
+// exceeds kMaxReplayBytes or kMaxReplayPages, or shutdown is requested. A
+// page is cut after kMaxReplayBatches replies and continued by the next. A
+// start the publisher no longer holds is not an error on the first page: the
+// replies simply begin later.
 //
 // Thread safety: Replay() may be called from one thread at a time.
 #ifndef KVINDEXER_BRIDGE_REPLAY_CLIENT_H_
@@ -46,6 +49,11 @@ inline constexpr std::chrono::milliseconds kReplayReplyTimeout{5000};
 // queue. Too short a wait costs nothing but an extra request: a page that
 // ends early is continued by the next one.
 inline constexpr std::chrono::milliseconds kReplayPageIdle{50};
+// An END that follows at least this many replies of one request is confirmed
+// by another request before the replay counts as complete: SGLang's ROUTER
+// queues 64 replies (older builds 1,000) before it drops any, so a page
+// with fewer replies cannot have lost one.
+inline constexpr size_t kReplayTrustedPageReplies = 32;
 
 class ReplayClient final : public ReplaySource {
  public:

@@ -15,7 +15,8 @@
 
 namespace kvindexer::bridge {
 
-// At most this many replies are read in answer to one request (one page).
+// At most this many replies are read in answer to one request (one page);
+// the next request continues after them.
 inline constexpr size_t kMaxReplayBatches = 10'000;
 // A whole replay, however many pages it takes, keeps at most this many
 // payload bytes and makes at most this many requests.

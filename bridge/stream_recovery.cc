@@ -168,9 +168,11 @@ std::optional<LiveBatch> StreamRecovery::WaitFirstLiveBatch(
       if (waited >= *limit) return std::nullopt;
       timeout = std::min(timeout, *limit - waited);
     }
+    // A clear that found the server without the stream (a new
+    // synchronisation is requested), or that was stopped, ends the wait.
+    if (MaybeClearStale() && Interrupted()) return std::nullopt;
     std::optional<LiveItem> item = NextItem(timeout);
     ServiceHeartbeat();
-    MaybeClearStale();
     if (!item) continue;
     if (item->kind == LiveItem::Kind::kBatch) {
       ++io_.stats->messages_received;

@@ -192,12 +192,15 @@ class StreamRecovery {
   void CheckServerCheckpoint(std::optional<uint64_t> checkpoint);
 
   // --- a resync that cannot finish (stream_recovery_stale.cc)
+  // The epoch the clear installs under (shown by the admin API).
+  static constexpr char kResyncFailingEpoch[] = "kvindexer-resync-failing";
   // Once a synchronisation attempt has failed and the stream has been
   // unsynchronised for options_.resync_clear_after, clears the worker's
   // placement at the server (degraded "resync_failing") so that it holds no
   // block the worker may have dropped meanwhile. Once per unsynchronised
   // period; called after a failed attempt and while later ones wait.
-  void MaybeClearStale();
+  // True when it tried (whether or not the clear went through).
+  bool MaybeClearStale();
   // When MaybeClearStale() will act, if it still has to.
   std::optional<RecoveryClock::Clock::time_point> StaleClearDue() const;
   std::chrono::milliseconds TimeUntil(

@@ -7,6 +7,7 @@
 // blocks it dropped.
 #include <chrono>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "bridge/recovery_requests.h"
@@ -30,11 +31,11 @@ std::chrono::milliseconds StreamRecovery::TimeUntil(
   return std::chrono::ceil<std::chrono::milliseconds>(when - now);
 }
 
-void StreamRecovery::MaybeClearStale() {
+bool StreamRecovery::MaybeClearStale() {
   const auto due = StaleClearDue();
   if (!due || io_.clock->Now() < *due || !fatal_.ok() ||
       io_.clock->Stopping()) {
-    return;
+    return false;
   }
   const auto unsynced = std::chrono::duration_cast<std::chrono::milliseconds>(
       io_.clock->Now() - unsynced_since_);
@@ -47,20 +48,27 @@ void StreamRecovery::MaybeClearStale() {
                options_.resync_clear_after.count());
   const uint64_t applied = watermarks_.applied().value_or(0);
   if (gated()) {
-    // An empty install: the record, its address and epoch stay, its
-    // placement goes. The next synchronisation installs in full (no resume
-    // from this checkpoint: stale_cleared_).
-    if (!Install(watermarks_.epoch(), applied, {}, {}, by)) return;
+    // An empty install under an epoch no publisher uses: the record and its
+    // address stay, its placement goes, and no later synchronisation (of
+    // this process or of a restarted bridge) can resume from the
+    // checkpoint it leaves: a probe under the worker's real epoch finds
+    // none there.
+    if (!Install(std::string(kResyncFailingEpoch), applied, {}, {}, by)) {
+      return true;
+    }
   } else {
-    if (!SendSeedEra(
-            ClearRequests(options_.header, applied, options_.clear_tiers))) {
-      return;
+    // Every tier, whatever KV_INDEXER_CLEAR_TIERS says: the placement may
+    // be stale at any of them.
+    static constexpr Tier kAllTiers[] = {Tier::kHbm, Tier::kDram, Tier::kSsd};
+    if (!SendSeedEra(ClearRequests(options_.header, applied, kAllTiers))) {
+      return true;
     }
     Degrade(by);
   }
   stale_cleared_ = true;
   ++io_.stats->stale_clears;
   SyncStateStats();
+  return true;
 }
 
 }  // namespace kvindexer::bridge

@@ -190,23 +190,49 @@ TEST_F(ReplayClientTest, NoReplyIsIncompleteAfterTheReplyTimeout) {
             (std::vector<std::string>{SeqBytes(0), SeqBytes(2)}));
 }
 
-TEST_F(ReplayClientTest, MoreThanTheCapIsIncomplete) {
+TEST_F(ReplayClientTest, MoreThanTheCapContinuesInTheNextRequest) {
   std::vector<Reply> replies = Batches(0, kMaxReplayBatches);  // one too many
   replies.push_back(End());
-  ServeOnce(replies);
+  ServePages({replies, {Batch(kMaxReplayBatches), End()}});
   ReplayResult result = Replay(0);
-  EXPECT_FALSE(result.complete);
-  EXPECT_THAT(result.problem,
-              HasSubstr("more than 10000 replies to one request"));
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(result.batches.size(), kMaxReplayBatches + 1);
+  EXPECT_EQ(result.pages, 2u);
+  EXPECT_EQ(requested_starts_.back(), SeqBytes(kMaxReplayBatches));
 }
 
-TEST_F(ReplayClientTest, ExactlyTheCapIsComplete) {
+TEST_F(ReplayClientTest, ExactlyTheCapIsCompleteOnceConfirmed) {
   std::vector<Reply> replies = Batches(0, kMaxReplayBatches - 1);
+  replies.push_back(End());
+  ServePages({replies, {End()}});
+  ReplayResult result = Replay(0);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(result.batches.size(), kMaxReplayBatches);
+}
+
+// The ROUTER's queue drained just before END, after it had dropped the
+// tail: END alone cannot tell. After a queue's worth of replies it is
+// confirmed by asking again after the run.
+TEST_F(ReplayClientTest, AnEndAfterManyRepliesIsConfirmed) {
+  std::vector<Reply> first = Batches(0, 39);
+  first.push_back(End());  // 40..45 were dropped before it
+  std::vector<Reply> second = Batches(40, 45);
+  second.push_back(End());
+  ServePages({first, second});
+  ReplayResult result = Replay(0);
+  EXPECT_TRUE(result.complete) << result.problem;
+  EXPECT_EQ(result.batches.size(), 46u);
+  EXPECT_EQ(result.pages, 2u);
+  EXPECT_EQ(requested_starts_.back(), SeqBytes(40));
+}
+
+TEST_F(ReplayClientTest, AnEndAfterFewRepliesIsTrusted) {
+  std::vector<Reply> replies = Batches(0, kReplayTrustedPageReplies - 2);
   replies.push_back(End());
   ServeOnce(replies);
   ReplayResult result = Replay(0);
   EXPECT_TRUE(result.complete) << result.problem;
-  EXPECT_EQ(result.batches.size(), kMaxReplayBatches);
+  EXPECT_EQ(result.pages, 1u);
 }
 
 TEST_F(ReplayClientTest, MalformedRepliesAreIncomplete) {

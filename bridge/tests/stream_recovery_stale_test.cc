@@ -52,6 +52,12 @@ TEST(StreamRecoveryStale, ModeRClearsTheWorkerOnceResyncHasFailedLongEnough) {
   EXPECT_EQ(rig.stats.stale_clears, 1u);
   EXPECT_EQ(rig.engine->degraded_reason(), "resync_failing");
   EXPECT_EQ(rig.stats.state, "syncing");
+  // Under an epoch no publisher uses: a bridge that restarts now finds no
+  // checkpoint to resume from (a probe under "" is refused).
+  ASSERT_FALSE(rig.server.replaces.empty());
+  EXPECT_EQ(rig.server.replaces.back().worker_epoch(),
+            "kvindexer-resync-failing");
+  EXPECT_EQ(rig.server.replaces.back().hashes_by_tier_size(), 0);
 
   // Once only per unsynchronised period.
   const size_t replaces = rig.server.replaces.size();
