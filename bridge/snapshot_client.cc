@@ -82,19 +82,17 @@ SnapshotClient::SnapshotClient(zmq::context_t* context, std::string endpoint,
 
 absl::StatusOr<PublisherSnapshot> SnapshotClient::Fetch() {
   const auto deadline = DealerRequest::Clock::now() + fetch_timeout_;
-  if (protocol_ == SnapshotProtocol::kV1 || v1_only_epoch_.has_value()) {
-    return FetchV1(deadline);
-  }
+  if (protocol_ == SnapshotProtocol::kV1) return FetchV1(deadline);
+  // snapshot-v2 first every time: a refusal costs one round trip, and a
+  // transient error of a v2 publisher, or an upgrade of a v1 one, never
+  // leaves the bridge on the tier-blind protocol for longer than a fetch.
   Attempt v2 = FetchVersion(2, deadline);
   if (!v2.refused || protocol_ == SnapshotProtocol::kV2) {
     return std::move(v2.snapshot);
   }
   spdlog::info("{}; asking for snapshot-v1 instead",
                std::string(v2.snapshot.status().message()));
-  absl::StatusOr<PublisherSnapshot> v1 = FetchV1(deadline);
-  if (!v1.ok()) return v1;
-  v1_only_epoch_ = v1->epoch;
-  return v1;
+  return FetchV1(deadline);
 }
 
 absl::StatusOr<PublisherSnapshot> SnapshotClient::FetchV1(
@@ -109,14 +107,6 @@ absl::StatusOr<PublisherSnapshot> SnapshotClient::FetchV1(
         "blocks at HBM that the worker holds only in host or disk tiers, or "
         "in EXTERNAL storage",
         endpoint_);
-  }
-  if (v1_only_epoch_ && *v1_only_epoch_ != v1->epoch) {
-    // A new incarnation, possibly of an upgraded SGLang.
-    spdlog::info(
-        "the publisher restarted (epoch {}); asking for snapshot-v2 "
-        "again next time",
-        v1->epoch);
-    v1_only_epoch_.reset();
   }
   return v1;
 }

@@ -14,10 +14,10 @@
 // Protocol choice (SGLANG_KV_SNAPSHOT_PROTOCOL): kAuto asks for snapshot-v2;
 // when the publisher answers that request with an `error` frame (what a
 // v1-only publisher answers any other command with) it asks for snapshot-v1
-// instead and, once that succeeds, keeps asking for v1 only (one WARN: v1 is
-// tier-blind) until a v1 snapshot names another epoch, i.e. the publisher
-// restarted and may have been upgraded. kV2 and kV1 ask for that protocol
-// only.
+// within the same fetch (one WARN per process: v1 is tier-blind). Every
+// fetch asks for v2 first, so a transient error of a v2 publisher or an
+// upgraded publisher costs at most that one fetch. kV2 and kV1 ask for that
+// protocol only.
 //
 // Thread safety: Fetch() may be called from one thread at a time.
 #ifndef KVINDEXER_BRIDGE_SNAPSHOT_CLIENT_H_
@@ -72,9 +72,6 @@ class SnapshotClient final : public SnapshotSource {
   const StopRequest* const shutdown_;
   const std::chrono::milliseconds fetch_timeout_;
   const SnapshotProtocol protocol_;
-  // kAuto: set once the publisher refused snapshot-v2 and served v1, to the
-  // epoch of that v1 snapshot.
-  std::optional<std::string> v1_only_epoch_;
   bool warned_tier_blind_ = false;
 };
 
