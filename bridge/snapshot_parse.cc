@@ -90,12 +90,20 @@ absl::Status CheckFences(const SnapshotHeader& h, absl::string_view rank_key,
   return absl::OkStatus();
 }
 
-absl::Status CheckRoom(uint64_t records, uint64_t incoming,
-                       uint64_t record_count) {
-  if (records + incoming > record_count) {
+// Unpacks a chunk of either protocol: an array whose records still fit the
+// header's record_count after the `records` received so far.
+absl::Status UnpackChunk(absl::string_view payload, uint64_t records,
+                         uint64_t record_count, msgpack::object_handle* handle,
+                         std::span<const msgpack::object>* out) {
+  if (absl::Status s = Unpack(payload, "chunk", handle); !s.ok()) return s;
+  const msgpack::object& root = handle->get();
+  if (root.type != msgpack::type::ARRAY) return Bad("chunk is not an array");
+  if (records + root.via.array.size > record_count) {
     return Bad(absl::StrCat("more records than the header's record_count ",
                             record_count));
   }
+  *out =
+      std::span<const msgpack::object>(root.via.array.ptr, root.via.array.size);
   return absl::OkStatus();
 }
 
@@ -319,15 +327,13 @@ absl::Status AppendSnapshotV1Chunk(absl::string_view payload,
                                    uint64_t record_count, uint64_t* records,
                                    std::vector<int64_t>* hashes) {
   msgpack::object_handle handle;
-  if (absl::Status s = Unpack(payload, "chunk", &handle); !s.ok()) return s;
-  const msgpack::object& root = handle.get();
-  if (root.type != msgpack::type::ARRAY) return Bad("chunk is not an array");
-  if (absl::Status s = CheckRoom(*records, root.via.array.size, record_count);
+  std::span<const msgpack::object> chunk;
+  if (absl::Status s =
+          UnpackChunk(payload, *records, record_count, &handle, &chunk);
       !s.ok()) {
     return s;
   }
-  for (const msgpack::object& record :
-       std::span(root.via.array.ptr, root.via.array.size)) {
+  for (const msgpack::object& record : chunk) {
     if (record.type != msgpack::type::ARRAY || record.via.array.size != 2) {
       return Bad("a record is not [parent_block_hash, [block_hash]]");
     }
@@ -360,15 +366,13 @@ absl::Status AppendSnapshotV2Chunk(absl::string_view payload,
                                    uint64_t record_count, uint64_t* records,
                                    std::vector<SnapshotBlock>* blocks) {
   msgpack::object_handle handle;
-  if (absl::Status s = Unpack(payload, "chunk", &handle); !s.ok()) return s;
-  const msgpack::object& root = handle.get();
-  if (root.type != msgpack::type::ARRAY) return Bad("chunk is not an array");
-  if (absl::Status s = CheckRoom(*records, root.via.array.size, record_count);
+  std::span<const msgpack::object> chunk;
+  if (absl::Status s =
+          UnpackChunk(payload, *records, record_count, &handle, &chunk);
       !s.ok()) {
     return s;
   }
-  for (const msgpack::object& record :
-       std::span(root.via.array.ptr, root.via.array.size)) {
+  for (const msgpack::object& record : chunk) {
     SnapshotBlock block;
     if (absl::Status s = ParseV2Record(record, &block); !s.ok()) {
       return Bad(absl::StrCat("record ", *records, ": ", s.message()));

@@ -54,6 +54,19 @@ std::vector<std::string> Receive(zmq::socket_t& socket,
   return frames;
 }
 
+// A fresh DEALER (no receive limit, as the bridge's) that has sent
+// [empty][frame] to `endpoint`.
+zmq::socket_t Ask(zmq::context_t& context, const std::string& endpoint,
+                  const std::string& frame) {
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.set(zmq::sockopt::rcvhwm, 0);
+  dealer.connect(endpoint);
+  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
+  dealer.send(zmq::buffer(frame), zmq::send_flags::none);
+  return dealer;
+}
+
 struct ReplayReply {
   std::vector<uint64_t> seqs;
   std::vector<std::string> payloads;
@@ -63,12 +76,7 @@ struct ReplayReply {
 // One replay request from a fresh DEALER, read until the END marker.
 ReplayReply Replay(zmq::context_t& context, const std::string& endpoint,
                    uint64_t start) {
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(endpoint);
-  const std::string start_frame = SeqFrame(start);
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(start_frame), zmq::send_flags::none);
+  zmq::socket_t dealer = Ask(context, endpoint, SeqFrame(start));
   ReplayReply reply;
   while (true) {
     std::vector<std::string> frames = Receive(dealer, kBound);
@@ -303,11 +311,8 @@ TEST(FakeSglangPublisherTest, SnapshotV1HeaderChunksEndAndBarrier) {
   }
   publisher.SetSnapshotRecords(records);
 
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(publisher.snapshot_endpoint());
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(std::string("snapshot-v1")), zmq::send_flags::none);
+  zmq::socket_t dealer =
+      Ask(context, publisher.snapshot_endpoint(), "snapshot-v1");
 
   std::vector<std::string> header = Receive(dealer, kBound);
   ASSERT_EQ(header.size(), 3u);
@@ -383,11 +388,8 @@ TEST(FakeSglangPublisherTest, SnapshotBarrierIsPublishedLive) {
   while (!sub.Next(200ms).empty()) {
   }
 
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(publisher.snapshot_endpoint());
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(std::string("snapshot-v1")), zmq::send_flags::none);
+  zmq::socket_t dealer =
+      Ask(context, publisher.snapshot_endpoint(), "snapshot-v1");
   std::vector<std::string> barrier = sub.Next();
   ASSERT_EQ(barrier.size(), 3u);
   EXPECT_EQ(barrier[0], publisher.BarrierTopic("b1"));
@@ -425,12 +427,7 @@ TEST(FakeSglangPublisherTest, ReplayDropsWhatDoesNotFitSixtyFourQueued) {
   zmq::context_t context(1);
   const std::string payload(1000, 'x');
   for (int i = 0; i < 3'000; ++i) publisher.BufferOnly(payload);
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.set(zmq::sockopt::rcvhwm, 0);
-  dealer.connect(publisher.replay_endpoint());
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(SeqFrame(0)), zmq::send_flags::none);
+  zmq::socket_t dealer = Ask(context, publisher.replay_endpoint(), SeqFrame(0));
   std::vector<uint64_t> seqs;
   bool ended = false;
   // The publisher sends in one burst: a quiet second means it is done.
@@ -522,11 +519,8 @@ TEST(FakeSglangPublisherTest, V1OnlyFakeRefusesV2AndTheClientFallsBack) {
   publisher.Publish(PackBatch({StoreEvent({5}, "DISK")}));
   zmq::context_t context(1);
 
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(publisher.snapshot_endpoint());
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(std::string("snapshot-v2")), zmq::send_flags::none);
+  zmq::socket_t dealer =
+      Ask(context, publisher.snapshot_endpoint(), "snapshot-v2");
   std::vector<std::string> refusal = Receive(dealer, kBound);
   EXPECT_THAT(refusal, ElementsAre("", "error", "invalid snapshot-v1 request"));
   EXPECT_EQ(publisher.refused_snapshot_requests(), 1u);
@@ -618,11 +612,8 @@ TEST(FakeSglangPublisherTest, SnapshotV2HeaderChunksEnd) {
   ASSERT_EQ(publisher.SnapshotV1Mirror().size(), 4097u);
   zmq::context_t context(1);
 
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(publisher.snapshot_endpoint());
-  dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-  dealer.send(zmq::buffer(std::string("snapshot-v2")), zmq::send_flags::none);
+  zmq::socket_t dealer =
+      Ask(context, publisher.snapshot_endpoint(), "snapshot-v2");
 
   std::vector<std::string> header = Receive(dealer, kBound);
   ASSERT_EQ(header.size(), 3u);

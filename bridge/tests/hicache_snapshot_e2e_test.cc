@@ -18,7 +18,6 @@
 // No sleeps as synchronisation: effects are awaited in bounded loops.
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -176,23 +175,8 @@ std::string Show(const Placement& placement) {
   return out + " }";
 }
 
-class HiCacheSnapshotE2eTest : public ::testing::Test {
+class HiCacheSnapshotE2eTest : public BridgeAndIndexerTest {
  protected:
-  void SetUp() override {
-    indexer_ = IndexerUnderTest::Start();
-    ASSERT_NE(indexer_, nullptr);
-  }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      if (bridge_) std::cerr << "--- bridge output\n" << bridge_->Output();
-      if (indexer_) {
-        std::cerr << "--- server output\n" << indexer_->process().Output();
-      }
-    }
-    if (bridge_ && bridge_->Running()) StopBridge(*bridge_);
-  }
-
   static FakeSglangPublisher::Options Options(
       FakeSglangPublisher::SnapshotProtocols protocols) {
     FakeSglangPublisher::Options options;
@@ -210,9 +194,7 @@ class HiCacheSnapshotE2eTest : public ::testing::Test {
     for (const HiBatch& batch : WorkerHistory()) {
       publisher.Publish(HiPayload(batch, labels));
     }
-    bridge_ = StartBridge(*indexer_, publisher, /*with_replay=*/false,
-                          std::move(env));
-    ASSERT_NE(bridge_, nullptr);
+    Start(publisher, /*with_replay=*/false, std::move(env));
   }
 
   // Waits until the index holds exactly `expected` for the worker.
@@ -229,9 +211,6 @@ class HiCacheSnapshotE2eTest : public ::testing::Test {
     return ::testing::AssertionFailure()
            << "held " << Show(last) << ", expected " << Show(expected);
   }
-
-  std::unique_ptr<IndexerUnderTest> indexer_;
-  std::unique_ptr<test_support::ServerProcess> bridge_;
 };
 
 // snapshot-v2: each block at exactly the tiers the worker holds it; the

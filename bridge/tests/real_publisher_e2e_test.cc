@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,7 +27,6 @@
 namespace kvindexer::bridge::testing {
 namespace {
 
-using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::WaitUntil;
 
 // Long recoveries (thousands of batches, paged) on a busy machine.
@@ -77,28 +75,11 @@ uint64_t StatField(const std::string& line, const std::string& name) {
   return value ? std::stoull(*value) : 0;
 }
 
-class RealPublisherE2eTest : public ::testing::Test {
+class RealPublisherE2eTest : public BridgeAndIndexerTest {
  protected:
-  void SetUp() override {
-    indexer_ = IndexerUnderTest::Start();
-    ASSERT_NE(indexer_, nullptr);
-  }
-
   void TearDown() override {
     if (bridge_ && stopped_) ::kill(bridge_->pid(), SIGCONT);
-    if (HasFailure()) {
-      if (bridge_) std::cerr << "--- bridge output\n" << bridge_->Output();
-      if (indexer_) {
-        std::cerr << "--- server output\n" << indexer_->process().Output();
-      }
-    }
-    if (bridge_ && bridge_->Running()) StopBridge(*bridge_);
-  }
-
-  void Start(FakeSglangPublisher& publisher, bool with_replay,
-             std::map<std::string, std::string> env = {}) {
-    bridge_ = StartBridge(*indexer_, publisher, with_replay, std::move(env));
-    ASSERT_NE(bridge_, nullptr);
+    BridgeAndIndexerTest::TearDown();
   }
 
   void Pause() {
@@ -151,8 +132,6 @@ class RealPublisherE2eTest : public ::testing::Test {
     return line.value_or("");
   }
 
-  std::unique_ptr<IndexerUnderTest> indexer_;
-  std::unique_ptr<ServerProcess> bridge_;
   bool stopped_ = false;
 };
 
@@ -216,9 +195,8 @@ TEST_F(RealPublisherE2eTest, ModeRBridgeStoppedWhileThePublisherOutrunsIt) {
 TEST_F(RealPublisherE2eTest, AResyncThatCannotFinishClearsTheWorker) {
   const std::vector<int64_t> universe = {1, 2, 3, 4};
   FakeSglangPublisher publisher;
-  bridge_ = StartBridge(*indexer_, publisher, /*with_replay=*/true,
-                        {{"KV_INDEXER_RESYNC_CLEAR_AFTER_MS", "3000"}});
-  ASSERT_NE(bridge_, nullptr);
+  Start(publisher, /*with_replay=*/true,
+        {{"KV_INDEXER_RESYNC_CLEAR_AFTER_MS", "3000"}});
   publisher.Publish(Payload({Store({1, 2, 3})}));
   ASSERT_TRUE(WaitUntil(
       [&] {

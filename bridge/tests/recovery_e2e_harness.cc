@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <iostream>
 #include <string_view>
 #include <utility>
 
@@ -295,6 +296,28 @@ std::optional<std::string> NextStatsLine(ServerProcess& bridge) {
       kEffectBound, 50ms);
   if (lines.size() <= before) return std::nullopt;
   return lines[before];
+}
+
+void BridgeAndIndexerTest::SetUp() {
+  indexer_ = IndexerUnderTest::Start();
+  ASSERT_NE(indexer_, nullptr);
+}
+
+void BridgeAndIndexerTest::TearDown() {
+  if (HasFailure()) {
+    if (bridge_) std::cerr << "--- bridge output\n" << bridge_->Output();
+    if (indexer_) {
+      std::cerr << "--- server output\n" << indexer_->process().Output();
+    }
+  }
+  if (bridge_ && bridge_->Running()) StopBridge(*bridge_);
+}
+
+void BridgeAndIndexerTest::Start(FakeSglangPublisher& publisher,
+                                 bool with_replay,
+                                 std::map<std::string, std::string> env) {
+  bridge_ = StartBridge(*indexer_, publisher, with_replay, std::move(env));
+  ASSERT_NE(bridge_, nullptr);
 }
 
 }  // namespace kvindexer::bridge::testing

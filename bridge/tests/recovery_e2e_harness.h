@@ -21,6 +21,7 @@
 
 #include "bridge/tests/fake_sglang_publisher.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/server_process.h"
 
@@ -116,6 +117,23 @@ std::unique_ptr<test_support::ServerProcess> StartBridge(
 
 // SIGTERM; the bridge must exit 0 within the bound.
 void StopBridge(test_support::ServerProcess& bridge);
+
+// The fixture of the end-to-end recovery tests: a server per test, started
+// in SetUp, and the bridge a test starts against it. On a failure both
+// processes' output goes to the test log; a bridge still running is
+// stopped.
+class BridgeAndIndexerTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // StartBridge() against indexer_; the bridge is bridge_.
+  void Start(FakeSglangPublisher& publisher, bool with_replay,
+             std::map<std::string, std::string> env = {});
+
+  std::unique_ptr<IndexerUnderTest> indexer_;
+  std::unique_ptr<test_support::ServerProcess> bridge_;
+};
 
 // The first stats line the bridge prints after this call
 // (KV_INDEXER_STATS_INTERVAL_SECS=1): the state after everything the test

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,7 +40,6 @@
 namespace kvindexer::bridge::testing {
 namespace {
 
-using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::WaitUntil;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -58,29 +56,8 @@ std::vector<int64_t> Range(int64_t first, int64_t last) {
   return out;
 }
 
-class RecoveryE2eTest : public ::testing::Test {
+class RecoveryE2eTest : public BridgeAndIndexerTest {
  protected:
-  void SetUp() override {
-    indexer_ = IndexerUnderTest::Start();
-    ASSERT_NE(indexer_, nullptr);
-  }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      if (bridge_) std::cerr << "--- bridge output\n" << bridge_->Output();
-      if (indexer_) {
-        std::cerr << "--- server output\n" << indexer_->process().Output();
-      }
-    }
-    if (bridge_ && bridge_->Running()) StopBridge(*bridge_);
-  }
-
-  void Start(FakeSglangPublisher& publisher, bool with_replay,
-             std::map<std::string, std::string> env = {}) {
-    bridge_ = StartBridge(*indexer_, publisher, with_replay, std::move(env));
-    ASSERT_NE(bridge_, nullptr);
-  }
-
   // Waits until the worker holds exactly `expected` among `universe`.
   ::testing::AssertionResult HeldBecomes(
       const std::vector<int64_t>& universe, const std::set<int64_t>& expected,
@@ -173,9 +150,6 @@ class RecoveryE2eTest : public ::testing::Test {
             kEffectBound)
         .has_value();
   }
-
-  std::unique_ptr<IndexerUnderTest> indexer_;
-  std::unique_ptr<ServerProcess> bridge_;
 };
 
 // R51: batches buffered before the bridge starts are replayed on connect;
