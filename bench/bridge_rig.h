@@ -19,9 +19,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "bridge/tests/fake_sglang_publisher.h"
 #include "bridge_payloads.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/fake_sglang_publisher.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bench {

@@ -25,8 +25,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
-#include "crafted_keys_hashes.h"
 #include "crafted_keys_run.h"
+#include "tests/support/crafted_keys_hashes.h"
 
 ABSL_FLAG(std::string, backend, "robin_sharded_snapshot",
           "Backend plugin: a name (looked up as kv-indexer-server does) or a "

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "bridge/cache_names.h"
+#include "common/absl_view.h"
 
 namespace kvindexer::bridge {
 namespace {
@@ -30,8 +31,7 @@ std::vector<std::string_view> SplitTrimmed(std::string_view value) {
     const std::string_view raw = value.substr(
         start, comma == std::string_view::npos ? std::string_view::npos
                                                : comma - start);
-    const absl::string_view item =
-        absl::StripAsciiWhitespace(absl::string_view(raw.data(), raw.size()));
+    const absl::string_view item = absl::StripAsciiWhitespace(AbslView(raw));
     if (!item.empty()) items.emplace_back(item.data(), item.size());
     if (comma == std::string_view::npos) break;
     start = comma + 1;

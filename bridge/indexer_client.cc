@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "bridge/indexer_endpoint.h"
+#include "common/indexer_endpoint.h"
 
 namespace kvindexer::bridge {
 namespace {
@@ -78,10 +78,11 @@ absl::Status IndexerClient::RunCall(Call call, uint32_t heartbeat_ttl_ms) {
   context.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
   AddWriteToken(security_, &context);
   if (heartbeat_ttl_ms != 0) {
-    context.AddMetadata(kHeartbeatTtlMetadataKey,
+    context.AddMetadata(std::string(kHeartbeatTtlHeader),
                         std::to_string(heartbeat_ttl_ms));
   }
-  if (!fidelity_.empty()) context.AddMetadata(kFidelityMetadataKey, fidelity_);
+  if (!fidelity_.empty())
+    context.AddMetadata(std::string(kFidelityHeader), fidelity_);
   // Wait for a connection rather than fail at once while the channel is
   // between reconnect attempts: a call made while the indexer is down is
   // sent as soon as it is back, instead of after the recovery engine's own

@@ -61,7 +61,7 @@ class IndexerClient final : public KvApplier {
   StopRequest* shutdown_;
   std::chrono::milliseconds rpc_timeout_;
   const ClientSecurity security_;
-  std::string fidelity_;  // kFidelityMetadataKey's value; empty: not sent
+  std::string fidelity_;  // kFidelityHeader's value; empty: not sent
 };
 
 }  // namespace kvindexer::bridge

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/absl_view.h"
 
 namespace kvindexer::bridge {
 
@@ -62,8 +63,7 @@ std::string GatedDedupId(std::string_view worker_id, std::string_view epoch,
                          uint64_t seq) {
   return absl::StrCat(absl::BytesToHexString(absl::string_view(
                           worker_id.data(), worker_id.size())),
-                      ":", absl::string_view(epoch.data(), epoch.size()), ":",
-                      seq);
+                      ":", AbslView(epoch), ":", seq);
 }
 
 LogApplier::LogApplier(std::string worker_id, std::string producer,

@@ -14,7 +14,7 @@
 #include "bridge/recovery_requests.h"
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
-#include "core/fidelity_header.h"
+#include "common/fidelity_header.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {

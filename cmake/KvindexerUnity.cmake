@@ -59,8 +59,9 @@ function(kvindexer_unity_finish)
     kvindexer_unity_exclude(backends/robin_sharded_snapshot
       robin_remove_worker_test.cc)
     kvindexer_unity_exclude(bridge/tests
-      fleet_e2e_harness.cc liveness_e2e_test.cc replay_client_test.cc stream_recovery_safety_test.cc
+      replay_client_test.cc stream_recovery_safety_test.cc
       stream_recovery_test.cc)
+    kvindexer_unity_exclude(tests/e2e fleet_e2e_harness.cc)
     kvindexer_unity_exclude(tests/conformance
       concurrency_test.cc remove_worker_concurrency_test.cc)
   endif()

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "common/env_file.h"
-#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::client_channel_test {
 namespace {

@@ -6,15 +6,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/absl_view.h"
 
 namespace kvindexer {
-namespace {
-
-absl::string_view AbslView(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 EnvLookup ProcessEnvironment() {
   return [](std::string_view name) -> std::optional<std::string> {

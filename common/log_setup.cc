@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "common/absl_view.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -21,8 +22,8 @@ constexpr std::string_view kLogLevelAccepted =
 
 absl::StatusOr<spdlog::level::level_enum> ParseLogLevel(
     std::string_view value) {
-  const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(
-      absl::string_view(value.data(), value.size())));
+  const std::string name =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(AbslView(value)));
   if (name == "trace") return spdlog::level::trace;
   if (name == "debug") return spdlog::level::debug;
   if (name == "info") return spdlog::level::info;

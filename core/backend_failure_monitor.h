@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/monotonic_clock.h"
+#include "common/clock.h"
 #include "kvindexer/backend.h"
 #include "spdlog/common.h"
 

@@ -21,12 +21,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/fake_monotonic_clock.h"
 #include "core/indexer.h"
 #include "core/mutation_log.h"
 #include "durable/image_backend.h"
 #include "fmt/format.h"
 #include "kv_indexer_state.pb.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"

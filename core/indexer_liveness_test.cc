@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/fake_monotonic_clock.h"
 #include "core/indexer.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/removable_model_backend.h"
 #include "tests/support/requests.h"

@@ -3,17 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/string_view.h"
+#include "common/absl_view.h"
 
 namespace kvindexer {
-namespace {
-
-// The abseil this project builds with has its own string_view type, which is
-// what its string-keyed containers look up by.
-absl::string_view Key(std::string_view id) {
-  return absl::string_view(id.data(), id.size());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void LivenessTable::Heartbeat(std::string_view worker_id, TimePoint now,
                               std::chrono::milliseconds ttl) {
@@ -23,7 +16,7 @@ void LivenessTable::Heartbeat(std::string_view worker_id, TimePoint now,
 
 void LivenessTable::Rearm(std::string_view worker_id, TimePoint now,
                           std::chrono::milliseconds ttl) {
-  Marker& marker = markers_[Key(worker_id)];
+  Marker& marker = markers_[AbslView(worker_id)];
   marker.deadline = now + ttl;
   marker.last_heartbeat = now;
   marker.ttl = ttl;
@@ -32,34 +25,34 @@ void LivenessTable::Rearm(std::string_view worker_id, TimePoint now,
 
 bool LivenessTable::NoteMalformed(std::string_view worker_id) {
   Bump(malformed_);
-  if (warned_.contains(Key(worker_id))) return false;
+  if (warned_.contains(AbslView(worker_id))) return false;
   if (warned_.size() >= kMaxWarnedWorkers) warned_.clear();
   warned_.emplace(worker_id);
   return true;
 }
 
 void LivenessTable::Unmark(std::string_view worker_id) {
-  markers_.erase(Key(worker_id));
+  markers_.erase(AbslView(worker_id));
   PublishMarked();
 }
 
 std::optional<LivenessTable::TimePoint> LivenessTable::Deadline(
     std::string_view worker_id) const {
-  const auto it = markers_.find(Key(worker_id));
+  const auto it = markers_.find(AbslView(worker_id));
   if (it == markers_.end()) return std::nullopt;
   return it->second.deadline;
 }
 
 std::optional<LivenessTable::TimePoint> LivenessTable::LastHeartbeat(
     std::string_view worker_id) const {
-  const auto it = markers_.find(Key(worker_id));
+  const auto it = markers_.find(AbslView(worker_id));
   if (it == markers_.end()) return std::nullopt;
   return it->second.last_heartbeat;
 }
 
 std::optional<std::chrono::milliseconds> LivenessTable::Ttl(
     std::string_view worker_id) const {
-  const auto it = markers_.find(Key(worker_id));
+  const auto it = markers_.find(AbslView(worker_id));
   if (it == markers_.end()) return std::nullopt;
   return it->second.ttl;
 }

@@ -33,7 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "core/monotonic_clock.h"
+#include "common/clock.h"
 
 namespace kvindexer {
 

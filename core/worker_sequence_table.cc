@@ -1,32 +1,25 @@
 #include "core/worker_sequence_table.h"
 
 #include "absl/strings/string_view.h"
+#include "common/absl_view.h"
 
 namespace kvindexer {
-namespace {
-
-// The abseil this project builds with has its own string_view type, which is
-// what its string-keyed maps look up by.
-absl::string_view Key(std::string_view id) {
-  return absl::string_view(id.data(), id.size());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 WorkerRecord* WorkerSequenceTable::Find(std::string_view worker_id) {
-  auto it = records_.find(Key(worker_id));
+  auto it = records_.find(AbslView(worker_id));
   return it == records_.end() ? nullptr : &it->second;
 }
 
 const WorkerRecord* WorkerSequenceTable::Find(
     std::string_view worker_id) const {
-  auto it = records_.find(Key(worker_id));
+  auto it = records_.find(AbslView(worker_id));
   return it == records_.end() ? nullptr : &it->second;
 }
 
 WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
                                              bool* created) {
-  if (auto it = records_.find(Key(worker_id)); it != records_.end()) {
+  if (auto it = records_.find(AbslView(worker_id)); it != records_.end()) {
     if (created != nullptr) *created = false;
     return it->second;
   }
@@ -35,7 +28,7 @@ WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
 }
 
 bool WorkerSequenceTable::Erase(std::string_view worker_id) {
-  auto it = records_.find(Key(worker_id));
+  auto it = records_.find(AbslView(worker_id));
   if (it == records_.end()) return false;
   records_.erase(it);
   return true;

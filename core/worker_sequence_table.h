@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
-#include "core/fidelity_header.h"
-#include "core/monotonic_clock.h"
+#include "common/clock.h"
+#include "common/fidelity_header.h"
 #include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 

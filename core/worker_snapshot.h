@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "core/fidelity_header.h"
-#include "core/monotonic_clock.h"
+#include "common/clock.h"
+#include "common/fidelity_header.h"
 #include "core/worker_sequence_table.h"
 #include "kvindexer/backend.h"
 

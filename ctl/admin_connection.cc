@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "bridge/indexer_endpoint.h"
+#include "common/indexer_endpoint.h"
 
 namespace kvindexer::ctl {
 namespace {
@@ -47,8 +47,7 @@ absl::StatusOr<AdminConnection> ResolveConnection(const CtlOptions& options,
   } else {
     c.endpoint = kDefaultEndpoint;
   }
-  absl::StatusOr<bridge::GrpcTarget> target =
-      bridge::ParseIndexerEndpoint(c.endpoint);
+  absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(c.endpoint);
   if (!target.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": ", target.status().message()));

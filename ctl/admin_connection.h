@@ -1,6 +1,6 @@
 // Where kv-indexer-ctl connects and how (docs/cli.md, "Flags and
 // environment"): the endpoint as the bridge reads it (KV_INDEXER_ENDPOINT,
-// bridge/indexer_endpoint.h) and TLS and the write token exactly as the
+// common/indexer_endpoint.h) and TLS and the write token exactly as the
 // bridge reads them (common/client_channel.h). Each --tls-*/--token-file flag
 // stands for its variable and overrides it.
 #ifndef KVINDEXER_CTL_ADMIN_CONNECTION_H_

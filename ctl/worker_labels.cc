@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/absl_view.h"
 #include "ctl/units.h"
 
 namespace kvindexer::ctl {
@@ -14,7 +15,7 @@ std::string Strip(const std::string& name, std::string_view prefix) {
     rest.remove_prefix(prefix.size());
   // The proto3 zero value means "not said": a dash, like other blanks.
   if (rest.empty() || rest == "UNSPECIFIED") return "-";
-  return absl::AsciiStrToLower(absl::string_view(rest.data(), rest.size()));
+  return absl::AsciiStrToLower(AbslView(rest));
 }
 
 }  // namespace

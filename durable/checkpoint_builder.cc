@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/absl_view.h"
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "durable/file_io.h"
@@ -44,8 +45,7 @@ std::optional<uint64_t> Number(std::string_view arg, std::string_view key) {
   // Digits only: SimpleAtoi would also take a sign or spaces.
   if (digits.empty() ||
       digits.find_first_not_of("0123456789") != std::string_view::npos ||
-      !absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()),
-                        &value)) {
+      !absl::SimpleAtoi(AbslView(digits), &value)) {
     return std::nullopt;
   }
   return value;

@@ -23,9 +23,9 @@
 #include "durable/builder_process.h"
 #include "durable/checkpoint_file.h"
 #include "durable/data_dir.h"
-#include "durable/test_store_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/durable_store_fixture.h"
 
 namespace kvindexer::durable {
 namespace {

@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "durable/test_files.h"
-#include "durable/test_log_capture.h"
-#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_files.h"
+#include "tests/support/test_log_capture.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
 namespace {

@@ -23,21 +23,21 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/heartbeat_header.h"
 #include "common/wire_vocabulary.h"
-#include "core/fake_monotonic_clock.h"
-#include "core/heartbeat_header.h"
 #include "core/indexer.h"
 #include "durable/crc32c.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
-#include "durable/test_log_capture.h"
-#include "durable/test_store_fixture.h"
-#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spdlog/spdlog.h"
+#include "tests/support/durable_store_fixture.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_log_capture.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
 namespace {

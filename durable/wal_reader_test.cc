@@ -6,11 +6,11 @@
 #include "durable/crc32c.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
-#include "durable/test_files.h"
-#include "durable/test_log_capture.h"
-#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_files.h"
+#include "tests/support/test_log_capture.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
 namespace {

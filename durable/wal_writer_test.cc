@@ -10,12 +10,12 @@
 
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
-#include "durable/test_file_io.h"
-#include "durable/test_files.h"
-#include "durable/test_temp_dir.h"
 #include "durable/wal_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_file_io.h"
+#include "tests/support/test_files.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
 namespace {

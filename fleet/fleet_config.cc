@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_split.h"
+#include "common/absl_view.h"
 
 namespace kvindexer::fleet {
 namespace {
@@ -26,8 +27,7 @@ bool IsValidStreamName(std::string_view name) {
 // empty tokens, no whitespace.
 bool IsValidSubjectPrefix(std::string_view prefix) {
   if (prefix.empty() || prefix.size() > 128) return false;
-  for (absl::string_view token :
-       absl::StrSplit(absl::string_view(prefix.data(), prefix.size()), '.')) {
+  for (absl::string_view token : absl::StrSplit(AbslView(prefix), '.')) {
     if (!IsValidStreamName(std::string_view(token.data(), token.size())))
       return false;
   }
@@ -48,8 +48,7 @@ bool IsValidUrl(std::string_view url) {
 
 absl::StatusOr<std::vector<std::string>> ParseUrls(std::string_view value) {
   std::vector<std::string> urls;
-  for (absl::string_view item :
-       absl::StrSplit(absl::string_view(value.data(), value.size()), ',')) {
+  for (absl::string_view item : absl::StrSplit(AbslView(value), ',')) {
     std::string_view url(item.data(), item.size());
     while (!url.empty() && (url.front() == ' ' || url.front() == '\t'))
       url.remove_prefix(1);

@@ -84,7 +84,7 @@ class JetStreamEventLog final : public EventLog {
  private:
   std::string SubjectOf(std::string_view worker_id) const {
     return absl::StrCat(worker_subject_prefix_,
-                        absl::BytesToHexString(View(worker_id)));
+                        absl::BytesToHexString(AbslView(worker_id)));
   }
   // The worker a subject belongs to; empty when the subject is not one
   // SubjectOf makes.
@@ -136,7 +136,7 @@ std::string JetStreamEventLog::WorkerOf(std::string_view subject) const {
   for (char c : hex) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return "";
   }
-  return absl::HexStringToBytes(View(hex));
+  return absl::HexStringToBytes(AbslView(hex));
 }
 
 absl::Status JetStreamEventLog::CheckStream(const jsStreamInfo& info) {
@@ -285,7 +285,8 @@ absl::StatusOr<AppendAck> JetStreamEventLog::Append(
       if (last.ok()) found = *last;
     }
     return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", absl::CHexEscape(View(worker_id)), "'s last record is at ",
+        "worker ", absl::CHexEscape(AbslView(worker_id)),
+        "'s last record is at ",
         found.has_value() ? absl::StrCat(*found) : std::string("(unknown)"),
         ", not at ", expected_last.value_or(0),
         ": another writer appended for this worker"));

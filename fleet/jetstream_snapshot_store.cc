@@ -77,10 +77,10 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   };
 
   std::string PartsSubject(std::string_view id) const {
-    return absl::StrCat(snap_prefix_, View(id), ".p");
+    return absl::StrCat(snap_prefix_, AbslView(id), ".p");
   }
   std::string ManifestSubject(std::string_view id) const {
-    return absl::StrCat(snap_prefix_, View(id), ".m");
+    return absl::StrCat(snap_prefix_, AbslView(id), ".m");
   }
 
   absl::Status CheckStream(const jsStreamInfo& info) const;
@@ -391,20 +391,20 @@ void JetStreamSnapshotStore::Release(const std::string& id) {
 absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>>
 JetStreamSnapshotStore::Begin(std::string_view id) {
   if (!ValidId(id)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("snapshot id \"", View(id), "\" is not [A-Za-z0-9_-]+"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot id \"", AbslView(id), "\" is not [A-Za-z0-9_-]+"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (writing_.count(id) != 0) {
     return absl::AlreadyExistsError(
-        absl::StrCat("snapshot \"", View(id), "\" is being written"));
+        absl::StrCat("snapshot \"", AbslView(id), "\" is being written"));
   }
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> used =
-      SubjectsOf(absl::StrCat(snap_prefix_, View(id), ".*"));
+      SubjectsOf(absl::StrCat(snap_prefix_, AbslView(id), ".*"));
   if (!used.ok()) return used.status();
   if (!used->empty()) {
     return absl::AlreadyExistsError(
-        absl::StrCat("snapshot \"", View(id), "\" exists"));
+        absl::StrCat("snapshot \"", AbslView(id), "\" exists"));
   }
   writing_.emplace(id);
   return std::unique_ptr<Writer>(

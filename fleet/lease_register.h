@@ -1,6 +1,6 @@
 // LeaseRegister: one value with a revision that changes on every write, and
 // writes conditional on the revision (compare-and-set). The snapshot lease
-// (fleet/snapshot_lease.h) is kept in one; the JetStream driver is a key of
+// (replica/snapshot_lease.h) is kept in one; the JetStream driver is a key of
 // a JetStream key-value bucket, MemoryLeaseRegister the same in one process.
 //
 // Thread safety: implementations are thread-safe.

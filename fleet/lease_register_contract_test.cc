@@ -1,18 +1,15 @@
 // The LeaseRegister contract (fleet/lease_register.h), run against
 // MemoryLeaseRegister, the reference, and the JetStream key-value driver
 // (fleet/jetstream_lease_register.h) on a real nats-server (skipped when
-// none is installed); then two SnapshotLease holders (fleet/snapshot_lease.h)
-// on the real clock over the JetStream register.
+// none is installed).
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include "core/monotonic_clock.h"
 #include "fleet/fleet_config.h"
 #include "fleet/jetstream_lease_register.h"
 #include "fleet/lease_register.h"
 #include "fleet/nats_connection.h"
-#include "fleet/snapshot_lease.h"
 #include "gtest/gtest.h"
 #include "tests/support/nats_server.h"
 
@@ -123,71 +120,6 @@ INSTANTIATE_TEST_SUITE_P(Implementations, LeaseRegisterContractTest,
                          [](const auto& param_info) {
                            return param_info.param;
                          });
-
-// --- The JetStream register only ---------------------------------------
-
-class JetStreamLeaseTest : public ::testing::Test {
- protected:
-  void SetUp() override { KVINDEXER_SKIP_WITHOUT_NATS_SERVER(); }
-};
-
-// Two replicas, each with its own connection, on the real clock.
-TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  const EventLogConfig config = FreshConfig(nats->url());
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_a = OpenJetStream(config);
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_b = OpenJetStream(config);
-  ASSERT_TRUE(reg_a.ok()) << reg_a.status();
-  ASSERT_TRUE(reg_b.ok()) << reg_b.status();
-  const MonotonicClock& clock = MonotonicClock::Real();
-  constexpr auto kTtl = 300ms;
-  SnapshotLease a(reg_a->get(), "replica-a", kTtl, &clock);
-  SnapshotLease b(reg_b->get(), "replica-b", kTtl, &clock);
-
-  ASSERT_TRUE(a.Tick()) << a.last_error();
-  EXPECT_FALSE(b.Tick());
-  // While a renews, b never takes it: watch for two TTLs. The start of
-  // the Tick that wrote a's last revision bounds when b first saw it.
-  const auto watch_until = std::chrono::steady_clock::now() + 2 * kTtl;
-  uint64_t revision = (*reg_a)->Get().value()->revision;
-  auto last_write_start = std::chrono::steady_clock::now();
-  int renewals = 0;
-  while (std::chrono::steady_clock::now() < watch_until) {
-    const auto tick_start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(a.Tick()) << a.last_error();
-    absl::StatusOr<std::optional<LeaseRegister::Entry>> seen = (*reg_a)->Get();
-    ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
-    EXPECT_EQ((*seen)->value, "replica-a");
-    if ((*seen)->revision != revision) {
-      revision = (*seen)->revision;
-      last_write_start = tick_start;
-      ++renewals;
-    }
-    ASSERT_FALSE(b.Tick()) << "b took the lease from a live holder";
-    ASSERT_TRUE(b.last_error().ok()) << b.last_error();
-  }
-  EXPECT_GE(renewals, 3);
-
-  // a falls silent: b takes over, but not before a TTL has passed since
-  // a's last write.
-  bool taken = false;
-  const auto give_up = std::chrono::steady_clock::now() + 5s;
-  while (!taken && std::chrono::steady_clock::now() < give_up) {
-    taken = b.Tick();
-  }
-  ASSERT_TRUE(taken) << b.last_error();
-  EXPECT_GE(std::chrono::steady_clock::now() - last_write_start, kTtl);
-  EXPECT_EQ((*reg_b)->Get().value()->value, "replica-b");
-  // a comes back: its renewal fails and it steps down.
-  EXPECT_FALSE(a.Tick());
-  EXPECT_FALSE(a.held());
-
-  // A released lease is taken at once.
-  b.Release();
-  EXPECT_TRUE(a.Tick()) << a.last_error();
-  EXPECT_FALSE(b.Tick());
-}
 
 }  // namespace lease_register_contract_test
 }  // namespace kvindexer::fleet

@@ -26,7 +26,7 @@ using OptionsPtr = std::unique_ptr<natsOptions, OptionsDeleter>;
 
 absl::Status OptionError(std::string_view what, natsStatus s) {
   return absl::InvalidArgumentError(
-      absl::StrCat(View(what), ": ", NatsErrorText(s)));
+      absl::StrCat(AbslView(what), ": ", NatsErrorText(s)));
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
@@ -148,7 +148,7 @@ std::string DescribeNatsFailure(natsStatus s, jsErrCode jerr) {
 absl::Status NatsUnavailable(std::string_view what, natsStatus s,
                              jsErrCode jerr) {
   return absl::UnavailableError(
-      absl::StrCat(View(what), ": ", DescribeNatsFailure(s, jerr)));
+      absl::StrCat(AbslView(what), ": ", DescribeNatsFailure(s, jerr)));
 }
 
 absl::StatusOr<std::shared_ptr<NatsClient>> NatsClient::Connect(

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/absl_view.h"
 #include "fleet/fleet_config.h"
 
 namespace kvindexer::fleet {
@@ -59,11 +60,6 @@ class NatsClient {
   jsCtx* const js_;
   const uint32_t timeout_ms_;
 };
-
-// Debian's abseil has its own string_view.
-inline absl::string_view View(std::string_view s) {
-  return {s.data(), s.size()};
-}
 
 // The client library's description of the last failure on this thread.
 std::string NatsErrorText(natsStatus s);

@@ -93,14 +93,16 @@ esac
 # `core` builds and runs, under ASan+UBSan, what holds the index and its
 # bytes on disk: the Indexer, the default backend (robin_sharded_snapshot)
 # with its own tests and the conformance suite, and the durable store (its
-# parsers of the log and of checkpoints included); and the in-process tests
-# of the server (services, admin API, metrics, replica pieces) and of the
-# bridge (decoder, actions, chunking, configuration, the replay and snapshot
-# clients, the recovery engine). The reference backend (one lock around
-# abseil's map), the fleet code and the end-to-end tests run under the
-# sanitizers with `full`, which a 25-minute CI run on 2 cores has no room
-# for (docs/testing.md); the bridge's event decoder is fuzzed below either
-# way.
+# parsers of the log and of checkpoints included); the in-process tests of
+# the server (services, admin API, metrics), of fleet mode (the event log,
+# lease register and snapshot stores, in memory and on a real nats-server,
+# and the replica: record applier, log follower, snapshots) and of the
+# bridge (decoder, actions, chunking, configuration, the replay and
+# snapshot clients, the recovery engine, its fleet sink). The reference
+# backend (one lock around abseil's map) and the end-to-end tests run under
+# the sanitizers with `full`, which a 25-minute CI run on 2 cores has no
+# room for (docs/testing.md); the bridge's event decoder is fuzzed below
+# either way.
 step "ASan+UBSan build and tests ($sanitizers)"
 cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
   -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \
@@ -108,12 +110,14 @@ cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
 if [[ $sanitizers == core ]]; then
   cmake --build "$root/asan" -j"$jobs" --target kvindexer_core_tests \
     kvindexer_robin_tests kvindexer-conformance kvindexer_durable_tests \
-    kvindexer_server_tests kvindexer_server_service_test bridge_unit_tests \
-    bridge_io_tests bridge_recovery_tests
+    kvindexer_server_tests kvindexer_server_service_test \
+    kvindexer_fleet_tests kvindexer_replica_tests bridge_unit_tests \
+    bridge_io_tests bridge_recovery_tests bridge_fleet_tests
   # The robin tests carry no prefix; absl_rwlock's are AbslRwlock* and
-  # PlacementListTest. bridge.<Suite> and bridge.io.<Suite> are the bridge's
-  # in-process tests; its end-to-end ones have lower-case second parts.
-  asan_tests=(-R '^(core\.|durable\.|server\.|bridge\.(io\.)?[A-Z]|conformance\.robin_sharded_snapshot$|[A-Z])'
+  # PlacementListTest. bridge.<Suite>, bridge.io.<Suite> and
+  # bridge.fleet.<Suite> are the bridge's in-process tests; its end-to-end
+  # ones have other lower-case second parts.
+  asan_tests=(-R '^(core\.|durable\.|server\.|fleet\.|replica\.|bridge\.(io\.|fleet\.)?[A-Z]|conformance\.robin_sharded_snapshot$|[A-Z])'
     -E '^(AbslRwlock|PlacementListTest\.)|^(bench\.|conformance\.out_of_tree|conformance\.robin_sharded_snapshot\.merging|bridge\.fleet_e2e\.)')
 else
   cmake --build "$root/asan" -j"$jobs"

@@ -13,7 +13,7 @@
 #include "core/request_limits.h"
 #include "core/request_validation.h"
 #include "fmt/format.h"
-#include "server/replica_refusal.h"
+#include "replica/replica_refusal.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer {

@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "core/indexer.h"
-#include "core/monotonic_clock.h"
 #include "durable/durable_store.h"
 #include "grpcpp/grpcpp.h"
 #include "kvindexer/backend.h"
@@ -59,7 +59,7 @@ struct AdminSources {
   const WriteAuthorizer* authorizer = nullptr;
   // A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream):
   // RemoveWorker answers FAILED_PRECONDITION after the write-token check
-  // (server/replica_refusal.h).
+  // (replica/replica_refusal.h).
   bool follows_log = false;
   // Bounds worker ids (the server's RequestLimits).
   uint32_t max_worker_id_bytes = 0;

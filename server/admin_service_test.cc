@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/wire_vocabulary.h"
 #include "core/backend_loader.h"
-#include "core/fake_monotonic_clock.h"
 #include "core/indexer.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
@@ -17,10 +17,10 @@
 #include "kv_indexer.grpc.pb.h"
 #include "kvindexer_admin.grpc.pb.h"
 #include "server/admin_service.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/transport_settings.h"
 #include "server/write_authorizer.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
@@ -60,7 +60,7 @@ class AdminServer {
   AdminServer(IndexBackend* backend, uint32_t abi_minor,
               const WriteAuthorizer* authorizer = nullptr)
       : indexer_(backend, nullptr, RequestLimits{}, abi_minor, &clock_),
-        service_(indexer_, 8, Clock::Real()),
+        service_(indexer_, 8, WallClock::Real()),
         admin_(Sources(&indexer_, backend, abi_minor, &service_.admission(),
                        authorizer, clock_.Now())) {
     grpc::ServerBuilder builder;

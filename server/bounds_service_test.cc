@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "core/request_limits.h"
@@ -16,7 +17,6 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/transport_settings.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
@@ -93,7 +93,8 @@ class BoundsServiceTest : public ::testing::Test {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     backend_ = *std::move(loaded);
     indexer_ = std::make_unique<Indexer>(backend_->backend(), nullptr, limits);
-    service_ = std::make_unique<KvIndexerService>(*indexer_, 4, Clock::Real());
+    service_ =
+        std::make_unique<KvIndexerService>(*indexer_, 4, WallClock::Real());
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

@@ -7,7 +7,7 @@ using std::chrono::nanoseconds;
 
 // a - b in nanoseconds, saturating instead of overflowing (time points near
 // TimePoint::max() stand for "far future").
-nanoseconds SaturatingDiff(Clock::TimePoint a, Clock::TimePoint b) {
+nanoseconds SaturatingDiff(WallClock::TimePoint a, WallClock::TimePoint b) {
   const auto x = std::chrono::duration_cast<nanoseconds>(a.time_since_epoch());
   const auto y = std::chrono::duration_cast<nanoseconds>(b.time_since_epoch());
   nanoseconds::rep out = 0;
@@ -20,8 +20,10 @@ nanoseconds SaturatingDiff(Clock::TimePoint a, Clock::TimePoint b) {
 }  // namespace
 
 ShedDecision DeadlineShedder::DecideByDeadline(
-    std::optional<Clock::TimePoint> arrival, Clock::TimePoint deadline) const {
-  if (!arrival.has_value() || deadline == Clock::TimePoint::max()) return {};
+    std::optional<WallClock::TimePoint> arrival,
+    WallClock::TimePoint deadline) const {
+  if (!arrival.has_value() || deadline == WallClock::TimePoint::max())
+    return {};
   // The budget left at the arrival stamp. It may already be negative when the
   // request waited in the transport before it was stamped.
   const nanoseconds budget = SaturatingDiff(deadline, *arrival);

@@ -19,7 +19,7 @@
 #include <chrono>
 #include <optional>
 
-#include "server/clock.h"
+#include "common/clock.h"
 
 namespace kvindexer {
 
@@ -34,16 +34,17 @@ struct ShedDecision {
 class DeadlineShedder {
  public:
   // REQUIRES: clock outlives the shedder. OWNERSHIP: not taken.
-  explicit DeadlineShedder(const Clock& clock) : clock_(&clock) {}
+  explicit DeadlineShedder(const WallClock& clock) : clock_(&clock) {}
 
-  // Clock::TimePoint::max() is "no deadline".
+  // WallClock::TimePoint::max() is "no deadline".
   [[nodiscard]] ShedDecision DecideByDeadline(
-      std::optional<Clock::TimePoint> arrival, Clock::TimePoint deadline) const;
+      std::optional<WallClock::TimePoint> arrival,
+      WallClock::TimePoint deadline) const;
 
-  const Clock& clock() const { return *clock_; }
+  const WallClock& clock() const { return *clock_; }
 
  private:
-  const Clock* clock_;
+  const WallClock* clock_;
 };
 
 }  // namespace kvindexer

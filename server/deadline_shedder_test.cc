@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "gtest/gtest.h"
-#include "server/fake_clock.h"
+#include "tests/support/fake_clock.h"
 
 namespace kvindexer {
 namespace {
@@ -17,12 +17,12 @@ class DeadlineShedderTest : public ::testing::Test {
   // Arrives now with `budget` left until its deadline, then waits `queued`
   // on the fake clock.
   ShedDecision DecideAfter(nanoseconds budget, nanoseconds queued) {
-    const Clock::TimePoint arrival = clock_.Now();
+    const WallClock::TimePoint arrival = clock_.Now();
     clock_.Advance(queued);
     return shedder_.DecideByDeadline(arrival, arrival + budget);
   }
 
-  FakeClock clock_;
+  FakeWallClock clock_;
   DeadlineShedder shedder_{clock_};
 };
 
@@ -56,8 +56,8 @@ TEST_F(DeadlineShedderTest, BoundaryIsInclusive) {
 
 // Shed iff now >= deadline.
 TEST_F(DeadlineShedderTest, ByDeadlineMatchesNowAtOrPastDeadline) {
-  const Clock::TimePoint arrival = clock_.Now();
-  const Clock::TimePoint deadline = arrival + 20ms;
+  const WallClock::TimePoint arrival = clock_.Now();
+  const WallClock::TimePoint deadline = arrival + 20ms;
   clock_.Advance(19ms);
   EXPECT_FALSE(shedder_.DecideByDeadline(arrival, deadline).shed);
   clock_.Advance(1ms);
@@ -71,7 +71,7 @@ TEST_F(DeadlineShedderTest, ByDeadlineMatchesNowAtOrPastDeadline) {
 
 TEST_F(DeadlineShedderTest, ByDeadlineAlreadyPassedAtArrival) {
   // The runtime may have held the call past its deadline before the stamp.
-  const Clock::TimePoint arrival = clock_.Now();
+  const WallClock::TimePoint arrival = clock_.Now();
   const ShedDecision d = shedder_.DecideByDeadline(arrival, arrival - 5ms);
   EXPECT_TRUE(d.shed);
   EXPECT_EQ(d.budget, nanoseconds(-5ms));
@@ -80,23 +80,25 @@ TEST_F(DeadlineShedderTest, ByDeadlineAlreadyPassedAtArrival) {
 // Behaviour 50: nothing is shed without a deadline (no budget) or without
 // an arrival stamp.
 TEST_F(DeadlineShedderTest, ByDeadlineInfiniteOrNoArrivalNeverSheds) {
-  const Clock::TimePoint arrival = clock_.Now();
+  const WallClock::TimePoint arrival = clock_.Now();
   clock_.Advance(std::chrono::hours(24 * 365));
   EXPECT_FALSE(
-      shedder_.DecideByDeadline(arrival, Clock::TimePoint::max()).shed);
+      shedder_.DecideByDeadline(arrival, WallClock::TimePoint::max()).shed);
   EXPECT_FALSE(shedder_.DecideByDeadline(std::nullopt, arrival).shed);
   EXPECT_FALSE(
-      shedder_.DecideByDeadline(std::nullopt, Clock::TimePoint::max()).shed);
+      shedder_.DecideByDeadline(std::nullopt, WallClock::TimePoint::max())
+          .shed);
 }
 
 TEST_F(DeadlineShedderTest, SaturatesFarFutureDeadlines) {
   // A deadline just below max must not overflow into "past".
-  const Clock::TimePoint arrival = clock_.Now();
+  const WallClock::TimePoint arrival = clock_.Now();
   EXPECT_FALSE(
-      shedder_.DecideByDeadline(arrival, Clock::TimePoint::max() - 1s).shed);
-  clock_.Set(Clock::TimePoint::min() + 1s);
+      shedder_.DecideByDeadline(arrival, WallClock::TimePoint::max() - 1s)
+          .shed);
+  clock_.Set(WallClock::TimePoint::min() + 1s);
   EXPECT_FALSE(
-      shedder_.DecideByDeadline(clock_.Now(), Clock::TimePoint::max() - 1s)
+      shedder_.DecideByDeadline(clock_.Now(), WallClock::TimePoint::max() - 1s)
           .shed);
 }
 

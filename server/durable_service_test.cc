@@ -9,18 +9,18 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "core/indexer.h"
 #include "durable/durable_store.h"
-#include "durable/test_file_io.h"
-#include "durable/test_temp_dir.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/transport_settings.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_file_io.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer {
 namespace {
@@ -67,7 +67,7 @@ class DurableServiceTest : public ::testing::Test {
   test_support::ModelBackend backend_;
   Indexer indexer_{&backend_};
   std::unique_ptr<durable::DurableStore> store_;
-  KvIndexerService service_{indexer_, 8, Clock::Real()};
+  KvIndexerService service_{indexer_, 8, WallClock::Real()};
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;

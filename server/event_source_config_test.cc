@@ -1,8 +1,8 @@
 // KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS
-// (server/event_source_config.h), read through LoadServerConfig: defaults,
+// (replica/event_source_config.h), read through LoadServerConfig: defaults,
 // the fleet log's variables read only with jetstream, every bad value
 // naming its variable, and jetstream refused with a data directory.
-#include "server/event_source_config.h"
+#include "replica/event_source_config.h"
 
 #include <map>
 #include <string>

@@ -14,23 +14,23 @@
 #include <string_view>
 #include <vector>
 
-#include "core/fake_monotonic_clock.h"
+#include "common/clock.h"
 #include "core/indexer.h"
-#include "durable/test_log_capture.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/serving_health.h"
 #include "server/transport_settings.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/grpc_probes.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/mutation_failing_backend.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_log_capture.h"
 
 namespace kvindexer {
 // Named rather than anonymous: CI compiles test files in batches (unity
@@ -63,7 +63,7 @@ class HealthServer {
       : backend_(&model_),
         indexer_(&backend_, /*gate_log=*/nullptr, RequestLimits{},
                  kBackendAbiMinor, clock),
-        service_(indexer_, /*prefix_query_max_inflight=*/32, Clock::Real(),
+        service_(indexer_, /*prefix_query_max_inflight=*/32, WallClock::Real(),
                  /*rejection_log=*/nullptr, /*read_heartbeats=*/false) {
     // As RunServer does it (server/server_runner.cc).
     EnableHealthAndReflection();

@@ -5,15 +5,15 @@
 #include <string>
 #include <utility>
 
-#include "core/fidelity_header.h"
-#include "core/heartbeat_header.h"
+#include "common/fidelity_header.h"
+#include "common/heartbeat_header.h"
 #include "core/prefix_answer.h"
 #include "core/prefix_response_wire.h"
 #include "core/request_validation.h"
 #include "fmt/format.h"
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
-#include "server/replica_refusal.h"
+#include "replica/replica_refusal.h"
 #include "server/transport_settings.h"
 
 namespace kvindexer {
@@ -62,9 +62,9 @@ HeartbeatHeader HeartbeatOf(const grpc::CallbackServerContext& context) {
 // records the call, when metrics are attached, and finishes it.
 struct CallRecord {
   RpcMetrics* metrics;  // null: nothing is recorded and `start` is unset
-  const Clock* clock;
+  const WallClock* clock;
   RpcMethod method;
-  Clock::TimePoint start;
+  WallClock::TimePoint start;
 
   void Finish(grpc::ServerUnaryReactor* reactor, grpc::Status status) const {
     if (metrics != nullptr) {
@@ -74,10 +74,10 @@ struct CallRecord {
   }
 };
 
-CallRecord StartRecord(RpcMetrics* metrics, const Clock& clock,
+CallRecord StartRecord(RpcMetrics* metrics, const WallClock& clock,
                        RpcMethod method) {
   return CallRecord{metrics, &clock, method,
-                    metrics != nullptr ? clock.Now() : Clock::TimePoint{}};
+                    metrics != nullptr ? clock.Now() : WallClock::TimePoint{}};
 }
 
 // The fidelity header of a call, parsed (the first value when the key
@@ -179,7 +179,7 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 // finishes the calls in order while the apply thread goes on with the next
 // mutation.
 // `authorizer` (null: open) runs first, on the callback thread; then a
-// replica refuses (server/replica_refusal.h).
+// replica refuses (replica/replica_refusal.h).
 template <typename Request, typename Response, typename Serve>
 grpc::ServerUnaryReactor* ServeMutationOn(
     TaskExecutor& applies, TaskExecutor& acks,
@@ -246,7 +246,7 @@ struct KvIndexerService::PrefixCall {
 
 KvIndexerService::KvIndexerService(Indexer& indexer,
                                    uint32_t prefix_query_max_inflight,
-                                   const Clock& clock,
+                                   const WallClock& clock,
                                    RejectionLog* rejection_log,
                                    bool read_heartbeats,
                                    const WriteAuthorizer* write_authorizer)
@@ -356,7 +356,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   // The arrival stamp comes first, before any other work.
-  const Clock::TimePoint arrival = shedder_.clock().Now();
+  const WallClock::TimePoint arrival = shedder_.clock().Now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const CallRecord record{rpc_metrics_, &shedder_.clock(),
                           RpcMethod::kMatchExternalKvPrefix, arrival};
@@ -405,8 +405,8 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
   return reactor;
 }
 
-grpc::Status KvIndexerService::PrecheckPrefix(Clock::TimePoint arrival,
-                                              Clock::TimePoint deadline,
+grpc::Status KvIndexerService::PrecheckPrefix(WallClock::TimePoint arrival,
+                                              WallClock::TimePoint deadline,
                                               const grpc::ByteBuffer& request) {
   // Oversize requests never reach the handler in the reference
   // implementation, so their status wins over shedding.

@@ -48,7 +48,7 @@
 // (docs/security.md, "Refusals"). The reads (MatchExternalKv,
 // MatchExternalKvPrefix, GetExternalKvHitCounts) never look at it.
 // A replica of the fleet event log (FollowLog()) then refuses them with
-// FAILED_PRECONDITION (server/replica_refusal.h); its reads are unchanged.
+// FAILED_PRECONDITION (replica/replica_refusal.h); its reads are unchanged.
 //
 // ApplyExternalKvBatch also reads the request metadata
 // `kv-indexer-heartbeat-ttl-ms` on the callback thread and passes its parsed
@@ -72,10 +72,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/clock.h"
 #include "core/indexer.h"
 #include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
 #include "server/rejection_log.h"
@@ -134,7 +134,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // or disabled write_authorizer leaves the mutations open; otherwise it
   // must outlive the service.
   KvIndexerService(Indexer& indexer, uint32_t prefix_query_max_inflight,
-                   const Clock& clock, RejectionLog* rejection_log = nullptr,
+                   const WallClock& clock,
+                   RejectionLog* rejection_log = nullptr,
                    bool read_heartbeats = true,
                    const WriteAuthorizer* write_authorizer = nullptr);
   KvIndexerService(const KvIndexerService&) = delete;
@@ -192,8 +193,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
 
   // Steps 1 and 2 of MatchExternalKvPrefix (size check, deadline shed), on
   // the callback thread.
-  grpc::Status PrecheckPrefix(Clock::TimePoint arrival,
-                              Clock::TimePoint deadline,
+  grpc::Status PrecheckPrefix(WallClock::TimePoint arrival,
+                              WallClock::TimePoint deadline,
                               const grpc::ByteBuffer& request);
   // Steps 3 and 4 (decode and validate, admission), on the callback thread.
   // The only validation a prefix query gets. On OK, *decoded holds the

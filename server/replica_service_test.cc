@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/metrics_registry.h"
 #include "common/prometheus_text.h"
 #include "core/indexer.h"
@@ -22,17 +23,16 @@
 #include "kv_indexer.grpc.pb.h"
 #include "kvindexer_admin.grpc.pb.h"
 #include "kvindexer_fleet.pb.h"
+#include "replica/log_follower.h"
 #include "server/admin_service.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
-#include "server/log_follower.h"
-#include "server/pausable_event_log.h"
 #include "server/server_metrics.h"
 #include "server/serving_health.h"
 #include "server/transport_settings.h"
 #include "server/write_authorizer.h"
 #include "tests/support/grpc_probes.h"
 #include "tests/support/model_backend.h"
+#include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
@@ -75,7 +75,7 @@ class ReplicaServer {
   ReplicaServer(std::string token, uint64_t max_lag_records)
       : authorizer_(token.empty() ? WriteAuthorizer()
                                   : WriteAuthorizer(std::move(token))),
-        service_(indexer_, 8, Clock::Real(), /*rejection_log=*/nullptr,
+        service_(indexer_, 8, WallClock::Real(), /*rejection_log=*/nullptr,
                  /*read_heartbeats=*/true, &authorizer_),
         admin_(Sources()),
         follower_(log_, indexer_,
@@ -345,7 +345,7 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   fleet::MemoryEventLog log;
   ModelBackend backend;
   Indexer indexer(&backend);
-  KvIndexerService service(indexer, 8, Clock::Real());
+  KvIndexerService service(indexer, 8, WallClock::Real());
   MetricsRegistry registry;
   ServerMetrics metrics(registry, indexer, backend, service);
   const auto append = [&](const std::string& worker,

@@ -8,10 +8,10 @@
 #include <map>
 #include <string>
 
-#include "durable/test_temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/server_config.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::security_config_test {
 namespace {

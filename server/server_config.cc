@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "common/absl_view.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -115,8 +116,7 @@ absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
 }
 
 absl::StatusOr<bool> ParseLiveness(std::string_view value) {
-  const std::string lower =
-      absl::AsciiStrToLower(absl::string_view(value.data(), value.size()));
+  const std::string lower = absl::AsciiStrToLower(AbslView(value));
   if (lower == "1" || lower == "true" || lower == "yes") return true;
   if (lower == "0" || lower == "false" || lower == "no") return false;
   return InvalidEnvValue(kLivenessVar, value, kLivenessAccepted);

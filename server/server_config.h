@@ -18,7 +18,7 @@
 // block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and
 // KV_INDEXER_CHECKPOINT_BYTES: server/durability_config.h.
 // KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS (with the
-// KV_INDEXER_NATS_* variables in fleet mode): server/event_source_config.h;
+// KV_INDEXER_NATS_* variables in fleet mode): replica/event_source_config.h;
 // KV_INDEXER_EVENT_SOURCE=jetstream with KV_INDEXER_DATA_DIR set is an
 // error naming both.
 //
@@ -41,8 +41,8 @@
 #include "common/log_setup.h"
 #include "core/backend_loader.h"
 #include "core/request_limits.h"
+#include "replica/event_source_config.h"
 #include "server/durability_config.h"
-#include "server/event_source_config.h"
 #include "server/metrics_config.h"
 #include "server/security_config.h"
 #include "spdlog/common.h"
@@ -88,7 +88,7 @@ struct ServerConfig {
   uint32_t liveness_sweep_ms = kDefaultLivenessSweepMs;
   // Restart-safe state (server/durability_config.h).
   DurabilityConfig durability;
-  // Where writes come from (server/event_source_config.h).
+  // Where writes come from (replica/event_source_config.h).
   EventSourceConfig event_source;
   // TLS and the write token (server/security_config.h).
   SecurityConfig security;

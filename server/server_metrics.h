@@ -21,10 +21,10 @@
 #include "common/metrics_registry.h"
 #include "core/indexer.h"
 #include "durable/durable_store.h"
-#include "fleet/snapshot_scheduler.h"
 #include "kvindexer/backend.h"
+#include "replica/log_follower.h"
+#include "replica/snapshot_scheduler.h"
 #include "server/kv_indexer_service.h"
-#include "server/log_follower.h"
 #include "server/rpc_metrics.h"
 
 namespace kvindexer {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "common/log_setup.h"
 #include "common/metrics_http_server.h"
 #include "common/metrics_registry.h"
@@ -21,18 +22,17 @@
 #include "durable/durable_store.h"
 #include "fleet/event_log.h"
 #include "fleet/jetstream_fleet.h"
-#include "fleet/snapshot_scheduler.h"
 #include "fleet/snapshot_store.h"
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
+#include "replica/event_source_config.h"
+#include "replica/log_follower.h"
+#include "replica/replica_liveness.h"
+#include "replica/replica_snapshot.h"
+#include "replica/snapshot_scheduler.h"
 #include "server/admin_service.h"
-#include "server/clock.h"
-#include "server/event_source_config.h"
 #include "server/kv_indexer_service.h"
 #include "server/liveness_sweeper.h"
-#include "server/log_follower.h"
-#include "server/replica_liveness.h"
-#include "server/replica_snapshot.h"
 #include "server/security_config.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -185,7 +185,7 @@ int RunServer(std::span<const char* const> args) {
   MetricsRegistry registry;
   std::unique_ptr<ServerMetrics> metrics;
   KvIndexerService service(indexer, config->prefix_query_max_inflight,
-                           Clock::Real(), /*rejection_log=*/nullptr,
+                           WallClock::Real(), /*rejection_log=*/nullptr,
                            /*read_heartbeats=*/config->liveness,
                            &write_authorizer);
   // A replica changes only through the log.

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "gmock/gmock.h"
@@ -33,7 +34,6 @@
 #include "grpcpp/support/server_interceptor.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/rejection_log.h"
 #include "server/transport_settings.h"
@@ -76,7 +76,7 @@ constexpr auto kWaitBound = 10s;
 
 // The real clock shifted by an adjustable offset. Deadlines from gRPC are in
 // the real clock's base, so moving the offset forward "ages" every request.
-class SkewedClock final : public Clock {
+class SkewedClock final : public WallClock {
  public:
   TimePoint Now() const override {
     return std::chrono::system_clock::now() + offset_.load();

@@ -9,7 +9,7 @@
 //
 // A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream) is
 // also NOT_SERVING while it is behind the log: until it has first caught up,
-// and whenever it lags by more than its bound (server/log_follower.h;
+// and whenever it lags by more than its bound (replica/log_follower.h;
 // docs/fleet.md, "Replicas follow the log"). That reason alone comes and
 // goes.
 //

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/absl_view.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer {
@@ -53,7 +54,7 @@ grpc::Status WriteAuthorizer::Check(const grpc::ServerContextBase& context,
     if (value.size() <= kBearerScheme.size() ||
         !absl::EqualsIgnoreCase(
             absl::string_view(value.data(), kBearerScheme.size()),
-            absl::string_view(kBearerScheme.data(), kBearerScheme.size()))) {
+            AbslView(kBearerScheme))) {
       reason = "the authorization metadata is not a bearer token";
     } else {
       const std::string_view presented = value.substr(kBearerScheme.size());

@@ -6,18 +6,18 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "core/indexer.h"
-#include "durable/test_log_capture.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
-#include "server/clock.h"
 #include "server/kv_indexer_service.h"
 #include "server/transport_settings.h"
 #include "server/write_authorizer.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_log_capture.h"
 
 namespace kvindexer::write_authorizer_test {
 namespace {
@@ -83,7 +83,7 @@ class WriteAuthorizerServiceTest : public ::testing::Test {
   WriteAuthorizer authorizer_{kToken};
   KvIndexerService service_{indexer_,
                             8,
-                            Clock::Real(),
+                            WallClock::Real(),
                             nullptr,
                             /*read_heartbeats=*/true,
                             &authorizer_};

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "bench/crafted_keys_hashes.h"
 #include "block_record.h"
 #include "core/backend_loader.h"
 #include "gtest/gtest.h"
 #include "recording_visitor.h"
 #include "robin_backend.h"
+#include "tests/support/crafted_keys_hashes.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer::robin {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bridge/cache_names.h"
-#include "bridge/indexer_endpoint.h"
+#include "common/indexer_endpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -12,9 +12,9 @@
 
 #include "bridge/tests/action_text.h"
 #include "bridge/tests/golden_payloads.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge {
 namespace {

@@ -1,7 +1,7 @@
 #include "bridge/tests/fake_publisher.h"
 
 #include "absl/strings/str_cat.h"
-#include "bridge/tests/msgpack_builders.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
 namespace {

@@ -4,7 +4,7 @@
 //
 // Live delivery is checked inside bounded loops that resend until the SUB
 // has joined (ZMQ's slow joiner); nothing waits on a sleep.
-#include "bridge/tests/fake_sglang_publisher.h"
+#include "tests/support/fake_sglang_publisher.h"
 
 #include <chrono>
 #include <cstdint>
@@ -20,9 +20,9 @@
 
 #include "bridge/replay_client.h"
 #include "bridge/snapshot_client.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
 namespace {

@@ -125,7 +125,7 @@ class MetadataRecorder final : public kv_indexer::v1::KVIndexer::Service {
       kv_indexer::v1::ApplyExternalKvBatchResponse* response) override {
     std::optional<std::string> ttl;
     const auto& metadata = context->client_metadata();
-    if (auto it = metadata.find(kHeartbeatTtlMetadataKey);
+    if (auto it = metadata.find(std::string(kHeartbeatTtlHeader));
         it != metadata.end()) {
       ttl = std::string(it->second.data(), it->second.size());
     }

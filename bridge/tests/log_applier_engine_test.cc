@@ -17,9 +17,9 @@
 #include "bridge/tests/fake_recovery_env.h"
 #include "core/indexer.h"
 #include "fleet/memory_event_log.h"
-#include "fleet/record_applier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replica/record_applier.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 

@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "core/fidelity_header.h"
-#include "core/heartbeat_header.h"
+#include "common/fidelity_header.h"
+#include "common/heartbeat_header.h"
 #include "core/indexer.h"
 #include "fleet/memory_event_log.h"
-#include "fleet/record_applier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replica/record_applier.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 

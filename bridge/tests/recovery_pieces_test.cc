@@ -10,9 +10,9 @@
 #include "bridge/recovery_fold.h"
 #include "bridge/recovery_requests.h"
 #include "bridge/stream_watermarks.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge {
 namespace {

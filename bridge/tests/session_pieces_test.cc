@@ -12,9 +12,9 @@
 #include "bridge/log_throttle.h"
 #include "bridge/status_classifier.h"
 #include "bridge/stop_request.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge {
 namespace {

@@ -15,10 +15,10 @@
 
 #include "absl/status/status.h"
 #include "bridge/stop_request.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "bridge/tests/zmq_test_sockets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge {
 namespace {

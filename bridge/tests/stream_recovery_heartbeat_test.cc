@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "bridge/stream_recovery.h"
-#include "bridge/tests/fake_worker_port.h"
 #include "bridge/tests/recovery_test_fixture.h"
 #include "bridge/worker_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/fake_worker_port.h"
 
 namespace kvindexer::bridge::testing {
 namespace {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "bridge/stream_recovery.h"
-#include "bridge/tests/msgpack_builders.h"
 #include "bridge/tests/recovery_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
 namespace {

@@ -7,10 +7,10 @@
 #include <set>
 #include <vector>
 
-#include "bridge/tests/msgpack_builders.h"
 #include "bridge/tests/recovery_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
 namespace {

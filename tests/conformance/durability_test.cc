@@ -16,7 +16,7 @@
 #include "conformance_fixture.h"
 #include "durable/data_dir.h"
 #include "durable/durable_store.h"
-#include "durable/test_temp_dir.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::conformance {
 namespace {

@@ -415,7 +415,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"MaxPrefixAnswerBytesAboveIntMax",
                   "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483648",
                   "1..2147483647"},
-        // Fleet mode (server/event_source_config.h).
+        // Fleet mode (replica/event_source_config.h).
         BadConfig{"EventSourceKafka", "KV_INDEXER_EVENT_SOURCE", "kafka",
                   "grpc"},
         BadConfig{"FleetMaxLagZero", "KV_INDEXER_FLEET_MAX_LAG_RECORDS", "0",

@@ -1,0 +1,55 @@
+#include "replica/event_source_config.h"
+
+namespace kvindexer {
+namespace {
+
+constexpr std::string_view kEventSourceAccepted =
+    "grpc (clients call the mutation RPCs) or jetstream (follow the fleet "
+    "event log on NATS JetStream)";
+constexpr std::string_view kMaxLagAccepted =
+    "a positive integer of log records (1..4294967295), for example 10000";
+constexpr Uint32Syntax kMaxLagSyntax{.min = 1};
+
+}  // namespace
+
+absl::StatusOr<EventSource> ParseEventSource(std::string_view value) {
+  if (value == "grpc") return EventSource::kGrpc;
+  if (value == "jetstream") return EventSource::kJetStream;
+  return InvalidEnvValue(kEventSourceVar, value, kEventSourceAccepted);
+}
+
+absl::StatusOr<uint64_t> ParseFleetMaxLagRecords(std::string_view value) {
+  auto n = ParseEnvUint32(kFleetMaxLagRecordsVar, value, kMaxLagSyntax,
+                          kMaxLagAccepted);
+  if (!n.ok()) return n.status();
+  return uint64_t{*n};
+}
+
+absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
+  EventSourceConfig config;
+  if (auto v = env(kEventSourceVar)) {
+    auto source = ParseEventSource(*v);
+    if (!source.ok()) return source.status();
+    config.source = *source;
+  }
+  if (auto v = env(kFleetMaxLagRecordsVar)) {
+    auto n = ParseFleetMaxLagRecords(*v);
+    if (!n.ok()) return n.status();
+    config.max_lag_records = *n;
+  }
+  auto snapshots = fleet::ParseSnapshotConfig(env);
+  if (!snapshots.ok()) return snapshots.status();
+  config.snapshots = *snapshots;
+  if (config.follows_log()) {
+    auto log = fleet::ParseEventLogConfig(env);
+    if (!log.ok()) return log.status();
+    config.log = *std::move(log);
+  }
+  return config;
+}
+
+std::string_view EventSourceName(EventSource source) {
+  return source == EventSource::kJetStream ? "jetstream" : "grpc";
+}
+
+}  // namespace kvindexer

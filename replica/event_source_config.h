@@ -1,0 +1,73 @@
+// Where the server's writes come from (docs/fleet.md, "Replicas follow the
+// log"):
+//
+// | Variable                         | Default | Accepted values          |
+// | KV_INDEXER_EVENT_SOURCE          | grpc    | grpc or jetstream        |
+// | KV_INDEXER_FLEET_MAX_LAG_RECORDS | 10000   | integer 1..4294967295    |
+//
+// grpc: clients (the bridges) call the mutations, as in a single server.
+// jetstream: the server is a replica of the fleet event log. It applies the
+// log's records in order (replica/log_follower.h), refuses the mutation RPCs
+// (replica/replica_refusal.h), and reports NOT_SERVING while it lags the log
+// by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS. The log's variables
+// (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h).
+//
+// KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS, KV_INDEXER_FLEET_SNAPSHOT_KEEP and
+// KV_INDEXER_FLEET_LEASE_TTL_MS: replica/snapshot_config.h.
+//
+// KV_INDEXER_FLEET_MAX_LAG_RECORDS is checked in either mode: a bad value is
+// a configuration error either way. jetstream with KV_INDEXER_DATA_DIR set is
+// refused (LoadServerConfig): a replica's state comes from the log alone.
+#ifndef KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_
+#define KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/env.h"
+#include "fleet/fleet_config.h"
+#include "replica/snapshot_config.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kEventSourceVar = "KV_INDEXER_EVENT_SOURCE";
+inline constexpr std::string_view kFleetMaxLagRecordsVar =
+    "KV_INDEXER_FLEET_MAX_LAG_RECORDS";
+
+inline constexpr uint64_t kDefaultFleetMaxLagRecords = 10000;
+
+enum class EventSource {
+  kGrpc,       // the mutation RPCs
+  kJetStream,  // the fleet event log on NATS JetStream
+};
+
+struct EventSourceConfig {
+  EventSource source = EventSource::kGrpc;
+  // NOT_SERVING while the replica is more records than this behind the log.
+  uint64_t max_lag_records = kDefaultFleetMaxLagRecords;
+  // How to reach the log; set exactly when source is kJetStream.
+  std::optional<fleet::EventLogConfig> log;
+  // Snapshot writing and the lease (replica/snapshot_config.h); read, and
+  // checked, in either mode.
+  fleet::SnapshotConfig snapshots;
+
+  bool follows_log() const { return source == EventSource::kJetStream; }
+};
+
+// Errors are InvalidArgument messages that name the variable, quote the
+// value and say what is accepted.
+[[nodiscard]] absl::StatusOr<EventSource> ParseEventSource(
+    std::string_view value);
+[[nodiscard]] absl::StatusOr<uint64_t> ParseFleetMaxLagRecords(
+    std::string_view value);
+// Reads the two variables above and, with jetstream, the log's.
+[[nodiscard]] absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(
+    const EnvLookup& env);
+
+std::string_view EventSourceName(EventSource source);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_

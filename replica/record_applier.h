@@ -1,0 +1,59 @@
+// Hands one record of the event log to an Indexer (docs/fleet.md, "Replicas
+// follow the log"): the same Indexer calls, with the same metadata, that the
+// gRPC service makes for the request the bridge would have sent. Every
+// replica, and the snapshot writer, applies records only through this, so
+// that the same log gives the same contents everywhere.
+//
+// Thread safety: as the Indexer's mutating calls.
+#ifndef KVINDEXER_REPLICA_RECORD_APPLIER_H_
+#define KVINDEXER_REPLICA_RECORD_APPLIER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "core/indexer.h"
+#include "fleet/event_log.h"
+#include "kvindexer_fleet.pb.h"
+
+namespace kvindexer::fleet {
+
+enum class RecordOutcome {
+  kApplied,      // the Indexer took it (OK, including a gate duplicate)
+  kRefused,      // the Indexer answered an error: its state is as the
+                 // same gRPC call would have left it
+  kUndecodable,  // not a LogRecord, no body, or filed under another worker
+                 // than the one it names: skipped, nothing changed
+};
+
+struct RecordResult {
+  RecordOutcome outcome = RecordOutcome::kApplied;
+  absl::Status status;  // the Indexer's answer, or why it was undecodable
+};
+
+// The peer name a record's producer gets in the Indexer's duplicate-claim
+// detection, the counterpart of a gRPC peer address: "log:<producer>".
+std::string LogPeerName(std::string_view producer);
+
+// Decodes `record.payload` and applies it to `indexer`.
+RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record);
+
+// Applies `record` when its position lies past `*applied_position` and
+// moves *applied_position to it; nullopt for a record at or below it, which
+// the Indexer already holds (a replica that loaded a snapshot at k and reads
+// the log from any j <= k skips records j+1..k this way).
+// REQUIRES: applied_position != nullptr.
+std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
+                                                uint64_t* applied_position,
+                                                const LoggedRecord& record);
+
+// The same for a record already decoded.
+RecordResult ApplyDecodedRecord(
+    Indexer& indexer, std::string_view worker_id,
+    const ::kvindexer::fleet::v1::LogRecord& record);
+
+}  // namespace kvindexer::fleet
+
+#endif  // KVINDEXER_REPLICA_RECORD_APPLIER_H_

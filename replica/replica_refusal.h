@@ -1,0 +1,24 @@
+// The answer a replica of the fleet event log gives to a mutation RPC
+// (docs/fleet.md, "Replicas follow the log"). With
+// KV_INDEXER_EVENT_SOURCE=jetstream the server's index changes only through
+// the log's records (replica/log_follower.h), so that every replica holds
+// the same contents; a write sent to one replica would make it differ from
+// the others. ApplyExternalKvBatch, ReplaceExternalKvSnapshot,
+// ConfigureExpectedWorkers and the admin RemoveWorker therefore answer
+// FAILED_PRECONDITION, after the write-token check (which stays first:
+// a peer without the token learns nothing about the server's mode).
+#ifndef KVINDEXER_REPLICA_REPLICA_REFUSAL_H_
+#define KVINDEXER_REPLICA_REPLICA_REFUSAL_H_
+
+#include <string_view>
+
+#include "grpcpp/support/status.h"
+
+namespace kvindexer {
+
+// FAILED_PRECONDITION naming `method` and KV_INDEXER_EVENT_SOURCE.
+grpc::Status ReplicaRefusal(std::string_view method);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_REPLICA_REPLICA_REFUSAL_H_

@@ -1,0 +1,53 @@
+// A replica's start from the newest fleet snapshot (docs/fleet.md,
+// "Replicas follow the log"): the snapshot goes into the fresh Indexer
+// before the server serves, and the log is followed from the position after
+// it.
+#ifndef KVINDEXER_REPLICA_REPLICA_SNAPSHOT_H_
+#define KVINDEXER_REPLICA_REPLICA_SNAPSHOT_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/indexer.h"
+#include "fleet/snapshot_store.h"
+#include "kvindexer_fleet.pb.h"
+
+namespace kvindexer {
+
+struct ReplicaStart {
+  // The snapshot loaded; nullopt when the store held none.
+  std::optional<::kvindexer::fleet::v1::SnapshotManifest> snapshot;
+  uint64_t follow_from = 1;  // the first log position to read
+  double seconds = 0;        // how long loading took
+};
+
+// Loads the newest snapshot of `store` that loads whole into `indexer`. One
+// that cannot be used (DATA_LOSS: damaged; INVALID_ARGUMENT: the Indexer
+// refuses a chunk; NOT_FOUND: deleted by retention after it was listed) is
+// logged and passed over for the next older, the index emptied of what it
+// left (RemovalReason::kReload). Errors name the snapshot (its id and
+// position): the store's (UNAVAILABLE), returned at once with the Indexer
+// partly loaded, and DATA_LOSS naming the newest when snapshots exist but
+// none loads. After an error the Indexer must not serve. REQUIRES:
+// `indexer` has applied nothing and does not serve yet.
+[[nodiscard]] absl::StatusOr<ReplicaStart> LoadNewestSnapshot(
+    fleet::SnapshotStore& store, Indexer& indexer);
+
+// For a replica whose log was trimmed before it read it
+// (replica/log_follower.h, LogFollowerOptions::reload): lists the snapshots
+// of `store`; when there are any, removes every worker of `indexer`
+// (RemovalReason::kReload) and loads the newest that loads whole, as
+// LoadNewestSnapshot does. Answers it, or nullopt when the store holds none
+// (the index then untouched). Errors as LoadNewestSnapshot's; a failed
+// removal is INTERNAL. After an error the index may be partly emptied or
+// partly loaded: call again. Queries meanwhile see the index as it is at
+// that moment, and health must say NOT_SERVING. REQUIRES: nothing else
+// mutates `indexer` meanwhile (a replica's only writer is its follower).
+[[nodiscard]] absl::StatusOr<
+    std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
+ReloadNewestSnapshot(fleet::SnapshotStore& store, Indexer& indexer);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_REPLICA_REPLICA_SNAPSHOT_H_

@@ -1,0 +1,52 @@
+#include "replica/snapshot_reader.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvindexer::fleet {
+
+absl::Status ReadSnapshotChunks(
+    SnapshotStore& store,
+    const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
+    absl::FunctionRef<absl::Status(const state::v1::CheckpointChunk& chunk)>
+        on_chunk) {
+  uint64_t parts = 0;
+  uint64_t chunks = 0;
+  ::kvindexer::fleet::v1::SnapshotPart part;
+  absl::Status status =
+      store.ReadParts(manifest, [&](std::string_view bytes) -> absl::Status {
+        if (!part.ParseFromArray(bytes.data(),
+                                 static_cast<int>(bytes.size()))) {
+          return absl::DataLossError(
+              absl::StrCat("part ", parts, " of snapshot \"", manifest.id(),
+                           "\" does not parse"));
+        }
+        ++parts;
+        for (const state::v1::CheckpointChunk& chunk : part.chunks()) {
+          ++chunks;
+          if (absl::Status s = on_chunk(chunk); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  if (chunks != manifest.chunks()) {
+    return absl::DataLossError(
+        absl::StrCat("snapshot \"", manifest.id(), "\" holds ", chunks,
+                     " chunks, its manifest says ", manifest.chunks()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
+NewestSnapshot(SnapshotStore& store) {
+  absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
+      store.List();
+  if (!all.ok()) return all.status();
+  if (all->empty()) {
+    return std::optional<::kvindexer::fleet::v1::SnapshotManifest>();
+  }
+  return std::optional<::kvindexer::fleet::v1::SnapshotManifest>(all->back());
+}
+
+}  // namespace kvindexer::fleet

@@ -1,0 +1,278 @@
+// WriteSnapshotRound (replica/snapshot_writer.h): rounds build on the newest
+// snapshot, keep the newest few, trim the log behind them, refuse to build
+// over trimmed records, pass over a damaged newest snapshot, and leave
+// nothing visible when they fail.
+#include "replica/snapshot_writer.h"
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "fleet/memory_event_log.h"
+#include "fleet/memory_snapshot_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "replica/snapshot_image.h"
+#include "replica/snapshot_reader.h"
+#include "tests/support/requests.h"
+
+namespace kvindexer::fleet {
+namespace snapshot_writer_test {
+
+using ::kvindexer::fleet::v1::LogRecord;
+using ::kvindexer::fleet::v1::SnapshotManifest;
+using test_support::Batch;
+using test_support::Range;
+using ::testing::HasSubstr;
+
+class SnapshotWriterTest : public ::testing::Test {
+ protected:
+  SnapshotWriterTest() {
+    options_.writer = "replica-a";
+    options_.keep = 2;
+    options_.now_unix_ms = 1700000000000;
+  }
+
+  // A seed-era apply of `hashes` for `worker`.
+  void AppendReport(const std::string& worker, std::vector<int64_t> hashes) {
+    LogRecord record;
+    *record.mutable_apply() =
+        Batch(worker, "10.0.0.1:80").Report(kTierHbm, hashes);
+    record.set_producer("bridge");
+    ASSERT_TRUE(
+        log_.Append(worker, record.SerializeAsString(), "", std::nullopt).ok());
+  }
+
+  absl::StatusOr<SnapshotRound> Round() {
+    return WriteSnapshotRound(log_, store_, options_, stop_);
+  }
+
+  std::vector<uint64_t> Positions() {
+    std::vector<uint64_t> out;
+    absl::StatusOr<std::vector<SnapshotManifest>> all = store_.List();
+    EXPECT_TRUE(all.ok()) << all.status();
+    for (const SnapshotManifest& m : *all) out.push_back(m.position());
+    return out;
+  }
+
+  // Placements in the newest snapshot.
+  uint64_t NewestPlacements() {
+    absl::StatusOr<std::optional<SnapshotManifest>> newest =
+        NewestSnapshot(store_);
+    EXPECT_TRUE(newest.ok() && newest->has_value());
+    uint64_t n = 0;
+    EXPECT_TRUE(ReadSnapshotChunks(store_, **newest,
+                                   [&](const state::v1::CheckpointChunk& c) {
+                                     n += c.placements().hashes_size();
+                                     return absl::OkStatus();
+                                   })
+                    .ok());
+    return n;
+  }
+
+  MemoryEventLog log_;
+  MemorySnapshotStore store_{256 * 1024};
+  SnapshotRoundOptions options_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_F(SnapshotWriterTest, AnEmptyLogWritesNothing) {
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_FALSE(round->written);
+  EXPECT_TRUE(Positions().empty());
+}
+
+TEST_F(SnapshotWriterTest, RoundsBuildOnTheNewestAndKeepTwo) {
+  AppendReport("w1", {1, 2});
+  AppendReport("w2", {3});
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->written);
+  EXPECT_EQ(round->records_applied, 2u);
+  EXPECT_EQ(round->manifest.position(), 2u);
+  EXPECT_EQ(round->manifest.writer(), "replica-a");
+  EXPECT_EQ(round->manifest.created_unix_ms(), 1700000000000);
+  EXPECT_EQ(NewestPlacements(), 3u);
+  // One snapshot of the two to keep: the log is not trimmed yet, so that a
+  // replica reading behind the snapshot still finds every record.
+  EXPECT_EQ(log_.Bounds()->first, 1u);
+
+  // Nothing new: no snapshot.
+  round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_FALSE(round->written);
+
+  AppendReport("w1", {4});
+  round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->records_applied, 1u);  // only what follows the newest
+  EXPECT_EQ(NewestPlacements(), 4u);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{2, 3}));
+  // The log is kept back to the oldest snapshot kept.
+  EXPECT_EQ(log_.Bounds()->first, 3u);
+
+  AppendReport("w3", {5});
+  round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->snapshots_deleted, 1u);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(round->trimmed_before, 4u);
+  EXPECT_EQ(NewestPlacements(), 5u);
+}
+
+TEST_F(SnapshotWriterTest, ABigImageIsSplitIntoParts) {
+  // One apply carries at most 16,384 hashes (docs/contract.md, "Limits").
+  AppendReport("w1", Range(1, 10000));
+  AppendReport("w1", Range(10001, 10000));
+  AppendReport("w2", Range(1, 10000));
+  AppendReport("w2", Range(10001, 10000));
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_GT(round->manifest.parts(), 1u);
+  EXPECT_EQ(NewestPlacements(), 40000u);
+}
+
+TEST_F(SnapshotWriterTest, RecordsTrimmedPastTheNewestSnapshotAreDataLoss) {
+  AppendReport("w1", {1});
+  AppendReport("w1", {2});
+  ASSERT_TRUE(log_.TrimBefore(2).ok());
+  absl::StatusOr<SnapshotRound> round = Round();
+  EXPECT_EQ(round.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(round.status().message(), HasSubstr("trimmed"));
+  EXPECT_TRUE(Positions().empty());
+}
+
+// A newest snapshot that does not add up is deleted, and the round builds
+// on the one before it.
+TEST_F(SnapshotWriterTest, ADamagedNewestIsDeletedAndTheOneBeforeItUsed) {
+  AppendReport("w1", {1});
+  ASSERT_TRUE(Round().ok());
+  AppendReport("w1", {2});
+  ASSERT_TRUE(Round().ok());
+  AppendReport("w1", {3});
+  absl::StatusOr<std::vector<SnapshotManifest>> all = store_.List();
+  ASSERT_TRUE(all.ok() && all->size() == 2);
+  // A manifest at position 3 that claims more chunks than its parts hold.
+  SnapshotManifest forged = all->back();
+  forged.set_id("forged");
+  forged.set_position(3);
+  forged.set_chunks(forged.chunks() + 5);
+  {
+    auto writer = store_.Begin("forged");
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(store_
+                    .ReadParts(all->back(),
+                               [&](std::string_view part) {
+                                 return (*writer)->AddPart(part);
+                               })
+                    .ok());
+    ASSERT_TRUE((*writer)->Commit(forged).ok());
+  }
+  AppendReport("w1", {4});
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->written);
+  EXPECT_EQ(round->manifest.position(), 4u);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{2, 4}));
+  EXPECT_EQ(NewestPlacements(), 4u);
+  absl::StatusOr<std::vector<SnapshotManifest>> left = store_.List();
+  ASSERT_TRUE(left.ok()) << left.status();
+  for (const SnapshotManifest& m : *left) EXPECT_NE(m.id(), "forged");
+}
+
+// Parts a writer that died half way left go once a kept snapshot was
+// committed after them.
+TEST_F(SnapshotWriterTest, ARoundRemovesPartsAbandonedBeforeTheOldestKept) {
+  store_.AddAbandonedParts("crashed", {"x", "y"});
+  AppendReport("w1", {1});
+  absl::StatusOr<SnapshotRound> round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->abandoned_removed, 1u);
+  EXPECT_EQ(store_.part_count(), 1u);  // the new snapshot's own
+  AppendReport("w1", {2});
+  round = Round();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->abandoned_removed, 0u);
+}
+
+TEST_F(SnapshotWriterTest, AnUnavailableStoreLeavesEarlierSnapshots) {
+  AppendReport("w1", {1});
+  ASSERT_TRUE(Round().ok());
+  AppendReport("w1", {2});
+  store_.SetUnavailable(true);
+  EXPECT_EQ(Round().status().code(), absl::StatusCode::kUnavailable);
+  store_.SetUnavailable(false);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{1}));
+  ASSERT_TRUE(Round().ok());
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{1, 2}));
+}
+
+TEST_F(SnapshotWriterTest, AStoppedRoundLeavesNoParts) {
+  AppendReport("w1", {1});
+  stop_ = true;
+  EXPECT_EQ(Round().status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(Positions().empty());
+  EXPECT_EQ(store_.part_count(), 0u);
+}
+
+TEST(SnapshotImageTest, RecordsAtOrBelowItsPositionAreSkipped) {
+  SnapshotImage image{RequestLimits{}};
+  image.SetPosition(5);
+  LogRecord record;
+  *record.mutable_apply() = Batch("w1", "a:1").Report(kTierHbm, {1});
+  EXPECT_FALSE(image.Apply({5, "w1", record.SerializeAsString()}).has_value());
+  EXPECT_TRUE(image.Apply({6, "w1", record.SerializeAsString()}).has_value());
+  EXPECT_EQ(image.position(), 6u);
+}
+
+TEST(MemorySnapshotStoreTest, OnlyCommittedSnapshotsExist) {
+  MemorySnapshotStore store(1024);
+  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
+      store.Begin("s1");
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->AddPart("abc").ok());
+  EXPECT_EQ((*writer)->AddPart(std::string(2000, 'x')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store.List()->empty());
+  EXPECT_EQ(store.Begin("s1").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store.Begin("bad id").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  SnapshotManifest manifest;
+  manifest.set_id("s1");
+  manifest.set_parts(2);
+  EXPECT_EQ((*writer)->Commit(manifest).code(),
+            absl::StatusCode::kInvalidArgument);
+  manifest.set_parts(1);
+  ASSERT_TRUE((*writer)->Commit(manifest).ok());
+  ASSERT_EQ(store.List()->size(), 1u);
+  std::string read;
+  ASSERT_TRUE(store
+                  .ReadParts(manifest,
+                             [&](std::string_view part) {
+                               read += part;
+                               return absl::OkStatus();
+                             })
+                  .ok());
+  EXPECT_EQ(read, "abc");
+  ASSERT_TRUE(store.Delete(manifest).ok());
+  EXPECT_EQ(store
+                .ReadParts(manifest,
+                           [](std::string_view) { return absl::OkStatus(); })
+                .code(),
+            absl::StatusCode::kNotFound);
+  // An abandoned writer's parts go with it.
+  {
+    absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> abandoned =
+        store.Begin("s2");
+    ASSERT_TRUE(abandoned.ok());
+    ASSERT_TRUE((*abandoned)->AddPart("x").ok());
+  }
+  EXPECT_EQ(store.part_count(), 0u);
+}
+
+}  // namespace snapshot_writer_test
+}  // namespace kvindexer::fleet
