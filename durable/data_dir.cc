@@ -26,6 +26,7 @@ namespace {
 constexpr std::string_view kLockFileName = "LOCK";
 constexpr std::string_view kWalPrefix = "wal-";
 constexpr std::string_view kWalSuffix = ".log";
+constexpr std::string_view kPoisonSuffix = ".poisoned";
 constexpr std::string_view kCheckpointPrefix = "checkpoint-";
 constexpr std::string_view kCheckpointSuffix = ".ckpt";
 constexpr std::string_view kTmpSuffix = ".tmp";
@@ -107,6 +108,10 @@ std::string WalFileName(uint64_t generation) {
 
 std::string CheckpointFileName(uint64_t generation) {
   return absl::StrFormat("checkpoint-%016d.ckpt", generation);
+}
+
+std::string PoisonMarkerFileName(uint64_t generation) {
+  return absl::StrFormat("wal-%016d.poisoned", generation);
 }
 
 absl::StatusOr<std::unique_ptr<DataDir>> DataDir::Open(
@@ -194,6 +199,9 @@ absl::StatusOr<DataDir::Listing> DataDir::List() {
     } else if (const auto c = ParseGeneration(name, kCheckpointPrefix,
                                               kCheckpointSuffix)) {
       listing.checkpoints.push_back(*c);
+    } else if (const auto p =
+                   ParseGeneration(name, kWalPrefix, kPoisonSuffix)) {
+      listing.poisoned.push_back(*p);
     } else if (EndsWith(name, kTmpSuffix)) {
       // Only a crash leaves one behind; it never counts as state.
       const std::string file = JoinPath(path_, name);
@@ -209,6 +217,7 @@ absl::StatusOr<DataDir::Listing> DataDir::List() {
   if (!status.ok()) return status;
   std::sort(listing.wals.begin(), listing.wals.end());
   std::sort(listing.checkpoints.begin(), listing.checkpoints.end());
+  std::sort(listing.poisoned.begin(), listing.poisoned.end());
   return listing;
 }
 

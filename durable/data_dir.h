@@ -34,6 +34,9 @@ class DataDir {
   struct Listing {
     std::vector<uint64_t> checkpoints;  // ascending generations
     std::vector<uint64_t> wals;         // ascending generations
+    // Generations of wal-<g>.poisoned markers, ascending: logs whose
+    // writer failed (durable/wal_writer.h).
+    std::vector<uint64_t> poisoned;
   };
   // The generations present. Temporary files a crash left behind
   // (*.tmp) are deleted, with an INFO line each.
@@ -51,10 +54,11 @@ class DataDir {
   int lock_fd_;
 };
 
-// File names: wal-<generation>.log, checkpoint-<generation>.ckpt, the
-// generation zero-padded to 16 decimal digits.
+// File names: wal-<generation>.log, checkpoint-<generation>.ckpt and
+// wal-<generation>.poisoned, the generation zero-padded to 16 decimal digits.
 std::string WalFileName(uint64_t generation);
 std::string CheckpointFileName(uint64_t generation);
+std::string PoisonMarkerFileName(uint64_t generation);
 
 }  // namespace kvindexer::durable
 

@@ -18,12 +18,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_builder.h"
 #include "durable/checkpoint_file.h"
 #include "durable/compactor.h"
 #include "durable/data_dir.h"
+#include "durable/posix_file.h"
 #include "durable/recovery_loader.h"
 #include "durable/wal_writer.h"
 #include "spdlog/spdlog.h"
@@ -45,6 +47,8 @@ struct DurableStore::State {
   FileIo* io = nullptr;
   Indexer* indexer = nullptr;
   std::unique_ptr<DataDir> dir;
+  // Before the writer, which reports to it.
+  WalFailureMonitor monitor;
   std::unique_ptr<WalWriter> writer;
 
   // Used by Append only, under the Indexer's mutation mutex.
@@ -84,7 +88,22 @@ struct DurableStore::State {
   // yet attached); compacting is false.
   void StartCompaction();
   void CompactionLoop();
-  void Compact(const CompactionJob& job);
+  // OK once the job's checkpoint is in place (even when only the directory
+  // sync after its rename failed); otherwise the error, naming the files.
+  absl::Status Compact(const CompactionJob& job);
+  // The job that turns `last_wal` and the files before it into the next
+  // checkpoint. REQUIRES: mu held, or no compaction thread yet.
+  CompactionJob JobUpTo(uint64_t last_wal) const;
+  // Open's answer to failed-log markers among the generations recovery
+  // replayed: builds the checkpoint of wal_generation + 1 so that the
+  // failed file is never continued. REQUIRES: before the compaction thread
+  // starts and before the writer is opened.
+  absl::Status CloseFailedLog(uint64_t wal_generation,
+                              const std::vector<uint64_t>& markers);
+  // Deletes the markers of generations `markers` and syncs the directory;
+  // a failure is logged (WARN): a marker left behind only costs the next
+  // start an extra checkpoint.
+  void RemoveMarkers(const std::vector<uint64_t>& markers);
   // Builds and publishes the job's checkpoint: in a builder process when
   // options.checkpoint_builder is set and it starts, else in this thread.
   absl::Status Build(const CompactionJob& job);
@@ -109,15 +128,18 @@ void DurableStore::State::StartCompaction() {
   {
     std::lock_guard<std::mutex> lock(mu);
     wals.insert(closing + 1);
-    pending =
-        CompactionJob{.base = base,
-                      .last_wal = closing,
-                      .sizes = options.backend,
-                      .counts_placements = options.backend != nullptr &&
-                                           indexer->backend_abi_minor() >= 2};
+    pending = JobUpTo(closing);
     compacting.store(true, std::memory_order_relaxed);
   }
   cv.notify_all();
+}
+
+CompactionJob DurableStore::State::JobUpTo(uint64_t last_wal) const {
+  return CompactionJob{.base = base,
+                       .last_wal = last_wal,
+                       .sizes = options.backend,
+                       .counts_placements = options.backend != nullptr &&
+                                            indexer->backend_abi_minor() >= 2};
 }
 
 // Checkpoints are built at the lowest nice value: a build takes a core for
@@ -149,7 +171,15 @@ void DurableStore::State::CompactionLoop() {
     const CompactionJob job = *pending;
     pending.reset();
     lock.unlock();
-    Compact(job);
+    absl::Status built = Compact(job);
+    if (!built.ok() && built.code() != absl::StatusCode::kCancelled) {
+      // The log keeps everything; the next rotation tries again from the
+      // same base with more log.
+      spdlog::error(
+          "checkpoint: {}; serving is unaffected and the next rotation "
+          "retries",
+          std::string(built.message()));
+    }
     lock.lock();
     compacting.store(false, std::memory_order_relaxed);
     cv.notify_all();
@@ -224,10 +254,10 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
   return published;
 }
 
-void DurableStore::State::Compact(const CompactionJob& job) {
+absl::Status DurableStore::State::Compact(const CompactionJob& job) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = Build(job);
-  if (s.code() == absl::StatusCode::kCancelled) return;
+  if (s.code() == absl::StatusCode::kCancelled) return s;
   // Renamed into place, but the directory sync after the rename failed: the
   // file is complete (it was synced before the rename), so it is used, not
   // left untracked for ever. Nothing older is deleted this time: until a
@@ -241,14 +271,11 @@ void DurableStore::State::Compact(const CompactionJob& job) {
         "files are kept until a later checkpoint syncs",
         dir->CheckpointPath(job.target()), std::string(s.message()));
   } else if (!s.ok()) {
-    // The log keeps everything; the next rotation tries again from the same
-    // base with more log.
-    spdlog::error(
-        "checkpoint: building {} from {} and {} log file(s) failed: {}; "
-        "serving is unaffected and the next rotation retries",
-        dir->CheckpointPath(job.target()), dir->CheckpointPath(job.base),
-        job.last_wal - job.base + 1, std::string(s.message()));
-    return;
+    return absl::Status(
+        s.code(), absl::StrCat("building ", dir->CheckpointPath(job.target()),
+                               " from ", dir->CheckpointPath(job.base), " and ",
+                               job.last_wal - job.base + 1,
+                               " log file(s) failed: ", s.message()));
   }
   // Keep the base generation (checkpoint and logs) as the fallback for a
   // damaged new checkpoint; everything older goes.
@@ -287,6 +314,49 @@ void DurableStore::State::Compact(const CompactionJob& job) {
   spdlog::info("checkpoint: wrote {} in {} ms (built by {})",
                dir->CheckpointPath(job.target()), MillisecondsSince(start),
                built_by);
+  return absl::OkStatus();
+}
+
+absl::Status DurableStore::State::CloseFailedLog(
+    uint64_t wal_generation, const std::vector<uint64_t>& markers) {
+  // The marker holds why, for this line; its presence is what counts.
+  std::string reason;
+  const std::string marker =
+      JoinPath(dir->path(), PoisonMarkerFileName(markers.back()));
+  if (!ReadWholeFile(marker, &reason).ok() || reason.empty()) {
+    reason = "the marker says no more";
+  }
+  spdlog::warn(
+      "wal: the previous run's log failed in {} ({}); it is not continued: "
+      "checkpoint {} is built from the files first, and the log goes on in "
+      "{}",
+      dir->WalPath(markers.back()),
+      std::string(absl::StripTrailingAsciiWhitespace(reason)),
+      wal_generation + 1, dir->WalPath(wal_generation + 1));
+  absl::Status built = Compact(JobUpTo(wal_generation));
+  if (!built.ok() || base != wal_generation + 1) {
+    return absl::Status(
+        built.ok() ? absl::StatusCode::kInternal : built.code(),
+        absl::StrCat("the previous run's log ", dir->WalPath(markers.back()),
+                     " failed and must not be continued, but the checkpoint "
+                     "that closes it could not be written: ",
+                     built.message()));
+  }
+  return absl::OkStatus();
+}
+
+void DurableStore::State::RemoveMarkers(const std::vector<uint64_t>& markers) {
+  if (markers.empty()) return;
+  for (uint64_t g : markers) {
+    const std::string path = JoinPath(dir->path(), PoisonMarkerFileName(g));
+    if (absl::Status r = dir->Remove(path); !r.ok()) {
+      spdlog::warn("wal: cannot delete {}: {}", path, std::string(r.message()));
+    }
+  }
+  if (absl::Status r = dir->SyncDir(); !r.ok()) {
+    spdlog::warn("wal: syncing {} after deleting failed-log markers: {}",
+                 dir->path(), std::string(r.message()));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
@@ -305,20 +375,44 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
       RecoverDirectory(*state->dir, indexer, state->io);
   if (!recovered.ok()) return recovered.status();
 
-  absl::StatusOr<std::unique_ptr<WalWriter>> writer = WalWriter::Open(
-      state->dir->path(), recovered->wal_generation, options.sync, state->io);
-  if (!writer.ok()) return writer.status();
-  state->writer = *std::move(writer);
   state->rotate_at = options.checkpoint_bytes;
   state->base = recovered->base;
   state->checkpoints.insert(recovered->checkpoints.begin(),
                             recovered->checkpoints.end());
   state->wals.insert(recovered->wals.begin(), recovered->wals.end());
-  state->wals.insert(recovered->wal_generation);
+
+  // A marker among the generations just replayed: the previous run's log
+  // failed there, and the newest file must not be continued. Other markers
+  // belong to files a checkpoint already covers, or that recovery set aside.
+  std::vector<uint64_t> failed_logs;
+  std::vector<uint64_t> stale_markers;
+  for (uint64_t g : recovered->poison_markers) {
+    const bool replayed = g >= recovered->base &&
+                          g <= recovered->wal_generation &&
+                          !recovered->report.started_empty;
+    (replayed ? failed_logs : stale_markers).push_back(g);
+  }
+  uint64_t wal_generation = recovered->wal_generation;
+  if (!failed_logs.empty()) {
+    absl::Status closed = state->CloseFailedLog(wal_generation, failed_logs);
+    if (!closed.ok()) return closed;
+    wal_generation = state->base;
+    stale_markers.insert(stale_markers.end(), failed_logs.begin(),
+                         failed_logs.end());
+  }
+  state->RemoveMarkers(stale_markers);
+
+  absl::StatusOr<std::unique_ptr<WalWriter>> writer =
+      WalWriter::Open(state->dir->path(), wal_generation, options.sync,
+                      state->io, &state->monitor);
+  if (!writer.ok()) return writer.status();
+  state->writer = *std::move(writer);
+  state->wals.insert(wal_generation);
 
   std::unique_ptr<DurableStore> store(new DurableStore());
   RecoveryReport& report = store->recovery_;
   report = recovered->report;
+  report.failed_log_closed = !failed_logs.empty();
   report.workers = indexer->worker_count();
   if (options.backend != nullptr) {
     BackendStats stats{};
@@ -337,8 +431,12 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
   store->state_ = std::move(state);
   s->thread = std::thread([s] { s->CompactionLoop(); });
   // Replay covered a checkpoint's worth of log already: bound the next
-  // start-up's replay at once.
-  if (report.log_bytes >= options.checkpoint_bytes) s->StartCompaction();
+  // start-up's replay at once (unless a failed log was just closed behind
+  // a checkpoint).
+  if (report.log_bytes >= options.checkpoint_bytes &&
+      !report.failed_log_closed) {
+    s->StartCompaction();
+  }
   indexer->AttachLog(store.get());
   return store;
 }
@@ -353,6 +451,13 @@ DurableStore::~DurableStore() {
   }
   state_->cv.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
+  if (state_->monitor.poisoned()) {
+    spdlog::warn(
+        "wal: {} is closed without a final sync: the log failed "
+        "earlier",
+        state_->dir->WalPath(state_->writer->generation()));
+    return;
+  }
   absl::Status s = state_->writer->WaitDurable(state_->writer->end());
   if (!s.ok()) {
     spdlog::error("wal: final sync of {} failed: {}",
@@ -371,8 +476,11 @@ absl::StatusOr<uint64_t> DurableStore::Append(
     s.StartCompaction();
   }
   if (!record.SerializeToString(&s.payload)) {
-    return absl::UnavailableError(
+    absl::Status refused = absl::UnavailableError(
         "state log write failed: the record does not serialise");
+    s.monitor.Refused(WalRefusal::kInvalidRecord,
+                      std::string(refused.message()));
+    return refused;
   }
   return s.writer->Append(s.payload);
 }
@@ -409,7 +517,18 @@ DurableFigures DurableStore::figures() const {
   }
   figures.log_end = state_->writer->end();
   figures.syncs = state_->writer->syncs();
+  figures.log_failed = state_->monitor.poisoned();
+  figures.append_refusals = state_->monitor.counts();
   return figures;
+}
+
+std::optional<std::string> DurableStore::LogFailure() const {
+  return state_->monitor.Failure();
+}
+
+void DurableStore::SetOnLogFailure(
+    WalFailureMonitor::FailureCallback callback) {
+  state_->monitor.SetOnFailure(std::move(callback));
 }
 
 }  // namespace kvindexer::durable

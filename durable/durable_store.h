@@ -15,14 +15,24 @@
 // fallback for a damaged checkpoint. A failed checkpoint is logged (ERROR)
 // and tried again at the next rotation; it never fails a mutation.
 //
+// A failed log (durable/wal_writer.h: a failed fdatasync poisons the
+// writer, which then refuses every write and leaves wal-<g>.poisoned) is
+// final for the process: LogFailure() reports it and the server stops
+// reporting SERVING (docs/health.md). The next Open never continues such a
+// file: before it returns it builds the checkpoint of the next generation
+// from what the files hold, and the log goes on in a new file behind it.
+// The failed file's pages may be in the page cache but not on the disk;
+// behind the new checkpoint, nothing acknowledged later depends on them.
+//
 // Thread safety: Append, Retract and end() are called under the Indexer's
-// mutation mutex; WaitDurable, WaitForCheckpoints and checkpoints_written
-// from any thread.
+// mutation mutex; WaitDurable, WaitForCheckpoints, checkpoints_written,
+// figures, LogFailure and SetOnLogFailure from any thread.
 #ifndef KVINDEXER_DURABLE_DURABLE_STORE_H_
 #define KVINDEXER_DURABLE_DURABLE_STORE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -31,6 +41,7 @@
 #include "core/mutation_log.h"
 #include "durable/file_io.h"
 #include "durable/recovery_report.h"
+#include "durable/wal_failure_monitor.h"
 #include "durable/wal_sync.h"
 #include "kvindexer/backend.h"
 
@@ -64,6 +75,8 @@ struct DurableFigures {
   uint64_t checkpoints_written = 0;    // by this process
   double last_checkpoint_seconds = 0;  // 0 before the first
   uint64_t syncs = 0;                  // fdatasyncs that acknowledged writes
+  bool log_failed = false;             // LogFailure() has a value
+  WalRefusalCounts append_refusals;    // appends the log refused, by reason
 };
 
 class DurableStore final : public MutationLog {
@@ -77,8 +90,10 @@ class DurableStore final : public MutationLog {
   // (FAILED_PRECONDITION naming the holder's PID), a file has a newer format
   // version (FAILED_PRECONDITION; nothing in the directory was changed), a
   // record with a valid checksum does not parse or apply (INTERNAL; the
-  // Indexer then holds part of the state), I/O fails. REQUIRES: `indexer`
-  // (and options.io, options.backend when set) outlive the store.
+  // Indexer then holds part of the state), I/O fails, the checkpoint that
+  // must close a failed log cannot be written (the error names the log).
+  // REQUIRES: `indexer` (and options.io, options.backend when set) outlive
+  // the store.
   static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
       const DurableOptions& options, Indexer* indexer);
   // Detaches from the Indexer, stops the compaction thread (a checkpoint in
@@ -97,6 +112,13 @@ class DurableStore final : public MutationLog {
   uint64_t checkpoints_written() const;
   // Thread-safe; takes the store's and the log's locks briefly.
   DurableFigures figures() const;
+
+  // The log's failure: set once the log refuses every write until the
+  // server restarts (WalFailureMonitor::Failure); nullopt while it works.
+  std::optional<std::string> LogFailure() const;
+  // Called once when the log fails; at once when it already has. Null
+  // clears it. REQUIRES: the callback outlives its setting.
+  void SetOnLogFailure(WalFailureMonitor::FailureCallback callback);
 
  private:
   DurableStore() = default;

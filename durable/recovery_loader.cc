@@ -76,6 +76,7 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
                       : absl::StrCat("damaged: ", absl::StrJoin(damaged, ", ")),
       out.base, orphans.empty() ? "none" : absl::StrJoin(orphans, ", "));
   out.checkpoints = {out.base};
+  out.poison_markers = listing.poisoned;
   out.report.started_empty = true;
   out.report.checkpoint_fallback = !damaged.empty();
   return out;
@@ -105,6 +106,7 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
     out.base = 1;
     out.wal_generation = 1;
     out.checkpoints = {1};
+    out.poison_markers = listing->poisoned;
     return out;
   }
 
@@ -175,6 +177,7 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
     out.report.torn_tail = true;
   }
   out.wal_generation = expected > out.base ? expected - 1 : out.base;
+  out.poison_markers = listing->poisoned;
   return out;
 }
 

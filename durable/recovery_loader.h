@@ -38,6 +38,9 @@ struct RecoveredDirectory {
   // checkpoints, and log files from before the base up to wal_generation.
   std::vector<uint64_t> checkpoints;
   std::vector<uint64_t> wals;
+  // Generations of the wal-<g>.poisoned markers in the directory, ascending
+  // (durable/wal_writer.h); the caller decides what they mean.
+  std::vector<uint64_t> poison_markers;
 };
 
 // Recovers `dir` into `indexer`, which must have applied nothing. A fresh

@@ -19,6 +19,9 @@ struct RecoveryReport {
   bool torn_tail = false;            // a log tail was cut off
   bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
   bool started_empty = false;        // no usable checkpoint: state was lost
+  // The previous run's log failed (a wal-<g>.poisoned marker): it was closed
+  // behind a new checkpoint, and writing goes on in a new log file.
+  bool failed_log_closed = false;
 };
 
 }  // namespace kvindexer::durable

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "durable/data_dir.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
@@ -18,8 +20,15 @@
 namespace kvindexer::durable {
 namespace {
 
+constexpr char kWriteFailedPrefix[] = "state log write failed: ";
+
+// Debian's abseil has its own string_view type, not std::string_view.
+std::string_view MessageOf(const absl::Status& status) {
+  return std::string_view(status.message().data(), status.message().size());
+}
+
 absl::Status WriteFailed(const std::string& what) {
-  return absl::UnavailableError(absl::StrCat("state log write failed: ", what));
+  return absl::UnavailableError(absl::StrCat(kWriteFailedPrefix, what));
 }
 
 int RetryingFdatasync(FileIo& io, int fd) {
@@ -106,6 +115,35 @@ absl::StatusOr<OpenedFile> OpenLogFile(FileIo& io, const std::string& dir,
   return file;
 }
 
+// Leaves wal-<generation>.poisoned in `dir`, holding `reason`: the next
+// start must not continue the file (durable/durable_store.h). Best effort:
+// the disk may be failing. A marker that cannot be synced still tells a
+// restart of the process on this host, which is the case where the page
+// cache may hold writes the disk does not.
+void LeavePoisonMarker(FileIo& io, const std::string& dir, uint64_t generation,
+                       std::string_view reason) {
+  const std::string path = JoinPath(dir, PoisonMarkerFileName(generation));
+  const UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    spdlog::error(
+        "wal: cannot create {}: {}; the next start cannot tell that {} "
+        "failed, and will continue it",
+        path, ErrnoText(errno), WalFileName(generation));
+    return;
+  }
+  // The text is for people; the file's presence is what counts.
+  int err = WriteFully(io, fd.get(), std::string(reason) + "\n");
+  if (err == 0) err = RetryingFdatasync(io, fd.get());
+  if (err == 0) err = SyncDirectory(io, dir);
+  if (err != 0) {
+    spdlog::warn(
+        "wal: {} is created but not synced ({}): it survives a restart of "
+        "the process, not a crash of the host",
+        path, ErrnoText(err));
+  }
+}
+
 }  // namespace
 
 // Who touches what: the appender (one thread, under the Indexer's mutation
@@ -125,6 +163,10 @@ struct WalWriter::State {
   uint64_t syncs = 0;       // guarded by mu: WaitDurable's fdatasyncs
   bool syncing = false;     // guarded by mu
   absl::Status poison;      // guarded by mu
+  // The file that was being written when the writer was poisoned.
+  uint64_t poisoned_generation = 0;  // guarded by mu
+  // Set with poison; cleared by the one ReportPoison that reports it.
+  std::atomic<bool> unreported_poison{false};
   // The last record appended, while it can still be retracted: its size,
   // or 0 after a rotation.
   uint64_t last_size = 0;  // appender only
@@ -134,30 +176,74 @@ struct WalWriter::State {
   void AwaitNoSync(std::unique_lock<std::mutex>& lock) {
     synced.wait(lock, [this] { return !syncing; });
   }
-  // Records the first fatal error. REQUIRES: mu held.
+  // Records the first fatal error; the public method that called it
+  // reports it (ReportPoison) once it has released mu. REQUIRES: mu held.
   void Poison(absl::Status status) {
     if (poison.ok()) {
-      spdlog::error("wal: {}; refusing every later write",
-                    std::string(status.message()));
       poison = std::move(status);
+      poisoned_generation = generation;
+      unreported_poison.store(true, std::memory_order_release);
     }
   }
 };
 
-WalWriter::WalWriter(std::string dir, WalSync sync, FileIo* io)
+// Calls ReportPoison when the public method that declares it (before any
+// lock) returns.
+class WalWriter::ReportPoisonOnReturn {
+ public:
+  explicit ReportPoisonOnReturn(WalWriter* writer) : writer_(writer) {}
+  ~ReportPoisonOnReturn() { writer_->ReportPoison(); }
+  ReportPoisonOnReturn(const ReportPoisonOnReturn&) = delete;
+  ReportPoisonOnReturn& operator=(const ReportPoisonOnReturn&) = delete;
+
+ private:
+  WalWriter* writer_;
+};
+
+WalWriter::WalWriter(std::string dir, WalSync sync, FileIo* io,
+                     WalFailureMonitor* monitor)
     : dir_(std::move(dir)),
       sync_(sync),
       io_(io),
+      own_monitor_(monitor == nullptr ? std::make_unique<WalFailureMonitor>()
+                                      : nullptr),
+      monitor_(monitor != nullptr ? monitor : own_monitor_.get()),
       state_(std::make_unique<State>()) {}
+
+void WalWriter::ReportPoison() {
+  State& s = *state_;
+  if (!s.unreported_poison.load(std::memory_order_acquire)) return;
+  std::string reason;
+  uint64_t generation = 0;
+  {
+    const std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.unreported_poison.exchange(false, std::memory_order_acq_rel)) {
+      return;
+    }
+    generation = s.poisoned_generation;
+    absl::string_view message = s.poison.message();
+    absl::ConsumePrefix(&message, kWriteFailedPrefix);
+    reason = std::string(message);
+  }
+  LeavePoisonMarker(*io_, dir_, generation, reason);
+  monitor_->Poisoned(
+      absl::StrCat(reason, " (", JoinPath(dir_, WalFileName(generation)), ")"));
+}
+
+absl::Status WalWriter::poison() const {
+  const std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->poison;
+}
 
 WalWriter::~WalWriter() = default;
 
 absl::StatusOr<std::unique_ptr<WalWriter>> WalWriter::Open(
-    const std::string& dir, uint64_t generation, WalSync sync, FileIo* io) {
+    const std::string& dir, uint64_t generation, WalSync sync, FileIo* io,
+    WalFailureMonitor* monitor) {
   if (io == nullptr) io = &FileIo::Real();
   absl::StatusOr<OpenedFile> file = OpenLogFile(*io, dir, generation);
   if (!file.ok()) return file.status();
-  std::unique_ptr<WalWriter> writer(new WalWriter(dir, sync, io));
+  std::unique_ptr<WalWriter> writer(new WalWriter(dir, sync, io, monitor));
   writer->state_->fd = std::move(file->fd);
   writer->state_->file_size = file->size;
   writer->state_->generation = generation;
@@ -165,15 +251,23 @@ absl::StatusOr<std::unique_ptr<WalWriter>> WalWriter::Open(
 }
 
 absl::StatusOr<uint64_t> WalWriter::Append(std::string_view payload) {
+  const ReportPoisonOnReturn report(this);
   State& s = *state_;
+  absl::Status poisoned;
   {
     const std::lock_guard<std::mutex> lock(s.mu);
-    if (!s.poison.ok()) return s.poison;
+    poisoned = s.poison;
+  }
+  if (!poisoned.ok()) {
+    monitor_->Refused(WalRefusal::kPoisoned, MessageOf(poisoned));
+    return poisoned;
   }
   if (payload.empty() || payload.size() > kMaxRecordBytes) {
-    return absl::InvalidArgumentError(
+    absl::Status invalid = absl::InvalidArgumentError(
         absl::StrCat("state log record of ", payload.size(),
                      " bytes; accepted: 1 to ", kMaxRecordBytes));
+    monitor_->Refused(WalRefusal::kInvalidRecord, MessageOf(invalid));
+    return invalid;
   }
   s.frame.clear();
   AppendRecord(payload, &s.frame);
@@ -185,12 +279,20 @@ absl::StatusOr<uint64_t> WalWriter::Append(std::string_view payload) {
         cut != 0) {
       // Part of a record stays in the file: appending after it would put
       // good records behind a bad one, which recovery drops.
-      const std::lock_guard<std::mutex> lock(s.mu);
-      s.Poison(WriteFailed(absl::StrCat(
-          ErrnoText(err), "; cutting the log back failed: ", ErrnoText(cut))));
-      return s.poison;
+      absl::Status now_poisoned;
+      {
+        const std::lock_guard<std::mutex> lock(s.mu);
+        s.Poison(WriteFailed(
+            absl::StrCat(ErrnoText(err),
+                         "; cutting the log back failed: ", ErrnoText(cut))));
+        now_poisoned = s.poison;
+      }
+      monitor_->Refused(WalRefusalForErrno(err), MessageOf(now_poisoned));
+      return now_poisoned;
     }
-    return WriteFailed(ErrnoText(err));
+    absl::Status failed = WriteFailed(ErrnoText(err));
+    monitor_->Refused(WalRefusalForErrno(err), MessageOf(failed));
+    return failed;
   }
   s.file_size += s.frame.size();
   s.last_size = s.frame.size();
@@ -200,6 +302,7 @@ absl::StatusOr<uint64_t> WalWriter::Append(std::string_view payload) {
 }
 
 void WalWriter::Retract(uint64_t end) {
+  const ReportPoisonOnReturn report(this);
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   if (end != s.end || s.last_size == 0) {
@@ -247,6 +350,7 @@ uint64_t WalWriter::end() const {
 }
 
 absl::Status WalWriter::WaitDurable(uint64_t offset) {
+  const ReportPoisonOnReturn report(this);
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   while (true) {
@@ -282,6 +386,7 @@ absl::Status WalWriter::WaitDurable(uint64_t offset) {
 }
 
 absl::Status WalWriter::Rotate(uint64_t generation) {
+  const ReportPoisonOnReturn report(this);
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   if (!s.poison.ok()) return s.poison;

@@ -8,7 +8,10 @@
 // the others wait for it. A failed write cuts the file back to the end of
 // the last whole record and reports UNAVAILABLE; a failed sync poisons the
 // writer (every later Append and WaitDurable fails), because after a failed
-// fdatasync Linux no longer says which writes reached the disk.
+// fdatasync Linux no longer says which writes reached the disk. A poisoned
+// writer leaves wal-<generation>.poisoned beside its file, so that the next
+// start does not continue that file (durable/durable_store.h), and reports
+// the poisoning, like every refused append, to its WalFailureMonitor.
 //
 // Logical offsets count every record byte appended since Open, across
 // rotations (file headers excluded).
@@ -25,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "durable/file_io.h"
+#include "durable/wal_failure_monitor.h"
 #include "durable/wal_sync.h"
 
 namespace kvindexer::durable {
@@ -34,19 +38,19 @@ class WalWriter {
   // Continues wal-<generation>.log in `dir` when it exists (recovery has
   // already cut it to its last whole record), else creates it with its
   // header; the file and the directory are synced before returning.
-  // REQUIRES: io (when given) outlives the writer; null means FileIo::Real().
-  static absl::StatusOr<std::unique_ptr<WalWriter>> Open(const std::string& dir,
-                                                         uint64_t generation,
-                                                         WalSync sync,
-                                                         FileIo* io = nullptr);
+  // REQUIRES: io and monitor (when given) outlive the writer; a null io
+  // means FileIo::Real(), a null monitor one of the writer's own.
+  static absl::StatusOr<std::unique_ptr<WalWriter>> Open(
+      const std::string& dir, uint64_t generation, WalSync sync,
+      FileIo* io = nullptr, WalFailureMonitor* monitor = nullptr);
   ~WalWriter();
   WalWriter(const WalWriter&) = delete;
   WalWriter& operator=(const WalWriter&) = delete;
 
   // Writes one framed record (durable/record_framing.h) with `payload` and
   // returns the logical offset just past it. On failure nothing of it stays
-  // in the file and UNAVAILABLE "state log write failed: <reason>" is
-  // returned.
+  // in the file, UNAVAILABLE "state log write failed: <reason>" is returned
+  // and the refusal is reported to the monitor.
   absl::StatusOr<uint64_t> Append(std::string_view payload);
   // Takes back the last record (its end was `end`). REQUIRES: no Append
   // since; waits for a sync in flight to finish first.
@@ -64,12 +68,22 @@ class WalWriter {
   uint64_t bytes_in_generation() const;
   // fdatasync calls WaitDurable made, for the metrics. Thread-safe.
   uint64_t syncs() const;
+  // The status every write now gets once the writer is poisoned; OK before.
+  // Thread-safe.
+  absl::Status poison() const;
 
  private:
-  WalWriter(std::string dir, WalSync sync, FileIo* io);
+  WalWriter(std::string dir, WalSync sync, FileIo* io,
+            WalFailureMonitor* monitor);
+  // Hands a poisoning that happened since the last call to the monitor and
+  // leaves the marker file. REQUIRES: the State mutex not held.
+  void ReportPoison();
+  class ReportPoisonOnReturn;
   std::string dir_;
   WalSync sync_;
   FileIo* io_;
+  std::unique_ptr<WalFailureMonitor> own_monitor_;
+  WalFailureMonitor* monitor_;
   // Implementation state (fd, offsets, sync mutex, poison status) is the
   // implementer's; see wal_writer.cc.
   struct State;

@@ -10,6 +10,7 @@
 
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
+#include "durable/wal_failure_monitor.h"
 #include "durable/wal_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -346,6 +347,104 @@ TEST_F(WalWriterTest, AFailedRotationKeepsWritingTheOldFile) {
   EXPECT_EQ(writer->generation(), 1u);
   ASSERT_TRUE(writer->Append("b").ok());
   EXPECT_THAT(Payloads(1), ElementsAre("a", "b"));
+}
+
+// A writer that reports to a monitor of the test's, which logs nothing.
+class MonitoredWalWriterTest : public WalWriterTest {
+ protected:
+  std::unique_ptr<WalWriter> OpenMonitored(uint64_t generation) {
+    absl::StatusOr<std::unique_ptr<WalWriter>> writer = WalWriter::Open(
+        dir_.path(), generation, WalSync::kAlways, &io_, &monitor_);
+    EXPECT_TRUE(writer.ok()) << writer.status();
+    return writer.ok() ? *std::move(writer) : nullptr;
+  }
+  std::string MarkerPath(uint64_t generation) const {
+    return dir_.Sub(PoisonMarkerFileName(generation));
+  }
+  WalFailureMonitor monitor_{
+      nullptr, [](spdlog::level::level_enum, std::string_view) {}};
+};
+
+TEST_F(MonitoredWalWriterTest, RefusedAppendsAreCountedByReason) {
+  auto writer = OpenMonitored(1);
+  ASSERT_NE(writer, nullptr);
+  for (const int err : {ENOSPC, EDQUOT, EFBIG, EIO}) {
+    io_.FailWritesAfter(0, err);
+    EXPECT_EQ(writer->Append("refused").status().code(),
+              absl::StatusCode::kUnavailable);
+  }
+  io_.HealWrites();
+  EXPECT_EQ(writer->Append("").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const WalRefusalCounts counts = monitor_.counts();
+  EXPECT_EQ(counts.of(WalRefusal::kNoSpace), 2u);
+  EXPECT_EQ(counts.of(WalRefusal::kFileTooLarge), 1u);
+  EXPECT_EQ(counts.of(WalRefusal::kIoError), 1u);
+  EXPECT_EQ(counts.of(WalRefusal::kInvalidRecord), 1u);
+  EXPECT_EQ(counts.of(WalRefusal::kPoisoned), 0u);
+  // A refused write is not a failed log: the next one goes through.
+  EXPECT_FALSE(monitor_.poisoned());
+  EXPECT_FALSE(TestFileExists(MarkerPath(1)));
+  const absl::StatusOr<uint64_t> end = writer->Append("accepted");
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_TRUE(writer->WaitDurable(*end).ok());
+}
+
+// The poisoning reaches the monitor once, with the file it happened in,
+// and leaves the marker that keeps the next start from continuing it.
+TEST_F(MonitoredWalWriterTest, AFailedSyncLeavesAMarkerAndTellsTheMonitor) {
+  auto writer = OpenMonitored(3);
+  ASSERT_NE(writer, nullptr);
+  std::vector<std::string> calls;
+  monitor_.SetOnFailure(
+      [&calls](const std::string& failure) { calls.push_back(failure); });
+  const uint64_t end = *writer->Append("record");
+  io_.FailSyncs(EIO);
+  EXPECT_EQ(writer->WaitDurable(end).code(), absl::StatusCode::kUnavailable);
+  io_.FailSyncs(0);
+  const std::string failure =
+      "fdatasync: Input/output error (" + WalPath(3) + ")";
+  EXPECT_THAT(calls, ElementsAre(failure));
+  EXPECT_EQ(monitor_.Failure(), failure);
+  EXPECT_TRUE(monitor_.poisoned());
+  EXPECT_EQ(ReadTestFile(MarkerPath(3)), "fdatasync: Input/output error\n");
+  EXPECT_EQ(writer->poison().code(), absl::StatusCode::kUnavailable);
+
+  // Every later append is refused, counted as such, and reported no more.
+  EXPECT_FALSE(writer->Append("more").ok());
+  EXPECT_FALSE(writer->Append("more").ok());
+  EXPECT_EQ(monitor_.counts().of(WalRefusal::kPoisoned), 2u);
+  EXPECT_EQ(writer->WaitDurable(end).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(calls.size(), 1u);
+  // The record stays in the file: the failed sync does not say it is lost.
+  EXPECT_THAT(Payloads(3), ElementsAre("record"));
+}
+
+// A rotation whose sync of the old file fails marks the old file, the one
+// whose writeback failed, and creates no new one.
+TEST_F(MonitoredWalWriterTest, AFailedRotationSyncMarksTheOldFile) {
+  auto writer = OpenMonitored(1);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->Append("a").ok());
+  io_.FailSyncs(EIO);
+  EXPECT_EQ(writer->Rotate(2).code(), absl::StatusCode::kUnavailable);
+  io_.FailSyncs(0);
+  EXPECT_TRUE(TestFileExists(MarkerPath(1)));
+  EXPECT_FALSE(TestFileExists(MarkerPath(2)));
+  EXPECT_FALSE(TestFileExists(WalPath(2)));
+  EXPECT_THAT(monitor_.Failure().value_or(""), HasSubstr(WalPath(1)));
+}
+
+// Without the poisoning no marker is ever left, and a good writer reports
+// OK as its poison.
+TEST_F(MonitoredWalWriterTest, AHealthyWriterLeavesNoMarker) {
+  auto writer = OpenMonitored(1);
+  ASSERT_NE(writer, nullptr);
+  const uint64_t end = *writer->Append("a");
+  EXPECT_TRUE(writer->WaitDurable(end).ok());
+  EXPECT_TRUE(writer->poison().ok());
+  EXPECT_FALSE(TestFileExists(MarkerPath(1)));
+  EXPECT_EQ(monitor_.Failure(), std::nullopt);
 }
 
 }  // namespace

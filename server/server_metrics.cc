@@ -1,6 +1,7 @@
 #include "server/server_metrics.h"
 
 #include <chrono>
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -125,6 +126,20 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
           f.last_checkpoint_seconds);
   w.Counter("kvindexer_wal_syncs", "fdatasync calls that acknowledged writes.",
             static_cast<double>(f.syncs));
+  w.Gauge("kvindexer_wal_failed",
+          "1 once the write-ahead log failed (a failed fdatasync): every "
+          "write is refused until a restart, and grpc.health.v1 reports "
+          "NOT_SERVING.",
+          f.log_failed ? 1.0 : 0.0);
+  for (size_t i = 0; i < durable::kWalRefusalCount; ++i) {
+    const auto reason = static_cast<durable::WalRefusal>(i);
+    w.Counter("kvindexer_wal_append_failures",
+              "Mutations the write-ahead log refused to append, by reason: "
+              "no_space, file_too_large, io_error, poisoned (the log failed "
+              "earlier), invalid_record.",
+              static_cast<double>(f.append_refusals.of(reason)),
+              {{"reason", std::string(durable::WalRefusalName(reason))}});
+  }
 }
 
 void WriteSnapshots(const fleet::SnapshotScheduler& scheduler,

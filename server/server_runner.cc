@@ -212,14 +212,16 @@ int RunServer(std::span<const char* const> args) {
   // /metrics, /healthz and /readyz answer while the data directory loads.
   enum class Phase { kStarting, kServing, kStopping };
   std::atomic<Phase> phase{Phase::kStarting};
+  // The data directory's store once it is open, for /readyz.
+  std::atomic<const durable::DurableStore*> published_store{nullptr};
   std::unique_ptr<MetricsHttpServer> metrics_http;
   if (config->metrics_addr.has_value()) {
     metrics = std::make_unique<ServerMetrics>(registry, indexer,
                                               *(*loaded)->backend(), service);
     auto started = MetricsHttpServer::Start(
         *config->metrics_addr, registry,
-        [&phase, &indexer,
-         &published_follower]() -> std::optional<std::string> {
+        [&phase, &indexer, &published_follower,
+         &published_store]() -> std::optional<std::string> {
           switch (phase.load()) {
             case Phase::kStarting:
               return "starting: recovering state or binding the gRPC port";
@@ -231,6 +233,11 @@ int RunServer(std::span<const char* const> args) {
           // As grpc.health.v1 reports NOT_SERVING (docs/health.md).
           if (std::optional<std::string> failure = indexer.BackendFailure()) {
             return "backend failed: " + *failure;
+          }
+          if (const durable::DurableStore* s = published_store.load()) {
+            if (std::optional<std::string> failure = s->LogFailure()) {
+              return "state log failed: " + *failure;
+            }
           }
           if (const LogFollower* f = published_follower.load()) {
             return f->NotReadyReason();
@@ -281,6 +288,7 @@ int RunServer(std::span<const char* const> args) {
     }
     store = *std::move(opened);
     if (metrics != nullptr) metrics->SetDurableStore(store.get());
+    published_store.store(store.get());
   } else if (event_source.follows_log()) {
     // LoadServerConfig refuses a data directory with jetstream.
     spdlog::info(
@@ -380,11 +388,16 @@ int RunServer(std::span<const char* const> args) {
     return kExitFailure;
   }
   // SERVING from here on, the state being recovered, until the backend
-  // fails in a way it cannot continue from or shutdown begins
-  // (docs/health.md); before the line that tells tests we listen.
+  // fails in a way it cannot continue from, the state log fails, or
+  // shutdown begins (docs/health.md); before the line that tells tests we
+  // listen.
   ServingHealth health(server->GetHealthCheckService(), HealthServiceNames());
   indexer.SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
+  if (store != nullptr) {
+    store->SetOnLogFailure(
+        [&health](const std::string& failure) { health.LogFailed(failure); });
+  }
   // A replica answers reads at once but is NOT_SERVING until it has caught
   // up with the log, and whenever it lags by more than the bound.
   if (event_log != nullptr) {
@@ -481,6 +494,7 @@ int RunServer(std::span<const char* const> args) {
   // Before `health`, which it reports to, and the Indexer go.
   if (follower != nullptr) follower->Stop();
   indexer.SetBackendFailureCallback(nullptr);  // before `health` goes
+  if (store != nullptr) store->SetOnLogFailure(nullptr);
   // Before the store goes: a scrape reads it.
   if (metrics_http != nullptr) metrics_http->Stop();
   spdlog::info("stopped");

@@ -46,6 +46,13 @@ void ServingHealth::BackendFailed(std::string_view failure) {
   PublishLocked();
 }
 
+void ServingHealth::LogFailed(std::string_view failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (log_failure_.has_value()) return;
+  log_failure_ = std::string(failure);
+  PublishLocked();
+}
+
 void ServingHealth::LogFollowing(std::optional<std::string> behind) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool was_behind = log_behind_.has_value();
@@ -72,6 +79,7 @@ std::optional<std::string> ServingHealth::reason() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!listening_ || ServingLocked()) return std::nullopt;
   if (backend_failure_.has_value()) return backend_failure_;
+  if (log_failure_.has_value()) return log_failure_;
   if (shutting_down_) return std::string("shutting down");
   return log_behind_;
 }

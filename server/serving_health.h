@@ -3,9 +3,11 @@
 //
 // SERVING once the server listens (it binds only after its state is
 // recovered, so there is no "recovering" status to publish: the port is
-// closed until then) and until either the backend fails in a way it cannot
-// continue from (Indexer::BackendFailure) or a graceful shutdown begins.
-// Both are final: nothing turns them back to SERVING.
+// closed until then) and until the backend fails in a way it cannot
+// continue from (Indexer::BackendFailure), the state log fails
+// (durable::DurableStore::LogFailure: every write is refused until a
+// restart), or a graceful shutdown begins. All three are final: nothing
+// turns them back to SERVING.
 //
 // A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream) is
 // also NOT_SERVING while it is behind the log: until it has first caught up,
@@ -55,6 +57,9 @@ class ServingHealth {
   void Listening();
   // The backend cannot continue (Indexer::BackendFailure's text).
   void BackendFailed(std::string_view failure);
+  // The state log refuses every write until a restart
+  // (durable::DurableStore::LogFailure's text).
+  void LogFailed(std::string_view failure);
   // A replica's place in the fleet event log: `behind` says why it is not
   // to be served yet (not caught up, or lagging beyond the bound), nullopt
   // once it is current. Not final; the latest call holds.
@@ -66,15 +71,17 @@ class ServingHealth {
 
   // The status now published for every name.
   bool serving() const;
-  // The reason for NOT_SERVING after Listening(): the backend's failure,
-  // "shutting down" or why the replica is behind its log; nullopt while
-  // serving or before Listening().
+  // The reason for NOT_SERVING after Listening(), the first that applies:
+  // the backend's failure, the state log's failure, "shutting down", or why
+  // the replica is behind its log; nullopt while serving or before
+  // Listening().
   std::optional<std::string> reason() const;
 
  private:
   // REQUIRES: mu_ held.
   bool ServingLocked() const {
-    return listening_ && !backend_failure_.has_value() && !shutting_down_ &&
+    return listening_ && !backend_failure_.has_value() &&
+           !log_failure_.has_value() && !shutting_down_ &&
            !log_behind_.has_value();
   }
   void PublishLocked();
@@ -86,6 +93,7 @@ class ServingHealth {
   bool listening_ = false;
   bool shutting_down_ = false;
   std::optional<std::string> backend_failure_;
+  std::optional<std::string> log_failure_;
   std::optional<std::string> log_behind_;
 };
 
