@@ -1,34 +1,104 @@
-// The one translation unit that includes cpp-httplib (it is large).
+// One of the two translation units that include cpp-httplib (it is large);
+// the other is common/http_exchange_stream.cc.
 #include "common/metrics_http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <thread>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "common/bounded_http_listener.h"
+#include "common/http_exchange_stream.h"
+#include "common/http_refusal.h"
+#include "common/http_request_head.h"
+#include "common/loopback_address.h"
 #include "common/prometheus_text.h"
+#include "common/request_lane.h"
 #include "fmt/format.h"
+#include "spdlog/spdlog.h"
 
 namespace kvindexer {
 namespace {
 
-constexpr size_t kRequestThreads = 2;
-// A scraper that keeps its connection open holds a request thread; a short
-// keep-alive frees it for a probe soon.
-constexpr time_t kKeepAliveSeconds = 2;
-constexpr time_t kReadTimeoutSeconds = 5;
-// How long Start waits for the listening thread to report it runs.
-constexpr auto kStartTimeout = std::chrono::seconds(10);
+// True for the requests the probe lane answers.
+bool IsProbe(std::string_view head) {
+  const std::string_view method = RequestMethod(head);
+  const std::string_view path = RequestPath(head);
+  return (method == "GET" || method == "HEAD") &&
+         (path == "/healthz" || path == "/readyz");
+}
 
 }  // namespace
 
 struct MetricsHttpServer::Impl {
-  httplib::Server server;
-  std::thread thread;
+  // cpp-httplib's server with its request processing opened to streams it
+  // does not own. It never binds or listens.
+  class Router final : public httplib::Server {
+   public:
+    // Parses one request from `stream`, runs its handler and writes the
+    // response to `stream`. False when no response was written.
+    bool Answer(httplib::Stream& stream, bool close_connection,
+                bool& client_closes) {
+      return process_request(stream, close_connection, client_closes, nullptr);
+    }
+  };
+
+  explicit Impl(const MetricsHttpLimits& l) : limits(l) {}
+  ~Impl() {
+    if (stop_fd >= 0) close(stop_fd);
+  }
+
+  // Answers the complete request at the start of `connection`, then hands
+  // the connection back to the listener for its next request or closes it.
+  // `wait_for_reader`: whether sending the response may wait for the client
+  // (up to write_timeout) or must not wait at all.
+  void Answer(HttpConnection connection, bool wait_for_reader);
+
+  const MetricsHttpLimits limits;
+  Router router;
+  // An eventfd that becomes readable when Stop begins and stays so: sends
+  // waiting for a slow reader give up.
+  int stop_fd = -1;
+  bool stopped = false;
+  std::unique_ptr<BoundedHttpListener> listener;
+  std::unique_ptr<RequestLane> probes;
+  std::unique_ptr<RequestLane> scrapes;
 };
+
+void MetricsHttpServer::Impl::Answer(HttpConnection connection,
+                                     bool wait_for_reader) {
+  const bool last =
+      connection.requests_answered() + 1 >= limits.max_requests_per_connection;
+  bool client_closes = false;
+  ExchangeStream stream(connection);
+  bool answered = false;
+  try {
+    answered = router.Answer(stream, last, client_closes);
+  } catch (...) {
+    // cpp-httplib turns a handler's exception into a 500 itself; anything
+    // that still escapes leaves the request unanswered.
+    answered = false;
+  }
+  if (answered) {
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (wait_for_reader) {
+      deadline = std::chrono::steady_clock::now() + limits.write_timeout;
+    }
+    answered = stream.Send(deadline, stop_fd);
+  }
+  connection.CountAnswer();
+  if (!answered || last || client_closes || stream.read_past_end()) {
+    return;  // `connection` closes
+  }
+  stream.DropConsumed();
+  listener->Resume(std::move(connection));
+}
 
 MetricsHttpServer::MetricsHttpServer(std::unique_ptr<Impl> impl,
                                      MetricsAddress address, uint16_t port)
@@ -38,32 +108,26 @@ MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const MetricsAddress& address, const MetricsRegistry& registry,
-    ReadinessCheck not_ready_reason) {
-  auto impl = std::make_unique<Impl>();
-  httplib::Server& server = impl->server;
-  server.new_task_queue = [] {
-    return new httplib::ThreadPool(kRequestThreads);
-  };
-  // httplib's default also sets SO_REUSEPORT, which would let a second
-  // process bind the same port and take half of the scrapes: keep only
-  // SO_REUSEADDR (a restart can rebind at once).
-  server.set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  server.set_keep_alive_timeout(kKeepAliveSeconds);
-  server.set_read_timeout(kReadTimeoutSeconds, 0);
-  server.Get("/metrics",
+    ReadinessCheck not_ready_reason, const MetricsHttpLimits& limits) {
+  auto impl = std::make_unique<Impl>(limits);
+  httplib::Server& router = impl->router;
+  // The Keep-Alive header of each response announces these.
+  router.set_keep_alive_timeout(
+      std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
+                              limits.keep_alive_timeout)
+                              .count()));
+  router.set_keep_alive_max_count(limits.max_requests_per_connection);
+  router.Get("/metrics",
              [&registry](const httplib::Request&, httplib::Response& response) {
                const std::vector<MetricFamily> families = registry.Collect();
                response.set_content(RenderPrometheusText(families),
                                     std::string(kPrometheusContentType));
              });
-  server.Get("/healthz",
+  router.Get("/healthz",
              [](const httplib::Request&, httplib::Response& response) {
                response.set_content("ok\n", "text/plain");
              });
-  server.Get("/readyz",
+  router.Get("/readyz",
              [check = std::move(not_ready_reason)](
                  const httplib::Request&, httplib::Response& response) {
                const std::optional<std::string> reason =
@@ -77,33 +141,57 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
                }
              });
 
-  int port = address.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(address.host);
-  } else if (!server.bind_to_port(address.host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
+  auto listener = BoundedHttpListener::Bind(address, limits);
+  if (!listener.ok()) {
     return absl::UnavailableError(
-        fmt::format("cannot listen on {}: the address is in use, not local, "
-                    "or not permitted",
-                    address.ToString()));
+        fmt::format("cannot listen on {}: {}", address.ToString(),
+                    std::string(listener.status().message())));
   }
-  impl->thread = std::thread([&server] { server.listen_after_bind(); });
-  // httplib's stop() does nothing until the listening loop runs: wait for it
-  // so that a Stop() right after Start() cannot miss it.
-  const auto give_up = std::chrono::steady_clock::now() + kStartTimeout;
-  while (!server.is_running() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!server.is_running()) {
-    // The loop never started; the thread has returned or will not serve.
-    impl->thread.join();
+  impl->listener = *std::move(listener);
+  impl->stop_fd = eventfd(0, EFD_CLOEXEC);
+  if (impl->stop_fd < 0) {
     return absl::UnavailableError(
-        fmt::format("the HTTP server on {} did not start", address.ToString()));
+        fmt::format("cannot serve on {}: no eventfd", address.ToString()));
   }
-  return std::unique_ptr<MetricsHttpServer>(new MetricsHttpServer(
-      std::move(impl), address, static_cast<uint16_t>(port)));
+  Impl* const raw = impl.get();
+  // Every open connection may be a probe: the probe lane's queue is bounded
+  // by the connection cap.
+  impl->probes = std::make_unique<RequestLane>(
+      limits.max_connections, [raw](HttpConnection connection) {
+        raw->Answer(std::move(connection), /*wait_for_reader=*/false);
+      });
+  impl->scrapes = std::make_unique<RequestLane>(
+      limits.max_waiting_scrapes, [raw](HttpConnection connection) {
+        raw->Answer(std::move(connection), /*wait_for_reader=*/true);
+      });
+  impl->listener->Start([raw](HttpConnection connection) {
+    RequestLane& lane =
+        IsProbe(connection.received()) ? *raw->probes : *raw->scrapes;
+    if (!lane.Offer(connection)) {
+      RefuseAndClose(connection, HttpRefusal::kBusy);
+    }
+  });
+
+  const uint16_t port = impl->listener->port();
+  if (const std::optional<std::string> warning = BeyondLoopbackWarning(
+          MetricsAddress{.host = impl->listener->bound_host(), .port = port},
+          limits)) {
+    spdlog::warn("{}", *warning);
+  }
+  return std::unique_ptr<MetricsHttpServer>(
+      new MetricsHttpServer(std::move(impl), address, port));
+}
+
+std::optional<std::string> BeyondLoopbackWarning(
+    const MetricsAddress& bound, const MetricsHttpLimits& limits) {
+  if (IsLoopbackLiteral(bound.host)) return std::nullopt;
+  return fmt::format(
+      "metrics endpoint listening beyond loopback on {}: it is plain HTTP "
+      "without authentication, so anyone who can reach the port can read "
+      "every metric and hold up to {} of its connections. Bind it to "
+      "127.0.0.1 or [::1], or let a firewall admit only Prometheus and the "
+      "probes. See docs/security.md",
+      bound.ToString(), limits.max_connections);
 }
 
 std::string MetricsHttpServer::bound_address() const {
@@ -113,9 +201,15 @@ std::string MetricsHttpServer::bound_address() const {
 }
 
 void MetricsHttpServer::Stop() {
-  if (impl_ == nullptr || !impl_->thread.joinable()) return;
-  impl_->server.stop();
-  impl_->thread.join();
+  if (impl_ == nullptr || impl_->stopped) return;
+  impl_->stopped = true;
+  const uint64_t one = 1;
+  (void)!write(impl_->stop_fd, &one, sizeof(one));
+  // The listener first: nothing new reaches the lanes, and a lane that
+  // hands a connection back after this closes it.
+  impl_->listener->Stop();
+  impl_->probes->Stop();
+  impl_->scrapes->Stop();
 }
 
 }  // namespace kvindexer
