@@ -15,15 +15,15 @@
 #include <utility>
 #include <vector>
 
-#include "common/http_test_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/raw_http_client.h"
 
 namespace kvindexer {
 namespace bounded_http_listener_test {
 
 using namespace std::chrono_literals;
-using ::kvindexer::test_support::HttpTestClient;
+using ::kvindexer::test_support::RawHttpClient;
 using ::testing::StartsWith;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -63,8 +63,8 @@ class Harness {
   BoundedHttpListener& listener() { return *listener_; }
   int port() const { return listener_->port(); }
 
-  HttpTestClient Connect() {
-    auto client = HttpTestClient::Connect(port(), kBound);
+  RawHttpClient Connect() {
+    auto client = RawHttpClient::Connect(port(), kBound);
     EXPECT_TRUE(client.ok()) << client.status();
     return *std::move(client);
   }
@@ -96,7 +96,7 @@ class Harness {
 
 TEST(BoundedHttpListenerTest, DispatchesWholeRequestsAndTakesConnectionsBack) {
   Harness harness(MetricsHttpLimits{});
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   const std::string first = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
   // The head in two pieces, the start of a second request behind it.
   ASSERT_TRUE(client.Send("GET /a HTTP/1.1\r\nHo", kBound).ok());
@@ -119,7 +119,7 @@ TEST(BoundedHttpListenerTest, DispatchesWholeRequestsAndTakesConnectionsBack) {
 // connection handed back with a whole request in it is dispatched at once.
 TEST(BoundedHttpListenerTest, APipelinedRequestIsDispatchedOnResume) {
   Harness harness(MetricsHttpLimits{});
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   const std::string request = "GET /a HTTP/1.1\r\n\r\n";
   ASSERT_TRUE(client.Send(request + request, kBound).ok());
   HttpConnection connection = harness.Next();
@@ -138,14 +138,14 @@ TEST(BoundedHttpListenerTest, AnEndlessRequestLineIsCutAtTheHeadCap) {
   Harness harness(limits);
 
   // Exactly the cap without a line end: 431, then the connection closes.
-  HttpTestClient exact = harness.Connect();
+  RawHttpClient exact = harness.Connect();
   ASSERT_TRUE(exact.Send(std::string(1024, 'a'), kBound).ok());
   ASSERT_TRUE(exact.WaitForClose(kBound));
   EXPECT_THAT(exact.pending(),
               StartsWith("HTTP/1.1 431 Request Header Fields Too Large\r\n"));
 
   // An endless line: the server stops it long before 64 MiB.
-  HttpTestClient endless = harness.Connect();
+  RawHttpClient endless = harness.Connect();
   const std::string chunk(1 << 20, 'a');
   size_t sent = 0;
   while (sent < (64u << 20) && endless.Send(chunk, kBound).ok()) {
@@ -160,7 +160,7 @@ TEST(BoundedHttpListenerTest, AnEndlessRequestLineIsCutAtTheHeadCap) {
 
 TEST(BoundedHttpListenerTest, ABodyIsRefused) {
   Harness harness(MetricsHttpLimits{});
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   ASSERT_TRUE(
       client.Send("POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\n", kBound)
           .ok());
@@ -174,7 +174,7 @@ TEST(BoundedHttpListenerTest, APartialRequestGets408AtTheDeadline) {
   limits.request_timeout = 200ms;
   Harness harness(limits);
   const SteadyClock::time_point start = SteadyClock::now();
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   ASSERT_TRUE(client.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n", kBound).ok());
   ASSERT_TRUE(client.WaitForClose(kBound));
   EXPECT_GE(SteadyClock::now() - start, 200ms);
@@ -186,7 +186,7 @@ TEST(BoundedHttpListenerTest, TricklingBytesDoNotExtendTheDeadline) {
   limits.request_timeout = 300ms;
   Harness harness(limits);
   const SteadyClock::time_point start = SteadyClock::now();
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   ASSERT_TRUE(client.Send("GET /metrics HTTP/1.1\r\n", kBound).ok());
   // One more header line each time the connection is still open after
   // 20 ms: a slowloris sender. The wait for the close paces it.
@@ -208,7 +208,7 @@ TEST(BoundedHttpListenerTest, AnIdleConnectionClosesSilently) {
   MetricsHttpLimits limits;
   limits.request_timeout = 200ms;
   Harness harness(limits);
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   ASSERT_TRUE(client.WaitForClose(kBound));
   EXPECT_EQ(client.pending(), "");
 }
@@ -218,7 +218,7 @@ TEST(BoundedHttpListenerTest, AKeptAliveConnectionIdlesOnlyForTheKeepAlive) {
   limits.request_timeout = 10s;
   limits.keep_alive_timeout = 200ms;
   Harness harness(limits);
-  HttpTestClient client = harness.Connect();
+  RawHttpClient client = harness.Connect();
   ASSERT_TRUE(client.Send("GET / HTTP/1.1\r\n\r\n", kBound).ok());
   HttpConnection connection = harness.Next();
   ASSERT_TRUE(connection.is_open());
@@ -238,7 +238,7 @@ TEST(BoundedHttpListenerTest, AtTheCapTheLongestWaitingConnectionMakesRoom) {
   Harness harness(limits);
   BoundedHttpListener& listener = harness.listener();
   // Four idle connections, accepted one after the other.
-  std::vector<HttpTestClient> idle;
+  std::vector<RawHttpClient> idle;
   for (size_t i = 0; i < 4; ++i) {
     idle.push_back(harness.Connect());
     ASSERT_TRUE(Eventually([&] {
@@ -246,7 +246,7 @@ TEST(BoundedHttpListenerTest, AtTheCapTheLongestWaitingConnectionMakesRoom) {
     })) << listener.open_connections();
   }
   // A fifth takes the place of the first.
-  HttpTestClient probe = harness.Connect();
+  RawHttpClient probe = harness.Connect();
   ASSERT_TRUE(probe.Send("GET /healthz HTTP/1.1\r\n\r\n", kBound).ok());
   HttpConnection dispatched = harness.Next();
   ASSERT_TRUE(dispatched.is_open());
@@ -255,12 +255,12 @@ TEST(BoundedHttpListenerTest, AtTheCapTheLongestWaitingConnectionMakesRoom) {
 
   // Many more beyond the cap: never more than four open, and a request
   // sent at once still gets through.
-  std::vector<HttpTestClient> crowd;
+  std::vector<RawHttpClient> crowd;
   for (int i = 0; i < 40; ++i) {
     crowd.push_back(harness.Connect());
     ASSERT_LE(listener.open_connections(), 4u);
   }
-  HttpTestClient late = harness.Connect();
+  RawHttpClient late = harness.Connect();
   ASSERT_TRUE(late.Send("GET /readyz HTTP/1.1\r\n\r\n", kBound).ok());
   HttpConnection late_dispatched = harness.Next();
   ASSERT_TRUE(late_dispatched.is_open());
@@ -272,8 +272,8 @@ TEST(BoundedHttpListenerTest, AtTheCapWithNoneWaitingANewConnectionCloses) {
   MetricsHttpLimits limits;
   limits.max_connections = 2;
   Harness harness(limits);
-  HttpTestClient a = harness.Connect();
-  HttpTestClient b = harness.Connect();
+  RawHttpClient a = harness.Connect();
+  RawHttpClient b = harness.Connect();
   ASSERT_TRUE(a.Send("GET / HTTP/1.1\r\n\r\n", kBound).ok());
   ASSERT_TRUE(b.Send("GET / HTTP/1.1\r\n\r\n", kBound).ok());
   // Both dispatched and held, as while a lane answers them.
@@ -281,19 +281,19 @@ TEST(BoundedHttpListenerTest, AtTheCapWithNoneWaitingANewConnectionCloses) {
   HttpConnection held_b = harness.Next();
   ASSERT_TRUE(held_a.is_open());
   ASSERT_TRUE(held_b.is_open());
-  HttpTestClient refused = harness.Connect();
+  RawHttpClient refused = harness.Connect();
   EXPECT_TRUE(refused.WaitForClose(kBound));
   EXPECT_EQ(harness.listener().open_connections(), 2u);
   // Once one is closed there is room again.
   held_a.Close();
-  HttpTestClient admitted = harness.Connect();
+  RawHttpClient admitted = harness.Connect();
   ASSERT_TRUE(admitted.Send("GET / HTTP/1.1\r\n\r\n", kBound).ok());
   EXPECT_TRUE(harness.Next().is_open());
 }
 
 TEST(BoundedHttpListenerTest, StopClosesWaitingConnectionsAndThePort) {
   Harness harness(MetricsHttpLimits{});
-  HttpTestClient idle = harness.Connect();
+  RawHttpClient idle = harness.Connect();
   ASSERT_TRUE(
       Eventually([&] { return harness.listener().open_connections() == 1; }));
   const int port = harness.port();
@@ -301,7 +301,7 @@ TEST(BoundedHttpListenerTest, StopClosesWaitingConnectionsAndThePort) {
   harness.listener().Stop();  // idempotent
   EXPECT_TRUE(idle.WaitForClose(kBound));
   EXPECT_EQ(harness.listener().open_connections(), 0u);
-  EXPECT_FALSE(HttpTestClient::Connect(port, kBound).ok());
+  EXPECT_FALSE(RawHttpClient::Connect(port, kBound).ok());
 }
 
 }  // namespace bounded_http_listener_test

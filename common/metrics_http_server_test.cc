@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/http_test_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/http_get.h"
+#include "tests/support/raw_http_client.h"
 
 namespace kvindexer {
 // Named rather than anonymous: unity builds merge neighbouring files'
@@ -21,7 +21,7 @@ namespace metrics_http_server_test {
 
 using namespace std::chrono_literals;
 using ::kvindexer::test_support::HttpGet;
-using ::kvindexer::test_support::HttpTestClient;
+using ::kvindexer::test_support::RawHttpClient;
 using ::kvindexer::test_support::RawHttpResponse;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -128,8 +128,8 @@ std::unique_ptr<MetricsHttpServer> StartOnLoopback(
   return server.ok() ? *std::move(server) : nullptr;
 }
 
-HttpTestClient Connect(int port) {
-  auto client = HttpTestClient::Connect(port, kWait);
+RawHttpClient Connect(int port) {
+  auto client = RawHttpClient::Connect(port, kWait);
   EXPECT_TRUE(client.ok()) << client.status();
   return *std::move(client);
 }
@@ -172,12 +172,12 @@ TEST(MetricsHttpServerTest, ScrapesBeyondTheQueueAreRefusedWith503) {
   ASSERT_NE(server, nullptr);
   const int port = server->port();
   const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
-  HttpTestClient first = Connect(port);
+  RawHttpClient first = Connect(port);
   ASSERT_TRUE(first.Send(request, kWait).ok());
   ASSERT_TRUE(stuck.WaitEntered(1));
   // One may wait behind the stuck scrape; of two more, one is refused.
-  HttpTestClient second = Connect(port);
-  HttpTestClient third = Connect(port);
+  RawHttpClient second = Connect(port);
+  RawHttpClient third = Connect(port);
   ASSERT_TRUE(second.Send(request, kWait).ok());
   ASSERT_TRUE(third.Send(request, kWait).ok());
   bool second_refused = false;
@@ -188,11 +188,11 @@ TEST(MetricsHttpServerTest, ScrapesBeyondTheQueueAreRefusedWith503) {
     third_refused = !second_refused && third.WaitForClose(10ms);
   }
   ASSERT_NE(second_refused, third_refused);
-  HttpTestClient& refused = second_refused ? second : third;
-  HttpTestClient& queued = second_refused ? third : second;
+  RawHttpClient& refused = second_refused ? second : third;
+  RawHttpClient& queued = second_refused ? third : second;
   EXPECT_THAT(refused.pending(), StartsWith("HTTP/1.1 503 "));
   stuck.Release();
-  for (HttpTestClient* client : {&first, &queued}) {
+  for (RawHttpClient* client : {&first, &queued}) {
     absl::StatusOr<RawHttpResponse> response = client->ReadResponse(kWait);
     ASSERT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response->status, 200);
@@ -206,7 +206,7 @@ TEST(MetricsHttpServerTest, ProbesAnswerWhileSlowSendersHoldConnections) {
   const int port = server->port();
   // Far more senders than the endpoint has threads, each stopped halfway
   // through its head, on every path.
-  std::vector<HttpTestClient> slow;
+  std::vector<RawHttpClient> slow;
   for (int i = 0; i < 24; ++i) {
     slow.push_back(Connect(port));
     const char* path = i % 3 == 0   ? "/healthz"
@@ -227,7 +227,7 @@ TEST(MetricsHttpServerTest, AnOversizedHeadIsRefusedWith431) {
   MetricsRegistry registry;
   auto server = StartOnLoopback(registry);
   ASSERT_NE(server, nullptr);
-  HttpTestClient client = Connect(server->port());
+  RawHttpClient client = Connect(server->port());
   ASSERT_TRUE(client.Send(std::string(8192, 'a'), kWait).ok());
   ASSERT_TRUE(client.WaitForClose(kWait));
   EXPECT_THAT(client.pending(), StartsWith("HTTP/1.1 431 "));
@@ -239,7 +239,7 @@ TEST(MetricsHttpServerTest, KeepsCppHttplibsAnswersOnKeptAliveConnections) {
   registry.AddCounter("kvindexer_test_events", "Events.").Increment(3);
   auto server = StartOnLoopback(registry);
   ASSERT_NE(server, nullptr);
-  HttpTestClient client = Connect(server->port());
+  RawHttpClient client = Connect(server->port());
   // Three requests, one at a time, then two pipelined: the fifth response
   // on the connection says it closes, and it does.
   for (int i = 0; i < 3; ++i) {

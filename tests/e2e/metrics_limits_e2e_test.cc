@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "common/http_test_client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/http_get.h"
+#include "tests/support/raw_http_client.h"
 #include "tests/support/requests.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/server_process.h"
@@ -44,11 +44,11 @@ using ::kv_indexer::v1::MatchExternalKvPrefixResponse;
 using ::kvindexer::test_support::Batch;
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
-using ::kvindexer::test_support::HttpTestClient;
 using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::PrefixRequest;
 using ::kvindexer::test_support::ProcessOptions;
+using ::kvindexer::test_support::RawHttpClient;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
 using ::kvindexer::test_support::WaitUntil;
@@ -110,8 +110,8 @@ class MetricsLimitsE2eTest : public ::testing::Test {
     }
   }
 
-  HttpTestClient Connect() {
-    auto client = HttpTestClient::Connect(port_, kBound);
+  RawHttpClient Connect() {
+    auto client = RawHttpClient::Connect(port_, kBound);
     EXPECT_TRUE(client.ok()) << client.status();
     return *std::move(client);
   }
@@ -178,7 +178,7 @@ class MetricsLimitsE2eTest : public ::testing::Test {
 TEST_F(MetricsLimitsE2eTest, AnEndlessRequestLineIsCutOffAndMemoryStaysFlat) {
   const size_t rss_before = PeakResidentBytes();
   ASSERT_GT(rss_before, 0u);
-  HttpTestClient client = Connect();
+  RawHttpClient client = Connect();
   const std::string chunk(1 << 20, 'a');
   constexpr size_t kAttack = 200u << 20;
   size_t sent = 0;
@@ -197,7 +197,7 @@ TEST_F(MetricsLimitsE2eTest, AnEndlessRequestLineIsCutOffAndMemoryStaysFlat) {
 // Before, two slow senders held both request threads and the probes timed
 // out.
 TEST_F(MetricsLimitsE2eTest, SlowSendersDoNotDelayProbes) {
-  std::vector<HttpTestClient> slow;
+  std::vector<RawHttpClient> slow;
   for (int i = 0; i < 32; ++i) {
     slow.push_back(Connect());
     const char* path = i % 2 == 0 ? "/metrics" : "/readyz";
@@ -208,7 +208,7 @@ TEST_F(MetricsLimitsE2eTest, SlowSendersDoNotDelayProbes) {
   }
   ExpectProbesPrompt();
   // A trickle on every one of them changes nothing.
-  for (HttpTestClient& client : slow) {
+  for (RawHttpClient& client : slow) {
     ASSERT_TRUE(client.Send("x", kBound).ok());
   }
   ExpectProbesPrompt();
@@ -225,7 +225,7 @@ TEST_F(MetricsLimitsE2eTest, IdleConnectionsBeyondTheCapTakeNoMoreDescriptors) {
   // The server's own descriptors move a little (its log, gRPC), and one
   // more is open for a moment when a connection is refused at the cap.
   const size_t ceiling = descriptors_before + kConnectionCap + 4;
-  std::vector<HttpTestClient> idle;
+  std::vector<RawHttpClient> idle;
   for (size_t i = 0; i < 4 * kConnectionCap; ++i) {
     idle.push_back(Connect());
     if (i % 16 == 15) {

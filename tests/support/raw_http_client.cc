@@ -1,4 +1,4 @@
-#include "common/http_test_client.h"
+#include "tests/support/raw_http_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -64,13 +64,13 @@ std::string_view HeaderValue(std::string_view headers, std::string_view name) {
 
 }  // namespace
 
-absl::StatusOr<HttpTestClient> HttpTestClient::Connect(
+absl::StatusOr<RawHttpClient> RawHttpClient::Connect(
     int port, std::chrono::milliseconds timeout) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("socket: ", strerror(errno)));
   }
-  HttpTestClient client(fd);
+  RawHttpClient client(fd);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
@@ -96,10 +96,10 @@ absl::StatusOr<HttpTestClient> HttpTestClient::Connect(
   return client;
 }
 
-HttpTestClient::HttpTestClient(HttpTestClient&& other) noexcept
+RawHttpClient::RawHttpClient(RawHttpClient&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), pending_(std::move(other.pending_)) {}
 
-HttpTestClient& HttpTestClient::operator=(HttpTestClient&& other) noexcept {
+RawHttpClient& RawHttpClient::operator=(RawHttpClient&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) close(fd_);
     fd_ = std::exchange(other.fd_, -1);
@@ -108,12 +108,12 @@ HttpTestClient& HttpTestClient::operator=(HttpTestClient&& other) noexcept {
   return *this;
 }
 
-HttpTestClient::~HttpTestClient() {
+RawHttpClient::~RawHttpClient() {
   if (fd_ >= 0) close(fd_);
 }
 
-absl::Status HttpTestClient::Send(std::string_view bytes,
-                                  std::chrono::milliseconds timeout) {
+absl::Status RawHttpClient::Send(std::string_view bytes,
+                                 std::chrono::milliseconds timeout) {
   const SteadyClock::time_point deadline = SteadyClock::now() + timeout;
   while (!bytes.empty()) {
     const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -133,7 +133,7 @@ absl::Status HttpTestClient::Send(std::string_view bytes,
   return absl::OkStatus();
 }
 
-int HttpTestClient::ReadSome(SteadyClock::time_point deadline) {
+int RawHttpClient::ReadSome(SteadyClock::time_point deadline) {
   for (;;) {
     char buffer[16384];
     const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
@@ -149,7 +149,7 @@ int HttpTestClient::ReadSome(SteadyClock::time_point deadline) {
   }
 }
 
-absl::StatusOr<RawHttpResponse> HttpTestClient::ReadResponse(
+absl::StatusOr<RawHttpResponse> RawHttpClient::ReadResponse(
     std::chrono::milliseconds timeout) {
   const SteadyClock::time_point deadline = SteadyClock::now() + timeout;
   size_t head_end = pending_.find("\r\n\r\n");
@@ -195,7 +195,7 @@ absl::StatusOr<RawHttpResponse> HttpTestClient::ReadResponse(
   return response;
 }
 
-bool HttpTestClient::WaitForClose(std::chrono::milliseconds timeout) {
+bool RawHttpClient::WaitForClose(std::chrono::milliseconds timeout) {
   const SteadyClock::time_point deadline = SteadyClock::now() + timeout;
   for (;;) {
     const int n = ReadSome(deadline);

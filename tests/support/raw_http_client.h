@@ -1,12 +1,12 @@
-// HttpTestClient: a raw HTTP/1.1 client on loopback IPv4 for the tests of
+// RawHttpClient: a raw HTTP/1.1 client on loopback IPv4 for the tests of
 // the metrics endpoint (common/ and tests/e2e/). It sends exactly the bytes
 // it is given (partial heads, endless request lines, pipelined requests),
 // reads responses one at a time, and tells when the server has closed the
 // connection. Every wait is bounded by its timeout. Test-only.
 //
 // Thread safety: one thread at a time.
-#ifndef KVINDEXER_COMMON_HTTP_TEST_CLIENT_H_
-#define KVINDEXER_COMMON_HTTP_TEST_CLIENT_H_
+#ifndef KVINDEXER_TESTS_SUPPORT_RAW_HTTP_CLIENT_H_
+#define KVINDEXER_TESTS_SUPPORT_RAW_HTTP_CLIENT_H_
 
 #include <chrono>
 #include <string>
@@ -23,17 +23,17 @@ struct RawHttpResponse {
   std::string body;     // Content-Length bytes (none without the header)
 };
 
-class HttpTestClient {
+class RawHttpClient {
  public:
   // Connects to 127.0.0.1:`port`.
-  [[nodiscard]] static absl::StatusOr<HttpTestClient> Connect(
+  [[nodiscard]] static absl::StatusOr<RawHttpClient> Connect(
       int port, std::chrono::milliseconds timeout);
 
-  HttpTestClient(HttpTestClient&& other) noexcept;
-  HttpTestClient& operator=(HttpTestClient&& other) noexcept;
-  HttpTestClient(const HttpTestClient&) = delete;
-  HttpTestClient& operator=(const HttpTestClient&) = delete;
-  ~HttpTestClient();
+  RawHttpClient(RawHttpClient&& other) noexcept;
+  RawHttpClient& operator=(RawHttpClient&& other) noexcept;
+  RawHttpClient(const RawHttpClient&) = delete;
+  RawHttpClient& operator=(const RawHttpClient&) = delete;
+  ~RawHttpClient();
 
   // Sends all of `bytes`. UNAVAILABLE when the server closed or reset the
   // connection, DEADLINE_EXCEEDED when the socket did not take them in time.
@@ -52,7 +52,7 @@ class HttpTestClient {
   const std::string& pending() const { return pending_; }
 
  private:
-  explicit HttpTestClient(int fd) : fd_(fd) {}
+  explicit RawHttpClient(int fd) : fd_(fd) {}
   // Reads what is there, waiting until `deadline`. >0: bytes added to
   // pending_; 0: end of stream (or reset); <0: timeout.
   int ReadSome(std::chrono::steady_clock::time_point deadline);
@@ -63,4 +63,4 @@ class HttpTestClient {
 
 }  // namespace kvindexer::test_support
 
-#endif  // KVINDEXER_COMMON_HTTP_TEST_CLIENT_H_
+#endif  // KVINDEXER_TESTS_SUPPORT_RAW_HTTP_CLIENT_H_
