@@ -9,7 +9,7 @@
 // Ids in use are known to the server (any message under the id) and, for
 // writers not yet past their first part, to this object only: two processes
 // that begin the same id at once are not told apart (snapshot ids carry
-// the writer's name, fleet/snapshot_writer.cc).
+// the writer's name, replica/snapshot_writer.cc).
 //
 // Thread safety: thread-safe. REQUIRES: the store outlives its writers.
 #ifndef KVINDEXER_FLEET_JETSTREAM_SNAPSHOT_STORE_H_
