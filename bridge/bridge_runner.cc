@@ -40,6 +40,10 @@ class LiveBufferQueue final : public LiveQueue {
 // The worker probe of the heartbeats, or null when there are none or the
 // worker address names no port ("Recovery > Worker liveness").
 std::unique_ptr<TcpWorkerProbe> MakeWorkerProbe(const BridgeConfig& config) {
+  if (std::optional<std::string> warning =
+          WorkerAddressWarning(config.worker_address)) {
+    spdlog::warn("{}", *warning);
+  }
   if (config.heartbeat_ttl.count() == 0) {
     spdlog::info("heartbeats disabled (KV_INDEXER_HEARTBEAT_TTL_MS=0)");
     return nullptr;

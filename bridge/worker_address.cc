@@ -82,4 +82,17 @@ absl::StatusOr<WorkerHostPort> ParseWorkerHostPort(std::string_view address) {
   return WorkerHostPort{std::string(host), static_cast<uint16_t>(port)};
 }
 
+std::optional<std::string> WorkerAddressWarning(std::string_view address) {
+  if (address.empty()) {
+    return "KV_INDEXER_WORKER_ADDRESS is empty: routers get no address for "
+           "this worker and the heartbeats run without a worker probe";
+  }
+  if (address.find("://") == std::string_view::npos) {
+    return "KV_INDEXER_WORKER_ADDRESS=\"" + std::string(address) +
+           "\" has no scheme; routers address workers by URL (for example "
+           "http://10.0.0.5:30000)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace kvindexer::bridge

@@ -8,6 +8,7 @@
 #define KVINDEXER_BRIDGE_WORKER_ADDRESS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,12 @@ struct WorkerHostPort {
 // which: the probe is then disabled, not an error.
 [[nodiscard]] absl::StatusOr<WorkerHostPort> ParseWorkerHostPort(
     std::string_view address);
+
+// Why KV_INDEXER_WORKER_ADDRESS is unlikely to serve a router, in one line
+// for a start-up WARN: empty (the index then names the worker by id only,
+// and no worker probe can run), or without a scheme (routers address
+// workers by URL, e.g. http://10.0.0.5:30000). nullopt when it looks usable.
+std::optional<std::string> WorkerAddressWarning(std::string_view address);
 
 }  // namespace kvindexer::bridge
 

@@ -1,5 +1,7 @@
 #include "common/shutdown_signals.h"
 
+#include <cerrno>
+
 #include <pthread.h>
 
 #include <cstring>
@@ -30,6 +32,16 @@ std::optional<int> ShutdownSignals::Wait() const {
   // sigwait does not fail with EINTR; any error means the set is unusable.
   if (sigwait(&set_, &signal_number) != 0) return std::nullopt;
   return signal_number;
+}
+
+std::optional<int> ShutdownSignals::TakePending() const {
+  if (!active_) return std::nullopt;
+  const timespec no_wait{};
+  for (;;) {
+    const int signal_number = sigtimedwait(&set_, nullptr, &no_wait);
+    if (signal_number > 0) return signal_number;
+    if (errno != EINTR) return std::nullopt;  // EAGAIN: none pending
+  }
 }
 
 std::string SignalName(int signal_number) {

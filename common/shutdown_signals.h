@@ -38,6 +38,9 @@ class ShutdownSignals {
   // takes it and returns its number. Returns nullopt at once when not
   // active, or when sigwait fails. Wait from one thread at a time.
   std::optional<int> Wait() const;
+  // Takes SIGINT or SIGTERM if one is pending already and returns its
+  // number; nullopt at once otherwise (or when not active). Never waits.
+  std::optional<int> TakePending() const;
 
  private:
   sigset_t set_{};

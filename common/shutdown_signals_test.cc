@@ -37,10 +37,30 @@ TEST(ShutdownSignalsTest, WaitTakesABlockedSignalRaisedEarlier) {
   EXPECT_EQ(signals.Wait(), SIGINT);
 }
 
+TEST(ShutdownSignalsTest, TakePendingNeverWaits) {
+  const ShutdownSignals signals = ShutdownSignals::Block();
+  ASSERT_TRUE(signals.active()) << signals.error();
+  EXPECT_EQ(signals.TakePending(), std::nullopt);
+
+  // Two different signals raised together: Wait takes one, TakePending the
+  // other, and nothing is left.
+  ASSERT_EQ(raise(SIGTERM), 0);
+  ASSERT_EQ(raise(SIGINT), 0);
+  const std::optional<int> first = signals.Wait();
+  ASSERT_TRUE(first.has_value());
+  const std::optional<int> second = signals.TakePending();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(*first, *second);
+  EXPECT_EQ(signals.TakePending(), std::nullopt);
+  EXPECT_FALSE(IsPending(SIGTERM));
+  EXPECT_FALSE(IsPending(SIGINT));
+}
+
 TEST(ShutdownSignalsTest, InactiveWaitReturnsAtOnce) {
   const ShutdownSignals inactive;  // never blocked anything
   EXPECT_FALSE(inactive.active());
   EXPECT_EQ(inactive.Wait(), std::nullopt);
+  EXPECT_EQ(inactive.TakePending(), std::nullopt);
 }
 
 TEST(ShutdownSignalsTest, SignalNames) {

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -160,6 +161,17 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": ", path, " ", abi.message()));
   }
+  // The host prints these at start-up and in the admin API.
+  for (const auto& [field, value] :
+       {std::pair<const char*, const char*>{"name", descriptor->name},
+        {"version", descriptor->version},
+        {"build_info", descriptor->build_info}}) {
+    if (value == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, ": ", path, " has a descriptor whose ", field,
+          " is a null pointer; expected a string (\"\" at least)"));
+    }
+  }
   if (descriptor->create == nullptr || descriptor->destroy == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": ", path, " has a descriptor without ",
@@ -173,9 +185,8 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
   IndexBackend* backend = descriptor->create(error, sizeof(error));
   error[sizeof(error) - 1] = '\0';
   if (backend == nullptr) {
-    const char* name = descriptor->name != nullptr ? descriptor->name : "?";
     return absl::FailedPreconditionError(
-        absl::StrCat(what, ": backend \"", name, "\" (", path,
+        absl::StrCat(what, ": backend \"", descriptor->name, "\" (", path,
                      ") failed to create an index: ",
                      error[0] != '\0' ? error : "(no reason given)"));
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -472,9 +473,24 @@ int RunServer(std::span<const char* const> args) {
                  kLivenessVar);
   }
 
+  // A second signal during the grace period ends the process at once; the
+  // data directory is then recovered as after a crash (docs/operations.md).
+  std::optional<ShutdownSignalWatcher> second_signal;
   if (const std::optional<int> signal_number = signals.Wait()) {
     spdlog::info("received {}; shutting down (grace period {} s)",
                  SignalName(*signal_number), kShutdownGrace.count());
+    const auto exit_at_once = [](int again) {
+      spdlog::warn("received {} during shutdown; exiting at once",
+                   SignalName(again));
+      spdlog::shutdown();
+      std::_Exit(kExitFailure);
+    };
+    // One that came with the first (both pending) is taken here, so that
+    // it cannot slip past a watcher that is not running yet.
+    if (const std::optional<int> again = signals.TakePending()) {
+      exit_at_once(*again);
+    }
+    second_signal.emplace(signals, exit_at_once);
   } else {
     // No signal handling: serve until the process is killed.
     server->Wait();

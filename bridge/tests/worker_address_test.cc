@@ -2,6 +2,7 @@
 // (docs/bridge-events.md, "Recovery > Worker liveness").
 #include "bridge/worker_address.h"
 
+#include <optional>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -49,6 +50,18 @@ TEST(WorkerAddress, UnusableFormsSayWhy) {
   EXPECT_THAT(HostPort("[::1]x:1"), HasSubstr("after its IPv6 literal"));
   // The message quotes the address.
   EXPECT_THAT(HostPort("http://worker"), HasSubstr("\"http://worker\""));
+}
+
+TEST(WorkerAddress, StartupWarningForEmptyOrSchemeless) {
+  EXPECT_EQ(WorkerAddressWarning("http://10.0.0.5:30000"), std::nullopt);
+  EXPECT_EQ(WorkerAddressWarning("https://[fd00::5]:30000/v1"), std::nullopt);
+  const std::optional<std::string> empty = WorkerAddressWarning("");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_THAT(*empty, HasSubstr("KV_INDEXER_WORKER_ADDRESS is empty"));
+  const std::optional<std::string> bare =
+      WorkerAddressWarning("10.0.0.5:30000");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_THAT(*bare, HasSubstr("\"10.0.0.5:30000\" has no scheme"));
 }
 
 }  // namespace

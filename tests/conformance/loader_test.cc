@@ -283,6 +283,15 @@ TEST(LoaderTest, NullDescriptor) {
   EXPECT_TRUE(Mentions(message, FixturePath("null_descriptor")));
 }
 
+// Every string of the descriptor is printed at start-up: a null one is
+// refused by name instead of crashing the host.
+TEST(LoaderTest, NullDescriptorStringIsRefusedByName) {
+  const std::string message = LoadError(FixturePath("null_name"));
+  EXPECT_TRUE(Mentions(message, "name"));
+  EXPECT_TRUE(Mentions(message, "null"));
+  EXPECT_TRUE(Mentions(message, FixturePath("null_name")));
+}
+
 TEST(LoaderTest, WrongAbiMajorNamesBothValues) {
   const std::string message = LoadError(FixturePath("bad_abi_major"));
   EXPECT_TRUE(Mentions(message, "major"));
@@ -314,8 +323,8 @@ TEST(LoaderTest, CreateFailurePassesTheReasonOn) {
 }
 
 TEST(LoaderTest, FailedLoadsLeaveTheLoaderUsable) {
-  for (const char* broken :
-       {"missing_symbol", "null_descriptor", "bad_abi_major", "create_fails"}) {
+  for (const char* broken : {"missing_symbol", "null_descriptor", "null_name",
+                             "bad_abi_major", "create_fails"}) {
     LoadError(FixturePath(broken));
   }
   auto loaded = LoadedBackend::Load(FixturePath("good"), "");

@@ -550,6 +550,29 @@ TEST(ServerE2eTest, SigtermWithIdleClientConnectedExitsCleanly) {
   EXPECT_THAT(server->process().Output(), HasSubstr("stopped"));
 }
 
+// A second shutdown signal during the grace period ends the process at once
+// (exit code 1). The server is stopped while both arrive, so that they are
+// pending together when it runs again: one starts the shutdown, the other
+// ends it, whatever the scheduling.
+TEST(ServerE2eTest, ASecondSignalExitsAtOnce) {
+  auto server = RunningServer::Start();
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(server->process().Signal(SIGSTOP));
+  ASSERT_TRUE(server->process().Signal(SIGTERM));
+  ASSERT_TRUE(server->process().Signal(SIGINT));
+  ASSERT_TRUE(server->process().Signal(SIGCONT));
+  const std::optional<ExitStatus> status =
+      server->process().WaitForExit(kExitBound);
+  ASSERT_TRUE(status.has_value()) << "did not exit in time";
+  EXPECT_TRUE(status->exited && status->code == 1)
+      << status->ToString() << "\n"
+      << server->process().Output();
+  EXPECT_THAT(server->process().Output(),
+              HasSubstr("during shutdown; exiting at once"));
+  EXPECT_THAT(server->process().Output(),
+              ::testing::Not(HasSubstr(" stopped")));
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, ServerSignalTest,
                          ::testing::Values(SIGTERM, SIGINT),
                          [](const ::testing::TestParamInfo<int>& param) {
