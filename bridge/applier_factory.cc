@@ -65,7 +65,7 @@ std::string MakeProducerId() {
 std::string DescribeSink(const BridgeConfig& config) {
   if (config.sink == Sink::kJetStream && config.event_log.has_value()) {
     return absl::StrCat("event log stream ", config.event_log->stream, " at ",
-                        absl::StrJoin(config.event_log->nats.urls, ","));
+                        fleet::RedactedNatsUrls(config.event_log->nats.urls));
   }
   return absl::StrCat("indexer ", config.indexer_endpoint);
 }

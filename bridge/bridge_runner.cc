@@ -18,6 +18,8 @@
 #include "bridge/stream_recovery.h"
 #include "bridge/worker_address.h"
 #include "bridge/worker_probe.h"
+#include "common/client_channel.h"
+#include "common/indexer_endpoint.h"
 #include "common/metrics_http_server.h"
 #include "common/metrics_registry.h"
 #include "spdlog/spdlog.h"
@@ -75,6 +77,16 @@ BridgeRunner::BridgeRunner(BridgeConfig config, StopRequest* shutdown)
       last_stats_(std::chrono::steady_clock::now()) {}
 
 int BridgeRunner::Run() {
+  if (config_.sink == Sink::kGrpc) {
+    if (absl::StatusOr<GrpcTarget> target =
+            ParseIndexerEndpoint(config_.indexer_endpoint);
+        target.ok()) {
+      if (std::optional<std::string> warning =
+              PlaintextTokenWarning(*target, config_.security)) {
+        spdlog::warn("{}", *warning);
+      }
+    }
+  }
   zmq::context_t context(1);
   LiveBuffer buffer(config_.live_buffer_batches);
   // --- Metrics endpoint (docs/metrics.md): BridgeMetrics reads a copy of

@@ -1,5 +1,7 @@
 #include "common/client_channel.h"
 
+#include "common/loopback_address.h"
+
 #include <utility>
 
 #include "absl/status/status.h"
@@ -94,6 +96,26 @@ void AddWriteToken(const ClientSecurity& security,
                    grpc::ClientContext* context) {
   if (!security.has_write_token()) return;
   context->AddMetadata("authorization", "Bearer " + security.write_token);
+}
+
+std::optional<std::string> PlaintextTokenWarning(
+    const GrpcTarget& target, const ClientSecurity& security) {
+  if (!security.has_write_token() || security.tls || target.use_tls) {
+    return std::nullopt;
+  }
+  std::string_view host = target.target;
+  if (host.substr(0, 5) == "unix:") return std::nullopt;
+  if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (IsLoopbackLiteral(host) || host == "localhost") return std::nullopt;
+  return "the write token goes to " + target.target +
+         " in clear text: anyone on the path can read it and write to the "
+         "index; use an https:// endpoint or KV_INDEXER_TLS_CA_FILE "
+         "(docs/security.md)";
 }
 
 }  // namespace kvindexer

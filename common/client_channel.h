@@ -22,11 +22,13 @@
 #define KVINDEXER_COMMON_CLIENT_CHANNEL_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
+#include "common/indexer_endpoint.h"
 #include "grpcpp/grpcpp.h"
 
 namespace kvindexer {
@@ -69,6 +71,12 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(
 std::shared_ptr<grpc::Channel> CreateClientChannel(
     const std::string& target, const ClientSecurity& security,
     bool endpoint_tls, grpc::ChannelArguments args);
+
+// A start-up WARN when `security` would send its write token in clear text
+// to a `target` beyond loopback (no TLS, a host that is not a loopback
+// literal; unix: sockets never warn); nullopt otherwise.
+std::optional<std::string> PlaintextTokenWarning(
+    const GrpcTarget& target, const ClientSecurity& security);
 
 // Adds `authorization: Bearer <token>` to `context` when a token is set;
 // nothing otherwise. Call it on every context that may carry a mutation.

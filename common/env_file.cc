@@ -52,6 +52,15 @@ absl::StatusOr<std::string> ReadEnvNamedFile(std::string_view var,
 
 absl::StatusOr<std::string> ReadTokenFile(std::string_view var,
                                           std::string_view path) {
+  // Whoever can write the file can choose the token.
+  struct stat st;
+  if (::stat(std::string(path).c_str(), &st) == 0 &&
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return FileError(var, path,
+                     fmt::format("the file is writable by its group or by "
+                                 "others (mode {:04o}); expected 0600 or 0400",
+                                 st.st_mode & 07777));
+  }
   auto content = ReadEnvNamedFile(var, path);
   if (!content.ok()) return content.status();
   std::string_view token = *content;
@@ -72,6 +81,12 @@ absl::StatusOr<std::string> ReadTokenFile(std::string_view var,
                        "characters (0x21..0x7e), with no inner whitespace "
                        "or other bytes");
     }
+  }
+  if (token.size() < kMinWriteTokenBytes) {
+    return FileError(var, path,
+                     fmt::format("the token has {} characters; at least {} are "
+                                 "required (for example: openssl rand -hex 32)",
+                                 token.size(), kMinWriteTokenBytes));
   }
   return std::string(token);
 }

@@ -7,6 +7,7 @@
 #ifndef KVINDEXER_COMMON_ENV_FILE_H_
 #define KVINDEXER_COMMON_ENV_FILE_H_
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,10 +22,16 @@ namespace kvindexer {
 [[nodiscard]] absl::StatusOr<std::string> ReadEnvNamedFile(
     std::string_view var, std::string_view path);
 
+// The shortest write token accepted: 16 characters leave a guessing client
+// no chance even at the server's full request rate.
+inline constexpr size_t kMinWriteTokenBytes = 16;
+
 // The token in the file at `path`, named by `var`, with surrounding ASCII
-// whitespace (a trailing newline) removed. It must then be non-empty and
-// made of visible ASCII (0x21..0x7e), so that it travels unchanged in an
-// HTTP/2 header as `authorization: Bearer <token>`.
+// whitespace (a trailing newline) removed. It must then have at least
+// kMinWriteTokenBytes characters of visible ASCII (0x21..0x7e), so that it
+// travels unchanged in an HTTP/2 header as `authorization: Bearer <token>`.
+// A file writable by its group or by others is refused: whoever can write it
+// chooses the token.
 [[nodiscard]] absl::StatusOr<std::string> ReadTokenFile(std::string_view var,
                                                         std::string_view path);
 

@@ -164,4 +164,25 @@ absl::StatusOr<EventLogConfig> ParseEventLogConfig(const EnvLookup& env) {
   return config;
 }
 
+std::string RedactedNatsUrls(const std::vector<std::string>& urls) {
+  std::string out;
+  for (const std::string& url : urls) {
+    if (!out.empty()) out += ',';
+    const size_t scheme = url.find("://");
+    const size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t authority_end = url.find('/', host_start);
+    const size_t at =
+        url.rfind('@', authority_end == std::string::npos ? std::string::npos
+                                                          : authority_end);
+    if (at == std::string::npos || at < host_start) {
+      out += url;
+      continue;
+    }
+    out += url.substr(0, host_start);
+    out += "***";
+    out += url.substr(at);
+  }
+  return out;
+}
+
 }  // namespace kvindexer::fleet

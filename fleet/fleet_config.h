@@ -41,6 +41,11 @@ struct NatsConnection {
   uint32_t timeout_ms = 5000;  // connect and per-request timeout
 };
 
+// `urls` joined with commas for log lines and error messages, with the
+// credentials of any URL (nats://user:password@host, nats://token@host)
+// replaced by "***", so that they never reach a log.
+std::string RedactedNatsUrls(const std::vector<std::string>& urls);
+
 // The stream that holds the event log.
 struct EventLogConfig {
   NatsConnection nats;

@@ -174,5 +174,14 @@ TEST(FleetConfigTest, BadNamesNameTheirVariable) {
   }
 }
 
+TEST(FleetConfigTest, LoggedUrlsHideCredentials) {
+  EXPECT_EQ(RedactedNatsUrls({"nats://127.0.0.1:4222"}),
+            "nats://127.0.0.1:4222");
+  EXPECT_EQ(RedactedNatsUrls({"nats://alice:s3cret@n1:4222",
+                              "tls://tok3n@n2:4222", "n3:4222"}),
+            "nats://***@n1:4222,tls://***@n2:4222,n3:4222");
+  EXPECT_EQ(RedactedNatsUrls({"nats://n1:4222/x@y"}), "nats://n1:4222/x@y");
+}
+
 }  // namespace fleet_config_test
 }  // namespace kvindexer::fleet

@@ -66,7 +66,7 @@ absl::StatusOr<OptionsPtr> MakeOptions(const NatsConnection& config) {
                              static_cast<int>(servers.size()));
   if (s != NATS_OK) {
     return OptionError(
-        absl::StrCat(kNatsUrlVar, "=", absl::StrJoin(config.urls, ","),
+        absl::StrCat(kNatsUrlVar, "=", RedactedNatsUrls(config.urls),
                      " is not usable"),
         s);
   }
@@ -164,7 +164,7 @@ absl::StatusOr<std::shared_ptr<NatsClient>> NatsClient::Connect(
   if (s != NATS_OK) {
     natsConnection_Destroy(nc);
     return absl::UnavailableError(absl::StrCat(
-        "cannot connect to NATS at ", absl::StrJoin(config.urls, ","), " (",
+        "cannot connect to NATS at ", RedactedNatsUrls(config.urls), " (",
         kNatsUrlVar, "): ", NatsErrorText(s)));
   }
   jsOptions js_opts;

@@ -59,7 +59,7 @@ TEST_F(SecurityConfigTest, ReadsEverything) {
   const std::string cert = File("cert.pem", "CERT");
   const std::string key = File("key.pem", "KEY");
   const std::string ca = File("ca.pem", "CA");
-  const std::string token = File("token", "abc.DEF-123\n");
+  const std::string token = File("token", "abc.DEF-123-4567890\n");
   auto config = Load({{"KV_INDEXER_TLS_CERT_FILE", cert},
                       {"KV_INDEXER_TLS_KEY_FILE", key},
                       {"KV_INDEXER_TLS_CLIENT_CA_FILE", ca},
@@ -70,7 +70,7 @@ TEST_F(SecurityConfigTest, ReadsEverything) {
   EXPECT_EQ(config->cert_pem, "CERT");
   EXPECT_EQ(config->key_pem, "KEY");
   EXPECT_EQ(config->client_ca_pem, "CA");
-  EXPECT_EQ(config->write_token, "abc.DEF-123");
+  EXPECT_EQ(config->write_token, "abc.DEF-123-4567890");
   const std::string summary = SecuritySummary(*config);
   EXPECT_THAT(summary, HasSubstr("tls=on mutual_tls=on write_token=required"));
   EXPECT_THAT(summary, Not(HasSubstr("abc.DEF-123")));
@@ -126,16 +126,17 @@ TEST_F(SecurityConfigTest, BadTokensAreRefusedWithoutQuotingThem) {
   EXPECT_THAT(Error({{"KV_INDEXER_WRITE_TOKEN_FILE", binary}}),
               HasSubstr("visible ASCII"));
   // One trailing newline (or CRLF) is trimmed.
-  auto config = Load({{"KV_INDEXER_WRITE_TOKEN_FILE", File("t", "tok\r\n")}});
+  auto config = Load(
+      {{"KV_INDEXER_WRITE_TOKEN_FILE", File("t", "tok-0123456789abcdef\r\n")}});
   ASSERT_TRUE(config.ok());
-  EXPECT_EQ(config->write_token, "tok");
+  EXPECT_EQ(config->write_token, "tok-0123456789abcdef");
 }
 
 TEST_F(SecurityConfigTest, LoadServerConfigCarriesItAndItsErrors) {
-  auto config = LoadServerConfig(
-      MapEnvironment({{"KV_INDEXER_WRITE_TOKEN_FILE", File("t", "tok")}}));
+  auto config = LoadServerConfig(MapEnvironment(
+      {{"KV_INDEXER_WRITE_TOKEN_FILE", File("t", "tok-0123456789abcdef")}}));
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->security.write_token, "tok");
+  EXPECT_EQ(config->security.write_token, "tok-0123456789abcdef");
   auto bad = LoadServerConfig(
       MapEnvironment({{"KV_INDEXER_TLS_KEY_FILE", File("k", "K")}}));
   ASSERT_FALSE(bad.ok());

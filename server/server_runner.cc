@@ -296,7 +296,7 @@ int RunServer(std::span<const char* const> args) {
         "{}=jetstream: a replica of the fleet event log stream={} urls={} "
         "max_lag_records={}; the mutation RPCs are refused",
         kEventSourceVar, event_source.log->stream,
-        absl::StrJoin(event_source.log->nats.urls, ","),
+        fleet::RedactedNatsUrls(event_source.log->nats.urls),
         event_source.max_lag_records);
     auto opened = fleet::OpenJetStreamFleet(*event_source.log);
     if (!opened.ok()) {

@@ -134,8 +134,8 @@ TEST_F(CtlCommandsTest, ExplainBadHashOnStdinIsUsage) {
 TEST_F(CtlCommandsTest, RemoveWorkerSendsTokenAndReason) {
   std::unique_ptr<test_support::ScratchDir> dir = Scratch();
   const std::string token_file = dir->Sub("token");
-  { std::ofstream(token_file) << "s3cret\n"; }
-  server_.service().RequireToken("s3cret");
+  { std::ofstream(token_file) << "s3cret-0123456789ab\n"; }
+  server_.service().RequireToken("s3cret-0123456789ab");
   CtlResult r = Run({"remove-worker", "w-a", "--reason", "drained"}, "",
                     {{"KV_INDEXER_WRITE_TOKEN_FILE", token_file}});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -152,8 +152,8 @@ TEST_F(CtlCommandsTest, RemoveWorkerSendsTokenAndReason) {
 TEST_F(CtlCommandsTest, RefusalsExitFour) {
   std::unique_ptr<test_support::ScratchDir> dir = Scratch();
   const std::string wrong = dir->Sub("wrong");
-  { std::ofstream(wrong) << "guess"; }
-  server_.service().RequireToken("s3cret");
+  { std::ofstream(wrong) << "guess-0123456789abcd"; }
+  server_.service().RequireToken("s3cret-0123456789ab");
   CtlResult r = Run({"remove-worker", "w-a"});
   EXPECT_EQ(r.code, kExitRefused);
   EXPECT_THAT(r.err, HasSubstr("UNAUTHENTICATED: a write token is required"));

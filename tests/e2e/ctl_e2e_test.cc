@@ -32,8 +32,8 @@ TEST(CtlServerE2eTest, EveryCommandAgainstTheRealServer) {
   ASSERT_TRUE(dir.ok()) << dir.status();
   const std::string token_file = (*dir)->Sub("token");
   const std::string wrong_file = (*dir)->Sub("wrong");
-  std::ofstream(token_file) << "e2e-token\n";
-  std::ofstream(wrong_file) << "not-it\n";
+  std::ofstream(token_file) << "e2e-token-0123456789\n";
+  std::ofstream(wrong_file) << "not-it-0123456789abcd\n";
 
   test_support::ProcessOptions options;
   options.binary = KVINDEXER_SERVER_BINARY;
@@ -51,7 +51,7 @@ TEST(CtlServerE2eTest, EveryCommandAgainstTheRealServer) {
       grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 10s);
-  context.AddMetadata("authorization", "Bearer e2e-token");
+  context.AddMetadata("authorization", "Bearer e2e-token-0123456789");
   kv_indexer::v1::ApplyExternalKvBatchResponse applied;
   ASSERT_TRUE(stub->ApplyExternalKvBatch(
                       &context,

@@ -446,11 +446,11 @@ TEST(SecurityConfigExitTest, BridgeConfigCarriesClientSecurity) {
   const auto dir = ScratchDir::Create("kvidx-tls-cfg-");
   ASSERT_TRUE(dir.ok()) << dir.status();
   const std::string token = (*dir)->Sub("token");
-  WriteFile(token, "zq9token\n");
+  WriteFile(token, "zq9token-0123456789\n");
   auto config = LoadBridgeConfig(MapEnvironment(
       {{"KV_INDEXER_WORKER_ID", "w"}, {"KV_INDEXER_WRITE_TOKEN_FILE", token}}));
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->security.write_token, "zq9token");
+  EXPECT_EQ(config->security.write_token, "zq9token-0123456789");
   EXPECT_FALSE(config->security.tls);
   EXPECT_THAT(
       DescribeConfig(*config),
