@@ -190,6 +190,39 @@ TEST_F(BoundsServiceTest, LongWorkerIdOrAddressIsInvalidArgument) {
   EXPECT_EQ(Placements({3}), "");
 }
 
+// The review's case: a 7 MiB epoch, under the 8 MiB request size, used to
+// be kept in the worker's record, its log and ListWorkers.
+TEST_F(BoundsServiceTest, LongEpochIsInvalidArgumentAndChangesNothing) {
+  Start(RequestLimits{});
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w1", "a")).ok());
+  ASSERT_TRUE(Replace(Snapshot("w1", "a").Epoch("e").AppliedSeq(5).Tier(
+                          kTierHbm, {1, 2}))
+                  .ok());
+  const std::string before = Placements({1, 2, 3});
+  const std::string huge(7 * 1024 * 1024, 'e');
+  const std::string message =
+      "worker_epoch is 7340032 bytes; maximum is 256 "
+      "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)";
+
+  ExpectStatus(Replace(Snapshot("w1", "a").Epoch(huge).AppliedSeq(9).Tier(
+                   kTierHbm, {3})),
+               grpc::StatusCode::INVALID_ARGUMENT, message);
+  ExpectStatus(Apply(Batch("w1", "a").Gated(huge, 6).Report(kTierHbm, {3})),
+               grpc::StatusCode::INVALID_ARGUMENT, message);
+  Batch seed_era("w1", "a");
+  seed_era.Report(kTierHbm, {3});
+  seed_era.mutable_request()->set_worker_epoch(huge);
+  ExpectStatus(Apply(seed_era), grpc::StatusCode::INVALID_ARGUMENT, message);
+
+  EXPECT_EQ(Placements({1, 2, 3}), before);
+  const auto state = indexer_->WorkerState("w1");
+  ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
+  EXPECT_EQ(state->checkpoint->epoch, "e");
+  EXPECT_EQ(state->checkpoint->seq, 5u);
+  // The gate is where it was: the next apply in epoch e is seq 6.
+  EXPECT_TRUE(Apply(Batch("w1", "a").Gated("e", 6).Report(kTierHbm, {3})).ok());
+}
+
 TEST_F(BoundsServiceTest, WorkerLimitIsResourceExhausted) {
   RequestLimits limits;
   limits.max_workers = 2;
