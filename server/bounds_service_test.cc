@@ -22,6 +22,7 @@
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_log_capture.h"
 
 #ifndef KVINDEXER_TEST_BACKEND_DIR
 #error "KVINDEXER_TEST_BACKEND_DIR must name the directory of backend plugins"
@@ -221,6 +222,34 @@ TEST_F(BoundsServiceTest, LongEpochIsInvalidArgumentAndChangesNothing) {
   EXPECT_EQ(state->checkpoint->seq, 5u);
   // The gate is where it was: the next apply in epoch e is seq 6.
   EXPECT_TRUE(Apply(Batch("w1", "a").Gated("e", 6).Report(kTierHbm, {3})).ok());
+}
+
+// A client's id and epoch reach the log escaped and cut, whatever their
+// size and bytes (docs/security.md, "Log lines"); the limits are raised to
+// let a mebibyte through validation.
+TEST_F(BoundsServiceTest, HostileIdAndEpochAreEscapedInTheLog) {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 2 * 1024 * 1024;
+  limits.max_worker_epoch_bytes = 2 * 1024 * 1024;
+  Start(limits);
+  durable::TestLogCapture capture;
+  std::string id = "w\n[error] forged\x1b[2J";
+  id.resize(1024 * 1024, 'i');
+  std::string epoch = "e\r\n";
+  epoch.resize(1024 * 1024, 'e');
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker(id, "a")).ok());
+  // G2: the worker has no snapshot for this epoch.
+  EXPECT_EQ(Apply(Batch(id, "a").Gated(epoch, 1)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  const std::vector<std::string> lines = capture.Lines(spdlog::level::info);
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string& line = lines[0];
+  EXPECT_LT(line.size(), 3000u);
+  EXPECT_EQ(line.find_first_of("\r\n\x1b"), std::string::npos);
+  EXPECT_THAT(line, HasSubstr(" worker=w\\x0a[error] forged\\x1b[2Jiii"));
+  EXPECT_THAT(line, HasSubstr("i...(+1048320 bytes) epoch=e\\x0d\\x0aeee"));
+  EXPECT_THAT(line, HasSubstr("e...(+1048320 bytes) refused_total=1"));
 }
 
 TEST_F(BoundsServiceTest, WorkerLimitIsResourceExhausted) {
