@@ -20,6 +20,7 @@
 #include "bridge/worker_probe.h"
 #include "common/client_channel.h"
 #include "common/indexer_endpoint.h"
+#include "common/log_text.h"
 #include "common/metrics_http_server.h"
 #include "common/metrics_registry.h"
 #include "spdlog/spdlog.h"
@@ -144,13 +145,14 @@ int BridgeRunner::Run() {
     if (status.code() != absl::StatusCode::kUnavailable) {
       // Only an unreachable sink is retried (the reader's failures are
       // UNAVAILABLE too); anything else stays as it is.
-      spdlog::error("cannot start: {}", status.ToString());
+      spdlog::error("cannot start: {}",
+                    LogText(status.ToString(), kLogMessageBytes));
       exit_code = kExitPermanentError;
       break;
     }
     const auto delay = backoff.NextDelay();
-    spdlog::warn("not connected: {}; reconnecting in {} ms", status.ToString(),
-                 delay.count());
+    spdlog::warn("not connected: {}; reconnecting in {} ms",
+                 LogText(status.ToString(), kLogMessageBytes), delay.count());
     if (shutdown_->WaitFor(delay)) break;
   }
 
@@ -197,7 +199,7 @@ int BridgeRunner::Run() {
           "stopping on a permanent error: {}; exiting (for a rejected request "
           "check KV_INDEXER_WORKER_ID, KV_INDEXER_SEQUENCE_GATE and the "
           "bridge/server versions)",
-          status.ToString());
+          LogText(status.ToString(), kLogMessageBytes));
       exit_code = kExitPermanentError;
     }
   }

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -90,8 +91,9 @@ absl::StatusOr<PublisherSnapshot> SnapshotClient::Fetch() {
   if (!v2.refused || protocol_ == SnapshotProtocol::kV2) {
     return std::move(v2.snapshot);
   }
-  spdlog::info("{}; asking for snapshot-v1 instead",
-               std::string(v2.snapshot.status().message()));
+  spdlog::info(
+      "{}; asking for snapshot-v1 instead",
+      LogText(std::string(v2.snapshot.status().message()), kLogMessageBytes));
   return FetchV1(deadline);
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "bridge/recovery_requests.h"
 #include "bridge/topic_labels.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -112,7 +113,7 @@ bool StreamRecovery::NoteMarker(const LiveItem& item) {
           item.malformed - item.malformed_seq_length);
       if (auto n = malformed_throttle_.Allow(io_.clock->Now())) {
         spdlog::warn("skipping ZMQ message: {} ({} similar suppressed)",
-                     item.detail, *n);
+                     LogText(item.detail, kLogMessageBytes), *n);
       }
       return false;
     }
@@ -211,8 +212,8 @@ void StreamRecovery::HandleBatch(LiveBatch batch) {
         spdlog::warn(
             "dropping live batch seq={}: not above the last one handled "
             "({}) in epoch {} ({} similar suppressed)",
-            batch.seq, watermarks_.floor().value_or(0), watermarks_.epoch(),
-            *n);
+            batch.seq, watermarks_.floor().value_or(0),
+            LogText(watermarks_.epoch()), *n);
       }
       return;
     case LiveVerdict::kOverlap:
@@ -271,8 +272,8 @@ void StreamRecovery::HandleRestart(LiveBatch batch) {
       "incarnation",
       seq,
       publisher_mode_ == PublisherMode::kSnapshot
-          ? absl::StrCat(", epoch ", std::string(TopicEpoch(batch.topic)),
-                         " replaces ", watermarks_.epoch())
+          ? absl::StrCat(", epoch ", LogText(TopicEpoch(batch.topic)),
+                         " replaces ", LogText(watermarks_.epoch()))
           : absl::StrCat(" after ", watermarks_.floor().value_or(
                                         watermarks_.applied().value_or(0))));
   restart_known_ = true;
@@ -310,7 +311,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
       return;
     }
     spdlog::warn("replay from {} cannot fill the gap: {}", expected,
-                 !replay.complete ? replay.problem
+                 !replay.complete ? LogText(replay.problem, kLogMessageBytes)
                  : same_incarnation
                      ? std::string("it does not start there")
                      : absl::StrCat("it does not hold live seq ", seq,
@@ -384,7 +385,8 @@ void StreamRecovery::HandleOverflow(const LiveItem& item) {
           "replay from {} cannot fill the overflow gap ({}); "
           "resynchronising",
           expected,
-          replay.complete ? "it does not start there" : replay.problem);
+          replay.complete ? std::string("it does not start there")
+                          : LogText(replay.problem, kLogMessageBytes));
       RequestSync();
       return;
     }
@@ -431,7 +433,8 @@ void StreamRecovery::CheckServerCheckpoint(std::optional<uint64_t> checkpoint) {
 
 void StreamRecovery::StateLoss(std::string_view why) {
   ++io_.stats->state_losses;
-  spdlog::warn("server state lost: {}; resynchronising", why);
+  spdlog::warn("server state lost: {}; resynchronising",
+               LogText(why, kLogMessageBytes));
   RequestSync();
   loss_jitter_pending_ = true;
   SyncStateStats();
@@ -441,7 +444,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
   spdlog::warn(
       "the indexer has no sequence gate ({}); continuing in legacy mode "
       "(seed-era applies, no server restart detection)",
-      status.ToString());
+      LogText(status.ToString(), kLogMessageBytes));
   server_mode_ = ServerMode::kLegacy;
   watermarks_.Clear();
   RequestSync();
@@ -451,7 +454,7 @@ void StreamRecovery::SwitchToLegacy(const absl::Status& status) {
 
 void StreamRecovery::Fatal(absl::Status status, std::string_view what) {
   spdlog::error("{} failed with a permanent error: {}", what,
-                status.ToString());
+                LogText(status.ToString(), kLogMessageBytes));
   fatal_ = std::move(status);
 }
 
@@ -463,7 +466,8 @@ StreamRecovery::DegradedBy StreamRecovery::LegacyNoClear() {
 
 void StreamRecovery::Degrade(const DegradedBy& by) {
   if (degraded_reason_ != by.reason) {
-    spdlog::warn("worker index degraded ({}): {}; {}", by.reason, by.message,
+    spdlog::warn("worker index degraded ({}): {}; {}", by.reason,
+                 LogText(by.message, kLogMessageBytes),
                  by.reason == kLegacyNoClear
                      ? "it may hold blocks the worker no longer has until "
                        "the bridge clears the worker at an incarnation start"

@@ -15,6 +15,7 @@
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
 #include "common/fidelity_header.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -51,7 +52,7 @@ void StreamRecovery::ServiceHeartbeat() {
     if (auto n = worker_probe_throttle_.Allow(now)) {
       spdlog::warn(
           "worker unreachable, no heartbeat sent: {} ({} similar suppressed)",
-          std::string(reached->message()), *n);
+          LogText(std::string(reached->message()), kLogMessageBytes), *n);
     }
     return;
   }
@@ -103,7 +104,8 @@ void StreamRecovery::SendHeartbeat() {
     spdlog::warn(
         "heartbeat failed: {}; next one in {} ms ({} similar "
         "suppressed)",
-        status.ToString(), HeartbeatPeriod().count(), *n);
+        LogText(status.ToString(), kLogMessageBytes), HeartbeatPeriod().count(),
+        *n);
   }
 }
 

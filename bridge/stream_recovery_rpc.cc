@@ -12,6 +12,7 @@
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
 #include "common/fidelity_header.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -61,7 +62,8 @@ bool StreamRecovery::RpcBackoff(const absl::Status& status,
   const auto delay = rpc_backoff_.NextDelay();
   if (auto n = rpc_throttle_.Allow(io_.clock->Now())) {
     spdlog::warn("{} failed: {}; retrying in {} ms ({} similar suppressed)",
-                 what, status.ToString(), delay.count(), *n);
+                 what, LogText(status.ToString(), kLogMessageBytes),
+                 delay.count(), *n);
   }
   return !io_.clock->WaitFor(delay);
 }
@@ -202,7 +204,7 @@ bool StreamRecovery::DecodeActions(const LiveBatch& batch) {
   if (!decoded.ok()) {
     io_.stats->CountSkippedMessage(MessageSkipReason::kBadBatch);
     spdlog::warn("undecodable batch seq={}: {}", batch.seq,
-                 std::string(decoded.message()));
+                 LogText(std::string(decoded.message()), kLogMessageBytes));
     actions_.Clear();
     return false;
   }
@@ -219,7 +221,8 @@ bool StreamRecovery::DecodeActions(const LiveBatch& batch) {
           "skipping event {} of batch seq={} ({}): {} ({} similar "
           "suppressed)",
           skipped.index, batch.seq,
-          std::string(EventSkipReasonName(skipped.reason)), skipped.detail, *n);
+          std::string(EventSkipReasonName(skipped.reason)),
+          LogText(skipped.detail, kLogMessageBytes), *n);
     }
   }
   BuildActions(decoded_, options_.clear_tiers, &actions_);

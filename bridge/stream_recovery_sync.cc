@@ -9,6 +9,7 @@
 #include "bridge/recovery_requests.h"
 #include "bridge/stream_recovery.h"
 #include "bridge/topic_labels.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -104,7 +105,8 @@ bool StreamRecovery::SnapshotCycle() {
   saw_disconnect_ = false;
   absl::StatusOr<PublisherSnapshot> snapshot = io_.snapshot->Fetch();
   if (!snapshot.ok()) {
-    spdlog::warn("snapshot fetch failed: {}", snapshot.status().ToString());
+    spdlog::warn("snapshot fetch failed: {}",
+                 LogText(snapshot.status().ToString(), kLogMessageBytes));
     return false;
   }
   ++io_.stats->snapshots;
@@ -116,7 +118,7 @@ bool StreamRecovery::SnapshotCycle() {
     const auto now = io_.clock->Now();
     if (now >= deadline) {
       spdlog::warn("snapshot barrier seq={} (epoch {}) not seen within {} ms",
-                   snapshot->barrier_seq, snapshot->epoch,
+                   snapshot->barrier_seq, LogText(snapshot->epoch),
                    options_.barrier_wait.count());
       return false;
     }
@@ -242,7 +244,7 @@ bool StreamRecovery::ReplaySync() {
   spdlog::warn(
       "replay from 0 failed ({}); continuing from live batches (replaying "
       "again if none comes within {} ms)",
-      replay.problem, wait.count());
+      LogText(replay.problem, kLogMessageBytes), wait.count());
   return LiveSync(wait);
 }
 
@@ -299,7 +301,7 @@ bool StreamRecovery::LegacyReplaySync() {
   ReplayResult replay = DoReplay(start);
   if (!replay.complete) {
     spdlog::warn("replay from {} failed ({}); forwarding live batches", start,
-                 replay.problem);
+                 LogText(replay.problem, kLogMessageBytes));
     return true;
   }
   // Legacy mode is exact only once the bridge itself cleared the worker at

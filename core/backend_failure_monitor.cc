@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "common/log_text.h"
 #include "core/backend_status.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -41,14 +42,14 @@ std::string BackendFailureMonitor::Line(std::string_view message,
   // Debian's abseil has its own string_view type, not std::string_view.
   const std::string_view error(converted.message().data(),
                                converted.message().size());
-  std::string line = fmt::format("{} op={} worker={} code={}", message,
-                                 BackendMutationName(mutation), worker_id,
-                                 absl::StatusCodeToString(converted.code()));
+  std::string line = fmt::format(
+      "{} op={} worker={} code={}", message, BackendMutationName(mutation),
+      LogText(worker_id), absl::StatusCodeToString(converted.code()));
   if (suppressed != 0) {
     line += fmt::format(" suppressed_since_last_line={}", suppressed);
   }
   // Last, since it is free text.
-  line += fmt::format(" error={}", error);
+  line += fmt::format(" error={}", LogText(error, kLogMessageBytes));
   return line;
 }
 
@@ -65,10 +66,12 @@ void BackendFailureMonitor::Record(BackendMutation mutation,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fatal && !failed_.load(std::memory_order_relaxed)) {
-      failure_ = fmt::format("{} of worker {} failed: {}",
-                             BackendMutationName(mutation), worker_id,
-                             std::string_view(converted.message().data(),
-                                              converted.message().size()));
+      failure_ =
+          fmt::format("{} of worker {} failed: {}",
+                      BackendMutationName(mutation), LogText(worker_id),
+                      LogText(std::string_view(converted.message().data(),
+                                               converted.message().size()),
+                              kLogMessageBytes));
       failure = failure_;
       failed_.store(true, std::memory_order_release);
       callback = on_failure_;

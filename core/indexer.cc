@@ -10,6 +10,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "common/heap_trim.h"
+#include "common/log_budget.h"
+#include "common/log_text.h"
 #include "core/backend_status.h"
 #include "core/hit_count_query.h"
 #include "core/match_assembler.h"
@@ -442,7 +444,8 @@ void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
   const std::optional<ClaimConflict> conflict =
       record.claims.Observe(claim, std::chrono::steady_clock::now());
   if (conflict.has_value() && conflict->log) {
-    spdlog::warn("{}", ClaimConflictLine(worker_id, claim, *conflict));
+    LogPerWorkerLine(spdlog::level::warn,
+                     ClaimConflictLine(worker_id, claim, *conflict));
   }
 }
 
@@ -711,14 +714,16 @@ void Indexer::NoteTookEffect(std::string_view worker_id, WorkerRecord& record,
       return;
     case FidelityHeader::Kind::kMalformed:
       // Once per record: a bridge that sends a bad value sends it on every
-      // batch. Metadata values are printable ASCII, so the value is quoted
-      // as it is.
+      // batch. A client cycling through worker ids gets a record each, so
+      // the line also draws on the per-worker budget (common/log_budget.h).
       if (!record.fidelity_malformed_logged) {
         record.fidelity_malformed_logged = true;
-        spdlog::warn(
-            "ignoring malformed {} metadata (advisory; want \"exact\" or "
-            "\"degraded; <reason>\") worker={} value=\"{}\"",
-            kFidelityHeader, worker_id, fidelity.value);
+        LogPerWorkerLine(
+            spdlog::level::warn,
+            fmt::format(
+                "ignoring malformed {} metadata (advisory; want \"exact\" or "
+                "\"degraded; <reason>\") worker={} value=\"{}\"",
+                kFidelityHeader, LogText(worker_id), LogText(fidelity.value)));
       }
       return;
   }

@@ -186,6 +186,56 @@ TEST_F(IndexerBoundsTest, LongIdOrAddressChangesNothing) {
   EXPECT_FALSE(indexer_->WorkerState("worker-10").has_value());
 }
 
+TEST_F(IndexerBoundsTest, LongEpochChangesNothing) {
+  RequestLimits limits;
+  limits.max_worker_epoch_bytes = 8;
+  Start(limits);
+  ASSERT_TRUE(Apply(Batch("w1", "http://a:1").Report(kTierHbm, {1, 2})).ok());
+  ASSERT_TRUE(Replace(Snapshot("w1", "http://a:1")
+                          .Epoch("e")
+                          .AppliedSeq(5)
+                          .Tier(kTierHbm, {1, 2}))
+                  .ok());
+  const std::string before = Placements({1, 2, 3});
+  const size_t backend_calls = backend_.applies.size();
+  const std::string message =
+      "worker_epoch is 9 bytes; maximum is 8 "
+      "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)";
+  const std::string long_epoch(9, 'e');
+
+  // Gated: not even a gap (seq 9 after 5) or a claim is recorded.
+  ExpectStatus(
+      Apply(
+          Batch("w1", "http://b:1").Gated(long_epoch, 9).Revoke(kTierHbm, {1})),
+      absl::StatusCode::kInvalidArgument, message);
+  ExpectStatus(Replace(Snapshot("w1", "http://b:1").Epoch(long_epoch)),
+               absl::StatusCode::kInvalidArgument, message);
+  // The seed-era path, for a worker with a record and for a new one.
+  Batch seed_era("w1", "http://b:1");
+  seed_era.Revoke(kTierHbm, {1});
+  seed_era.mutable_request()->set_worker_epoch(long_epoch);
+  ExpectStatus(Apply(seed_era), absl::StatusCode::kInvalidArgument, message);
+  Batch new_worker("w2", "http://c:1");
+  new_worker.Report(kTierHbm, {3});
+  new_worker.mutable_request()->set_worker_epoch(long_epoch);
+  ExpectStatus(Apply(new_worker), absl::StatusCode::kInvalidArgument, message);
+
+  EXPECT_EQ(backend_.applies.size(), backend_calls);
+  EXPECT_EQ(Placements({1, 2, 3}), before);
+  const auto state = indexer_->WorkerState("w1");
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->address, "http://a:1");
+  EXPECT_TRUE(state->ready);
+  ASSERT_TRUE(state->checkpoint.has_value());
+  EXPECT_EQ(state->checkpoint->epoch, "e");
+  EXPECT_EQ(state->checkpoint->seq, 5u);
+  EXPECT_EQ(state->claims.runs(), 2u);  // the two accepted calls only
+  EXPECT_FALSE(indexer_->WorkerState("w2").has_value());
+  // An epoch at the limit is accepted.
+  EXPECT_TRUE(
+      Replace(Snapshot("w1", "http://a:1").Epoch(std::string(8, 'f'))).ok());
+}
+
 // The case in small: three applies with long addresses made every
 // prefix answer on their shared block larger than a router accepts.
 TEST_F(IndexerBoundsTest, PrefixAnswerOverTheCeilingIsRefused) {

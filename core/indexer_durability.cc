@@ -28,10 +28,14 @@ using state::v1::WalRecord;
 // A replayed request is checked for its shape only: the contract's fixed
 // limits, tiers and side arrays, which it met when it was logged. The
 // configurable limits are not applied: they may have changed since, and the
-// record took effect under the old ones.
+// record took effect under the old ones (or under none: a record written
+// before the epoch bound existed may hold an epoch of any length).
 constexpr RequestLimits kShapeOnly{
-    std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max(),
-    std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
+    .max_worker_id_bytes = std::numeric_limits<uint32_t>::max(),
+    .max_worker_address_bytes = std::numeric_limits<uint32_t>::max(),
+    .max_worker_epoch_bytes = std::numeric_limits<uint32_t>::max(),
+    .max_workers = std::numeric_limits<uint32_t>::max(),
+    .max_prefix_answer_bytes = std::numeric_limits<uint32_t>::max()};
 
 absl::Status Malformed(std::string_view what, std::string_view why) {
   return absl::InvalidArgumentError(

@@ -619,6 +619,23 @@ TEST_F(IndexerLogTest, RefusalsDuplicatesAndProbesLogNothing) {
       ElementsAre(log_.end(), log_.end()));
 }
 
+TEST_F(IndexerLogTest, ALongEpochIsRefusedBeforeTheLog) {
+  Sequenced("w");
+  const size_t logged = log_.records.size();
+  const std::string before = Held("w");
+  const std::string long_epoch(RequestLimits{}.max_worker_epoch_bytes + 1, 'e');
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      Apply(Batch("w", "a").Gated(long_epoch, 6).Report(kTierHbm, {3}))));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      Replace(Snapshot("w", "a").Epoch(long_epoch).AppliedSeq(9))));
+  Batch seed_era("w", "a");
+  seed_era.Report(kTierHbm, {3});
+  seed_era.mutable_request()->set_worker_epoch(long_epoch);
+  EXPECT_TRUE(absl::IsInvalidArgument(Apply(seed_era)));
+  EXPECT_EQ(log_.append_calls, static_cast<int>(logged));
+  EXPECT_EQ(Held("w"), before);
+}
+
 TEST_F(IndexerLogTest, AGapIsLoggedAsItsRequestAndReplaysAsAGap) {
   Sequenced("w");
   EXPECT_TRUE(absl::IsFailedPrecondition(
@@ -841,6 +858,45 @@ TEST(IndexerReplayTest, MalformedRecordsAreRefusedAndChangeNothing) {
   EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Restore(CheckpointChunk{})));
   EXPECT_THAT(backend.applies, IsEmpty());
   EXPECT_EQ(node.indexer.worker_count(), 1u);
+}
+
+// Bounds are for requests as they arrive: a log or a checkpoint written by a
+// binary without the epoch bound (or under a larger one) restores as it was.
+TEST(IndexerReplayTest, ALongEpochFromAnOlderBinaryStillReplays) {
+  const std::string long_epoch(7 * 1024 * 1024, 'e');
+  ASSERT_GT(long_epoch.size(), RequestLimits{}.max_worker_epoch_bytes);
+  FakeMonotonicClock clock;
+  ModelBackend backend;
+  Node node(&clock, &backend);
+  WalRecord configure;
+  *configure.mutable_configure() = ExpectedWorkers().Worker("w", "a").request();
+  WalRecord replace;
+  *replace.mutable_replace() =
+      Snapshot("w", "a").Epoch(long_epoch).AppliedSeq(5).request();
+  WalRecord apply;
+  *apply.mutable_apply() =
+      Batch("w", "a").Gated(long_epoch, 6).Report(kTierHbm, {1}).request();
+  for (const WalRecord* record : {&configure, &replace, &apply}) {
+    ASSERT_TRUE(node.indexer.Replay(*record).ok());
+  }
+  std::optional<WorkerRecord> state = node.indexer.WorkerState("w");
+  ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
+  EXPECT_EQ(state->checkpoint->epoch, long_epoch);
+  EXPECT_EQ(state->checkpoint->seq, 6u);
+  EXPECT_EQ(backend.model().placement_count(), 1u);
+
+  // Its checkpoint restores too.
+  std::vector<CheckpointChunk> chunks;
+  node.indexer.ExportHost(
+      [&](const CheckpointChunk& chunk) { chunks.push_back(chunk); });
+  ModelBackend restored_backend;
+  Node restored(&clock, &restored_backend);
+  for (const CheckpointChunk& chunk : chunks) {
+    ASSERT_TRUE(restored.indexer.Restore(chunk).ok());
+  }
+  state = restored.indexer.WorkerState("w");
+  ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
+  EXPECT_EQ(state->checkpoint->epoch, long_epoch);
 }
 
 TEST(IndexerReplayTest, RestoredMarkersAreReArmedFromNow) {

@@ -20,6 +20,8 @@ inline constexpr std::string_view kMaxWorkerIdBytesVar =
     "KV_INDEXER_MAX_WORKER_ID_BYTES";
 inline constexpr std::string_view kMaxWorkerAddressBytesVar =
     "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES";
+inline constexpr std::string_view kMaxWorkerEpochBytesVar =
+    "KV_INDEXER_MAX_WORKER_EPOCH_BYTES";
 inline constexpr std::string_view kMaxWorkersVar = "KV_INDEXER_MAX_WORKERS";
 inline constexpr std::string_view kMaxPrefixAnswerBytesVar =
     "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES";
@@ -30,11 +32,16 @@ inline constexpr uint32_t kDefaultMaxWorkerIdBytes = 256;
 // Addresses are router-facing URLs such as "http://10.0.0.1:30000"; 2,048 is
 // the length browsers and proxies have long accepted for a whole URL.
 inline constexpr uint32_t kDefaultMaxWorkerAddressBytes = 2048;
+// Epochs are the publisher's incarnation names: SGLang sends 32 hex digits
+// of a UUID4. 256 leaves room for any naming scheme, and one epoch is kept
+// per worker record, in the log and in every checkpoint.
+inline constexpr uint32_t kDefaultMaxWorkerEpochBytes = 256;
 // Live worker records. 16 times the 4,096 workers one
 // ConfigureExpectedWorkers may declare, and far above any fleet one router
 // routes to, so only a client that churns worker ids reaches it. At the limit
-// the host's records take at most about 65,536 x (256 + 2,048 + a few hundred)
-// bytes, some 170 MB, and typically a tenth of that.
+// the host's records take at most about
+// 65,536 x (256 + 2,048 + 256 + a few hundred) bytes (id, address, epoch and
+// the rest), some 190 MB, and typically a tenth of that.
 inline constexpr uint32_t kDefaultMaxWorkers = 65536;
 // Encoded bytes of one MatchExternalKvPrefix response. gRPC clients refuse
 // messages above 4 MiB (4,194,304 bytes) unless configured otherwise, and
@@ -49,6 +56,9 @@ struct RequestLimits {
   uint32_t max_worker_id_bytes = kDefaultMaxWorkerIdBytes;
   // Bytes of a worker_address in the same requests.
   uint32_t max_worker_address_bytes = kDefaultMaxWorkerAddressBytes;
+  // Bytes of a worker_epoch in ApplyExternalKvBatch (either path) and
+  // ReplaceExternalKvSnapshot. ConfigureExpectedWorkers carries none.
+  uint32_t max_worker_epoch_bytes = kDefaultMaxWorkerEpochBytes;
   // Worker records the host keeps at once. A seed-era apply that would add
   // one more, or a ConfigureExpectedWorkers listing more, is refused.
   uint32_t max_workers = kDefaultMaxWorkers;

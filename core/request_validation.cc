@@ -79,6 +79,13 @@ absl::Status ValidateWorkerAddressBytes(const std::string& address,
                             kMaxWorkerAddressBytesVar);
 }
 
+absl::Status ValidateWorkerEpochBytes(const std::string& epoch,
+                                      const RequestLimits& limits) {
+  return ValidateFieldBytes("worker_epoch", epoch,
+                            limits.max_worker_epoch_bytes,
+                            kMaxWorkerEpochBytesVar);
+}
+
 // REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
 // (ValidateApply checks that before any action), so no action exceeds it.
 absl::Status ValidateAction(const v1::ExternalKvAction& action) {
@@ -122,6 +129,10 @@ absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req,
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
+      !s.ok()) {
+    return s;
+  }
   const size_t action_count = static_cast<size_t>(req.actions_size());
   if (action_count > kMaxActionsPerBatch) {
     return absl::ResourceExhaustedError(
@@ -159,6 +170,10 @@ absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req,
     return s;
   }
   if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
       !s.ok()) {
     return s;
   }

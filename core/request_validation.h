@@ -22,7 +22,8 @@
 namespace kvindexer {
 
 // "ApplyExternalKvBatch > Apply validation", first failure wins: empty
-// worker_id; worker_id and worker_address lengths (limits); too many
+// worker_id; worker_id, worker_address and worker_epoch lengths (limits;
+// the epoch on both paths, though only the gated one reads it); too many
 // actions; too many hashes over all actions (CLEAR included); then per
 // action: tier, type and hashes, side-array lengths.
 [[nodiscard]] absl::Status ValidateApply(
@@ -36,7 +37,8 @@ namespace kvindexer {
 [[nodiscard]] absl::Status ValidateHitCounts(
     const ::kv_indexer::v1::GetExternalKvHitCountsRequest& req);
 // "Recovery > Replace validation", steps V1 to V3 (V4 needs the worker
-// table): empty worker_id; worker_id and worker_address lengths (V1a, V1b);
+// table): empty worker_id; worker_id, worker_address and worker_epoch
+// lengths (V1a, V1b, V1c);
 // then each TierHashes entry in order: its tier, then its side arrays. No
 // hash-count bound.
 [[nodiscard]] absl::Status ValidateReplace(

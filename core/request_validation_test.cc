@@ -1,5 +1,6 @@
 #include "core/request_validation.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -378,6 +379,71 @@ TEST(ValidateReplaceBounds, WorkerIdAndAddressBytesAfterEmptyId) {
                absl::StatusCode::kInvalidArgument,
                "worker_id is 257 bytes; maximum is 256 "
                "(KV_INDEXER_MAX_WORKER_ID_BYTES)");
+}
+
+// Step 1c of "Apply validation" and V1c of "Replace validation": the
+// worker_epoch's length, right after the address, on both apply paths.
+TEST(ValidateEpochBounds, DefaultAndConfiguredLimits) {
+  const std::string epoch_256(256, 'e');
+  EXPECT_TRUE(ValidateApply(Batch("w", "a").Gated(epoch_256, 1)).ok());
+  EXPECT_TRUE(ValidateReplace(Snapshot("w", "a").Epoch(epoch_256)).ok());
+  const std::string message =
+      "worker_epoch is 257 bytes; maximum is 256 "
+      "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)";
+  ExpectStatus(ValidateApply(Batch("w", "a").Gated(epoch_256 + "e", 1)),
+               absl::StatusCode::kInvalidArgument, message);
+  ExpectStatus(ValidateReplace(Snapshot("w", "a").Epoch(epoch_256 + "e")),
+               absl::StatusCode::kInvalidArgument, message);
+  // The seed-era path ignores the epoch but logs the request whole.
+  Batch seed_era("w", "a");
+  seed_era.Report(kTierHbm, {1});
+  seed_era.mutable_request()->set_worker_epoch(epoch_256 + "e");
+  ExpectStatus(ValidateApply(seed_era), absl::StatusCode::kInvalidArgument,
+               message);
+
+  RequestLimits limits;
+  limits.max_worker_epoch_bytes = 3;
+  EXPECT_TRUE(ValidateApply(Batch("w", "a").Gated("abc", 1), limits).ok());
+  ExpectStatus(ValidateApply(Batch("w", "a").Gated("abcd", 1), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_epoch is 4 bytes; maximum is 3 "
+               "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)");
+  ExpectStatus(ValidateReplace(Snapshot("w", "a").Epoch("abcd"), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_epoch is 4 bytes; maximum is 3 "
+               "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)");
+}
+
+TEST(ValidateEpochBounds, OrderAfterIdAndAddressBeforeEverythingElse) {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 4;
+  limits.max_worker_address_bytes = 4;
+  limits.max_worker_epoch_bytes = 4;
+  // An empty id, a long id and a long address each win over a long epoch.
+  ExpectStatus(ValidateApply(Batch("", "a").Gated("epoch", 1), limits),
+               absl::StatusCode::kInvalidArgument,
+               "worker_id must not be empty");
+  EXPECT_THAT(
+      std::string(ValidateApply(Batch("abcde", "a").Gated("epoch", 1), limits)
+                      .message()),
+      ::testing::HasSubstr("worker_id is 5 bytes"));
+  EXPECT_THAT(
+      std::string(ValidateReplace(Snapshot("w", "abcde").Epoch("epoch"), limits)
+                      .message()),
+      ::testing::HasSubstr("worker_address is 5 bytes"));
+  // A long epoch wins over too many actions and bad actions or entries.
+  Batch req("w", "a");
+  req.Gated("epoch", 1);
+  for (int i = 0; i < 300; ++i) req.Action(999, 0, {});
+  ExpectStatus(ValidateApply(req, limits), absl::StatusCode::kInvalidArgument,
+               "worker_epoch is 5 bytes; maximum is 4 "
+               "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)");
+  ExpectStatus(
+      ValidateReplace(Snapshot("w", "a").Epoch("epoch").Tier(0, {1}, {1, 2}),
+                      limits),
+      absl::StatusCode::kInvalidArgument,
+      "worker_epoch is 5 bytes; maximum is 4 "
+      "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)");
 }
 
 // C1a, C2a and C2b of "Recovery > Configure validation".

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/log_text.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -11,32 +12,36 @@ SequenceGateLog::SequenceGateLog()
     : SequenceGateLog(
           [](spdlog::level::level_enum level, std::string_view line) {
             spdlog::log(level, "{}", line);
-          }) {}
+          },
+          &PerWorkerLogBudget()) {}
 
-SequenceGateLog::SequenceGateLog(Sink sink) : sink_(std::move(sink)) {}
+SequenceGateLog::SequenceGateLog(Sink sink, LogBudget* gap_budget)
+    : sink_(std::move(sink)), gap_budget_(gap_budget) {}
 
 void SequenceGateLog::RecordUnconfigured(std::string_view worker_id) {
   const uint64_t total = unconfigured_.Count();
   if (total == 0) return;
   sink_(spdlog::level::info,
         fmt::format("{} worker={} refused_total={}", kUnconfiguredLogMessage,
-                    worker_id, total));
+                    LogText(worker_id), total));
 }
 
 void SequenceGateLog::RecordNotReady(std::string_view worker_id,
                                      std::string_view worker_epoch) {
   const uint64_t total = not_ready_.Count();
   if (total == 0) return;
-  sink_(spdlog::level::info,
-        fmt::format("{} worker={} epoch={} refused_total={}",
-                    kNotReadyLogMessage, worker_id, worker_epoch, total));
+  sink_(
+      spdlog::level::info,
+      fmt::format("{} worker={} epoch={} refused_total={}", kNotReadyLogMessage,
+                  LogText(worker_id), LogText(worker_epoch), total));
 }
 
 void SequenceGateLog::RecordGap(std::string_view worker_id, uint64_t expected,
                                 uint64_t received) {
-  sink_(spdlog::level::warn,
-        fmt::format("{} worker={} expected={} received={}", kGapLogMessage,
-                    worker_id, expected, received));
+  LogWithinBudget(
+      gap_budget_, sink_, spdlog::level::warn,
+      fmt::format("{} worker={} expected={} received={}", kGapLogMessage,
+                  LogText(worker_id), expected, received));
 }
 
 }  // namespace kvindexer

@@ -4,11 +4,14 @@
 // | Event                         | Level | Throttle                     |
 // | G1 (no record)                | INFO  | doubling, its own counter    |
 // | G2 (not ready / other epoch)  | INFO  | doubling, its own counter    |
-// | G4 (gap: placements cleared)  | WARN  | none: every gap is logged    |
+// | G4 (gap: placements cleared)  | WARN  | the per-worker log budget    |
 //
 // A refused apply is normal while a bridge resynchronises, so G1 and G2 go
-// through common/doubling_throttle.h; a gap drops a worker's placements and
-// is always worth a line. Lines have the form "<message> key=value ...".
+// through common/doubling_throttle.h, one counter each for every worker; a
+// gap drops a worker's placements and is worth a line each, within the
+// budget a client cycling through worker ids cannot exceed
+// (common/log_budget.h). Lines have the form "<message> key=value ...";
+// worker ids and epochs are escaped and cut (common/log_text.h).
 //
 // Thread safety: every method may be called concurrently; the counters are
 // atomics and the sink is called outside any lock.
@@ -20,6 +23,7 @@
 #include <string_view>
 
 #include "common/doubling_throttle.h"
+#include "common/log_budget.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -37,9 +41,11 @@ class SequenceGateLog {
   using Sink =
       std::function<void(spdlog::level::level_enum level, std::string_view)>;
 
-  // Logs through spdlog's default logger.
+  // Logs through spdlog's default logger, gaps within PerWorkerLogBudget().
   SequenceGateLog();
-  explicit SequenceGateLog(Sink sink);
+  // Logs to `sink`, gaps within `gap_budget` (every gap when null).
+  // REQUIRES: `gap_budget`, if any, outlives this object.
+  explicit SequenceGateLog(Sink sink, LogBudget* gap_budget = nullptr);
   SequenceGateLog(const SequenceGateLog&) = delete;
   SequenceGateLog& operator=(const SequenceGateLog&) = delete;
 
@@ -54,6 +60,7 @@ class SequenceGateLog {
 
  private:
   Sink sink_;
+  LogBudget* const gap_budget_;
   DoublingThrottle unconfigured_;
   DoublingThrottle not_ready_;
 };

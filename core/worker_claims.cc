@@ -4,6 +4,7 @@
 
 #include "absl/hash/hash.h"
 #include "common/doubling_throttle.h"
+#include "common/log_text.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -76,9 +77,12 @@ std::string ClaimConflictLine(std::string_view worker_id,
   return fmt::format(
       "{} worker={} peer={} address={} epoch={} other_peer={} "
       "other_address={} other_epoch={} conflicts_total={}",
-      kClaimConflictLogMessage, Excerpt(worker_id), Excerpt(claim.peer),
-      Excerpt(claim.address), Excerpt(claim.epoch), conflict.other_peer,
-      conflict.other_address, conflict.other_epoch, conflict.total);
+      kClaimConflictLogMessage, LogText(worker_id, kClaimExcerptBytes),
+      LogText(claim.peer, kClaimExcerptBytes),
+      LogText(claim.address, kClaimExcerptBytes),
+      LogText(claim.epoch, kClaimExcerptBytes), LogText(conflict.other_peer),
+      LogText(conflict.other_address), LogText(conflict.other_epoch),
+      conflict.total);
 }
 
 }  // namespace kvindexer

@@ -101,7 +101,7 @@ class WorkerClaims {
 // The WARN line for `conflict`, made by `claim` on `worker_id`:
 // "<kClaimConflictLogMessage> worker=... peer=... address=... epoch=...
 // other_peer=... other_address=... other_epoch=... conflicts_total=N", every
-// value cut to kClaimExcerptBytes.
+// value cut to kClaimExcerptBytes and escaped (common/log_text.h).
 std::string ClaimConflictLine(std::string_view worker_id,
                               const WorkerClaim& claim,
                               const ClaimConflict& conflict);

@@ -156,14 +156,22 @@ TEST(ClaimConflictLine, NamesBothClaims) {
       "worker=w1 peer=ipv4:10.0.0.5:40000 address=http://a:1 epoch=e1 "
       "other_peer=ipv4:10.0.0.6:40000 other_address=http://b:1 other_epoch=e2 "
       "conflicts_total=4");
-  // Long values are cut.
+  // Long values are cut, with the count of what was left out.
   const std::string long_address(3000, 'a');
   const std::string line = ClaimConflictLine(
       "w1", WorkerClaim{"p", long_address, "e"}, ClaimConflict{});
   EXPECT_NE(line.find(" address=" + std::string(kClaimExcerptBytes, 'a') +
-                      " epoch=e "),
+                      "...(+2936 bytes) epoch=e "),
             std::string::npos)
       << line;
+  // Control bytes are escaped, in the claim and in the stored rival.
+  conflict.other_epoch = "e\n";
+  const std::string escaped =
+      ClaimConflictLine("w\n1", WorkerClaim{"p", "a\r", "e"}, conflict);
+  EXPECT_NE(escaped.find(" worker=w\\x0a1 peer=p address=a\\x0d epoch=e "),
+            std::string::npos)
+      << escaped;
+  EXPECT_NE(escaped.find(" other_epoch=e\\x0a "), std::string::npos) << escaped;
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/doubling_throttle.h"
-#include "common/env.h"
+#include "common/log_text.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -13,19 +13,22 @@ WorkerLifecycleLog::WorkerLifecycleLog()
     : WorkerLifecycleLog(
           [](spdlog::level::level_enum level, std::string_view line) {
             spdlog::log(level, "{}", line);
-          }) {}
+          },
+          &PerWorkerLogBudget()) {}
 
-WorkerLifecycleLog::WorkerLifecycleLog(Sink sink) : sink_(std::move(sink)) {}
+WorkerLifecycleLog::WorkerLifecycleLog(Sink sink, LogBudget* budget)
+    : sink_(std::move(sink)), budget_(budget) {}
 
 void WorkerLifecycleLog::RecordExpired(std::string_view worker_id,
                                        std::chrono::nanoseconds silent_for,
                                        bool record_kept) {
   const auto silent_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(silent_for);
-  sink_(spdlog::level::warn,
-        fmt::format("{} worker={} silent_ms={} record={}",
-                    kHeartbeatExpiredLogMessage, worker_id, silent_ms.count(),
-                    record_kept ? "kept" : "removed"));
+  LogWithinBudget(
+      budget_, sink_, spdlog::level::warn,
+      fmt::format("{} worker={} silent_ms={} record={}",
+                  kHeartbeatExpiredLogMessage, LogText(worker_id),
+                  silent_ms.count(), record_kept ? "kept" : "removed"));
 }
 
 void WorkerLifecycleLog::RecordRefusal(size_t census) {
@@ -39,9 +42,10 @@ void WorkerLifecycleLog::RecordRefusal(size_t census) {
 
 void WorkerLifecycleLog::RecordMalformedHeartbeat(std::string_view worker_id,
                                                   std::string_view value) {
-  sink_(spdlog::level::warn,
-        fmt::format("{} worker={} value={}", kMalformedHeartbeatLogMessage,
-                    worker_id, QuoteEnvValue(value)));
+  LogWithinBudget(
+      budget_, sink_, spdlog::level::warn,
+      fmt::format("{} worker={} value=\"{}\"", kMalformedHeartbeatLogMessage,
+                  LogText(worker_id), LogText(value)));
 }
 
 void WorkerLifecycleLog::RecordRemovalFailure(std::string_view worker_id,
@@ -49,7 +53,8 @@ void WorkerLifecycleLog::RecordRemovalFailure(std::string_view worker_id,
                                               std::string_view error) {
   sink_(spdlog::level::err,
         fmt::format("{} worker={} reason={} error={}", kRemovalFailedLogMessage,
-                    worker_id, RemovalReasonName(reason), error));
+                    LogText(worker_id), RemovalReasonName(reason),
+                    LogText(error, kLogMessageBytes)));
 }
 
 void WorkerLifecycleLog::RecordRemoved(std::string_view worker_id,
@@ -59,8 +64,12 @@ void WorkerLifecycleLog::RecordRemoved(std::string_view worker_id,
       reason == RemovalReason::kConfigure || reason == RemovalReason::kReload
           ? spdlog::level::debug
           : spdlog::level::info;
-  sink_(level, fmt::format("{} worker={} reason={}", kWorkerRemovedLogMessage,
-                           worker_id, RemovalReasonName(reason)));
+  const std::string line =
+      fmt::format("{} worker={} reason={}", kWorkerRemovedLogMessage,
+                  LogText(worker_id), RemovalReasonName(reason));
+  // A sweep removes as many workers as a client made and then left silent.
+  LogWithinBudget(reason == RemovalReason::kLiveness ? budget_ : nullptr, sink_,
+                  level, line);
 }
 
 }  // namespace kvindexer

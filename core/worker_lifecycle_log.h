@@ -2,17 +2,23 @@
 // (docs/contract.md, "Recovery > Worker liveness and removal").
 //
 // | Event                                   | Level | Throttle                |
-// | a sweep clears a silent worker          | WARN  | none                    |
+// | a sweep clears a silent worker          | WARN  | per-worker budget       |
 // | the census rule refuses a sweep         | WARN  | doubling, per streak    |
 // | a malformed heartbeat header            | WARN  | once per worker (table) |
+// |                                         |       | and per-worker budget   |
 // | the backend fails to remove a worker    | ERROR | none                    |
-// | a worker removed (admin or liveness)    | INFO  | none                    |
+// | a worker removed by liveness            | INFO  | per-worker budget       |
+// | a worker removed by the admin API       | INFO  | none                    |
 // | a worker removed by configuration       | DEBUG | none                    |
+//
+// The per-worker budget (common/log_budget.h) bounds the lines a client can
+// cause by cycling through worker ids, whatever each worker's own limit.
 //
 // A refused sweep repeats every sweep period for as long as the fleet looks
 // dead, so its line is logged at the 1st, 2nd, 4th, 8th, ... refusal in a row;
 // the streak ends with the first sweep that is not refused. Lines have the
-// form "<message> key=value ...".
+// form "<message> key=value ..."; worker ids, header values and errors are
+// escaped and cut (common/log_text.h).
 //
 // Thread safety: every method may be called concurrently; the sink is called
 // outside any lock of this class.
@@ -25,6 +31,7 @@
 #include <functional>
 #include <string_view>
 
+#include "common/log_budget.h"
 #include "core/removal_reason.h"
 #include "spdlog/common.h"
 
@@ -47,9 +54,11 @@ class WorkerLifecycleLog {
   using Sink =
       std::function<void(spdlog::level::level_enum level, std::string_view)>;
 
-  // Logs through spdlog's default logger.
+  // Logs through spdlog's default logger, within PerWorkerLogBudget().
   WorkerLifecycleLog();
-  explicit WorkerLifecycleLog(Sink sink);
+  // Logs to `sink`, within `budget` (no limit when null).
+  // REQUIRES: `budget`, if any, outlives this object.
+  explicit WorkerLifecycleLog(Sink sink, LogBudget* budget = nullptr);
   WorkerLifecycleLog(const WorkerLifecycleLog&) = delete;
   WorkerLifecycleLog& operator=(const WorkerLifecycleLog&) = delete;
 
@@ -69,6 +78,7 @@ class WorkerLifecycleLog {
 
  private:
   Sink sink_;
+  LogBudget* const budget_;
   std::atomic<uint64_t> refusal_streak_{0};
 };
 

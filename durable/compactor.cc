@@ -35,6 +35,7 @@ RequestLimits WideLimits() {
   RequestLimits limits;
   limits.max_worker_id_bytes = std::numeric_limits<uint32_t>::max();
   limits.max_worker_address_bytes = std::numeric_limits<uint32_t>::max();
+  limits.max_worker_epoch_bytes = std::numeric_limits<uint32_t>::max();
   limits.max_workers = std::numeric_limits<uint32_t>::max();
   return limits;
 }

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_text.h"
 #include "durable/checkpoint_file.h"
 #include "kv_indexer_state.pb.h"
 #include "spdlog/spdlog.h"
@@ -68,9 +69,11 @@ absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
         }
         absl::Status s = indexer->Replay(record);
         if (absl::IsInvalidArgument(s)) {
-          return absl::InternalError(
-              absl::StrCat("wal ", path, ": record ", index,
-                           " was refused: ", s.ToString()));
+          // Escaped here: the message ends in the start-up error line, and
+          // may quote a worker id from the log.
+          return absl::InternalError(absl::StrCat(
+              "wal ", path, ": record ", index,
+              " was refused: ", LogText(s.ToString(), kLogMessageBytes)));
         }
         if (!s.ok()) {
           // The backend refused the mutation. Live, such a refusal takes its
@@ -81,7 +84,7 @@ absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
           spdlog::warn(
               "wal: record {} of {} skipped: the backend refused it at "
               "replay ({})",
-              index, path, s.ToString());
+              index, path, LogText(s.ToString(), kLogMessageBytes));
         }
         ++index;
         return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/log_text.h"
 #include "fmt/format.h"
 #include "replica/record_applier.h"
 #include "spdlog/spdlog.h"
@@ -177,7 +178,8 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
         spdlog::warn(
             "the index refused fleet event log record {} of worker {}, as "
             "every replica does; skipped ({} refused so far): {}",
-            record.position, record.worker_id, total, result.status.ToString());
+            record.position, LogText(record.worker_id), total,
+            LogText(result.status.ToString(), kLogMessageBytes));
       }
       break;
     }
@@ -186,7 +188,8 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
         spdlog::error(
             "fleet event log record {} of worker {} cannot be applied; "
             "skipped ({} so far): {}",
-            record.position, record.worker_id, total, result.status.ToString());
+            record.position, LogText(record.worker_id), total,
+            LogText(result.status.ToString(), kLogMessageBytes));
       }
       break;
   }

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/escaping.h"
+#include "common/log_text.h"
 #include "common/wire_vocabulary.h"
 #include "core/prefix_explain.h"
 #include "core/removal_reason.h"
@@ -341,14 +341,11 @@ grpc::Status AdminService::DoRemoveWorker(
       !s.ok()) {
     return ToGrpc(s);
   }
-  // Escaped and cut: the reason is free text from the network, and must
+  // Escaped and cut: the id and the reason come from the network, and must
   // not be able to forge a log line.
-  constexpr size_t kMaxLoggedReason = 256;
-  spdlog::info(
-      "admin: removed worker=\"{}\" peer={} operator_reason=\"{}\"",
-      absl::CEscape(request.worker_id()), peer,
-      absl::CEscape(
-          absl::string_view(request.reason()).substr(0, kMaxLoggedReason)));
+  spdlog::info("admin: removed worker=\"{}\" peer={} operator_reason=\"{}\"",
+               LogText(request.worker_id()), LogText(peer),
+               LogText(request.reason()));
   if (counts.has_value()) {
     AddCounts(*counts, response->mutable_removed_placements());
   }

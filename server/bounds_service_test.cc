@@ -22,6 +22,7 @@
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
 #include "tests/support/requests.h"
+#include "tests/support/test_log_capture.h"
 
 #ifndef KVINDEXER_TEST_BACKEND_DIR
 #error "KVINDEXER_TEST_BACKEND_DIR must name the directory of backend plugins"
@@ -188,6 +189,67 @@ TEST_F(BoundsServiceTest, LongWorkerIdOrAddressIsInvalidArgument) {
   // Nothing changed: w1 holds [1, 2] at its address, and nobody holds 3.
   EXPECT_EQ(Placements({1, 2}), before);
   EXPECT_EQ(Placements({3}), "");
+}
+
+// The review's case: a 7 MiB epoch, under the 8 MiB request size, used to
+// be kept in the worker's record, its log and ListWorkers.
+TEST_F(BoundsServiceTest, LongEpochIsInvalidArgumentAndChangesNothing) {
+  Start(RequestLimits{});
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w1", "a")).ok());
+  ASSERT_TRUE(Replace(Snapshot("w1", "a").Epoch("e").AppliedSeq(5).Tier(
+                          kTierHbm, {1, 2}))
+                  .ok());
+  const std::string before = Placements({1, 2, 3});
+  const std::string huge(7 * 1024 * 1024, 'e');
+  const std::string message =
+      "worker_epoch is 7340032 bytes; maximum is 256 "
+      "(KV_INDEXER_MAX_WORKER_EPOCH_BYTES)";
+
+  ExpectStatus(Replace(Snapshot("w1", "a").Epoch(huge).AppliedSeq(9).Tier(
+                   kTierHbm, {3})),
+               grpc::StatusCode::INVALID_ARGUMENT, message);
+  ExpectStatus(Apply(Batch("w1", "a").Gated(huge, 6).Report(kTierHbm, {3})),
+               grpc::StatusCode::INVALID_ARGUMENT, message);
+  Batch seed_era("w1", "a");
+  seed_era.Report(kTierHbm, {3});
+  seed_era.mutable_request()->set_worker_epoch(huge);
+  ExpectStatus(Apply(seed_era), grpc::StatusCode::INVALID_ARGUMENT, message);
+
+  EXPECT_EQ(Placements({1, 2, 3}), before);
+  const auto state = indexer_->WorkerState("w1");
+  ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
+  EXPECT_EQ(state->checkpoint->epoch, "e");
+  EXPECT_EQ(state->checkpoint->seq, 5u);
+  // The gate is where it was: the next apply in epoch e is seq 6.
+  EXPECT_TRUE(Apply(Batch("w1", "a").Gated("e", 6).Report(kTierHbm, {3})).ok());
+}
+
+// A client's id and epoch reach the log escaped and cut, whatever their
+// size and bytes (docs/security.md, "Log lines"); the limits are raised to
+// let a mebibyte through validation.
+TEST_F(BoundsServiceTest, HostileIdAndEpochAreEscapedInTheLog) {
+  RequestLimits limits;
+  limits.max_worker_id_bytes = 2 * 1024 * 1024;
+  limits.max_worker_epoch_bytes = 2 * 1024 * 1024;
+  Start(limits);
+  durable::TestLogCapture capture;
+  std::string id = "w\n[error] forged\x1b[2J";
+  id.resize(1024 * 1024, 'i');
+  std::string epoch = "e\r\n";
+  epoch.resize(1024 * 1024, 'e');
+  ASSERT_TRUE(Configure(ExpectedWorkers().Worker(id, "a")).ok());
+  // G2: the worker has no snapshot for this epoch.
+  EXPECT_EQ(Apply(Batch(id, "a").Gated(epoch, 1)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  const std::vector<std::string> lines = capture.Lines(spdlog::level::info);
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string& line = lines[0];
+  EXPECT_LT(line.size(), 3000u);
+  EXPECT_EQ(line.find_first_of("\r\n\x1b"), std::string::npos);
+  EXPECT_THAT(line, HasSubstr(" worker=w\\x0a[error] forged\\x1b[2Jiii"));
+  EXPECT_THAT(line, HasSubstr("i...(+1048320 bytes) epoch=e\\x0d\\x0aeee"));
+  EXPECT_THAT(line, HasSubstr("e...(+1048320 bytes) refused_total=1"));
 }
 
 TEST_F(BoundsServiceTest, WorkerLimitIsResourceExhausted) {

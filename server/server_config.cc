@@ -98,6 +98,9 @@ absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
       {kMaxWorkerAddressBytesVar, kBoundSyntax,
        "a positive integer of bytes (1..4294967295), for example 2048",
        &limits.max_worker_address_bytes},
+      {kMaxWorkerEpochBytesVar, kBoundSyntax,
+       "a positive integer of bytes (1..4294967295), for example 256",
+       &limits.max_worker_epoch_bytes},
       {kMaxWorkersVar, kBoundSyntax,
        "a positive integer of workers (1..4294967295), for example 65536",
        &limits.max_workers},
@@ -233,6 +236,8 @@ std::string UsageText(std::string_view program) {
        "bytes of a worker_id; longer is INVALID_ARGUMENT"},
       {kMaxWorkerAddressBytesVar, std::to_string(kDefaultMaxWorkerAddressBytes),
        "bytes of a worker_address; longer is INVALID_ARGUMENT"},
+      {kMaxWorkerEpochBytesVar, std::to_string(kDefaultMaxWorkerEpochBytes),
+       "bytes of a worker_epoch; longer is INVALID_ARGUMENT"},
       {kMaxWorkersVar, std::to_string(kDefaultMaxWorkers),
        "worker records held at once; a new one beyond is "
        "RESOURCE_EXHAUSTED"},

@@ -12,8 +12,9 @@
 //
 // The bounds of docs/contract.md, "Limits > Bounds"
 // (KV_INDEXER_MAX_WORKER_ID_BYTES, KV_INDEXER_MAX_WORKER_ADDRESS_BYTES,
-// KV_INDEXER_MAX_WORKERS and KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive
-// integers whose defaults and reasons are in core/request_limits.h.
+// KV_INDEXER_MAX_WORKER_EPOCH_BYTES, KV_INDEXER_MAX_WORKERS and
+// KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive integers whose defaults
+// and reasons are in core/request_limits.h.
 // KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
 // block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and
 // KV_INDEXER_CHECKPOINT_BYTES: server/durability_config.h.

@@ -171,12 +171,13 @@ TEST(ServerConfigTest, UsageListsEveryVariableWithDefault) {
   EXPECT_THAT(usage, HasSubstr(std::string(kDefaultBackendName)));
 }
 
-// docs/contract.md, "Limits > Bounds": the four bound variables.
+// docs/contract.md, "Limits > Bounds": the five bound variables.
 TEST(ServerConfigBoundsTest, DefaultsWhenUnset) {
   auto config = LoadServerConfig(FakeEnv({}));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->limits.max_worker_id_bytes, 256u);
   EXPECT_EQ(config->limits.max_worker_address_bytes, 2048u);
+  EXPECT_EQ(config->limits.max_worker_epoch_bytes, 256u);
   EXPECT_EQ(config->limits.max_workers, 65536u);
   EXPECT_EQ(config->limits.max_prefix_answer_bytes, 4000000u);
   // Below gRPC's default receive limit of 4 MiB.
@@ -187,12 +188,14 @@ TEST(ServerConfigBoundsTest, ReadsEachVariable) {
   auto config = LoadServerConfig(FakeEnv({
       {"KV_INDEXER_MAX_WORKER_ID_BYTES", "64"},
       {"KV_INDEXER_MAX_WORKER_ADDRESS_BYTES", "512"},
+      {"KV_INDEXER_MAX_WORKER_EPOCH_BYTES", "32"},
       {"KV_INDEXER_MAX_WORKERS", "100"},
       {"KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "2147483647"},
   }));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->limits.max_worker_id_bytes, 64u);
   EXPECT_EQ(config->limits.max_worker_address_bytes, 512u);
+  EXPECT_EQ(config->limits.max_worker_epoch_bytes, 32u);
   EXPECT_EQ(config->limits.max_workers, 100u);
   EXPECT_EQ(config->limits.max_prefix_answer_bytes, 2147483647u);
 }
@@ -200,7 +203,8 @@ TEST(ServerConfigBoundsTest, ReadsEachVariable) {
 TEST(ServerConfigBoundsTest, BadValuesNameTheVariable) {
   for (const char* var :
        {"KV_INDEXER_MAX_WORKER_ID_BYTES", "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES",
-        "KV_INDEXER_MAX_WORKERS", "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES"}) {
+        "KV_INDEXER_MAX_WORKER_EPOCH_BYTES", "KV_INDEXER_MAX_WORKERS",
+        "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES"}) {
     for (const char* bad :
          {"0", "many", "", "-1", " 5", "5 ", "1.5", "4294967296", "0x10"}) {
       EXPECT_THAT(ErrorOf({{var, bad}}),
@@ -222,8 +226,8 @@ TEST(ServerConfigBoundsTest, UsageListsTheBounds) {
   const std::string usage = UsageText("kv-indexer-server");
   for (const char* needle :
        {"KV_INDEXER_MAX_WORKER_ID_BYTES", "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES",
-        "KV_INDEXER_MAX_WORKERS", "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "65536",
-        "4000000", "2048"}) {
+        "KV_INDEXER_MAX_WORKER_EPOCH_BYTES", "KV_INDEXER_MAX_WORKERS",
+        "KV_INDEXER_MAX_PREFIX_ANSWER_BYTES", "65536", "4000000", "2048"}) {
     EXPECT_THAT(usage, HasSubstr(needle));
   }
 }

@@ -204,9 +204,10 @@ int RunServer(std::span<const char* const> args) {
   // docs/contract.md, "Limits > Bounds".
   spdlog::info(
       "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
-      "max_workers={} max_prefix_answer_bytes={}",
+      "max_worker_epoch_bytes={} max_workers={} max_prefix_answer_bytes={}",
       config->limits.max_worker_id_bytes,
-      config->limits.max_worker_address_bytes, config->limits.max_workers,
+      config->limits.max_worker_address_bytes,
+      config->limits.max_worker_epoch_bytes, config->limits.max_workers,
       config->limits.max_prefix_answer_bytes);
 
   // --- Metrics endpoint (docs/metrics.md): up before recovery, so that

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "common/absl_view.h"
+#include "common/log_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer {
@@ -64,7 +65,7 @@ grpc::Status WriteAuthorizer::Check(const grpc::ServerContextBase& context,
             "write refused: PERMISSION_DENIED method={} peer={} reason=the "
             "bearer token does not match (refusals with this code so far: "
             "{})",
-            method, context.peer(), n);
+            method, LogText(context.peer()), n);
       }
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                           "the write token does not match the server's");
@@ -74,7 +75,7 @@ grpc::Status WriteAuthorizer::Check(const grpc::ServerContextBase& context,
     spdlog::warn(
         "write refused: UNAUTHENTICATED method={} peer={} reason={} "
         "(refusals with this code so far: {})",
-        method, context.peer(), reason, n);
+        method, LogText(context.peer()), reason, n);
   }
   return grpc::Status(
       grpc::StatusCode::UNAUTHENTICATED,

@@ -410,6 +410,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"MaxWorkerAddressBytesWords",
                   "KV_INDEXER_MAX_WORKER_ADDRESS_BYTES", "long",
                   "positive integer"},
+        BadConfig{"MaxWorkerEpochBytesHex", "KV_INDEXER_MAX_WORKER_EPOCH_BYTES",
+                  "0x100", "positive integer"},
         BadConfig{"MaxWorkersNegative", "KV_INDEXER_MAX_WORKERS", "-1",
                   "positive integer"},
         BadConfig{"MaxPrefixAnswerBytesAboveIntMax",
