@@ -82,7 +82,10 @@ class EventLog {
   // then). Records before the log's first position are gone: when
   // from < Bounds().first the answer starts at the first record held, and
   // the caller sees the skip in the positions (a replica treats that as
-  // "load a snapshot first"). REQUIRES: from >= 1, max_records >= 1.
+  // "load a snapshot first"). An answer, with records or without, means the
+  // log was reached: a read that cannot tell an empty log from one that does
+  // not answer is UNAVAILABLE (replicas count answers to measure their
+  // silence, replica/log_silence.h). REQUIRES: from >= 1, max_records >= 1.
   [[nodiscard]] virtual absl::StatusOr<std::vector<LoggedRecord>> Read(
       uint64_t from, size_t max_records, std::chrono::milliseconds wait) = 0;
 

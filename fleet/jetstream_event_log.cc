@@ -103,8 +103,10 @@ class JetStreamEventLog final : public EventLog {
   // After a read that found nothing: true when the stream's leader holds
   // records from next_ on that a last short fetch does not deliver either,
   // so the consumer is stuck (it is gone, or lives on a node that died).
-  // Records that fetch does deliver are added to `out`.
-  bool ConsumerIsStuck(std::vector<LoggedRecord>& out);
+  // Records that fetch does deliver are added to `out`. UNAVAILABLE when
+  // the leader does not answer: the fetch's timeout then says nothing
+  // about the stream.
+  absl::StatusOr<bool> ConsumerIsStuck(std::vector<LoggedRecord>& out);
   // Fetches into `out`; NATS_TIMEOUT and NATS_NOT_FOUND mean "nothing".
   natsStatus Fetch(jsFetchRequest& request, std::vector<LoggedRecord>& out,
                    jsErrCode& jerr);
@@ -446,16 +448,16 @@ natsStatus JetStreamEventLog::Fetch(jsFetchRequest& request,
   return s;
 }
 
-bool JetStreamEventLog::ConsumerIsStuck(std::vector<LoggedRecord>& out) {
+absl::StatusOr<bool> JetStreamEventLog::ConsumerIsStuck(
+    std::vector<LoggedRecord>& out) {
+  // A consumer Fetch dropped is replaced by the next Read anyway.
+  if (sub_ == nullptr) return false;
   // The stream's leader answers for the stream, whichever node the
   // consumer lives on. Without an answer the connection is at fault, and a
-  // new consumer would not fare better. A consumer Fetch dropped is
-  // replaced by the next Read anyway.
-  if (sub_ == nullptr) return false;
+  // new consumer would not fare better.
   absl::StatusOr<LogBounds> bounds = Bounds();
-  if (!bounds.ok() || bounds->last < bounds->first || bounds->last < next_) {
-    return false;
-  }
+  if (!bounds.ok()) return bounds.status();
+  if (bounds->last < bounds->first || bounds->last < next_) return false;
   // Records may have arrived since the fetch gave up: one last short fetch
   // tells those apart from a consumer that delivers nothing.
   jsFetchRequest request;
@@ -510,7 +512,11 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
     if (s != NATS_OK && s != NATS_NOT_FOUND && s != NATS_TIMEOUT) break;
   }
   if (s == NATS_OK || s == NATS_NOT_FOUND || s == NATS_TIMEOUT) {
-    if (!ConsumerIsStuck(out)) return out;
+    // A fetch that timed out may have reached no server: an empty answer
+    // only once the stream's leader has answered (fleet/event_log.h).
+    absl::StatusOr<bool> stuck = ConsumerIsStuck(out);
+    if (!stuck.ok()) return stuck.status();
+    if (!*stuck) return out;
     // Nothing arrived although the stream holds records for this reader:
     // the consumer is gone, or lives on a node that died. Read on with a
     // new one.

@@ -7,9 +7,11 @@
 //
 // Reads go through one ephemeral pull consumer, kept while each read
 // continues where the last one ended. A read that finds nothing lasts at
-// least 50 ms, even with no wait. A record trimmed by another process
-// while a fetch of this one is still open on the server can be passed on
-// once after the trim; trims made through this object never are.
+// least 50 ms, even with no wait, and answers nothing only once the
+// stream's leader has confirmed that nothing is there (UNAVAILABLE when it
+// does not answer within the request timeout). A record trimmed by another
+// process while a fetch of this one is still open on the server can be passed
+// on once after the trim; trims made through this object never are.
 //
 // Thread safety: thread-safe; one connection serves every call.
 #ifndef KVINDEXER_FLEET_JETSTREAM_EVENT_LOG_H_

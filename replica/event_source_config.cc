@@ -9,6 +9,9 @@ constexpr std::string_view kEventSourceAccepted =
 constexpr std::string_view kMaxLagAccepted =
     "a positive integer of log records (1..4294967295), for example 10000";
 constexpr Uint32Syntax kMaxLagSyntax{.min = 1};
+constexpr std::string_view kMaxSilenceAccepted =
+    "milliseconds in 500..86400000, for example 10000, or 0 to keep serving "
+    "however long the fleet event log does not answer";
 
 }  // namespace
 
@@ -25,6 +28,20 @@ absl::StatusOr<uint64_t> ParseFleetMaxLagRecords(std::string_view value) {
   return uint64_t{*n};
 }
 
+absl::StatusOr<std::chrono::milliseconds> ParseFleetMaxSilenceMs(
+    std::string_view value) {
+  auto n = ParseEnvUint32(
+      kFleetMaxSilenceMsVar, value,
+      Uint32Syntax{.max = static_cast<uint32_t>(kMaxFleetMaxSilence.count())},
+      kMaxSilenceAccepted);
+  if (!n.ok()) return n.status();
+  const std::chrono::milliseconds bound(*n);
+  if (bound.count() != 0 && bound < kMinFleetMaxSilence) {
+    return InvalidEnvValue(kFleetMaxSilenceMsVar, value, kMaxSilenceAccepted);
+  }
+  return bound;
+}
+
 absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
   EventSourceConfig config;
   if (auto v = env(kEventSourceVar)) {
@@ -36,6 +53,11 @@ absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
     auto n = ParseFleetMaxLagRecords(*v);
     if (!n.ok()) return n.status();
     config.max_lag_records = *n;
+  }
+  if (auto v = env(kFleetMaxSilenceMsVar)) {
+    auto bound = ParseFleetMaxSilenceMs(*v);
+    if (!bound.ok()) return bound.status();
+    config.max_silence = *bound;
   }
   auto snapshots = fleet::ParseSnapshotConfig(env);
   if (!snapshots.ok()) return snapshots.status();

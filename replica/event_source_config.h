@@ -4,23 +4,28 @@
 // | Variable                         | Default | Accepted values          |
 // | KV_INDEXER_EVENT_SOURCE          | grpc    | grpc or jetstream        |
 // | KV_INDEXER_FLEET_MAX_LAG_RECORDS | 10000   | integer 1..4294967295    |
+// | KV_INDEXER_FLEET_MAX_SILENCE_MS  | 10000   | 0, or 500..86400000      |
 //
 // grpc: clients (the bridges) call the mutations, as in a single server.
 // jetstream: the server is a replica of the fleet event log. It applies the
 // log's records in order (replica/log_follower.h), refuses the mutation RPCs
 // (replica/replica_refusal.h), and reports NOT_SERVING while it lags the log
-// by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS. The log's variables
+// by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS, and while the log has not
+// answered it for more than KV_INDEXER_FLEET_MAX_SILENCE_MS (0: never for
+// that reason; replica/log_silence.h). The log's variables
 // (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h).
 //
 // KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS, KV_INDEXER_FLEET_SNAPSHOT_KEEP and
 // KV_INDEXER_FLEET_LEASE_TTL_MS: replica/snapshot_config.h.
 //
-// KV_INDEXER_FLEET_MAX_LAG_RECORDS is checked in either mode: a bad value is
-// a configuration error either way. jetstream with KV_INDEXER_DATA_DIR set is
-// refused (LoadServerConfig): a replica's state comes from the log alone.
+// KV_INDEXER_FLEET_MAX_LAG_RECORDS and KV_INDEXER_FLEET_MAX_SILENCE_MS are
+// checked in either mode: a bad value is a configuration error either way.
+// jetstream with KV_INDEXER_DATA_DIR set is refused (LoadServerConfig): a
+// replica's state comes from the log alone.
 #ifndef KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_
 #define KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -36,7 +41,16 @@ inline constexpr std::string_view kEventSourceVar = "KV_INDEXER_EVENT_SOURCE";
 inline constexpr std::string_view kFleetMaxLagRecordsVar =
     "KV_INDEXER_FLEET_MAX_LAG_RECORDS";
 
+inline constexpr std::string_view kFleetMaxSilenceMsVar =
+    "KV_INDEXER_FLEET_MAX_SILENCE_MS";
+
 inline constexpr uint64_t kDefaultFleetMaxLagRecords = 10000;
+inline constexpr std::chrono::milliseconds kDefaultFleetMaxSilence{10000};
+// The shortest bound accepted: a replica that hears the log asks it about
+// every read wait (200 ms), so a shorter bound would take a healthy replica
+// for a cut-off one.
+inline constexpr std::chrono::milliseconds kMinFleetMaxSilence{500};
+inline constexpr std::chrono::milliseconds kMaxFleetMaxSilence{86400000};
 
 enum class EventSource {
   kGrpc,       // the mutation RPCs
@@ -47,6 +61,9 @@ struct EventSourceConfig {
   EventSource source = EventSource::kGrpc;
   // NOT_SERVING while the replica is more records than this behind the log.
   uint64_t max_lag_records = kDefaultFleetMaxLagRecords;
+  // NOT_SERVING once the log has not answered for longer than this; zero:
+  // never for that reason.
+  std::chrono::milliseconds max_silence = kDefaultFleetMaxSilence;
   // How to reach the log; set exactly when source is kJetStream.
   std::optional<fleet::EventLogConfig> log;
   // Snapshot writing and the lease (replica/snapshot_config.h); read, and
@@ -62,7 +79,10 @@ struct EventSourceConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<uint64_t> ParseFleetMaxLagRecords(
     std::string_view value);
-// Reads the two variables above and, with jetstream, the log's.
+// Zero, or kMinFleetMaxSilence..kMaxFleetMaxSilence in milliseconds.
+[[nodiscard]] absl::StatusOr<std::chrono::milliseconds> ParseFleetMaxSilenceMs(
+    std::string_view value);
+// Reads the three variables above and, with jetstream, the log's.
 [[nodiscard]] absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(
     const EnvLookup& env);
 

@@ -20,13 +20,16 @@ LogFollower::LogFollower(fleet::EventLog& log, Indexer& indexer,
       options_(std::move(options)),
       applied_(options_.start_position - 1),
       log_last_(options_.start_position - 1),
+      silence_(options_.max_silence, options_.clock->Now()),
       next_(options_.start_position),
       retry_delay_(options_.retry_initial) {}
 
 LogFollower::~LogFollower() { Stop(); }
 
 void LogFollower::Start() {
+  silence_.Heard(options_.clock->Now());
   thread_ = std::thread([this] { Run(); });
+  if (silence_.enabled()) watch_thread_ = std::thread([this] { Watch(); });
 }
 
 void LogFollower::Stop() {
@@ -36,6 +39,7 @@ void LogFollower::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
 }
 
 bool LogFollower::stopping() const {
@@ -53,18 +57,30 @@ uint64_t LogFollower::lag() const {
 
 bool LogFollower::caught_up() const {
   return !reloading_.load(std::memory_order_acquire) &&
-         reached_start_target_.load(std::memory_order_acquire) &&
+         !silence_.Exceeded(options_.clock->Now()) &&
+         reached_target_.load(std::memory_order_acquire) &&
          lag() <= options_.max_lag_records;
 }
 
 std::optional<std::string> LogFollower::NotReadyReason() const {
+  return ReasonAt(options_.clock->Now());
+}
+
+std::optional<std::string> LogFollower::ReasonAt(
+    MonotonicClock::TimePoint now) const {
+  // A reload does not ask the log: while it runs, that is the reason.
   if (reloading_.load(std::memory_order_acquire)) {
     return fmt::format(
         "reloading the newest fleet snapshot: records after position {} "
         "were trimmed from the fleet event log before this replica read them",
         applied_position());
   }
-  if (!reached_start_target_.load(std::memory_order_acquire)) {
+  // Position and lag are as of the last answer: say why they cannot be
+  // trusted before what they say.
+  if (std::optional<std::string> silent = silence_.Reason(now)) {
+    return silent;
+  }
+  if (!reached_target_.load(std::memory_order_acquire)) {
     return fmt::format(
         "catching up with the fleet event log: applied position {} of {}",
         applied_position(), log_last_position());
@@ -97,9 +113,26 @@ uint64_t LogFollower::refused_with(absl::StatusCode code) const {
              : 0;
 }
 
+void LogFollower::Watch() {
+  pthread_setname_np(pthread_self(), "kvidx-log-watch");
+  const std::chrono::milliseconds tick = std::clamp<std::chrono::milliseconds>(
+      options_.max_silence / 10, std::chrono::milliseconds(10),
+      std::chrono::milliseconds(250));
+  std::unique_lock<std::mutex> lock(mu_);
+  // Scheduling, not synchronisation: the timeout is the tick.
+  while (!wake_.wait_for(lock, tick, [this] { return stopping_; })) {
+    lock.unlock();
+    Report();
+    lock.lock();
+  }
+}
+
 void LogFollower::Run() {
   pthread_setname_np(pthread_self(), "kvidx-follower");
-  spdlog::info("following the fleet event log from position {}", next_);
+  spdlog::info(
+      "following the fleet event log from position {} max_lag_records={} "
+      "max_silence_ms={}",
+      next_, options_.max_lag_records, options_.max_silence.count());
   Report();
   while (!stopping()) {
     if (Step()) {
@@ -122,8 +155,9 @@ bool LogFollower::Step() {
     WaitToRetry(bounds.status());
     return false;
   }
-  if (!start_target_.has_value()) {
-    start_target_ = bounds->last;
+  Heard(options_.clock->Now());
+  if (!catch_up_target_.has_value()) {
+    catch_up_target_ = bounds->last;
     spdlog::info(
         "the fleet event log holds positions {} to {}; serving "
         "once this replica has applied up to {}",
@@ -144,6 +178,8 @@ bool LogFollower::Step() {
     WaitToRetry(records.status());
     return false;
   }
+  // An answer without records is an answer all the same.
+  Heard(options_.clock->Now());
   for (const fleet::LoggedRecord& record : *records) {
     if (stopping()) break;
     if (record.position > next_) {
@@ -223,6 +259,8 @@ LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
     return GapOutcome::kSkipped;
   }
   const uint64_t covered = **loaded;
+  // The fleet's NATS answered the whole reload.
+  Heard(options_.clock->Now());
   reloads_.fetch_add(1, std::memory_order_relaxed);
   spdlog::info(
       "reloaded the newest fleet snapshot at position {}; following the log "
@@ -250,26 +288,58 @@ void LogFollower::SkipTrimmed(uint64_t position) {
   applied_.store(position - 1, std::memory_order_release);
 }
 
+void LogFollower::Heard(MonotonicClock::TimePoint now) {
+  if (silence_.Exceeded(now)) {
+    // Whatever was appended meanwhile is what this replica missed: it is
+    // not current until it has read up to the end the log has now (the
+    // next Bounds sets the target), however short the lag looks.
+    spdlog::info(
+        "the fleet event log answers again after {} ms; serving once this "
+        "replica has caught up with it",
+        silence_.Since(now).count());
+    reached_target_.store(false, std::memory_order_release);
+    catch_up_target_.reset();
+  }
+  silence_.Heard(now);
+}
+
 void LogFollower::ObserveLast(uint64_t last) {
   const uint64_t applied = applied_.load(std::memory_order_relaxed);
   const uint64_t seen = log_last_.load(std::memory_order_relaxed);
   log_last_.store(std::max({last, applied, seen}), std::memory_order_release);
-  if (start_target_.has_value() && applied >= *start_target_ &&
-      !reached_start_target_.load(std::memory_order_relaxed)) {
-    reached_start_target_.store(true, std::memory_order_release);
+  if (catch_up_target_.has_value() && applied >= *catch_up_target_ &&
+      !reached_target_.load(std::memory_order_relaxed)) {
+    reached_target_.store(true, std::memory_order_release);
     spdlog::info("caught up with the fleet event log at position {}", applied);
   }
 }
 
 void LogFollower::Report() {
-  std::optional<std::string> behind = NotReadyReason();
+  std::lock_guard<std::mutex> lock(report_mu_);
+  const MonotonicClock::TimePoint now = options_.clock->Now();
+  const bool silent = silence_.Exceeded(now);
+  const bool silence_began = silent && !silence_logged_;
+  silence_logged_ = silent;
+  if (silence_began) {
+    spdlog::warn(
+        "{}; health is NOT_SERVING until the log answers and this replica "
+        "has caught up with it (reads are still answered from the index as "
+        "it is)",
+        *silence_.Reason(now));
+  }
+  std::optional<std::string> behind = ReasonAt(now);
   const bool ready = !behind.has_value();
   if (reported_ready_ == ready) return;
   if (ready && ever_ready_) {
-    spdlog::info("within {} records of the fleet event log again",
-                 options_.max_lag_records);
-  } else if (!ready && ever_ready_) {
-    spdlog::warn("{}; health is NOT_SERVING until it is back within", *behind);
+    spdlog::info(
+        "current with the fleet event log again at position {}; health is "
+        "SERVING",
+        applied_position());
+  } else if (!ready && ever_ready_ && !silence_began) {
+    spdlog::warn(
+        "{}; health is NOT_SERVING until this replica is current again "
+        "(reads are still answered from the index as it is)",
+        *behind);
   }
   reported_ready_ = ready;
   ever_ready_ = ever_ready_ || ready;

@@ -26,14 +26,22 @@
 // Position and readiness: applied_position() is the last position handed to
 // the Indexer (or skipped as trimmed, or covered by a reloaded snapshot); lag()
 // is the log's last position, as EventLog::Bounds() answered it at the top of
-// the latest loop, minus that. caught_up() once the follower has passed the
-// last position the log had when it first answered Bounds, and while lag() <=
-// max_lag_records and no reload is under way. The server reports NOT_SERVING
-// whenever it is false (server/serving_health.h).
+// the latest loop, minus that. caught_up() once the follower has passed its
+// catch-up target, and while lag() <= max_lag_records, no reload is under
+// way and the log has not been silent for longer than max_silence
+// (replica/log_silence.h). The catch-up target is the last position the log
+// had when it first answered Bounds, and again the one it has at the first
+// Bounds after such a silence: a replica cut off from the log serves again
+// only once it has read what was appended meanwhile. The server reports
+// NOT_SERVING whenever caught_up() is false (server/serving_health.h).
 //
 // Time: the follower waits in EventLog::Read (read_wait) and between
-// retries, and nowhere else; it reads no clock. Stop returns within one
-// read wait plus the record being applied.
+// retries, and nowhere else. Silence is measured with options.clock; a
+// second thread (kvidx-log-watch, only while max_silence > 0) re-evaluates
+// readiness every tenth of max_silence (at least 10 ms, at most 250 ms), so
+// that the decision changes on time while the follower's own thread is
+// blocked in a call to a log that does not answer. Stop returns within one
+// read wait plus the record being applied, unless a log call blocks longer.
 //
 // Thread safety: the accessors may be called from any thread at any time.
 // Start and Stop may not be called concurrently with each other.
@@ -54,10 +62,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "common/doubling_throttle.h"
 #include "core/indexer.h"
 #include "fleet/event_log.h"
 #include "replica/event_source_config.h"
+#include "replica/log_silence.h"
 
 namespace kvindexer {
 
@@ -69,13 +79,19 @@ struct LogFollowerOptions {
   std::chrono::milliseconds read_wait{200};
   // caught_up() is false while lag() exceeds this.
   uint64_t max_lag_records = kDefaultFleetMaxLagRecords;
+  // caught_up() is false once the log has not answered for longer than
+  // this, until it answers and the follower has caught up again. Zero: off.
+  std::chrono::milliseconds max_silence = kDefaultFleetMaxSilence;
+  // Where silence is measured. REQUIRES: outlives the follower.
+  const MonotonicClock* clock = &MonotonicClock::Real();
   // The wait after a failed read or Bounds: doubling from retry_initial up
   // to retry_cap, back to retry_initial after a success.
   std::chrono::milliseconds retry_initial{100};
   std::chrono::milliseconds retry_cap{5000};
-  // Called on the follower's thread with the reason the replica is not to
-  // be served (nullopt: caught up) when that decision changes, and once
-  // with the first decision. Null: not called. Must not call Stop.
+  // Called with the reason the replica is not to be served (nullopt:
+  // caught up) when that decision changes, and once with the first
+  // decision; on the follower's thread or its watch thread, never on two
+  // at once. Null: not called. Must not call Stop.
   std::function<void(std::optional<std::string> behind)> on_readiness;
   // Called on the follower's thread when positions it still needs are gone
   // from the log: empties the index, loads the newest snapshot into it and
@@ -109,10 +125,13 @@ class LogFollower {
   LogFollower(const LogFollower&) = delete;
   LogFollower& operator=(const LogFollower&) = delete;
 
-  // Starts the thread (named kvidx-follower). REQUIRES: called at most once.
+  // Starts the thread (named kvidx-follower) and, with max_silence > 0, the
+  // watch thread; the silence counts from here. REQUIRES: called at most
+  // once.
   void Start();
-  // Lets the record being applied finish, then ends the thread. Bounded by
-  // one read wait. Idempotent; also fine before Start.
+  // Lets the record being applied finish, then ends the threads. Bounded by
+  // one read wait, unless a log call blocks longer. Idempotent; also fine
+  // before Start.
   void Stop();
 
   uint64_t applied_position() const {
@@ -127,6 +146,10 @@ class LogFollower {
   // Why the replica is not to be served, nullopt when caught_up().
   std::optional<std::string> NotReadyReason() const;
   uint64_t max_lag_records() const { return options_.max_lag_records; }
+  // How long the log has not answered, as options.clock tells it.
+  std::chrono::milliseconds silence() const {
+    return silence_.Since(options_.clock->Now());
+  }
 
   // True while the log answers: the latest Bounds and Read both succeeded.
   // False before the first pass and after a failed call. A replica's
@@ -142,6 +165,13 @@ class LogFollower {
 
  private:
   void Run();
+  // The watch thread: Report every tick until Stop.
+  void Watch();
+  // NotReadyReason at `now`.
+  std::optional<std::string> ReasonAt(MonotonicClock::TimePoint now) const;
+  // The log answered at `now`: ends a silence; after one longer than the
+  // bound, the next Bounds sets a new catch-up target.
+  void Heard(MonotonicClock::TimePoint now);
   // One pass: Bounds, Read, hand over. False after a failed call.
   bool Step();
   // A record from Read, at next_ or before it: applies it.
@@ -152,7 +182,8 @@ class LogFollower {
   GapOutcome CloseGap(uint64_t position);
   void SkipTrimmed(uint64_t position);
   void ObserveLast(uint64_t last);
-  // Reports readiness through on_readiness when it changed.
+  // Reports readiness through on_readiness when it changed, and logs a
+  // silence beyond the bound once. Called by both threads.
   void Report();
   // Counts a failed call, then waits for the retry delay or Stop.
   void WaitToRetry(const absl::Status& failure);
@@ -165,8 +196,9 @@ class LogFollower {
   // Only the follower's thread writes these; anyone reads them.
   std::atomic<uint64_t> applied_;
   std::atomic<uint64_t> log_last_;
-  // Set once the follower has passed the log's last position at start.
-  std::atomic<bool> reached_start_target_{false};
+  // Set once the follower has passed catch_up_target_; cleared when the
+  // log answers after a silence beyond the bound.
+  std::atomic<bool> reached_target_{false};
   std::atomic<bool> in_contact_{false};
   // From a gap's discovery until a reload over it succeeded.
   std::atomic<bool> reloading_{false};
@@ -177,21 +209,29 @@ class LogFollower {
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> reload_failures_{0};
   std::array<std::atomic<uint64_t>, 17> refused_by_code_{};
+  LogSilence silence_;
   DoublingThrottle undecodable_;
   DoublingThrottle refusals_logged_;
 
   // The follower's thread's own state.
-  uint64_t next_;                         // the next position to read
-  std::optional<uint64_t> start_target_;  // Bounds().last at the start
-  std::optional<bool> reported_ready_;    // the last decision reported
-  bool ever_ready_ = false;
+  uint64_t next_;  // the next position to read
+  // Bounds().last at the first answer, and at the first one after a
+  // silence beyond the bound.
+  std::optional<uint64_t> catch_up_target_;
   std::chrono::milliseconds retry_delay_;  // the next retry's wait
   uint64_t failure_streak_ = 0;
+
+  // What Report decided last; guarded by report_mu_.
+  std::mutex report_mu_;
+  std::optional<bool> reported_ready_;
+  bool ever_ready_ = false;
+  bool silence_logged_ = false;  // the current silence was logged
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mu_
   std::thread thread_;
+  std::thread watch_thread_;
 };
 
 }  // namespace kvindexer

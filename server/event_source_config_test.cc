@@ -1,9 +1,11 @@
-// KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS
-// (replica/event_source_config.h), read through LoadServerConfig: defaults,
+// KV_INDEXER_EVENT_SOURCE, KV_INDEXER_FLEET_MAX_LAG_RECORDS and
+// KV_INDEXER_FLEET_MAX_SILENCE_MS (replica/event_source_config.h), read
+// through LoadServerConfig: defaults,
 // the fleet log's variables read only with jetstream, every bad value
 // naming its variable, and jetstream refused with a data directory.
 #include "replica/event_source_config.h"
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -88,6 +90,37 @@ TEST(EventSourceConfigTest, MaxLagIsAPositiveInteger) {
   }
 }
 
+TEST(EventSourceConfigTest, MaxSilenceIsZeroOrHalfASecondToADay) {
+  const auto config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->event_source.max_silence, std::chrono::milliseconds(10000));
+  const auto set = Load({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                         {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                         {"KV_INDEXER_FLEET_MAX_SILENCE_MS", "2500"}});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->event_source.max_silence, std::chrono::milliseconds(2500));
+  EXPECT_EQ(ParseFleetMaxSilenceMs("0").value(), std::chrono::milliseconds(0));
+  EXPECT_EQ(ParseFleetMaxSilenceMs("500").value(),
+            std::chrono::milliseconds(500));
+  EXPECT_EQ(ParseFleetMaxSilenceMs("86400000").value(),
+            std::chrono::milliseconds(86400000));
+  for (const char* bad : {"", "1", "499", "86400001", "-500", "+500", "10s",
+                          " 500", "1e4", "4294967296"}) {
+    SCOPED_TRACE(bad);
+    ExpectError({{"KV_INDEXER_FLEET_MAX_SILENCE_MS", bad}},
+                "KV_INDEXER_FLEET_MAX_SILENCE_MS");
+    ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                 {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                 {"KV_INDEXER_FLEET_MAX_SILENCE_MS", bad}},
+                "KV_INDEXER_FLEET_MAX_SILENCE_MS");
+  }
+  // The value as given, and what is accepted.
+  const absl::Status s = ParseFleetMaxSilenceMs("0250").status();
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("\"0250\""), HasSubstr("500..86400000"),
+                    HasSubstr("or 0 to keep serving")));
+}
+
 TEST(EventSourceConfigTest, JetStreamNeedsAValidLogConfiguration) {
   ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"}},
               "KV_INDEXER_NATS_URL");
@@ -133,6 +166,7 @@ TEST(EventSourceConfigTest, UsageListsBothVariables) {
   const std::string usage = UsageText("kv-indexer-server");
   EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_EVENT_SOURCE"),
                            HasSubstr("KV_INDEXER_FLEET_MAX_LAG_RECORDS"),
+                           HasSubstr("KV_INDEXER_FLEET_MAX_SILENCE_MS"),
                            HasSubstr("KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS"),
                            HasSubstr("KV_INDEXER_FLEET_SNAPSHOT_KEEP"),
                            HasSubstr("KV_INDEXER_FLEET_LEASE_TTL_MS")));

@@ -264,6 +264,9 @@ std::string UsageText(std::string_view program) {
       {kFleetMaxLagRecordsVar, std::to_string(kDefaultFleetMaxLagRecords),
        "positive integer: log records a replica may lag before it reports "
        "NOT_SERVING"},
+      {kFleetMaxSilenceMsVar, std::to_string(kDefaultFleetMaxSilence.count()),
+       "ms a replica may go without an answer from the log before it "
+       "reports NOT_SERVING (500..86400000), 0: never"},
       {fleet::kSnapshotIntervalVar, "60000",
        "ms between a replica's fleet snapshots (1000..86400000), 0: this "
        "replica writes none"},

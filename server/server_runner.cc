@@ -408,6 +408,7 @@ int RunServer(std::span<const char* const> args) {
         LogFollowerOptions{
             .start_position = replica_start.follow_from,
             .max_lag_records = event_source.max_lag_records,
+            .max_silence = event_source.max_silence,
             .on_readiness =
                 [&health](std::optional<std::string> behind) {
                   health.LogFollowing(std::move(behind));

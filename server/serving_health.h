@@ -11,9 +11,10 @@
 //
 // A replica of the fleet event log (KV_INDEXER_EVENT_SOURCE=jetstream) is
 // also NOT_SERVING while it is behind the log: until it has first caught up,
-// and whenever it lags by more than its bound (replica/log_follower.h;
-// docs/fleet.md, "Replicas follow the log"). That reason alone comes and
-// goes.
+// whenever it lags by more than its bound, and once the log has not
+// answered it for longer than its silence bound, until it answers and the
+// replica has caught up again (replica/log_follower.h; docs/fleet.md,
+// "Replicas follow the log"). That reason alone comes and goes.
 //
 // Thread safety: every method may be called concurrently; each decision is
 // pushed under this object's mutex, so the health service always ends up
@@ -61,8 +62,9 @@ class ServingHealth {
   // (durable::DurableStore::LogFailure's text).
   void LogFailed(std::string_view failure);
   // A replica's place in the fleet event log: `behind` says why it is not
-  // to be served yet (not caught up, or lagging beyond the bound), nullopt
-  // once it is current. Not final; the latest call holds.
+  // to be served yet (not caught up, lagging beyond the bound, the log
+  // silent beyond the bound), nullopt once it is current. Not final; the
+  // latest call holds.
   void LogFollowing(std::optional<std::string> behind);
   // A graceful shutdown begins: NOT_SERVING for good, then the health
   // service is frozen (it goes on answering until the server stops) and is

@@ -64,6 +64,7 @@ const std::vector<std::string>& InheritedVariablesToDrop() {
       "KV_INDEXER_WRITE_TOKEN",
       "KV_INDEXER_EVENT_SOURCE",
       "KV_INDEXER_FLEET_MAX_LAG_RECORDS",
+      "KV_INDEXER_FLEET_MAX_SILENCE_MS",
       "KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS",
       "KV_INDEXER_FLEET_SNAPSHOT_KEEP",
       "KV_INDEXER_FLEET_LEASE_TTL_MS",
@@ -284,6 +285,19 @@ uint64_t FleetReplica::Health() {
       test_support::CheckHealth(channel_, "", 2s);
   return answer.code == grpc::StatusCode::OK ? answer.status
                                              : test_support::kHealthUnknown;
+}
+
+absl::StatusOr<HttpResponse> FleetReplica::Readyz() {
+  return HttpGet(metrics_port_, "/readyz", 2s);
+}
+
+std::optional<std::string> FleetReplica::StatsHealth() {
+  admin::GetStatsResponse stats;
+  if (!admin_->GetStats(Context().get(), admin::GetStatsRequest{}, &stats)
+           .ok()) {
+    return std::nullopt;
+  }
+  return stats.health();
 }
 
 std::optional<std::set<int64_t>> FleetReplica::Held(

@@ -35,6 +35,7 @@
 #include "kv_indexer.grpc.pb.h"
 #include "kvindexer_admin.grpc.pb.h"
 #include "tests/support/fake_sglang_publisher.h"
+#include "tests/support/http_get.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bridge::testing {
@@ -99,6 +100,11 @@ class FleetReplica {
   // grpc.health.v1 status of the whole server (test_support::kHealth*);
   // kHealthUnknown when the call fails.
   uint64_t Health();
+  // GET /readyz on the metrics endpoint.
+  absl::StatusOr<test_support::HttpResponse> Readyz();
+  // The health admin GetStats reports ("SERVING" or "NOT_SERVING");
+  // nullopt when the call fails.
+  std::optional<std::string> StatsHealth();
 
   // The hashes among `universe` that `worker_id` holds at HBM; nullopt
   // when a query fails. Queried in chunks of at most 16384 hashes.

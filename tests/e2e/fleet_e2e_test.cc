@@ -427,7 +427,9 @@ TEST_F(FleetE2eTest, AClusterKeepsEveryBatchWhenTheStreamLeaderDies) {
 
 // A NATS server that hangs (SIGSTOP): the bridges buffer what their
 // publishers go on publishing, the replicas go on answering with what they
-// had. After SIGCONT both sides recover and the replicas hold everything.
+// had. After SIGCONT both sides recover, the replicas hold everything and
+// are SERVING. (How soon a silent replica turns NOT_SERVING:
+// replica_partition_e2e_test.cc.)
 TEST_F(FleetE2eTest, AHungNatsServerStallsTheLogButNotTheReplicas) {
   ASSERT_NO_FATAL_FAILURE(StartNats());
   ASSERT_NO_FATAL_FAILURE(StartReplica());
@@ -488,7 +490,12 @@ TEST_F(FleetE2eTest, AHungNatsServerStallsTheLogButNotTheReplicas) {
         },
         kFleetBound, 20ms))
         << "replica " << r;
-    EXPECT_EQ(replicas_[r]->Health(), kHealthServing) << "replica " << r;
+    // Silent for longer than KV_INDEXER_FLEET_MAX_SILENCE_MS, a replica is
+    // NOT_SERVING until it has read what was appended meanwhile.
+    EXPECT_TRUE(
+        WaitUntil([&] { return replicas_[r]->Health() == kHealthServing; },
+                  kFleetBound, 20ms))
+        << "replica " << r;
   }
 }
 

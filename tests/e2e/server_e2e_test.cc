@@ -421,7 +421,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"EventSourceKafka", "KV_INDEXER_EVENT_SOURCE", "kafka",
                   "grpc"},
         BadConfig{"FleetMaxLagZero", "KV_INDEXER_FLEET_MAX_LAG_RECORDS", "0",
-                  "positive integer"}),
+                  "positive integer"},
+        BadConfig{"FleetMaxSilenceTooShort", "KV_INDEXER_FLEET_MAX_SILENCE_MS",
+                  "100", "500..86400000"}),
     [](const ::testing::TestParamInfo<BadConfig>& param) {
       return std::string(param.param.name);
     });
