@@ -93,8 +93,8 @@ class BoundsServiceTest : public ::testing::Test {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     backend_ = *std::move(loaded);
     indexer_ = std::make_unique<Indexer>(backend_->backend(), nullptr, limits);
-    service_ =
-        std::make_unique<KvIndexerService>(*indexer_, 4, WallClock::Real());
+    service_ = std::make_unique<KvIndexerService>(indexer_->operations(), 4,
+                                                  WallClock::Real());
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
