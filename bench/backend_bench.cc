@@ -122,8 +122,8 @@ void BM_Memory(benchmark::State& state, ScenarioSpec spec, bool keep) {
 }
 
 // `distinct`: the distinct-lists prefix instead of the headline prefix.
-// The query runs as the server runs it once admitted: Indexer::MatchPrefix,
-// the answer written in its wire form.
+// The query runs as the server runs it once admitted:
+// IndexOperations::MatchPrefix, the answer written in its wire form.
 void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec,
                       bool distinct) {
   BackendScenario* s = Ensure(spec, state);
@@ -137,7 +137,7 @@ void BM_PrefixIndexer(benchmark::State& state, ScenarioSpec spec,
   uint32_t best = 0;
   for (auto _ : state) {
     absl::Status st =
-        s->indexer().MatchPrefix(req, [&](const PrefixAnswer& answer) {
+        s->operations().MatchPrefix(req, [&](const PrefixAnswer& answer) {
           wire.resize(PrefixResponseWireSize(answer));
           WritePrefixResponseWire(answer, wire.data());
           matches = answer.matches.size();
@@ -182,7 +182,7 @@ void BM_MatchIndexer(benchmark::State& state, ScenarioSpec spec) {
   v1::MatchExternalKvResponse resp;
   for (auto _ : state) {
     resp.Clear();
-    absl::Status st = s->indexer().Match(req, &resp);
+    absl::Status st = s->operations().Match(req, &resp);
     benchmark::DoNotOptimize(st);
   }
   if (resp.matches_size() != static_cast<int>(kHeadlineWorkers)) {
@@ -244,8 +244,8 @@ void BM_ApplyIndexer(benchmark::State& state, ScenarioSpec spec,
   for (auto _ : state) {
     const size_t k = i++ % ring.report.size();
     ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
-    absl::Status a = s->indexer().Apply(ring.report[k], &resp);
-    absl::Status b = s->indexer().Apply(ring.revoke[k], &resp);
+    absl::Status a = s->operations().Apply(ring.report[k], &resp).Wait();
+    absl::Status b = s->operations().Apply(ring.revoke[k], &resp).Wait();
     if (!a.ok() || !b.ok()) {
       state.SkipWithError((a.ok() ? b : a).ToString().c_str());
       return;

@@ -121,7 +121,9 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
   for (uint32_t w = 0; w < kHeadlineWorkers; ++w) {
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, headline, &batch);
-    if (absl::Status st = s->indexer_->Apply(batch, &applied); !st.ok())
+    if (absl::Status st =
+            s->indexer_->operations().Apply(batch, &applied).Wait();
+        !st.ok())
       return st;
   }
   const std::vector<int64_t> distinct = DistinctListHashes();
@@ -133,7 +135,9 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
     v1::ApplyExternalKvBatchRequest batch = WorkerBatch(w);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_HBM, even, &batch);
     AddAction(w, v1::ACTION_REPORT, v1::TIER_DRAM, odd, &batch);
-    if (absl::Status st = s->indexer_->Apply(batch, &applied); !st.ok())
+    if (absl::Status st =
+            s->indexer_->operations().Apply(batch, &applied).Wait();
+        !st.ok())
       return st;
   }
   const uint64_t blocks = FillerBlocks(spec);
@@ -148,7 +152,7 @@ absl::StatusOr<std::unique_ptr<BackendScenario>> BackendScenario::Build(
       AddAction(w, v1::ACTION_REPORT, v1::TIER_DRAM, dram, &batch);
       hbm.clear();
       dram.clear();
-      return s->indexer_->Apply(batch, &applied);
+      return s->indexer_->operations().Apply(batch, &applied).Wait();
     };
     // Worker w holds block b when (w - b) mod 32 < placements_per_block.
     for (uint32_t k = 0; k < spec.placements_per_block; ++k) {

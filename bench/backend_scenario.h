@@ -12,7 +12,7 @@
 //   * filler blocks up to `placements` placements in total, each held by
 //     `placements_per_block` of the same workers (tiers HBM and DRAM mixed).
 // Odd workers are FULL+SWA (cache_spec set, masks F|S), even workers legacy;
-// every block reports 16 tokens. Filling goes through Indexer::Apply in
+// every block reports 16 tokens. Filling goes through IndexOperations::Apply in
 // 16,384-hash batches, the path the server takes.
 //
 // Thread safety: none; benchmarks use a scenario from one thread.
@@ -64,7 +64,7 @@ class BackendScenario {
       const ScenarioSpec& spec);
 
   const ScenarioSpec& spec() const { return spec_; }
-  Indexer& indexer() { return *indexer_; }
+  IndexOperations& operations() { return indexer_->operations(); }
   IndexBackend* backend() { return loaded_->backend(); }
 
   uint64_t placements() const { return placements_; }

@@ -76,81 +76,37 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
       lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
                                               : &own_lifecycle_log_) {}
 
-absl::Status Indexer::PendingAck::Wait() const {
-  if (log_ == nullptr) return status_;
-  if (absl::Status durable = log_->WaitDurable(end_); !durable.ok()) {
-    return durable;
-  }
-  return status_;
-}
-
 absl::Status Indexer::CheckLogOpenLocked() const {
   if (!log_closed_) return absl::OkStatus();
   return absl::UnavailableError(
       "the server is shutting down: its state log is closed");
 }
 
-absl::Status Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
-                            v1::ApplyExternalKvBatchResponse* resp,
-                            std::string_view peer,
-                            const HeartbeatHeader& heartbeat,
-                            const FidelityHeader& fidelity) {
-  return ApplyPending(req, resp, peer, heartbeat, fidelity).Wait();
-}
-
-Indexer::PendingAck Indexer::ApplyPending(
-    const v1::ApplyExternalKvBatchRequest& req,
-    v1::ApplyExternalKvBatchResponse* resp, std::string_view peer,
-    const HeartbeatHeader& heartbeat, const FidelityHeader& fidelity) {
+PendingAck Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
+                          v1::ApplyExternalKvBatchResponse* resp,
+                          const MutationOptions& options) {
   if (absl::Status s = ValidateApply(req, limits_); !s.ok()) {
     return PendingAck(std::move(s));
   }
   const RequestBatch batch(req);
 
-  absl::Status status;
-  DurableMark mark;
-  {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = CheckLogOpenLocked();
-    if (status.ok()) {
-      status = ApplyLocked(req, batch.view(), resp, peer, heartbeat, fidelity,
-                           Origin::kLive);
-    }
-    mark = MarkLocked();
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status = CheckLogOpenLocked();
+  if (status.ok()) {
+    status =
+        req.enforce_sequence()
+            ? ApplyGated(req, batch.view(), resp, options, Origin::kLive)
+            : ApplySeedEra(req, batch.view(), resp, options, Origin::kLive);
   }
-  return Pending(std::move(status), mark);
+  return AckLocked(std::move(status));
 }
 
-absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
-                                  const ApplyBatchView& batch,
-                                  v1::ApplyExternalKvBatchResponse* resp,
-                                  std::string_view peer,
-                                  const HeartbeatHeader& heartbeat,
-                                  const FidelityHeader& fidelity,
-                                  Origin origin) {
+absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
+                                   const ApplyBatchView& batch,
+                                   v1::ApplyExternalKvBatchResponse* resp,
+                                   const MutationOptions& options,
+                                   Origin origin) {
   const bool live = origin == Origin::kLive;
-  const WorkerClaim claim{peer, req.worker_address(), req.worker_epoch()};
-  if (req.enforce_sequence()) {
-    if (live) {
-      // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
-      // liveness and removal").
-      if (absl::Status s =
-              NoteHeartbeat(req.worker_id(), heartbeat,
-                            workers_.Find(req.worker_id()) != nullptr);
-          !s.ok()) {
-        return s;
-      }
-      // A gated apply never creates a record (G1); every one that finds a
-      // record is a claim on it, refused or not.
-      if (WorkerRecord* record = workers_.Find(req.worker_id())) {
-        ObserveClaim(req.worker_id(), *record, claim);
-      }
-    }
-    return ApplyGated(req, batch, resp, fidelity, origin);
-  }
-
-  // The seed-era path: applied whatever the sequence state, which it never
-  // reads or changes beyond making the worker ready.
   if (live) {
     // "Limits > Bounds": a new record must fit under max_workers.
     if (workers_.Find(req.worker_id()) == nullptr) {
@@ -161,8 +117,8 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
     }
     // After the capacity check, so that a refused request marks nothing; the
     // worker has or is about to get a record, so its marker is never capped.
-    if (absl::Status s =
-            NoteHeartbeat(req.worker_id(), heartbeat, /*has_record=*/true);
+    if (absl::Status s = NoteHeartbeat(req.worker_id(), options.heartbeat,
+                                       /*has_record=*/true);
         !s.ok()) {
       return s;
     }
@@ -175,11 +131,15 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
     return s;
   }
   WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
-  if (live) ObserveClaim(req.worker_id(), record, claim);
+  if (live) {
+    ObserveClaim(
+        req.worker_id(), record,
+        WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
+  }
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
-  NoteTookEffect(req.worker_id(), record, fidelity, origin);
+  NoteTookEffect(req.worker_id(), record, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -188,11 +148,27 @@ absl::Status Indexer::ApplyLocked(const v1::ApplyExternalKvBatchRequest& req,
 absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                                  const ApplyBatchView& batch,
                                  v1::ApplyExternalKvBatchResponse* resp,
-                                 const FidelityHeader& fidelity,
+                                 const MutationOptions& options,
                                  Origin origin) {
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
   WorkerRecord* record = workers_.Find(req.worker_id());
+  if (live) {
+    // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
+    // liveness and removal").
+    if (absl::Status s = NoteHeartbeat(req.worker_id(), options.heartbeat,
+                                       record != nullptr);
+        !s.ok()) {
+      return s;
+    }
+    // A gated apply never creates a record (G1); every one that finds a
+    // record is a claim on it, refused or not.
+    if (record != nullptr) {
+      ObserveClaim(
+          req.worker_id(), *record,
+          WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
+    }
+  }
   const GateDecision decision =
       DecideGate(record, req.worker_epoch(), req.seq());
   // Replayed, a refusal is what the record did when it was logged.
@@ -247,46 +223,32 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
   record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record->ready = true;
   record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
-  NoteTookEffect(req.worker_id(), *record, fidelity, origin);
+  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
 }
 
-absl::Status Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
-                              v1::ReplaceExternalKvSnapshotResponse* resp,
-                              std::string_view peer,
-                              const FidelityHeader& fidelity) {
-  return ReplacePending(req, resp, peer, fidelity).Wait();
-}
-
-Indexer::PendingAck Indexer::ReplacePending(
-    const v1::ReplaceExternalKvSnapshotRequest& req,
-    v1::ReplaceExternalKvSnapshotResponse* resp, std::string_view peer,
-    const FidelityHeader& fidelity) {
+PendingAck Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
+                            v1::ReplaceExternalKvSnapshotResponse* resp,
+                            const MutationOptions& options) {
   if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) {
     return PendingAck(std::move(s));
   }
   const SnapshotBatch batch(req);
 
-  absl::Status status;
-  DurableMark mark;
-  {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = CheckLogOpenLocked();
-    if (status.ok()) {
-      status =
-          ReplaceLocked(req, batch.view(), resp, peer, fidelity, Origin::kLive);
-    }
-    mark = MarkLocked();
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status = CheckLogOpenLocked();
+  if (status.ok()) {
+    status = ReplaceLocked(req, batch.view(), resp, options, Origin::kLive);
   }
-  return Pending(std::move(status), mark);
+  return AckLocked(std::move(status));
 }
 
 absl::Status Indexer::ReplaceLocked(
     const v1::ReplaceExternalKvSnapshotRequest& req,
     const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
-    std::string_view peer, const FidelityHeader& fidelity, Origin origin) {
+    const MutationOptions& options, Origin origin) {
   const bool live = origin == Origin::kLive;
   WorkerRecord* record = workers_.Find(req.worker_id());
   if (record == nullptr) {
@@ -295,8 +257,9 @@ absl::Status Indexer::ReplaceLocked(
         "stream must be configured before snapshot replacement");
   }
   if (live) {
-    ObserveClaim(req.worker_id(), *record,
-                 WorkerClaim{peer, req.worker_address(), req.worker_epoch()});
+    ObserveClaim(
+        req.worker_id(), *record,
+        WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
@@ -310,34 +273,23 @@ absl::Status Indexer::ReplaceLocked(
   record->ready = true;
   record->checkpoint =
       SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
-  NoteTookEffect(req.worker_id(), *record, fidelity, origin);
+  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
   resp->set_applied_seq(req.applied_seq());
   return absl::OkStatus();
 }
 
-absl::Status Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
-                                v1::ConfigureExpectedWorkersResponse* resp) {
-  return ConfigurePending(req, resp).Wait();
-}
-
-Indexer::PendingAck Indexer::ConfigurePending(
-    const v1::ConfigureExpectedWorkersRequest& req,
-    v1::ConfigureExpectedWorkersResponse* resp) {
+PendingAck Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
+                              v1::ConfigureExpectedWorkersResponse* resp) {
   if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) {
     return PendingAck(std::move(s));
   }
   const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
 
   const HeapTrimAfterUnlock trim(&trim_wanted_);
-  absl::Status status;
-  DurableMark mark;
-  {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = CheckLogOpenLocked();
-    if (status.ok()) status = ConfigureLocked(req, listed, resp, Origin::kLive);
-    mark = MarkLocked();
-  }
-  return Pending(std::move(status), mark);
+  std::lock_guard<std::mutex> lock(mutation_mu_);
+  absl::Status status = CheckLogOpenLocked();
+  if (status.ok()) status = ConfigureLocked(req, listed, resp, Origin::kLive);
+  return AckLocked(std::move(status));
 }
 
 absl::flat_hash_set<absl::string_view> Indexer::ListedIds(
@@ -538,17 +490,16 @@ absl::Status Indexer::RemoveLocked(std::string_view worker_id,
 absl::Status Indexer::RemoveWorker(std::string_view worker_id,
                                    RemovalReason reason) {
   const HeapTrimAfterUnlock trim(&trim_wanted_);
-  absl::Status status;
-  DurableMark mark;
+  PendingAck ack;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
-    status = CheckLogOpenLocked();
+    absl::Status status = CheckLogOpenLocked();
     if (status.ok()) {
       status = RemoveWorkerLocked(worker_id, reason, Origin::kLive);
     }
-    mark = MarkLocked();
+    ack = AckLocked(std::move(status));
   }
-  return AckWhenDurable(std::move(status), mark);
+  return ack.Wait();
 }
 
 absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
@@ -621,10 +572,11 @@ void Indexer::RearmHeartbeatMarkers(MonotonicClock::TimePoint now) {
   }
 }
 
-Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
+OperatorView::SweepResult Indexer::SweepLiveness(
+    MonotonicClock::TimePoint now) {
   const HeapTrimAfterUnlock trim(&trim_wanted_);
   SweepResult result;
-  DurableMark mark;
+  PendingAck ack;
   {
     std::lock_guard<std::mutex> lock(mutation_mu_);
     if (absl::Status closed = CheckLogOpenLocked(); !closed.ok()) {
@@ -632,17 +584,16 @@ Indexer::SweepResult Indexer::SweepLiveness(MonotonicClock::TimePoint now) {
       return result;
     }
     result = SweepLocked(now);
-    mark = MarkLocked();
+    ack = AckLocked(absl::OkStatus());
   }
   // The clears this sweep logged are acknowledged like any mutation.
-  if (mark.log != nullptr) {
-    absl::Status durable = mark.log->WaitDurable(mark.end);
-    if (result.status.ok()) result.status = std::move(durable);
+  if (absl::Status durable = ack.Wait(); result.status.ok()) {
+    result.status = std::move(durable);
   }
   return result;
 }
 
-Indexer::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
+OperatorView::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
   MutationLog* const log = log_;
   SweepResult result;
   // The first append that fails ends the sweep's logging: every change
@@ -785,6 +736,26 @@ std::optional<std::array<uint64_t, kMaxTier + 1>> Indexer::PlacementCounts(
   if (status.code != BackendCode::kOk) return std::nullopt;
   counts[0] = 0;
   return counts;
+}
+
+BackendStats Indexer::ReadBackendStats() {
+  BackendStats stats{};
+  stats.struct_size = sizeof(BackendStats);
+  backend_->GetStats(&stats);
+  return stats;
+}
+
+absl::Status Indexer::ExplainPrefix(
+    const v1::MatchExternalKvPrefixRequest& req,
+    const std::vector<std::string>& named_workers, PrefixExplanation* out) {
+  return kvindexer::ExplainPrefix(
+      backend_, req, named_workers,
+      [this](std::string_view id) -> std::optional<KnownWorker> {
+        std::optional<WorkerSnapshot> w = DescribeWorker(id);
+        if (!w.has_value()) return std::nullopt;
+        return KnownWorker{std::move(w->address), w->spec};
+      },
+      out);
 }
 
 }  // namespace kvindexer

@@ -70,21 +70,21 @@ class IndexerBoundsTest : public ::testing::Test {
   absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
                      std::string_view peer = {}) {
     v1::ApplyExternalKvBatchResponse resp;
-    return indexer_->Apply(req, &resp, peer);
+    return indexer_->operations().Apply(req, &resp, {.peer = peer}).Wait();
   }
   absl::Status Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
                        std::string_view peer = {}) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    return indexer_->Replace(req, &resp, peer);
+    return indexer_->operations().Replace(req, &resp, {.peer = peer}).Wait();
   }
   absl::Status Configure(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    return indexer_->Configure(req, &resp);
+    return indexer_->operations().Configure(req, &resp).Wait();
   }
   // MatchExternalKv over `hashes`, serialized: a whole-state fingerprint.
   std::string Placements(const std::vector<int64_t>& hashes) {
     v1::MatchExternalKvResponse resp;
-    EXPECT_TRUE(indexer_->Match(MatchRequest(hashes), &resp).ok());
+    EXPECT_TRUE(indexer_->operations().Match(MatchRequest(hashes), &resp).ok());
     return resp.SerializeAsString();
   }
 
@@ -106,7 +106,7 @@ TEST_F(IndexerBoundsTest, WorkerLimitRefusesOnlyNewRecords) {
                "cannot add a worker: the server holds 2 workers; maximum is 2 "
                "(KV_INDEXER_MAX_WORKERS)");
   EXPECT_EQ(backend_.applies.size(), backend_calls);  // never reached
-  EXPECT_FALSE(indexer_->WorkerState("w3").has_value());
+  EXPECT_FALSE(indexer_->operator_view().WorkerState("w3").has_value());
   EXPECT_EQ(Placements({1, 2, 3}), before);
 
   // Workers with a record keep working.
@@ -136,8 +136,8 @@ TEST_F(IndexerBoundsTest, ConfigureOverTheWorkerLimitChangesNothing) {
                "request contains 3 workers; maximum is 2 "
                "(KV_INDEXER_MAX_WORKERS)");
   EXPECT_EQ(Placements({1, 9}), before);  // w9 was not removed
-  EXPECT_EQ(indexer_->WorkerState("w1")->address, "a1");
-  EXPECT_FALSE(indexer_->WorkerState("w2").has_value());
+  EXPECT_EQ(indexer_->operator_view().WorkerState("w1")->address, "a1");
+  EXPECT_FALSE(indexer_->operator_view().WorkerState("w2").has_value());
 
   // The result size counts, not the records now held: replacing both
   // workers by two others is within the limit.
@@ -178,12 +178,12 @@ TEST_F(IndexerBoundsTest, LongIdOrAddressChangesNothing) {
 
   EXPECT_EQ(backend_.applies.size(), backend_calls);
   EXPECT_EQ(Placements({1, 2, 3}), before);
-  const auto state = indexer_->WorkerState("w1");
+  const auto state = indexer_->operator_view().WorkerState("w1");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->address, "http://a:1");
   ASSERT_TRUE(state->checkpoint.has_value());
   EXPECT_EQ(state->checkpoint->epoch, "e");
-  EXPECT_FALSE(indexer_->WorkerState("worker-10").has_value());
+  EXPECT_FALSE(indexer_->operator_view().WorkerState("worker-10").has_value());
 }
 
 TEST_F(IndexerBoundsTest, LongEpochChangesNothing) {
@@ -222,7 +222,7 @@ TEST_F(IndexerBoundsTest, LongEpochChangesNothing) {
 
   EXPECT_EQ(backend_.applies.size(), backend_calls);
   EXPECT_EQ(Placements({1, 2, 3}), before);
-  const auto state = indexer_->WorkerState("w1");
+  const auto state = indexer_->operator_view().WorkerState("w1");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->address, "http://a:1");
   EXPECT_TRUE(state->ready);
@@ -230,7 +230,7 @@ TEST_F(IndexerBoundsTest, LongEpochChangesNothing) {
   EXPECT_EQ(state->checkpoint->epoch, "e");
   EXPECT_EQ(state->checkpoint->seq, 5u);
   EXPECT_EQ(state->claims.runs(), 2u);  // the two accepted calls only
-  EXPECT_FALSE(indexer_->WorkerState("w2").has_value());
+  EXPECT_FALSE(indexer_->operator_view().WorkerState("w2").has_value());
   // An epoch at the limit is accepted.
   EXPECT_TRUE(
       Replace(Snapshot("w1", "http://a:1").Epoch(std::string(8, 'f'))).ok());
@@ -247,8 +247,8 @@ TEST_F(IndexerBoundsTest, PrefixAnswerOverTheCeilingIsRefused) {
         Apply(Batch(id, std::string(1000, id[1])).Report(kTierHbm, {7})).ok());
   }
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s =
-      test_support::MatchPrefix(*indexer_, PrefixRequest({7, 8}), &resp);
+  const absl::Status s = test_support::MatchPrefix(
+      indexer_->operations(), PrefixRequest({7, 8}), &resp);
   // Three entries of 1 + 2 + (3 + 1000) + 2 + 4 bytes, best and blocks_read.
   ExpectStatus(s, absl::StatusCode::kResourceExhausted,
                "prefix answer is 3040 bytes; maximum is 2000 "
@@ -258,8 +258,9 @@ TEST_F(IndexerBoundsTest, PrefixAnswerOverTheCeilingIsRefused) {
   // Another block, held by one worker, still answers.
   ASSERT_TRUE(
       Apply(Batch("w1", std::string(1000, '1')).Report(kTierHbm, {9})).ok());
-  EXPECT_TRUE(
-      test_support::MatchPrefix(*indexer_, PrefixRequest({9}), &resp).ok());
+  EXPECT_TRUE(test_support::MatchPrefix(indexer_->operations(),
+                                        PrefixRequest({9}), &resp)
+                  .ok());
   EXPECT_EQ(resp.matches_size(), 1);
 }
 
@@ -277,7 +278,9 @@ TEST_F(IndexerBoundsTest, OneAddressChangeDoesNotWarnAlternationDoes) {
                     "ipv4:10.0.0.5:40100")
                   .ok());
   EXPECT_THAT(log.warnings(), IsEmpty());
-  EXPECT_EQ(indexer_->WorkerState("w1")->claims.conflicts_total(), 0u);
+  EXPECT_EQ(
+      indexer_->operator_view().WorkerState("w1")->claims.conflicts_total(),
+      0u);
 
   // The old bridge was not gone after all: it and the new one alternate.
   // Applies are still applied (the last one wins), and the log says so.
@@ -298,8 +301,10 @@ TEST_F(IndexerBoundsTest, OneAddressChangeDoesNotWarnAlternationDoes) {
             "other_peer=ipv4:10.0.0.5:40100 other_address=http://b:1 "
             "other_epoch= conflicts_total=1");
   EXPECT_THAT(warnings[1], HasSubstr("conflicts_total=2"));
-  EXPECT_EQ(indexer_->WorkerState("w1")->claims.conflicts_total(), 3u);
-  EXPECT_EQ(indexer_->WorkerState("w1")->address, "http://a:1");
+  EXPECT_EQ(
+      indexer_->operator_view().WorkerState("w1")->claims.conflicts_total(),
+      3u);
+  EXPECT_EQ(indexer_->operator_view().WorkerState("w1")->address, "http://a:1");
 }
 
 TEST_F(IndexerBoundsTest, ReplacesAndGatedAppliesAreClaimsToo) {
@@ -331,12 +336,14 @@ TEST_F(IndexerBoundsTest, ClaimsGoWithTheWorkerRecord) {
               peer)
             .ok());
   }
-  EXPECT_EQ(indexer_->WorkerState("w1")->claims.conflicts_total(), 1u);
+  EXPECT_EQ(
+      indexer_->operator_view().WorkerState("w1")->claims.conflicts_total(),
+      1u);
   // Scale-in deletes the record and its claims; a new record starts clean.
   ASSERT_TRUE(Configure(ExpectedWorkers()).ok());
-  EXPECT_FALSE(indexer_->WorkerState("w1").has_value());
+  EXPECT_FALSE(indexer_->operator_view().WorkerState("w1").has_value());
   ASSERT_TRUE(Apply(Batch("w1", "addr-p2").Report(kTierHbm, {1}), "p2").ok());
-  const auto state = indexer_->WorkerState("w1");
+  const auto state = indexer_->operator_view().WorkerState("w1");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->claims.conflicts_total(), 0u);
   EXPECT_EQ(state->claims.runs(), 1u);
@@ -349,7 +356,9 @@ TEST_F(IndexerBoundsTest, WithoutPeersNothingIsDetected) {
     ASSERT_TRUE(
         Apply(Batch("w1", i % 2 == 0 ? "a" : "b").Report(kTierHbm, {1})).ok());
   }
-  EXPECT_EQ(indexer_->WorkerState("w1")->claims.conflicts_total(), 0u);
+  EXPECT_EQ(
+      indexer_->operator_view().WorkerState("w1")->claims.conflicts_total(),
+      0u);
 }
 
 }  // namespace

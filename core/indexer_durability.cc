@@ -1,6 +1,6 @@
-// The Indexer's side of restart-safe state (docs/durability.md): the log it
-// appends to, the replay of logged mutations, and the host's part of a
-// checkpoint. The appends themselves happen in the mutating calls
+// The Indexer's DurableState face (core/durable_state.h; docs/durability.md):
+// the log it appends to, the replay of logged mutations, and the host's part
+// of a checkpoint. The appends themselves happen in the mutating calls
 // (core/indexer.cc), each before its mutation takes effect.
 #include <algorithm>
 #include <chrono>
@@ -80,8 +80,11 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       const RequestBatch batch(req);
       v1::ApplyExternalKvBatchResponse resp;
       std::lock_guard<std::mutex> lock(mutation_mu_);
-      return ApplyLocked(req, batch.view(), &resp, /*peer=*/{},
-                         HeartbeatHeader{}, FidelityHeader{}, Origin::kReplay);
+      return req.enforce_sequence()
+                 ? ApplyGated(req, batch.view(), &resp, MutationOptions{},
+                              Origin::kReplay)
+                 : ApplySeedEra(req, batch.view(), &resp, MutationOptions{},
+                                Origin::kReplay);
     }
     case WalRecord::kReplace: {
       const v1::ReplaceExternalKvSnapshotRequest& req = record.replace();
@@ -91,8 +94,8 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       const SnapshotBatch batch(req);
       v1::ReplaceExternalKvSnapshotResponse resp;
       std::lock_guard<std::mutex> lock(mutation_mu_);
-      return ReplaceLocked(req, batch.view(), &resp, /*peer=*/{},
-                           FidelityHeader{}, Origin::kReplay);
+      return ReplaceLocked(req, batch.view(), &resp, MutationOptions{},
+                           Origin::kReplay);
     }
     case WalRecord::kConfigure: {
       const v1::ConfigureExpectedWorkersRequest& req = record.configure();

@@ -155,15 +155,16 @@ void PrintTo(const HostState& s, std::ostream* os) {
 HostState HostOf(Indexer& indexer, const std::vector<std::string>& universe) {
   HostState state;
   for (const std::string& id : universe) {
-    state.records[id] = Describe(indexer.WorkerState(id));
-    if (indexer.HeartbeatDeadline(id).has_value()) state.marked.insert(id);
+    state.records[id] = Describe(indexer.operator_view().WorkerState(id));
+    if (indexer.operator_view().HeartbeatDeadline(id).has_value())
+      state.marked.insert(id);
   }
-  indexer.ExportHost([&](const CheckpointChunk& chunk) {
+  indexer.durable_state().ExportHost([&](const CheckpointChunk& chunk) {
     if (chunk.has_marker()) {
       state.marker_ttls[chunk.marker().worker_id()] = chunk.marker().ttl_ms();
     }
   });
-  state.worker_count = indexer.worker_count();
+  state.worker_count = indexer.durable_state().worker_count();
   return state;
 }
 
@@ -253,8 +254,8 @@ class Workload {
       Remove();
     } else {
       clock_->Advance(std::chrono::milliseconds(Pick(150)));
-      tally_->sweep_clears +=
-          static_cast<int>(indexer_->SweepLiveness(clock_->Now()).cleared);
+      tally_->sweep_clears += static_cast<int>(
+          indexer_->operator_view().SweepLiveness(clock_->Now()).cleared);
     }
   }
 
@@ -330,7 +331,9 @@ class Workload {
     AddActions(batch);
     v1::ApplyExternalKvBatchResponse resp;
     const absl::Status s =
-        indexer_->Apply(batch, &resp, /*peer=*/"", AnyHeartbeat());
+        indexer_->operations()
+            .Apply(batch, &resp, {.heartbeat = AnyHeartbeat()})
+            .Wait();
     EXPECT_TRUE(s.ok()) << s;
   }
 
@@ -339,7 +342,8 @@ class Workload {
     std::string id = AnyId();
     std::vector<std::string> sequenced;
     for (const std::string& candidate : ids_) {
-      const std::optional<WorkerRecord> r = indexer_->WorkerState(candidate);
+      const std::optional<WorkerRecord> r =
+          indexer_->operator_view().WorkerState(candidate);
       if (r.has_value() && r->checkpoint.has_value()) {
         sequenced.push_back(candidate);
       }
@@ -348,7 +352,8 @@ class Workload {
       id = sequenced[static_cast<size_t>(
           Pick(static_cast<int>(sequenced.size())))];
     }
-    const std::optional<WorkerRecord> record = indexer_->WorkerState(id);
+    const std::optional<WorkerRecord> record =
+        indexer_->operator_view().WorkerState(id);
     std::string epoch = Pick(2) == 0 ? "e1" : "e2";
     uint64_t seq = 1 + static_cast<uint64_t>(Pick(3));
     bool probe = false;
@@ -379,7 +384,9 @@ class Workload {
     }
     v1::ApplyExternalKvBatchResponse resp;
     const absl::Status s =
-        indexer_->Apply(batch, &resp, /*peer=*/"", AnyHeartbeat());
+        indexer_->operations()
+            .Apply(batch, &resp, {.heartbeat = AnyHeartbeat()})
+            .Wait();
     EXPECT_TRUE(s.ok() || absl::IsFailedPrecondition(s)) << s;
     if (s.ok()) {
       ++(resp.duplicate() ? tally_->duplicates : tally_->accepted);
@@ -404,7 +411,8 @@ class Workload {
                     SideArray(hashes.size(), 40));
     }
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = indexer_->Replace(snapshot, &resp);
+    const absl::Status s =
+        indexer_->operations().Replace(snapshot, &resp).Wait();
     EXPECT_TRUE(s.ok() || absl::IsFailedPrecondition(s)) << s;
     if (s.ok()) ++tally_->replaced;
   }
@@ -420,9 +428,10 @@ class Workload {
         workers.Worker(id, AnyAddress());
       }
     }
-    const size_t before = indexer_->worker_count();
+    const size_t before = indexer_->durable_state().worker_count();
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = indexer_->Configure(workers, &resp);
+    const absl::Status s =
+        indexer_->operations().Configure(workers, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s;
     const size_t kept = static_cast<size_t>(workers.request().workers_size());
     if (before > kept) ++tally_->scale_ins;
@@ -430,7 +439,7 @@ class Workload {
 
   void Remove() {
     const absl::Status s =
-        indexer_->RemoveWorker(AnyId(), RemovalReason::kAdmin);
+        indexer_->operator_view().RemoveWorker(AnyId(), RemovalReason::kAdmin);
     EXPECT_TRUE(s.ok() || absl::IsNotFound(s)) << s;
     if (s.ok()) ++tally_->removed;
   }
@@ -449,11 +458,11 @@ std::vector<CheckpointChunk> CheckpointOf(const std::vector<WalRecord>& records,
   durable::ImageBackend image;
   Node compactor(clock, &image);
   for (const WalRecord& record : records) {
-    const absl::Status s = compactor.indexer.Replay(record);
+    const absl::Status s = compactor.indexer.durable_state().Replay(record);
     EXPECT_TRUE(s.ok()) << s << " replaying " << record.ShortDebugString();
   }
   std::vector<CheckpointChunk> chunks;
-  compactor.indexer.ExportHost(
+  compactor.indexer.durable_state().ExportHost(
       [&](const CheckpointChunk& chunk) { chunks.push_back(chunk); });
   image.ForEachTier(3, [&](const durable::ImageBackend::TierView& view) {
     CheckpointChunk chunk;
@@ -484,18 +493,18 @@ void ExpectRebuilt(Indexer& live, const ModelBackend& live_backend,
   ModelBackend replayed_backend;
   Node replayed(&clock, &replayed_backend);
   for (const WalRecord& record : log.records) {
-    const absl::Status s = replayed.indexer.Replay(record);
+    const absl::Status s = replayed.indexer.durable_state().Replay(record);
     ASSERT_TRUE(s.ok()) << s << " replaying " << record.ShortDebugString();
   }
   EXPECT_EQ(HostOf(replayed.indexer, universe), expected_host);
   EXPECT_EQ(BackendOf(replayed_backend), expected_backend);
   // A replay is not a heartbeat.
-  EXPECT_EQ(replayed.indexer.liveness_stats().heartbeats, 0u);
+  EXPECT_EQ(replayed.indexer.operator_view().liveness_stats().heartbeats, 0u);
 
   ModelBackend restored_backend;
   Node restored(&clock, &restored_backend);
   for (const CheckpointChunk& chunk : CheckpointOf(log.records, &clock)) {
-    const absl::Status s = restored.indexer.Restore(chunk);
+    const absl::Status s = restored.indexer.durable_state().Restore(chunk);
     ASSERT_TRUE(s.ok()) << s << " restoring " << chunk.ShortDebugString();
   }
   EXPECT_EQ(HostOf(restored.indexer, universe), expected_host);
@@ -509,7 +518,7 @@ TEST(IndexerDurabilityTest, ReplayAndCheckpointRebuildTheLiveState) {
     ModelBackend live_backend;
     Node live(&clock, &live_backend);
     RecordingLog log;
-    live.indexer.AttachLog(&log);
+    live.indexer.durable_state().AttachLog(&log);
     Workload workload(seed, &live.indexer, &clock, &tally);
     for (int step = 1; step <= 150; ++step) {
       workload.Step();
@@ -538,19 +547,21 @@ TEST(IndexerDurabilityTest, ReplayAndCheckpointRebuildTheLiveState) {
 
 class IndexerLogTest : public ::testing::Test {
  protected:
-  IndexerLogTest() { node_.indexer.AttachLog(&log_); }
+  IndexerLogTest() { node_.indexer.durable_state().AttachLog(&log_); }
 
   absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
                      const HeartbeatHeader& heartbeat = {}) {
-    return node_.indexer.Apply(req, &apply_resp_, /*peer=*/"", heartbeat);
+    return node_.indexer.operations()
+        .Apply(req, &apply_resp_, {.heartbeat = heartbeat})
+        .Wait();
   }
   absl::Status Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    return node_.indexer.Replace(req, &resp);
+    return node_.indexer.operations().Replace(req, &resp).Wait();
   }
   absl::Status Configure(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    return node_.indexer.Configure(req, &resp);
+    return node_.indexer.operations().Configure(req, &resp).Wait();
   }
   // w: configured and SEQUENCED at e@5, holding 1 and 2.
   void Sequenced(const std::string& id) {
@@ -565,7 +576,7 @@ class IndexerLogTest : public ::testing::Test {
     return ops;
   }
   std::string Held(const std::string& id) {
-    return Describe(node_.indexer.WorkerState(id)) + " " +
+    return Describe(node_.indexer.operator_view().WorkerState(id)) + " " +
            std::to_string(backend_.model().placement_count());
   }
 
@@ -581,7 +592,9 @@ TEST_F(IndexerLogTest, EveryMutationIsLoggedBeforeItIsAcknowledged) {
   ASSERT_TRUE(Apply(Batch("s", "a").Report(kTierHbm, {9})).ok());
   EXPECT_EQ(log_.waits.back(), log_.end());
   ASSERT_TRUE(Apply(Batch("w", "a").Gated("e", 6).Report(kTierHbm, {3})).ok());
-  ASSERT_TRUE(node_.indexer.RemoveWorker("s", RemovalReason::kAdmin).ok());
+  ASSERT_TRUE(node_.indexer.operator_view()
+                  .RemoveWorker("s", RemovalReason::kAdmin)
+                  .ok());
   EXPECT_THAT(Ops(), ElementsAre(WalRecord::kConfigure, WalRecord::kReplace,
                                  WalRecord::kApply, WalRecord::kApply,
                                  WalRecord::kRemoval));
@@ -602,8 +615,8 @@ TEST_F(IndexerLogTest, RefusalsDuplicatesAndProbesLogNothing) {
   EXPECT_TRUE(absl::IsFailedPrecondition(
       Apply(Batch("w").Gated("f", 6).Report(kTierHbm, {1}))));
   EXPECT_TRUE(absl::IsInvalidArgument(Apply(Batch("w").Report(0, {1}))));
-  EXPECT_TRUE(absl::IsNotFound(
-      node_.indexer.RemoveWorker("nobody", RemovalReason::kAdmin)));
+  EXPECT_TRUE(absl::IsNotFound(node_.indexer.operator_view().RemoveWorker(
+      "nobody", RemovalReason::kAdmin)));
   EXPECT_EQ(log_.records.size(), logged);
   EXPECT_EQ(log_.append_calls, static_cast<int>(logged));
 
@@ -650,10 +663,10 @@ TEST_F(IndexerLogTest, AGapIsLoggedAsItsRequestAndReplaysAsAGap) {
   ModelBackend backend;
   Node fresh(&clock_, &backend);
   for (const WalRecord& record : log_.records) {
-    ASSERT_TRUE(fresh.indexer.Replay(record).ok());
+    ASSERT_TRUE(fresh.indexer.durable_state().Replay(record).ok());
   }
-  EXPECT_EQ(Describe(fresh.indexer.WorkerState("w")),
-            Describe(node_.indexer.WorkerState("w")));
+  EXPECT_EQ(Describe(fresh.indexer.operator_view().WorkerState("w")),
+            Describe(node_.indexer.operator_view().WorkerState("w")));
   EXPECT_EQ(backend.model().placement_count(), 0u);
 }
 
@@ -673,7 +686,7 @@ TEST_F(IndexerLogTest, MarkersAreLoggedWhenTheyAppearOrChangeTheirTtl) {
   EXPECT_THAT(markers, ElementsAre(std::pair<std::string, uint32_t>{"w", 100},
                                    std::pair<std::string, uint32_t>{"w", 300},
                                    std::pair<std::string, uint32_t>{"x", 100}));
-  EXPECT_EQ(node_.indexer.liveness_stats().heartbeats, 4u);
+  EXPECT_EQ(node_.indexer.operator_view().liveness_stats().heartbeats, 4u);
 }
 
 TEST_F(IndexerLogTest, SweepsLogEachClearAndEachDroppedMarkerAndWait) {
@@ -688,7 +701,8 @@ TEST_F(IndexerLogTest, SweepsLogEachClearAndEachDroppedMarkerAndWait) {
       Apply(Batch("c").Gated("e", 0), HeartbeatHeader::Valid(100ms)).ok());
   const size_t logged = log_.records.size();
   clock_.Advance(200ms);
-  const Indexer::SweepResult result = node_.indexer.SweepLiveness(clock_.Now());
+  const OperatorView::SweepResult result =
+      node_.indexer.operator_view().SweepLiveness(clock_.Now());
   ASSERT_TRUE(result.status.ok()) << result.status;
   EXPECT_EQ(result.cleared, 1u);
   ASSERT_EQ(log_.records.size(), logged + 2);
@@ -699,7 +713,8 @@ TEST_F(IndexerLogTest, SweepsLogEachClearAndEachDroppedMarkerAndWait) {
   }
   EXPECT_EQ(cleared, (std::set<std::string>{"a", "c"}));
   EXPECT_EQ(log_.waits.back(), log_.end());
-  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("c").has_value());
+  EXPECT_FALSE(
+      node_.indexer.operator_view().HeartbeatDeadline("c").has_value());
 }
 
 TEST_F(IndexerLogTest, AFailedAppendChangesNothingAndIsUnavailable) {
@@ -710,7 +725,7 @@ TEST_F(IndexerLogTest, AFailedAppendChangesNothingAndIsUnavailable) {
   log_.fail_appends = absl::UnavailableError("state log write failed: full");
 
   EXPECT_TRUE(absl::IsUnavailable(Apply(Batch("n").Report(kTierHbm, {5}))));
-  EXPECT_FALSE(node_.indexer.WorkerState("n").has_value());
+  EXPECT_FALSE(node_.indexer.operator_view().WorkerState("n").has_value());
   EXPECT_TRUE(absl::IsUnavailable(
       Apply(Batch("w", "a").Gated("e", 6).Report(kTierHbm, {5}))));
   EXPECT_TRUE(absl::IsUnavailable(
@@ -719,18 +734,20 @@ TEST_F(IndexerLogTest, AFailedAppendChangesNothingAndIsUnavailable) {
       Replace(Snapshot("w", "a").Epoch("f").AppliedSeq(1))));
   EXPECT_TRUE(absl::IsUnavailable(Configure(ExpectedWorkers())));
   EXPECT_TRUE(absl::IsUnavailable(
-      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+      node_.indexer.operator_view().RemoveWorker("w", RemovalReason::kAdmin)));
   // A heartbeat that would mark a worker: neither marked nor applied.
   EXPECT_TRUE(absl::IsUnavailable(
       Apply(Batch("w2").Report(kTierHbm, {6}), HeartbeatHeader::Valid(50ms))));
-  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("w2").has_value());
+  EXPECT_FALSE(
+      node_.indexer.operator_view().HeartbeatDeadline("w2").has_value());
   // A sweep that would clear m: it stays marked, with its record.
   clock_.Advance(1s);
-  const Indexer::SweepResult sweep = node_.indexer.SweepLiveness(clock_.Now());
+  const OperatorView::SweepResult sweep =
+      node_.indexer.operator_view().SweepLiveness(clock_.Now());
   EXPECT_TRUE(absl::IsUnavailable(sweep.status)) << sweep.status;
   EXPECT_EQ(sweep.cleared, 0u);
-  EXPECT_TRUE(node_.indexer.HeartbeatDeadline("m").has_value());
-  EXPECT_TRUE(node_.indexer.WorkerState("m").has_value());
+  EXPECT_TRUE(node_.indexer.operator_view().HeartbeatDeadline("m").has_value());
+  EXPECT_TRUE(node_.indexer.operator_view().WorkerState("m").has_value());
 
   EXPECT_EQ(Held("w"), before);
   EXPECT_EQ(backend_.applies.size(), applies);
@@ -750,8 +767,8 @@ TEST_F(IndexerLogTest, ABackendRefusalRetractsTheRecord) {
       Apply(Batch("w", "a").Gated("e", 9).Report(kTierHbm, {5}))));
   EXPECT_TRUE(absl::IsResourceExhausted(
       Replace(Snapshot("w", "a").Epoch("f").AppliedSeq(1))));
-  EXPECT_TRUE(
-      absl::IsInternal(node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+  EXPECT_TRUE(absl::IsInternal(
+      node_.indexer.operator_view().RemoveWorker("w", RemovalReason::kAdmin)));
   EXPECT_EQ(log_.retracted.size(), 5u);
   EXPECT_EQ(log_.records.size(), logged);
   // A configure's removals are records of their own, taken back like any
@@ -769,9 +786,9 @@ TEST_F(IndexerLogTest, AFailedWaitIsUnavailable) {
   EXPECT_TRUE(
       absl::IsUnavailable(Configure(ExpectedWorkers().Worker("w", "a"))));
   EXPECT_TRUE(absl::IsUnavailable(
-      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
-  EXPECT_TRUE(
-      absl::IsUnavailable(node_.indexer.SweepLiveness(clock_.Now()).status));
+      node_.indexer.operator_view().RemoveWorker("w", RemovalReason::kAdmin)));
+  EXPECT_TRUE(absl::IsUnavailable(
+      node_.indexer.operator_view().SweepLiveness(clock_.Now()).status));
 }
 
 TEST_F(IndexerLogTest, TheWaitHappensWithoutTheMutationMutex) {
@@ -781,14 +798,15 @@ TEST_F(IndexerLogTest, TheWaitHappensWithoutTheMutationMutex) {
   std::vector<std::future<size_t>> others;
   log_.on_wait = [&] {
     // From another thread, which blocks for as long as the mutex is held.
-    others.push_back(std::async(std::launch::async,
-                                [&] { return node_.indexer.worker_count(); }));
+    others.push_back(std::async(std::launch::async, [&] {
+      return node_.indexer.durable_state().worker_count();
+    }));
     EXPECT_EQ(others.back().wait_for(30s), std::future_status::ready);
     ++checked;
   };
   ASSERT_TRUE(Apply(Batch("w").Report(kTierHbm, {1})).ok());
   ASSERT_TRUE(Configure(ExpectedWorkers().Worker("w")).ok());
-  (void)node_.indexer.SweepLiveness(clock_.Now());
+  (void)node_.indexer.operator_view().SweepLiveness(clock_.Now());
   EXPECT_EQ(checked, 3);
 }
 
@@ -797,31 +815,32 @@ TEST_F(IndexerLogTest, TheWaitHappensWithoutTheMutationMutex) {
 TEST_F(IndexerLogTest, ADetachedLogIsNeverCalledAndMutationsAreRefused) {
   ASSERT_TRUE(Apply(Batch("w").Report(kTierHbm, {1})).ok());
   const size_t calls = log_.calls();
-  node_.indexer.AttachLog(nullptr);
+  node_.indexer.durable_state().AttachLog(nullptr);
   EXPECT_TRUE(absl::IsUnavailable(
       Apply(Batch("w").Report(kTierHbm, {2}), HeartbeatHeader::Valid(10ms))));
   EXPECT_TRUE(absl::IsUnavailable(Configure(ExpectedWorkers().Worker("w"))));
   EXPECT_TRUE(
       absl::IsUnavailable(Replace(Snapshot("w").Epoch("e").AppliedSeq(1))));
   clock_.Advance(1s);
-  EXPECT_TRUE(
-      absl::IsUnavailable(node_.indexer.SweepLiveness(clock_.Now()).status));
   EXPECT_TRUE(absl::IsUnavailable(
-      node_.indexer.RemoveWorker("w", RemovalReason::kAdmin)));
+      node_.indexer.operator_view().SweepLiveness(clock_.Now()).status));
+  EXPECT_TRUE(absl::IsUnavailable(
+      node_.indexer.operator_view().RemoveWorker("w", RemovalReason::kAdmin)));
   EXPECT_EQ(log_.calls(), calls);
-  EXPECT_FALSE(node_.indexer.HeartbeatDeadline("w").has_value());
-  EXPECT_TRUE(node_.indexer.WorkerState("w").has_value());
+  EXPECT_FALSE(
+      node_.indexer.operator_view().HeartbeatDeadline("w").has_value());
+  EXPECT_TRUE(node_.indexer.operator_view().WorkerState("w").has_value());
 }
 
 // An Indexer that never had a log is not affected by a null AttachLog.
 TEST(IndexerWithoutLogTest, NullAttachWithoutALogChangesNothing) {
   ModelBackend backend;
   Indexer indexer(&backend);
-  indexer.AttachLog(nullptr);
+  indexer.durable_state().AttachLog(nullptr);
   v1::ApplyExternalKvBatchRequest req;
   req.set_worker_id("w");
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_TRUE(indexer.Apply(req, &resp).ok());
+  EXPECT_TRUE(indexer.operations().Apply(req, &resp).Wait().ok());
 }
 
 // --- Malformed state ---
@@ -830,34 +849,41 @@ TEST(IndexerReplayTest, MalformedRecordsAreRefusedAndChangeNothing) {
   FakeMonotonicClock clock;
   ModelBackend backend;
   Node node(&clock, &backend);
-  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(WalRecord{})));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      node.indexer.durable_state().Replay(WalRecord{})));
   WalRecord bad_apply;
   *bad_apply.mutable_apply() = Batch("w").Report(0, {1}).request();
-  EXPECT_THAT(node.indexer.Replay(bad_apply).message(), HasSubstr("apply"));
+  EXPECT_THAT(node.indexer.durable_state().Replay(bad_apply).message(),
+              HasSubstr("apply"));
   WalRecord bad_marker;
   bad_marker.mutable_marker()->set_worker_id("w");
-  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(bad_marker)));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(node.indexer.durable_state().Replay(bad_marker)));
   WalRecord bad_removal;
   bad_removal.mutable_removal()->set_worker_id("w");
   bad_removal.mutable_removal()->set_reason(99);
-  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Replay(bad_removal)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      node.indexer.durable_state().Replay(bad_removal)));
 
   CheckpointChunk orphan;
   orphan.mutable_placements()->set_worker_id("nobody");
   orphan.mutable_placements()->set_tier(kTierHbm);
   orphan.mutable_placements()->add_hashes(1);
-  EXPECT_THAT(node.indexer.Restore(orphan).message(), HasSubstr("no record"));
+  EXPECT_THAT(node.indexer.durable_state().Restore(orphan).message(),
+              HasSubstr("no record"));
   CheckpointChunk worker;
   worker.mutable_worker()->set_worker_id("w");
-  ASSERT_TRUE(node.indexer.Restore(worker).ok());
+  ASSERT_TRUE(node.indexer.durable_state().Restore(worker).ok());
   CheckpointChunk misaligned = orphan;
   misaligned.mutable_placements()->set_worker_id("w");
   misaligned.mutable_placements()->add_block_sizes(1);
   misaligned.mutable_placements()->add_block_sizes(2);
-  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Restore(misaligned)));
-  EXPECT_TRUE(absl::IsInvalidArgument(node.indexer.Restore(CheckpointChunk{})));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      node.indexer.durable_state().Restore(misaligned)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      node.indexer.durable_state().Restore(CheckpointChunk{})));
   EXPECT_THAT(backend.applies, IsEmpty());
-  EXPECT_EQ(node.indexer.worker_count(), 1u);
+  EXPECT_EQ(node.indexer.durable_state().worker_count(), 1u);
 }
 
 // Bounds are for requests as they arrive: a log or a checkpoint written by a
@@ -877,9 +903,10 @@ TEST(IndexerReplayTest, ALongEpochFromAnOlderBinaryStillReplays) {
   *apply.mutable_apply() =
       Batch("w", "a").Gated(long_epoch, 6).Report(kTierHbm, {1}).request();
   for (const WalRecord* record : {&configure, &replace, &apply}) {
-    ASSERT_TRUE(node.indexer.Replay(*record).ok());
+    ASSERT_TRUE(node.indexer.durable_state().Replay(*record).ok());
   }
-  std::optional<WorkerRecord> state = node.indexer.WorkerState("w");
+  std::optional<WorkerRecord> state =
+      node.indexer.operator_view().WorkerState("w");
   ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
   EXPECT_EQ(state->checkpoint->epoch, long_epoch);
   EXPECT_EQ(state->checkpoint->seq, 6u);
@@ -887,14 +914,14 @@ TEST(IndexerReplayTest, ALongEpochFromAnOlderBinaryStillReplays) {
 
   // Its checkpoint restores too.
   std::vector<CheckpointChunk> chunks;
-  node.indexer.ExportHost(
+  node.indexer.durable_state().ExportHost(
       [&](const CheckpointChunk& chunk) { chunks.push_back(chunk); });
   ModelBackend restored_backend;
   Node restored(&clock, &restored_backend);
   for (const CheckpointChunk& chunk : chunks) {
-    ASSERT_TRUE(restored.indexer.Restore(chunk).ok());
+    ASSERT_TRUE(restored.indexer.durable_state().Restore(chunk).ok());
   }
-  state = restored.indexer.WorkerState("w");
+  state = restored.indexer.operator_view().WorkerState("w");
   ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
   EXPECT_EQ(state->checkpoint->epoch, long_epoch);
 }
@@ -906,9 +933,10 @@ TEST(IndexerReplayTest, RestoredMarkersAreReArmedFromNow) {
   CheckpointChunk marker;
   marker.mutable_marker()->set_worker_id("w");
   marker.mutable_marker()->set_ttl_ms(400);
-  ASSERT_TRUE(node.indexer.Restore(marker).ok());
-  EXPECT_EQ(node.indexer.HeartbeatDeadline("w"), clock.Now() + 400ms);
-  EXPECT_EQ(node.indexer.liveness_stats().heartbeats, 0u);
+  ASSERT_TRUE(node.indexer.durable_state().Restore(marker).ok());
+  EXPECT_EQ(node.indexer.operator_view().HeartbeatDeadline("w"),
+            clock.Now() + 400ms);
+  EXPECT_EQ(node.indexer.operator_view().liveness_stats().heartbeats, 0u);
 }
 
 }  // namespace

@@ -24,22 +24,25 @@ TEST(FidelityBookkeepingTest, StoredWhenAMutationTakesEffect) {
   FakeMonotonicClock clock;
   Indexer indexer(&backend, nullptr, RequestLimits{}, kBackendAbiMinor, &clock);
   v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(indexer
+  ASSERT_TRUE(indexer.operations()
                   .Apply(test_support::Batch("w", "a").Report(kTierHbm, {1}),
-                         &resp, {}, {}, FidelityHeader::Parse("degraded; x"))
+                         &resp,
+                         {.fidelity = FidelityHeader::Parse("degraded; x")})
+                  .Wait()
                   .ok());
-  std::optional<WorkerRecord> r = indexer.WorkerState("w");
+  std::optional<WorkerRecord> r = indexer.operator_view().WorkerState("w");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->fidelity, Fidelity::kDegraded);
   EXPECT_EQ(r->fidelity_reason, "x");
   EXPECT_EQ(r->last_apply, clock.Now());
 
   clock.Advance(std::chrono::seconds(3));
-  ASSERT_TRUE(indexer
+  ASSERT_TRUE(indexer.operations()
                   .Apply(test_support::Batch("w", "a").Report(kTierHbm, {2}),
-                         &resp, {}, {}, FidelityHeader::Parse("bogus"))
+                         &resp, {.fidelity = FidelityHeader::Parse("bogus")})
+                  .Wait()
                   .ok());
-  r = indexer.WorkerState("w");
+  r = indexer.operator_view().WorkerState("w");
   EXPECT_EQ(r->fidelity, Fidelity::kDegraded);
   EXPECT_TRUE(r->fidelity_malformed_logged);
   EXPECT_EQ(r->last_apply, clock.Now());
@@ -47,24 +50,27 @@ TEST(FidelityBookkeepingTest, StoredWhenAMutationTakesEffect) {
   // A refused (gated, unconfigured) apply has no effect.
   const auto before = r->last_apply;
   clock.Advance(std::chrono::seconds(1));
-  EXPECT_FALSE(indexer
+  EXPECT_FALSE(indexer.operations()
                    .Apply(test_support::Batch("v", "b").Gated("e", 1).Report(
                               kTierHbm, {1}),
-                          &resp, {}, {}, FidelityHeader::Parse("exact"))
+                          &resp, {.fidelity = FidelityHeader::Parse("exact")})
+                   .Wait()
                    .ok());
-  EXPECT_FALSE(indexer.WorkerState("v").has_value());
-  EXPECT_EQ(indexer.WorkerState("w")->last_apply, before);
+  EXPECT_FALSE(indexer.operator_view().WorkerState("v").has_value());
+  EXPECT_EQ(indexer.operator_view().WorkerState("w")->last_apply, before);
 
-  ASSERT_TRUE(indexer
+  ASSERT_TRUE(indexer.operations()
                   .Apply(test_support::Batch("w", "a").Report(kTierHbm, {3}),
-                         &resp, {}, {}, FidelityHeader::Parse("exact"))
+                         &resp, {.fidelity = FidelityHeader::Parse("exact")})
+                  .Wait()
                   .ok());
-  r = indexer.WorkerState("w");
+  r = indexer.operator_view().WorkerState("w");
   EXPECT_EQ(r->fidelity, Fidelity::kExact);
   EXPECT_EQ(r->fidelity_reason, "");
 
   // ListWorkers carries it, with the backend's counts.
-  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  const std::vector<WorkerSnapshot> workers =
+      indexer.operator_view().ListWorkers();
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_EQ(workers[0].fidelity, Fidelity::kExact);
   ASSERT_TRUE(workers[0].placements_by_tier.has_value());
@@ -77,8 +83,9 @@ TEST(FidelityBookkeepingTest, ReplaySetsNoLastApply) {
   state::v1::WalRecord record;
   *record.mutable_apply() =
       test_support::Batch("w", "a").Report(kTierHbm, {1}).request();
-  ASSERT_TRUE(indexer.Replay(record).ok());
-  const std::optional<WorkerRecord> r = indexer.WorkerState("w");
+  ASSERT_TRUE(indexer.durable_state().Replay(record).ok());
+  const std::optional<WorkerRecord> r =
+      indexer.operator_view().WorkerState("w");
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->ready);
   EXPECT_FALSE(r->last_apply.has_value());
@@ -90,9 +97,12 @@ TEST(FidelityBookkeepingTest, OlderBackendsHaveNoCounts) {
   Indexer indexer(&backend, nullptr, RequestLimits{}, /*backend_abi_minor=*/1);
   v1::ApplyExternalKvBatchResponse resp;
   ASSERT_TRUE(
-      indexer.Apply(test_support::Batch("w", "a").Report(kTierHbm, {1}), &resp)
+      indexer.operations()
+          .Apply(test_support::Batch("w", "a").Report(kTierHbm, {1}), &resp)
+          .Wait()
           .ok());
-  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  const std::vector<WorkerSnapshot> workers =
+      indexer.operator_view().ListWorkers();
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_FALSE(workers[0].placements_by_tier.has_value());
   EXPECT_TRUE(backend.counted_workers.empty());  // never asked

@@ -45,9 +45,11 @@ class IndexerLivenessTest : public ::testing::Test {
   absl::Status Send(const v1::ApplyExternalKvBatchRequest& batch,
                     std::optional<std::chrono::milliseconds> ttl) {
     v1::ApplyExternalKvBatchResponse resp;
-    return indexer_.Apply(
-        batch, &resp, /*peer=*/"",
-        ttl.has_value() ? HeartbeatHeader::Valid(*ttl) : HeartbeatHeader{});
+    return ops_
+        .Apply(batch, &resp,
+               {.heartbeat = ttl.has_value() ? HeartbeatHeader::Valid(*ttl)
+                                             : HeartbeatHeader{}})
+        .Wait();
   }
   // A seed-era heartbeat: an empty apply with the header.
   void Beat(const std::string& worker, std::chrono::milliseconds ttl) {
@@ -61,21 +63,23 @@ class IndexerLivenessTest : public ::testing::Test {
   }
   void Configure(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = indexer_.Configure(req, &resp);
+    const absl::Status s = ops_.Configure(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   void Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = indexer_.Replace(req, &resp);
+    const absl::Status s = ops_.Replace(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
-  Indexer::SweepResult Sweep() { return indexer_.SweepLiveness(clock_.Now()); }
+  OperatorView::SweepResult Sweep() {
+    return view_.SweepLiveness(clock_.Now());
+  }
 
   // The hashes among 1..9 that `worker` holds, from MatchExternalKv.
   std::set<int64_t> Held(const std::string& worker) {
     v1::MatchExternalKvResponse resp;
     const absl::Status s =
-        indexer_.Match(MatchRequest({1, 2, 3, 4, 5, 6, 7, 8, 9}), &resp);
+        ops_.Match(MatchRequest({1, 2, 3, 4, 5, 6, 7, 8, 9}), &resp);
     EXPECT_TRUE(s.ok()) << s;
     std::set<int64_t> held;
     for (const auto& match : resp.matches()) {
@@ -87,7 +91,7 @@ class IndexerLivenessTest : public ::testing::Test {
     return held;
   }
   bool Marked(const std::string& worker) {
-    return indexer_.HeartbeatDeadline(worker).has_value();
+    return view_.HeartbeatDeadline(worker).has_value();
   }
   std::vector<Line> LinesAt(spdlog::level::level_enum level) const {
     std::vector<Line> out;
@@ -110,18 +114,20 @@ class IndexerLivenessTest : public ::testing::Test {
                    /*backend_abi_minor=*/1,
                    &clock_,
                    &log_};
+  IndexOperations& ops_ = indexer_.operations();
+  OperatorView& view_ = indexer_.operator_view();
 };
 
 // --- Heartbeats ---
 
 TEST_F(IndexerLivenessTest, AHeartbeatMarksTheWorkerUntilNowPlusTtl) {
   Beat("w", 400ms);
-  EXPECT_EQ(indexer_.HeartbeatDeadline("w"), clock_.Now() + 400ms);
+  EXPECT_EQ(view_.HeartbeatDeadline("w"), clock_.Now() + 400ms);
   clock_.Advance(100ms);
   Beat("w", 1000ms);  // each heartbeat sets the deadline anew
-  EXPECT_EQ(indexer_.HeartbeatDeadline("w"), clock_.Now() + 1000ms);
-  EXPECT_EQ(indexer_.liveness_stats().heartbeats, 2u);
-  EXPECT_EQ(indexer_.liveness_stats().marked_workers, 1u);
+  EXPECT_EQ(view_.HeartbeatDeadline("w"), clock_.Now() + 1000ms);
+  EXPECT_EQ(view_.liveness_stats().heartbeats, 2u);
+  EXPECT_EQ(view_.liveness_stats().marked_workers, 1u);
 }
 
 TEST_F(IndexerLivenessTest, RearmingGivesEveryMarkedWorkerItsWholeTtl) {
@@ -129,22 +135,23 @@ TEST_F(IndexerLivenessTest, RearmingGivesEveryMarkedWorkerItsWholeTtl) {
   Beat("b", 1000ms);
   Hold("c", {1});
   clock_.Advance(900ms);  // a's deadline passed, b's nearly
-  indexer_.RearmHeartbeatMarkers(clock_.Now());
-  EXPECT_EQ(indexer_.HeartbeatDeadline("a"), clock_.Now() + 400ms);
-  EXPECT_EQ(indexer_.HeartbeatDeadline("b"), clock_.Now() + 1000ms);
+  view_.RearmHeartbeatMarkers(clock_.Now());
+  EXPECT_EQ(view_.HeartbeatDeadline("a"), clock_.Now() + 400ms);
+  EXPECT_EQ(view_.HeartbeatDeadline("b"), clock_.Now() + 1000ms);
   EXPECT_FALSE(Marked("c"));  // unmarked workers stay unmarked
   EXPECT_EQ(Sweep().cleared, 0u);
-  EXPECT_EQ(indexer_.liveness_stats().heartbeats, 2u);  // not counted
+  EXPECT_EQ(view_.liveness_stats().heartbeats,
+            2u);  // not counted
 }
 
 TEST_F(IndexerLivenessTest, OrdinaryAppliesNeitherMarkNorRefresh) {
   Hold("w", {1});
   EXPECT_FALSE(Marked("w"));
   Beat("w", 400ms);
-  const auto deadline = indexer_.HeartbeatDeadline("w");
+  const auto deadline = view_.HeartbeatDeadline("w");
   clock_.Advance(300ms);
   Hold("w", {2});
-  EXPECT_EQ(indexer_.HeartbeatDeadline("w"), deadline);
+  EXPECT_EQ(view_.HeartbeatDeadline("w"), deadline);
 }
 
 TEST_F(IndexerLivenessTest, HeartbeatsMarkWhateverTheGateDecides) {
@@ -161,7 +168,7 @@ TEST_F(IndexerLivenessTest, HeartbeatsMarkWhateverTheGateDecides) {
   Replace(Snapshot("cfg", "a").Epoch("e").AppliedSeq(4));
   clock_.Advance(10ms);
   ASSERT_TRUE(Send(Batch("cfg", "a").Gated("e", 0), 500ms).ok());
-  EXPECT_EQ(indexer_.HeartbeatDeadline("cfg"), clock_.Now() + 500ms);
+  EXPECT_EQ(view_.HeartbeatDeadline("cfg"), clock_.Now() + 500ms);
   // A backend failure after the gate: marked all the same.
   backend_.inner().fail_with = MakeBackendStatus(BackendCode::kInternal, "x");
   EXPECT_FALSE(Send(Batch("seed", "a").Report(kTierHbm, {1}), 400ms).ok());
@@ -173,20 +180,21 @@ TEST_F(IndexerLivenessTest, ARequestThatFailsValidationIsNoHeartbeat) {
   EXPECT_EQ(Send(Batch("w", "a").Report(0, {1}), 400ms).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(Marked("w"));
-  EXPECT_EQ(indexer_.liveness_stats().heartbeats, 0u);
+  EXPECT_EQ(view_.liveness_stats().heartbeats, 0u);
 }
 
 TEST_F(IndexerLivenessTest, AMalformedHeaderIsIgnoredAndLoggedOncePerWorker) {
   v1::ApplyExternalKvBatchResponse resp;
   for (const char* value : {"0", "soon", "0"}) {
-    ASSERT_TRUE(
-        indexer_
-            .Apply(Batch("w", "a"), &resp, "", HeartbeatHeader::Parse(value))
-            .ok());
+    ASSERT_TRUE(ops_.Apply(Batch("w", "a"), &resp,
+                           {.heartbeat = HeartbeatHeader::Parse(value)})
+                    .Wait()
+                    .ok());
   }
-  ASSERT_TRUE(
-      indexer_.Apply(Batch("v", "a"), &resp, "", HeartbeatHeader::Parse("-1"))
-          .ok());
+  ASSERT_TRUE(ops_.Apply(Batch("v", "a"), &resp,
+                         {.heartbeat = HeartbeatHeader::Parse("-1")})
+                  .Wait()
+                  .ok());
   EXPECT_FALSE(Marked("w"));
   EXPECT_FALSE(Marked("v"));
   const auto warnings = LinesAt(spdlog::level::warn);
@@ -195,8 +203,8 @@ TEST_F(IndexerLivenessTest, AMalformedHeaderIsIgnoredAndLoggedOncePerWorker) {
             "ignoring a heartbeat header that is not 1..4294967295 ms "
             "worker=w value=\"0\"");
   EXPECT_THAT(warnings[1].text, HasSubstr("worker=v value=\"-1\""));
-  EXPECT_EQ(indexer_.liveness_stats().malformed_heartbeats, 4u);
-  EXPECT_EQ(indexer_.liveness_stats().heartbeats, 0u);
+  EXPECT_EQ(view_.liveness_stats().malformed_heartbeats, 4u);
+  EXPECT_EQ(view_.liveness_stats().heartbeats, 0u);
 }
 
 // --- R66 ---
@@ -273,7 +281,7 @@ TEST_F(IndexerLivenessTest, R66dTwoExpiredWorkersAreNotCleared) {
   Beat("w0", 100ms);
   Beat("w1", 100ms);
   clock_.Advance(1s);
-  const Indexer::SweepResult result = Sweep();
+  const OperatorView::SweepResult result = Sweep();
   EXPECT_TRUE(result.refused);
   EXPECT_EQ(result.cleared, 0u);
   EXPECT_EQ(result.census, 2u);
@@ -286,7 +294,7 @@ TEST_F(IndexerLivenessTest, R66dTwoExpiredWorkersAreNotCleared) {
   EXPECT_EQ(warnings[0].text,
             "every heartbeating worker looks dead at once; refusing to clear "
             "the index marked_workers=2 refused_in_a_row=1");
-  EXPECT_EQ(indexer_.liveness_stats().sweeps_refused, 1u);
+  EXPECT_EQ(view_.liveness_stats().sweeps_refused, 1u);
 }
 
 // (e) A single marked worker that expired is cleared (a census of one).
@@ -294,7 +302,7 @@ TEST_F(IndexerLivenessTest, R66eASingleExpiredWorkerIsCleared) {
   Hold("w0", {1});
   Beat("w0", 100ms);
   clock_.Advance(350ms);
-  const Indexer::SweepResult result = Sweep();
+  const OperatorView::SweepResult result = Sweep();
   EXPECT_FALSE(result.refused);
   EXPECT_EQ(result.cleared, 1u);
   EXPECT_THAT(Held("w0"), IsEmpty());
@@ -336,7 +344,7 @@ TEST_F(IndexerLivenessTest, RefusalsAreLoggedAtPowersOfTwoOfTheStreak) {
   const auto warnings = LinesAt(spdlog::level::warn);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0].text, HasSubstr("refused_in_a_row=1"));
-  EXPECT_EQ(indexer_.liveness_stats().sweeps_refused, 6u);
+  EXPECT_EQ(view_.liveness_stats().sweeps_refused, 6u);
 }
 
 // A cleared worker leaves the census, so when the last other marked worker
@@ -349,7 +357,7 @@ TEST_F(IndexerLivenessTest, ACensusShrinksAsWorkersAreCleared) {
   clock_.Advance(200ms);
   EXPECT_EQ(Sweep().cleared, 1u);
   clock_.Advance(1s);
-  const Indexer::SweepResult result = Sweep();
+  const OperatorView::SweepResult result = Sweep();
   EXPECT_EQ(result.census, 1u);
   EXPECT_EQ(result.cleared, 1u);
   EXPECT_THAT(Held("w1"), IsEmpty());
@@ -363,11 +371,11 @@ TEST_F(IndexerLivenessTest, MarkersWithoutARecordAreNotCounted) {
   EXPECT_FALSE(Send(Batch("ghost", "a").Gated("e", 0), 100ms).ok());  // G1
   EXPECT_TRUE(Marked("ghost"));
   clock_.Advance(1s);
-  const Indexer::SweepResult result = Sweep();
+  const OperatorView::SweepResult result = Sweep();
   EXPECT_EQ(result.census, 1u);
   EXPECT_EQ(result.cleared, 1u);
   EXPECT_FALSE(Marked("ghost"));
-  EXPECT_EQ(indexer_.liveness_stats().marked_workers, 0u);
+  EXPECT_EQ(view_.liveness_stats().marked_workers, 0u);
 }
 
 // --- What a clear does ---
@@ -387,7 +395,7 @@ TEST_F(IndexerLivenessTest, AConfiguredWorkerKeepsItsRecord) {
 
   EXPECT_THAT(backend_.removed, ElementsAre("w"));
   EXPECT_THAT(Held("w"), IsEmpty());
-  const auto state = indexer_.WorkerState("w");
+  const auto state = view_.WorkerState("w");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->state(), SequenceState::kInvalid);
   EXPECT_EQ(state->address, "http://w:1");
@@ -413,13 +421,13 @@ TEST_F(IndexerLivenessTest, ASelfRegisteredWorkerIsRemoved) {
   clock_.Advance(1s);
   EXPECT_EQ(Sweep().cleared, 1u);
   EXPECT_THAT(backend_.removed, ElementsAre("w"));
-  EXPECT_FALSE(indexer_.WorkerState("w").has_value());
+  EXPECT_FALSE(view_.WorkerState("w").has_value());
   EXPECT_THAT(Held("w"), IsEmpty());
   // The next gated call is refused at G1; the bridge registers again.
   EXPECT_EQ(Send(Batch("w", "a").Gated("e", 0), std::nullopt).code(),
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(Send(Batch("w", "a"), std::nullopt).ok());
-  EXPECT_EQ(indexer_.WorkerState("w")->state(), SequenceState::kUnsequenced);
+  EXPECT_EQ(view_.WorkerState("w")->state(), SequenceState::kUnsequenced);
 }
 
 // Clearing a worker that holds nothing changes no placement: no line, no
@@ -429,12 +437,12 @@ TEST_F(IndexerLivenessTest, AnEmptyInvalidWorkerIsClearedSilently) {
   EXPECT_FALSE(Send(Batch("w", "a").Gated("e", 0), 100ms).ok());  // G2
   EXPECT_FALSE(Send(Batch("v", "b").Gated("e", 0), 5000ms).ok());
   clock_.Advance(1s);
-  const Indexer::SweepResult result = Sweep();
+  const OperatorView::SweepResult result = Sweep();
   EXPECT_EQ(result.cleared, 0u);
   EXPECT_FALSE(Marked("w"));
-  EXPECT_TRUE(indexer_.WorkerState("w").has_value());
+  EXPECT_TRUE(view_.WorkerState("w").has_value());
   EXPECT_THAT(LinesAt(spdlog::level::warn), IsEmpty());
-  EXPECT_EQ(indexer_.liveness_stats().workers_cleared, 0u);
+  EXPECT_EQ(view_.liveness_stats().workers_cleared, 0u);
 }
 
 TEST_F(IndexerLivenessTest, RemovingAWorkerDropsItsMarker) {
@@ -444,7 +452,7 @@ TEST_F(IndexerLivenessTest, RemovingAWorkerDropsItsMarker) {
   Configure(ExpectedWorkers().Worker("v", "b"));
   EXPECT_FALSE(Marked("w"));
   EXPECT_TRUE(Marked("v"));
-  ASSERT_TRUE(indexer_.RemoveWorker("v", RemovalReason::kAdmin).ok());
+  ASSERT_TRUE(view_.RemoveWorker("v", RemovalReason::kAdmin).ok());
   EXPECT_FALSE(Marked("v"));
 }
 
@@ -456,18 +464,18 @@ TEST_F(IndexerLivenessTest, ABackendFailureIsRetriedByTheNextSweep) {
   clock_.Advance(1s);
   backend_.fail_removals_with =
       MakeBackendStatus(BackendCode::kInternal, "disk on fire");
-  const Indexer::SweepResult failed = Sweep();
+  const OperatorView::SweepResult failed = Sweep();
   EXPECT_EQ(failed.cleared, 0u);
   EXPECT_EQ(failed.status.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(Held("w"), (std::set<int64_t>{1}));
   EXPECT_TRUE(Marked("w"));
-  EXPECT_EQ(indexer_.WorkerState("w")->state(), SequenceState::kUnsequenced);
+  EXPECT_EQ(view_.WorkerState("w")->state(), SequenceState::kUnsequenced);
   const auto errors = LinesAt(spdlog::level::err);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].text,
             "the backend failed to remove a worker; its record is kept "
             "worker=w reason=liveness error=disk on fire");
-  EXPECT_EQ(indexer_.liveness_stats().clear_failures, 1u);
+  EXPECT_EQ(view_.liveness_stats().clear_failures, 1u);
 
   backend_.fail_removals_with.reset();
   EXPECT_EQ(Sweep().cleared, 1u);
@@ -484,7 +492,7 @@ TEST_F(IndexerLivenessTest, CountersAddUp) {
   Beat("w1", 10s);
   Sweep();  // clears w0
   Sweep();  // nothing
-  const LivenessStats stats = indexer_.liveness_stats();
+  const LivenessStats stats = view_.liveness_stats();
   EXPECT_EQ(stats.heartbeats, 3u);
   EXPECT_EQ(stats.sweeps, 3u);
   EXPECT_EQ(stats.sweeps_refused, 1u);
@@ -502,12 +510,13 @@ TEST(IndexerLivenessAbi10Test, SweepsClearWithBatchesAndNeverRemove) {
   Indexer indexer(&backend, nullptr, RequestLimits{}, /*backend_abi_minor=*/0,
                   &clock, &log);
   v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(indexer
+  ASSERT_TRUE(indexer.operations()
                   .Apply(Batch("w", "a").Report(kTierHbm, {1}), &resp,
-                         /*peer=*/"", HeartbeatHeader::Valid(100ms))
+                         {.heartbeat = HeartbeatHeader::Valid(100ms)})
+                  .Wait()
                   .ok());
   clock.Advance(1s);
-  EXPECT_EQ(indexer.SweepLiveness(clock.Now()).cleared, 1u);
+  EXPECT_EQ(indexer.operator_view().SweepLiveness(clock.Now()).cleared, 1u);
   EXPECT_THAT(backend.removed, IsEmpty());
   ASSERT_EQ(backend.inner().applies.size(), 2u);
   const auto& clear = backend.inner().applies[1];
@@ -516,7 +525,7 @@ TEST(IndexerLivenessAbi10Test, SweepsClearWithBatchesAndNeverRemove) {
     EXPECT_EQ(action.type, kActionClearAllAtTier);
   }
   EXPECT_EQ(clear.worker_address, "a");
-  EXPECT_FALSE(indexer.WorkerState("w").has_value());
+  EXPECT_FALSE(indexer.operator_view().WorkerState("w").has_value());
 }
 
 // Heartbeats of workers without a record (refused gated probes) may mark
@@ -533,25 +542,28 @@ TEST(IndexerLivenessBoundsTest, MarkersOfWorkersWithoutARecordAreCapped) {
   const auto beat = [&](const std::string& id, bool gated) {
     Batch batch(id, "addr");
     if (gated) batch.Gated("e", 0);
-    return indexer.Apply(
-        batch, &resp, /*peer=*/"",
-        HeartbeatHeader::Valid(std::chrono::milliseconds(4294967295)));
+    return indexer.operations()
+        .Apply(batch, &resp,
+               {.heartbeat = HeartbeatHeader::Valid(
+                    std::chrono::milliseconds(4294967295))})
+        .Wait();
   };
   for (int i = 0; i < 10; ++i) {
     // G1: no record. The first three still mark their worker.
     EXPECT_EQ(beat("ghost-" + std::to_string(i), /*gated=*/true).code(),
               absl::StatusCode::kFailedPrecondition);
   }
-  EXPECT_EQ(indexer.liveness_stats().marked_workers, 3u);
-  EXPECT_TRUE(indexer.HeartbeatDeadline("ghost-0").has_value());
-  EXPECT_FALSE(indexer.HeartbeatDeadline("ghost-3").has_value());
+  EXPECT_EQ(indexer.operator_view().liveness_stats().marked_workers, 3u);
+  EXPECT_TRUE(indexer.operator_view().HeartbeatDeadline("ghost-0").has_value());
+  EXPECT_FALSE(
+      indexer.operator_view().HeartbeatDeadline("ghost-3").has_value());
   // A marked ghost keeps its marker fresh; a worker with a record is always
   // marked.
   EXPECT_EQ(beat("ghost-0", /*gated=*/true).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(beat("real", /*gated=*/false).ok());
-  EXPECT_TRUE(indexer.HeartbeatDeadline("real").has_value());
-  EXPECT_EQ(indexer.liveness_stats().marked_workers, 4u);
+  EXPECT_TRUE(indexer.operator_view().HeartbeatDeadline("real").has_value());
+  EXPECT_EQ(indexer.operator_view().liveness_stats().marked_workers, 4u);
 }
 
 }  // namespace

@@ -72,13 +72,21 @@ TEST(IndexerLogSafetyTest, GateLinesEscapeAndCutIdAndEpoch) {
   const std::string id = Hostile('i');
   v1::ApplyExternalKvBatchResponse resp;
   // G1: no record.
-  ASSERT_EQ(indexer.Apply(Batch(id, "a").Gated("e", 1), &resp).code(),
+  ASSERT_EQ(indexer.operations()
+                .Apply(Batch(id, "a").Gated("e", 1), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   // G2: a record without a snapshot for this epoch.
   v1::ConfigureExpectedWorkersResponse configured;
-  ASSERT_TRUE(
-      indexer.Configure(ExpectedWorkers().Worker(id, "a"), &configured).ok());
-  ASSERT_EQ(indexer.Apply(Batch(id, "a").Gated(Hostile('e'), 1), &resp).code(),
+  ASSERT_TRUE(indexer.operations()
+                  .Configure(ExpectedWorkers().Worker(id, "a"), &configured)
+                  .Wait()
+                  .ok());
+  ASSERT_EQ(indexer.operations()
+                .Apply(Batch(id, "a").Gated(Hostile('e'), 1), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
 
   const std::vector<std::string> lines = capture.Lines(spdlog::level::info);
@@ -105,7 +113,8 @@ TEST(IndexerLogSafetyTest, ClaimConflictLineEscapesEveryValue) {
     Batch batch(id, address);
     batch.Report(kTierHbm, {1});
     batch.mutable_request()->set_worker_epoch(Hostile('e'));
-    ASSERT_TRUE(indexer.Apply(batch, &resp, peer).ok());
+    ASSERT_TRUE(
+        indexer.operations().Apply(batch, &resp, {.peer = peer}).Wait().ok());
   }
   const std::vector<std::string> warnings = capture.Lines(spdlog::level::warn);
   ASSERT_EQ(warnings.size(), 1u);
@@ -122,9 +131,10 @@ TEST(IndexerLogSafetyTest, MalformedHeaderValuesAreEscaped) {
   ModelBackend backend;
   Indexer indexer(&backend, nullptr, Wide(), kBackendAbiMinor, nullptr, &log);
   v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(indexer
+  ASSERT_TRUE(indexer.operations()
                   .Apply(Batch(Hostile('i'), "a").Report(kTierHbm, {1}), &resp,
-                         {}, HeartbeatHeader::Parse("5\"\n"))
+                         {.heartbeat = HeartbeatHeader::Parse("5\"\n")})
+                  .Wait()
                   .ok());
   ASSERT_EQ(lines.size(), 1u);
   ExpectSafe(lines[0]);
@@ -149,21 +159,26 @@ TEST(IndexerLogSafetyTest, PerWorkerLinesShareOneBudget) {
                   &clock, &lifecycle_log);
   // "g" is SEQUENCED at e@1, for a gap later.
   v1::ConfigureExpectedWorkersResponse configured;
-  ASSERT_TRUE(
-      indexer.Configure(ExpectedWorkers().Worker("g", "a"), &configured).ok());
+  ASSERT_TRUE(indexer.operations()
+                  .Configure(ExpectedWorkers().Worker("g", "a"), &configured)
+                  .Wait()
+                  .ok());
   v1::ReplaceExternalKvSnapshotResponse replaced;
   ASSERT_TRUE(
-      indexer.Replace(Snapshot("g", "a").Epoch("e").AppliedSeq(1), &replaced)
+      indexer.operations()
+          .Replace(Snapshot("g", "a").Epoch("e").AppliedSeq(1), &replaced)
+          .Wait()
           .ok());
 
   v1::ApplyExternalKvBatchResponse resp;
   const HeartbeatHeader bad = HeartbeatHeader::Parse("soon");
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(
-        indexer
+        indexer.operations()
             .Apply(
                 Batch("w" + std::to_string(i), "a").Report(kTierHbm, {i + 1}),
-                &resp, {}, bad)
+                &resp, {.heartbeat = bad})
+            .Wait()
             .ok());
   }
   ASSERT_EQ(lines.size(), 5u);
@@ -171,16 +186,21 @@ TEST(IndexerLogSafetyTest, PerWorkerLinesShareOneBudget) {
                                      HasSubstr("worker=w4 ")));
 
   // A gap meanwhile is dropped too.
-  ASSERT_EQ(indexer.Apply(Batch("g", "a").Gated("e", 9), &resp).code(),
+  ASSERT_EQ(indexer.operations()
+                .Apply(Batch("g", "a").Gated("e", 9), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(lines.size(), 5u);
   EXPECT_EQ(budget.suppressed_total(), 996u);
 
   // A second later one line fits again, after the count of what was dropped.
   clock.Advance(std::chrono::seconds(1));
-  ASSERT_TRUE(
-      indexer.Apply(Batch("late", "a").Report(kTierHbm, {1}), &resp, {}, bad)
-          .ok());
+  ASSERT_TRUE(indexer.operations()
+                  .Apply(Batch("late", "a").Report(kTierHbm, {1}), &resp,
+                         {.heartbeat = bad})
+                  .Wait()
+                  .ok());
   ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(lines[5].first, spdlog::level::warn);
   EXPECT_THAT(lines[5].second, HasSubstr("996 similar lines suppressed"));

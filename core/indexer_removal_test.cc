@@ -41,23 +41,23 @@ class IndexerRemovalTest : public ::testing::TestWithParam<uint32_t> {
 
   void Apply(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    const absl::Status s = indexer_.Apply(req, &resp);
+    const absl::Status s = ops_.Apply(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   absl::Status Configure(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    return indexer_.Configure(req, &resp);
+    return ops_.Configure(req, &resp).Wait();
   }
   void Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = indexer_.Replace(req, &resp);
+    const absl::Status s = ops_.Replace(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   // The workers holding any of 1..9.
   std::set<std::string> Holders() {
     v1::MatchExternalKvResponse resp;
     const absl::Status s =
-        indexer_.Match(MatchRequest({1, 2, 3, 4, 5, 6, 7, 8, 9}), &resp);
+        ops_.Match(MatchRequest({1, 2, 3, 4, 5, 6, 7, 8, 9}), &resp);
     EXPECT_TRUE(s.ok()) << s;
     std::set<std::string> holders;
     for (const auto& match : resp.matches()) holders.insert(match.worker_id());
@@ -84,6 +84,8 @@ class IndexerRemovalTest : public ::testing::TestWithParam<uint32_t> {
   Indexer indexer_{&backend_,         /*gate_log=*/nullptr,
                    RequestLimits{},   GetParam(),
                    /*clock=*/nullptr, &log_};
+  IndexOperations& ops_ = indexer_.operations();
+  OperatorView& view_ = indexer_.operator_view();
 };
 
 INSTANTIATE_TEST_SUITE_P(Abi, IndexerRemovalTest, ::testing::Values(0u, 1u),
@@ -104,8 +106,8 @@ TEST_P(IndexerRemovalTest, ConfigureRemovesUnlistedWorkers) {
   ASSERT_TRUE(Configure(ExpectedWorkers().Worker("kept", "c")).ok());
 
   EXPECT_EQ(Holders(), std::set<std::string>{"kept"});
-  EXPECT_FALSE(indexer_.WorkerState("ready").has_value());
-  EXPECT_FALSE(indexer_.WorkerState("idle").has_value());
+  EXPECT_FALSE(view_.WorkerState("ready").has_value());
+  EXPECT_FALSE(view_.WorkerState("idle").has_value());
   if (abi_1_1()) {
     // Every removed worker's backend record goes, whether or not it held
     // anything; no batch is composed.
@@ -123,9 +125,9 @@ TEST_P(IndexerRemovalTest, ConfigureRemovesUnlistedWorkers) {
 TEST_P(IndexerRemovalTest, RemoveWorkerTakesPlacementsAndRecord) {
   Apply(Batch("w", "a").Report(kTierHbm, {1, 2}));
   Apply(Batch("v", "b").Report(kTierHbm, {2}));
-  ASSERT_TRUE(indexer_.RemoveWorker("w", RemovalReason::kAdmin).ok());
+  ASSERT_TRUE(view_.RemoveWorker("w", RemovalReason::kAdmin).ok());
   EXPECT_EQ(Holders(), std::set<std::string>{"v"});
-  EXPECT_FALSE(indexer_.WorkerState("w").has_value());
+  EXPECT_FALSE(view_.WorkerState("w").has_value());
   EXPECT_EQ(backend_.removed.size(), abi_1_1() ? 1u : 0u);
   EXPECT_EQ(ClearedBy().size(), abi_1_1() ? 0u : 1u);
   ASSERT_EQ(lines_.size(), 1u);
@@ -133,12 +135,12 @@ TEST_P(IndexerRemovalTest, RemoveWorkerTakesPlacementsAndRecord) {
   EXPECT_EQ(lines_[0].text, "worker removed worker=w reason=admin");
   // A removed worker starts over.
   Apply(Batch("w", "a"));
-  EXPECT_EQ(indexer_.WorkerState("w")->state(), SequenceState::kUnsequenced);
-  EXPECT_FALSE(indexer_.WorkerState("w")->configured);
+  EXPECT_EQ(view_.WorkerState("w")->state(), SequenceState::kUnsequenced);
+  EXPECT_FALSE(view_.WorkerState("w")->configured);
 }
 
 TEST_P(IndexerRemovalTest, RemovingAnUnknownWorkerIsNotFound) {
-  const absl::Status s = indexer_.RemoveWorker("nobody", RemovalReason::kAdmin);
+  const absl::Status s = view_.RemoveWorker("nobody", RemovalReason::kAdmin);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(s.message(), "worker nobody has no record");
   EXPECT_THAT(backend_.removed, IsEmpty());
@@ -152,13 +154,13 @@ TEST_P(IndexerRemovalTest, ABackendFailureKeepsTheRecord) {
   const BackendStatus down = MakeBackendStatus(BackendCode::kUnavailable, "no");
   backend_.fail_removals_with = down;
   backend_.inner().fail_with = down;
-  const absl::Status s = indexer_.RemoveWorker("w", RemovalReason::kAdmin);
+  const absl::Status s = view_.RemoveWorker("w", RemovalReason::kAdmin);
   backend_.inner().fail_with.reset();
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(s.message(), "cannot remove worker w from the index backend: no");
   EXPECT_EQ(Holders(), std::set<std::string>{"w"});
-  ASSERT_TRUE(indexer_.WorkerState("w").has_value());
-  EXPECT_TRUE(indexer_.WorkerState("w")->ready);
+  ASSERT_TRUE(view_.WorkerState("w").has_value());
+  EXPECT_TRUE(view_.WorkerState("w")->ready);
   ASSERT_EQ(lines_.size(), 1u);
   EXPECT_EQ(lines_[0].level, spdlog::level::err);
   EXPECT_EQ(lines_[0].text,
@@ -171,19 +173,19 @@ TEST_P(IndexerRemovalTest, ABackendFailureKeepsTheRecord) {
   EXPECT_EQ(Configure(ExpectedWorkers()).code(), absl::StatusCode::kInternal);
   backend_.inner().fail_with.reset();
   backend_.fail_removals_with.reset();
-  EXPECT_TRUE(indexer_.WorkerState("w").has_value());
+  EXPECT_TRUE(view_.WorkerState("w").has_value());
   ASSERT_TRUE(Configure(ExpectedWorkers()).ok());
-  EXPECT_FALSE(indexer_.WorkerState("w").has_value());
+  EXPECT_FALSE(view_.WorkerState("w").has_value());
   EXPECT_THAT(Holders(), IsEmpty());
 }
 
 TEST_P(IndexerRemovalTest, ConfigurationMarksWorkersAsConfigured) {
   Apply(Batch("seed", "a"));
-  EXPECT_FALSE(indexer_.WorkerState("seed")->configured);
+  EXPECT_FALSE(view_.WorkerState("seed")->configured);
   ASSERT_TRUE(
       Configure(ExpectedWorkers().Worker("seed", "a").Worker("new")).ok());
-  EXPECT_TRUE(indexer_.WorkerState("seed")->configured);
-  EXPECT_TRUE(indexer_.WorkerState("new")->configured);
+  EXPECT_TRUE(view_.WorkerState("seed")->configured);
+  EXPECT_TRUE(view_.WorkerState("new")->configured);
 }
 
 }  // namespace

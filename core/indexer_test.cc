@@ -38,13 +38,13 @@ class IndexerTest : public ::testing::Test {
   }
   absl::Status TryApply(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    return indexer_.Apply(req, &resp);
+    return ops_.Apply(req, &resp).Wait();
   }
 
   v1::MatchExternalKvResponse Match(const std::vector<int64_t>& hashes,
                                     bool count = false) {
     v1::MatchExternalKvResponse resp;
-    const absl::Status s = indexer_.Match(MatchRequest(hashes, count), &resp);
+    const absl::Status s = ops_.Match(MatchRequest(hashes, count), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }
@@ -64,7 +64,7 @@ class IndexerTest : public ::testing::Test {
   std::vector<std::pair<int64_t, uint64_t>> Hits(
       const std::vector<int64_t>& hashes) {
     v1::GetExternalKvHitCountsResponse resp;
-    const absl::Status s = indexer_.HitCounts(HitCountsRequest(hashes), &resp);
+    const absl::Status s = ops_.HitCounts(HitCountsRequest(hashes), &resp);
     EXPECT_TRUE(s.ok()) << s;
     std::vector<std::pair<int64_t, uint64_t>> out;
     for (const auto& e : resp.entries()) {
@@ -75,6 +75,7 @@ class IndexerTest : public ::testing::Test {
 
   ModelBackend backend_;
   Indexer indexer_{&backend_};
+  IndexOperations& ops_ = indexer_.operations();
 };
 
 // --- Validation never reaches the backend (behaviours 34-42 of
@@ -108,14 +109,14 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   std::vector<int64_t> too_many(16385);
   for (size_t i = 0; i < too_many.size(); ++i) too_many[i] = int64_t(i);
   v1::MatchExternalKvResponse match;
-  EXPECT_EQ(indexer_.Match(MatchRequest({}), &match).code(),
+  EXPECT_EQ(ops_.Match(MatchRequest({}), &match).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(indexer_.Match(MatchRequest(too_many), &match).code(),
+  EXPECT_EQ(ops_.Match(MatchRequest(too_many), &match).code(),
             absl::StatusCode::kResourceExhausted);
   v1::GetExternalKvHitCountsResponse hits;
-  EXPECT_EQ(indexer_.HitCounts(HitCountsRequest({}), &hits).code(),
+  EXPECT_EQ(ops_.HitCounts(HitCountsRequest({}), &hits).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(indexer_.HitCounts(HitCountsRequest(too_many), &hits).code(),
+  EXPECT_EQ(ops_.HitCounts(HitCountsRequest(too_many), &hits).code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(backend_.calls(), 0u);
 
@@ -123,7 +124,7 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   v1::MatchExternalKvPrefixResponse prefix;
   v1::MatchExternalKvPrefixRequest prefix_req;
   for (int64_t h : too_many) prefix_req.add_hashes(h);
-  EXPECT_TRUE(test_support::MatchPrefix(indexer_, prefix_req, &prefix).ok());
+  EXPECT_TRUE(test_support::MatchPrefix(ops_, prefix_req, &prefix).ok());
   EXPECT_EQ(backend_.prefix_scans.size(), 1u);
 }
 
@@ -355,13 +356,12 @@ TEST_F(IndexerTest, BackendStatusesMapOneToOne) {
     EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code));
     EXPECT_EQ(std::string(s.message()), "boom");
     v1::MatchExternalKvResponse match;
-    EXPECT_EQ(
-        static_cast<int>(indexer_.Match(MatchRequest({1}), &match).code()),
-        static_cast<int>(code));
-    v1::GetExternalKvHitCountsResponse hits;
-    EXPECT_EQ(static_cast<int>(
-                  indexer_.HitCounts(HitCountsRequest({1}), &hits).code()),
+    EXPECT_EQ(static_cast<int>(ops_.Match(MatchRequest({1}), &match).code()),
               static_cast<int>(code));
+    v1::GetExternalKvHitCountsResponse hits;
+    EXPECT_EQ(
+        static_cast<int>(ops_.HitCounts(HitCountsRequest({1}), &hits).code()),
+        static_cast<int>(code));
   }
 }
 
@@ -379,22 +379,23 @@ class IndexerRecoveryTest : public IndexerTest {
   v1::ApplyExternalKvBatchResponse ApplyResp(
       const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    const absl::Status s = recovering_.Apply(req, &resp);
+    const absl::Status s = recovering_.operations().Apply(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }
   absl::Status TryGated(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    return recovering_.Apply(req, &resp);
+    return recovering_.operations().Apply(req, &resp).Wait();
   }
   void Replace(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = recovering_.Replace(req, &resp);
+    const absl::Status s = recovering_.operations().Replace(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   void Configure(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = recovering_.Configure(req, &resp);
+    const absl::Status s =
+        recovering_.operations().Configure(req, &resp).Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   static void ExpectClearAll(const ModelBackend::RecordedBatch& batch) {
@@ -453,7 +454,7 @@ TEST_F(IndexerRecoveryTest, AGapIsOneClearOfEveryTierWithTheStoredRecord) {
   EXPECT_EQ(lines_[0].text,
             "event sequence gap; placements cleared until a snapshot is "
             "installed worker=w expected=2 received=3");
-  const auto state = recovering_.WorkerState("w");
+  const auto state = recovering_.operator_view().WorkerState("w");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->state(), SequenceState::kInvalid);
   EXPECT_EQ(state->address, "http://w:1");
@@ -466,19 +467,21 @@ TEST_F(IndexerRecoveryTest, AFailedClearLeavesTheWorkerSequenced) {
   const absl::Status s = TryGated(Batch("w", "a").Gated("e", 3));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   backend_.fail_with.reset();
-  EXPECT_EQ(recovering_.WorkerState("w")->state(), SequenceState::kSequenced);
+  EXPECT_EQ(recovering_.operator_view().WorkerState("w")->state(),
+            SequenceState::kSequenced);
   EXPECT_TRUE(lines_.empty());
   // A failed accept or Replace changes no sequence state either.
   backend_.fail_with = MakeBackendStatus(BackendCode::kInternal, "boom");
   EXPECT_EQ(TryGated(Batch("w", "a").Gated("e", 2)).code(),
             absl::StatusCode::kInternal);
   v1::ReplaceExternalKvSnapshotResponse replace;
-  EXPECT_EQ(
-      recovering_.Replace(test_support::Snapshot("w", "a").Epoch("f"), &replace)
-          .code(),
-      absl::StatusCode::kInternal);
+  EXPECT_EQ(recovering_.operations()
+                .Replace(test_support::Snapshot("w", "a").Epoch("f"), &replace)
+                .Wait()
+                .code(),
+            absl::StatusCode::kInternal);
   backend_.fail_with.reset();
-  EXPECT_EQ(recovering_.WorkerState("w")->checkpoint,
+  EXPECT_EQ(recovering_.operator_view().WorkerState("w")->checkpoint,
             (SequenceCheckpoint{"e", 1}));
 }
 
@@ -549,7 +552,7 @@ TEST_F(IndexerRecoveryTest, ConfigureRefreshesTheBackendOnlyWhenItMatters) {
                 .Worker("idle"));
   ASSERT_EQ(backend_.applies.size(), 3u);
   EXPECT_EQ(backend_.applies[2].spec->full_tier_mask, kTierBitDram);
-  EXPECT_EQ(recovering_.WorkerState("idle")->address, "");
+  EXPECT_EQ(recovering_.operator_view().WorkerState("idle")->address, "");
 }
 
 TEST_F(IndexerRecoveryTest, SeedEraApplyCreatesAReadyRecord) {
@@ -557,14 +560,14 @@ TEST_F(IndexerRecoveryTest, SeedEraApplyCreatesAReadyRecord) {
       Batch("w", "a").Seq(9).Spec(Spec(kComponentFull, 0, kTierBitHbm)));
   EXPECT_EQ(resp.applied_seq(), 9u);
   EXPECT_FALSE(resp.duplicate());
-  const auto state = recovering_.WorkerState("w");
+  const auto state = recovering_.operator_view().WorkerState("w");
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->state(), SequenceState::kUnsequenced);
   EXPECT_EQ(state->address, "a");
   EXPECT_TRUE(state->spec.has_value());
   // A failed validation creates nothing.
   EXPECT_FALSE(TryGated(Batch("v", "a").Report(0, {1})).ok());
-  EXPECT_FALSE(recovering_.WorkerState("v").has_value());
+  EXPECT_FALSE(recovering_.operator_view().WorkerState("v").has_value());
 }
 
 TEST(BackendStatus, Conversion) {

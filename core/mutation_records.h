@@ -38,7 +38,7 @@ namespace kvindexer {
     MutationLog* log,
     const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req,
     uint64_t* end);
-// Indexer::RemoveWorker.
+// OperatorView::RemoveWorker.
 [[nodiscard]] absl::Status LogRemoval(MutationLog* log,
                                       std::string_view worker_id,
                                       RemovalReason reason, uint64_t* end);

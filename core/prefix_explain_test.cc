@@ -44,7 +44,7 @@ class ExplainTest : public ::testing::Test {
  protected:
   void ApplyOk(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    ASSERT_TRUE(indexer_.Apply(req, &resp).ok());
+    ASSERT_TRUE(indexer_.operations().Apply(req, &resp).Wait().ok());
   }
 
   PrefixExplanation Explain(const Hashes& hashes, uint32_t max_blocks = 0,
@@ -54,7 +54,8 @@ class ExplainTest : public ::testing::Test {
     const absl::Status s = ExplainPrefix(
         &backend_, req, named,
         [this](std::string_view id) -> std::optional<KnownWorker> {
-          std::optional<WorkerRecord> r = indexer_.WorkerState(id);
+          std::optional<WorkerRecord> r =
+              indexer_.operator_view().WorkerState(id);
           if (!r) return std::nullopt;
           return KnownWorker{r->address, r->spec};
         },
@@ -62,7 +63,9 @@ class ExplainTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     // Whatever the case, the answer is production's.
     v1::MatchExternalKvPrefixResponse production;
-    EXPECT_TRUE(test_support::MatchPrefix(indexer_, req, &production).ok());
+    EXPECT_TRUE(
+        test_support::MatchPrefix(indexer_.operations(), req, &production)
+            .ok());
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(out.answer,
                                                                    production))
         << out.answer.DebugString() << "\nvs production\n"
@@ -319,7 +322,7 @@ TEST(ExplainProperty, AgreesWithProductionOnRandomStates) {
                        {static_cast<int64_t>(1 + pick(10))});
         }
         v1::ApplyExternalKvBatchResponse resp;
-        ASSERT_TRUE(indexer.Apply(batch, &resp).ok());
+        ASSERT_TRUE(indexer.operations().Apply(batch, &resp).Wait().ok());
       }
     }
     for (int query = 0; query < 20; ++query) {
@@ -337,12 +340,15 @@ TEST(ExplainProperty, AgreesWithProductionOnRandomStates) {
       if (pick(2) == 0) named = {ids[pick(workers)], "stranger"};
 
       v1::MatchExternalKvPrefixResponse production;
-      ASSERT_TRUE(test_support::MatchPrefix(indexer, req, &production).ok());
+      ASSERT_TRUE(
+          test_support::MatchPrefix(indexer.operations(), req, &production)
+              .ok());
       PrefixExplanation e;
       ASSERT_TRUE(ExplainPrefix(
                       &backend, req, named,
                       [&](std::string_view id) -> std::optional<KnownWorker> {
-                        std::optional<WorkerRecord> r = indexer.WorkerState(id);
+                        std::optional<WorkerRecord> r =
+                            indexer.operator_view().WorkerState(id);
                         if (!r) return std::nullopt;
                         return KnownWorker{r->address, r->spec};
                       },

@@ -40,14 +40,14 @@ class PrefixQueryTest : public ::testing::Test {
  protected:
   void Apply(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    ASSERT_TRUE(indexer_.Apply(req, &resp).ok());
+    ASSERT_TRUE(indexer_.operations().Apply(req, &resp).Wait().ok());
   }
 
   v1::MatchExternalKvPrefixResponse Query(const std::vector<int64_t>& hashes,
                                           uint32_t max_blocks = 0) {
     v1::MatchExternalKvPrefixResponse resp;
-    const absl::Status s =
-        MatchPrefix(indexer_, PrefixRequest(hashes, max_blocks), &resp);
+    const absl::Status s = MatchPrefix(
+        indexer_.operations(), PrefixRequest(hashes, max_blocks), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }
@@ -145,7 +145,7 @@ TEST_F(PrefixQueryTest, Behaviour28ReportReplacesComponents) {
   EXPECT_EQ(Query({1, 2}).best_prefix_blocks(), 1u);
 
   v1::MatchExternalKvResponse match;
-  ASSERT_TRUE(indexer_.Match(MatchRequest({1, 2}), &match).ok());
+  ASSERT_TRUE(indexer_.operations().Match(MatchRequest({1, 2}), &match).ok());
   ASSERT_EQ(match.matches_size(), 1);
   ASSERT_EQ(match.matches(0).hashes_by_tier_size(), 1);
   const auto& tier = match.matches(0).hashes_by_tier(0);
@@ -279,7 +279,8 @@ TEST_F(PrefixQueryTest, BackendErrorIsPassedThrough) {
   backend_.fail_with =
       MakeBackendStatus(BackendCode::kUnavailable, "scan refused");
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = MatchPrefix(indexer_, PrefixRequest({1}), &resp);
+  const absl::Status s =
+      MatchPrefix(indexer_.operations(), PrefixRequest({1}), &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(std::string(s.message()), "scan refused");
 }

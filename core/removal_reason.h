@@ -1,6 +1,6 @@
 // RemovalReason: why a worker's record and placements are removed
-// (Indexer::RemoveWorker; docs/contract.md, "Recovery > Worker liveness and
-// removal"). Shown in log lines as RemovalReasonName.
+// (OperatorView::RemoveWorker; docs/contract.md, "Recovery > Worker liveness
+// and removal"). Shown in log lines as RemovalReasonName.
 #ifndef KVINDEXER_CORE_REMOVAL_REASON_H_
 #define KVINDEXER_CORE_REMOVAL_REASON_H_
 

@@ -73,15 +73,16 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
   WorkerLifecycleLog lifecycle_log(Discard);
   Indexer indexer(&image, &gate_log, WideLimits(), kBackendAbiMinor,
                   /*clock=*/nullptr, &lifecycle_log);
+  DurableState& indexer_state = indexer.durable_state();
 
   absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(
-      JoinPath(dir, CheckpointFileName(job.base)), &indexer, &stop);
+      JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.load(std::memory_order_relaxed)) return Cancelled();
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer, &stop);
+        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop);
     if (!scan.ok()) return scan.status();
     // A closed log was synced whole before the next one began; a bad
     // record in it is damage, which recovery, not a compaction, handles.
@@ -109,7 +110,7 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
     }
     status = (*writer)->Add(payload);
   };
-  indexer.ExportHost(add);
+  indexer_state.ExportHost(add);
   state::v1::CheckpointChunk chunk;
   image.ForEachTier(kHashesPerPart, [&](const ImageBackend::TierView& view) {
     state::v1::TierPlacements* part = chunk.mutable_placements();

@@ -45,7 +45,7 @@ uint64_t MillisecondsSince(std::chrono::steady_clock::time_point start) {
 struct DurableStore::State {
   DurableOptions options;
   FileIo* io = nullptr;
-  Indexer* indexer = nullptr;
+  DurableState* indexer = nullptr;
   std::unique_ptr<DataDir> dir;
   // Before the writer, which reports to it.
   WalFailureMonitor monitor;
@@ -139,7 +139,7 @@ CompactionJob DurableStore::State::JobUpTo(uint64_t last_wal) const {
                        .last_wal = last_wal,
                        .sizes = options.backend,
                        .counts_placements = options.backend != nullptr &&
-                                            indexer->backend_abi_minor() >= 2};
+                                            options.backend_abi_minor >= 2};
 }
 
 // Checkpoints are built at the lowest nice value: a build takes a core for
@@ -360,7 +360,7 @@ void DurableStore::State::RemoveMarkers(const std::vector<uint64_t>& markers) {
 }
 
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
-    const DurableOptions& options, Indexer* indexer) {
+    const DurableOptions& options, DurableState* indexer) {
   const auto start = std::chrono::steady_clock::now();
   auto state = std::make_unique<State>();
   state->options = options;

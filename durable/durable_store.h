@@ -37,7 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/indexer.h"
+#include "core/durable_state.h"
 #include "core/mutation_log.h"
 #include "durable/file_io.h"
 #include "durable/recovery_report.h"
@@ -59,6 +59,9 @@ struct DurableOptions {
   // will be (durable/compactor.h). Null: the checkpoint's count is
   // reported, and the image grows as it goes.
   IndexBackend* backend = nullptr;
+  // The ABI minor the Indexer uses `backend` at (LoadedBackend::abi_minor()):
+  // from 2 compactions ask it for placement counts (CountPlacements).
+  uint32_t backend_abi_minor = kBackendAbiMinor;
   // Empty: checkpoints are built by a thread of this process. Otherwise an
   // executable that runs RunCheckpointBuilder when called with
   // CheckpointBuilderCommand (durable/checkpoint_builder.h), for example
@@ -95,7 +98,7 @@ class DurableStore final : public MutationLog {
   // REQUIRES: `indexer` (and options.io, options.backend when set) outlive
   // the store.
   static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
-      const DurableOptions& options, Indexer* indexer);
+      const DurableOptions& options, DurableState* indexer);
   // Detaches from the Indexer, stops the compaction thread (a checkpoint in
   // progress is abandoned; its temporary file is deleted) and syncs the log.
   ~DurableStore() override;

@@ -75,7 +75,10 @@ TEST_F(FailedLogTest, TheStoreReportsTheFailureAndReadsSeeTheMutation) {
   EXPECT_TRUE(TestFileExists(Path(PoisonMarkerFileName(1))));
 
   v1::MatchExternalKvResponse match;
-  ASSERT_TRUE(indexer().Match(test_support::MatchRequest({50}), &match).ok());
+  ASSERT_TRUE(indexer()
+                  .operations()
+                  .Match(test_support::MatchRequest({50}), &match)
+                  .ok());
   EXPECT_EQ(match.matches_size(), 1) << match.ShortDebugString();
 
   // Every later mutation is refused, whatever it is, and counted.

@@ -1,7 +1,7 @@
 // DurableStore in one process. A "crash" destroys the store, the Indexer
 // and the backend, nothing else; a restart opens the same directory with a
 // fresh backend and Indexer. What the store must bring back is compared as
-// text: the host's records and markers (Indexer::ExportHost) and every
+// text: the host's records and markers (DurableState::ExportHost) and every
 // placement the backend holds.
 #include "durable/durable_store.h"
 
@@ -106,7 +106,7 @@ TEST_F(DurableStoreTest, FreshDirectoryGetsAnEmptyCheckpointAndALog) {
   EXPECT_FALSE(store().recovery().started_empty);
   EXPECT_EQ(Files(),
             (std::set<std::string>{CheckpointFileName(1), WalFileName(1)}));
-  EXPECT_EQ(indexer().worker_count(), 0u);
+  EXPECT_EQ(indexer().durable_state().worker_count(), 0u);
 }
 
 TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
@@ -138,14 +138,17 @@ TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
   v1::ApplyExternalKvBatchResponse resp;
   ASSERT_TRUE(
       indexer()
+          .operations()
           .Apply(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {41}),
                  &resp)
+          .Wait()
           .ok());
   EXPECT_TRUE(resp.duplicate());
   EXPECT_EQ(Apply(Batch("w1", "addr-1").Gated("e1", 15)).code(),
             absl::StatusCode::kFailedPrecondition);
   // w2's gap before the crash still holds: it is not ready.
-  const std::optional<WorkerRecord> w2 = indexer().WorkerState("w2");
+  const std::optional<WorkerRecord> w2 =
+      indexer().operator_view().WorkerState("w2");
   ASSERT_TRUE(w2.has_value());
   EXPECT_FALSE(w2->ready);
 
@@ -245,8 +248,12 @@ TEST_F(DurableStoreTest, ConcurrentWritersAcrossRotations) {
       const std::string worker = absl::StrCat("t", t);
       for (int i = 0; i < kApplies; ++i) {
         v1::ApplyExternalKvBatchResponse resp;
-        const absl::Status s = indexer().Apply(
-            Batch(worker, "addr").Report(kTierHbm, {t * 100000 + i}), &resp);
+        const absl::Status s =
+            indexer()
+                .operations()
+                .Apply(Batch(worker, "addr").Report(kTierHbm, {t * 100000 + i}),
+                       &resp)
+                .Wait();
         EXPECT_TRUE(s.ok()) << s;
       }
     });
@@ -289,7 +296,7 @@ TEST_F(DurableStoreTest, OnlyCheckpointDamagedStartsEmpty) {
   TestLogCapture log;
   StartOk(Options());
   EXPECT_TRUE(store().recovery().started_empty);
-  EXPECT_EQ(indexer().worker_count(), 0u);
+  EXPECT_EQ(indexer().durable_state().worker_count(), 0u);
   EXPECT_EQ(node_->backend.model().placement_count(), 0u);
   EXPECT_TRUE(Logged(log, spdlog::level::err, CheckpointFileName(1)));
   EXPECT_EQ(Files(),
@@ -343,7 +350,7 @@ TEST_F(DurableStoreTest, SecondOpenNamesTheHolder) {
   StartOk(Options());
   Node other;
   const absl::StatusOr<std::unique_ptr<DurableStore>> second =
-      DurableStore::Open(Options(), &other.indexer);
+      DurableStore::Open(Options(), &other.indexer.durable_state());
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(second.status().message()),
@@ -365,13 +372,18 @@ TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("state log write failed"));
   v1::ConfigureExpectedWorkersResponse configure;
   EXPECT_EQ(indexer()
+                .operations()
                 .Configure(ExpectedWorkers().Worker("w1", "addr-1"), &configure)
+                .Wait()
                 .code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(State(), before);
   // Queries keep working.
   v1::MatchExternalKvResponse match;
-  EXPECT_TRUE(indexer().Match(test_support::MatchRequest({2, 3}), &match).ok());
+  EXPECT_TRUE(indexer()
+                  .operations()
+                  .Match(test_support::MatchRequest({2, 3}), &match)
+                  .ok());
   EXPECT_EQ(match.matches_size(), 1);
 
   // Once the disk has room again the same apply goes through.

@@ -85,7 +85,7 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
 }  // namespace
 
 absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
-                                                    Indexer* indexer,
+                                                    DurableState* indexer,
                                                     FileIo* io) {
   absl::StatusOr<DataDir::Listing> listing = dir.List();
   if (!listing.ok()) return listing.status();

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/indexer.h"
+#include "core/durable_state.h"
 #include "durable/data_dir.h"
 #include "durable/file_io.h"
 #include "durable/recovery_report.h"
@@ -49,7 +49,7 @@ struct RecoveredDirectory {
 // INTERNAL for I/O errors and for records that parse or apply wrongly
 // (durable/recovery_replay.h), after which `indexer` holds part of the state.
 absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
-                                                    Indexer* indexer,
+                                                    DurableState* indexer,
                                                     FileIo* io);
 
 }  // namespace kvindexer::durable

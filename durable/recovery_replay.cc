@@ -23,7 +23,7 @@ absl::Status Cancelled(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
-                                              Indexer* indexer,
+                                              DurableState* indexer,
                                               const std::atomic<bool>* stop) {
   CheckpointLoad load;
   state::v1::CheckpointChunk chunk;
@@ -54,7 +54,7 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
 }
 
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
-                                  bool repair, Indexer* indexer,
+                                  bool repair, DurableState* indexer,
                                   const std::atomic<bool>* stop) {
   state::v1::WalRecord record;
   uint64_t index = 0;

@@ -1,6 +1,6 @@
 // Feeding the data directory's files into an Indexer (docs/durability.md,
-// "Recovery"): a checkpoint through Indexer::Restore, a log through
-// Indexer::Replay. Start-up recovery uses them on the serving Indexer, a
+// "Recovery"): a checkpoint through DurableState::Restore, a log through
+// DurableState::Replay. Start-up recovery uses them on the serving Indexer, a
 // compaction on an Indexer of its own.
 //
 // A record whose checksum holds but whose content does not parse, or that
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/indexer.h"
+#include "core/durable_state.h"
 #include "durable/wal_reader.h"
 
 namespace kvindexer::durable {
@@ -32,7 +32,7 @@ struct CheckpointLoad {
 // (the Indexer then holds the parts before it). When `stop` (if given)
 // becomes true the load ends early with CANCELLED.
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(
-    const std::string& path, Indexer* indexer,
+    const std::string& path, DurableState* indexer,
     const std::atomic<bool>* stop = nullptr);
 
 // Replays every intact record of wal-<generation>.log at `path` into
@@ -40,7 +40,7 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(
 // record that does not parse or that Replay refuses; CANCELLED as for
 // LoadCheckpoint.
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
-                                  bool repair, Indexer* indexer,
+                                  bool repair, DurableState* indexer,
                                   const std::atomic<bool>* stop = nullptr);
 
 }  // namespace kvindexer::durable

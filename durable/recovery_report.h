@@ -9,7 +9,7 @@ namespace kvindexer::durable {
 
 struct RecoveryReport {
   uint64_t checkpoint_generation = 0;  // 0: none was loaded
-  uint64_t workers = 0;                // Indexer::worker_count() afterwards
+  uint64_t workers = 0;  // DurableState::worker_count() afterwards
   // Placements held afterwards: the backend's count when the store was given
   // the backend, else those the checkpoint restored.
   uint64_t placements = 0;

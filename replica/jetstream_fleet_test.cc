@@ -73,7 +73,7 @@ std::string LoadNewest(SnapshotStore& store, uint64_t expected_position) {
   Replica replica;
   const absl::Status loaded = ReadSnapshotChunks(
       store, **newest, [&](const state::v1::CheckpointChunk& chunk) {
-        return replica.indexer.Restore(chunk);
+        return replica.indexer.durable_state().Restore(chunk);
       });
   EXPECT_TRUE(loaded.ok()) << loaded;
   return replica.Contents();
@@ -99,7 +99,8 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
     const LoggedRecord record{.position = i + 1,
                               .worker_id = entries[i].worker,
                               .payload = entries[i].payload};
-    ASSERT_TRUE(ApplyLogRecordAfter(direct.indexer, &direct.applied, record)
+    ASSERT_TRUE(ApplyLogRecordAfter(direct.indexer.operations(),
+                                    &direct.applied, record)
                     .has_value());
   }
 

@@ -13,7 +13,7 @@
 
 namespace kvindexer {
 
-LogFollower::LogFollower(fleet::EventLog& log, Indexer& indexer,
+LogFollower::LogFollower(fleet::EventLog& log, IndexOperations& indexer,
                          LogFollowerOptions options)
     : log_(log),
       indexer_(indexer),

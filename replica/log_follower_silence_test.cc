@@ -98,8 +98,8 @@ class LogFollowerSilenceTest : public ::testing::Test {
   }
   void Follow(fleet::EventLog& log,
               std::chrono::milliseconds max_silence = kMaxSilence) {
-    follower_ =
-        std::make_unique<LogFollower>(log, indexer_, Options(max_silence));
+    follower_ = std::make_unique<LogFollower>(log, indexer_.operations(),
+                                              Options(max_silence));
     follower_->Start();
   }
   void Append(fleet::EventLog& log, int64_t hash) {
@@ -109,7 +109,7 @@ class LogFollowerSilenceTest : public ::testing::Test {
   bool Holds(int64_t hash) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
     const absl::Status s =
-        indexer_.Match(test_support::MatchRequest({hash}), &resp);
+        indexer_.operations().Match(test_support::MatchRequest({hash}), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp.matches_size() > 0;
   }
@@ -263,7 +263,8 @@ TEST_F(LogFollowerSilenceTest, ALogThatAnswersWithoutRecordsIsNoSilence) {
 TEST_F(LogFollowerSilenceTest, TheSilenceCountsFromStart) {
   fleet::MemoryEventLog& log = memory_log_;
   log.SetUnavailable(true);
-  follower_ = std::make_unique<LogFollower>(log, indexer_, Options(1000ms));
+  follower_ = std::make_unique<LogFollower>(log, indexer_.operations(),
+                                            Options(1000ms));
   clock_.Advance(1h);
   follower_->Start();
   ASSERT_TRUE(

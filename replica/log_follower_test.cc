@@ -86,8 +86,8 @@ class LogFollowerTest : public ::testing::Test {
   }
 
   void StartFollower(LogFollowerOptions options = FastOptions()) {
-    follower_ =
-        std::make_unique<LogFollower>(log_, indexer_, std::move(options));
+    follower_ = std::make_unique<LogFollower>(log_, indexer_.operations(),
+                                              std::move(options));
     follower_->Start();
   }
   bool WaitForPosition(uint64_t position) {
@@ -97,7 +97,7 @@ class LogFollowerTest : public ::testing::Test {
   std::vector<std::string> Holders(Indexer& indexer, int64_t hash) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
     const absl::Status s =
-        indexer.Match(test_support::MatchRequest({hash}), &resp);
+        indexer.operations().Match(test_support::MatchRequest({hash}), &resp);
     EXPECT_TRUE(s.ok()) << s;
     std::vector<std::string> out;
     for (const auto& match : resp.matches()) {
@@ -145,10 +145,10 @@ TEST_F(LogFollowerTest, AppliesInOrderAsTheSameCallsMadeDirectly) {
     absl::Status s;
     if (record.has_apply()) {
       ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
-      s = direct.Apply(record.apply(), &resp);
+      s = direct.operations().Apply(record.apply(), &resp).Wait();
     } else {
       ::kv_indexer::v1::ReplaceExternalKvSnapshotResponse resp;
-      s = direct.Replace(record.replace(), &resp);
+      s = direct.operations().Replace(record.replace(), &resp).Wait();
     }
     direct_refused += s.ok() ? 0 : 1;
   }
@@ -316,8 +316,9 @@ class ReloadingFollowerTest : public LogFollowerTest {
       }
       ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
       EXPECT_TRUE(
-          indexer_
+          indexer_.operations()
               .Apply(Batch("w1", "10.0.0.1:1").Report(kTierHbm, hashes), &resp)
+              .Wait()
               .ok());
       return *covered;
     };
@@ -438,7 +439,7 @@ class ReadinessLog {
 
 TEST_F(LogFollowerTest, NotCaughtUpBeforeTheFirstBoundsAnswer) {
   fleet::MemoryEventLog log;
-  LogFollower follower(log, indexer_, FastOptions());
+  LogFollower follower(log, indexer_.operations(), FastOptions());
   EXPECT_FALSE(follower.caught_up());
   EXPECT_EQ(follower.applied_position(), 0u);
   EXPECT_EQ(follower.lag(), 0u);
@@ -480,7 +481,7 @@ TEST_F(LogFollowerTest, CaughtUpFollowsTheLagBothWays) {
   options.on_readiness = [&](std::optional<std::string> behind) {
     readiness.Add(std::move(behind));
   };
-  LogFollower follower(log, indexer_, std::move(options));
+  LogFollower follower(log, indexer_.operations(), std::move(options));
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
   EXPECT_EQ(follower.applied_position(), 5u);

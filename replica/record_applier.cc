@@ -25,7 +25,8 @@ std::string LogPeerName(std::string_view producer) {
   return "log:" + std::string(producer);
 }
 
-RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record) {
+RecordResult ApplyLogRecord(IndexOperations& indexer,
+                            const LoggedRecord& record) {
   ::kvindexer::fleet::v1::LogRecord decoded;
   if (!decoded.ParseFromString(record.payload)) {
     return Undecodable("record " + std::to_string(record.position) +
@@ -34,7 +35,7 @@ RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record) {
   return ApplyDecodedRecord(indexer, record.worker_id, decoded);
 }
 
-std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
+std::optional<RecordResult> ApplyLogRecordAfter(IndexOperations& indexer,
                                                 uint64_t* applied_position,
                                                 const LoggedRecord& record) {
   if (record.position <= *applied_position) return std::nullopt;
@@ -43,7 +44,7 @@ std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
 }
 
 RecordResult ApplyDecodedRecord(
-    Indexer& indexer, std::string_view worker_id,
+    IndexOperations& indexer, std::string_view worker_id,
     const ::kvindexer::fleet::v1::LogRecord& record) {
   using Body = ::kvindexer::fleet::v1::LogRecord;
   const std::string peer = LogPeerName(record.producer());
@@ -64,7 +65,11 @@ RecordResult ApplyDecodedRecord(
                     std::chrono::milliseconds(record.heartbeat_ttl_ms()));
       ::kv_indexer::v1::ApplyExternalKvBatchResponse response;
       return FromIndexer(
-          indexer.Apply(record.apply(), &response, peer, heartbeat, fidelity));
+          indexer
+              .Apply(
+                  record.apply(), &response,
+                  {.peer = peer, .heartbeat = heartbeat, .fidelity = fidelity})
+              .Wait());
     }
     case Body::kReplace: {
       if (record.replace().worker_id() != worker_id) {
@@ -73,8 +78,10 @@ RecordResult ApplyDecodedRecord(
             "\" filed under worker \"" + std::string(worker_id) + "\"");
       }
       ::kv_indexer::v1::ReplaceExternalKvSnapshotResponse response;
-      return FromIndexer(
-          indexer.Replace(record.replace(), &response, peer, fidelity));
+      return FromIndexer(indexer
+                             .Replace(record.replace(), &response,
+                                      {.peer = peer, .fidelity = fidelity})
+                             .Wait());
     }
     case Body::BODY_NOT_SET:
       break;

@@ -1,5 +1,6 @@
 // Hands one record of the event log to an Indexer (docs/fleet.md, "Replicas
-// follow the log"): the same Indexer calls, with the same metadata, that the
+// follow the log"): the same IndexOperations calls, with the same metadata,
+// that the
 // gRPC service makes for the request the bridge would have sent. Every
 // replica, and the snapshot writer, applies records only through this, so
 // that the same log gives the same contents everywhere.
@@ -14,7 +15,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "core/indexer.h"
+#include "core/index_operations.h"
 #include "fleet/event_log.h"
 #include "kvindexer_fleet.pb.h"
 
@@ -38,20 +39,21 @@ struct RecordResult {
 std::string LogPeerName(std::string_view producer);
 
 // Decodes `record.payload` and applies it to `indexer`.
-RecordResult ApplyLogRecord(Indexer& indexer, const LoggedRecord& record);
+RecordResult ApplyLogRecord(IndexOperations& indexer,
+                            const LoggedRecord& record);
 
 // Applies `record` when its position lies past `*applied_position` and
 // moves *applied_position to it; nullopt for a record at or below it, which
 // the Indexer already holds (a replica that loaded a snapshot at k and reads
 // the log from any j <= k skips records j+1..k this way).
 // REQUIRES: applied_position != nullptr.
-std::optional<RecordResult> ApplyLogRecordAfter(Indexer& indexer,
+std::optional<RecordResult> ApplyLogRecordAfter(IndexOperations& indexer,
                                                 uint64_t* applied_position,
                                                 const LoggedRecord& record);
 
 // The same for a record already decoded.
 RecordResult ApplyDecodedRecord(
-    Indexer& indexer, std::string_view worker_id,
+    IndexOperations& indexer, std::string_view worker_id,
     const ::kvindexer::fleet::v1::LogRecord& record);
 
 }  // namespace kvindexer::fleet

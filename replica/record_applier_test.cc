@@ -40,13 +40,13 @@ class RecordApplierTest : public ::testing::Test {
   // which creates the worker record the gated calls need.
   void Register(const std::string& worker, uint64_t position) {
     const RecordResult result = ApplyLogRecord(
-        indexer_, Logged(position, worker, ApplyRecord(Batch(worker, "a:1"))));
+        ops_, Logged(position, worker, ApplyRecord(Batch(worker, "a:1"))));
     ASSERT_EQ(result.outcome, RecordOutcome::kApplied) << result.status;
   }
 
   std::set<std::string> Holders(std::vector<int64_t> hashes) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
-    const absl::Status s = indexer_.Match(MatchRequest(hashes), &resp);
+    const absl::Status s = ops_.Match(MatchRequest(hashes), &resp);
     EXPECT_TRUE(s.ok()) << s;
     std::set<std::string> out;
     for (const auto& match : resp.matches()) out.insert(match.worker_id());
@@ -55,11 +55,13 @@ class RecordApplierTest : public ::testing::Test {
 
   ModelBackend backend_;
   Indexer indexer_{&backend_};
+  IndexOperations& ops_ = indexer_.operations();
+  OperatorView& view_ = indexer_.operator_view();
 };
 
 TEST_F(RecordApplierTest, AnApplyTakesEffect) {
   const RecordResult result = ApplyLogRecord(
-      indexer_,
+      ops_,
       Logged(1, "w1",
              ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {7}))));
   EXPECT_EQ(result.outcome, RecordOutcome::kApplied) << result.status;
@@ -71,7 +73,7 @@ TEST_F(RecordApplierTest, AGateRefusalIsReportedAsRefused) {
   // A gated apply before any snapshot install: refused at the gate with
   // the same FAILED_PRECONDITION as over gRPC, and nothing applied.
   const RecordResult refused = ApplyLogRecord(
-      indexer_,
+      ops_,
       Logged(2, "w1",
              ApplyRecord(
                  Batch("w1", "a:1").Gated("e1", 1).Report(kTierHbm, {8}))));
@@ -87,7 +89,7 @@ TEST_F(RecordApplierTest, ASnapshotInstallTakesEffect) {
                                   .Epoch("e")
                                   .AppliedSeq(4)
                                   .Tier(kTierHbm, {5, 6});
-  const RecordResult result = ApplyLogRecord(indexer_, Logged(1, "w2", record));
+  const RecordResult result = ApplyLogRecord(ops_, Logged(1, "w2", record));
   EXPECT_EQ(result.outcome, RecordOutcome::kApplied) << result.status;
   EXPECT_THAT(Holders({5}), UnorderedElementsAre("w2"));
 }
@@ -96,29 +98,29 @@ TEST_F(RecordApplierTest, AHeartbeatMarksTheWorker) {
   ::kvindexer::fleet::v1::LogRecord record =
       ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {7}));
   record.set_heartbeat_ttl_ms(5000);
-  ASSERT_EQ(ApplyLogRecord(indexer_, Logged(1, "w1", record)).outcome,
+  ASSERT_EQ(ApplyLogRecord(ops_, Logged(1, "w1", record)).outcome,
             RecordOutcome::kApplied);
-  EXPECT_TRUE(indexer_.HeartbeatDeadline("w1").has_value());
+  EXPECT_TRUE(view_.HeartbeatDeadline("w1").has_value());
 }
 
 TEST_F(RecordApplierTest, UndecodableRecordsChangeNothing) {
   const RecordResult garbage =
-      ApplyLogRecord(indexer_, LoggedRecord{1, "w1", "\xff\xff\xff"});
+      ApplyLogRecord(ops_, LoggedRecord{1, "w1", "\xff\xff\xff"});
   EXPECT_EQ(garbage.outcome, RecordOutcome::kUndecodable);
   EXPECT_THAT(garbage.status.message(), HasSubstr("record 1"));
 
   const RecordResult empty = ApplyLogRecord(
-      indexer_, Logged(2, "w1", ::kvindexer::fleet::v1::LogRecord()));
+      ops_, Logged(2, "w1", ::kvindexer::fleet::v1::LogRecord()));
   EXPECT_EQ(empty.outcome, RecordOutcome::kUndecodable);
 
   const RecordResult misfiled = ApplyLogRecord(
-      indexer_,
+      ops_,
       Logged(3, "w2",
              ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {7}))));
   EXPECT_EQ(misfiled.outcome, RecordOutcome::kUndecodable);
   EXPECT_THAT(misfiled.status.message(), HasSubstr("filed under worker"));
   EXPECT_TRUE(Holders({7}).empty());
-  EXPECT_FALSE(indexer_.WorkerState("w1").has_value());
+  EXPECT_FALSE(view_.WorkerState("w1").has_value());
 }
 
 }  // namespace record_applier_test

@@ -4,7 +4,7 @@
 
 namespace kvindexer {
 
-bool ReplicaLiveness::BeforeSweep(bool hearing, Indexer& indexer,
+bool ReplicaLiveness::BeforeSweep(bool hearing, OperatorView& indexer,
                                   MonotonicClock::TimePoint now) {
   if (!hearing) {
     if (!paused_) {

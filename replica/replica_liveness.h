@@ -11,7 +11,7 @@
 #define KVINDEXER_REPLICA_REPLICA_LIVENESS_H_
 
 #include "common/clock.h"
-#include "core/indexer.h"
+#include "core/operator_view.h"
 
 namespace kvindexer {
 
@@ -19,7 +19,7 @@ class ReplicaLiveness {
  public:
   // `hearing`: the replica reads the log and has caught up with it. True
   // when the sweep may run now. REQUIRES: indexer outlives the gate.
-  bool BeforeSweep(bool hearing, Indexer& indexer,
+  bool BeforeSweep(bool hearing, OperatorView& indexer,
                    MonotonicClock::TimePoint now);
 
   bool paused() const { return paused_; }

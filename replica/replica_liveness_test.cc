@@ -21,14 +21,17 @@ class ReplicaLivenessTest : public ::testing::Test {
   void Beat(const std::string& worker, std::chrono::milliseconds ttl) {
     ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
     const absl::Status s =
-        indexer_.Apply(test_support::Batch(worker, "a:1").Report(kTierHbm, {1}),
-                       &resp, "", HeartbeatHeader::Valid(ttl));
+        indexer_.operations()
+            .Apply(test_support::Batch(worker, "a:1").Report(kTierHbm, {1}),
+                   &resp, {.heartbeat = HeartbeatHeader::Valid(ttl)})
+            .Wait();
     ASSERT_TRUE(s.ok()) << s;
   }
   // What the replica's sweeper does each period.
   size_t SweepPeriod(bool hearing) {
-    if (!gate_.BeforeSweep(hearing, indexer_, clock_.Now())) return 0;
-    return indexer_.SweepLiveness(clock_.Now()).cleared;
+    if (!gate_.BeforeSweep(hearing, indexer_.operator_view(), clock_.Now()))
+      return 0;
+    return indexer_.operator_view().SweepLiveness(clock_.Now()).cleared;
   }
 
   FakeMonotonicClock clock_;
@@ -45,7 +48,8 @@ TEST_F(ReplicaLivenessTest, StartsPausedAndRearmsWhenItFirstHearsTheLog) {
   EXPECT_TRUE(gate_.paused());
   EXPECT_EQ(SweepPeriod(true), 0u);  // re-arms instead of sweeping
   EXPECT_FALSE(gate_.paused());
-  EXPECT_EQ(indexer_.HeartbeatDeadline("w"), clock_.Now() + 100ms);
+  EXPECT_EQ(indexer_.operator_view().HeartbeatDeadline("w"),
+            clock_.Now() + 100ms);
   EXPECT_EQ(SweepPeriod(true), 0u);
   clock_.Advance(101ms);
   EXPECT_EQ(SweepPeriod(true), 1u);  // silent past its TTL: cleared
@@ -58,7 +62,7 @@ TEST_F(ReplicaLivenessTest, AnOutageNeitherSweepsNorCountsAgainstWorkers) {
   clock_.Advance(10s);  // the log unreachable for far longer than the TTL
   EXPECT_EQ(SweepPeriod(false), 0u);
   EXPECT_EQ(SweepPeriod(true), 0u);
-  EXPECT_TRUE(indexer_.HeartbeatDeadline("w").has_value());
+  EXPECT_TRUE(indexer_.operator_view().HeartbeatDeadline("w").has_value());
   clock_.Advance(99ms);
   EXPECT_EQ(SweepPeriod(true), 0u);
 }

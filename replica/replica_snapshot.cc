@@ -16,10 +16,11 @@ namespace {
 using ::kvindexer::fleet::v1::SnapshotManifest;
 
 absl::Status LoadSnapshot(fleet::SnapshotStore& store,
-                          const SnapshotManifest& manifest, Indexer& indexer) {
+                          const SnapshotManifest& manifest,
+                          DurableState& state) {
   absl::Status loaded = fleet::ReadSnapshotChunks(
       store, manifest, [&](const state::v1::CheckpointChunk& chunk) {
-        return indexer.Restore(chunk);
+        return state.Restore(chunk);
       });
   if (!loaded.ok()) {
     return absl::Status(
@@ -31,12 +32,12 @@ absl::Status LoadSnapshot(fleet::SnapshotStore& store,
   return absl::OkStatus();
 }
 
-// Removes every worker, and with it every placement, from `indexer`.
-absl::Status EmptyIndex(Indexer& indexer) {
+// Removes every worker, and with it every placement, from the index.
+absl::Status EmptyIndex(OperatorView& workers) {
   for (const WorkerSnapshot& worker :
-       indexer.ListWorkers(/*placement_counts=*/false)) {
+       workers.ListWorkers(/*placement_counts=*/false)) {
     absl::Status removed =
-        indexer.RemoveWorker(worker.worker_id, RemovalReason::kReload);
+        workers.RemoveWorker(worker.worker_id, RemovalReason::kReload);
     // NOT_FOUND: gone already (a sweep, or an earlier failed reload).
     if (!removed.ok() && !absl::IsNotFound(removed)) {
       return absl::Status(
@@ -63,7 +64,8 @@ bool Unusable(const absl::Status& status) {
 // meanwhile, retention may have replaced it with a newer one: the list is
 // read again, a few times.
 absl::StatusOr<std::optional<SnapshotManifest>> LoadNewestWhole(
-    fleet::SnapshotStore& store, Indexer& indexer, bool empty) {
+    fleet::SnapshotStore& store, DurableState& state, OperatorView& workers,
+    bool empty) {
   constexpr int kPasses = 3;
   absl::Status failure;
   for (int pass = 1; pass <= kPasses; ++pass) {
@@ -78,9 +80,9 @@ absl::StatusOr<std::optional<SnapshotManifest>> LoadNewestWhole(
     bool vanished = false;
     for (auto it = all->rbegin(); it != all->rend(); ++it) {
       if (empty) {
-        if (absl::Status s = EmptyIndex(indexer); !s.ok()) return s;
+        if (absl::Status s = EmptyIndex(workers); !s.ok()) return s;
       }
-      absl::Status loaded = LoadSnapshot(store, *it, indexer);
+      absl::Status loaded = LoadSnapshot(store, *it, state);
       if (loaded.ok()) return std::optional<SnapshotManifest>(*it);
       if (!Unusable(loaded)) return loaded;
       spdlog::warn("{}; trying the next older fleet snapshot",
@@ -89,7 +91,7 @@ absl::StatusOr<std::optional<SnapshotManifest>> LoadNewestWhole(
       vanished = vanished || absl::IsNotFound(loaded);
       empty = true;  // whatever the failed one loaded goes
     }
-    if (absl::Status s = EmptyIndex(indexer); !s.ok()) return s;
+    if (absl::Status s = EmptyIndex(workers); !s.ok()) return s;
     failure = absl::DataLossError(
         absl::StrCat("none of the ", all->size(),
                      " fleet snapshots loads whole; the newest: ",
@@ -102,10 +104,11 @@ absl::StatusOr<std::optional<SnapshotManifest>> LoadNewestWhole(
 }  // namespace
 
 absl::StatusOr<ReplicaStart> LoadNewestSnapshot(fleet::SnapshotStore& store,
-                                                Indexer& indexer) {
+                                                DurableState& state,
+                                                OperatorView& workers) {
   const auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::optional<SnapshotManifest>> loaded =
-      LoadNewestWhole(store, indexer, /*empty=*/false);
+      LoadNewestWhole(store, state, workers, /*empty=*/false);
   if (!loaded.ok()) return loaded.status();
   ReplicaStart start;
   if (!loaded->has_value()) return start;
@@ -118,8 +121,8 @@ absl::StatusOr<ReplicaStart> LoadNewestSnapshot(fleet::SnapshotStore& store,
 }
 
 absl::StatusOr<std::optional<SnapshotManifest>> ReloadNewestSnapshot(
-    fleet::SnapshotStore& store, Indexer& indexer) {
-  return LoadNewestWhole(store, indexer, /*empty=*/true);
+    fleet::SnapshotStore& store, DurableState& state, OperatorView& workers) {
+  return LoadNewestWhole(store, state, workers, /*empty=*/true);
 }
 
 }  // namespace kvindexer

@@ -78,7 +78,7 @@ class ReplicaSnapshotTest : public ::testing::Test {
   static std::set<std::pair<std::string, int64_t>> Held(Indexer& indexer) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
     EXPECT_TRUE(
-        indexer
+        indexer.operations()
             .Match(test_support::MatchRequest(test_support::Range(1, 20)),
                    &resp)
             .ok());
@@ -105,7 +105,8 @@ class ReplicaSnapshotTest : public ::testing::Test {
 TEST_F(ReplicaSnapshotTest, NoSnapshotMeansTheWholeLog) {
   test_support::ModelBackend backend;
   Indexer indexer(&backend);
-  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+      store_, indexer.durable_state(), indexer.operator_view());
   ASSERT_TRUE(start.ok()) << start.status();
   EXPECT_FALSE(start->snapshot.has_value());
   EXPECT_EQ(start->follow_from, 1u);
@@ -120,16 +121,16 @@ TEST_F(ReplicaSnapshotTest, SnapshotThenTheLogAfterItEqualsTheWholeLog) {
   ASSERT_TRUE(log_.TrimBefore(3).ok());  // what the snapshot holds is gone
 
   Replica replica;
-  absl::StatusOr<ReplicaStart> start =
-      LoadNewestSnapshot(store_, replica.indexer);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+      store_, replica.indexer.durable_state(), replica.indexer.operator_view());
   ASSERT_TRUE(start.ok()) << start.status();
   ASSERT_TRUE(start->snapshot.has_value());
   EXPECT_EQ(start->follow_from, 3u);
   LogFollowerOptions options;
   options.start_position = start->follow_from;
   options.read_wait = 20ms;
-  replica.follower =
-      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower = std::make_unique<LogFollower>(
+      log_, replica.indexer.operations(), options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 4; }));
@@ -150,8 +151,8 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   Replica replica;
   LogFollowerOptions options;
   options.read_wait = 20ms;
-  replica.follower =
-      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower = std::make_unique<LogFollower>(
+      log_, replica.indexer.operations(), options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 2; }));
@@ -159,8 +160,9 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   // Something the log never held, which a reload must not keep.
   ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
   ASSERT_TRUE(
-      replica.indexer
+      replica.indexer.operations()
           .Apply(Batch("stray", "10.0.0.9:80").Report(kTierHbm, {9}), &resp)
+          .Wait()
           .ok());
 
   Report("w1", {6}, {1});
@@ -171,13 +173,14 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
 
   options.start_position = 3;
   options.reload = [&]() -> absl::StatusOr<std::optional<uint64_t>> {
-    auto loaded = ReloadNewestSnapshot(store_, replica.indexer);
+    auto loaded = ReloadNewestSnapshot(store_, replica.indexer.durable_state(),
+                                       replica.indexer.operator_view());
     if (!loaded.ok()) return loaded.status();
     if (!loaded->has_value()) return std::nullopt;
     return (*loaded)->position();
   };
-  replica.follower =
-      std::make_unique<LogFollower>(log_, replica.indexer, options);
+  replica.follower = std::make_unique<LogFollower>(
+      log_, replica.indexer.operations(), options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 5; }));
@@ -187,8 +190,9 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   const std::set<std::pair<std::string, int64_t>> expected = {
       {"w1", 2}, {"w1", 3}, {"w1", 6}, {"w3", 7}};
   EXPECT_EQ(Held(replica.indexer), expected);
-  EXPECT_FALSE(replica.indexer.WorkerState("stray").has_value());
-  EXPECT_TRUE(replica.indexer.WorkerState("w2").has_value());
+  EXPECT_FALSE(
+      replica.indexer.operator_view().WorkerState("stray").has_value());
+  EXPECT_TRUE(replica.indexer.operator_view().WorkerState("w2").has_value());
 }
 
 TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
@@ -196,13 +200,19 @@ TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
   Indexer indexer(&backend);
   ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
   ASSERT_TRUE(
-      indexer.Apply(Batch("w1", "10.0.0.1:80").Report(kTierHbm, {1}), &resp)
+      indexer.operations()
+          .Apply(Batch("w1", "10.0.0.1:80").Report(kTierHbm, {1}), &resp)
+          .Wait()
           .ok());
-  auto reloaded = ReloadNewestSnapshot(store_, indexer);
+  auto reloaded = ReloadNewestSnapshot(store_, indexer.durable_state(),
+                                       indexer.operator_view());
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   EXPECT_FALSE(reloaded->has_value());
   store_.SetUnavailable(true);
-  EXPECT_EQ(ReloadNewestSnapshot(store_, indexer).status().code(),
+  EXPECT_EQ(ReloadNewestSnapshot(store_, indexer.durable_state(),
+                                 indexer.operator_view())
+                .status()
+                .code(),
             absl::StatusCode::kUnavailable);
   const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1}};
   EXPECT_EQ(Held(indexer), expected);
@@ -233,7 +243,8 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   {
     test_support::ModelBackend backend;
     Indexer indexer(&backend);
-    absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+    absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+        store_, indexer.durable_state(), indexer.operator_view());
     ASSERT_TRUE(start.ok()) << start.status();
     ASSERT_TRUE(start->snapshot.has_value());
     EXPECT_EQ(start->snapshot->id(), intact.id());
@@ -241,7 +252,8 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
     const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1}};
     EXPECT_EQ(Held(indexer), expected);
     // A reload passes over it the same way.
-    auto reloaded = ReloadNewestSnapshot(store_, indexer);
+    auto reloaded = ReloadNewestSnapshot(store_, indexer.durable_state(),
+                                         indexer.operator_view());
     ASSERT_TRUE(reloaded.ok()) << reloaded.status();
     ASSERT_TRUE(reloaded->has_value());
     EXPECT_EQ((*reloaded)->id(), intact.id());
@@ -251,13 +263,17 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   ASSERT_TRUE(store_.Delete(intact).ok());
   test_support::ModelBackend backend;
   Indexer indexer(&backend);
-  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(store_, indexer);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+      store_, indexer.durable_state(), indexer.operator_view());
   ASSERT_FALSE(start.ok());
   EXPECT_EQ(start.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(start.status().message(), HasSubstr("\"forged\""));
   EXPECT_TRUE(Held(indexer).empty()) << "what the damaged one left is gone";
   store_.SetUnavailable(true);
-  EXPECT_EQ(LoadNewestSnapshot(store_, indexer).status().code(),
+  EXPECT_EQ(LoadNewestSnapshot(store_, indexer.durable_state(),
+                               indexer.operator_view())
+                .status()
+                .code(),
             absl::StatusCode::kUnavailable);
 }
 
@@ -319,7 +335,8 @@ TEST_F(ReplicaSnapshotTest, ASnapshotThatVanishesMidReadIsReplaced) {
   });
   test_support::ModelBackend backend;
   Indexer indexer(&backend);
-  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(racing, indexer);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+      racing, indexer.durable_state(), indexer.operator_view());
   ASSERT_TRUE(start.ok()) << start.status();
   ASSERT_TRUE(start->snapshot.has_value());
   EXPECT_NE(start->snapshot->id(), first.id());

@@ -44,11 +44,11 @@ SnapshotImage::SnapshotImage(const RequestLimits& limits)
 SnapshotImage::~SnapshotImage() = default;
 
 absl::Status SnapshotImage::LoadChunk(const state::v1::CheckpointChunk& chunk) {
-  return state_->indexer.Restore(chunk);
+  return state_->indexer.durable_state().Restore(chunk);
 }
 
 std::optional<RecordResult> SnapshotImage::Apply(const LoggedRecord& record) {
-  return ApplyLogRecordAfter(state_->indexer, &position_, record);
+  return ApplyLogRecordAfter(state_->indexer.operations(), &position_, record);
 }
 
 absl::Status SnapshotImage::Export(
@@ -87,7 +87,7 @@ absl::Status SnapshotImage::Export(
     *part.add_chunks() = chunk;
     part_bytes += framed;
   };
-  state_->indexer.ExportHost(add);
+  state_->indexer.durable_state().ExportHost(add);
   state::v1::CheckpointChunk chunk;
   state_->image.ForEachTier(
       kHashesPerChunk, [&](const durable::ImageBackend::TierView& view) {

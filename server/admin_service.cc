@@ -8,7 +8,6 @@
 
 #include "common/log_text.h"
 #include "common/wire_vocabulary.h"
-#include "core/prefix_explain.h"
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/request_validation.h"
@@ -281,16 +280,9 @@ grpc::Status AdminService::DoExplainPrefix(
     named.push_back(id);
   }
 
-  Indexer& indexer = *sources_.indexer;
+  OperatorView& indexer = *sources_.indexer;
   PrefixExplanation explanation;
-  if (absl::Status s = kvindexer::ExplainPrefix(
-          sources_.backend, query, named,
-          [&indexer](std::string_view id) -> std::optional<KnownWorker> {
-            std::optional<WorkerSnapshot> w = indexer.DescribeWorker(id);
-            if (!w.has_value()) return std::nullopt;
-            return KnownWorker{std::move(w->address), w->spec};
-          },
-          &explanation);
+  if (absl::Status s = indexer.ExplainPrefix(query, named, &explanation);
       !s.ok()) {
     return ToGrpc(s);
   }
@@ -353,7 +345,7 @@ grpc::Status AdminService::DoRemoveWorker(
 }
 
 grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
-  Indexer& indexer = *sources_.indexer;
+  OperatorView& indexer = *sources_.indexer;
   response->set_server_version(sources_.server_version);
   response->set_uptime_ms(AgeMs(indexer.clock().Now(), sources_.started));
 
@@ -363,9 +355,7 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
   backend->set_path(sources_.backend_path);
   backend->set_abi_major(sources_.backend_abi_major);
   backend->set_abi_minor(sources_.backend_abi_minor);
-  BackendStats stats{};
-  stats.struct_size = sizeof(stats);
-  sources_.backend->GetStats(&stats);
+  const BackendStats stats = indexer.ReadBackendStats();
   backend->set_blocks(stats.blocks);
   backend->set_placements(stats.placements);
   backend->set_workers(stats.workers);

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "core/indexer.h"
+#include "core/operator_view.h"
 #include "durable/durable_store.h"
 #include "grpcpp/grpcpp.h"
 #include "kvindexer/backend.h"
@@ -38,10 +38,11 @@ namespace admin_v1 = ::kvindexer::admin::v1;
 inline constexpr int kMaxExplainedWorkerIds = 1024;
 
 // What the admin service reads. Pointers are borrowed: REQUIRES each one
-// set outlives the service. Only `indexer` and `backend` are required.
+// set outlives the service. Only `indexer` is required.
 struct AdminSources {
-  Indexer* indexer = nullptr;
-  IndexBackend* backend = nullptr;
+  // The Indexer, through its operator face: workers, removal, the backend's
+  // figures and ExplainPrefix's scan.
+  OperatorView* indexer = nullptr;
   // The loaded backend's identity (LoadedBackend::descriptor(), path()).
   std::string backend_name;
   std::string backend_version;
@@ -66,8 +67,8 @@ struct AdminSources {
   std::string server_version;
   // When the server started, on the Indexer's clock (uptime).
   MonotonicClock::TimePoint started{};
-  // The backend failure as Indexer::BackendFailure() reports it. Null:
-  // healthy.
+  // The backend failure as OperatorView::BackendFailure() reports it.
+  // Null: healthy.
   std::function<std::optional<std::string>()> backend_failure;
   // "SERVING" or "NOT_SERVING" as grpc.health.v1 reports the server
   // (server/serving_health.h). Null: derived from backend_failure alone.
@@ -79,7 +80,7 @@ struct AdminSources {
 
 class AdminService final : public admin_v1::KvIndexerAdmin::CallbackService {
  public:
-  // REQUIRES: sources.indexer and sources.backend set.
+  // REQUIRES: sources.indexer set.
   explicit AdminService(AdminSources sources);
   AdminService(const AdminService&) = delete;
   AdminService& operator=(const AdminService&) = delete;

@@ -35,13 +35,12 @@ using test_support::Spec;
 
 using std::chrono::milliseconds;
 
-AdminSources Sources(Indexer* indexer, IndexBackend* backend,
-                     uint32_t abi_minor, const PrefixAdmission* admission,
+AdminSources Sources(OperatorView* indexer, uint32_t abi_minor,
+                     const PrefixAdmission* admission,
                      const WriteAuthorizer* authorizer,
                      MonotonicClock::TimePoint started) {
   AdminSources s;
   s.indexer = indexer;
-  s.backend = backend;
   s.backend_name = "absl_rwlock";
   s.backend_version = "test";
   s.backend_path = "/test/path.so";
@@ -60,9 +59,9 @@ class AdminServer {
   AdminServer(IndexBackend* backend, uint32_t abi_minor,
               const WriteAuthorizer* authorizer = nullptr)
       : indexer_(backend, nullptr, RequestLimits{}, abi_minor, &clock_),
-        service_(indexer_, 8, WallClock::Real()),
-        admin_(Sources(&indexer_, backend, abi_minor, &service_.admission(),
-                       authorizer, clock_.Now())) {
+        service_(indexer_.operations(), 8, WallClock::Real()),
+        admin_(Sources(&indexer_.operator_view(), abi_minor,
+                       &service_.admission(), authorizer, clock_.Now())) {
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

@@ -94,8 +94,8 @@ class BoundsServiceTest : public ::testing::Test {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     backend_ = *std::move(loaded);
     indexer_ = std::make_unique<Indexer>(backend_->backend(), nullptr, limits);
-    service_ =
-        std::make_unique<KvIndexerService>(*indexer_, 4, WallClock::Real());
+    service_ = std::make_unique<KvIndexerService>(indexer_->operations(), 4,
+                                                  WallClock::Real());
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -216,7 +216,7 @@ TEST_F(BoundsServiceTest, LongEpochIsInvalidArgumentAndChangesNothing) {
   ExpectStatus(Apply(seed_era), grpc::StatusCode::INVALID_ARGUMENT, message);
 
   EXPECT_EQ(Placements({1, 2, 3}), before);
-  const auto state = indexer_->WorkerState("w1");
+  const auto state = indexer_->operator_view().WorkerState("w1");
   ASSERT_TRUE(state.has_value() && state->checkpoint.has_value());
   EXPECT_EQ(state->checkpoint->epoch, "e");
   EXPECT_EQ(state->checkpoint->seq, 5u);

@@ -36,7 +36,7 @@ class DurableServiceTest : public ::testing::Test {
                                 .sync = durable::WalSync::kAlways,
                                 .checkpoint_bytes = 1ull << 30,
                                 .io = &io_},
-        &indexer_);
+        &indexer_.durable_state());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     grpc::ServerBuilder builder;
@@ -67,7 +67,7 @@ class DurableServiceTest : public ::testing::Test {
   test_support::ModelBackend backend_;
   Indexer indexer_{&backend_};
   std::unique_ptr<durable::DurableStore> store_;
-  KvIndexerService service_{indexer_, 8, WallClock::Real()};
+  KvIndexerService service_{indexer_.operations(), 8, WallClock::Real()};
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -96,11 +96,12 @@ TEST_F(DurableServiceTest, ConcurrentAppliesShareOneSync) {
   // Every apply takes effect while that sync is still held (a bounded wait
   // for a condition, not a sleep standing in for one).
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (indexer_.worker_count() < kClients &&
+  while (indexer_.durable_state().worker_count() < kClients &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
-  EXPECT_EQ(indexer_.worker_count(), static_cast<size_t>(kClients));
+  EXPECT_EQ(indexer_.durable_state().worker_count(),
+            static_cast<size_t>(kClients));
   io_.OpenSyncLatch();
   for (std::thread& client : clients) client.join();
   for (const grpc::Status& status : results) {

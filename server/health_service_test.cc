@@ -63,7 +63,8 @@ class HealthServer {
       : backend_(&model_),
         indexer_(&backend_, /*gate_log=*/nullptr, RequestLimits{},
                  kBackendAbiMinor, clock),
-        service_(indexer_, /*prefix_query_max_inflight=*/32, WallClock::Real(),
+        service_(indexer_.operations(), /*prefix_query_max_inflight=*/32,
+                 WallClock::Real(),
                  /*rejection_log=*/nullptr, /*read_heartbeats=*/false) {
     // As RunServer does it (server/server_runner.cc).
     EnableHealthAndReflection();
@@ -76,9 +77,10 @@ class HealthServer {
     if (server_ == nullptr) return;
     health_ = std::make_unique<ServingHealth>(server_->GetHealthCheckService(),
                                               HealthServiceNames());
-    indexer_.SetBackendFailureCallback([this](const std::string& failure) {
-      health_->BackendFailed(failure);
-    });
+    indexer_.operator_view().SetBackendFailureCallback(
+        [this](const std::string& failure) {
+          health_->BackendFailed(failure);
+        });
     health_->Listening();
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
                                    grpc::InsecureChannelCredentials());
@@ -88,7 +90,7 @@ class HealthServer {
     if (server_ == nullptr) return;
     health_->ShuttingDown();
     server_->Shutdown(std::chrono::system_clock::now());
-    indexer_.SetBackendFailureCallback(nullptr);
+    indexer_.operator_view().SetBackendFailureCallback(nullptr);
   }
 
   bool started() const { return server_ != nullptr && port_ != 0; }
@@ -144,7 +146,7 @@ TEST(HealthServiceTest, ServingAfterStartForTheServerAndEachService) {
   EXPECT_EQ(s.Check("no.such.Service").code, grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(s.health().serving());
   EXPECT_EQ(s.health().reason(), std::nullopt);
-  EXPECT_EQ(s.indexer().BackendFailure(), std::nullopt);
+  EXPECT_EQ(s.indexer().operator_view().BackendFailure(), std::nullopt);
 }
 
 TEST(HealthServiceTest, InternalFromAnApplyTurnsNotServingWhileReadsGoOn) {
@@ -158,7 +160,8 @@ TEST(HealthServiceTest, InternalFromAnApplyTurnsNotServingWhileReadsGoOn) {
       Apply(s, Batch("w1", "10.0.0.1:9000").Report(1, {4}));
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INTERNAL);
 
-  const std::optional<std::string> failure = s.indexer().BackendFailure();
+  const std::optional<std::string> failure =
+      s.indexer().operator_view().BackendFailure();
   ASSERT_TRUE(failure.has_value());
   EXPECT_THAT(*failure, HasSubstr("apply of worker w1"));
   EXPECT_THAT(*failure, HasSubstr("writer copy inconsistent; recreate"));
@@ -181,7 +184,7 @@ TEST(HealthServiceTest, InternalFromAnApplyTurnsNotServingWhileReadsGoOn) {
   s.backend().Heal();
   EXPECT_TRUE(Apply(s, Batch("w2").Report(1, {9})).ok());
   ExpectEveryName(s, kNotServing);
-  EXPECT_EQ(s.indexer().BackendFailure(), failure);
+  EXPECT_EQ(s.indexer().operator_view().BackendFailure(), failure);
 }
 
 TEST(HealthServiceTest, InternalFromARemovalTurnsNotServing) {
@@ -190,9 +193,13 @@ TEST(HealthServiceTest, InternalFromARemovalTurnsNotServing) {
   ASSERT_TRUE(Apply(s, Batch("w1").Report(1, {1})).ok());
   s.backend().FailMutationsWith(
       MakeBackendStatus(BackendCode::kInternal, "holdings log mismatch"));
-  EXPECT_EQ(s.indexer().RemoveWorker("w1", RemovalReason::kAdmin).code(),
+  EXPECT_EQ(s.indexer()
+                .operator_view()
+                .RemoveWorker("w1", RemovalReason::kAdmin)
+                .code(),
             absl::StatusCode::kInternal);
-  const std::optional<std::string> failure = s.indexer().BackendFailure();
+  const std::optional<std::string> failure =
+      s.indexer().operator_view().BackendFailure();
   ASSERT_TRUE(failure.has_value());
   EXPECT_THAT(*failure, HasSubstr("remove_worker of worker w1"));
   EXPECT_THAT(*failure, HasSubstr("holdings log mismatch"));
@@ -208,7 +215,7 @@ TEST(HealthServiceTest, OtherFailuresKeepServing) {
     s.backend().FailMutationsWith(MakeBackendStatus(code, "transient"));
     EXPECT_FALSE(Apply(s, Batch("w1").Report(1, {1})).ok());
   }
-  EXPECT_EQ(s.indexer().BackendFailure(), std::nullopt);
+  EXPECT_EQ(s.indexer().operator_view().BackendFailure(), std::nullopt);
   ExpectEveryName(s, kServing);
 }
 
@@ -276,16 +283,19 @@ TEST(ServingHealthTest, ACallbackSetAfterTheFailureFiresAtOnce) {
   Indexer indexer(&backend);
   backend.FailMutationsWith(MakeBackendStatus(BackendCode::kInternal, "gone"));
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_FALSE(indexer.Apply(Batch("w1").Report(1, {1}), &resp).ok());
+  EXPECT_FALSE(indexer.operations()
+                   .Apply(Batch("w1").Report(1, {1}), &resp)
+                   .Wait()
+                   .ok());
   RecordingHealthService service;
   ServingHealth health(&service, {""});
   health.Listening();
   EXPECT_TRUE(health.serving());
-  indexer.SetBackendFailureCallback(
+  indexer.operator_view().SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
   EXPECT_FALSE(health.serving());
   EXPECT_EQ(service.status(), (std::map<std::string, bool>{{"", false}}));
-  indexer.SetBackendFailureCallback(nullptr);
+  indexer.operator_view().SetBackendFailureCallback(nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -313,7 +323,10 @@ TEST(BackendFailureLogTest, LinesCarryWorkerCodeAndMessageAndAreThrottled) {
   v1::ApplyExternalKvBatchResponse resp;
   constexpr int kFlood = 1000;
   for (int i = 0; i < kFlood; ++i) {
-    ASSERT_FALSE(indexer.Apply(Batch("w1").Report(1, {i}), &resp).ok());
+    ASSERT_FALSE(indexer.operations()
+                     .Apply(Batch("w1").Report(1, {i}), &resp)
+                     .Wait()
+                     .ok());
   }
   std::vector<std::string> lines =
       LinesWith(log, spdlog::level::warn, kBackendMutationFailedLogMessage);
@@ -324,21 +337,27 @@ TEST(BackendFailureLogTest, LinesCarryWorkerCodeAndMessageAndAreThrottled) {
 
   // One more line per interval, counting what was left out.
   clock.Advance(kBackendFailureLogInterval);
-  ASSERT_FALSE(indexer.Apply(Batch("w2").Report(1, {1}), &resp).ok());
+  ASSERT_FALSE(indexer.operations()
+                   .Apply(Batch("w2").Report(1, {1}), &resp)
+                   .Wait()
+                   .ok());
   lines = LinesWith(log, spdlog::level::warn, kBackendMutationFailedLogMessage);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1],
             "backend mutation failed op=apply worker=w2 "
             "code=RESOURCE_EXHAUSTED suppressed_since_last_line=999 "
             "error=out of memory in the test");
-  EXPECT_EQ(indexer.BackendFailure(), std::nullopt);
+  EXPECT_EQ(indexer.operator_view().BackendFailure(), std::nullopt);
 
   // The failure that breaks the backend is logged at once, at ERROR, even
   // inside the interval; the flood after it is throttled again.
   backend.FailMutationsWith(
       MakeBackendStatus(BackendCode::kInternal, "poisoned"));
   for (int i = 0; i < kFlood; ++i) {
-    ASSERT_FALSE(indexer.Apply(Batch("w3").Report(1, {i}), &resp).ok());
+    ASSERT_FALSE(indexer.operations()
+                     .Apply(Batch("w3").Report(1, {i}), &resp)
+                     .Wait()
+                     .ok());
   }
   const std::vector<std::string> errors = log.Lines(spdlog::level::err);
   ASSERT_EQ(errors.size(), 1u);
@@ -354,10 +373,14 @@ TEST(BackendFailureLogTest, ARemovalFailureIsNotLoggedTwice) {
   MutationFailingBackend backend(&model);
   Indexer indexer(&backend);
   v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(indexer.Apply(Batch("w1").Report(1, {1}), &resp).ok());
+  ASSERT_TRUE(indexer.operations()
+                  .Apply(Batch("w1").Report(1, {1}), &resp)
+                  .Wait()
+                  .ok());
   backend.FailMutationsWith(
       MakeBackendStatus(BackendCode::kResourceExhausted, "no memory"));
-  EXPECT_FALSE(indexer.RemoveWorker("w1", RemovalReason::kAdmin).ok());
+  EXPECT_FALSE(
+      indexer.operator_view().RemoveWorker("w1", RemovalReason::kAdmin).ok());
   // The removal's own line (core/worker_lifecycle_log.h), and only it.
   const std::vector<std::string> errors = log.Lines(spdlog::level::err);
   ASSERT_EQ(errors.size(), 1u);

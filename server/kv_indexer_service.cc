@@ -172,8 +172,8 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
   return reactor;
 }
 
-// A mutation: like ServeUnaryOn on `applies`, but `serve` returns an
-// Indexer::PendingAck. An answer that must wait for the log to be durable is
+// A mutation: like ServeUnaryOn on `applies`, but `serve` returns a
+// PendingAck. An answer that must wait for the log to be durable is
 // encoded at once (the request and response messages live on the apply
 // task's arena) and handed to `acks`, whose single thread waits and
 // finishes the calls in order while the apply thread goes on with the next
@@ -210,7 +210,7 @@ grpc::ServerUnaryReactor* ServeMutationOn(
       return;
     }
     auto* resp = pb::Arena::CreateMessage<Response>(&arena);
-    Indexer::PendingAck ack = serve(*req, resp);
+    PendingAck ack = serve(*req, resp);
     if (!ack.waits()) {
       absl::Status s = ack.Wait();
       record.Finish(reactor,
@@ -244,13 +244,13 @@ struct KvIndexerService::PrefixCall {
   PrefixAdmission::Permit permit;
 };
 
-KvIndexerService::KvIndexerService(Indexer& indexer,
+KvIndexerService::KvIndexerService(IndexOperations& operations,
                                    uint32_t prefix_query_max_inflight,
                                    const WallClock& clock,
                                    RejectionLog* rejection_log,
                                    bool read_heartbeats,
                                    const WriteAuthorizer* write_authorizer)
-    : indexer_(&indexer),
+    : operations_(&operations),
       read_heartbeats_(read_heartbeats),
       write_authorizer_(write_authorizer != nullptr &&
                                 write_authorizer->enabled()
@@ -287,7 +287,9 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
        fidelity = FidelityOf(*context)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return indexer_->ApplyPending(req, resp, peer, heartbeat, fidelity);
+        return operations_->Apply(
+            req, resp,
+            {.peer = peer, .heartbeat = heartbeat, .fidelity = fidelity});
       });
 }
 
@@ -304,7 +306,8 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
       [this, peer = context->peer(), fidelity = FidelityOf(*context)](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return indexer_->ReplacePending(req, resp, peer, fidelity);
+        return operations_->Replace(req, resp,
+                                    {.peer = peer, .fidelity = fidelity});
       });
 }
 
@@ -320,7 +323,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
       context, request, response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
-        return indexer_->ConfigurePending(req, resp);
+        return operations_->Configure(req, resp);
       });
 }
 
@@ -333,7 +336,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
       context, request, response,
       [this](const v1::MatchExternalKvRequest& req,
              v1::MatchExternalKvResponse* resp) {
-        return indexer_->Match(req, resp);
+        return operations_->Match(req, resp);
       });
 }
 
@@ -348,7 +351,7 @@ grpc::ServerUnaryReactor* KvIndexerService::GetExternalKvHitCounts(
       context, request, response,
       [this](const v1::GetExternalKvHitCountsRequest& req,
              v1::GetExternalKvHitCountsResponse* resp) {
-        return indexer_->HitCounts(req, resp);
+        return operations_->HitCounts(req, resp);
       });
 }
 
@@ -442,7 +445,7 @@ grpc::Status KvIndexerService::ScanPrefix(
     PrefixAdmission::Permit& permit, grpc::ByteBuffer* response) {
   grpc::Status encoded = grpc::Status::OK;
   const absl::Status s =
-      indexer_->MatchPrefix(request, [&](const PrefixAnswer& answer) {
+      operations_->MatchPrefix(request, [&](const PrefixAnswer& answer) {
         // The permit bounds scans, not the encoding of their answers.
         permit.Release();
         encoded = EncodePrefixAnswer(answer, response);

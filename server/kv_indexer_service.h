@@ -1,6 +1,6 @@
 // KvIndexerService: the kv_indexer.v1.KVIndexer gRPC service on the callback
-// API, over an Indexer (docs/contract.md, "ApplyExternalKvBatch" to
-// "Rejection logging").
+// API, over the Indexer's IndexOperations (core/index_operations.h;
+// docs/contract.md, "ApplyExternalKvBatch" to "Rejection logging").
 //
 // Every method is registered as a raw method (grpc::ByteBuffer in and out), so
 // the service sees a request's serialized size before decoding it: a request
@@ -52,18 +52,18 @@
 //
 // ApplyExternalKvBatch also reads the request metadata
 // `kv-indexer-heartbeat-ttl-ms` on the callback thread and passes its parsed
-// form to Indexer::Apply, which marks the worker when the request passes
-// validation (docs/contract.md, "Recovery > Worker liveness and removal").
-// A service built with read_heartbeats false ignores the header, as a server
-// without liveness does. ApplyExternalKvBatch and ReplaceExternalKvSnapshot
-// read `kv-indexer-fidelity` the same way and pass it on (advisory;
-// docs/admin-api.md, "The fidelity header").
+// form to IndexOperations::Apply, which marks the worker when the request
+// passes validation (docs/contract.md, "Recovery > Worker liveness and
+// removal"). A service built with read_heartbeats false ignores the header, as
+// a server without liveness does. ApplyExternalKvBatch and
+// ReplaceExternalKvSnapshot read `kv-indexer-fidelity` the same way and pass it
+// on (advisory; docs/admin-api.md, "The fidelity header").
 //
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run
 // inline takes none and allocates nothing of its own beyond the response.
 //
-// Thread safety: all methods may run concurrently (the Indexer is
+// Thread safety: all methods may run concurrently (IndexOperations is
 // thread-safe).
 #ifndef KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
 #define KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
@@ -73,7 +73,7 @@
 #include <memory>
 
 #include "common/clock.h"
-#include "core/indexer.h"
+#include "core/index_operations.h"
 #include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
 #include "server/deadline_shedder.h"
@@ -128,13 +128,13 @@ inline constexpr size_t kLookupThreads = 2;
 
 class KvIndexerService final : public internal::RawKvIndexerService {
  public:
-  // REQUIRES: indexer, clock and rejection_log outlive the service;
+  // REQUIRES: operations, clock and rejection_log outlive the service;
   // prefix_query_max_inflight > 0. OWNERSHIP: nothing is taken. A null
   // rejection_log means an internal one that logs through spdlog. A null
   // or disabled write_authorizer leaves the mutations open; otherwise it
   // must outlive the service.
-  KvIndexerService(Indexer& indexer, uint32_t prefix_query_max_inflight,
-                   const WallClock& clock,
+  KvIndexerService(IndexOperations& operations,
+                   uint32_t prefix_query_max_inflight, const WallClock& clock,
                    RejectionLog* rejection_log = nullptr,
                    bool read_heartbeats = true,
                    const WriteAuthorizer* write_authorizer = nullptr);
@@ -209,7 +209,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
                           PrefixAdmission::Permit& permit,
                           grpc::ByteBuffer* response);
 
-  Indexer* indexer_;
+  IndexOperations* operations_;
   const bool read_heartbeats_;
   bool replica_ = false;
   // Null when mutations are open.

@@ -1,12 +1,12 @@
 // LivenessSweeper: the thread that runs a liveness sweep every period
 // (docs/contract.md, "Recovery > Worker liveness and removal"). What a sweep
-// does is the Indexer's business (Indexer::SweepLiveness, which takes the
+// does is the Indexer's business (OperatorView::SweepLiveness, which takes the
 // mutation mutex, so a sweep falls between two mutations); this class only
 // schedules it.
 //
 // The thread waits on a condition variable with the period as its timeout,
 // so Stop (and the destructor) end it promptly, without waiting for the
-// period to elapse. Tests of what sweeps do call Indexer::SweepLiveness
+// period to elapse. Tests of what sweeps do call OperatorView::SweepLiveness
 // directly with a fake clock; this class is tested with a sweep function of
 // the test's own.
 //

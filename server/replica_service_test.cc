@@ -75,10 +75,11 @@ class ReplicaServer {
   ReplicaServer(std::string token, uint64_t max_lag_records)
       : authorizer_(token.empty() ? WriteAuthorizer()
                                   : WriteAuthorizer(std::move(token))),
-        service_(indexer_, 8, WallClock::Real(), /*rejection_log=*/nullptr,
+        service_(indexer_.operations(), 8, WallClock::Real(),
+                 /*rejection_log=*/nullptr,
                  /*read_heartbeats=*/true, &authorizer_),
         admin_(Sources()),
-        follower_(log_, indexer_,
+        follower_(log_, indexer_.operations(),
                   LogFollowerOptions{
                       .read_wait = 20ms,
                       .max_lag_records = max_lag_records,
@@ -147,8 +148,7 @@ class ReplicaServer {
  private:
   AdminSources Sources() {
     AdminSources s;
-    s.indexer = &indexer_;
-    s.backend = &backend_;
+    s.indexer = &indexer_.operator_view();
     s.backend_name = "model";
     s.admission = &service_.admission();
     s.prefix_query_max_inflight = 8;
@@ -345,9 +345,9 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   fleet::MemoryEventLog log;
   ModelBackend backend;
   Indexer indexer(&backend);
-  KvIndexerService service(indexer, 8, WallClock::Real());
+  KvIndexerService service(indexer.operations(), 8, WallClock::Real());
   MetricsRegistry registry;
-  ServerMetrics metrics(registry, indexer, backend, service);
+  ServerMetrics metrics(registry, indexer.operator_view(), service);
   const auto append = [&](const std::string& worker,
                           const std::string& payload) {
     ASSERT_TRUE(log.Append(worker, payload, "", std::nullopt).ok());
@@ -370,7 +370,7 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   }
   LogFollowerOptions options;
   options.read_wait = 20ms;
-  LogFollower follower(log, indexer, std::move(options));
+  LogFollower follower(log, indexer.operations(), std::move(options));
   metrics.SetLogFollower(&follower);
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));

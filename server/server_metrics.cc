@@ -30,10 +30,8 @@ std::string_view FidelityName(Fidelity fidelity) {
   return "unknown";
 }
 
-void WriteBackend(IndexBackend& backend, MetricsWriter& w) {
-  BackendStats stats{};
-  stats.struct_size = sizeof(BackendStats);
-  backend.GetStats(&stats);
+void WriteBackend(OperatorView& indexer, MetricsWriter& w) {
+  const BackendStats stats = indexer.ReadBackendStats();
   w.Gauge("kvindexer_backend_blocks", "Block records the backend holds.",
           static_cast<double>(stats.blocks));
   w.Gauge("kvindexer_backend_placements",
@@ -49,7 +47,7 @@ void WriteBackend(IndexBackend& backend, MetricsWriter& w) {
           static_cast<double>(stats.memory_bytes));
 }
 
-void WriteWorkers(Indexer& indexer, MetricsWriter& w) {
+void WriteWorkers(OperatorView& indexer, MetricsWriter& w) {
   const std::vector<WorkerSnapshot> workers =
       indexer.ListWorkers(/*placement_counts=*/false);
   const MonotonicClock::TimePoint now = indexer.clock().Now();
@@ -87,7 +85,7 @@ void WriteWorkers(Indexer& indexer, MetricsWriter& w) {
   }
 }
 
-void WriteLiveness(const Indexer& indexer, MetricsWriter& w) {
+void WriteLiveness(const OperatorView& indexer, MetricsWriter& w) {
   const LivenessStats s = indexer.liveness_stats();
   w.Counter("kvindexer_liveness_heartbeats",
             "Valid heartbeat headers on validated applies.",
@@ -207,8 +205,8 @@ void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
 
 }  // namespace
 
-ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
-                             IndexBackend& backend, KvIndexerService& service)
+ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
+                             KvIndexerService& service)
     : rpc_(registry),
       apply_wait_(
           registry.AddHistogram("kvindexer_apply_queue_wait_seconds",
@@ -242,7 +240,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
     }
   });
   registry.AddCollector(
-      [&backend](MetricsWriter& w) { WriteBackend(backend, w); });
+      [&indexer](MetricsWriter& w) { WriteBackend(indexer, w); });
   registry.AddCollector([&indexer](MetricsWriter& w) {
     w.Gauge("kvindexer_backend_failed",
             "1 once a backend mutation failed in a way the backend cannot "

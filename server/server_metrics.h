@@ -5,10 +5,10 @@
 // the service updates as calls run (server/rpc_metrics.h, TaskExecutor).
 // Everything else is read at scrape time by collectors, so the serving
 // paths pay nothing for it: the prefix admission and shed counters, the
-// apply queue's depth, the backend's stats (IndexBackend::GetStats), one
-// series per worker (Indexer::ListWorkers; bounded by max_workers), the
-// liveness counters, the data directory's figures and, on a replica of the
-// fleet event log, the follower's position, lag and record counts.
+// apply queue's depth, the backend's stats (OperatorView::ReadBackendStats),
+// one series per worker (OperatorView::ListWorkers; bounded by max_workers),
+// the liveness counters, the data directory's figures and, on a replica of
+// the fleet event log, the follower's position, lag and record counts.
 //
 // Thread safety: the collectors run on the HTTP server's threads and only
 // call thread-safe accessors. SetDurableStore may be called while scrapes
@@ -19,9 +19,8 @@
 #include <atomic>
 
 #include "common/metrics_registry.h"
-#include "core/indexer.h"
+#include "core/operator_view.h"
 #include "durable/durable_store.h"
-#include "kvindexer/backend.h"
 #include "replica/log_follower.h"
 #include "replica/snapshot_scheduler.h"
 #include "server/kv_indexer_service.h"
@@ -34,8 +33,8 @@ class ServerMetrics {
   // Registers every metric and attaches the instruments to `service`.
   // REQUIRES: called before `service` serves; everything passed outlives
   // this object, which outlives every scrape of `registry`.
-  ServerMetrics(MetricsRegistry& registry, Indexer& indexer,
-                IndexBackend& backend, KvIndexerService& service);
+  ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
+                KvIndexerService& service);
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 

@@ -80,7 +80,8 @@ std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
       [store, &indexer, metrics]() -> absl::StatusOr<std::optional<uint64_t>> {
         const auto started = std::chrono::steady_clock::now();
         absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
-            loaded = ReloadNewestSnapshot(*store, indexer);
+            loaded = ReloadNewestSnapshot(*store, indexer.durable_state(),
+                                          indexer.operator_view());
         if (!loaded.ok()) return loaded.status();
         if (!loaded->has_value()) return std::nullopt;
         const ::kvindexer::fleet::v1::SnapshotManifest& manifest = **loaded;
@@ -88,7 +89,7 @@ std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
             "reloaded fleet snapshot id={} position={} parts={} bytes={} "
             "workers={} seconds={:.3f}",
             manifest.id(), manifest.position(), manifest.parts(),
-            manifest.bytes(), indexer.worker_count(),
+            manifest.bytes(), indexer.durable_state().worker_count(),
             std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                           started)
                 .count());
@@ -179,16 +180,17 @@ int RunServer(std::span<const char* const> args) {
           BeyondLoopbackWarning(config->listen_addr, config->security)) {
     spdlog::warn("{}", *warning);
   }
-  const MonotonicClock::TimePoint started_at = indexer.clock().Now();
+  const MonotonicClock::TimePoint started_at =
+      indexer.operator_view().clock().Now();
   // The metrics (docs/metrics.md) are declared before the service that
   // records into them, so that they outlive it and any call its executors
   // still run while it is destroyed.
   MetricsRegistry registry;
   std::unique_ptr<ServerMetrics> metrics;
-  KvIndexerService service(indexer, config->prefix_query_max_inflight,
-                           WallClock::Real(), /*rejection_log=*/nullptr,
-                           /*read_heartbeats=*/config->liveness,
-                           &write_authorizer);
+  KvIndexerService service(
+      indexer.operations(), config->prefix_query_max_inflight,
+      WallClock::Real(), /*rejection_log=*/nullptr,
+      /*read_heartbeats=*/config->liveness, &write_authorizer);
   // A replica changes only through the log.
   if (event_source.follows_log()) service.FollowLog();
 
@@ -218,8 +220,8 @@ int RunServer(std::span<const char* const> args) {
   std::atomic<const durable::DurableStore*> published_store{nullptr};
   std::unique_ptr<MetricsHttpServer> metrics_http;
   if (config->metrics_addr.has_value()) {
-    metrics = std::make_unique<ServerMetrics>(registry, indexer,
-                                              *(*loaded)->backend(), service);
+    metrics = std::make_unique<ServerMetrics>(registry, indexer.operator_view(),
+                                              service);
     auto started = MetricsHttpServer::Start(
         *config->metrics_addr, registry,
         [&phase, &indexer, &published_follower,
@@ -233,7 +235,8 @@ int RunServer(std::span<const char* const> args) {
               break;
           }
           // As grpc.health.v1 reports NOT_SERVING (docs/health.md).
-          if (std::optional<std::string> failure = indexer.BackendFailure()) {
+          if (std::optional<std::string> failure =
+                  indexer.operator_view().BackendFailure()) {
             return "backend failed: " + *failure;
           }
           if (const durable::DurableStore* s = published_store.load()) {
@@ -278,11 +281,12 @@ int RunServer(std::span<const char* const> args) {
             .sync = durability.wal_sync,
             .checkpoint_bytes = durability.checkpoint_bytes,
             .backend = (*loaded)->backend(),
+            .backend_abi_minor = (*loaded)->abi_minor(),
             .checkpoint_builder =
                 durability.checkpoint_builder == CheckpointBuilder::kProcess
                     ? "/proc/self/exe"
                     : ""},
-        &indexer);
+        &indexer.durable_state());
     if (!opened.ok()) {
       spdlog::error("cannot use {}={}: {}", kDataDirVar, durability.data_dir,
                     std::string(opened.status().message()));
@@ -313,7 +317,8 @@ int RunServer(std::span<const char* const> args) {
     // followed from the position after it.
     absl::StatusOr<ReplicaStart> start =
         snapshot_store != nullptr
-            ? LoadNewestSnapshot(*snapshot_store, indexer)
+            ? LoadNewestSnapshot(*snapshot_store, indexer.durable_state(),
+                                 indexer.operator_view())
             : absl::StatusOr<ReplicaStart>(ReplicaStart{});
     if (!start.ok()) {
       spdlog::error("{}=jetstream: {}", kEventSourceVar,
@@ -328,7 +333,7 @@ int RunServer(std::span<const char* const> args) {
           "workers={} seconds={:.3f}",
           replica_start.snapshot->id(), replica_start.snapshot->position(),
           replica_start.snapshot->parts(), replica_start.snapshot->bytes(),
-          indexer.worker_count(), replica_start.seconds);
+          indexer.durable_state().worker_count(), replica_start.seconds);
       if (metrics != nullptr) {
         metrics->SetLoadedSnapshotPosition(replica_start.snapshot->position());
       }
@@ -344,8 +349,7 @@ int RunServer(std::span<const char* const> args) {
   // GetStats reports health as published below, once the server listens.
   std::atomic<const ServingHealth*> published_health{nullptr};
   AdminService admin(AdminSources{
-      .indexer = &indexer,
-      .backend = (*loaded)->backend(),
+      .indexer = &indexer.operator_view(),
       .backend_name = descriptor.name,
       .backend_version = descriptor.version,
       .backend_path = (*loaded)->path(),
@@ -361,7 +365,8 @@ int RunServer(std::span<const char* const> args) {
       .max_worker_id_bytes = config->limits.max_worker_id_bytes,
       .server_version = KVINDEXER_VERSION,
       .started = started_at,
-      .backend_failure = [&indexer] { return indexer.BackendFailure(); },
+      .backend_failure =
+          [&indexer] { return indexer.operator_view().BackendFailure(); },
       .health = [&published_health]() -> std::string {
         const ServingHealth* health = published_health.load();
         return health == nullptr || health->serving() ? "SERVING"
@@ -394,7 +399,7 @@ int RunServer(std::span<const char* const> args) {
   // shutdown begins (docs/health.md); before the line that tells tests we
   // listen.
   ServingHealth health(server->GetHealthCheckService(), HealthServiceNames());
-  indexer.SetBackendFailureCallback(
+  indexer.operator_view().SetBackendFailureCallback(
       [&health](const std::string& failure) { health.BackendFailed(failure); });
   if (store != nullptr) {
     store->SetOnLogFailure(
@@ -404,7 +409,7 @@ int RunServer(std::span<const char* const> args) {
   // up with the log, and whenever it lags by more than the bound.
   if (event_log != nullptr) {
     follower = std::make_unique<LogFollower>(
-        *event_log, indexer,
+        *event_log, indexer.operations(),
         LogFollowerOptions{
             .start_position = replica_start.follow_from,
             .max_lag_records = event_source.max_lag_records,
@@ -461,14 +466,15 @@ int RunServer(std::span<const char* const> args) {
         [&indexer, &follower, replica = ReplicaLiveness()]() mutable {
           // A replica sweeps only while it hears the log (docs/fleet.md,
           // "Worker liveness on replicas").
+          OperatorView& view = indexer.operator_view();
           if (follower != nullptr &&
               !replica.BeforeSweep(
-                  follower->in_contact() && follower->caught_up(), indexer,
-                  indexer.clock().Now())) {
+                  follower->in_contact() && follower->caught_up(), view,
+                  view.clock().Now())) {
             return;
           }
           // A failure is logged by the Indexer and retried next sweep.
-          indexer.SweepLiveness(indexer.clock().Now());
+          view.SweepLiveness(view.clock().Now());
         });
   } else {
     spdlog::info("worker liveness off: heartbeats are ignored ({}=0)",
@@ -511,7 +517,8 @@ int RunServer(std::span<const char* const> args) {
   }
   // Before `health`, which it reports to, and the Indexer go.
   if (follower != nullptr) follower->Stop();
-  indexer.SetBackendFailureCallback(nullptr);  // before `health` goes
+  // Before `health` goes.
+  indexer.operator_view().SetBackendFailureCallback(nullptr);
   if (store != nullptr) store->SetOnLogFailure(nullptr);
   // Before the store goes: a scrape reads it.
   if (metrics_http != nullptr) metrics_http->Stop();

@@ -304,7 +304,7 @@ class InProcessServer {
               std::lock_guard<std::mutex> lock(log_mu_);
               log_lines_.push_back({level, std::string(text)});
             }),
-        service_(indexer_, prefix_limit, clock_, &rejection_log_,
+        service_(indexer_.operations(), prefix_limit, clock_, &rejection_log_,
                  read_heartbeats) {
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
@@ -912,36 +912,36 @@ TEST_F(ServiceOverProbeBackendTest, TheHeartbeatHeaderMarksTheWorker) {
   Indexer& indexer = server_->indexer();
   // A seed-era apply without the header: not marked.
   ASSERT_TRUE(Apply(*server_, Batch("plain", "a")).ok());
-  EXPECT_FALSE(indexer.HeartbeatDeadline("plain").has_value());
+  EXPECT_FALSE(indexer.operator_view().HeartbeatDeadline("plain").has_value());
 
-  const auto before = indexer.clock().Now();
+  const auto before = indexer.operator_view().clock().Now();
   ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("beating", "a"),
                                {{"kv-indexer-heartbeat-ttl-ms", "30000"}})
                   .ok());
-  const auto deadline = indexer.HeartbeatDeadline("beating");
+  const auto deadline = indexer.operator_view().HeartbeatDeadline("beating");
   ASSERT_TRUE(deadline.has_value());
   EXPECT_GE(*deadline, before + 30s);
-  EXPECT_LE(*deadline, indexer.clock().Now() + 30s);
+  EXPECT_LE(*deadline, indexer.operator_view().clock().Now() + 30s);
 
   // A gated probe refused at G1 marks its worker all the same.
   const grpc::Status refused =
       ApplyWithHeaders(*server_, Batch("unknown", "a").Gated("e", 0),
                        {{"kv-indexer-heartbeat-ttl-ms", "400"}});
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_TRUE(indexer.HeartbeatDeadline("unknown").has_value());
+  EXPECT_TRUE(indexer.operator_view().HeartbeatDeadline("unknown").has_value());
 
   // A malformed value is ignored; an invalid request marks nothing.
   ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("odd", "a"),
                                {{"kv-indexer-heartbeat-ttl-ms", "soon"}})
                   .ok());
-  EXPECT_FALSE(indexer.HeartbeatDeadline("odd").has_value());
+  EXPECT_FALSE(indexer.operator_view().HeartbeatDeadline("odd").has_value());
   EXPECT_EQ(ApplyWithHeaders(*server_, Batch("bad", "a").Report(0, {1}),
                              {{"kv-indexer-heartbeat-ttl-ms", "400"}})
                 .error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_FALSE(indexer.HeartbeatDeadline("bad").has_value());
+  EXPECT_FALSE(indexer.operator_view().HeartbeatDeadline("bad").has_value());
 
-  const LivenessStats stats = indexer.liveness_stats();
+  const LivenessStats stats = indexer.operator_view().liveness_stats();
   EXPECT_EQ(stats.heartbeats, 2u);
   EXPECT_EQ(stats.malformed_heartbeats, 1u);
 }
@@ -951,8 +951,9 @@ TEST_F(ServiceOverProbeBackendTest, WithoutLivenessTheHeaderIsIgnored) {
   ASSERT_TRUE(ApplyWithHeaders(*server_, Batch("w", "a"),
                                {{"kv-indexer-heartbeat-ttl-ms", "400"}})
                   .ok());
-  EXPECT_FALSE(server_->indexer().HeartbeatDeadline("w").has_value());
-  EXPECT_EQ(server_->indexer().liveness_stats().heartbeats, 0u);
+  EXPECT_FALSE(
+      server_->indexer().operator_view().HeartbeatDeadline("w").has_value());
+  EXPECT_EQ(server_->indexer().operator_view().liveness_stats().heartbeats, 0u);
 }
 
 TEST_F(ServiceOverReferenceBackendTest, ValidationErrorsAreInvalidArgument) {

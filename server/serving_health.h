@@ -4,7 +4,7 @@
 // SERVING once the server listens (it binds only after its state is
 // recovered, so there is no "recovering" status to publish: the port is
 // closed until then) and until the backend fails in a way it cannot
-// continue from (Indexer::BackendFailure), the state log fails
+// continue from (OperatorView::BackendFailure), the state log fails
 // (durable::DurableStore::LogFailure: every write is refused until a
 // restart), or a graceful shutdown begins. All three are final: nothing
 // turns them back to SERVING.
@@ -56,7 +56,7 @@ class ServingHealth {
 
   // The server listens with its state recovered.
   void Listening();
-  // The backend cannot continue (Indexer::BackendFailure's text).
+  // The backend cannot continue (OperatorView::BackendFailure's text).
   void BackendFailed(std::string_view failure);
   // The state log refuses every write until a restart
   // (durable::DurableStore::LogFailure's text).

@@ -81,12 +81,9 @@ class WriteAuthorizerServiceTest : public ::testing::Test {
   test_support::ModelBackend backend_;
   Indexer indexer_{&backend_};
   WriteAuthorizer authorizer_{kToken};
-  KvIndexerService service_{indexer_,
-                            8,
-                            WallClock::Real(),
-                            nullptr,
-                            /*read_heartbeats=*/true,
-                            &authorizer_};
+  KvIndexerService service_{indexer_.operations(),    8,
+                            WallClock::Real(),        nullptr,
+                            /*read_heartbeats=*/true, &authorizer_};
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<KVIndexer::Stub> stub_;
@@ -110,12 +107,12 @@ TEST_F(WriteAuthorizerServiceTest, MutationsNeedTheToken) {
   EXPECT_EQ(Apply(kBearerRight.substr(0, kBearerRight.size() - 1).c_str())
                 .error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(indexer_.worker_count(), 0u);
+  EXPECT_EQ(indexer_.durable_state().worker_count(), 0u);
 
   EXPECT_TRUE(Apply(kBearerRight.c_str(), 7).ok());
   // The scheme's letter case does not matter.
   EXPECT_TRUE(Apply(("bearer " + std::string(kToken)).c_str(), 8).ok());
-  EXPECT_EQ(indexer_.worker_count(), 1u);
+  EXPECT_EQ(indexer_.durable_state().worker_count(), 1u);
 
   EXPECT_EQ(Replace(nullptr).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Replace(kBearerWrong.c_str()).error_code(),

@@ -87,8 +87,9 @@ std::set<int64_t> HeldBy(Indexer& indexer, const std::string& worker,
   std::set<int64_t> held;
   for (int64_t hash : hashes) {
     kv_indexer::v1::MatchExternalKvResponse response;
-    EXPECT_TRUE(
-        indexer.Match(test_support::MatchRequest({hash}), &response).ok());
+    EXPECT_TRUE(indexer.operations()
+                    .Match(test_support::MatchRequest({hash}), &response)
+                    .ok());
     for (const auto& match : response.matches()) {
       if (match.worker_id() == worker) held.insert(hash);
     }
@@ -113,12 +114,14 @@ TEST(LogApplierEngine, AGatedStreamReachesAReplicaThroughTheLog) {
   Indexer replica(&backend);
   const std::vector<fleet::LoggedRecord> records = rig.Records();
   for (const fleet::LoggedRecord& record : records) {
-    const fleet::RecordResult result = fleet::ApplyLogRecord(replica, record);
+    const fleet::RecordResult result =
+        fleet::ApplyLogRecord(replica.operations(), record);
     EXPECT_EQ(result.outcome, fleet::RecordOutcome::kApplied)
         << "record " << record.position << ": " << result.status;
   }
   EXPECT_EQ(HeldBy(replica, kLogWorker, {1, 2, 3}), (std::set<int64_t>{2, 3}));
-  EXPECT_TRUE(replica.HeartbeatDeadline(kLogWorker).has_value());
+  EXPECT_TRUE(
+      replica.operator_view().HeartbeatDeadline(kLogWorker).has_value());
 }
 
 TEST(LogApplierEngine, ASecondBridgeStopsTheEngineNamingIt) {

@@ -366,13 +366,14 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
       EXPECT_EQ(applies[i].worker_id(), "w-other-ignored");
       continue;
     }
-    ASSERT_TRUE(direct.Apply(applies[i], &via_indexer).ok());
+    ASSERT_TRUE(
+        direct.operations().Apply(applies[i], &via_indexer).Wait().ok());
     EXPECT_EQ(via_log.applied_seq(), via_indexer.applied_seq());
     if (i == 0) {
       ReplaceExternalKvSnapshotResponse a;
       ReplaceExternalKvSnapshotResponse b;
       ASSERT_TRUE(applier.Replace(install, &a).ok());
-      ASSERT_TRUE(direct.Replace(install, &b).ok());
+      ASSERT_TRUE(direct.operations().Replace(install, &b).Wait().ok());
       EXPECT_EQ(a.applied_seq(), b.applied_seq());
     }
   }
@@ -380,9 +381,11 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
   const Batch probe = Batch(kWorker, "10.0.0.1:1").Gated("e", 0);
   ASSERT_TRUE(applier.Heartbeat(probe, 60000, &beat).ok());
   ApplyExternalKvBatchResponse direct_beat;
-  ASSERT_TRUE(direct
-                  .Apply(probe, &direct_beat, "",
-                         HeartbeatHeader::Valid(std::chrono::seconds(60)))
+  ASSERT_TRUE(direct.operations()
+                  .Apply(probe, &direct_beat,
+                         {.heartbeat =
+                              HeartbeatHeader::Valid(std::chrono::seconds(60))})
+                  .Wait()
                   .ok());
   EXPECT_EQ(beat.applied_seq(), direct_beat.applied_seq());
   EXPECT_EQ(beat.duplicate(), direct_beat.duplicate());
@@ -390,29 +393,37 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
   test_support::ModelBackend replica_backend;
   Indexer replica(&replica_backend);
   for (const fleet::LoggedRecord& record : AllRecords(log)) {
-    const fleet::RecordResult result = fleet::ApplyLogRecord(replica, record);
+    const fleet::RecordResult result =
+        fleet::ApplyLogRecord(replica.operations(), record);
     EXPECT_EQ(result.outcome, fleet::RecordOutcome::kApplied) << result.status;
   }
 
   for (int64_t hash : {10, 11, 20, 21, 30, 99}) {
     kv_indexer::v1::MatchExternalKvResponse want;
     kv_indexer::v1::MatchExternalKvResponse got;
-    ASSERT_TRUE(direct.Match(test_support::MatchRequest({hash}), &want).ok());
-    ASSERT_TRUE(replica.Match(test_support::MatchRequest({hash}), &got).ok());
+    ASSERT_TRUE(direct.operations()
+                    .Match(test_support::MatchRequest({hash}), &want)
+                    .ok());
+    ASSERT_TRUE(replica.operations()
+                    .Match(test_support::MatchRequest({hash}), &got)
+                    .ok());
     EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString())
         << "hash " << hash;
   }
   // Not vacuous: the index holds what the calls reported.
   kv_indexer::v1::MatchExternalKvResponse held;
-  ASSERT_TRUE(replica.Match(test_support::MatchRequest({21}), &held).ok());
+  ASSERT_TRUE(
+      replica.operations().Match(test_support::MatchRequest({21}), &held).ok());
   ASSERT_EQ(held.matches_size(), 1);
   EXPECT_EQ(held.matches(0).worker_id(), kWorker);
   kv_indexer::v1::MatchExternalKvResponse revoked;
-  ASSERT_TRUE(replica.Match(test_support::MatchRequest({10}), &revoked).ok());
+  ASSERT_TRUE(replica.operations()
+                  .Match(test_support::MatchRequest({10}), &revoked)
+                  .ok());
   EXPECT_EQ(revoked.matches_size(), 0);
-  EXPECT_TRUE(replica.HeartbeatDeadline(kWorker).has_value());
-  EXPECT_EQ(replica.WorkerState(kWorker).has_value(),
-            direct.WorkerState(kWorker).has_value());
+  EXPECT_TRUE(replica.operator_view().HeartbeatDeadline(kWorker).has_value());
+  EXPECT_EQ(replica.operator_view().WorkerState(kWorker).has_value(),
+            direct.operator_view().WorkerState(kWorker).has_value());
 }
 
 }  // namespace log_applier_test

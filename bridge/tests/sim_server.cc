@@ -87,7 +87,7 @@ class CoreSimServer final : public SimServer {
                      ApplyExternalKvBatchResponse* response) override {
     return WithFault(fault_hook, KindOf(request), response,
                      [&](ApplyExternalKvBatchResponse* r) {
-                       return indexer_->Apply(request, r);
+                       return indexer_->operations().Apply(request, r).Wait();
                      });
   }
   absl::Status Heartbeat(const ApplyExternalKvBatchRequest& request, uint32_t,
@@ -98,7 +98,7 @@ class CoreSimServer final : public SimServer {
                        ReplaceExternalKvSnapshotResponse* response) override {
     return WithFault(fault_hook, Call::kReplace, response,
                      [&](ReplaceExternalKvSnapshotResponse* r) {
-                       return indexer_->Replace(request, r);
+                       return indexer_->operations().Replace(request, r).Wait();
                      });
   }
   void RestartEmpty() override {
@@ -115,7 +115,7 @@ class CoreSimServer final : public SimServer {
         request.add_hashes(h);
       }
       kv_indexer::v1::MatchExternalKvResponse response;
-      if (!indexer_->Match(request, &response).ok()) continue;
+      if (!indexer_->operations().Match(request, &response).ok()) continue;
       for (const auto& match : response.matches()) {
         if (match.worker_id() != worker) continue;
         for (const auto& entry : match.hashes_by_tier()) {

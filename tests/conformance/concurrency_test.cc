@@ -93,7 +93,8 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
       int g = 1;
       for (; g <= kMaxBatchesPerWriter; ++g) {
         v1::ApplyExternalKvBatchResponse resp;
-        const absl::Status s = indexer().Apply(Generation(k, g), &resp);
+        const absl::Status s =
+            indexer().operations().Apply(Generation(k, g), &resp).Wait();
         if (!s.ok()) report(absl::StrCat("apply failed: ", s.ToString()));
         if (g >= kMinBatchesPerWriter &&
             reads.load() >= kMinReaderRounds * kReaders) {
@@ -113,7 +114,7 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
         // 1. A non-counting match over every set: each writer holds exactly
         //    one complete set, all of one generation.
         v1::MatchExternalKvResponse match;
-        if (!indexer().Match(MatchRequest(all), &match).ok()) {
+        if (!indexer().operations().Match(MatchRequest(all), &match).ok()) {
           report("match failed");
         }
         if (match.matches_size() != kWriters) {
@@ -135,7 +136,9 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
         }
         // 2. A prefix query over set 0: the whole set or nothing.
         v1::MatchExternalKvPrefixResponse prefix;
-        if (!MatchPrefix(indexer(), PrefixRequest(SetOf(k, 0)), &prefix).ok()) {
+        if (!MatchPrefix(indexer().operations(), PrefixRequest(SetOf(k, 0)),
+                         &prefix)
+                 .ok()) {
           report("prefix failed");
         }
         if (prefix.best_prefix_blocks() != 0 &&
@@ -149,12 +152,16 @@ TEST_P(ConcurrencyTest, ReadersOnlyEverSeeWholeBatches) {
         if (r == 0) {
           v1::MatchExternalKvResponse counted;
           if (!indexer()
+                   .operations()
                    .Match(MatchRequest(SetOf(k, 1), true), &counted)
                    .ok()) {
             report("counting match failed");
           }
           v1::GetExternalKvHitCountsResponse hits;
-          if (!indexer().HitCounts(HitCountsRequest(SetOf(k, 1)), &hits).ok()) {
+          if (!indexer()
+                   .operations()
+                   .HitCounts(HitCountsRequest(SetOf(k, 1)), &hits)
+                   .ok()) {
             report("hit counts failed");
           }
           if (!WholeCounters(hits)) {
@@ -202,7 +209,8 @@ TEST_P(ConcurrencyTest, CountingMatchIsAtomicForConcurrentReaders) {
     while (matches < kMaxCountingMatches &&
            (matches < kMinCountingMatches || reads.load() < kMinReads)) {
       v1::MatchExternalKvResponse resp;
-      if (!indexer().Match(MatchRequest(set, true), &resp).ok()) break;
+      if (!indexer().operations().Match(MatchRequest(set, true), &resp).ok())
+        break;
       ++matches;
     }
     counting_done.store(true);
@@ -212,7 +220,8 @@ TEST_P(ConcurrencyTest, CountingMatchIsAtomicForConcurrentReaders) {
   start.arrive_and_wait();
   while (reads.load() < kMaxReaderRounds && !counting_done.load()) {
     v1::GetExternalKvHitCountsResponse hits;
-    if (!indexer().HitCounts(HitCountsRequest(set), &hits).ok()) break;
+    if (!indexer().operations().HitCounts(HitCountsRequest(set), &hits).ok())
+      break;
     if (!WholeCounters(hits) && torn++ == 0) first_torn = Text(hits);
     reads.fetch_add(1);
   }

@@ -48,12 +48,12 @@ void ConformanceTest::TearDown() {
 absl::Status ConformanceTest::Apply(
     const v1::ApplyExternalKvBatchRequest& req) {
   v1::ApplyExternalKvBatchResponse resp;
-  return indexer_->Apply(req, &resp);
+  return indexer_->operations().Apply(req, &resp).Wait();
 }
 
 void ConformanceTest::ApplyOk(const v1::ApplyExternalKvBatchRequest& req) {
   v1::ApplyExternalKvBatchResponse resp;
-  const absl::Status s = indexer_->Apply(req, &resp);
+  const absl::Status s = indexer_->operations().Apply(req, &resp).Wait();
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
 }
 
@@ -61,7 +61,7 @@ v1::MatchExternalKvResponse ConformanceTest::Match(const Hashes& hashes,
                                                    bool count_as_hit) {
   const v1::MatchExternalKvRequest req = MatchRequest(hashes, count_as_hit);
   v1::MatchExternalKvResponse resp;
-  const absl::Status s = indexer_->Match(req, &resp);
+  const absl::Status s = indexer_->operations().Match(req, &resp);
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   EXPECT_TRUE(MatchOrderHolds(req, resp));
   CanonicalizeMatch(req, &resp);
@@ -73,7 +73,7 @@ v1::MatchExternalKvPrefixResponse ConformanceTest::Prefix(const Hashes& hashes,
   const v1::MatchExternalKvPrefixRequest req =
       PrefixRequest(hashes, max_blocks);
   v1::MatchExternalKvPrefixResponse resp;
-  const absl::Status s = MatchPrefix(*indexer_, req, &resp);
+  const absl::Status s = MatchPrefix(indexer_->operations(), req, &resp);
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   EXPECT_TRUE(PrefixOrderHolds(resp));
   CanonicalizePrefix(&resp);
@@ -83,7 +83,7 @@ v1::MatchExternalKvPrefixResponse ConformanceTest::Prefix(const Hashes& hashes,
 std::map<int64_t, uint64_t> ConformanceTest::Hits(const Hashes& hashes) {
   const v1::GetExternalKvHitCountsRequest req = HitCountsRequest(hashes);
   v1::GetExternalKvHitCountsResponse resp;
-  const absl::Status s = indexer_->HitCounts(req, &resp);
+  const absl::Status s = indexer_->operations().HitCounts(req, &resp);
   EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   std::map<int64_t, uint64_t> out;
   for (const auto& e : resp.entries()) {
@@ -122,7 +122,8 @@ std::map<std::string, uint32_t> ConformanceTest::Prefixes(
 std::string ConformanceTest::Observe(const Hashes& universe) {
   std::string out = absl::StrCat("match ", Text(Match(universe)));
   v1::GetExternalKvHitCountsResponse hits;
-  EXPECT_TRUE(indexer_->HitCounts(HitCountsRequest(universe), &hits).ok());
+  EXPECT_TRUE(
+      indexer_->operations().HitCounts(HitCountsRequest(universe), &hits).ok());
   absl::StrAppend(&out, "\nhits ", Text(hits));
   // A prefix query starting at every hash, so that every worker is a
   // candidate somewhere and its address and spec become observable.

@@ -211,7 +211,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
 
   const auto compare_match = [&](const v1::MatchExternalKvRequest& req) {
     v1::MatchExternalKvResponse got, want;
-    const absl::Status gs = indexer.Match(req, &got);
+    const absl::Status gs = indexer.operations().Match(req, &got);
     const absl::Status ws = model.Match(req, &want);
     if (!SameStatus(gs, ws)) {
       return fail(absl::StrCat("match status ", gs.ToString(), ", model ",
@@ -231,7 +231,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
   };
   const auto compare_prefix = [&](const v1::MatchExternalKvPrefixRequest& req) {
     v1::MatchExternalKvPrefixResponse got, want;
-    const absl::Status gs = MatchPrefix(indexer, req, &got);
+    const absl::Status gs = MatchPrefix(indexer.operations(), req, &got);
     const absl::Status ws = model.MatchPrefix(req, &want);
     if (!SameStatus(gs, ws)) {
       return fail(absl::StrCat("prefix status ", gs.ToString(), ", model ",
@@ -251,7 +251,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
   };
   const auto compare_hits = [&](const v1::GetExternalKvHitCountsRequest& req) {
     v1::GetExternalKvHitCountsResponse got, want;
-    const absl::Status gs = indexer.HitCounts(req, &got);
+    const absl::Status gs = indexer.operations().HitCounts(req, &got);
     const absl::Status ws = model.HitCounts(req, &want);
     if (!SameStatus(gs, ws)) {
       return fail(absl::StrCat("hit-count status ", gs.ToString(), ", model ",
@@ -271,7 +271,7 @@ bool DifferentialTest::RunSequence(uint64_t seed) {
       const auto req = RandomBatch(r);
       note(absl::StrCat("apply ", Text(req)));
       v1::ApplyExternalKvBatchResponse resp;
-      const absl::Status gs = indexer.Apply(req, &resp);
+      const absl::Status gs = indexer.operations().Apply(req, &resp).Wait();
       const absl::Status ws = model.Apply(req);
       if (!SameStatus(gs, ws)) {
         return fail(absl::StrCat("apply status ", gs.ToString(), ", model ",

@@ -54,7 +54,8 @@ class DurabilityTest : public ConformanceTest {
     options.checkpoint_bytes = checkpoint_bytes;
     options.backend = server_->instance->get();
     absl::StatusOr<std::unique_ptr<durable::DurableStore>> store =
-        durable::DurableStore::Open(options, server_->indexer.get());
+        durable::DurableStore::Open(options,
+                                    &server_->indexer->durable_state());
     ASSERT_TRUE(store.ok()) << store.status();
     server_->store = *std::move(store);
   }
@@ -76,22 +77,22 @@ class DurabilityTest : public ConformanceTest {
   v1::ApplyExternalKvBatchResponse ApplyAck(
       const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    const absl::Status s = served().Apply(req, &resp);
+    const absl::Status s = served().operations().Apply(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
     return resp;
   }
   absl::Status ApplyStatus(const v1::ApplyExternalKvBatchRequest& req) {
     v1::ApplyExternalKvBatchResponse resp;
-    return served().Apply(req, &resp);
+    return served().operations().Apply(req, &resp).Wait();
   }
   void ReplaceOk(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = served().Replace(req, &resp);
+    const absl::Status s = served().operations().Replace(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   }
   void ConfigureOk(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = served().Configure(req, &resp);
+    const absl::Status s = served().operations().Configure(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << Text(req);
   }
   // The checkpoint a probe (gated, seq 0, no actions) reports.
@@ -108,14 +109,14 @@ class DurabilityTest : public ConformanceTest {
   std::string Answers() {
     const v1::MatchExternalKvRequest match_req = MatchRequest(universe_);
     v1::MatchExternalKvResponse match;
-    EXPECT_TRUE(served().Match(match_req, &match).ok());
+    EXPECT_TRUE(served().operations().Match(match_req, &match).ok());
     CanonicalizeMatch(match_req, &match);
     std::string out = absl::StrCat("match ", Text(match));
     for (size_t start = 0; start < universe_.size(); start += 7) {
       const v1::MatchExternalKvPrefixRequest req = PrefixRequest(Hashes(
           universe_.begin() + static_cast<ptrdiff_t>(start), universe_.end()));
       v1::MatchExternalKvPrefixResponse prefix;
-      EXPECT_TRUE(MatchPrefix(served(), req, &prefix).ok());
+      EXPECT_TRUE(MatchPrefix(served().operations(), req, &prefix).ok());
       CanonicalizePrefix(&prefix);
       absl::StrAppend(&out, "\nprefix@", start, " ", Text(prefix));
     }
@@ -195,8 +196,12 @@ TEST_P(DurabilityTest, AcknowledgedAppliesSurviveARestart) {
   EXPECT_GE(store().recovery().checkpoint_generation, 2u);
   EXPECT_EQ(Answers(), before);
   EXPECT_EQ(Probe("w1", "e1"), acked);
-  EXPECT_FALSE(served().WorkerState("w2").value_or(WorkerRecord{}).ready);
-  EXPECT_FALSE(served().WorkerState("w3").has_value());
+  EXPECT_FALSE(served()
+                   .operator_view()
+                   .WorkerState("w2")
+                   .value_or(WorkerRecord{})
+                   .ready);
+  EXPECT_FALSE(served().operator_view().WorkerState("w3").has_value());
 
   // Gate continuity: the next seq is accepted, a repeat is a duplicate, a
   // gap still invalidates.
@@ -206,7 +211,11 @@ TEST_P(DurabilityTest, AcknowledgedAppliesSurviveARestart) {
   EXPECT_TRUE(ApplyAck(next).duplicate());
   EXPECT_EQ(ApplyStatus(Batch("w1", "addr-1").Gated("e1", acked + 3)).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(served().WorkerState("w1").value_or(WorkerRecord{}).ready);
+  EXPECT_FALSE(served()
+                   .operator_view()
+                   .WorkerState("w1")
+                   .value_or(WorkerRecord{})
+                   .ready);
 
   // And all of that survives the next restart too.
   const std::string after = Answers();
@@ -252,14 +261,15 @@ TEST_P(DurabilityTest, RemovalsAndSeedWorkersSurviveARestart) {
                .Spec(Spec(kComponentFull, 0, kServableTierMask))
                .Report(kTierDram, Range(3, 6), {}, Masks(6, 32)));
   ApplyAck(Batch("s3", "addr-s3").Report(kTierHbm, Range(10, 3)));
-  EXPECT_TRUE(served().RemoveWorker("s3", RemovalReason::kAdmin).ok());
+  EXPECT_TRUE(
+      served().operator_view().RemoveWorker("s3", RemovalReason::kAdmin).ok());
   const std::string before = Answers();
   Crash();
 
   Start();
   EXPECT_EQ(Answers(), before);
-  EXPECT_FALSE(served().WorkerState("s3").has_value());
-  EXPECT_TRUE(served().WorkerState("s2").has_value());
+  EXPECT_FALSE(served().operator_view().WorkerState("s3").has_value());
+  EXPECT_TRUE(served().operator_view().WorkerState("s2").has_value());
 }
 
 }  // namespace

@@ -75,8 +75,10 @@ TEST_P(HitCountsTest, EntriesInRequestOrderWithoutZeroes) {
   Match({1, 2, 3}, true);
   Match({3}, true);
   v1::GetExternalKvHitCountsResponse resp;
-  ASSERT_TRUE(
-      indexer().HitCounts(HitCountsRequest({3, 9, 1, 3, -4}), &resp).ok());
+  ASSERT_TRUE(indexer()
+                  .operations()
+                  .HitCounts(HitCountsRequest({3, 9, 1, 3, -4}), &resp)
+                  .ok());
   ASSERT_EQ(resp.entries_size(), 2) << Text(resp);
   EXPECT_EQ(At(resp.entries(), 0).hash(), 3);
   EXPECT_EQ(At(resp.entries(), 0).hit_count_total(), 2u);

@@ -108,11 +108,12 @@ TEST(LoaderTest, AnAbi10BackendHasNoPlacementCounts) {
   req.set_worker_id("w");
   req.set_worker_address("a");
   kv_indexer::v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(indexer.Apply(req, &resp).ok());
-  const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+  ASSERT_TRUE(indexer.operations().Apply(req, &resp).Wait().ok());
+  const std::vector<WorkerSnapshot> workers =
+      indexer.operator_view().ListWorkers();
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_FALSE(workers[0].placements_by_tier.has_value());
-  EXPECT_FALSE(indexer.PlacementCounts("w").has_value());
+  EXPECT_FALSE(indexer.operator_view().PlacementCounts("w").has_value());
 }
 
 // A backend written against ABI 1.0 and rebuilt unchanged against this
@@ -160,20 +161,22 @@ TEST(LoaderTest, TheHostUsesAnAbi10SourceThroughThe10Paths) {
       action->add_hashes(10 + tier);
     }
     kv_indexer::v1::ApplyExternalKvBatchResponse resp;
-    ASSERT_TRUE(indexer.Apply(req, &resp).ok());
-    EXPECT_FALSE(indexer.PlacementCounts("w").has_value());
-    const std::vector<WorkerSnapshot> workers = indexer.ListWorkers();
+    ASSERT_TRUE(indexer.operations().Apply(req, &resp).Wait().ok());
+    EXPECT_FALSE(indexer.operator_view().PlacementCounts("w").has_value());
+    const std::vector<WorkerSnapshot> workers =
+        indexer.operator_view().ListWorkers();
     ASSERT_EQ(workers.size(), 1u);
     EXPECT_FALSE(workers[0].placements_by_tier.has_value());
 
-    ASSERT_TRUE(indexer.RemoveWorker("w", RemovalReason::kAdmin).ok());
+    ASSERT_TRUE(
+        indexer.operator_view().RemoveWorker("w", RemovalReason::kAdmin).ok());
     BackendStats stats{};
     stats.struct_size = sizeof(stats);
     (*loaded)->backend()->GetStats(&stats);
     EXPECT_EQ(stats.placements, 0u);
     EXPECT_EQ(stats.blocks, 0u);
     EXPECT_EQ(stats.workers, 1u);  // ABI 1.0 has no way to delete a record
-    EXPECT_TRUE(indexer.ListWorkers().empty());
+    EXPECT_TRUE(indexer.operator_view().ListWorkers().empty());
   }
 }
 

@@ -12,7 +12,8 @@ class MatchTest : public ConformanceTest {
   // The raw response (no canonical reordering), with its status checked.
   v1::MatchExternalKvResponse RawMatch(const Hashes& hashes) {
     v1::MatchExternalKvResponse resp;
-    const absl::Status s = indexer().Match(MatchRequest(hashes), &resp);
+    const absl::Status s =
+        indexer().operations().Match(MatchRequest(hashes), &resp);
     EXPECT_TRUE(s.ok()) << s;
     return resp;
   }

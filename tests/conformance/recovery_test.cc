@@ -42,7 +42,7 @@ class RecoveryTest : public ConformanceTest {
     for (const v1::MatchExternalKvResponse& resp : MatchUniverse()) {
       for (const auto& m : resp.matches()) {
         const std::optional<WorkerRecord> state =
-            indexer().WorkerState(m.worker_id());
+            indexer().operator_view().WorkerState(m.worker_id());
         EXPECT_TRUE(state.has_value() && state->ready)
             << "worker " << m.worker_id()
             << " holds placements without being ready: " << Text(m);
@@ -64,7 +64,7 @@ class RecoveryTest : public ConformanceTest {
 
   v1::ApplyExternalKvBatchResponse ApplyResp(const Batch& batch) {
     v1::ApplyExternalKvBatchResponse resp;
-    const absl::Status s = indexer().Apply(batch, &resp);
+    const absl::Status s = indexer().operations().Apply(batch, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << Text(batch.request());
     return resp;
   }
@@ -74,7 +74,10 @@ class RecoveryTest : public ConformanceTest {
                      uint64_t* checkpoint) {
     v1::ApplyExternalKvBatchResponse resp;
     absl::Status s =
-        indexer().Apply(Batch(worker, "probe-address").Gated(epoch, 0), &resp);
+        indexer()
+            .operations()
+            .Apply(Batch(worker, "probe-address").Gated(epoch, 0), &resp)
+            .Wait();
     if (s.ok()) {
       EXPECT_TRUE(resp.duplicate());
       *checkpoint = resp.applied_seq();
@@ -84,7 +87,7 @@ class RecoveryTest : public ConformanceTest {
 
   absl::Status Replace(const Snapshot& snapshot) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    absl::Status s = indexer().Replace(snapshot, &resp);
+    absl::Status s = indexer().operations().Replace(snapshot, &resp).Wait();
     if (s.ok()) {
       EXPECT_EQ(resp.applied_seq(), snapshot.request().applied_seq());
     }
@@ -98,7 +101,8 @@ class RecoveryTest : public ConformanceTest {
   // (ready_workers, total_workers).
   std::pair<uint32_t, uint32_t> Configure(const ExpectedWorkers& workers) {
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = indexer().Configure(workers, &resp);
+    const absl::Status s =
+        indexer().operations().Configure(workers, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << Text(workers.request());
     return {resp.ready_workers(), resp.total_workers()};
   }
@@ -152,7 +156,8 @@ class RecoveryTest : public ConformanceTest {
   // (IndexBackend::RemoveWorker); an ABI 1.0 backend keeps it.
   bool FreesRemovedWorkers() const { return SupportsAbiMinor(1); }
   SequenceState StateOf(const std::string& worker) {
-    const std::optional<WorkerRecord> state = indexer().WorkerState(worker);
+    const std::optional<WorkerRecord> state =
+        indexer().operator_view().WorkerState(worker);
     EXPECT_TRUE(state.has_value()) << worker << " has no record";
     return state.has_value() ? state->state() : SequenceState::kInvalid;
   }
@@ -208,15 +213,21 @@ TEST_P(RecoveryTest, GateAcceptsDeduplicatesAndInvalidatesOnAGap) {
               .Gated("e", 4)
               .Report(kTierDram, {7})
               .Report(kTierSsd, {8}));
-  ExpectStatus(indexer().Apply(Batch("w", "addr-w").Gated("e", 6), &resp),
+  ExpectStatus(indexer()
+                   .operations()
+                   .Apply(Batch("w", "addr-w").Gated("e", 6), &resp)
+                   .Wait(),
                absl::StatusCode::kFailedPrecondition,
                "event sequence gap: expected 5, got 6");
   EXPECT_TRUE(Held("w").empty());
   EXPECT_EQ(StateOf("w"), SequenceState::kInvalid);
   // The next sequence number fails at G2: no checkpoint to follow.
   ExpectStatus(
-      indexer().Apply(Batch("w", "addr-w").Gated("e", 7).Report(kTierHbm, {1}),
-                      &resp),
+      indexer()
+          .operations()
+          .Apply(Batch("w", "addr-w").Gated("e", 7).Report(kTierHbm, {1}),
+                 &resp)
+          .Wait(),
       absl::StatusCode::kFailedPrecondition,
       "stream has no READY snapshot for this generation and epoch");
   EXPECT_TRUE(Held("w").empty());
@@ -227,13 +238,15 @@ TEST_P(RecoveryTest, GapWithTheRequestExample) {
   ReplaceOk(Snapshot("w", "a").Epoch("e").AppliedSeq(2));
   ApplyOk(Batch("w", "a").Gated("e", 3).Report(kTierHbm, {2}));
   v1::ApplyExternalKvBatchResponse resp;
-  ExpectStatus(indexer().Apply(Batch("w", "a").Gated("e", 5), &resp),
-               absl::StatusCode::kFailedPrecondition,
-               "event sequence gap: expected 4, got 5");
+  ExpectStatus(
+      indexer().operations().Apply(Batch("w", "a").Gated("e", 5), &resp).Wait(),
+      absl::StatusCode::kFailedPrecondition,
+      "event sequence gap: expected 4, got 5");
   EXPECT_TRUE(Held("w").empty());
-  ExpectStatus(indexer().Apply(Batch("w", "a").Gated("e", 6), &resp),
-               absl::StatusCode::kFailedPrecondition,
-               "stream has no READY snapshot for this generation and epoch");
+  ExpectStatus(
+      indexer().operations().Apply(Batch("w", "a").Gated("e", 6), &resp).Wait(),
+      absl::StatusCode::kFailedPrecondition,
+      "stream has no READY snapshot for this generation and epoch");
 }
 
 TEST_P(RecoveryTest, GapDropsHitCountersWithTheBlocks) {
@@ -243,7 +256,11 @@ TEST_P(RecoveryTest, GapDropsHitCountersWithTheBlocks) {
       Snapshot("other", "b").Epoch("e").AppliedSeq(0).Tier(kTierHbm, {2}));
   Match({1, 2}, /*count_as_hit=*/true);
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_FALSE(indexer().Apply(Batch("w", "a").Gated("e", 9), &resp).ok());
+  EXPECT_FALSE(indexer()
+                   .operations()
+                   .Apply(Batch("w", "a").Gated("e", 9), &resp)
+                   .Wait()
+                   .ok());
   EXPECT_EQ(Hits({1, 2}), (std::map<int64_t, uint64_t>{{2, 1}}));
   EXPECT_EQ(HeldHashes("other"), std::set<int64_t>({2}));
 }
@@ -251,11 +268,14 @@ TEST_P(RecoveryTest, GapDropsHitCountersWithTheBlocks) {
 TEST_P(RecoveryTest, UnknownWorkerIsRefusedAtG1) {
   v1::ApplyExternalKvBatchResponse resp;
   ExpectStatus(
-      indexer().Apply(Batch("nobody", "a").Gated("e", 1).Report(kTierHbm, {1}),
-                      &resp),
+      indexer()
+          .operations()
+          .Apply(Batch("nobody", "a").Gated("e", 1).Report(kTierHbm, {1}),
+                 &resp)
+          .Wait(),
       absl::StatusCode::kFailedPrecondition,
       "stream must be configured before recovery-aware apply");
-  EXPECT_FALSE(indexer().WorkerState("nobody").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("nobody").has_value());
   EXPECT_TRUE(Held("nobody").empty());
 }
 
@@ -267,8 +287,11 @@ TEST_P(RecoveryTest, OtherEpochIsRefusedWithoutChangingAnything) {
   for (const char* epoch : {"f", "", "e "}) {
     for (uint64_t seq : {uint64_t{0}, uint64_t{5}, uint64_t{9}}) {
       ExpectStatus(
-          indexer().Apply(
-              Batch("w", "a").Gated(epoch, seq).Report(kTierHbm, {2}), &resp),
+          indexer()
+              .operations()
+              .Apply(Batch("w", "a").Gated(epoch, seq).Report(kTierHbm, {2}),
+                     &resp)
+              .Wait(),
           absl::StatusCode::kFailedPrecondition,
           "stream has no READY snapshot for this generation and epoch");
     }
@@ -284,7 +307,11 @@ TEST_P(RecoveryTest, EmptyEpochMatchesOnlyAnInstalledEmptyEpoch) {
   Configure(ExpectedWorkers().Worker("w", "a"));
   v1::ApplyExternalKvBatchResponse resp;
   // No checkpoint: "" matches nothing.
-  EXPECT_EQ(indexer().Apply(Batch("w", "a").Gated("", 1), &resp).code(),
+  EXPECT_EQ(indexer()
+                .operations()
+                .Apply(Batch("w", "a").Gated("", 1), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   ReplaceOk(Snapshot("w", "a").Epoch("").AppliedSeq(0));
   resp = ApplyResp(Batch("w", "a").Gated("", 1).Report(kTierHbm, {1}));
@@ -297,13 +324,16 @@ TEST_P(RecoveryTest, ValidationPrecedesTheGate) {
   ReplaceOk(Snapshot("w", "a").Epoch("e").AppliedSeq(1).Tier(kTierHbm, {1}));
   v1::ApplyExternalKvBatchResponse resp;
   // A gap whose action has tier 0.
-  ExpectStatus(
-      indexer().Apply(Batch("w", "a").Gated("e", 9).Report(0, {2}), &resp),
-      absl::StatusCode::kInvalidArgument, "tier must not be TIER_UNKNOWN");
+  ExpectStatus(indexer()
+                   .operations()
+                   .Apply(Batch("w", "a").Gated("e", 9).Report(0, {2}), &resp)
+                   .Wait(),
+               absl::StatusCode::kInvalidArgument,
+               "tier must not be TIER_UNKNOWN");
   // An unknown worker with too many actions.
   Batch big = Batch("nobody", "a").Gated("e", 1);
   for (int i = 0; i < 257; ++i) big.Clear(kTierHbm);
-  EXPECT_EQ(indexer().Apply(big, &resp).code(),
+  EXPECT_EQ(indexer().operations().Apply(big, &resp).Wait().code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(StateOf("w"), SequenceState::kSequenced);
   EXPECT_EQ(HeldHashes("w"), std::set<int64_t>({1}));
@@ -314,7 +344,11 @@ TEST_P(RecoveryTest, UnsequencedAndInvalidWorkersRefuseGatedApplies) {
   ApplyOk(Batch("seed", "a").Report(kTierHbm, {1}));
   EXPECT_EQ(StateOf("seed"), SequenceState::kUnsequenced);
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_EQ(indexer().Apply(Batch("seed", "a").Gated("", 0), &resp).code(),
+  EXPECT_EQ(indexer()
+                .operations()
+                .Apply(Batch("seed", "a").Gated("", 0), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(HeldHashes("seed"), std::set<int64_t>({1}));
 
@@ -325,7 +359,10 @@ TEST_P(RecoveryTest, UnsequencedAndInvalidWorkersRefuseGatedApplies) {
   ApplyOk(Batch("fresh", "b").Report(kTierHbm, {2}));
   EXPECT_EQ(StateOf("fresh"), SequenceState::kUnsequenced);
   EXPECT_EQ(HeldHashes("fresh"), std::set<int64_t>({2}));
-  ExpectStatus(indexer().Apply(Batch("fresh", "b").Gated("", 1), &resp),
+  ExpectStatus(indexer()
+                   .operations()
+                   .Apply(Batch("fresh", "b").Gated("", 1), &resp)
+                   .Wait(),
                absl::StatusCode::kFailedPrecondition,
                "stream has no READY snapshot for this generation and epoch");
 }
@@ -505,13 +542,21 @@ TEST_P(RecoveryTest, ReplaceCheckpointIsAuthoritative) {
   ASSERT_TRUE(Probe("w", "e", &checkpoint).ok());
   EXPECT_EQ(checkpoint, 7u);
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_EQ(indexer().Apply(Batch("w", "a").Gated("e", 9), &resp).code(),
+  EXPECT_EQ(indexer()
+                .operations()
+                .Apply(Batch("w", "a").Gated("e", 9), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);  // a gap
   ReplaceOk(Snapshot("w", "a").Epoch("e").AppliedSeq(7));
   EXPECT_EQ(ApplyResp(Batch("w", "a").Gated("e", 8)).applied_seq(), 8u);
   // Lower, and another epoch.
   ReplaceOk(Snapshot("w", "a").Epoch("f").AppliedSeq(2));
-  EXPECT_EQ(indexer().Apply(Batch("w", "a").Gated("e", 9), &resp).code(),
+  EXPECT_EQ(indexer()
+                .operations()
+                .Apply(Batch("w", "a").Gated("e", 9), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(Probe("w", "f", &checkpoint).ok());
   EXPECT_EQ(checkpoint, 2u);
@@ -576,7 +621,7 @@ TEST_P(RecoveryTest, ReplaceValidation) {
   ExpectStatus(Replace(Snapshot("nobody", "a").Tier(kTierHbm, {1})),
                absl::StatusCode::kFailedPrecondition,
                "stream must be configured before snapshot replacement");
-  EXPECT_FALSE(indexer().WorkerState("nobody").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("nobody").has_value());
   EXPECT_EQ(Observe(universe_), before);
 }
 
@@ -620,12 +665,16 @@ TEST_P(RecoveryTest, ConcurrentReadersSeeWholeSnapshots) {
     start.arrive_and_wait();
     for (int i = 1; i <= kMaxReplaces; ++i) {
       v1::ReplaceExternalKvSnapshotResponse resp;
-      const absl::Status s = indexer().Replace(
-          Snapshot("w", "a")
-              .Epoch("e")
-              .AppliedSeq(static_cast<uint64_t>(i))
-              .Tier(kTierHbm, sets[i % 2], {}, Masks(kSetSize, 16)),
-          &resp);
+      const absl::Status s =
+          indexer()
+              .operations()
+              .Replace(
+                  Snapshot("w", "a")
+                      .Epoch("e")
+                      .AppliedSeq(static_cast<uint64_t>(i))
+                      .Tier(kTierHbm, sets[i % 2], {}, Masks(kSetSize, 16)),
+                  &resp)
+              .Wait();
       if (!s.ok()) report(absl::StrCat("replace failed: ", s.ToString()));
       if (i >= kMinReplaces && reads.load() >= kMinReads * kReaders) break;
     }
@@ -636,7 +685,10 @@ TEST_P(RecoveryTest, ConcurrentReadersSeeWholeSnapshots) {
       start.arrive_and_wait();
       for (long round = 0; round < kMaxReads && writing.load(); ++round) {
         v1::MatchExternalKvResponse match;
-        if (!indexer().Match(MatchRequest(both, r == 0), &match).ok()) {
+        if (!indexer()
+                 .operations()
+                 .Match(MatchRequest(both, r == 0), &match)
+                 .ok()) {
           report("match failed");
         }
         if (match.matches_size() != 1 ||
@@ -651,7 +703,8 @@ TEST_P(RecoveryTest, ConcurrentReadersSeeWholeSnapshots) {
         }
         const Hashes& probe = sets[round % 2];
         v1::MatchExternalKvPrefixResponse prefix;
-        if (!MatchPrefix(indexer(), PrefixRequest(probe), &prefix).ok()) {
+        if (!MatchPrefix(indexer().operations(), PrefixRequest(probe), &prefix)
+                 .ok()) {
           report("prefix failed");
         }
         if (prefix.best_prefix_blocks() != 0 &&
@@ -690,13 +743,16 @@ TEST_P(RecoveryTest, ScaleInRemovesTheWorkerAndItsCounters) {
   EXPECT_EQ(Configure(ExpectedWorkers().Worker("w1", "a1")),
             std::make_pair(1u, 1u));
   EXPECT_EQ(BackendWorkers(), FreesRemovedWorkers() ? 1u : 2u);
-  EXPECT_FALSE(indexer().WorkerState("w2").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("w2").has_value());
   EXPECT_TRUE(Held("w2").empty());
   EXPECT_EQ(Hits({1, 2, 3}), (std::map<int64_t, uint64_t>{{1, 1}}));
   EXPECT_EQ(HeldHashes("w1"), std::set<int64_t>({1}));
   // The removed worker's gated applies now fail at G1, its Replace at V4.
   v1::ApplyExternalKvBatchResponse resp;
-  ExpectStatus(indexer().Apply(Batch("w2", "a2").Gated("e", 1), &resp),
+  ExpectStatus(indexer()
+                   .operations()
+                   .Apply(Batch("w2", "a2").Gated("e", 1), &resp)
+                   .Wait(),
                absl::StatusCode::kFailedPrecondition,
                "stream must be configured before recovery-aware apply");
   ExpectStatus(Replace(Snapshot("w2", "a2").Epoch("e")),
@@ -713,8 +769,8 @@ TEST_P(RecoveryTest, EmptyConfigurationRemovesEveryWorker) {
   if (FreesRemovedWorkers()) {
     EXPECT_EQ(BackendWorkers(), 0u);
   }
-  EXPECT_FALSE(indexer().WorkerState("seed").has_value());
-  EXPECT_FALSE(indexer().WorkerState("w").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("seed").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("w").has_value());
 }
 
 TEST_P(RecoveryTest, RepeatedConfigurationChangesNoSequenceState) {
@@ -779,7 +835,11 @@ TEST_P(RecoveryTest, RemovedWorkersComeBackFresh) {
   EXPECT_EQ(StateOf("w"), SequenceState::kInvalid);
   EXPECT_TRUE(Held("w").empty());
   v1::ApplyExternalKvBatchResponse resp;
-  EXPECT_EQ(indexer().Apply(Batch("w", "a").Gated("e", 6), &resp).code(),
+  EXPECT_EQ(indexer()
+                .operations()
+                .Apply(Batch("w", "a").Gated("e", 6), &resp)
+                .Wait()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -790,19 +850,25 @@ TEST_P(RecoveryTest, ConfigureValidation) {
   v1::ConfigureExpectedWorkersResponse resp;
   ExpectedWorkers too_many;
   for (int i = 0; i < 4097; ++i) too_many.Worker(absl::StrCat("w", i));
-  ExpectStatus(indexer().Configure(too_many, &resp),
+  ExpectStatus(indexer().operations().Configure(too_many, &resp).Wait(),
                absl::StatusCode::kResourceExhausted,
                "request contains 4097 workers; maximum is 4096");
-  ExpectStatus(indexer().Configure(
-                   ExpectedWorkers().Worker("x").Worker("x").Worker(""), &resp),
-               absl::StatusCode::kInvalidArgument,
-               "worker_id must not be empty");
   ExpectStatus(
-      indexer().Configure(ExpectedWorkers().Worker("x").Worker("y").Worker("x"),
-                          &resp),
+      indexer()
+          .operations()
+          .Configure(ExpectedWorkers().Worker("x").Worker("x").Worker(""),
+                     &resp)
+          .Wait(),
+      absl::StatusCode::kInvalidArgument, "worker_id must not be empty");
+  ExpectStatus(
+      indexer()
+          .operations()
+          .Configure(ExpectedWorkers().Worker("x").Worker("y").Worker("x"),
+                     &resp)
+          .Wait(),
       absl::StatusCode::kInvalidArgument, "duplicate worker_id x");
   EXPECT_EQ(Observe(universe_), before);
-  EXPECT_FALSE(indexer().WorkerState("x").has_value());
+  EXPECT_FALSE(indexer().operator_view().WorkerState("x").has_value());
   // 4,096 workers are accepted.
   ExpectedWorkers most;
   most.Worker("w", "a");

@@ -199,49 +199,55 @@ TEST_P(ValidationTest, ValidActionsBeforeAnInvalidOneAreNotApplied) {
 // MatchExternalKv and GetExternalKvHitCounts validation; behaviour 39.
 TEST_P(ValidationTest, MatchAndHitCountBounds) {
   v1::MatchExternalKvResponse match;
-  absl::Status s = indexer().Match(MatchRequest({}), &match);
+  absl::Status s = indexer().operations().Match(MatchRequest({}), &match);
   EXPECT_EQ(s.code(), kInvalid) << s;
   EXPECT_EQ(s.message(), "hashes must not be empty");
-  s = indexer().Match(MatchRequest(Range(0, 16385), true), &match);
+  s = indexer().operations().Match(MatchRequest(Range(0, 16385), true), &match);
   EXPECT_EQ(s.code(), kExhausted) << s;
   EXPECT_EQ(s.message(), "request contains 16385 hashes; maximum is 16384");
   // The bound is on the request as sent, before collapsing repeats.
   Hashes repeated(16385, 1);
-  s = indexer().Match(MatchRequest(repeated, true), &match);
+  s = indexer().operations().Match(MatchRequest(repeated, true), &match);
   EXPECT_EQ(s.code(), kExhausted) << s;
 
   v1::GetExternalKvHitCountsResponse hits;
-  s = indexer().HitCounts(HitCountsRequest({}), &hits);
+  s = indexer().operations().HitCounts(HitCountsRequest({}), &hits);
   EXPECT_EQ(s.code(), kInvalid) << s;
   EXPECT_EQ(s.message(), "hashes must not be empty");
-  s = indexer().HitCounts(HitCountsRequest(Range(0, 16385)), &hits);
+  s = indexer().operations().HitCounts(HitCountsRequest(Range(0, 16385)),
+                                       &hits);
   EXPECT_EQ(s.code(), kExhausted) << s;
   EXPECT_EQ(s.message(), "request contains 16385 hashes; maximum is 16384");
 
   EXPECT_EQ(Observe(kUniverse), before_) << "a rejected match counted hits";
-  EXPECT_TRUE(indexer().Match(MatchRequest(Range(0, 16384)), &match).ok());
   EXPECT_TRUE(
-      indexer().HitCounts(HitCountsRequest(Range(0, 16384)), &hits).ok());
+      indexer().operations().Match(MatchRequest(Range(0, 16384)), &match).ok());
+  EXPECT_TRUE(indexer()
+                  .operations()
+                  .HitCounts(HitCountsRequest(Range(0, 16384)), &hits)
+                  .ok());
 }
 
 // Prefix validation ("MatchExternalKvPrefix > Order of checks", step 3);
 // behaviour 39: prefix queries have no upper bound.
 TEST_P(ValidationTest, PrefixQueryBounds) {
   v1::MatchExternalKvPrefixResponse resp;
-  absl::Status s = MatchPrefix(indexer(), PrefixRequest({}), &resp);
+  absl::Status s =
+      MatchPrefix(indexer().operations(), PrefixRequest({}), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
   EXPECT_EQ(s.message(), "hashes must not be empty");
-  s = MatchPrefix(indexer(), PrefixRequest({}, 5), &resp);
+  s = MatchPrefix(indexer().operations(), PrefixRequest({}, 5), &resp);
   EXPECT_EQ(s.code(), kInvalid) << s;
 
   Hashes big = {1, 2, 3};
   const Hashes tail = Range(1000, 100000);
   big.insert(big.end(), tail.begin(), tail.end());
-  s = MatchPrefix(indexer(), PrefixRequest(big), &resp);
+  s = MatchPrefix(indexer().operations(), PrefixRequest(big), &resp);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(resp.best_prefix_blocks(), 3u);
   EXPECT_EQ(resp.blocks_read(), big.size());
-  s = MatchPrefix(indexer(), PrefixRequest(Range(0, 16385)), &resp);
+  s = MatchPrefix(indexer().operations(), PrefixRequest(Range(0, 16385)),
+                  &resp);
   EXPECT_TRUE(s.ok()) << s;
 }
 

@@ -197,7 +197,7 @@ TEST(ServerMetricsE2eTest, ScrapeCountsKnownTraffic) {
   EXPECT_EQ(Sample(m, "kvindexer_workers"), 1);
   EXPECT_EQ(Sample(m, "kvindexer_worker_ready{worker_id=\"w1\"}"), 1);
   EXPECT_EQ(Sample(m, "kvindexer_worker_sequenced{worker_id=\"w1\"}"), 0);
-  // The age of the last apply is written once Indexer::ListWorkers fills
+  // The age of the last apply is written once OperatorView::ListWorkers fills
   // WorkerSnapshot::last_apply (the admin API's work); when it is there it
   // must be small.
   if (const std::optional<double> age = Sample(

@@ -72,7 +72,7 @@ class DurableStoreTest : public ::testing::Test {
     node_ = std::make_unique<Node>();
     options.backend = &node_->backend;
     absl::StatusOr<std::unique_ptr<DurableStore>> store =
-        DurableStore::Open(options, &node_->indexer);
+        DurableStore::Open(options, &node_->indexer.durable_state());
     if (!store.ok()) return store.status();
     node_->store = *std::move(store);
     return absl::OkStatus();
@@ -89,9 +89,10 @@ class DurableStoreTest : public ::testing::Test {
   // Everything the store must bring back, as text.
   std::string State() {
     std::string out;
-    node_->indexer.ExportHost([&](const state::v1::CheckpointChunk& chunk) {
-      absl::StrAppend(&out, chunk.ShortDebugString(), "\n");
-    });
+    node_->indexer.durable_state().ExportHost(
+        [&](const state::v1::CheckpointChunk& chunk) {
+          absl::StrAppend(&out, chunk.ShortDebugString(), "\n");
+        });
     for (const auto& [hash, block] : node_->backend.model().blocks()) {
       absl::StrAppend(&out, "block ", hash, " tokens ", block.token_count);
       for (const auto& [placement, mask] : block.placements) {
@@ -115,7 +116,10 @@ class DurableStoreTest : public ::testing::Test {
   absl::Status Apply(const v1::ApplyExternalKvBatchRequest& req,
                      const HeartbeatHeader& heartbeat = {}) {
     v1::ApplyExternalKvBatchResponse resp;
-    return indexer().Apply(req, &resp, "", heartbeat);
+    return indexer()
+        .operations()
+        .Apply(req, &resp, {.heartbeat = heartbeat})
+        .Wait();
   }
   void ApplyOk(const v1::ApplyExternalKvBatchRequest& req,
                const HeartbeatHeader& heartbeat = {}) {
@@ -124,19 +128,22 @@ class DurableStoreTest : public ::testing::Test {
   }
   void ReplaceOk(const v1::ReplaceExternalKvSnapshotRequest& req) {
     v1::ReplaceExternalKvSnapshotResponse resp;
-    const absl::Status s = indexer().Replace(req, &resp);
+    const absl::Status s = indexer().operations().Replace(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << req.ShortDebugString();
   }
   void ConfigureOk(const v1::ConfigureExpectedWorkersRequest& req) {
     v1::ConfigureExpectedWorkersResponse resp;
-    const absl::Status s = indexer().Configure(req, &resp);
+    const absl::Status s = indexer().operations().Configure(req, &resp).Wait();
     EXPECT_TRUE(s.ok()) << s << " for " << req.ShortDebugString();
   }
   // The checkpoint a probe (gated, seq 0, no actions) reports.
   uint64_t Probe(const std::string& worker, const std::string& epoch) {
     v1::ApplyExternalKvBatchResponse resp;
     const absl::Status s =
-        indexer().Apply(Batch(worker, "probe").Gated(epoch, 0), &resp);
+        indexer()
+            .operations()
+            .Apply(Batch(worker, "probe").Gated(epoch, 0), &resp)
+            .Wait();
     EXPECT_TRUE(s.ok()) << s;
     EXPECT_TRUE(resp.duplicate());
     return resp.applied_seq();
@@ -178,12 +185,18 @@ class DurableStoreTest : public ::testing::Test {
     ApplyOk(Batch("s2", "addr-s2").Report(kTierHbm, {31, 32}),
             HeartbeatHeader::Valid(std::chrono::milliseconds(600000)));
     ApplyOk(Batch("s3", "addr-s3").Report(kTierHbm, {33}));
-    EXPECT_TRUE(indexer().RemoveWorker("s3", RemovalReason::kAdmin).ok());
-    EXPECT_TRUE(indexer().RemoveWorker("w3", RemovalReason::kAdmin).ok());
+    EXPECT_TRUE(indexer()
+                    .operator_view()
+                    .RemoveWorker("s3", RemovalReason::kAdmin)
+                    .ok());
+    EXPECT_TRUE(indexer()
+                    .operator_view()
+                    .RemoveWorker("w3", RemovalReason::kAdmin)
+                    .ok());
     // s1 expires, s2 does not: the sweep clears s1.
     node_->clock.Advance(std::chrono::seconds(5));
-    const Indexer::SweepResult sweep =
-        indexer().SweepLiveness(node_->clock.Now());
+    const OperatorView::SweepResult sweep =
+        indexer().operator_view().SweepLiveness(node_->clock.Now());
     EXPECT_EQ(sweep.cleared, 1u);
   }
 

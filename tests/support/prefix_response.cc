@@ -20,7 +20,7 @@ void FillPrefixResponse(const PrefixAnswer& answer,
   resp->set_blocks_read(answer.blocks_read);
 }
 
-absl::Status MatchPrefix(Indexer& indexer,
+absl::Status MatchPrefix(IndexOperations& indexer,
                          const v1::MatchExternalKvPrefixRequest& req,
                          v1::MatchExternalKvPrefixResponse* resp) {
   if (absl::Status s = ValidatePrefix(req); !s.ok()) return s;

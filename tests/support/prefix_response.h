@@ -5,7 +5,7 @@
 #define KVINDEXER_TESTS_SUPPORT_PREFIX_RESPONSE_H_
 
 #include "absl/status/status.h"
-#include "core/indexer.h"
+#include "core/index_operations.h"
 #include "core/prefix_answer.h"
 #include "kv_indexer.pb.h"
 
@@ -16,10 +16,11 @@ void FillPrefixResponse(const PrefixAnswer& answer,
                         ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
 
 // A prefix query as the server runs it, without the transport, shedding and
-// admission: ValidatePrefix, then Indexer::MatchPrefix, the answer filled
-// into *resp.
+// admission: ValidatePrefix, then IndexOperations::MatchPrefix, the answer
+// filled into *resp.
 [[nodiscard]] absl::Status MatchPrefix(
-    Indexer& indexer, const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
+    IndexOperations& indexer,
+    const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
     ::kv_indexer::v1::MatchExternalKvPrefixResponse* resp);
 
 }  // namespace kvindexer::test_support

@@ -140,9 +140,10 @@ struct Replica {
   // and markers (as a checkpoint would hold them), then every placement.
   std::string Contents() {
     std::ostringstream out;
-    indexer.ExportHost([&](const state::v1::CheckpointChunk& chunk) {
-      out << chunk.ShortDebugString() << "\n";
-    });
+    indexer.durable_state().ExportHost(
+        [&](const state::v1::CheckpointChunk& chunk) {
+          out << chunk.ShortDebugString() << "\n";
+        });
     // A backend worker without placements answers no query: a snapshot
     // does not keep one.
     for (const auto& [id, worker] : backend.model().workers()) {
