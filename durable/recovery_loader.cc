@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "durable/compactor.h"
+#include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/recovery_replay.h"
 #include "spdlog/spdlog.h"
@@ -24,10 +25,10 @@ namespace {
 // a newer format version. Anything else (a short or damaged header) is left
 // to the reader that handles damage.
 absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenStateFile(path, O_RDONLY);
   if (fd < 0) {
     return absl::InternalError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot open ", path, ": ", OpenErrorText(errno)));
   }
   char header[kFileHeaderBytes];
   const ssize_t n = ::pread(fd, header, sizeof(header), 0);

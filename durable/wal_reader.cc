@@ -26,12 +26,15 @@ std::string DirectoryOf(const std::string& path) {
 absl::Status CutFile(const std::string& path, uint64_t size,
                      std::string_view tail) {
   FileIo& io = FileIo::Real();
-  const UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  const UniqueFd fd(OpenStateFile(path, O_WRONLY));
   auto failed = [&path](const char* what, int err) {
     return absl::InternalError(absl::StrCat("wal: cannot repair ", path, ": ",
                                             what, ": ", ErrnoText(err)));
   };
-  if (!fd.valid()) return failed("open", errno);
+  if (!fd.valid()) {
+    return absl::InternalError(absl::StrCat("wal: cannot repair ", path,
+                                            ": open: ", OpenErrorText(errno)));
+  }
   while (io.Ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
     if (errno != EINTR) return failed("ftruncate", errno);
   }
