@@ -519,6 +519,9 @@ DurableFigures DurableStore::figures() const {
   figures.syncs = state_->writer->syncs();
   figures.log_failed = state_->monitor.poisoned();
   figures.append_refusals = state_->monitor.counts();
+  figures.recovery_cut_bytes = recovery_.cut_bytes;
+  figures.recovery_cut_records = recovery_.cut_records;
+  figures.recovery_log_damaged = recovery_.log_damaged;
   return figures;
 }
 

@@ -77,6 +77,10 @@ struct DurableFigures {
   uint64_t syncs = 0;                  // fdatasyncs that acknowledged writes
   bool log_failed = false;             // LogFailure() has a value
   WalRefusalCounts append_refusals;    // appends the log refused, by reason
+  // What the start-up recovery cut off or set aside (RecoveryReport).
+  uint64_t recovery_cut_bytes = 0;
+  uint64_t recovery_cut_records = 0;
+  bool recovery_log_damaged = false;
 };
 
 class DurableStore final : public MutationLog {

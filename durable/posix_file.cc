@@ -20,6 +20,13 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return path;
 }
 
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
 int WriteFully(FileIo& io, int fd, std::string_view data) {
   const char* p = data.data();
   size_t left = data.size();

@@ -19,6 +19,10 @@ std::string ErrnoText(int err);
 // `dir` + "/" + `name`.
 std::string JoinPath(const std::string& dir, std::string_view name);
 
+// The directory part of `path`: "." when it has none, "/" for a file at
+// the root.
+std::string DirectoryOf(const std::string& path);
+
 // Writes all of `data` to `fd` through `io`, retrying after EINTR and short
 // writes. Returns 0, or the errno of the write that failed (EIO for a write
 // that made no progress).

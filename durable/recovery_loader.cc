@@ -16,6 +16,7 @@
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/recovery_replay.h"
+#include "durable/wal_damage.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::durable {
@@ -47,6 +48,35 @@ absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
   return absl::OkStatus();
 }
 
+// Renames the log file `path` (of generation `generation`) *.corrupt, after
+// counting what it holds into `report`. A file with records is logged at
+// ERROR (`why` says why it is set aside); an empty one at WARN.
+absl::Status SetAsideLog(DataDir& dir, const std::string& path,
+                         std::string_view why, RecoveryReport* report) {
+  std::string bytes;
+  uint64_t records = 0;
+  if (ReadWholeFile(path, &bytes).ok() && bytes.size() > kFileHeaderBytes) {
+    records =
+        FindIntactRecords(std::string_view(bytes).substr(kFileHeaderBytes))
+            .records;
+    report->cut_bytes += bytes.size() - kFileHeaderBytes;
+  }
+  report->cut_records += records;
+  if (absl::Status s = dir.MarkCorrupt(path); !s.ok()) return s;
+  if (records > 0) {
+    report->log_damaged = true;
+    spdlog::error(
+        "wal: {} {}; its {} records would apply after lost ones, so it is "
+        "renamed {}.corrupt and the mutations in them are lost, acknowledged "
+        "ones among them",
+        path, why, records, path);
+  } else {
+    spdlog::warn("wal: {} {}; it holds no record and is renamed {}.corrupt",
+                 path, why, path);
+  }
+  return absl::OkStatus();
+}
+
 // The directory holds nothing usable: every log file is set aside and the
 // state starts over, empty, at a generation above every one seen.
 absl::StatusOr<RecoveredDirectory> StartEmpty(
@@ -66,7 +96,11 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
   std::vector<std::string> orphans;
   for (uint64_t w : listing.wals) {
     orphans.push_back(dir.WalPath(w));
-    if (absl::Status m = dir.MarkCorrupt(orphans.back()); !m.ok()) return m;
+    if (absl::Status m = SetAsideLog(
+            dir, orphans.back(), "has no checkpoint to apply to", &out.report);
+        !m.ok()) {
+      return m;
+    }
   }
   spdlog::error(
       "recovery: no usable checkpoint in {} ({}); the state is lost and "
@@ -165,15 +199,15 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
     ++expected;
     if (scan->torn) {
       out.report.torn_tail = true;
+      out.report.cut_bytes += scan->dropped_bytes;
+      out.report.cut_records += scan->dropped_records;
+      out.report.log_damaged = out.report.log_damaged || scan->damaged;
       ended = true;
     }
   }
   for (const std::string& path : after_hole) {
-    spdlog::warn(
-        "wal: {} follows a cut or missing log file; its records would apply "
-        "after lost ones, so it is renamed {}.corrupt",
-        path, path);
-    absl::Status s = dir.MarkCorrupt(path);
+    absl::Status s = SetAsideLog(dir, path, "follows a cut or missing log file",
+                                 &out.report);
     if (!s.ok()) return s;
     out.report.torn_tail = true;
   }
