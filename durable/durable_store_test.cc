@@ -397,6 +397,12 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
   EXPECT_EQ(store().checkpoints_written(), 0u);
   EXPECT_TRUE(Logged(log, spdlog::level::err, "checkpoint"));
 
+  EXPECT_GT(store().figures().checkpoint_failures.of(CheckpointFailure::kBuild),
+            0u);
+  EXPECT_EQ(
+      store().figures().checkpoint_failures.of(CheckpointFailure::kTimeout),
+      0u);
+
   io.FailWritesTo("");
   ApplyUntilCheckpoints(seq, 1);
   const std::string before = State();
