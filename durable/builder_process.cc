@@ -1,8 +1,10 @@
 #include "durable/builder_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,30 +118,65 @@ void BuilderProcess::Kill() {
   if (!reaped_) ::kill(pid_, SIGKILL);
 }
 
-absl::Status BuilderProcess::Wait() {
+bool BuilderProcess::Ended() const {
+  siginfo_t info{};
+  int r = 0;
+  do {
+    r = ::waitid(P_PID, static_cast<id_t>(pid_), &info,
+                 WEXITED | WNOWAIT | WNOHANG);
+  } while (r != 0 && errno == EINTR);
+  // An error (ECHILD) leaves nothing to wait for; the reap reports it.
+  return r != 0 || info.si_pid == pid_;
+}
+
+absl::Status BuilderProcess::Wait(absl::FunctionRef<bool()> give_up) {
   waited_ = true;
-  // Until end of file: the child exited (or closed its output).
   std::string output;
-  {
-    UniqueFd fd(output_fd_);
-    output_fd_ = -1;
+  UniqueFd out(output_fd_);
+  output_fd_ = -1;
+  // False at the end of the output (or an error): nothing more will come.
+  auto read_some = [&out, &output]() {
     char buffer[1024];
-    while (true) {
-      const ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      if (output.size() < kMaxOutputBytes) {
-        output.append(buffer, std::min(static_cast<size_t>(n),
-                                       kMaxOutputBytes - output.size()));
-      }
+    ssize_t n = 0;
+    do {
+      n = ::read(out.get(), buffer, sizeof(buffer));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return false;
+    if (output.size() < kMaxOutputBytes) {
+      output.append(buffer, std::min(static_cast<size_t>(n),
+                                     kMaxOutputBytes - output.size()));
+    }
+    return true;
+  };
+  // Readable once the child has ended; invalid on kernels before 5.3,
+  // where the loop notices the end within kGiveUpPoll instead.
+  // (Debian 12's <sys/pidfd.h> lacks C linkage: the system call itself.)
+  const UniqueFd ended(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+  bool killed = false;
+  // The end is checked without reaping, so that Kill never signals a PID
+  // the system may already have given to another process.
+  while (!Ended()) {
+    if (!killed && give_up()) {
+      Kill();
+      killed = true;
+    }
+    pollfd fds[2];
+    nfds_t count = 0;
+    if (out.valid()) fds[count++] = pollfd{out.get(), POLLIN, 0};
+    if (ended.valid()) fds[count++] = pollfd{ended.get(), POLLIN, 0};
+    const int ready = ::poll(fds, count, static_cast<int>(kGiveUpPoll.count()));
+    if (ready > 0 && out.valid() && fds[0].revents != 0 && !read_some()) {
+      out.Reset();
     }
   }
-  // Wait for the end without reaping, so that Kill never signals a PID the
-  // system may already have given to another process.
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) !=
-         0) {
-    if (errno != EINTR) break;
+  // What it wrote before it ended. A descendant that kept the pipe open
+  // must not hold the wait: stop at the first read that would block.
+  if (out.valid()) {
+    const int flags = ::fcntl(out.get(), F_GETFL);
+    if (flags >= 0 && ::fcntl(out.get(), F_SETFL, flags | O_NONBLOCK) == 0) {
+      while (read_some()) {
+      }
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -7,12 +7,14 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -20,6 +22,8 @@ namespace kvindexer::durable {
 
 class BuilderProcess {
  public:
+  static constexpr std::chrono::milliseconds kGiveUpPoll{100};
+
   // Starts `executable` (a path, not searched in PATH) with the arguments
   // `argv` (argv[0] included), the environment of this process, standard
   // input from /dev/null, standard output to a pipe read by Wait, standard
@@ -36,8 +40,12 @@ class BuilderProcess {
 
   // Blocks until the child has ended and reaps it. OK when it exited with
   // 0; otherwise INTERNAL saying how it ended (exit status or signal) and
-  // the start of what it wrote to standard output. Call at most once.
-  absl::Status Wait();
+  // the start of what it wrote to standard output. `give_up` is asked at
+  // least every kGiveUpPoll while the child runs: at its first true the
+  // child is killed (SIGKILL), and Wait goes on until it has ended. The end
+  // of the child is noticed at once (a pidfd) or, on kernels without
+  // pidfd_open, within kGiveUpPoll. Call at most once.
+  absl::Status Wait(absl::FunctionRef<bool()> give_up = [] { return false; });
   // Thread-safe, any number of times: SIGKILL to the child unless it has
   // already been reaped.
   void Kill();
@@ -48,6 +56,8 @@ class BuilderProcess {
 
  private:
   BuilderProcess(pid_t pid, int output_fd) : pid_(pid), output_fd_(output_fd) {}
+  // Whether the child has ended (it is not reaped).
+  bool Ended() const;
   const pid_t pid_;
   int output_fd_;  // read end of the child's standard output; -1 once read
   std::mutex mu_;

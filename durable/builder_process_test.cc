@@ -69,6 +69,31 @@ TEST(BuilderProcessTest, KillFromAnotherThreadEndsWait) {
   child->Kill();
 }
 
+// A child that runs too long: Wait kills it at the first true of its
+// give-up question, and goes on until it has ended.
+TEST(BuilderProcessTest, GivingUpKillsTheChildAndWaitsForItsEnd) {
+  auto child = SpawnOk({"/bin/sleep", "600"});
+  ASSERT_NE(child, nullptr);
+  int asked = 0;
+  const absl::Status s = child->Wait([&asked] { return ++asked == 3; });
+  EXPECT_GE(asked, 3);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("killed by signal 9"));
+  EXPECT_TRUE(Gone(child->pid()));
+}
+
+// The end is not held up by a descendant that keeps standard output open
+// (here a background sleep of the shell's): Wait returns once the child
+// itself has ended, with what it wrote.
+TEST(BuilderProcessTest, ADescendantHoldingTheOutputDoesNotHoldTheWait) {
+  auto child = SpawnOk({"/bin/sh", "-c", "sleep 600 & echo done; exit 4"});
+  ASSERT_NE(child, nullptr);
+  const absl::Status s = child->Wait();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("exited with status 4: done"));
+  // The background sleep is in the child's process group.
+  ::kill(-child->pid(), SIGKILL);
+}
+
 TEST(BuilderProcessTest, DestructorKillsAndReapsARunningChild) {
   pid_t pid = 0;
   {

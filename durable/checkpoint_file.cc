@@ -64,14 +64,16 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Begin(
   s.generation = generation;
   s.path = JoinPath(dir, CheckpointFileName(generation));
   s.tmp_path = CheckpointTmpPath(dir, generation);
-  s.fd.Reset(::open(s.tmp_path.c_str(),
-                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  s.fd.Reset(OpenStateFile(s.tmp_path, O_WRONLY | O_CREAT | O_TRUNC));
   if (!s.fd.valid()) {
     const int err = errno;
     // Nothing of ours to delete: the destructor must leave a file that
     // another process may have created alone.
     s.committed = true;
-    return s.Fail("open", err);
+    s.failure = absl::UnavailableError(
+        absl::StrCat("checkpoint write failed: cannot open ", s.tmp_path, ": ",
+                     OpenErrorText(err)));
+    return s.failure;
   }
   s.buffer.reserve(kBlockBytes + kBlockBytes / 8);
   s.buffer.append(EncodeFileHeader(FileKind::kCheckpoint, generation));

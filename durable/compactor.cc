@@ -1,5 +1,7 @@
 #include "durable/compactor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -40,14 +42,15 @@ RequestLimits WideLimits() {
   return limits;
 }
 
-absl::Status Cancelled() {
-  return absl::CancelledError("checkpoint abandoned: the store is closing");
+absl::Status Cancelled(const BuildDeadline& stop) {
+  return absl::CancelledError(
+      absl::StrCat("checkpoint abandoned: ", stop.Why()));
 }
 
 }  // namespace
 
 absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
-                             FileIo* io, const std::atomic<bool>& stop,
+                             FileIo* io, const BuildDeadline& stop,
                              CheckpointFinish finish) {
   ImageBackend image;
   if (job.sizes == nullptr) {
@@ -79,7 +82,7 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
       JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
-    if (stop.load(std::memory_order_relaxed)) return Cancelled();
+    if (stop.Expired()) return Cancelled(stop);
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
         ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop);
@@ -100,8 +103,8 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
   std::string payload;
   auto add = [&](const state::v1::CheckpointChunk& chunk) {
     if (!status.ok()) return;
-    if (stop.load(std::memory_order_relaxed)) {
-      status = Cancelled();
+    if (stop.Expired()) {
+      status = Cancelled(stop);
       return;
     }
     if (!chunk.SerializeToString(&payload)) {
@@ -127,8 +130,20 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
     add(chunk);
   });
   if (!status.ok()) return status;
-  return finish == CheckpointFinish::kPublish ? (*writer)->Commit()
-                                              : (*writer)->Seal();
+  // Sealed, then asked once more: the last write and the sync can take long
+  // on a slow disk, and a build that expired meanwhile publishes nothing.
+  const std::string tmp = CheckpointTmpPath(dir, job.target());
+  if (absl::Status sealed = (*writer)->Seal(); !sealed.ok()) return sealed;
+  if (stop.Expired()) {
+    ::unlink(tmp.c_str());
+    return Cancelled(stop);
+  }
+  if (finish == CheckpointFinish::kSealOnly) return absl::OkStatus();
+  absl::Status published = PublishCheckpoint(dir, job.target(), io);
+  // A failed rename leaves the sealed file, which nobody would publish now;
+  // after a failed directory sync it is already in place.
+  if (!published.ok()) ::unlink(tmp.c_str());
+  return published;
 }
 
 absl::Status WriteEmptyCheckpoint(const std::string& dir, uint64_t generation,

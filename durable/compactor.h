@@ -10,11 +10,11 @@
 #ifndef KVINDEXER_DURABLE_COMPACTOR_H_
 #define KVINDEXER_DURABLE_COMPACTOR_H_
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "durable/build_deadline.h"
 #include "durable/file_io.h"
 #include "kvindexer/backend.h"
 
@@ -46,12 +46,14 @@ enum class CheckpointFinish {
 };
 
 // Builds the job's checkpoint in the data directory `dir` and finishes it
-// as `finish` says. When `stop` becomes true the work is abandoned
-// (CANCELLED; the temporary file is deleted). Errors name the file at
-// fault; nothing of the serving state depends on them. REQUIRES: the job's
-// files exist and no other compaction runs on `dir`.
+// as `finish` says. `stop` is asked between records, between checkpoint
+// parts and once more after the file is sealed: when it has expired the
+// work is abandoned (CANCELLED saying why; the temporary file is deleted).
+// Errors name the file at fault; nothing of the serving state depends on
+// them. REQUIRES: the job's files exist and no other compaction runs on
+// `dir`.
 absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
-                             FileIo* io, const std::atomic<bool>& stop,
+                             FileIo* io, const BuildDeadline& stop,
                              CheckpointFinish finish);
 
 // Commits checkpoint-<generation>.ckpt holding nothing: the state of a

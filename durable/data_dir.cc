@@ -33,8 +33,9 @@ constexpr std::string_view kTmpSuffix = ".tmp";
 constexpr size_t kGenerationDigits = 16;
 
 // Access problems are the operator's to fix; everything else is INTERNAL.
-absl::Status PathError(int err, std::string message) {
-  absl::StrAppend(&message, ": ", ErrnoText(err));
+// `explained`: `message` already says what `err` means.
+absl::Status PathError(int err, std::string message, bool explained = false) {
+  if (!explained) absl::StrAppend(&message, ": ", ErrnoText(err));
   if (err == EACCES || err == EPERM || err == EROFS) {
     return absl::PermissionDeniedError(message);
   }
@@ -91,6 +92,38 @@ absl::Status MakeDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
+// Only the server's user may change what the directory holds: anyone else
+// who can create, rename or delete files in it could plant a log record or
+// a checkpoint, or take acknowledged state away. The checks are those ssh
+// makes of ~/.ssh: the directory (a symbolic link to it is followed) must
+// belong to the effective user and must not be writable by its group or by
+// others. FAILED_PRECONDITION naming the path, the owner or the mode, and
+// the fix.
+absl::Status CheckOwnership(const std::string& path, const struct stat& st) {
+  const uid_t uid = ::geteuid();
+  if (st.st_uid != uid) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s belongs to uid %d, not to uid %d that runs the "
+        "server; only the server's user may write its state (chown it, or "
+        "name a directory of the server's own)",
+        path, st.st_uid, uid));
+  }
+  const mode_t writable = st.st_mode & (S_IWGRP | S_IWOTH);
+  if (writable != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "data directory %s has mode %04o: it is writable by %s, who could "
+        "plant or delete state files; only the server's user may write it "
+        "(chmod go-w %s, or name a directory the server creates itself, "
+        "mode 0700)",
+        path, st.st_mode & 07777,
+        writable == (S_IWGRP | S_IWOTH) ? "its group and by others"
+        : writable == S_IWGRP           ? "its group"
+                                        : "others",
+        path));
+  }
+  return absl::OkStatus();
+}
+
 // The PID the holder wrote into the lock file, if any yet.
 std::string HolderPid(int fd) {
   char buf[32];
@@ -128,14 +161,19 @@ absl::StatusOr<std::unique_ptr<DataDir>> DataDir::Open(
     return absl::InternalError(
         absl::StrCat("data directory ", path, " is not a directory"));
   }
+  if (absl::Status safe = CheckOwnership(path, st); !safe.ok()) return safe;
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     return PathError(errno,
                      absl::StrCat("data directory ", path, " is not writable"));
   }
   const std::string lock_path = JoinPath(path, kLockFileName);
-  UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  UniqueFd fd(OpenStateFile(lock_path, O_RDWR | O_CREAT));
   if (!fd.valid()) {
-    return PathError(errno, absl::StrCat("cannot open lock file ", lock_path));
+    const int err = errno;
+    return PathError(err,
+                     absl::StrCat("cannot open lock file ", lock_path, ": ",
+                                  OpenErrorText(err)),
+                     /*explained=*/true);
   }
   // flock belongs to the open file description: a second Open, even in this
   // process, gets its own and is refused while the first lives.

@@ -16,11 +16,14 @@ namespace kvindexer::durable {
 class DataDir {
  public:
   // Creates `path` (and missing parents; mode 0700) when absent, checks
-  // that it is a writable directory and takes an exclusive lock on its LOCK
-  // file (flock), writing our PID into it. Errors, all with messages that
-  // name the path: FAILED_PRECONDITION "data directory <path> is in use by
-  // process <pid>" when another process holds the lock; PERMISSION_DENIED or
-  // INTERNAL when it cannot be created, opened or written.
+  // that it is a writable directory that only this process's user can
+  // write, and takes an exclusive lock on its LOCK file (flock), writing our
+  // PID into it. Errors, all with messages that name the path:
+  // FAILED_PRECONDITION "data directory <path> is in use by process <pid>"
+  // when another process holds the lock, and when the directory belongs to
+  // another user or is writable by its group or by others (docs/security.md,
+  // "The data directory"); PERMISSION_DENIED or INTERNAL when it cannot be
+  // created, opened or written, or LOCK is not a regular file.
   static absl::StatusOr<std::unique_ptr<DataDir>> Open(const std::string& path);
   // Releases the lock.
   ~DataDir();

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -14,6 +15,7 @@
 namespace kvindexer::durable {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -96,6 +98,83 @@ TEST_F(DataDirTest, AReadOnlyDirectoryIsPermissionDenied) {
   const absl::Status not_writable = DataDir::Open(parent).status();
   EXPECT_EQ(not_writable.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(not_writable.message(), HasSubstr(parent));
+}
+
+// docs/security.md, "The data directory": only the server's user may write
+// it, as ssh demands of ~/.ssh.
+TEST_F(DataDirTest, ADirectoryOthersCanWriteIsRefused) {
+  const std::string path = tmp_.Sub("data");
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  const struct {
+    mode_t mode;
+    const char* who;
+  } refused[] = {{0770, "its group"},
+                 {0720, "its group"},
+                 {0707, "others"},
+                 {0777, "its group and by others"},
+                 {01777, "its group and by others"}};
+  for (const auto& [mode, who] : refused) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    const absl::Status status = DataDir::Open(path).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    char octal[8];
+    std::snprintf(octal, sizeof(octal), "%04o", mode);
+    EXPECT_THAT(status.message(),
+                AllOf(HasSubstr("data directory " + path + " has mode " +
+                                octal + ": it is writable by " + who),
+                      HasSubstr("chmod go-w " + path)));
+    EXPECT_FALSE(TestFileExists(path + "/LOCK")) << "nothing is created";
+  }
+  for (const mode_t mode : {0700, 0750, 0755, 0711}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    EXPECT_TRUE(DataDir::Open(path).ok());
+  }
+}
+
+TEST_F(DataDirTest, ADirectoryOfAnotherUserIsRefused) {
+  std::string path = "/";  // root's, and not writable by anyone else
+  const uid_t other = ::geteuid() == 0 ? 65534 : 0;
+  if (::geteuid() == 0) {
+    path = tmp_.Sub("theirs");
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(path.c_str(), other, static_cast<gid_t>(-1)), 0);
+  }
+  const absl::Status status = DataDir::Open(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(),
+              HasSubstr("data directory " + path + " belongs to uid " +
+                        std::to_string(other) + ", not to uid " +
+                        std::to_string(::geteuid()) + " that runs the server"));
+}
+
+// The directory itself may be reached through a link (a mount point
+// elsewhere, say); its own mode and owner are what is checked.
+TEST_F(DataDirTest, ALinkToTheDirectoryIsFollowed) {
+  const std::string real = tmp_.Sub("real");
+  ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
+  const std::string link = tmp_.Sub("link");
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(DataDir::Open(link).ok());
+  ASSERT_EQ(::chmod(real.c_str(), 0777), 0);
+  EXPECT_EQ(DataDir::Open(link).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// A state file is never a link: LOCK planted as one is refused, and what
+// it points to is left alone.
+TEST_F(DataDirTest, ALinkPlantedAsTheLockFileIsRefused) {
+  const std::string target = tmp_.Sub("elsewhere");
+  WriteTestFile(target, "precious");
+  const std::string path = tmp_.Sub("data");
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(target.c_str(), (path + "/LOCK").c_str()), 0);
+  const absl::Status status = DataDir::Open(path).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(),
+              AllOf(HasSubstr(path + "/LOCK"), HasSubstr("symbolic link")));
+  EXPECT_EQ(ReadTestFile(target), "precious");
 }
 
 TEST_F(DataDirTest, AnEmptyPathIsRefused) {

@@ -20,6 +20,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "durable/build_deadline.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_builder.h"
 #include "durable/checkpoint_file.h"
@@ -33,10 +34,10 @@
 namespace kvindexer::durable {
 namespace {
 
-uint64_t MillisecondsSince(std::chrono::steady_clock::time_point start) {
+uint64_t MillisecondsSince(const MonotonicClock& clock,
+                           MonotonicClock::TimePoint start) {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - start)
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now() - start)
           .count());
 }
 
@@ -45,6 +46,8 @@ uint64_t MillisecondsSince(std::chrono::steady_clock::time_point start) {
 struct DurableStore::State {
   DurableOptions options;
   FileIo* io = nullptr;
+  const MonotonicClock* clock = nullptr;
+  const WallClock* wall_clock = nullptr;
   DurableState* indexer = nullptr;
   std::unique_ptr<DataDir> dir;
   // Before the writer, which reports to it.
@@ -70,7 +73,9 @@ struct DurableStore::State {
   std::set<uint64_t> checkpoints;
   std::set<uint64_t> wals;
   uint64_t checkpoints_written = 0;
-  std::chrono::steady_clock::duration last_checkpoint{};
+  MonotonicClock::Duration last_checkpoint{};
+  std::optional<WallClock::TimePoint> last_checkpoint_at;
+  CheckpointFailureCounts failures;
   // The builder process of the checkpoint in progress, if any; the
   // destructor kills it.
   BuilderProcess* builder = nullptr;
@@ -106,8 +111,18 @@ struct DurableStore::State {
   void RemoveMarkers(const std::vector<uint64_t>& markers);
   // Builds and publishes the job's checkpoint: in a builder process when
   // options.checkpoint_builder is set and it starts, else in this thread.
-  absl::Status Build(const CompactionJob& job);
-  absl::Status BuildInProcess(const CompactionJob& job);
+  // DEADLINE_EXCEEDED when `deadline` timed out (a builder process is
+  // killed then, a thread stops at its next check); CANCELLED when the
+  // store closes.
+  absl::Status Build(const CompactionJob& job, const BuildDeadline& deadline);
+  absl::Status BuildInThread(const CompactionJob& job,
+                             const BuildDeadline& deadline);
+  absl::Status BuildInProcess(const CompactionJob& job,
+                              const BuildDeadline& deadline);
+  void CountFailure(CheckpointFailure failure) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++failures.by_reason[static_cast<size_t>(failure)];
+  }
 };
 
 void DurableStore::State::StartCompaction() {
@@ -117,6 +132,7 @@ void DurableStore::State::StartCompaction() {
     // Serving goes on in the current file; the next attempt comes after
     // another checkpoint_bytes of log.
     rotate_at = writer->bytes_in_generation() + options.checkpoint_bytes;
+    CountFailure(CheckpointFailure::kRotate);
     spdlog::error(
         "wal: rotating {} to generation {} failed ({}); the checkpoint is "
         "retried after another {} bytes of log",
@@ -177,8 +193,12 @@ void DurableStore::State::CompactionLoop() {
       // same base with more log.
       spdlog::error(
           "checkpoint: {}; serving is unaffected and the next rotation "
-          "retries",
-          std::string(built.message()));
+          "retries{}",
+          std::string(built.message()),
+          built.code() == absl::StatusCode::kDeadlineExceeded
+              ? " (raise KV_INDEXER_CHECKPOINT_TIMEOUT_MS if builds of this "
+                "size need longer)"
+              : "");
     }
     lock.lock();
     compacting.store(false, std::memory_order_relaxed);
@@ -189,16 +209,30 @@ void DurableStore::State::CompactionLoop() {
   cv.notify_all();
 }
 
-absl::Status DurableStore::State::Build(const CompactionJob& job) {
+absl::Status DurableStore::State::Build(const CompactionJob& job,
+                                        const BuildDeadline& deadline) {
   built_by = "a thread of the server";
   if (options.checkpoint_builder.empty() || builder_refused) {
-    return BuildCheckpoint(dir->path(), job, io, stop,
-                           CheckpointFinish::kPublish);
+    return BuildInThread(job, deadline);
   }
-  return BuildInProcess(job);
+  return BuildInProcess(job, deadline);
 }
 
-absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
+absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
+                                                const BuildDeadline& deadline) {
+  absl::Status built = BuildCheckpoint(dir->path(), job, io, deadline,
+                                       CheckpointFinish::kPublish);
+  if (built.code() == absl::StatusCode::kCancelled &&
+      !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the build in ", built_by,
+                     " was abandoned at its next check: ", deadline.Why()));
+  }
+  return built;
+}
+
+absl::Status DurableStore::State::BuildInProcess(
+    const CompactionJob& job, const BuildDeadline& deadline) {
   CompactionJob sized = job;
   if (job.sizes != nullptr) {
     BackendStats stats{};
@@ -212,8 +246,7 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
   if (!child.ok()) {
     spdlog::warn("checkpoint: {}; building in the server process instead",
                  std::string(child.status().message()));
-    return BuildCheckpoint(dir->path(), job, io, stop,
-                           CheckpointFinish::kPublish);
+    return BuildInThread(job, deadline);
   }
   built_by = absl::StrCat("builder process ", (*child)->pid());
   {
@@ -221,7 +254,10 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
     if (stop.load(std::memory_order_relaxed)) (*child)->Kill();
     builder = child->get();
   }
-  absl::Status built = (*child)->Wait();
+  // Killed at the deadline; the store's closing kills it at once (the
+  // destructor), without waiting for the next look at the deadline.
+  absl::Status built =
+      (*child)->Wait([&deadline] { return deadline.Expired(); });
   {
     std::lock_guard<std::mutex> lock(mu);
     builder = nullptr;
@@ -235,6 +271,11 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
   }
   if (!built.ok()) {
     ::unlink(tmp.c_str());
+    if (deadline.timed_out()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(built_by, " was killed: ", deadline.Why(), " (",
+                       built.message(), ")"));
+    }
     // 2: our usage error; 127: the loader or a shell could not run it.
     const std::optional<int> code = (*child)->exit_code();
     if (code == kBuilderUsage || code == 127) {
@@ -244,19 +285,21 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job) {
           "in the server process from now on",
           options.checkpoint_builder, std::string(built.message()));
       built_by = "a thread of the server";
-      return BuildCheckpoint(dir->path(), job, io, stop,
-                             CheckpointFinish::kPublish);
+      return BuildInThread(job, deadline);
     }
     return built;
   }
+  // Sealed in time (a build that ended as its deadline passed included):
+  // a complete checkpoint is worth publishing.
   absl::Status published = PublishCheckpoint(dir->path(), job.target(), io);
   if (!published.ok()) ::unlink(tmp.c_str());
   return published;
 }
 
 absl::Status DurableStore::State::Compact(const CompactionJob& job) {
-  const auto start = std::chrono::steady_clock::now();
-  absl::Status s = Build(job);
+  const MonotonicClock::TimePoint start = clock->Now();
+  const BuildDeadline deadline(&stop, clock, options.checkpoint_timeout);
+  absl::Status s = Build(job, deadline);
   if (s.code() == absl::StatusCode::kCancelled) return s;
   // Renamed into place, but the directory sync after the rename failed: the
   // file is complete (it was synced before the rename), so it is used, not
@@ -271,6 +314,9 @@ absl::Status DurableStore::State::Compact(const CompactionJob& job) {
         "files are kept until a later checkpoint syncs",
         dir->CheckpointPath(job.target()), std::string(s.message()));
   } else if (!s.ok()) {
+    CountFailure(s.code() == absl::StatusCode::kDeadlineExceeded
+                     ? CheckpointFailure::kTimeout
+                     : CheckpointFailure::kBuild);
     return absl::Status(
         s.code(), absl::StrCat("building ", dir->CheckpointPath(job.target()),
                                " from ", dir->CheckpointPath(job.base), " and ",
@@ -285,7 +331,8 @@ absl::Status DurableStore::State::Compact(const CompactionJob& job) {
     base = job.target();
     checkpoints.insert(job.target());
     ++checkpoints_written;
-    last_checkpoint = std::chrono::steady_clock::now() - start;
+    last_checkpoint = clock->Now() - start;
+    last_checkpoint_at = wall_clock->Now();
     const uint64_t keep_from = in_place_unsynced ? 0 : job.base;
     for (auto it = checkpoints.begin();
          it != checkpoints.end() && *it < keep_from;) {
@@ -312,8 +359,8 @@ absl::Status DurableStore::State::Compact(const CompactionJob& job) {
     }
   }
   spdlog::info("checkpoint: wrote {} in {} ms (built by {})",
-               dir->CheckpointPath(job.target()), MillisecondsSince(start),
-               built_by);
+               dir->CheckpointPath(job.target()),
+               MillisecondsSince(*clock, start), built_by);
   return absl::OkStatus();
 }
 
@@ -361,10 +408,15 @@ void DurableStore::State::RemoveMarkers(const std::vector<uint64_t>& markers) {
 
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     const DurableOptions& options, DurableState* indexer) {
-  const auto start = std::chrono::steady_clock::now();
+  const MonotonicClock& clock =
+      options.clock != nullptr ? *options.clock : MonotonicClock::Real();
+  const MonotonicClock::TimePoint start = clock.Now();
   auto state = std::make_unique<State>();
   state->options = options;
   state->io = options.io != nullptr ? options.io : &FileIo::Real();
+  state->clock = &clock;
+  state->wall_clock =
+      options.wall_clock != nullptr ? options.wall_clock : &WallClock::Real();
   state->indexer = indexer;
 
   absl::StatusOr<std::unique_ptr<DataDir>> dir = DataDir::Open(options.dir);
@@ -420,7 +472,7 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     options.backend->GetStats(&stats);
     report.placements = stats.placements;
   }
-  report.elapsed_ms = MillisecondsSince(start);
+  report.elapsed_ms = MillisecondsSince(clock, start);
   spdlog::info(
       "recovered {} workers, {} placements from checkpoint {} plus {} log "
       "records ({} bytes) in {} ms",
@@ -514,7 +566,19 @@ DurableFigures DurableStore::figures() const {
     figures.checkpoints_written = state_->checkpoints_written;
     figures.last_checkpoint_seconds =
         std::chrono::duration<double>(state_->last_checkpoint).count();
+    if (state_->last_checkpoint_at.has_value()) {
+      figures.last_checkpoint_unix_seconds =
+          std::chrono::duration<double>(
+              state_->last_checkpoint_at->time_since_epoch())
+              .count();
+    }
+    figures.checkpoint_failures = state_->failures;
   }
+  figures.checkpoint_in_progress =
+      state_->compacting.load(std::memory_order_relaxed);
+  figures.recovery_cut_bytes = recovery_.cut_bytes;
+  figures.recovery_cut_records = recovery_.cut_records;
+  figures.recovery_log_damaged = recovery_.log_damaged;
   figures.log_end = state_->writer->end();
   figures.syncs = state_->writer->syncs();
   figures.log_failed = state_->monitor.poisoned();

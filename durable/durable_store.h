@@ -12,8 +12,11 @@
 // g + 1; the compaction thread then builds checkpoint-<g + 1>.ckpt from the
 // newest checkpoint and the closed log files, and deletes what is older
 // than that base, so that one earlier generation always remains as the
-// fallback for a damaged checkpoint. A failed checkpoint is logged (ERROR)
-// and tried again at the next rotation; it never fails a mutation.
+// fallback for a damaged checkpoint. A failed checkpoint is logged (ERROR),
+// counted by reason and tried again at the next rotation; it never fails a
+// mutation. A build that runs longer than options.checkpoint_timeout is
+// abandoned (its process killed, or its thread stopped at its next check)
+// and fails the same way.
 //
 // A failed log (durable/wal_writer.h: a failed fdatasync poisons the
 // writer, which then refuses every write and leaves wal-<g>.poisoned) is
@@ -30,6 +33,7 @@
 #ifndef KVINDEXER_DURABLE_DURABLE_STORE_H_
 #define KVINDEXER_DURABLE_DURABLE_STORE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,8 +41,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "core/durable_state.h"
 #include "core/mutation_log.h"
+#include "durable/checkpoint_failure.h"
 #include "durable/file_io.h"
 #include "durable/recovery_report.h"
 #include "durable/wal_failure_monitor.h"
@@ -69,6 +75,13 @@ struct DurableOptions {
   // of its own and published here. When it cannot be started the build
   // falls back to the thread, with a WARN.
   std::string checkpoint_builder = {};
+  // How long one checkpoint build may run (from its start to its
+  // publication) before it is abandoned and counted as a failure.
+  std::chrono::milliseconds checkpoint_timeout = std::chrono::minutes(10);
+  // The clock of that timeout and of build durations, and the one of the
+  // last checkpoint's timestamp; null: the real ones.
+  const MonotonicClock* clock = nullptr;
+  const WallClock* wall_clock = nullptr;
 };
 
 // Figures for the metrics (docs/metrics.md, "Data directory").
@@ -77,9 +90,19 @@ struct DurableFigures {
   uint64_t checkpoint_generation = 0;  // the newest committed checkpoint
   uint64_t checkpoints_written = 0;    // by this process
   double last_checkpoint_seconds = 0;  // 0 before the first
-  uint64_t syncs = 0;                  // fdatasyncs that acknowledged writes
-  bool log_failed = false;             // LogFailure() has a value
-  WalRefusalCounts append_refusals;    // appends the log refused, by reason
+  // When the last checkpoint of this process was in place, in seconds since
+  // the Unix epoch; 0 before the first.
+  double last_checkpoint_unix_seconds = 0;
+  // True from a rotation until its checkpoint is written or has failed.
+  bool checkpoint_in_progress = false;
+  CheckpointFailureCounts checkpoint_failures;  // by this process, by reason
+  uint64_t syncs = 0;                // fdatasyncs that acknowledged writes
+  bool log_failed = false;           // LogFailure() has a value
+  WalRefusalCounts append_refusals;  // appends the log refused, by reason
+  // What the start-up recovery cut off or set aside (RecoveryReport).
+  uint64_t recovery_cut_bytes = 0;
+  uint64_t recovery_cut_records = 0;
+  bool recovery_log_damaged = false;
 };
 
 class DurableStore final : public MutationLog {

@@ -409,6 +409,12 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
   EXPECT_EQ(store().checkpoints_written(), 0u);
   EXPECT_TRUE(Logged(log, spdlog::level::err, "checkpoint"));
 
+  EXPECT_GT(store().figures().checkpoint_failures.of(CheckpointFailure::kBuild),
+            0u);
+  EXPECT_EQ(
+      store().figures().checkpoint_failures.of(CheckpointFailure::kTimeout),
+      0u);
+
   io.FailWritesTo("");
   ApplyUntilCheckpoints(seq, 1);
   const std::string before = State();
@@ -515,7 +521,10 @@ TEST_F(DurableStoreTest, TornTailRecoversTheIntactPrefix) {
     StartOk(options);
     EXPECT_EQ(State(), before);
     EXPECT_TRUE(store().recovery().torn_tail);
+    EXPECT_FALSE(store().recovery().log_damaged);
+    EXPECT_EQ(store().recovery().cut_bytes, keep - size_before);
     EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(1)));
+    EXPECT_THAT(log.Lines(spdlog::level::err), ::testing::IsEmpty());
     EXPECT_EQ(fs::file_size(copied_wal), size_before);
     EXPECT_EQ(Probe("w1", "e1"), 12u);
     Crash();
@@ -523,7 +532,7 @@ TEST_F(DurableStoreTest, TornTailRecoversTheIntactPrefix) {
 }
 
 // A later log file after a cut one holds records that would apply after
-// lost ones: it is set aside.
+// lost ones: it is set aside, at ERROR since its records are lost.
 TEST_F(DurableStoreTest, LogAfterATornLogIsSetAside) {
   StartOk(Options(/*checkpoint_bytes=*/2048));
   Workload();
@@ -540,7 +549,9 @@ TEST_F(DurableStoreTest, LogAfterATornLogIsSetAside) {
   EXPECT_TRUE(store().recovery().torn_tail);
   EXPECT_TRUE(store().recovery().checkpoint_fallback);
   EXPECT_TRUE(Files().count(WalFileName(newest) + ".corrupt"));
-  EXPECT_TRUE(Logged(log, spdlog::level::warn, WalFileName(newest)));
+  EXPECT_TRUE(Logged(log, spdlog::level::err,
+                     WalFileName(newest) + " follows a cut or missing log"));
+  EXPECT_TRUE(store().recovery().log_damaged);
   const std::string after = State();
   Crash();
   StartOk(Options(2048));

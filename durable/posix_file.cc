@@ -20,6 +20,13 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return path;
 }
 
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
 int WriteFully(FileIo& io, int fd, std::string_view data) {
   const char* p = data.data();
   size_t left = data.size();
@@ -47,13 +54,52 @@ int SyncDirectory(FileIo& io, const std::string& dir) {
   return 0;
 }
 
+int OpenStateFile(const std::string& path, int flags, mode_t mode) {
+  // O_NONBLOCK only for the open itself: a FIFO must not block it. On a
+  // regular file it changes nothing, and it is cleared below.
+  UniqueFd fd(
+      ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode));
+  if (!fd.valid()) return -1;
+  int err = 0;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    err = errno;
+  } else if (!S_ISREG(st.st_mode)) {
+    err = EINVAL;
+  } else {
+    const int status_flags = ::fcntl(fd.get(), F_GETFL);
+    if (status_flags < 0 ||
+        ::fcntl(fd.get(), F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
+      err = errno;
+    }
+  }
+  if (err != 0) {
+    fd.Reset();
+    errno = err;
+    return -1;
+  }
+  return fd.Release();
+}
+
+std::string OpenErrorText(int err) {
+  switch (err) {
+    case ELOOP:
+      return "it is a symbolic link, and state files are opened without "
+             "following links (O_NOFOLLOW): remove the link";
+    case EINVAL:
+      return "it is not a regular file";
+    default:
+      return ErrnoText(err);
+  }
+}
+
 absl::Status ReadWholeFile(const std::string& path, std::string* out) {
   out->clear();
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fd(OpenStateFile(path, O_RDONLY));
   if (!fd.valid()) {
     const int err = errno;
     const std::string message =
-        absl::StrCat("cannot open ", path, ": ", ErrnoText(err));
+        absl::StrCat("cannot open ", path, ": ", OpenErrorText(err));
     return err == ENOENT ? absl::NotFoundError(message)
                          : absl::InternalError(message);
   }

@@ -3,6 +3,8 @@
 #ifndef KVINDEXER_DURABLE_POSIX_FILE_H_
 #define KVINDEXER_DURABLE_POSIX_FILE_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -17,6 +19,10 @@ std::string ErrnoText(int err);
 // `dir` + "/" + `name`.
 std::string JoinPath(const std::string& dir, std::string_view name);
 
+// The directory part of `path`: "." when it has none, "/" for a file at
+// the root.
+std::string DirectoryOf(const std::string& path);
+
 // Writes all of `data` to `fd` through `io`, retrying after EINTR and short
 // writes. Returns 0, or the errno of the write that failed (EIO for a write
 // that made no progress).
@@ -26,8 +32,22 @@ int WriteFully(FileIo& io, int fd, std::string_view data);
 // in it stays so after a crash. Returns 0 or an errno.
 int SyncDirectory(FileIo& io, const std::string& dir);
 
-// Reads the whole file `path` into *out. NOT_FOUND when it does not exist,
-// INTERNAL for other errors; both name the path.
+// Opens the state file `path` of a data directory (a log, a checkpoint, the
+// lock, a marker, a kept copy) with `flags` plus O_NOFOLLOW and O_CLOEXEC
+// (`mode` applies with O_CREAT), and refuses anything but a regular file,
+// so that neither a symbolic link nor a FIFO or device planted under a
+// state file's name is followed or blocks the open. Returns the
+// descriptor, or -1 with errno set: ELOOP when `path` is a symbolic link,
+// EINVAL when it is not a regular file, else open(2)'s.
+int OpenStateFile(const std::string& path, int flags, mode_t mode = 0600);
+
+// ErrnoText(err), except for the two refusals of OpenStateFile, which it
+// explains: ELOOP and EINVAL.
+std::string OpenErrorText(int err);
+
+// Reads the whole file `path` into *out, opened with OpenStateFile.
+// NOT_FOUND when it does not exist, INTERNAL for other errors (a symbolic
+// link among them); both name the path.
 absl::Status ReadWholeFile(const std::string& path, std::string* out);
 
 // Owns a file descriptor; closes it on destruction.

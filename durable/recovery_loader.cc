@@ -13,8 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "durable/compactor.h"
+#include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/recovery_replay.h"
+#include "durable/wal_damage.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::durable {
@@ -24,10 +26,10 @@ namespace {
 // a newer format version. Anything else (a short or damaged header) is left
 // to the reader that handles damage.
 absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenStateFile(path, O_RDONLY);
   if (fd < 0) {
     return absl::InternalError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot open ", path, ": ", OpenErrorText(errno)));
   }
   char header[kFileHeaderBytes];
   const ssize_t n = ::pread(fd, header, sizeof(header), 0);
@@ -42,6 +44,35 @@ absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
   if (decoded.status().code() == absl::StatusCode::kFailedPrecondition) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": ", decoded.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+// Renames the log file `path` (of generation `generation`) *.corrupt, after
+// counting what it holds into `report`. A file with records is logged at
+// ERROR (`why` says why it is set aside); an empty one at WARN.
+absl::Status SetAsideLog(DataDir& dir, const std::string& path,
+                         std::string_view why, RecoveryReport* report) {
+  std::string bytes;
+  uint64_t records = 0;
+  if (ReadWholeFile(path, &bytes).ok() && bytes.size() > kFileHeaderBytes) {
+    records =
+        FindIntactRecords(std::string_view(bytes).substr(kFileHeaderBytes))
+            .records;
+    report->cut_bytes += bytes.size() - kFileHeaderBytes;
+  }
+  report->cut_records += records;
+  if (absl::Status s = dir.MarkCorrupt(path); !s.ok()) return s;
+  if (records > 0) {
+    report->log_damaged = true;
+    spdlog::error(
+        "wal: {} {}; its {} records would apply after lost ones, so it is "
+        "renamed {}.corrupt and the mutations in them are lost, acknowledged "
+        "ones among them",
+        path, why, records, path);
+  } else {
+    spdlog::warn("wal: {} {}; it holds no record and is renamed {}.corrupt",
+                 path, why, path);
   }
   return absl::OkStatus();
 }
@@ -65,7 +96,11 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
   std::vector<std::string> orphans;
   for (uint64_t w : listing.wals) {
     orphans.push_back(dir.WalPath(w));
-    if (absl::Status m = dir.MarkCorrupt(orphans.back()); !m.ok()) return m;
+    if (absl::Status m = SetAsideLog(
+            dir, orphans.back(), "has no checkpoint to apply to", &out.report);
+        !m.ok()) {
+      return m;
+    }
   }
   spdlog::error(
       "recovery: no usable checkpoint in {} ({}); the state is lost and "
@@ -164,15 +199,15 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
     ++expected;
     if (scan->torn) {
       out.report.torn_tail = true;
+      out.report.cut_bytes += scan->dropped_bytes;
+      out.report.cut_records += scan->dropped_records;
+      out.report.log_damaged = out.report.log_damaged || scan->damaged;
       ended = true;
     }
   }
   for (const std::string& path : after_hole) {
-    spdlog::warn(
-        "wal: {} follows a cut or missing log file; its records would apply "
-        "after lost ones, so it is renamed {}.corrupt",
-        path, path);
-    absl::Status s = dir.MarkCorrupt(path);
+    absl::Status s = SetAsideLog(dir, path, "follows a cut or missing log file",
+                                 &out.report);
     if (!s.ok()) return s;
     out.report.torn_tail = true;
   }

@@ -6,11 +6,14 @@
 // every log file in between. Recovery therefore loads the newest checkpoint
 // that reads back whole (a damaged one is renamed *.corrupt and the one
 // before it is tried) and replays the log files from its generation on, in
-// order. The first bad record ends the log: its file is cut there, and log
-// files after it, or after a missing generation, are renamed *.corrupt
-// because their records would apply after a hole. With no usable checkpoint
-// at all the state is lost: every log file is set aside and the directory
-// starts over, empty, at a new generation.
+// order. The first bad record ends the log: its file is cut there (when
+// intact records follow it, the cut bytes are first kept beside the file
+// and the loss is logged at ERROR: durable/wal_damage.h), and log files
+// after it, or after a missing generation, are renamed *.corrupt because
+// their records would apply after a hole (at ERROR when they hold records).
+// With no usable checkpoint at all the state is lost: every log file is set
+// aside and the directory starts over, empty, at a new generation. The
+// report counts what was cut or set aside.
 //
 // A file of a newer format version stops recovery before anything in the
 // directory is renamed, cut or written.

@@ -12,24 +12,25 @@ namespace kvindexer::durable {
 
 namespace {
 
-bool Stopped(const std::atomic<bool>* stop) {
-  return stop != nullptr && stop->load(std::memory_order_relaxed);
+bool Stopped(const BuildDeadline* stop) {
+  return stop != nullptr && stop->Expired();
 }
 
-absl::Status Cancelled(const std::string& path) {
-  return absl::CancelledError(absl::StrCat("reading ", path, " was stopped"));
+absl::Status Cancelled(const std::string& path, const BuildDeadline* stop) {
+  return absl::CancelledError(
+      absl::StrCat("reading ", path, " was stopped: ", stop->Why()));
 }
 
 }  // namespace
 
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
                                               DurableState* indexer,
-                                              const std::atomic<bool>* stop) {
+                                              const BuildDeadline* stop) {
   CheckpointLoad load;
   state::v1::CheckpointChunk chunk;
   absl::StatusOr<CheckpointRead> read =
       ReadCheckpoint(path, [&](std::string_view payload) -> absl::Status {
-        if (Stopped(stop)) return Cancelled(path);
+        if (Stopped(stop)) return Cancelled(path, stop);
         if (!chunk.ParseFromArray(payload.data(),
                                   static_cast<int>(payload.size()))) {
           return absl::InternalError(
@@ -55,12 +56,12 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
 
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
                                   bool repair, DurableState* indexer,
-                                  const std::atomic<bool>* stop) {
+                                  const BuildDeadline* stop) {
   state::v1::WalRecord record;
   uint64_t index = 0;
   return ScanWal(
       path, generation, repair, [&](std::string_view payload) -> absl::Status {
-        if (Stopped(stop)) return Cancelled(path);
+        if (Stopped(stop)) return Cancelled(path, stop);
         if (!record.ParseFromArray(payload.data(),
                                    static_cast<int>(payload.size()))) {
           return absl::InternalError(

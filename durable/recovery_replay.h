@@ -10,12 +10,12 @@
 #ifndef KVINDEXER_DURABLE_RECOVERY_REPLAY_H_
 #define KVINDEXER_DURABLE_RECOVERY_REPLAY_H_
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "core/durable_state.h"
+#include "durable/build_deadline.h"
 #include "durable/wal_reader.h"
 
 namespace kvindexer::durable {
@@ -30,10 +30,10 @@ struct CheckpointLoad {
 // was restored; FAILED_PRECONDITION for a newer format version; INTERNAL for
 // I/O), and INTERNAL for a part that does not parse or that Restore refuses
 // (the Indexer then holds the parts before it). When `stop` (if given)
-// becomes true the load ends early with CANCELLED.
+// expires the load ends early with CANCELLED saying why.
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(
     const std::string& path, DurableState* indexer,
-    const std::atomic<bool>* stop = nullptr);
+    const BuildDeadline* stop = nullptr);
 
 // Replays every intact record of wal-<generation>.log at `path` into
 // `indexer`; `repair` as for ScanWal. Errors: ScanWal's, and INTERNAL for a
@@ -41,7 +41,7 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(
 // LoadCheckpoint.
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
                                   bool repair, DurableState* indexer,
-                                  const std::atomic<bool>* stop = nullptr);
+                                  const BuildDeadline* stop = nullptr);
 
 }  // namespace kvindexer::durable
 

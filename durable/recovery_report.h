@@ -16,7 +16,16 @@ struct RecoveryReport {
   uint64_t log_records = 0;  // replayed
   uint64_t log_bytes = 0;    // record bytes replayed (file headers excluded)
   uint64_t elapsed_ms = 0;
-  bool torn_tail = false;            // a log tail was cut off
+  bool torn_tail = false;  // a log tail was cut off
+  // Log bytes cut off or set aside (whole files after a cut or a missing
+  // generation, and the logs of a directory that started empty), and the
+  // intact records among them.
+  uint64_t cut_bytes = 0;
+  uint64_t cut_records = 0;
+  // Some of them were damage rather than a torn tail: intact records were
+  // lost, acknowledged ones among them (durable/wal_damage.h). Logged at
+  // ERROR; the bytes are kept in the directory.
+  bool log_damaged = false;
   bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
   bool started_empty = false;        // no usable checkpoint: state was lost
   // The previous run's log failed (a wal-<g>.poisoned marker): it was closed

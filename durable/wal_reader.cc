@@ -9,29 +9,26 @@
 #include "durable/file_io.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
+#include "durable/wal_damage.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::durable {
 namespace {
-
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 // Cuts `path` to `size` bytes, then appends `tail` (a fresh header when the
 // old one was bad), and syncs the file.
 absl::Status CutFile(const std::string& path, uint64_t size,
                      std::string_view tail) {
   FileIo& io = FileIo::Real();
-  const UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  const UniqueFd fd(OpenStateFile(path, O_WRONLY));
   auto failed = [&path](const char* what, int err) {
     return absl::InternalError(absl::StrCat("wal: cannot repair ", path, ": ",
                                             what, ": ", ErrnoText(err)));
   };
-  if (!fd.valid()) return failed("open", errno);
+  if (!fd.valid()) {
+    return absl::InternalError(absl::StrCat("wal: cannot repair ", path,
+                                            ": open: ", OpenErrorText(errno)));
+  }
   while (io.Ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
     if (errno != EINTR) return failed("ftruncate", errno);
   }
@@ -74,20 +71,40 @@ absl::StatusOr<WalScan> ScanWal(
           header.status().code(),
           absl::StrCat("wal ", path, ": ", header.status().message()));
     }
-    // A crash while the file was being created, or a foreign file: none of
-    // it can be trusted.
+    // None of it can be trusted. A file shorter than a header was being
+    // created when the process died (the header is synced before any
+    // record is written); a whole header that is bad was damaged later, or
+    // the file is not ours.
     scan.generation = expected_generation;
     scan.torn = true;
     scan.torn_offset = 0;
     scan.dropped_bytes = file.size();
-    if (repair) {
-      const std::string fresh =
-          EncodeFileHeader(FileKind::kWal, expected_generation);
-      if (absl::Status cut = CutFile(path, 0, fresh); !cut.ok()) return cut;
+    if (!repair) return scan;
+    const std::string reason(header.status().message());
+    if (file.size() >= kFileHeaderBytes) {
+      scan.damaged = true;
+      scan.dropped_records =
+          FindIntactRecords(file.substr(kFileHeaderBytes)).records;
+      absl::StatusOr<std::string> kept =
+          KeepCutBytes(path, 0, file, FileIo::Real());
+      if (!kept.ok()) return kept.status();
+      scan.kept_copy = *std::move(kept);
+    }
+    const std::string fresh =
+        EncodeFileHeader(FileKind::kWal, expected_generation);
+    if (absl::Status cut = CutFile(path, 0, fresh); !cut.ok()) return cut;
+    if (scan.damaged) {
+      spdlog::error(
+          "wal: damaged file header file={} dropped_bytes={} "
+          "intact_records_after={} ({}); the file is rewritten as an empty "
+          "log, so the mutations it held are lost, acknowledged ones among "
+          "them; its bytes are kept in {}",
+          path, file.size(), scan.dropped_records, reason, scan.kept_copy);
+    } else {
       spdlog::warn(
           "wal: truncated corrupt tail file={} offset=0 dropped_bytes={} "
           "({}; rewritten as an empty log)",
-          path, file.size(), std::string(header.status().message()));
+          path, file.size(), reason);
     }
     return scan;
   }
@@ -114,8 +131,28 @@ absl::StatusOr<WalScan> ScanWal(
   scan.torn = true;
   scan.torn_offset = pos;
   scan.dropped_bytes = file.size() - pos;
-  if (repair) {
-    if (absl::Status cut = CutFile(path, pos, ""); !cut.ok()) return cut;
+  if (!repair) return scan;
+  // The bad record itself starts at `pos`; records behind it start later.
+  const IntactRecords after = FindIntactRecords(file.substr(pos + 1));
+  if (after.any()) {
+    scan.damaged = true;
+    scan.dropped_records = after.records;
+    absl::StatusOr<std::string> kept =
+        KeepCutBytes(path, pos, file.substr(pos), FileIo::Real());
+    if (!kept.ok()) return kept.status();
+    scan.kept_copy = *std::move(kept);
+  }
+  if (absl::Status cut = CutFile(path, pos, ""); !cut.ok()) return cut;
+  if (scan.damaged) {
+    spdlog::error(
+        "wal: damaged record in the middle of the log file={} offset={} "
+        "dropped_bytes={} intact_records_after={}{} ({}); the log is cut "
+        "there, so the mutations after it are lost, acknowledged ones among "
+        "them; the cut bytes are kept in {}",
+        path, pos, scan.dropped_bytes, after.records,
+        after.incomplete ? " (the search for more stopped early)" : "",
+        DescribeOutcome(read.outcome), scan.kept_copy);
+  } else {
     spdlog::warn(
         "wal: truncated corrupt tail file={} offset={} dropped_bytes={} ({})",
         path, pos, scan.dropped_bytes, DescribeOutcome(read.outcome));

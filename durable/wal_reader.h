@@ -22,17 +22,31 @@ struct WalScan {
   bool torn = false;
   uint64_t torn_offset = 0;
   uint64_t dropped_bytes = 0;
+  // With repair only (durable/wal_damage.h): the dropped bytes were damage,
+  // not a torn tail (intact records follow the bad one, or the file's whole
+  // header is bad); how many intact records they held; and where they are
+  // kept.
+  bool damaged = false;
+  uint64_t dropped_records = 0;
+  std::string kept_copy;
 };
 
 // Hands every intact record's payload of the log file `path` to
-// `on_record`, in order. The first bad record ends the log: with `repair`
-// the file is truncated there (and synced) and a WARN names the file, the
-// offset and the bytes dropped ("wal: truncated corrupt tail ..."). A file
-// shorter than a header or with a corrupt header counts as entirely torn
-// (repair rewrites it as an empty log of generation `expected_generation`).
+// `on_record`, in order. The first bad record ends the log. With `repair`
+// the file is truncated there (and synced):
+//  - a torn tail (no intact record follows the bad one) is logged at WARN,
+//    naming the file, the offset and the bytes dropped ("wal: truncated
+//    corrupt tail ...");
+//  - damage (intact records follow it) is logged at ERROR ("wal: damaged
+//    record in the middle of the log ..."), and the bytes dropped are first
+//    kept beside the file (KeepCutBytes).
+// A file shorter than a header counts as entirely torn, one with a whole
+// but bad header as entirely damaged; repair rewrites either as an empty log
+// of generation `expected_generation`.
 // Errors: FAILED_PRECONDITION for a newer format version (the file is left
 // alone); the first non-OK status of `on_record`, which stops the scan;
-// INTERNAL for I/O errors.
+// INTERNAL for I/O errors, and when the bytes to be dropped cannot be kept
+// (the file is then not cut).
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record);

@@ -1,6 +1,9 @@
 #include "durable/wal_reader.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "durable/crc32c.h"
@@ -15,6 +18,7 @@
 namespace kvindexer::durable {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -60,15 +64,47 @@ ScanResult Scan(const std::string& path, bool repair) {
   return result;
 }
 
+// The names in the log file's directory that start with its name and are
+// not the file itself: the copies of cut bytes.
+std::vector<std::string> CopiesOf(const std::string& path) {
+  std::vector<std::string> out;
+  const std::filesystem::path file(path);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(file.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name != file.filename().string() &&
+        name.rfind(file.filename().string(), 0) == 0) {
+      out.push_back(name);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // The checks every damaged log gets: the repairing scan hands over exactly
 // the first `intact` records, reports the tail from the next record's start
-// as torn, cuts the file there, and a second scan finds a clean log.
+// as torn, cuts the file there, and a second scan finds a clean log. With
+// `damaged` (intact records follow the bad one) the cut bytes are first
+// kept in <file>.corrupt-<offset>, which this deletes again; without, no
+// copy is made.
 void ExpectRepairedTo(const std::string& path, const SampleLog& log,
-                      size_t damaged_size, size_t intact,
-                      const std::string& what) {
+                      const std::string& damaged_bytes, size_t intact,
+                      bool damaged, const std::string& what) {
   SCOPED_TRACE(what);
+  const size_t damaged_size = damaged_bytes.size();
   const ScanResult first = Scan(path, /*repair=*/true);
   ASSERT_TRUE(first.scan.ok()) << first.scan.status();
+  EXPECT_EQ(first.scan->damaged, damaged);
+  const std::string copy =
+      path + ".corrupt-" + std::to_string(log.starts[intact]);
+  if (damaged) {
+    EXPECT_EQ(first.scan->kept_copy, copy);
+    EXPECT_EQ(ReadTestFile(copy), damaged_bytes.substr(log.starts[intact]));
+    std::filesystem::remove(copy);
+  } else {
+    EXPECT_EQ(first.scan->kept_copy, "");
+  }
+  EXPECT_THAT(CopiesOf(path), IsEmpty());
   const std::vector<std::string> prefix(log.payloads.begin(),
                                         log.payloads.begin() + intact);
   EXPECT_EQ(first.payloads, prefix);
@@ -130,13 +166,15 @@ TEST_F(WalReaderTest, ACutAtEveryByteOfTheLastThreeRecords) {
         EXPECT_EQ(clean.payloads.size(), record) << what;
         continue;
       }
-      ExpectRepairedTo(path(), log, cut, record, what);
+      ExpectRepairedTo(path(), log, log.bytes.substr(0, cut), record,
+                       /*damaged=*/false, what);
     }
   }
 }
 
 // Every bit of the last three records, their headers (length, CRC) and
-// their payloads.
+// their payloads. A bad last record is a torn tail; a bad one before it is
+// damage, since intact records follow it.
 TEST_F(WalReaderTest, AFlippedBitAnywhereInTheLastThreeRecords) {
   const SampleLog log = MakeSampleLog();
   const size_t records = log.payloads.size();
@@ -147,7 +185,7 @@ TEST_F(WalReaderTest, AFlippedBitAnywhereInTheLastThreeRecords) {
       flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
       WriteTestFile(path(), flipped);
       ExpectRepairedTo(
-          path(), log, flipped.size(), record,
+          path(), log, flipped, record, /*damaged=*/record + 1 < records,
           "record " + std::to_string(record) + " bit " + std::to_string(bit));
     }
   }
@@ -183,40 +221,188 @@ TEST_F(WalReaderTest, RepairLogsAWarningNamingFileOffsetAndBytes) {
 
 TEST_F(WalReaderTest, ZerosAfterTheLastRecordAreATornTail) {
   const SampleLog log = MakeSampleLog();
-  WriteTestFile(path(), log.bytes + std::string(4096, '\0'));
-  ExpectRepairedTo(path(), log, log.bytes.size() + 4096, log.payloads.size(),
+  const std::string zeros = log.bytes + std::string(4096, '\0');
+  WriteTestFile(path(), zeros);
+  ExpectRepairedTo(path(), log, zeros, log.payloads.size(), /*damaged=*/false,
                    "zero tail");
 }
 
-TEST_F(WalReaderTest, AShortOrCorruptHeaderTearsTheWholeFile) {
+// A file shorter than a header was being created when the process died:
+// torn, and rewritten as an empty log.
+TEST_F(WalReaderTest, AShortHeaderTearsTheWholeFile) {
   const std::string header = EncodeFileHeader(FileKind::kWal, kGeneration);
-  std::vector<std::string> damaged;
   for (size_t cut = 0; cut < header.size(); ++cut) {
-    damaged.push_back(header.substr(0, cut));
-  }
-  std::string bad_crc = header + "trailing bytes";
-  bad_crc[20] ^= 1;  // generation
-  damaged.push_back(bad_crc);
-  damaged.push_back(EncodeFileHeader(FileKind::kCheckpoint, kGeneration));
-  for (const std::string& bytes : damaged) {
+    const std::string bytes = header.substr(0, cut);
     SCOPED_TRACE("file of " + std::to_string(bytes.size()) + " bytes");
     WriteTestFile(path(), bytes);
     const TestLogCapture capture;
     const ScanResult first = Scan(path(), /*repair=*/true);
     ASSERT_TRUE(first.scan.ok()) << first.scan.status();
     EXPECT_TRUE(first.scan->torn);
+    EXPECT_FALSE(first.scan->damaged);
     EXPECT_EQ(first.scan->torn_offset, 0u);
     EXPECT_EQ(first.scan->dropped_bytes, bytes.size());
     EXPECT_EQ(first.scan->generation, kGeneration);
     EXPECT_THAT(first.payloads, IsEmpty());
     EXPECT_THAT(capture.Lines(spdlog::level::warn),
                 ElementsAre(HasSubstr("wal: truncated corrupt tail file=")));
+    EXPECT_THAT(capture.Lines(spdlog::level::err), IsEmpty());
+    EXPECT_THAT(CopiesOf(path()), IsEmpty());
     // Rewritten as a fresh, empty log of the expected generation.
     EXPECT_EQ(ReadTestFile(path()), header);
     const ScanResult second = Scan(path(), /*repair=*/true);
     ASSERT_TRUE(second.scan.ok());
     EXPECT_FALSE(second.scan->torn);
   }
+}
+
+// A whole header is synced before any record is written: when it is bad,
+// the file was damaged later (or is not a log). Its bytes are kept, the
+// loss is an ERROR, and the file is rewritten as an empty log.
+TEST_F(WalReaderTest, ABadWholeHeaderIsDamageAndTheFileIsKept) {
+  const SampleLog log = MakeSampleLog();
+  std::string bad_crc = log.bytes;
+  bad_crc[20] ^= 1;  // generation
+  std::string foreign = log.bytes;
+  foreign.replace(0, kFileHeaderBytes,
+                  EncodeFileHeader(FileKind::kCheckpoint, kGeneration));
+  const std::string header_only =
+      EncodeFileHeader(FileKind::kCheckpoint, kGeneration);
+  for (const std::string& bytes : {bad_crc, foreign, header_only}) {
+    SCOPED_TRACE("file of " + std::to_string(bytes.size()) + " bytes");
+    WriteTestFile(path(), bytes);
+    const TestLogCapture capture;
+    const ScanResult first = Scan(path(), /*repair=*/true);
+    ASSERT_TRUE(first.scan.ok()) << first.scan.status();
+    EXPECT_TRUE(first.scan->torn);
+    EXPECT_TRUE(first.scan->damaged);
+    EXPECT_THAT(first.payloads, IsEmpty());
+    const uint64_t records = bytes.size() > kFileHeaderBytes ? 6 : 0;
+    EXPECT_EQ(first.scan->dropped_records, records);
+    EXPECT_EQ(first.scan->kept_copy, path() + ".corrupt-0");
+    EXPECT_EQ(ReadTestFile(path() + ".corrupt-0"), bytes);
+    EXPECT_THAT(capture.Lines(spdlog::level::warn), IsEmpty());
+    EXPECT_THAT(
+        capture.Lines(spdlog::level::err),
+        ElementsAre(
+            AllOf(HasSubstr("wal: damaged file header file=" + path() +
+                            " dropped_bytes=" + std::to_string(bytes.size()) +
+                            " intact_records_after=" + std::to_string(records)),
+                  HasSubstr("kept in " + path() + ".corrupt-0"))));
+    EXPECT_EQ(ReadTestFile(path()),
+              EncodeFileHeader(FileKind::kWal, kGeneration));
+    std::filesystem::remove(path() + ".corrupt-0");
+  }
+}
+
+// The case the ERROR exists for: intact, acknowledged records after a
+// damaged one are cut with it, so their bytes are kept first.
+TEST_F(WalReaderTest, DamageInTheMiddleIsKeptAndLoggedAtError) {
+  const SampleLog log = MakeSampleLog();
+  std::string bytes = log.bytes;
+  bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x40;  // its one payload byte
+  WriteTestFile(path(), bytes);
+  const TestLogCapture capture;
+  const ScanResult result = Scan(path(), /*repair=*/true);
+  ASSERT_TRUE(result.scan.ok()) << result.scan.status();
+  EXPECT_THAT(result.payloads, ElementsAre(log.payloads[0]));
+  EXPECT_TRUE(result.scan->damaged);
+  EXPECT_EQ(result.scan->dropped_records, 4u);
+  const std::string copy = path() + ".corrupt-" + std::to_string(log.starts[1]);
+  EXPECT_EQ(result.scan->kept_copy, copy);
+  EXPECT_EQ(ReadTestFile(copy), bytes.substr(log.starts[1]));
+  EXPECT_EQ(ReadTestFile(path()), bytes.substr(0, log.starts[1]));
+  EXPECT_THAT(capture.Lines(spdlog::level::warn), IsEmpty());
+  EXPECT_THAT(
+      capture.Lines(spdlog::level::err),
+      ElementsAre(AllOf(
+          HasSubstr(
+              "wal: damaged record in the middle of the log file=" + path() +
+              " offset=" + std::to_string(log.starts[1]) +
+              " dropped_bytes=" + std::to_string(bytes.size() - log.starts[1]) +
+              " intact_records_after=4 (record checksum mismatch)"),
+          HasSubstr("kept in " + copy))));
+  // Cut: a second scan finds a clean log, and keeps nothing more.
+  const ScanResult second = Scan(path(), /*repair=*/true);
+  ASSERT_TRUE(second.scan.ok());
+  EXPECT_FALSE(second.scan->torn);
+  EXPECT_THAT(CopiesOf(path()),
+              ElementsAre(copy.substr(dir_.path().size() + 1)));
+}
+
+// A damaged length sends the reader nowhere near the next record; the
+// records behind it are still found.
+TEST_F(WalReaderTest, DamageToALengthStillFindsTheRecordsBehindIt) {
+  const SampleLog log = MakeSampleLog();
+  // Record 2's length (200) as 16, which fits but fails the checksum, and
+  // with a high byte that makes it cut short or impossible.
+  const std::vector<std::pair<size_t, unsigned char>> damage = {
+      {0, 0x10}, {3, 0x01}, {3, 0x3F}, {3, 0x40}, {3, 0xFF}};
+  for (const auto& [byte, value] : damage) {
+    SCOPED_TRACE("length byte " + std::to_string(byte) + " = " +
+                 std::to_string(value));
+    std::string bytes = log.bytes;
+    bytes[log.starts[2] + byte] = static_cast<char>(value);
+    WriteTestFile(path(), bytes);
+    const ScanResult result = Scan(path(), /*repair=*/true);
+    ASSERT_TRUE(result.scan.ok()) << result.scan.status();
+    EXPECT_EQ(result.payloads.size(), 2u);
+    EXPECT_TRUE(result.scan->damaged);
+    EXPECT_EQ(result.scan->dropped_records, 3u);
+    std::filesystem::remove(path() + ".corrupt-" +
+                            std::to_string(log.starts[2]));
+  }
+}
+
+// A second damage at the same offset (the copy of the first is still
+// there) is kept beside it, never over it.
+TEST_F(WalReaderTest, AKeptCopyIsNeverOverwritten) {
+  const SampleLog log = MakeSampleLog();
+  std::string bytes = log.bytes;
+  bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
+  const std::string copy = path() + ".corrupt-" + std::to_string(log.starts[1]);
+  WriteTestFile(path(), bytes);
+  ASSERT_TRUE(Scan(path(), /*repair=*/true).scan.ok());
+  std::string again = log.bytes;
+  again[log.starts[1] + kRecordHeaderBytes] ^= 0x02;
+  WriteTestFile(path(), again);
+  const ScanResult second = Scan(path(), /*repair=*/true);
+  ASSERT_TRUE(second.scan.ok());
+  EXPECT_EQ(second.scan->kept_copy, copy + ".1");
+  EXPECT_EQ(ReadTestFile(copy), bytes.substr(log.starts[1]));
+  EXPECT_EQ(ReadTestFile(copy + ".1"), again.substr(log.starts[1]));
+}
+
+// Without its copy nothing is cut: the start fails instead, naming why.
+TEST_F(WalReaderTest, DamageThatCannotBeKeptIsNotCut) {
+  const SampleLog log = MakeSampleLog();
+  std::string bytes = log.bytes;
+  bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
+  WriteTestFile(path(), bytes);
+  // A directory where the copy's temporary file would go.
+  const std::string tmp =
+      path() + ".corrupt-" + std::to_string(log.starts[1]) + ".tmp";
+  ASSERT_TRUE(std::filesystem::create_directory(tmp));
+  const ScanResult result = Scan(path(), /*repair=*/true);
+  EXPECT_EQ(result.scan.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(result.scan.status().message(),
+              AllOf(HasSubstr("cannot keep the"), HasSubstr(path()),
+                    HasSubstr("nothing was cut")));
+  EXPECT_EQ(ReadTestFile(path()), bytes);
+}
+
+// Repair is recovery's; a scan without it (a compaction's) reads and
+// reports, and neither classifies nor keeps.
+TEST_F(WalReaderTest, WithoutRepairNothingIsKept) {
+  const SampleLog log = MakeSampleLog();
+  std::string bytes = log.bytes;
+  bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
+  WriteTestFile(path(), bytes);
+  const ScanResult result = Scan(path(), /*repair=*/false);
+  ASSERT_TRUE(result.scan.ok());
+  EXPECT_TRUE(result.scan->torn);
+  EXPECT_FALSE(result.scan->damaged);
+  EXPECT_THAT(CopiesOf(path()), IsEmpty());
 }
 
 TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {

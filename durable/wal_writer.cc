@@ -58,11 +58,10 @@ absl::StatusOr<OpenedFile> OpenLogFile(FileIo& io, const std::string& dir,
                                        uint64_t generation) {
   const std::string path = JoinPath(dir, WalFileName(generation));
   OpenedFile file;
-  file.fd.Reset(
-      ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  file.fd.Reset(OpenStateFile(path, O_RDWR | O_APPEND | O_CREAT));
   if (!file.fd.valid()) {
     return WriteFailed(
-        absl::StrCat("cannot open ", path, ": ", ErrnoText(errno)));
+        absl::StrCat("cannot open ", path, ": ", OpenErrorText(errno)));
   }
   struct stat st;
   if (::fstat(file.fd.get(), &st) != 0) {
@@ -123,13 +122,12 @@ absl::StatusOr<OpenedFile> OpenLogFile(FileIo& io, const std::string& dir,
 void LeavePoisonMarker(FileIo& io, const std::string& dir, uint64_t generation,
                        std::string_view reason) {
   const std::string path = JoinPath(dir, PoisonMarkerFileName(generation));
-  const UniqueFd fd(
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  const UniqueFd fd(OpenStateFile(path, O_WRONLY | O_CREAT | O_TRUNC));
   if (!fd.valid()) {
     spdlog::error(
         "wal: cannot create {}: {}; the next start cannot tell that {} "
         "failed, and will continue it",
-        path, ErrnoText(errno), WalFileName(generation));
+        path, OpenErrorText(errno), WalFileName(generation));
     return;
   }
   // The text is for people; the file's presence is what counts.

@@ -395,6 +395,11 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
     durability->set_checkpoint_generation(f.checkpoint_generation);
     durability->set_log_bytes(f.log_end);
     durability->set_checkpoints_written(f.checkpoints_written);
+    durability->set_checkpoint_failures(f.checkpoint_failures.total());
+    durability->set_checkpoint_in_progress(f.checkpoint_in_progress);
+    durability->set_recovery_cut_bytes(f.recovery_cut_bytes);
+    durability->set_recovery_cut_records(f.recovery_cut_records);
+    durability->set_recovery_damaged(f.recovery_log_damaged);
   }
 
   if (sources_.health) {

@@ -14,6 +14,11 @@ constexpr std::string_view kWalSyncAccepted =
 constexpr std::string_view kCheckpointBytesAccepted =
     "an integer of bytes, at least 1048576 (1 MiB), for example 67108864";
 
+constexpr std::string_view kCheckpointTimeoutAccepted =
+    "milliseconds a checkpoint build may run before it is abandoned, an "
+    "integer from 1000 (one second) to 86400000 (one day), for example "
+    "600000";
+
 constexpr std::string_view kCheckpointBuilderAccepted =
     "process (a process of its own, at the lowest CPU priority) or thread (a "
     "thread of the server)";
@@ -50,6 +55,17 @@ absl::StatusOr<CheckpointBuilder> ParseCheckpointBuilder(
                          kCheckpointBuilderAccepted);
 }
 
+absl::StatusOr<std::chrono::milliseconds> ParseCheckpointTimeoutMs(
+    std::string_view value) {
+  absl::StatusOr<uint32_t> ms =
+      ParseEnvUint32(kCheckpointTimeoutMsVar, value,
+                     Uint32Syntax{.min = kMinCheckpointTimeoutMs,
+                                  .max = kMaxCheckpointTimeoutMs},
+                     kCheckpointTimeoutAccepted);
+  if (!ms.ok()) return ms.status();
+  return std::chrono::milliseconds(*ms);
+}
+
 absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
   DurabilityConfig config;
   if (auto v = env(kWalSyncVar)) {
@@ -66,6 +82,11 @@ absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
     auto builder = ParseCheckpointBuilder(*v);
     if (!builder.ok()) return builder.status();
     config.checkpoint_builder = *builder;
+  }
+  if (auto v = env(kCheckpointTimeoutMsVar)) {
+    auto timeout = ParseCheckpointTimeoutMs(*v);
+    if (!timeout.ok()) return timeout.status();
+    config.checkpoint_timeout = *timeout;
   }
   if (auto v = env(kDataDirVar)) {
     if (!IsValidUtf8(*v) || v->find('\0') != std::string::npos) {

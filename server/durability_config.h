@@ -6,6 +6,7 @@
 // | KV_INDEXER_WAL_SYNC        | always   | always or none                   |
 // | KV_INDEXER_CHECKPOINT_BYTES| 67108864 | integer >= 1048576               |
 // | KV_INDEXER_CHECKPOINT_BUILDER | process | process or thread            |
+// | KV_INDEXER_CHECKPOINT_TIMEOUT_MS | 600000 | 1000..86400000              |
 //
 // The tuning variables are checked whether or not a data directory is
 // set: a bad value is a configuration error either way (exit 2). Whether the
@@ -14,6 +15,7 @@
 #ifndef KVINDEXER_SERVER_DURABILITY_CONFIG_H_
 #define KVINDEXER_SERVER_DURABILITY_CONFIG_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,9 +33,17 @@ inline constexpr std::string_view kCheckpointBytesVar =
 
 inline constexpr std::string_view kCheckpointBuilderVar =
     "KV_INDEXER_CHECKPOINT_BUILDER";
+inline constexpr std::string_view kCheckpointTimeoutMsVar =
+    "KV_INDEXER_CHECKPOINT_TIMEOUT_MS";
 
 inline constexpr uint64_t kDefaultCheckpointBytes = 64ull << 20;
 inline constexpr uint64_t kMinCheckpointBytes = 1ull << 20;
+// How long a checkpoint build may run before it is abandoned: ten minutes
+// by default, far beyond the seconds a build of ten million placements
+// takes; one second to one day.
+inline constexpr uint32_t kDefaultCheckpointTimeoutMs = 600'000;
+inline constexpr uint32_t kMinCheckpointTimeoutMs = 1'000;
+inline constexpr uint32_t kMaxCheckpointTimeoutMs = 86'400'000;
 
 // Where checkpoints are built (docs/durability.md, "Checkpoints"): a
 // process of their own (the server's executable run again,
@@ -45,6 +55,7 @@ struct DurabilityConfig {
   durable::WalSync wal_sync = durable::WalSync::kAlways;
   uint64_t checkpoint_bytes = kDefaultCheckpointBytes;
   CheckpointBuilder checkpoint_builder = CheckpointBuilder::kProcess;
+  std::chrono::milliseconds checkpoint_timeout{kDefaultCheckpointTimeoutMs};
 
   bool enabled() const { return !data_dir.empty(); }
 };
@@ -57,6 +68,8 @@ struct DurabilityConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<CheckpointBuilder> ParseCheckpointBuilder(
     std::string_view value);
+[[nodiscard]] absl::StatusOr<std::chrono::milliseconds>
+ParseCheckpointTimeoutMs(std::string_view value);
 [[nodiscard]] absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(
     const EnvLookup& env);
 

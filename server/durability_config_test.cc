@@ -1,7 +1,9 @@
-// KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC, KV_INDEXER_CHECKPOINT_BYTES and
-// KV_INDEXER_CHECKPOINT_BUILDER (server/durability_config.h).
+// KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC, KV_INDEXER_CHECKPOINT_BYTES,
+// KV_INDEXER_CHECKPOINT_BUILDER and KV_INDEXER_CHECKPOINT_TIMEOUT_MS
+// (server/durability_config.h).
 #include "server/durability_config.h"
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -26,19 +28,24 @@ TEST(DurabilityConfigTest, OffWithAlwaysAnd64MiBByDefault) {
   EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kAlways);
   EXPECT_EQ(config->durability.checkpoint_bytes, 67108864u);
   EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kProcess);
+  EXPECT_EQ(config->durability.checkpoint_timeout,
+            std::chrono::milliseconds(600000));
 }
 
-TEST(DurabilityConfigTest, ReadsAllFourVariables) {
+TEST(DurabilityConfigTest, ReadsAllFiveVariables) {
   auto config = Load({{"KV_INDEXER_DATA_DIR", "/var/lib/kvindexer"},
                       {"KV_INDEXER_WAL_SYNC", "none"},
                       {"KV_INDEXER_CHECKPOINT_BYTES", "1048576"},
-                      {"KV_INDEXER_CHECKPOINT_BUILDER", "thread"}});
+                      {"KV_INDEXER_CHECKPOINT_BUILDER", "thread"},
+                      {"KV_INDEXER_CHECKPOINT_TIMEOUT_MS", "30000"}});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->durability.enabled());
   EXPECT_EQ(config->durability.data_dir, "/var/lib/kvindexer");
   EXPECT_EQ(config->durability.wal_sync, durable::WalSync::kNone);
   EXPECT_EQ(config->durability.checkpoint_bytes, 1048576u);
   EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kThread);
+  EXPECT_EQ(config->durability.checkpoint_timeout,
+            std::chrono::milliseconds(30000));
 }
 
 TEST(DurabilityConfigTest, EmptyDataDirMeansInMemory) {
@@ -75,6 +82,17 @@ TEST(DurabilityConfigTest, CheckpointBuilderIsProcessOrThread) {
   }
 }
 
+TEST(DurabilityConfigTest, CheckpointTimeoutIsOneSecondToOneDay) {
+  EXPECT_EQ(ParseCheckpointTimeoutMs("1000").value(),
+            std::chrono::milliseconds(1000));
+  EXPECT_EQ(ParseCheckpointTimeoutMs("86400000").value(),
+            std::chrono::milliseconds(86400000));
+  for (const char* bad : {"", "0", "999", "86400001", "-1000", "10m", "1e6",
+                          " 60000", "4294967296"}) {
+    EXPECT_FALSE(ParseCheckpointTimeoutMs(bad).ok()) << bad;
+  }
+}
+
 // The tuning variables are checked even when no data directory is set.
 TEST(DurabilityConfigTest, BadTuningIsAnErrorWithoutADataDirectory) {
   auto bad_sync = Load({{"KV_INDEXER_WAL_SYNC", "sometimes"}});
@@ -94,6 +112,13 @@ TEST(DurabilityConfigTest, BadTuningIsAnErrorWithoutADataDirectory) {
       std::string(bad_builder.status().message()),
       AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER"), HasSubstr("\"fork\""),
             HasSubstr("process"), HasSubstr("thread")));
+  auto bad_timeout = Load({{"KV_INDEXER_CHECKPOINT_TIMEOUT_MS", "500"}});
+  ASSERT_FALSE(bad_timeout.ok());
+  EXPECT_EQ(bad_timeout.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(bad_timeout.status().message()),
+      AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_TIMEOUT_MS"), HasSubstr("\"500\""),
+            HasSubstr("1000"), HasSubstr("86400000")));
 }
 
 TEST(DurabilityConfigTest, UsageListsTheVariables) {
@@ -101,7 +126,8 @@ TEST(DurabilityConfigTest, UsageListsTheVariables) {
   EXPECT_THAT(usage, AllOf(HasSubstr("KV_INDEXER_DATA_DIR"),
                            HasSubstr("KV_INDEXER_WAL_SYNC"),
                            HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
-                           HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER")));
+                           HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER"),
+                           HasSubstr("KV_INDEXER_CHECKPOINT_TIMEOUT_MS")));
 }
 
 }  // namespace

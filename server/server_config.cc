@@ -258,6 +258,9 @@ std::string UsageText(std::string_view program) {
       {kCheckpointBuilderVar, "process",
        "process (checkpoints built by a process of their own at idle CPU "
        "priority) or thread (by a thread of the server)"},
+      {kCheckpointTimeoutMsVar, std::to_string(kDefaultCheckpointTimeoutMs),
+       "ms a checkpoint build may run (1000..86400000); a longer one is "
+       "abandoned, counted as failed and retried"},
       {kEventSourceVar, "grpc",
        "grpc (mutation RPCs) or jetstream (follow the fleet event log; "
        "needs KV_INDEXER_NATS_URL)"},

@@ -16,8 +16,8 @@
 // KV_INDEXER_MAX_PREFIX_ANSWER_BYTES) are positive integers whose defaults
 // and reasons are in core/request_limits.h.
 // KV_INDEXER_LIVENESS and KV_INDEXER_LIVENESS_SWEEP_MS: the worker liveness
-// block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and
-// KV_INDEXER_CHECKPOINT_BYTES: server/durability_config.h.
+// block below. KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC and the
+// KV_INDEXER_CHECKPOINT_* variables: server/durability_config.h.
 // KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS (with the
 // KV_INDEXER_NATS_* variables in fleet mode): replica/event_source_config.h;
 // KV_INDEXER_EVENT_SOURCE=jetstream with KV_INDEXER_DATA_DIR set is an

@@ -122,6 +122,26 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
   w.Gauge("kvindexer_checkpoint_last_duration_seconds",
           "How long the last checkpoint took to build (0 before the first).",
           f.last_checkpoint_seconds);
+  w.Gauge("kvindexer_checkpoint_last_success_timestamp_seconds",
+          "When this process last put a checkpoint in place, in seconds "
+          "since the Unix epoch (0 before the first).",
+          f.last_checkpoint_unix_seconds);
+  w.Gauge("kvindexer_checkpoint_in_progress",
+          "1 from a log rotation until its checkpoint is written or has "
+          "failed.",
+          f.checkpoint_in_progress ? 1.0 : 0.0);
+  for (size_t i = 0; i < durable::kCheckpointFailureCount; ++i) {
+    const auto reason = static_cast<durable::CheckpointFailure>(i);
+    w.Counter(
+        "kvindexer_checkpoint_failures",
+        "Checkpoints that were not written, by reason: rotate (the "
+        "log could not start its next file), build (the build or its "
+        "publication failed), timeout (abandoned after "
+        "KV_INDEXER_CHECKPOINT_TIMEOUT_MS). Each is retried at the next "
+        "rotation.",
+        static_cast<double>(f.checkpoint_failures.of(reason)),
+        {{"reason", std::string(durable::CheckpointFailureName(reason))}});
+  }
   w.Counter("kvindexer_wal_syncs", "fdatasync calls that acknowledged writes.",
             static_cast<double>(f.syncs));
   w.Gauge("kvindexer_wal_failed",
@@ -129,6 +149,20 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
           "write is refused until a restart, and grpc.health.v1 reports "
           "NOT_SERVING.",
           f.log_failed ? 1.0 : 0.0);
+  w.Gauge("kvindexer_wal_recovery_cut_bytes",
+          "Log bytes the start-up recovery cut off or set aside: a torn tail, "
+          "or damage (kvindexer_wal_recovery_damaged).",
+          static_cast<double>(f.recovery_cut_bytes));
+  w.Gauge("kvindexer_wal_recovery_cut_records",
+          "Intact log records among those bytes: mutations lost at the "
+          "start, acknowledged ones among them.",
+          static_cast<double>(f.recovery_cut_records));
+  w.Gauge("kvindexer_wal_recovery_damaged",
+          "1 when the start-up recovery found damage rather than a torn "
+          "tail (intact records after a bad one, a bad file header, a log "
+          "file set aside with records in it) and logged it at ERROR; the "
+          "cut bytes are kept in the data directory.",
+          f.recovery_log_damaged ? 1.0 : 0.0);
   for (size_t i = 0; i < durable::kWalRefusalCount; ++i) {
     const auto reason = static_cast<durable::WalRefusal>(i);
     w.Counter("kvindexer_wal_append_failures",

@@ -269,10 +269,11 @@ int RunServer(std::span<const char* const> args) {
       durability.enabled()) {
     spdlog::info(
         "restart-safe state on dir={} wal_sync={} checkpoint_bytes={} "
-        "checkpoint_builder={}",
+        "checkpoint_builder={} checkpoint_timeout_ms={}",
         durability.data_dir, WalSyncName(durability.wal_sync),
         durability.checkpoint_bytes,
-        CheckpointBuilderName(durability.checkpoint_builder));
+        CheckpointBuilderName(durability.checkpoint_builder),
+        durability.checkpoint_timeout.count());
     // A builder process is this executable run again: main() hands such a
     // call to durable::RunCheckpointBuilder.
     auto opened = durable::DurableStore::Open(
@@ -285,7 +286,8 @@ int RunServer(std::span<const char* const> args) {
             .checkpoint_builder =
                 durability.checkpoint_builder == CheckpointBuilder::kProcess
                     ? "/proc/self/exe"
-                    : ""},
+                    : "",
+            .checkpoint_timeout = durability.checkpoint_timeout},
         &indexer.durable_state());
     if (!opened.ok()) {
       spdlog::error("cannot use {}={}: {}", kDataDirVar, durability.data_dir,

@@ -274,8 +274,9 @@ TEST_F(DurabilityFaultsTest,
 }
 
 // Bad values are start-up errors naming the variable and the value: exit 2
-// for the tuning variables (checked with or without a data directory), exit
-// 1 for a data directory that cannot be created.
+// for the tuning variables (checked with or without a data directory; the
+// checkpoint timeout among them), exit 1 for a data directory that cannot
+// be created.
 TEST_F(DurabilityFaultsTest, ConfigurationErrorsStopTheServer) {
   DurableServerOptions bad_sync;
   bad_sync.wal_sync = "sometimes";
@@ -296,6 +297,16 @@ TEST_F(DurabilityFaultsTest, ConfigurationErrorsStopTheServer) {
       << exit.output;
   EXPECT_THAT(exit.output, AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
                                  HasSubstr("1048575")));
+
+  DurableServerOptions short_timeout = options_;
+  short_timeout.extra_env["KV_INDEXER_CHECKPOINT_TIMEOUT_MS"] = "999";
+  exit = RunServerToExit(short_timeout);
+  ASSERT_TRUE(exit.status.has_value());
+  EXPECT_TRUE(exit.status->exited && exit.status->code == 2)
+      << exit.status->ToString() << "\n"
+      << exit.output;
+  EXPECT_THAT(exit.output, AllOf(HasSubstr("KV_INDEXER_CHECKPOINT_TIMEOUT_MS"),
+                                 HasSubstr("\"999\""), HasSubstr("86400000")));
 
   // A data directory below a regular file cannot be created.
   const std::string file = scratch_->Sub("a-file");

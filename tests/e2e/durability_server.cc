@@ -41,7 +41,8 @@ ProcessOptions ServerOptions(const DurableServerOptions& options) {
                        "KV_INDEXER_DATA_DIR",
                        "KV_INDEXER_WAL_SYNC",
                        "KV_INDEXER_CHECKPOINT_BYTES",
-                       "KV_INDEXER_CHECKPOINT_BUILDER"};
+                       "KV_INDEXER_CHECKPOINT_BUILDER",
+                       "KV_INDEXER_CHECKPOINT_TIMEOUT_MS"};
   // The recovery line is INFO.
   process.env["KV_INDEXER_LOG_LEVEL"] = "info";
   if (!options.data_dir.empty()) {

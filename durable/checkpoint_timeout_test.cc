@@ -1,0 +1,221 @@
+// A checkpoint build that runs past DurableOptions::checkpoint_timeout
+// (docs/durability.md, "Checkpoints"): a builder process is killed, a
+// thread build stops at its next check; either way the failure is counted
+// as a timeout and logged, nothing is published, and the next rotation
+// retries. The timeout runs on a fake clock that the test moves once the
+// build is known to be held.
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "durable/checkpoint_failure.h"
+#include "durable/durable_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/durable_store_fixture.h"
+#include "tests/support/fake_clock.h"
+
+namespace kvindexer::durable {
+namespace checkpoint_timeout_test {
+
+using namespace std::chrono_literals;
+
+constexpr char kBuilder[] = KVINDEXER_TEST_CHECKPOINT_BUILDER;
+constexpr std::chrono::milliseconds kTimeout = 10min;
+// Bound of the waits for what the store's threads do; they normally take
+// milliseconds.
+constexpr std::chrono::seconds kWaitBound{60};
+
+// Polls `done` until it holds or kWaitBound passes.
+bool WaitUntil(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitBound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// The real system calls, except that writes to checkpoint-*.ckpt.tmp wait
+// while the gate is closed: a thread build held in the middle.
+class CheckpointWriteGate final : public FileIo {
+ public:
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = false;
+    changed_.notify_all();
+  }
+  bool held() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    if (IsCheckpoint(fd)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      held_ = closed_;
+      changed_.wait(lock, [this] { return !closed_; });
+      held_ = false;
+    }
+    return FileIo::Real().Write(fd, data, size);
+  }
+  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
+  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
+  int Ftruncate(int fd, off_t length) override {
+    return FileIo::Real().Ftruncate(fd, length);
+  }
+
+ private:
+  static bool IsCheckpoint(int fd) {
+    char target[PATH_MAX];
+    const std::string link = absl::StrCat("/proc/self/fd/", fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+    const std::string path(target, n > 0 ? static_cast<size_t>(n) : 0);
+    return path.ends_with(".ckpt.tmp");
+  }
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool closed_ = false;
+  bool held_ = false;
+};
+
+class CheckpointTimeoutTest : public DurableStoreTest {
+ protected:
+  DurableOptions Timed(uint64_t checkpoint_bytes = 2048) {
+    DurableOptions options = Options(checkpoint_bytes);
+    options.clock = &clock_;
+    options.checkpoint_timeout = kTimeout;
+    return options;
+  }
+  uint64_t Failures(CheckpointFailure reason) {
+    return store().figures().checkpoint_failures.of(reason);
+  }
+  bool HasTemporaryFile() const {
+    for (const std::string& name : Files()) {
+      if (name.find(".tmp") != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The held builder's PID (kvindexer_test_checkpoint_builder, test-hold),
+  // 0 until it has written it.
+  pid_t HeldBuilder() const {
+    pid_t pid = 0;
+    std::ifstream in(Path("test-hold.pid"));
+    return (in >> pid) ? pid : 0;
+  }
+
+  FakeMonotonicClock clock_;
+};
+
+TEST_F(CheckpointTimeoutTest, ABuilderProcessPastItsTimeoutIsKilledAndRetried) {
+  TestLogCapture log;
+  std::ofstream(Path("test-hold")).put('1');
+  DurableOptions options = Timed();
+  options.checkpoint_builder = kBuilder;
+  StartOk(options);
+  Workload();
+  uint64_t seq = 13;
+  pid_t pid = 0;
+  for (int i = 0; i < 2000 && pid == 0; ++i) {
+    ApplyW1(seq++);
+    if (store().figures().checkpoint_in_progress) {
+      ASSERT_TRUE(WaitUntil([&] { return (pid = HeldBuilder()) != 0; }))
+          << "the builder never started";
+    }
+  }
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(store().figures().checkpoint_in_progress);
+
+  EXPECT_EQ(Failures(CheckpointFailure::kTimeout), 0u);
+  clock_.Advance(kTimeout);
+  ASSERT_TRUE(WaitUntil([&] {
+    return Failures(CheckpointFailure::kTimeout) == 1 &&
+           !store().figures().checkpoint_in_progress;
+  }));
+  EXPECT_NE(::kill(pid, 0), 0);
+  EXPECT_EQ(errno, ESRCH) << "killed and reaped";
+  EXPECT_FALSE(HasTemporaryFile());
+  EXPECT_EQ(store().checkpoints_written(), 0u);
+  EXPECT_EQ(Failures(CheckpointFailure::kBuild), 0u);
+  EXPECT_TRUE(Logged(log, spdlog::level::err,
+                     absl::StrCat("builder process ", pid,
+                                  " was killed: it ran longer than its "
+                                  "timeout of 600000 ms")));
+  EXPECT_TRUE(
+      Logged(log, spdlog::level::err, "KV_INDEXER_CHECKPOINT_TIMEOUT_MS"));
+
+  // The next rotation retries, and without the hold it succeeds.
+  std::filesystem::remove(Path("test-hold"));
+  std::filesystem::remove(Path("test-hold.pid"));
+  ApplyUntilCheckpoints(seq, 1);
+  EXPECT_EQ(Failures(CheckpointFailure::kTimeout), 1u);
+  EXPECT_GT(store().figures().last_checkpoint_unix_seconds, 0.0);
+}
+
+TEST_F(CheckpointTimeoutTest, AThreadBuildPastItsTimeoutStopsAtItsNextCheck) {
+  TestLogCapture log;
+  CheckpointWriteGate gate;
+  DurableOptions options = Timed();
+  options.io = &gate;
+  StartOk(options);  // its empty checkpoint passes the open gate
+  gate.Close();
+  Workload();
+  uint64_t seq = 13;
+  for (int i = 0; i < 2000 && !gate.held(); ++i) {
+    ApplyW1(seq++);
+    if (store().figures().checkpoint_in_progress) {
+      ASSERT_TRUE(WaitUntil([&] { return gate.held(); }));
+    }
+  }
+  ASSERT_TRUE(gate.held()) << "no checkpoint write was held";
+  clock_.Advance(kTimeout);
+  // Stopped at its next check, after the held write: nothing published.
+  gate.Open();
+  ASSERT_TRUE(WaitUntil([&] {
+    return Failures(CheckpointFailure::kTimeout) == 1 &&
+           !store().figures().checkpoint_in_progress;
+  }));
+  EXPECT_FALSE(HasTemporaryFile());
+  EXPECT_EQ(store().checkpoints_written(), 0u);
+  EXPECT_FALSE(Files().count(CheckpointFileName(2)));
+  EXPECT_TRUE(Logged(log, spdlog::level::err,
+                     "was abandoned at its next check: it ran longer than "
+                     "its timeout of 600000 ms"));
+
+  ApplyUntilCheckpoints(seq, 1);
+  EXPECT_EQ(Failures(CheckpointFailure::kTimeout), 1u);
+  const std::string before = State();
+  Crash();
+  StartOk(Options(2048));
+  EXPECT_EQ(State(), before);
+}
+
+// Failures of other kinds are counted under their own reasons; a build
+// that finishes in time counts none.
+TEST_F(CheckpointTimeoutTest, BuildsInTimeCountNoFailure) {
+  StartOk(Timed());
+  Workload();
+  ApplyUntilCheckpoints(13, 2);
+  const DurableFigures figures = store().figures();
+  EXPECT_EQ(figures.checkpoint_failures.total(), 0u);
+  EXPECT_FALSE(figures.checkpoint_in_progress);
+  EXPECT_GT(figures.last_checkpoint_unix_seconds, 0.0);
+}
+
+}  // namespace checkpoint_timeout_test
+}  // namespace kvindexer::durable
