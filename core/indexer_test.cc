@@ -128,6 +128,24 @@ TEST_F(IndexerTest, FailedValidationNeverReachesTheBackend) {
   EXPECT_EQ(backend_.prefix_scans.size(), 1u);
 }
 
+TEST_F(IndexerTest, BackendStatsAreTheBackendsOwn) {
+  Apply(Batch("w1", "a").Report(kTierHbm, {1, 2, 3}));
+  Apply(Batch("w2", "b").Report(kTierDram, {3}));
+  BackendStats direct{};
+  direct.struct_size = sizeof(BackendStats);
+  backend_.GetStats(&direct);
+  const BackendStats stats = indexer_.operator_view().ReadBackendStats();
+  EXPECT_EQ(stats.struct_size, sizeof(BackendStats));
+  EXPECT_EQ(stats.blocks, 3u);
+  EXPECT_EQ(stats.placements, 4u);
+  EXPECT_EQ(stats.workers, 2u);
+  EXPECT_EQ(stats.blocks, direct.blocks);
+  EXPECT_EQ(stats.placements, direct.placements);
+  EXPECT_EQ(stats.workers, direct.workers);
+  EXPECT_EQ(stats.hit_counters, direct.hit_counters);
+  EXPECT_EQ(stats.memory_bytes, direct.memory_bytes);
+}
+
 TEST_F(IndexerTest, ValidBatchesReachTheBackend) {
   Apply(Batch("worker-1", "a"));  // 34, 42
   Batch side("worker-1", "a");
