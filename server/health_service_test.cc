@@ -66,7 +66,7 @@ class HealthServer {
         service_(indexer_.operations(), /*prefix_query_max_inflight=*/32,
                  WallClock::Real(),
                  /*rejection_log=*/nullptr, /*read_heartbeats=*/false) {
-    // As RunServer does it (server/server_runner.cc).
+    // As the server does it (ServerWiring::Serve, server/server_wiring.cc).
     EnableHealthAndReflection();
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);

@@ -91,7 +91,8 @@ class ReplicaServer {
                           },
                       .reload = nullptr,
                   }) {
-    // As RunServer does it for KV_INDEXER_EVENT_SOURCE=jetstream.
+    // As the server does it for KV_INDEXER_EVENT_SOURCE=jetstream
+    // (server/server_wiring.cc, server/replica_start.cc).
     service_.FollowLog();
     EnableHealthAndReflection();
     grpc::ServerBuilder builder;

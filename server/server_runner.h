@@ -1,6 +1,10 @@
 // RunServer: the whole life of the kv-indexer-server process after main():
-// command line, configuration, logging, backend loading, the gRPC server, and
-// graceful shutdown on SIGINT/SIGTERM.
+// command line, configuration, logging and backend loading here; then what
+// every server shares (server/server_wiring.h: the services, the metrics,
+// the gRPC server, graceful shutdown on SIGINT/SIGTERM) with the start
+// function of its mode: standalone, with or without a data directory
+// (server/standalone_start.h), or a replica of the fleet event log
+// (server/replica_start.h).
 //
 // Exit codes: 0 after --help or a graceful shutdown; 2 for a bad command line
 // or configuration; 1 when the backend cannot be loaded, the listen address

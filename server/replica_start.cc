@@ -1,0 +1,240 @@
+#include "server/replica_start.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "fleet/event_log.h"
+#include "fleet/fleet_config.h"
+#include "fleet/jetstream_fleet.h"
+#include "fleet/snapshot_store.h"
+#include "fmt/format.h"
+#include "replica/event_source_config.h"
+#include "replica/log_follower.h"
+#include "replica/replica_liveness.h"
+#include "replica/replica_snapshot.h"
+#include "replica/snapshot_scheduler.h"
+#include "server/server_mode.h"
+#include "server/server_runner.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer {
+namespace {
+
+// This process's name among the fleet's replicas, in the snapshot lease and
+// in the manifests it writes: host, pid and a random part, so that a
+// restarted replica never takes its old lease for its own.
+std::string ReplicaName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  return fmt::format("{}-{}-{:08x}", host[0] != '\0' ? host : "replica",
+                     ::getpid(), random());
+}
+
+// How a replica's follower gets back to a whole index after the log was
+// trimmed under it (LogFollowerOptions::reload); null without a store.
+std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
+    fleet::SnapshotStore* store, Indexer& indexer, ServerMetrics* metrics) {
+  if (store == nullptr) return nullptr;
+  return
+      [store, &indexer, metrics]() -> absl::StatusOr<std::optional<uint64_t>> {
+        const auto started = std::chrono::steady_clock::now();
+        absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
+            loaded = ReloadNewestSnapshot(*store, indexer.durable_state(),
+                                          indexer.operator_view());
+        if (!loaded.ok()) return loaded.status();
+        if (!loaded->has_value()) return std::nullopt;
+        const ::kvindexer::fleet::v1::SnapshotManifest& manifest = **loaded;
+        spdlog::info(
+            "reloaded fleet snapshot id={} position={} parts={} bytes={} "
+            "workers={} seconds={:.3f}",
+            manifest.id(), manifest.position(), manifest.parts(),
+            manifest.bytes(), indexer.durable_state().worker_count(),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          started)
+                .count());
+        if (metrics != nullptr) {
+          metrics->SetLoadedSnapshotPosition(manifest.position());
+        }
+        return manifest.position();
+      };
+}
+
+// The log follower and the snapshot scheduler beside the gRPC server. A
+// replica answers reads at once but is NOT_SERVING until it has caught up
+// with the log, and whenever it lags by more than the bound; it sweeps
+// liveness only while it hears the log (docs/fleet.md, "Worker liveness on
+// replicas").
+class ReplicaMode final : public ServerMode {
+ public:
+  // REQUIRES: `wiring`, `log` and, when set, `snapshots` and `lease`
+  // outlive the mode.
+  ReplicaMode(ServerWiring& wiring, fleet::EventLog& log,
+              fleet::SnapshotStore* snapshots, fleet::LeaseRegister* lease,
+              uint64_t follow_from)
+      : wiring_(wiring),
+        log_(log),
+        snapshots_(snapshots),
+        lease_(lease),
+        follow_from_(follow_from) {}
+  // The metrics stop reading the follower before it goes.
+  ~ReplicaMode() override {
+    if (ServerMetrics* metrics = wiring_.metrics()) {
+      metrics->SetLogFollower(nullptr);
+    }
+  }
+
+  void Attach(ServingHealth& health) override {
+    const EventSourceConfig& event_source = wiring_.config().event_source;
+    Indexer& indexer = wiring_.indexer();
+    follower_ = std::make_unique<LogFollower>(
+        log_, indexer.operations(),
+        LogFollowerOptions{
+            .start_position = follow_from_,
+            .max_lag_records = event_source.max_lag_records,
+            .max_silence = event_source.max_silence,
+            .on_readiness =
+                [&health](std::optional<std::string> behind) {
+                  health.LogFollowing(std::move(behind));
+                },
+            .reload = SnapshotReload(snapshots_, indexer, wiring_.metrics()),
+        });
+    health.LogFollowing(follower_->NotReadyReason());
+    if (ServerMetrics* metrics = wiring_.metrics()) {
+      metrics->SetLogFollower(follower_.get());
+    }
+  }
+
+  void Start() override {
+    follower_->Start();
+    // Snapshot writing (docs/fleet.md, "Snapshots"): every replica competes
+    // for the lease; the holder writes one each interval.
+    const EventSourceConfig& event_source = wiring_.config().event_source;
+    if (snapshots_ == nullptr || lease_ == nullptr ||
+        event_source.snapshots.interval_ms == 0) {
+      return;
+    }
+    fleet::SnapshotRoundOptions round;
+    round.writer = ReplicaName();
+    round.limits = wiring_.config().limits;
+    spdlog::info(
+        "fleet snapshots: replica {} competes for the lease; interval_ms={} "
+        "keep={} lease_ttl_ms={}",
+        round.writer, event_source.snapshots.interval_ms,
+        event_source.snapshots.keep, event_source.snapshots.lease_ttl_ms);
+    scheduler_ = std::make_unique<fleet::SnapshotScheduler>(
+        &log_, snapshots_, lease_, event_source.snapshots, std::move(round),
+        &MonotonicClock::Real(), [] {
+          return std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+              .count();
+        });
+    if (ServerMetrics* metrics = wiring_.metrics()) {
+      metrics->SetSnapshotScheduler(scheduler_.get());
+    }
+    scheduler_->Start();
+  }
+
+  // Only while the replica hears the log: caught up and in contact.
+  bool MaySweep(MonotonicClock::TimePoint now) override {
+    return liveness_.BeforeSweep(
+        follower_->in_contact() && follower_->caught_up(),
+        wiring_.indexer().operator_view(), now);
+  }
+
+  std::optional<std::string> NotReadyReason() const override {
+    if (follower_ == nullptr) return std::nullopt;
+    return follower_->NotReadyReason();
+  }
+
+  void Stop() override {
+    // Before the log it reads; gives the lease up for another replica.
+    if (scheduler_ != nullptr) {
+      if (ServerMetrics* metrics = wiring_.metrics()) {
+        metrics->SetSnapshotScheduler(nullptr);
+      }
+      scheduler_->Stop();
+    }
+    // Before `health`, which it reports to, and the Indexer go.
+    follower_->Stop();
+  }
+
+ private:
+  ServerWiring& wiring_;
+  fleet::EventLog& log_;
+  fleet::SnapshotStore* const snapshots_;
+  fleet::LeaseRegister* const lease_;
+  const uint64_t follow_from_;
+  // Set by Attach; reads log_ and goes before it.
+  std::unique_ptr<LogFollower> follower_;
+  // Set by Start when snapshots are written.
+  std::unique_ptr<fleet::SnapshotScheduler> scheduler_;
+  // The sweeper's thread only.
+  ReplicaLiveness liveness_;
+};
+
+}  // namespace
+
+int RunReplica(ServerWiring& wiring) {
+  const EventSourceConfig& event_source = wiring.config().event_source;
+  Indexer& indexer = wiring.indexer();
+  // LoadServerConfig refuses a data directory with jetstream.
+  spdlog::info(
+      "{}=jetstream: a replica of the fleet event log stream={} urls={} "
+      "max_lag_records={}; the mutation RPCs are refused",
+      kEventSourceVar, event_source.log->stream,
+      fleet::RedactedNatsUrls(event_source.log->nats.urls),
+      event_source.max_lag_records);
+  auto opened = fleet::OpenJetStreamFleet(*event_source.log);
+  if (!opened.ok()) {
+    spdlog::error("cannot open the fleet event log ({}=jetstream): {}",
+                  kEventSourceVar, opened.status().ToString());
+    wiring.StopMetricsEndpoint();
+    return kExitFailure;
+  }
+  // The log, the snapshot store and the lease outlive the mode, whose
+  // follower and scheduler read them.
+  const std::unique_ptr<fleet::EventLog> event_log = std::move(opened->log);
+  const std::unique_ptr<fleet::SnapshotStore> snapshot_store =
+      std::move(opened->snapshots);
+  const std::unique_ptr<fleet::LeaseRegister> lease_register =
+      std::move(opened->lease);
+  // The newest snapshot goes in before the address is bound; the log is
+  // followed from the position after it.
+  absl::StatusOr<ReplicaStart> start =
+      snapshot_store != nullptr
+          ? LoadNewestSnapshot(*snapshot_store, indexer.durable_state(),
+                               indexer.operator_view())
+          : absl::StatusOr<ReplicaStart>(ReplicaStart{});
+  if (!start.ok()) {
+    spdlog::error("{}=jetstream: {}", kEventSourceVar,
+                  start.status().ToString());
+    wiring.StopMetricsEndpoint();
+    return kExitFailure;
+  }
+  if (start->snapshot.has_value()) {
+    spdlog::info(
+        "loaded fleet snapshot id={} position={} parts={} bytes={} "
+        "workers={} seconds={:.3f}",
+        start->snapshot->id(), start->snapshot->position(),
+        start->snapshot->parts(), start->snapshot->bytes(),
+        indexer.durable_state().worker_count(), start->seconds);
+    if (ServerMetrics* metrics = wiring.metrics()) {
+      metrics->SetLoadedSnapshotPosition(start->snapshot->position());
+    }
+  } else {
+    spdlog::info("no fleet snapshot yet: following the log from its start");
+  }
+  ReplicaMode mode(wiring, *event_log, snapshot_store.get(),
+                   lease_register.get(), start->follow_from);
+  return wiring.Serve(wiring.MakeAdminSources(), mode);
+}
+
+}  // namespace kvindexer
