@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,7 +91,7 @@ PendingAck Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
   }
   const RequestBatch batch(req);
 
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) {
     status =
@@ -237,7 +238,7 @@ PendingAck Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
   }
   const SnapshotBatch batch(req);
 
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) {
     status = ReplaceLocked(req, batch.view(), resp, options, Origin::kLive);
@@ -286,7 +287,7 @@ PendingAck Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
   const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
 
   const HeapTrimAfterUnlock trim(&trim_wanted_);
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) status = ConfigureLocked(req, listed, resp, Origin::kLive);
   return AckLocked(std::move(status));
@@ -429,6 +430,7 @@ absl::Status Indexer::NoteHeartbeat(std::string_view worker_id,
           return s;
         }
       }
+      workers_.Touch(worker_id);
       liveness_.Heartbeat(worker_id, clock_->Now(), heartbeat.ttl);
       return absl::OkStatus();
     }
@@ -483,6 +485,7 @@ absl::Status Indexer::RemoveLocked(std::string_view worker_id,
     return s;
   }
   workers_.Erase(worker_id);
+  workers_.Touch(worker_id);
   liveness_.Unmark(worker_id);
   return absl::OkStatus();
 }
@@ -492,7 +495,7 @@ absl::Status Indexer::RemoveWorker(std::string_view worker_id,
   const HeapTrimAfterUnlock trim(&trim_wanted_);
   PendingAck ack;
   {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
+    MutationLock lock(*this);
     absl::Status status = CheckLogOpenLocked();
     if (status.ok()) {
       status = RemoveWorkerLocked(worker_id, reason, Origin::kLive);
@@ -514,6 +517,7 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
       if (absl::Status s = LogRemoval(log, worker_id, reason, &end); !s.ok()) {
         return s;
       }
+      workers_.Touch(worker_id);
       liveness_.Unmark(worker_id);
     }
     if (!live) return absl::OkStatus();
@@ -553,6 +557,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
   } else {
     workers_.Erase(id);
   }
+  workers_.Touch(id);
   liveness_.Unmark(id);
   *cleared = held;
   if (origin != Origin::kLive) return absl::OkStatus();
@@ -566,8 +571,9 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
 }
 
 void Indexer::RearmHeartbeatMarkers(MonotonicClock::TimePoint now) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   for (const LivenessTable::MarkerTtl& marker : liveness_.MarkerTtls()) {
+    workers_.Touch(marker.worker_id);
     liveness_.Rearm(marker.worker_id, now, marker.ttl);
   }
 }
@@ -578,7 +584,7 @@ OperatorView::SweepResult Indexer::SweepLiveness(
   SweepResult result;
   PendingAck ack;
   {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
+    MutationLock lock(*this);
     if (absl::Status closed = CheckLogOpenLocked(); !closed.ok()) {
       result.status = std::move(closed);
       return result;
@@ -641,13 +647,13 @@ OperatorView::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
 
 std::optional<MonotonicClock::TimePoint> Indexer::HeartbeatDeadline(
     std::string_view worker_id) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   return liveness_.Deadline(worker_id);
 }
 
 std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
-  const WorkerRecord* record = workers_.Find(worker_id);
+  MutationLock lock(*this);
+  const WorkerRecord* record = std::as_const(workers_).Find(worker_id);
   if (record == nullptr) return std::nullopt;
   return *record;
 }
@@ -699,32 +705,54 @@ WorkerSnapshot Indexer::SnapshotLocked(const std::string& worker_id,
   return w;
 }
 
-std::vector<WorkerSnapshot> Indexer::ListWorkers(bool placement_counts) {
-  std::vector<WorkerSnapshot> out;
-  {
-    std::lock_guard<std::mutex> lock(mutation_mu_);
-    std::vector<std::string> ids = workers_.WorkerIds();
-    std::sort(ids.begin(), ids.end());
-    out.reserve(ids.size());
-    for (const std::string& id : ids) {
-      out.push_back(SnapshotLocked(id, *workers_.Find(id)));
+void Indexer::PublishChangedLocked() {
+  std::vector<std::string> changed = workers_.TakeChanged();
+  if (changed.empty()) return;
+  std::vector<WorkerSnapshot> snapshots;
+  std::vector<std::string> erased;
+  const WorkerSequenceTable& table = workers_;
+  for (std::string& id : changed) {
+    if (const WorkerRecord* record = table.Find(id); record != nullptr) {
+      snapshots.push_back(SnapshotLocked(id, *record));
+    } else {
+      erased.push_back(std::move(id));
     }
   }
-  // Off the mutex: a count may wait for a backend writer, which must not
-  // hold up the next mutation.
-  if (!placement_counts) return out;
-  for (WorkerSnapshot& w : out) {
-    w.placements_by_tier = PlacementCounts(w.worker_id);
+  directory_.Publish(std::move(snapshots), erased);
+}
+
+std::vector<WorkerSnapshot> Indexer::ListWorkers(bool placement_counts) {
+  // Pages of this size hold up a publishing mutation for well under a
+  // millisecond.
+  constexpr size_t kPage = 1024;
+  std::vector<WorkerSnapshot> out;
+  for (;;) {
+    const std::string after = out.empty() ? "" : out.back().worker_id;
+    std::vector<WorkerSnapshot> page =
+        ListWorkersPage(after, kPage, placement_counts);
+    const bool more = page.size() == kPage;
+    out.insert(out.end(), std::make_move_iterator(page.begin()),
+               std::make_move_iterator(page.end()));
+    if (!more) return out;
   }
-  return out;
+}
+
+std::vector<WorkerSnapshot> Indexer::ListWorkersPage(std::string_view after,
+                                                     size_t limit,
+                                                     bool placement_counts) {
+  std::vector<WorkerSnapshot> page = directory_.Page(after, limit);
+  // Off every lock: a count may wait for a backend writer.
+  if (placement_counts) {
+    for (WorkerSnapshot& w : page) {
+      w.placements_by_tier = PlacementCounts(w.worker_id);
+    }
+  }
+  return page;
 }
 
 std::optional<WorkerSnapshot> Indexer::DescribeWorker(
     std::string_view worker_id) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
-  const WorkerRecord* record = workers_.Find(worker_id);
-  if (record == nullptr) return std::nullopt;
-  return SnapshotLocked(std::string(worker_id), *record);
+  return directory_.Find(worker_id);
 }
 
 std::optional<std::array<uint64_t, kMaxTier + 1>> Indexer::PlacementCounts(

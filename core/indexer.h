@@ -19,7 +19,9 @@
 //
 // Every mutation, whichever face it comes through, runs under one mutex:
 // one at a time, each with its gate decision, backend batches and worker
-// table change together. Queries never take it.
+// table change together. Queries never take it, and neither do the
+// operator's listings: they read a directory of worker snapshots the
+// mutations publish (core/worker_directory.h).
 //
 // Thread safety: every method of every face may be called concurrently;
 // the backend provides the snapshot isolation for queries.
@@ -54,6 +56,7 @@
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
+#include "core/worker_directory.h"
 #include "core/worker_lifecycle_log.h"
 #include "core/worker_sequence_table.h"
 #include "core/worker_snapshot.h"
@@ -107,6 +110,10 @@ class Indexer final : private IndexOperations,
 
   // --- OperatorView (core/operator_view.h) ---
   std::vector<WorkerSnapshot> ListWorkers(bool placement_counts) override;
+  std::vector<WorkerSnapshot> ListWorkersPage(std::string_view after,
+                                              size_t limit,
+                                              bool placement_counts) override;
+  WorkerCounts CountWorkers() const override { return directory_.counts(); }
   std::optional<WorkerSnapshot> DescribeWorker(
       std::string_view worker_id) override;
   std::optional<WorkerRecord> WorkerState(std::string_view worker_id) override;
@@ -192,6 +199,25 @@ class Indexer final : private IndexOperations,
   // A copy of one record for the operator. REQUIRES: mutation_mu_ held.
   WorkerSnapshot SnapshotLocked(const std::string& worker_id,
                                 const WorkerRecord& record) const;
+  // Publishes the workers the table noted as changed to directory_.
+  // REQUIRES: mutation_mu_ held.
+  void PublishChangedLocked();
+  // Holds mutation_mu_ for a scope; the scope's changes to worker records
+  // reach directory_ before the mutex is released, so that no reader sees
+  // a mutation half-published and every mutation publishes, whichever way
+  // it leaves.
+  class MutationLock {
+   public:
+    explicit MutationLock(Indexer& indexer)
+        : indexer_(indexer), lock_(indexer.mutation_mu_) {}
+    ~MutationLock() { indexer_.PublishChangedLocked(); }
+    MutationLock(const MutationLock&) = delete;
+    MutationLock& operator=(const MutationLock&) = delete;
+
+   private:
+    Indexer& indexer_;
+    std::lock_guard<std::mutex> lock_;
+  };
   // The worker ids a ConfigureExpectedWorkers request lists; views `req`.
   static absl::flat_hash_set<absl::string_view> ListedIds(
       const v1::ConfigureExpectedWorkersRequest& req);
@@ -254,10 +280,14 @@ class Indexer final : private IndexOperations,
   const MonotonicClock* clock_;
   WorkerLifecycleLog own_lifecycle_log_;
   WorkerLifecycleLog* lifecycle_log_;
-  // Held across every mutation; guards workers_ and liveness_'s markers.
+  // Held across every mutation (through MutationLock); guards workers_ and
+  // liveness_'s markers.
   std::mutex mutation_mu_;
   WorkerSequenceTable workers_;
   LivenessTable liveness_;
+  // What the operator reads of workers_ and liveness_, published by
+  // MutationLock.
+  WorkerDirectory directory_;
   // Set under the mutex by a removal that freed a backend record; the
   // operation trims the heap once after releasing the mutex.
   std::atomic<bool> trim_wanted_{false};

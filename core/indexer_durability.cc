@@ -63,7 +63,7 @@ StringView ViewOf(std::string_view s) { return StringView{s.data(), s.size()}; }
 }  // namespace
 
 void Indexer::AttachLog(MutationLog* log) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   // Detaching a log closes the Indexer to mutations for good: one applied
   // now would be answered OK without being logged.
   if (log == nullptr && log_ != nullptr) log_closed_ = true;
@@ -79,7 +79,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       }
       const RequestBatch batch(req);
       v1::ApplyExternalKvBatchResponse resp;
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       return req.enforce_sequence()
                  ? ApplyGated(req, batch.view(), &resp, MutationOptions{},
                               Origin::kReplay)
@@ -93,7 +93,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       }
       const SnapshotBatch batch(req);
       v1::ReplaceExternalKvSnapshotResponse resp;
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       return ReplaceLocked(req, batch.view(), &resp, MutationOptions{},
                            Origin::kReplay);
     }
@@ -104,13 +104,13 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       }
       const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
       v1::ConfigureExpectedWorkersResponse resp;
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       return ConfigureLocked(req, listed, &resp, Origin::kReplay);
     }
     case WalRecord::kLivenessClear: {
       const std::string& id = record.liveness_clear().worker_id();
       if (id.empty()) return Malformed("liveness clear", "no worker_id");
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       return ReplayLivenessClear(id);
     }
     case WalRecord::kRemoval: {
@@ -122,7 +122,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
         return Malformed("removal",
                          fmt::format("unknown reason {}", removal.reason()));
       }
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       return RemoveWorkerLocked(removal.worker_id(),
                                 static_cast<RemovalReason>(removal.reason()),
                                 Origin::kReplay);
@@ -133,8 +133,9 @@ absl::Status Indexer::Replay(const WalRecord& record) {
         return Malformed("marker", "no worker_id");
       }
       if (marker.ttl_ms() == 0) return Malformed("marker", "ttl_ms is 0");
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       // Not a heartbeat of this run: the marker is re-armed, not counted.
+      workers_.Touch(marker.worker_id());
       liveness_.Rearm(marker.worker_id(), clock_->Now(),
                       std::chrono::milliseconds(marker.ttl_ms()));
       return absl::OkStatus();
@@ -148,6 +149,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
 absl::Status Indexer::ReplayLivenessClear(std::string_view worker_id) {
   // Without a record, the sweep only dropped the worker's expired marker.
   if (workers_.Find(worker_id) == nullptr) {
+    workers_.Touch(worker_id);
     liveness_.Unmark(worker_id);
     return absl::OkStatus();
   }
@@ -164,7 +166,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       if (state.worker_id().empty()) {
         return Malformed("checkpoint worker", "no worker_id");
       }
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       WorkerRecord& record = workers_.FindOrAdd(state.worker_id());
       record = WorkerRecord{};
       record.address = state.address();
@@ -186,7 +188,8 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       if (marker.ttl_ms() == 0) {
         return Malformed("checkpoint marker", "ttl_ms is 0");
       }
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
+      workers_.Touch(marker.worker_id());
       liveness_.Rearm(marker.worker_id(), clock_->Now(),
                       std::chrono::milliseconds(marker.ttl_ms()));
       return absl::OkStatus();
@@ -208,7 +211,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
             fmt::format("{} hashes with {} masks and {} sizes", n,
                         part.component_masks_size(), part.block_sizes_size()));
       }
-      std::lock_guard<std::mutex> lock(mutation_mu_);
+      MutationLock lock(*this);
       // The backend record takes the host's address and spec, as every
       // batch the host composes does.
       const WorkerRecord* record = workers_.Find(part.worker_id());
@@ -243,12 +246,15 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
 }
 
 void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
-  std::vector<std::string> ids = workers_.WorkerIds();
+  MutationLock lock(*this);
+  // Read-only: through the const table, so that nothing is noted as
+  // changed.
+  const WorkerSequenceTable& table = workers_;
+  std::vector<std::string> ids = table.WorkerIds();
   std::sort(ids.begin(), ids.end());
   CheckpointChunk chunk;
   for (const std::string& id : ids) {
-    const WorkerRecord& record = *workers_.Find(id);
+    const WorkerRecord& record = *table.Find(id);
     state::v1::WorkerState* state = chunk.mutable_worker();
     state->Clear();
     state->set_worker_id(id);
@@ -274,7 +280,7 @@ void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
 }
 
 size_t Indexer::worker_count() {
-  std::lock_guard<std::mutex> lock(mutation_mu_);
+  MutationLock lock(*this);
   return workers_.size();
 }
 

@@ -18,6 +18,10 @@
 // once it is durable. The methods that say they take the mutex wait behind
 // a mutation in progress; the others never block a mutation.
 //
+// Listings, counts and DescribeWorker read the Indexer's worker directory
+// (core/worker_directory.h), never the mutation mutex: a listing holds up
+// a mutation for at most one page, however many workers there are.
+//
 // Thread safety: every method may be called concurrently.
 // OWNERSHIP: a holder borrows the face; REQUIRES the object behind it (the
 // Indexer) to outlive the holder. Never destroyed through the face.
@@ -38,6 +42,7 @@
 #include "core/liveness_table.h"
 #include "core/prefix_explain.h"
 #include "core/removal_reason.h"
+#include "core/worker_directory.h"
 #include "core/worker_sequence_table.h"
 #include "core/worker_snapshot.h"
 #include "kv_indexer.pb.h"
@@ -53,16 +58,24 @@ class OperatorView {
   // --- Workers ---
 
   // Every worker with a host record, sorted by id, with what the operator
-  // needs to know about it (core/worker_snapshot.h). Takes the mutation
-  // mutex; the backend's placement counts (ABI 1.2, one CountPlacements per
-  // worker) are read after it is released, so a count may already include
-  // a mutation that the rest of the snapshot predates. With
-  // placement_counts false the backend is not asked (placements_by_tier
-  // stays nullopt).
+  // needs to know about it (core/worker_snapshot.h): ListWorkersPage until
+  // the end, so each worker is as some mutation left it, and one may change
+  // between pages. With placement_counts, the backend's counts (ABI 1.2, one
+  // CountPlacements per worker) are read after the page; a count may
+  // already include a mutation that the rest of the snapshot predates.
+  // Without, the backend is not asked (placements_by_tier stays nullopt).
   virtual std::vector<WorkerSnapshot> ListWorkers(
       bool placement_counts = true) = 0;
+  // Up to `limit` workers whose ids sort after `after` ("" is before every
+  // id), by id, as ListWorkers gives them; fewer than `limit` means no more
+  // follow. REQUIRES: limit > 0.
+  virtual std::vector<WorkerSnapshot> ListWorkersPage(
+      std::string_view after, size_t limit, bool placement_counts) = 0;
+  // The workers with a record, counted by state. Never blocks a mutation;
+  // O(1).
+  virtual WorkerCounts CountWorkers() const = 0;
   // One worker's snapshot as ListWorkers gives it, without placement counts;
-  // nullopt when it has no record. Takes the mutation mutex.
+  // nullopt when it has no record. Never blocks a mutation.
   virtual std::optional<WorkerSnapshot> DescribeWorker(
       std::string_view worker_id) = 0;
   // A copy of `worker_id`'s record, or nullopt when it has none. For
@@ -84,9 +97,8 @@ class OperatorView {
                                                   RemovalReason reason) = 0;
   // The prefix query `req` explained (core/prefix_explain.h) on the
   // Indexer's backend. A worker in `named_workers` the scan does not
-  // announce is described from its host record (DescribeWorker, which
-  // takes the mutation mutex). REQUIRES: ValidatePrefix(req).ok(); out !=
-  // nullptr.
+  // announce is described from its host record (DescribeWorker). REQUIRES:
+  // ValidatePrefix(req).ok(); out != nullptr.
   [[nodiscard]] virtual absl::Status ExplainPrefix(
       const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
       const std::vector<std::string>& named_workers,

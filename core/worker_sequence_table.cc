@@ -1,5 +1,7 @@
 #include "core/worker_sequence_table.h"
 
+#include <algorithm>
+
 #include "absl/strings/string_view.h"
 #include "common/absl_view.h"
 
@@ -7,6 +9,7 @@ namespace kvindexer {
 namespace {}  // namespace
 
 WorkerRecord* WorkerSequenceTable::Find(std::string_view worker_id) {
+  Touch(worker_id);
   auto it = records_.find(AbslView(worker_id));
   return it == records_.end() ? nullptr : &it->second;
 }
@@ -19,6 +22,7 @@ const WorkerRecord* WorkerSequenceTable::Find(
 
 WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
                                              bool* created) {
+  Touch(worker_id);
   if (auto it = records_.find(AbslView(worker_id)); it != records_.end()) {
     if (created != nullptr) *created = false;
     return it->second;
@@ -28,10 +32,24 @@ WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
 }
 
 bool WorkerSequenceTable::Erase(std::string_view worker_id) {
+  Touch(worker_id);
   auto it = records_.find(AbslView(worker_id));
   if (it == records_.end()) return false;
   records_.erase(it);
   return true;
+}
+
+void WorkerSequenceTable::Touch(std::string_view worker_id) {
+  if (!changed_.empty() && changed_.back() == worker_id) return;
+  changed_.emplace_back(worker_id);
+}
+
+std::vector<std::string> WorkerSequenceTable::TakeChanged() {
+  std::vector<std::string> changed;
+  changed.swap(changed_);
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  return changed;
 }
 
 size_t WorkerSequenceTable::ready_count() const {

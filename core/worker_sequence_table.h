@@ -13,6 +13,10 @@
 // worker registered itself (docs/contract.md, "Recovery > Worker liveness and
 // removal").
 //
+// The table notes which ids may have changed (every id passed to a non-const
+// accessor, or to Touch) until TakeChanged, so that the Indexer can publish
+// exactly those to its WorkerDirectory (core/worker_directory.h).
+//
 // Thread safety: none. The Indexer reads and writes the table only under its
 // mutation mutex.
 #ifndef KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
@@ -89,7 +93,8 @@ struct WorkerRecord {
 class WorkerSequenceTable {
  public:
   // Null when `worker_id` has no record. The pointer stays valid until the
-  // record is erased.
+  // record is erased. Notes `worker_id` as changed: the caller may write
+  // through the pointer.
   WorkerRecord* Find(std::string_view worker_id);
   const WorkerRecord* Find(std::string_view worker_id) const;
   // The record of `worker_id`, created as a fresh one (not ready, no
@@ -97,6 +102,12 @@ class WorkerSequenceTable {
   WorkerRecord& FindOrAdd(std::string_view worker_id, bool* created = nullptr);
   // Returns false when there was no record.
   bool Erase(std::string_view worker_id);
+  // Notes `worker_id` as changed: something the operator sees of it that
+  // the table does not hold (its heartbeat marker) changed.
+  void Touch(std::string_view worker_id);
+  // The ids noted since the last call, sorted, each once; the ids of
+  // erased records are among them.
+  std::vector<std::string> TakeChanged();
 
   size_t size() const { return records_.size(); }
   size_t ready_count() const;
@@ -105,6 +116,8 @@ class WorkerSequenceTable {
 
  private:
   absl::node_hash_map<std::string, WorkerRecord> records_;
+  // Consecutive repeats of one id are noted once.
+  std::vector<std::string> changed_;
 };
 
 }  // namespace kvindexer

@@ -5,6 +5,7 @@
 #include "ctl/exit_codes.h"
 #include "ctl/json_output.h"
 #include "ctl/top_view.h"
+#include "ctl/worker_pages.h"
 
 namespace kvindexer::ctl {
 namespace {
@@ -23,9 +24,7 @@ int RunTop(const CommandContext& context) {
     grpc::Status status = context.stub.GetStats(
         context.NewContext().get(), admin_v1::GetStatsRequest(), &sample.stats);
     if (!status.ok()) return context.RpcFailed("GetStats", status);
-    status = context.stub.ListWorkers(context.NewContext().get(),
-                                      admin_v1::ListWorkersRequest(),
-                                      &sample.workers);
+    status = ListAllWorkers(context, &sample.workers);
     if (!status.ok()) return context.RpcFailed("ListWorkers", status);
     if (options.json) {
       // JSON lines: one object per refresh, no screen control.

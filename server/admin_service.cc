@@ -13,6 +13,7 @@
 #include "core/request_validation.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
+#include "server/worker_page_token.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer {
@@ -184,11 +185,12 @@ AdminService::AdminService(AdminSources sources)
     : sources_(std::move(sources)), executor_(1, "kvidx-admin") {}
 
 grpc::ServerUnaryReactor* AdminService::ListWorkers(
-    grpc::CallbackServerContext* context, const admin_v1::ListWorkersRequest*,
+    grpc::CallbackServerContext* context,
+    const admin_v1::ListWorkersRequest* request,
     admin_v1::ListWorkersResponse* response) {
-  return RunOn(executor_, context,
-               StartCall(sources_.metrics, RpcMethod::kListWorkers),
-               [this, response] { return DoListWorkers(response); });
+  return RunOn(
+      executor_, context, StartCall(sources_.metrics, RpcMethod::kListWorkers),
+      [this, request, response] { return DoListWorkers(*request, response); });
 }
 
 grpc::ServerUnaryReactor* AdminService::ExplainPrefix(
@@ -238,11 +240,32 @@ grpc::ServerUnaryReactor* AdminService::GetStats(
 }
 
 grpc::Status AdminService::DoListWorkers(
+    const admin_v1::ListWorkersRequest& request,
     admin_v1::ListWorkersResponse* response) {
-  const std::vector<WorkerSnapshot> workers = sources_.indexer->ListWorkers();
+  if (request.page_size() > kMaxWorkerPageSize) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("page_size is {}; maximum is {}",
+                                    request.page_size(), kMaxWorkerPageSize));
+  }
+  const absl::StatusOr<std::string> after =
+      DecodeWorkerPageToken(request.page_token());
+  if (!after.ok()) return ToGrpc(after.status());
+  const size_t page_size =
+      request.page_size() == 0 ? kDefaultWorkerPageSize : request.page_size();
+  // One more than asked for tells whether another page follows.
+  std::vector<WorkerSnapshot> workers = sources_.indexer->ListWorkersPage(
+      *after, page_size + 1, /*placement_counts=*/false);
+  const bool more = workers.size() > page_size;
+  if (more) workers.pop_back();
   const MonotonicClock::TimePoint now = sources_.indexer->clock().Now();
-  for (const WorkerSnapshot& w : workers) {
+  for (WorkerSnapshot& w : workers) {
+    // Counted one by one here, on the admin thread, off every lock.
+    w.placements_by_tier = sources_.indexer->PlacementCounts(w.worker_id);
     FillInfo(w, now, response->add_workers());
+  }
+  if (more) {
+    response->set_next_page_token(
+        EncodeWorkerPageToken(workers.back().worker_id));
   }
   return grpc::Status::OK;
 }
@@ -366,20 +389,13 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
   backend->set_healthy(!failure.has_value());
   if (failure.has_value()) backend->set_failure(*failure);
 
-  // Worker counts from the host's records (placement counts are not
-  // needed, so they are not read).
-  uint32_t total = 0, ready = 0, sequenced = 0, heartbeating = 0;
-  for (const WorkerSnapshot& w :
-       indexer.ListWorkers(/*placement_counts=*/false)) {
-    ++total;
-    if (w.ready) ++ready;
-    if (w.sequence_state == SequenceState::kSequenced) ++sequenced;
-    if (w.heartbeat_deadline.has_value()) ++heartbeating;
-  }
-  response->set_workers_total(total);
-  response->set_workers_ready(ready);
-  response->set_workers_sequenced(sequenced);
-  response->set_workers_heartbeating(heartbeating);
+  // Worker counts, kept as the records change: O(1), whatever the fleet.
+  const WorkerCounts counts = indexer.CountWorkers();
+  response->set_workers_total(static_cast<uint32_t>(counts.total));
+  response->set_workers_ready(static_cast<uint32_t>(counts.ready));
+  response->set_workers_sequenced(static_cast<uint32_t>(counts.sequenced));
+  response->set_workers_heartbeating(
+      static_cast<uint32_t>(counts.heartbeating));
 
   response->set_prefix_query_max_inflight(sources_.prefix_query_max_inflight);
   if (sources_.admission != nullptr) {

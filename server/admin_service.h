@@ -103,7 +103,8 @@ class AdminService final : public admin_v1::KvIndexerAdmin::CallbackService {
       admin_v1::GetStatsResponse* response) override;
 
  private:
-  grpc::Status DoListWorkers(admin_v1::ListWorkersResponse* response);
+  grpc::Status DoListWorkers(const admin_v1::ListWorkersRequest& request,
+                             admin_v1::ListWorkersResponse* response);
   grpc::Status DoExplainPrefix(const admin_v1::ExplainPrefixRequest& request,
                                admin_v1::ExplainPrefixResponse* response);
   grpc::Status DoRemoveWorker(const admin_v1::RemoveWorkerRequest& request,

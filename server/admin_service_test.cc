@@ -1,6 +1,7 @@
 // kvindexer.admin.v1.KvIndexerAdmin in-process over 127.0.0.1, with real
 // client stubs for it and for kv_indexer.v1.KVIndexer on the same port, over
 // the reference backend (docs/admin-api.md).
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "common/wire_vocabulary.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -32,6 +34,7 @@ using test_support::ExpectedWorkers;
 using test_support::PrefixRequest;
 using test_support::Snapshot;
 using test_support::Spec;
+using ::testing::HasSubstr;
 
 using std::chrono::milliseconds;
 
@@ -218,6 +221,72 @@ TEST_F(AdminServiceTest, ListWorkersShowsRecordsCountsFidelityAndAges) {
   EXPECT_EQ(w2.placements(0).placements(), 3u);
   EXPECT_EQ(w2.placements(1).tier(), v1::TIER_SSD);
   EXPECT_EQ(w2.placements(1).placements(), 1u);
+}
+
+TEST_F(AdminServiceTest, ListWorkersPagesByIdWithATokenToResumeFrom) {
+  Start();
+  // Ten workers, applied out of order; one id beyond ASCII.
+  const std::vector<std::string> ids = {"w7", "w1", "w9",        "w0", "w4",
+                                        "w2", "w8", "w\xc3\xa9", "w5", "w3"};
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(Apply(Batch(id, "a").Report(kTierHbm, {1})).ok());
+  }
+  std::vector<std::string> seen;
+  admin_v1::ListWorkersRequest req;
+  req.set_page_size(4);
+  int pages = 0;
+  for (; pages < 10; ++pages) {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    const grpc::Status s = server_->admin().ListWorkers(&context, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LE(resp.workers_size(), 4);
+    for (const auto& w : resp.workers()) seen.push_back(w.worker_id());
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_EQ(pages, 2);  // 4 + 4 + 2
+  std::vector<std::string> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(seen, sorted);
+
+  // A page that ends exactly at the last worker says no more follow.
+  req.Clear();
+  req.set_page_size(10);
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    ASSERT_TRUE(server_->admin().ListWorkers(&context, req, &resp).ok());
+    EXPECT_EQ(resp.workers_size(), 10);
+    EXPECT_EQ(resp.next_page_token(), "");
+  }
+  // No page size: the server's default, which holds all ten.
+  EXPECT_EQ(List().workers_size(), 10);
+}
+
+TEST_F(AdminServiceTest, ListWorkersRefusesABadTokenOrAHugePage) {
+  Start();
+  for (const char* token : {"x", "w1.", "w1.abc", "w1.zz", "W1.00"}) {
+    admin_v1::ListWorkersRequest req;
+    req.set_page_token(token);
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    const grpc::Status s = server_->admin().ListWorkers(&context, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << token;
+    EXPECT_THAT(s.error_message(), HasSubstr("page_token")) << token;
+  }
+  admin_v1::ListWorkersRequest req;
+  req.set_page_size(10001);
+  grpc::ClientContext context;
+  Deadline(context);
+  admin_v1::ListWorkersResponse resp;
+  const grpc::Status s = server_->admin().ListWorkers(&context, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("page_size is 10001; maximum is 10000"));
 }
 
 TEST_F(AdminServiceTest, ConfiguredAndSequencedWorkers) {

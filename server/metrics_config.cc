@@ -12,4 +12,16 @@ absl::StatusOr<std::optional<MetricsAddress>> LoadMetricsAddr(
   return std::optional<MetricsAddress>(*std::move(parsed));
 }
 
+absl::StatusOr<uint32_t> LoadMetricsWorkerSeries(const EnvLookup& env) {
+  uint32_t series = kDefaultMetricsWorkerSeries;
+  if (absl::Status s = ReadEnvUint32(
+          env, kMetricsWorkerSeriesVar, {.max = kMaxMetricsWorkerSeries},
+          "a number of workers from 0 (no per-worker series) to 100000",
+          &series);
+      !s.ok()) {
+    return s;
+  }
+  return series;
+}
+
 }  // namespace kvindexer

@@ -193,6 +193,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto metrics_addr = LoadMetricsAddr(env);
   if (!metrics_addr.ok()) return metrics_addr.status();
   config.metrics_addr = *std::move(metrics_addr);
+  auto worker_series = LoadMetricsWorkerSeries(env);
+  if (!worker_series.ok()) return worker_series.status();
+  config.metrics_worker_series = *worker_series;
   return config;
 }
 
@@ -304,6 +307,9 @@ std::string UsageText(std::string_view program) {
       {kMetricsAddrVar, "(unset)",
        "host:port of /metrics, /healthz and /readyz (port 0 picks a free "
        "port); unset or empty: off"},
+      {kMetricsWorkerSeriesVar, "1000",
+       "workers with /metrics series of their own, the first by id "
+       "(0..100000; 0: none)"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},

@@ -95,6 +95,8 @@ struct ServerConfig {
   SecurityConfig security;
   // The metrics endpoint (server/metrics_config.h); nullopt: off.
   std::optional<MetricsAddress> metrics_addr;
+  // Workers with series of their own on it.
+  uint32_t metrics_worker_series = kDefaultMetricsWorkerSeries;
 };
 
 // Reads every variable above; unset variables take their defaults.

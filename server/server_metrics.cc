@@ -47,12 +47,46 @@ void WriteBackend(OperatorView& indexer, MetricsWriter& w) {
           static_cast<double>(stats.memory_bytes));
 }
 
-void WriteWorkers(OperatorView& indexer, MetricsWriter& w) {
-  const std::vector<WorkerSnapshot> workers =
-      indexer.ListWorkers(/*placement_counts=*/false);
-  const MonotonicClock::TimePoint now = indexer.clock().Now();
+void WriteWorkerCounts(const WorkerCounts& counts, MetricsWriter& w) {
   w.Gauge("kvindexer_workers", "Workers the index has a record of.",
-          static_cast<double>(workers.size()));
+          static_cast<double>(counts.total));
+  w.Gauge("kvindexer_workers_ready",
+          "Workers whose placements may answer queries.",
+          static_cast<double>(counts.ready));
+  w.Gauge("kvindexer_workers_sequenced",
+          "Workers whose feed is sequenced (gated by a checkpoint).",
+          static_cast<double>(counts.sequenced));
+  w.Gauge("kvindexer_workers_configured",
+          "Workers listed by ConfigureExpectedWorkers.",
+          static_cast<double>(counts.configured));
+  w.Gauge("kvindexer_workers_heartbeating",
+          "Workers with a record marked by a heartbeat.",
+          static_cast<double>(counts.heartbeating));
+  for (const Fidelity fidelity :
+       {Fidelity::kUnknown, Fidelity::kExact, Fidelity::kDegraded}) {
+    w.Gauge(
+        "kvindexer_workers_by_fidelity",
+        "Workers by the fidelity their bridge last declared.",
+        static_cast<double>(counts.by_fidelity[static_cast<size_t>(fidelity)]),
+        {{"fidelity", std::string(FidelityName(fidelity))}});
+  }
+}
+
+// Series of their own for the first `limit` workers by id.
+void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
+  const WorkerCounts counts = indexer.CountWorkers();
+  WriteWorkerCounts(counts, w);
+  const std::vector<WorkerSnapshot> workers =
+      limit == 0 ? std::vector<WorkerSnapshot>()
+                 : indexer.ListWorkersPage("", limit,
+                                           /*placement_counts=*/false);
+  w.Gauge("kvindexer_worker_series_omitted",
+          "Workers left without series of their own by "
+          "KV_INDEXER_METRICS_WORKER_SERIES.",
+          counts.total > workers.size()
+              ? static_cast<double>(counts.total - workers.size())
+              : 0.0);
+  const MonotonicClock::TimePoint now = indexer.clock().Now();
   for (const WorkerSnapshot& worker : workers) {
     const MetricLabels id = {{"worker_id", worker.worker_id}};
     w.Gauge("kvindexer_worker_ready",
@@ -240,7 +274,7 @@ void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
-                             KvIndexerService& service)
+                             KvIndexerService& service, uint32_t worker_series)
     : rpc_(registry),
       apply_wait_(
           registry.AddHistogram("kvindexer_apply_queue_wait_seconds",
@@ -275,12 +309,12 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
   });
   registry.AddCollector(
       [&indexer](MetricsWriter& w) { WriteBackend(indexer, w); });
-  registry.AddCollector([&indexer](MetricsWriter& w) {
+  registry.AddCollector([&indexer, worker_series](MetricsWriter& w) {
     w.Gauge("kvindexer_backend_failed",
             "1 once a backend mutation failed in a way the backend cannot "
             "continue from (grpc.health.v1 then reports NOT_SERVING).",
             indexer.BackendFailure().has_value() ? 1.0 : 0.0);
-    WriteWorkers(indexer, w);
+    WriteWorkers(indexer, worker_series, w);
     WriteLiveness(indexer, w);
   });
   registry.AddCollector([this](MetricsWriter& w) {

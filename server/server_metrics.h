@@ -6,7 +6,9 @@
 // Everything else is read at scrape time by collectors, so the serving
 // paths pay nothing for it: the prefix admission and shed counters, the
 // apply queue's depth, the backend's stats (OperatorView::ReadBackendStats),
-// one series per worker (OperatorView::ListWorkers; bounded by max_workers),
+// the worker counts by state (OperatorView::CountWorkers) and series of
+// their own for at most `worker_series` workers, the first by id (one page
+// of OperatorView::ListWorkersPage, so a scrape never holds up a mutation),
 // the liveness counters, the data directory's figures and, on a replica of
 // the fleet event log, the follower's position, lag and record counts.
 //
@@ -24,6 +26,7 @@
 #include "replica/log_follower.h"
 #include "replica/snapshot_scheduler.h"
 #include "server/kv_indexer_service.h"
+#include "server/metrics_config.h"
 #include "server/rpc_metrics.h"
 
 namespace kvindexer {
@@ -34,7 +37,8 @@ class ServerMetrics {
   // REQUIRES: called before `service` serves; everything passed outlives
   // this object, which outlives every scrape of `registry`.
   ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
-                KvIndexerService& service);
+                KvIndexerService& service,
+                uint32_t worker_series = kDefaultMetricsWorkerSeries);
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 

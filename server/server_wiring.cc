@@ -82,8 +82,9 @@ ServerWiring::ServerWiring(const ServerConfig& config,
 
 bool ServerWiring::StartMetricsEndpoint() {
   if (!config_.metrics_addr.has_value()) return true;
-  metrics_ = std::make_unique<ServerMetrics>(
-      registry_, indexer_.operator_view(), service_);
+  metrics_ =
+      std::make_unique<ServerMetrics>(registry_, indexer_.operator_view(),
+                                      service_, config_.metrics_worker_series);
   auto started = MetricsHttpServer::Start(
       *config_.metrics_addr, registry_,
       [this]() -> std::optional<std::string> { return NotReadyReason(); });

@@ -26,6 +26,7 @@ using testing::CtlResult;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::RunCtlForTest;
 using ::testing::StartsWith;
 
@@ -101,6 +102,37 @@ TEST_F(CtlCommandsTest, WorkersTableAndJson) {
   r = Run({"workers", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, StartsWith("{\"workers\":[{\"worker_id\":\"w-a\""));
+}
+
+TEST_F(CtlCommandsTest, WorkersFollowsEveryPage) {
+  testing::admin_v1::ListWorkersResponse five;
+  for (const char* id : {"p0", "p1", "p2", "p3", "p4"}) {
+    five.add_workers()->set_worker_id(id);
+  }
+  server_.service().SetWorkers(five);
+  server_.service().PageWorkers(2);
+  CtlResult r = Run({"workers", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(server_.service().list_workers_calls(), 3);
+  for (const char* id : {"p0", "p1", "p2", "p3", "p4"}) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"worker_id\":\"", id, "\"")));
+  }
+  // One listing: no page's token is shown.
+  EXPECT_THAT(r.out, Not(HasSubstr("next_page_token\":\"2")));
+  EXPECT_THAT(r.out, Not(HasSubstr("next_page_token\":\"4")));
+}
+
+TEST_F(CtlCommandsTest, WorkersStopsAtATokenGivenTwice) {
+  testing::admin_v1::ListWorkersResponse five;
+  for (const char* id : {"p0", "p1", "p2", "p3", "p4"}) {
+    five.add_workers()->set_worker_id(id);
+  }
+  server_.service().SetWorkers(five);
+  server_.service().PageWorkers(2, /*repeat_token=*/true);
+  CtlResult r = Run({"workers"});
+  EXPECT_NE(r.code, kExitOk);
+  EXPECT_THAT(r.err, HasSubstr("same page token twice"));
+  EXPECT_EQ(server_.service().list_workers_calls(), 2);
 }
 
 TEST_F(CtlCommandsTest, ExplainSendsHashesFromArgumentsStdinAndFile) {

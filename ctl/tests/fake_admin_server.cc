@@ -2,6 +2,8 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -66,12 +68,38 @@ grpc::Status FakeAdminService::GetStats(grpc::ServerContext*,
 }
 
 grpc::Status FakeAdminService::ListWorkers(
-    grpc::ServerContext*, const admin_v1::ListWorkersRequest*,
+    grpc::ServerContext*, const admin_v1::ListWorkersRequest* request,
     admin_v1::ListWorkersResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++list_workers_calls_;
   if (fail_) return *fail_;
-  *response = workers_;
+  if (page_size_ <= 0) {
+    *response = workers_;
+    return grpc::Status::OK;
+  }
+  // The token is the index of the page's first worker.
+  int first = 0;
+  if (!request->page_token().empty()) first = std::stoi(request->page_token());
+  const int end = std::min(first + page_size_, workers_.workers_size());
+  for (int i = first; i < end; ++i) {
+    *response->add_workers() = workers_.workers(i);
+  }
+  if (end < workers_.workers_size()) {
+    response->set_next_page_token(
+        std::to_string(repeat_token_ ? page_size_ : end));
+  }
   return grpc::Status::OK;
+}
+
+void FakeAdminService::PageWorkers(int page_size, bool repeat_token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  page_size_ = page_size;
+  repeat_token_ = repeat_token;
+}
+
+int FakeAdminService::list_workers_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return list_workers_calls_;
 }
 
 grpc::Status FakeAdminService::ExplainPrefix(

@@ -26,6 +26,11 @@ class FakeAdminService final : public admin_v1::KvIndexerAdmin::Service {
   // `stats_step` per earlier call, so `top` sees changes.
   void SetStats(admin_v1::GetStatsResponse stats, uint64_t stats_step = 0);
   void SetWorkers(admin_v1::ListWorkersResponse workers);
+  // Positive: ListWorkers answers pages of this many workers with a page
+  // token, as the server does; `repeat_token` gives the first page's
+  // token again on every page (a broken server).
+  void PageWorkers(int page_size, bool repeat_token = false);
+  int list_workers_calls() const;
   void SetExplain(admin_v1::ExplainPrefixResponse explain);
   // Non-empty: RemoveWorker needs "authorization: Bearer <token>".
   void RequireToken(std::string token);
@@ -56,6 +61,9 @@ class FakeAdminService final : public admin_v1::KvIndexerAdmin::Service {
   uint64_t stats_step_ = 0;
   int get_stats_calls_ = 0;
   admin_v1::ListWorkersResponse workers_;
+  int page_size_ = 0;
+  bool repeat_token_ = false;
+  int list_workers_calls_ = 0;
   admin_v1::ExplainPrefixResponse explain_;
   std::string token_;
   std::optional<grpc::Status> fail_;

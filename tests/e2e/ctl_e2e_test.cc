@@ -7,11 +7,18 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "ctl/exit_codes.h"
 #include "ctl/tests/ctl_runner.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/http_get.h"
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/server_process.h"
@@ -97,6 +104,91 @@ TEST(CtlServerE2eTest, EveryCommandAgainstTheRealServer) {
   EXPECT_EQ(r.code, kExitNotFound) << r.err;
   r = run({"workers"});
   EXPECT_EQ(r.out, "no workers\n");
+
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();
+}
+
+// At the worker bound (65,536, the default KV_INDEXER_MAX_WORKERS) the
+// listing still reaches the operator: `workers` follows the pages, `status`
+// counts them all, and a scrape holds the counts and only the capped
+// per-worker series.
+TEST(CtlServerE2eTest, ListingsAtTheWorkerBound) {
+  constexpr int kWorkers = 65536;
+  test_support::ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.unset_env = {
+      "KV_INDEXER_BACKEND",      "KV_INDEXER_BACKEND_PATH",
+      "KV_INDEXER_DATA_DIR",     "KV_INDEXER_TLS_CERT_FILE",
+      "KV_INDEXER_TLS_KEY_FILE", "KV_INDEXER_WRITE_TOKEN_FILE",
+      "KV_INDEXER_MAX_WORKERS",  "KV_INDEXER_METRICS_WORKER_SERIES"};
+  options.env = {{"KV_INDEXER_METRICS_ADDR", "127.0.0.1:0"}};
+  absl::StatusOr<test_support::ListeningServer> server =
+      test_support::StartListeningServer(std::move(options), 0, 20s);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::optional<std::string> metrics_line =
+      server->process->WaitForLineContaining("metrics http addr=", 20s);
+  ASSERT_TRUE(metrics_line.has_value()) << server->process->Output();
+  const std::string metrics_addr =
+      test_support::LogField(*metrics_line, "addr").value_or("");
+  const int metrics_port =
+      std::stoi(metrics_addr.substr(metrics_addr.rfind(':') + 1));
+
+  // Each worker registers itself with one seed-era apply (a Configure lists
+  // at most 4,096), from a few threads at once.
+  auto channel =
+      grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials());
+  auto stub = kv_indexer::v1::KVIndexer::NewStub(channel);
+  constexpr int kThreads = 8;
+  std::vector<std::future<std::string>> senders;
+  for (int t = 0; t < kThreads; ++t) {
+    senders.push_back(std::async(std::launch::async, [&, t]() -> std::string {
+      for (int i = t; i < kWorkers; i += kThreads) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + 30s);
+        kv_indexer::v1::ApplyExternalKvBatchResponse applied;
+        const grpc::Status s = stub->ApplyExternalKvBatch(
+            &context,
+            Batch(absl::StrCat("w-", absl::Dec(i, absl::kZeroPad5)),
+                  "10.0.0.1:9000"),
+            &applied);
+        if (!s.ok()) return s.error_message();
+      }
+      return "";
+    }));
+  }
+  for (auto& sender : senders) EXPECT_EQ(sender.get(), "");
+  ASSERT_FALSE(HasFailure());
+
+  const std::string endpoint = absl::StrCat("http://", server->address);
+  auto run = [&](std::vector<std::string> args) {
+    return RunCtlForTest(args, {{"KV_INDEXER_ENDPOINT", endpoint}});
+  };
+  // The default deadline (5 s) is per page.
+  CtlResult r = run({"workers", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  size_t listed = 0;
+  for (size_t at = r.out.find("\"worker_id\""); at != std::string::npos;
+       at = r.out.find("\"worker_id\"", at + 1)) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, static_cast<size_t>(kWorkers));
+  EXPECT_THAT(r.out, HasSubstr("\"worker_id\":\"w-65535\""));
+
+  r = run({"status"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("workers    65536 known"));
+
+  absl::StatusOr<test_support::HttpResponse> scrape =
+      test_support::HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(test_support::ScrapedValue(scrape->body, "kvindexer_workers"),
+            kWorkers);
+  EXPECT_EQ(test_support::ScrapedValue(scrape->body,
+                                       "kvindexer_worker_series_omitted"),
+            kWorkers - 1000);
+  // The default cap: 1,000 workers' series, a few hundred bytes each.
+  EXPECT_LT(scrape->body.size(), 2u << 20);
 
   stub.reset();
   EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();

@@ -45,6 +45,7 @@ using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr auto kBound = 20s;
 
@@ -263,6 +264,61 @@ TEST(ServerMetricsE2eTest, BadAddressExitsTwoNamingTheVariable) {
   EXPECT_TRUE(exit->exited);
   EXPECT_EQ(exit->code, 2);
   EXPECT_THAT((*process)->Output(), HasSubstr("KV_INDEXER_METRICS_ADDR"));
+}
+
+// KV_INDEXER_METRICS_WORKER_SERIES bounds the per-worker series; the
+// counts by state cover every worker.
+TEST(ServerMetricsE2eTest, PerWorkerSeriesAreCappedAndCountsCoverAll) {
+  ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.unset_env = {"KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
+                       "KV_INDEXER_DATA_DIR", "KV_INDEXER_LOG_LEVEL"};
+  options.env = {{"KV_INDEXER_METRICS_ADDR", "127.0.0.1:0"},
+                 {"KV_INDEXER_METRICS_WORKER_SERIES", "2"}};
+  absl::StatusOr<ListeningServer> server =
+      StartListeningServer(std::move(options), /*port=*/0, kBound);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = MetricsPort(*server->process);
+  ASSERT_GT(port, 0) << server->process->Output();
+
+  auto stub = KVIndexer::NewStub(
+      grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials()));
+  for (const char* id : {"w3", "w1", "w2"}) {
+    ApplyExternalKvBatchResponse resp;
+    const grpc::Status s = stub->ApplyExternalKvBatch(
+        Context().get(), Batch(id, "10.0.0.1:9000").Report(kTierHbm, {1}),
+        &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  absl::StatusOr<HttpResponse> scrape = HttpGet(port, "/metrics");
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  const std::string& body = scrape->body;
+  EXPECT_EQ(Sample(body, "kvindexer_workers"), 3.0);
+  EXPECT_EQ(Sample(body, "kvindexer_workers_ready"), 3.0);
+  EXPECT_EQ(Sample(body, "kvindexer_workers_by_fidelity{fidelity=\"unknown\"}"),
+            3.0);
+  EXPECT_EQ(Sample(body, "kvindexer_worker_series_omitted"), 1.0);
+  // The first two by id have series; the third has none.
+  EXPECT_EQ(Sample(body, "kvindexer_worker_ready{worker_id=\"w1\"}"), 1.0);
+  EXPECT_EQ(Sample(body, "kvindexer_worker_ready{worker_id=\"w2\"}"), 1.0);
+  EXPECT_THAT(body, Not(HasSubstr("worker_id=\"w3\"")));
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(kBound).ok()) << server->process->Output();
+}
+
+TEST(ServerMetricsE2eTest, ABadWorkerSeriesBoundStopsTheServer) {
+  ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.env = {{"KV_INDEXER_METRICS_WORKER_SERIES", "lots"},
+                 {"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"}};
+  auto process = ServerProcess::Start(std::move(options));
+  ASSERT_TRUE(process.ok()) << process.status();
+  const auto exit = (*process)->WaitForExit(kBound);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->exited);
+  EXPECT_EQ(exit->code, 2);
+  EXPECT_THAT((*process)->Output(),
+              HasSubstr("KV_INDEXER_METRICS_WORKER_SERIES"));
 }
 
 }  // namespace metrics_e2e_test
