@@ -303,10 +303,41 @@ absl::flat_hash_set<absl::string_view> Indexer::ListedIds(
   return listed;
 }
 
+bool Indexer::ConfigureChangesNothingLocked(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    const absl::flat_hash_set<absl::string_view>& listed) const {
+  const WorkerSequenceTable& table = workers_;
+  // With every listed worker found below, equal sizes leave no record
+  // unlisted: nothing to remove.
+  if (table.size() != listed.size()) return false;
+  for (const v1::ExpectedWorker& worker : req.workers()) {
+    const WorkerRecord* record = table.Find(worker.worker_id());
+    if (record == nullptr || !record->configured ||
+        record->address != worker.worker_address()) {
+      return false;
+    }
+    if (worker.has_cache_spec() &&
+        !SameSpec(CacheSpecOf(worker.cache_spec()), record->spec)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status Indexer::ConfigureLocked(
     const v1::ConfigureExpectedWorkersRequest& req,
     const absl::flat_hash_set<absl::string_view>& listed,
     v1::ConfigureExpectedWorkersResponse* resp, Origin origin) {
+  // A configuration the records already hold (a bridge that sends its list
+  // every second as a heartbeat) is answered like a probe: nothing is
+  // logged, the backend is not called and no record is touched, not even
+  // its last_apply (docs/durability.md, "What is logged").
+  if (ConfigureChangesNothingLocked(req, listed)) {
+    const WorkerCounts counts = directory_.counts();
+    resp->set_total_workers(static_cast<uint32_t>(counts.total));
+    resp->set_ready_workers(static_cast<uint32_t>(counts.ready));
+    return absl::OkStatus();
+  }
   // Each step below changes the backend first, then the table, so that a
   // backend failure part way leaves the two agreeing (the steps already
   // taken stay taken).

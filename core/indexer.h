@@ -221,6 +221,13 @@ class Indexer final : private IndexOperations,
   // The worker ids a ConfigureExpectedWorkers request lists; views `req`.
   static absl::flat_hash_set<absl::string_view> ListedIds(
       const v1::ConfigureExpectedWorkersRequest& req);
+  // Whether `req` would create, remove or alter no record and call nothing
+  // in the backend: every record is listed, configured, with the listed
+  // address and (when the entry gives one) spec. REQUIRES: mutation_mu_
+  // held; `listed` as for ConfigureLocked.
+  bool ConfigureChangesNothingLocked(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      const absl::flat_hash_set<absl::string_view>& listed) const;
   // `listed` holds the request's worker ids (ListedIds).
   absl::Status ConfigureLocked(
       const v1::ConfigureExpectedWorkersRequest& req,

@@ -632,6 +632,64 @@ TEST_F(IndexerLogTest, RefusalsDuplicatesAndProbesLogNothing) {
       ElementsAre(log_.end(), log_.end()));
 }
 
+TEST_F(IndexerLogTest, AConfigurationAlreadyHeldLogsNothingAndCallsNoBackend) {
+  const auto two = [](const std::string& addr_b) {
+    return ExpectedWorkers().Worker("a", "addr-a").Worker("b", addr_b);
+  };
+  ASSERT_TRUE(Configure(two("addr-b")).ok());
+  ASSERT_TRUE(Apply(Batch("a", "addr-a").Report(kTierHbm, {1})).ok());
+  clock_.Advance(std::chrono::seconds(3));
+  const size_t logged = log_.records.size();
+  const size_t backend_calls = backend_.applies.size();
+  const auto last_apply = node_.indexer.operator_view().WorkerState("a");
+
+  // The same list again, as a bridge's heartbeat sends it: answered once
+  // the log is durable to where it was, with today's counts.
+  const size_t waits = log_.waits.size();
+  v1::ConfigureExpectedWorkersResponse resp;
+  ASSERT_TRUE(
+      node_.indexer.operations().Configure(two("addr-b"), &resp).Wait().ok());
+  EXPECT_EQ(resp.total_workers(), 2u);
+  EXPECT_EQ(resp.ready_workers(), 1u);
+  EXPECT_EQ(log_.records.size(), logged);
+  EXPECT_EQ(backend_.applies.size(), backend_calls);
+  EXPECT_THAT(
+      std::vector<uint64_t>(log_.waits.begin() + waits, log_.waits.end()),
+      ElementsAre(log_.end()));
+  ASSERT_TRUE(last_apply.has_value());
+  EXPECT_EQ(node_.indexer.operator_view().WorkerState("a")->last_apply,
+            last_apply->last_apply);
+
+  // Each kind of change is a configuration of its own, logged as today: an
+  // address, a spec, a new worker, a worker left out, a self-registered
+  // worker listed for the first time.
+  ASSERT_TRUE(Configure(two("addr-b2")).ok());
+  ASSERT_TRUE(
+      Configure(two("addr-b2").Worker("c", "addr-c",
+                                      test_support::Spec(kComponentFull, 0, 2)))
+          .ok());
+  ASSERT_TRUE(Configure(ExpectedWorkers()
+                            .Worker("a", "addr-a")
+                            .Worker("b", "addr-b2")
+                            .Worker("c", "addr-c",
+                                    test_support::Spec(kComponentFull, 0, 6)))
+                  .ok());
+  ASSERT_TRUE(Configure(two("addr-b2")).ok());
+  ASSERT_TRUE(Apply(Batch("s", "addr-s").Report(kTierHbm, {5})).ok());
+  ASSERT_TRUE(Configure(two("addr-b2").Worker("s", "addr-s")).ok());
+  const std::vector<WalRecord::OpCase> ops = Ops();
+  EXPECT_THAT(std::vector<WalRecord::OpCase>(ops.begin() + logged, ops.end()),
+              ElementsAre(WalRecord::kConfigure, WalRecord::kConfigure,
+                          WalRecord::kConfigure, WalRecord::kRemoval,
+                          WalRecord::kConfigure, WalRecord::kApply,
+                          WalRecord::kConfigure));
+  // And the same list once more is quiet again.
+  const size_t settled = log_.records.size();
+  ASSERT_TRUE(Configure(two("addr-b2").Worker("s", "addr-s")).ok());
+  EXPECT_EQ(log_.records.size(), settled);
+  EXPECT_TRUE(node_.indexer.operator_view().WorkerState("s")->configured);
+}
+
 TEST_F(IndexerLogTest, ALongEpochIsRefusedBeforeTheLog) {
   Sequenced("w");
   const size_t logged = log_.records.size();
