@@ -16,16 +16,16 @@
 #include "replica/snapshot_lease.h"
 #include "tests/support/nats_server.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_lease_jetstream_test {
 
 using namespace std::chrono_literals;
 using test_support::NatsServer;
 
-EventLogConfig FreshConfig(const std::string& url) {
+fleet::EventLogConfig FreshConfig(const std::string& url) {
   static int counter = 0;
   ++counter;
-  EventLogConfig config;
+  fleet::EventLogConfig config;
   config.nats.urls = {url};
   config.nats.timeout_ms = 2000;
   config.stream = "LEASEJS_" + std::to_string(counter);
@@ -46,10 +46,10 @@ NatsServer* SharedNats() {
 }
 
 // A register on a connection of its own, as another replica has.
-absl::StatusOr<std::unique_ptr<LeaseRegister>> OpenJetStream(
-    const EventLogConfig& config) {
-  absl::StatusOr<std::shared_ptr<NatsClient>> client =
-      NatsClient::Connect(config.nats);
+absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> OpenJetStream(
+    const fleet::EventLogConfig& config) {
+  absl::StatusOr<std::shared_ptr<fleet::NatsClient>> client =
+      fleet::NatsClient::Connect(config.nats);
   if (!client.ok()) return client.status();
   return OpenJetStreamLeaseRegister(*std::move(client), config);
 }
@@ -65,9 +65,11 @@ class JetStreamLeaseTest : public ::testing::Test {
 TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
   NatsServer* nats = SharedNats();
   ASSERT_NE(nats, nullptr);
-  const EventLogConfig config = FreshConfig(nats->url());
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_a = OpenJetStream(config);
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_b = OpenJetStream(config);
+  const fleet::EventLogConfig config = FreshConfig(nats->url());
+  absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_a =
+      OpenJetStream(config);
+  absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_b =
+      OpenJetStream(config);
   ASSERT_TRUE(reg_a.ok()) << reg_a.status();
   ASSERT_TRUE(reg_b.ok()) << reg_b.status();
   const MonotonicClock& clock = MonotonicClock::Real();
@@ -86,7 +88,8 @@ TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
   while (std::chrono::steady_clock::now() < watch_until) {
     const auto tick_start = std::chrono::steady_clock::now();
     ASSERT_TRUE(a.Tick()) << a.last_error();
-    absl::StatusOr<std::optional<LeaseRegister::Entry>> seen = (*reg_a)->Get();
+    absl::StatusOr<std::optional<fleet::LeaseRegister::Entry>> seen =
+        (*reg_a)->Get();
     ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
     EXPECT_EQ((*seen)->value, "replica-a");
     if ((*seen)->revision != revision) {
@@ -120,4 +123,4 @@ TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
 }
 
 }  // namespace snapshot_lease_jetstream_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
