@@ -18,6 +18,7 @@
 #include "replica/record_applier.h"
 #include "replica/snapshot_reader.h"
 #include "replica/snapshot_writer.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/snapshot_test_support.h"
@@ -84,11 +85,8 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  fleet::EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
-  config.nats.timeout_ms = 2000;
-  config.stream = "FLEET_E2E";
-  config.subject_prefix = "fleete2e";
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_E2E");
   absl::StatusOr<fleet::FleetStores> fleet = fleet::OpenJetStreamFleet(config);
   ASSERT_TRUE(fleet.ok()) << fleet.status();
   ASSERT_NE(fleet->lease, nullptr);
@@ -162,11 +160,9 @@ TEST(JetStreamFleetTest, OpeningRetriesWhileTheServerCannotAnswer) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  fleet::EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_LATE");
   config.nats.timeout_ms = 300;
-  config.stream = "FLEET_LATE";
-  config.subject_prefix = "fleetlate";
 
   ASSERT_TRUE((*nats)->Pause());
   fleet::FleetOpenRetry once;
@@ -195,11 +191,9 @@ TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  fleet::EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_DOWN");
   config.nats.timeout_ms = 500;
-  config.stream = "FLEET_DOWN";
-  config.subject_prefix = "fleetdown";
   absl::StatusOr<fleet::FleetStores> fleet = fleet::OpenJetStreamFleet(config);
   ASSERT_TRUE(fleet.ok()) << fleet.status();
   absl::StatusOr<uint64_t> revision = fleet->lease->Create("replica-a");

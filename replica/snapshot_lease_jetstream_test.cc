@@ -9,11 +9,10 @@
 
 #include "common/clock.h"
 #include "fleet/fleet_config.h"
-#include "fleet/jetstream_lease_register.h"
 #include "fleet/lease_register.h"
-#include "fleet/nats_connection.h"
 #include "gtest/gtest.h"
 #include "replica/snapshot_lease.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 
 namespace kvindexer::replica {
@@ -21,38 +20,6 @@ namespace snapshot_lease_jetstream_test {
 
 using namespace std::chrono_literals;
 using test_support::NatsServer;
-
-fleet::EventLogConfig FreshConfig(const std::string& url) {
-  static int counter = 0;
-  ++counter;
-  fleet::EventLogConfig config;
-  config.nats.urls = {url};
-  config.nats.timeout_ms = 2000;
-  config.stream = "LEASEJS_" + std::to_string(counter);
-  config.subject_prefix = "leasejs" + std::to_string(counter);
-  return config;
-}
-
-NatsServer* SharedNats() {
-  static std::unique_ptr<NatsServer> server = [] {
-    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      return std::unique_ptr<NatsServer>();
-    }
-    return *std::move(started);
-  }();
-  return server.get();
-}
-
-// A register on a connection of its own, as another replica has.
-absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> OpenJetStream(
-    const fleet::EventLogConfig& config) {
-  absl::StatusOr<std::shared_ptr<fleet::NatsClient>> client =
-      fleet::NatsClient::Connect(config.nats);
-  if (!client.ok()) return client.status();
-  return OpenJetStreamLeaseRegister(*std::move(client), config);
-}
 
 // --- The JetStream register only ---------------------------------------
 
@@ -63,13 +30,14 @@ class JetStreamLeaseTest : public ::testing::Test {
 
 // Two replicas, each with its own connection, on the real clock.
 TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  const fleet::EventLogConfig config = FreshConfig(nats->url());
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "LEASEJS");
   absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_a =
-      OpenJetStream(config);
+      test_support::OpenLeaseRegisterOnOwnConnection(config);
   absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_b =
-      OpenJetStream(config);
+      test_support::OpenLeaseRegisterOnOwnConnection(config);
   ASSERT_TRUE(reg_a.ok()) << reg_a.status();
   ASSERT_TRUE(reg_b.ok()) << reg_b.status();
   const MonotonicClock& clock = MonotonicClock::Real();
