@@ -61,20 +61,20 @@ void BackendFailureMonitor::Record(BackendMutation mutation,
   const bool fatal = converted.code() == absl::StatusCode::kInternal;
   std::optional<std::string> fatal_line;
   std::optional<std::string> line;
-  FailureCallback callback;
+  std::optional<FailureCallback> first;
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fatal && !failed_.load(std::memory_order_relaxed)) {
-      failure_ =
+    if (fatal && !latch_.failed()) {
+      failure =
           fmt::format("{} of worker {} failed: {}",
                       BackendMutationName(mutation), LogText(worker_id),
                       LogText(std::string_view(converted.message().data(),
                                                converted.message().size()),
                               kLogMessageBytes));
-      failure = failure_;
-      failed_.store(true, std::memory_order_release);
-      callback = on_failure_;
+      first = latch_.Trip(failure);
+    }
+    if (first.has_value()) {
       // Logged even when the caller logs the failure too: this line says
       // what it means, once per process. It stands for the failure's own
       // line, so the throttle restarts.
@@ -98,25 +98,15 @@ void BackendFailureMonitor::Record(BackendMutation mutation,
   if (line.has_value()) {
     sink_(fatal ? spdlog::level::err : spdlog::level::warn, *line);
   }
-  if (callback != nullptr) callback(failure);
+  if (first.has_value() && *first != nullptr) (*first)(failure);
 }
 
 std::optional<std::string> BackendFailureMonitor::Failure() const {
-  if (!failed_.load(std::memory_order_acquire)) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  return failure_;
+  return latch_.Failure();
 }
 
 void BackendFailureMonitor::SetOnFailure(FailureCallback callback) {
-  std::string failure;
-  bool failed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    on_failure_ = callback;
-    failed = failed_.load(std::memory_order_relaxed);
-    failure = failure_;
-  }
-  if (failed && callback != nullptr) callback(failure);
+  latch_.SetCallback(std::move(callback));
 }
 
 }  // namespace kvindexer

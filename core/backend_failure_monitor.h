@@ -21,7 +21,6 @@
 #ifndef KVINDEXER_CORE_BACKEND_FAILURE_MONITOR_H_
 #define KVINDEXER_CORE_BACKEND_FAILURE_MONITOR_H_
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -31,6 +30,7 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/first_failure_latch.h"
 #include "kvindexer/backend.h"
 #include "spdlog/common.h"
 
@@ -57,7 +57,7 @@ class BackendFailureMonitor {
   using Sink =
       std::function<void(spdlog::level::level_enum level, std::string_view)>;
   // Receives the recorded failure (the text Failure() returns).
-  using FailureCallback = std::function<void(const std::string& failure)>;
+  using FailureCallback = FirstFailureLatch::Callback;
 
   // REQUIRES: clock outlives the monitor. A null sink logs through spdlog's
   // default logger.
@@ -76,7 +76,7 @@ class BackendFailureMonitor {
   // The first failure the backend cannot continue from, as one line of
   // text; nullopt while there was none.
   std::optional<std::string> Failure() const;
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  bool failed() const { return latch_.failed(); }
 
   // Sets (or with null, clears) the callback. Called once, for the first
   // such failure; at once, from here, when it has already happened.
@@ -92,11 +92,11 @@ class BackendFailureMonitor {
   const MonotonicClock* clock_;
   Sink sink_;
   const MonotonicClock::Duration interval_;
-  std::atomic<bool> failed_{false};
-  mutable std::mutex mu_;
+  // Tripped only under mu_, so that the first failure and the throttle's
+  // restart are one step.
+  FirstFailureLatch latch_;
+  std::mutex mu_;
   // Guarded by mu_.
-  std::string failure_;
-  FailureCallback on_failure_;
   std::optional<MonotonicClock::TimePoint> last_line_;
   uint64_t suppressed_ = 0;
 };

@@ -78,35 +78,20 @@ void WalFailureMonitor::Refused(WalRefusal reason, std::string_view error) {
 }
 
 void WalFailureMonitor::Poisoned(std::string_view failure) {
-  FailureCallback callback;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failed_.load(std::memory_order_relaxed)) return;
-    failure_ = std::string(failure);
-    failed_.store(true, std::memory_order_release);
-    callback = on_failure_;
-  }
+  const std::optional<FailureCallback> first =
+      latch_.Trip(std::string(failure));
+  if (!first.has_value()) return;
   sink_(spdlog::level::err,
         fmt::format("{} error={}", kWalFailedLogMessage, failure));
-  if (callback != nullptr) callback(std::string(failure));
+  if (*first != nullptr) (*first)(std::string(failure));
 }
 
 std::optional<std::string> WalFailureMonitor::Failure() const {
-  if (!failed_.load(std::memory_order_acquire)) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  return failure_;
+  return latch_.Failure();
 }
 
 void WalFailureMonitor::SetOnFailure(FailureCallback callback) {
-  std::string failure;
-  bool failed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    on_failure_ = callback;
-    failed = failed_.load(std::memory_order_relaxed);
-    failure = failure_;
-  }
-  if (failed && callback != nullptr) callback(failure);
+  latch_.SetCallback(std::move(callback));
 }
 
 WalRefusalCounts WalFailureMonitor::counts() const {

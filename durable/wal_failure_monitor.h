@@ -14,14 +14,14 @@
 //   ERROR, and handed once to the callback (SetOnFailure): that is how the
 //   server stops reporting SERVING without durable/ depending on gRPC.
 //
-// Thread safety: every method may be called concurrently. The sink and the
+// Thread safety: every method may be called concurrently. poisoned(), and
+// Failure() while the log works, are one atomic load. The sink and the
 // callback are called outside this class's mutex, on the thread that
 // reported the refusal or the failure.
 #ifndef KVINDEXER_DURABLE_WAL_FAILURE_MONITOR_H_
 #define KVINDEXER_DURABLE_WAL_FAILURE_MONITOR_H_
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +32,7 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/first_failure_latch.h"
 #include "spdlog/common.h"
 
 namespace kvindexer::durable {
@@ -73,7 +74,7 @@ class WalFailureMonitor {
   using Sink =
       std::function<void(spdlog::level::level_enum level, std::string_view)>;
   // Receives the recorded failure (the text Failure() returns).
-  using FailureCallback = std::function<void(const std::string& failure)>;
+  using FailureCallback = FirstFailureLatch::Callback;
 
   // REQUIRES: `clock` (null: MonotonicClock::Real()) outlives the monitor.
   // A null sink logs through spdlog's default logger.
@@ -94,7 +95,7 @@ class WalFailureMonitor {
 
   // The first poisoning's text; nullopt while the log works.
   std::optional<std::string> Failure() const;
-  bool poisoned() const { return failed_.load(std::memory_order_acquire); }
+  bool poisoned() const { return latch_.failed(); }
 
   // Sets (or with null, clears) the callback. Called once, for the first
   // failure; at once, from here, when it has already happened.
@@ -111,11 +112,9 @@ class WalFailureMonitor {
   const MonotonicClock* clock_;
   Sink sink_;
   const MonotonicClock::Duration interval_;
-  std::atomic<bool> failed_{false};
+  FirstFailureLatch latch_;
   mutable std::mutex mu_;
   // Guarded by mu_.
-  std::string failure_;
-  FailureCallback on_failure_;
   WalRefusalCounts counts_;
   std::array<Throttle, kWalRefusalCount> throttles_;
 };

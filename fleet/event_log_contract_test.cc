@@ -22,6 +22,7 @@
 #include "fleet/memory_event_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/server_process.h"
@@ -52,28 +53,7 @@ std::vector<std::string> Payloads(const std::vector<LoggedRecord>& records) {
 // A stream and subject prefix of its own for every log a test opens, so
 // tests on one server do not see each other's records.
 EventLogConfig FreshConfig(std::vector<std::string> urls) {
-  static int counter = 0;
-  ++counter;
-  EventLogConfig config;
-  config.nats.urls = std::move(urls);
-  config.nats.timeout_ms = 2000;
-  config.stream = "CONTRACT_" + std::to_string(counter);
-  config.subject_prefix = "contract" + std::to_string(counter);
-  return config;
-}
-
-// One nats-server for the whole contract suite, started from the main
-// thread on first use and killed at exit.
-NatsServer* SharedNats() {
-  static std::unique_ptr<NatsServer> server = [] {
-    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      return std::unique_ptr<NatsServer>();
-    }
-    return *std::move(started);
-  }();
-  return server.get();
+  return test_support::FreshEventLogConfig(std::move(urls), "CONTRACT");
 }
 
 class EventLogContractTest : public ::testing::TestWithParam<std::string> {
@@ -84,10 +64,10 @@ class EventLogContractTest : public ::testing::TestWithParam<std::string> {
       return;
     }
     KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
-    NatsServer* nats = SharedNats();
-    ASSERT_NE(nats, nullptr);
+    absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+    ASSERT_TRUE(nats.ok()) << nats.status();
     absl::StatusOr<std::unique_ptr<EventLog>> log =
-        OpenJetStreamEventLog(FreshConfig({nats->url()}));
+        OpenJetStreamEventLog(FreshConfig({(*nats)->url()}));
     ASSERT_TRUE(log.ok()) << log.status();
     log_ = *std::move(log);
   }
@@ -528,9 +508,9 @@ TEST_F(JetStreamEventLogTest, AReplicatedStreamKeepsAckedRecordsWhenANodeDies) {
 }
 
 TEST_F(JetStreamEventLogTest, AStreamWithOtherSubjectsIsRefused) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  EventLogConfig config = FreshConfig({nats->url()});
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config = FreshConfig({(*nats)->url()});
   absl::StatusOr<std::unique_ptr<EventLog>> first =
       OpenJetStreamEventLog(config);
   ASSERT_TRUE(first.ok()) << first.status();
@@ -582,9 +562,9 @@ TEST_F(JetStreamEventLogTest, TheTokenFileAuthenticates) {
 }
 
 TEST_F(JetStreamEventLogTest, AnUnreadableTokenFileIsNamed) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  EventLogConfig config = FreshConfig({nats->url()});
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config = FreshConfig({(*nats)->url()});
   config.nats.token_file = "/nonexistent/kvindexer-token";
   absl::StatusOr<std::unique_ptr<EventLog>> log = OpenJetStreamEventLog(config);
   EXPECT_EQ(log.status().code(), absl::StatusCode::kInvalidArgument);

@@ -15,6 +15,7 @@
 #include "fleet/jetstream_event_log.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 #include "tests/support/server_process.h"
 
@@ -28,11 +29,8 @@ using test_support::WaitUntil;
 using ::testing::ElementsAreArray;
 
 EventLogConfig ConfigFor(std::vector<std::string> urls, uint32_t replicas) {
-  EventLogConfig config;
-  config.nats.urls = std::move(urls);
-  config.nats.timeout_ms = 2000;
-  config.stream = "KVREADER";
-  config.subject_prefix = "kvreader";
+  EventLogConfig config =
+      test_support::FreshEventLogConfig(std::move(urls), "KVREADER");
   config.replicas = replicas;
   return config;
 }

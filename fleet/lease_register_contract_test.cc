@@ -7,10 +7,9 @@
 #include <string>
 
 #include "fleet/fleet_config.h"
-#include "fleet/jetstream_lease_register.h"
 #include "fleet/lease_register.h"
-#include "fleet/nats_connection.h"
 #include "gtest/gtest.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 
 namespace kvindexer::fleet {
@@ -19,36 +18,9 @@ namespace lease_register_contract_test {
 using namespace std::chrono_literals;
 using test_support::NatsServer;
 
+// A stream of its own for every register a test opens.
 EventLogConfig FreshConfig(const std::string& url) {
-  static int counter = 0;
-  ++counter;
-  EventLogConfig config;
-  config.nats.urls = {url};
-  config.nats.timeout_ms = 2000;
-  config.stream = "LEASECONTRACT_" + std::to_string(counter);
-  config.subject_prefix = "leasecontract" + std::to_string(counter);
-  return config;
-}
-
-NatsServer* SharedNats() {
-  static std::unique_ptr<NatsServer> server = [] {
-    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      return std::unique_ptr<NatsServer>();
-    }
-    return *std::move(started);
-  }();
-  return server.get();
-}
-
-// A register on a connection of its own, as another replica has.
-absl::StatusOr<std::unique_ptr<LeaseRegister>> OpenJetStream(
-    const EventLogConfig& config) {
-  absl::StatusOr<std::shared_ptr<NatsClient>> client =
-      NatsClient::Connect(config.nats);
-  if (!client.ok()) return client.status();
-  return OpenJetStreamLeaseRegister(*std::move(client), config);
+  return test_support::FreshEventLogConfig({url}, "LEASECONTRACT");
 }
 
 class LeaseRegisterContractTest : public ::testing::TestWithParam<std::string> {
@@ -59,10 +31,11 @@ class LeaseRegisterContractTest : public ::testing::TestWithParam<std::string> {
       return;
     }
     KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
-    NatsServer* nats = SharedNats();
-    ASSERT_NE(nats, nullptr);
+    absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+    ASSERT_TRUE(nats.ok()) << nats.status();
     absl::StatusOr<std::unique_ptr<LeaseRegister>> reg =
-        OpenJetStream(FreshConfig(nats->url()));
+        test_support::OpenLeaseRegisterOnOwnConnection(
+            FreshConfig((*nats)->url()));
     ASSERT_TRUE(reg.ok()) << reg.status();
     reg_ = *std::move(reg);
   }

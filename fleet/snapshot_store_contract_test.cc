@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "fleet/fleet_config.h"
-#include "fleet/jetstream_snapshot_store.h"
 #include "fleet/memory_snapshot_store.h"
 #include "fleet/nats_connection.h"
 #include "fleet/snapshot_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 
 namespace kvindexer::fleet {
@@ -30,35 +30,12 @@ using ::testing::IsEmpty;
 
 // A stream and subject prefix of its own for every store a test opens.
 EventLogConfig FreshConfig(const std::string& url) {
-  static int counter = 0;
-  ++counter;
-  EventLogConfig config;
-  config.nats.urls = {url};
-  config.nats.timeout_ms = 2000;
-  config.stream = "SNAPCONTRACT_" + std::to_string(counter);
-  config.subject_prefix = "snapcontract" + std::to_string(counter);
-  return config;
-}
-
-// One nats-server for the suite, started from the main thread on first use.
-NatsServer* SharedNats() {
-  static std::unique_ptr<NatsServer> server = [] {
-    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      return std::unique_ptr<NatsServer>();
-    }
-    return *std::move(started);
-  }();
-  return server.get();
+  return test_support::FreshEventLogConfig({url}, "SNAPCONTRACT");
 }
 
 absl::StatusOr<std::unique_ptr<SnapshotStore>> OpenJetStream(
     const EventLogConfig& config) {
-  absl::StatusOr<std::shared_ptr<NatsClient>> client =
-      NatsClient::Connect(config.nats);
-  if (!client.ok()) return client.status();
-  return OpenJetStreamSnapshotStore(*std::move(client), config);
+  return test_support::OpenSnapshotStoreOnOwnConnection(config);
 }
 
 SnapshotManifest Manifest(const std::string& id, uint64_t position,
@@ -131,9 +108,9 @@ class SnapshotStoreContractTest : public ::testing::TestWithParam<std::string> {
       return;
     }
     KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
-    NatsServer* nats = SharedNats();
-    ASSERT_NE(nats, nullptr);
-    config_ = FreshConfig(nats->url());
+    absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+    ASSERT_TRUE(nats.ok()) << nats.status();
+    config_ = FreshConfig((*nats)->url());
     absl::StatusOr<std::unique_ptr<SnapshotStore>> store =
         OpenJetStream(config_);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -385,9 +362,9 @@ class JetStreamSnapshotStoreTest : public ::testing::Test {
 };
 
 TEST_F(JetStreamSnapshotStoreTest, ADamagedSnapshotIsDataLoss) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  const EventLogConfig config = FreshConfig(nats->url());
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const EventLogConfig config = FreshConfig((*nats)->url());
   absl::StatusOr<std::unique_ptr<SnapshotStore>> store = OpenJetStream(config);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string parts = config.subject_prefix + ".snap.";
@@ -412,9 +389,9 @@ TEST_F(JetStreamSnapshotStoreTest, ADamagedSnapshotIsDataLoss) {
 }
 
 TEST_F(JetStreamSnapshotStoreTest, AStreamOfOtherSubjectsIsRefused) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  EventLogConfig config = FreshConfig(nats->url());
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  EventLogConfig config = FreshConfig((*nats)->url());
   ASSERT_TRUE(OpenJetStream(config).ok());
   config.subject_prefix += "x";
   absl::StatusOr<std::unique_ptr<SnapshotStore>> store = OpenJetStream(config);

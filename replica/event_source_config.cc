@@ -1,6 +1,6 @@
 #include "replica/event_source_config.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 namespace {
 
 constexpr std::string_view kEventSourceAccepted =
@@ -59,7 +59,7 @@ absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
     if (!bound.ok()) return bound.status();
     config.max_silence = *bound;
   }
-  auto snapshots = fleet::ParseSnapshotConfig(env);
+  auto snapshots = ParseSnapshotConfig(env);
   if (!snapshots.ok()) return snapshots.status();
   config.snapshots = *snapshots;
   if (config.follows_log()) {
@@ -74,4 +74,4 @@ std::string_view EventSourceName(EventSource source) {
   return source == EventSource::kJetStream ? "jetstream" : "grpc";
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -35,7 +35,7 @@
 #include "fleet/fleet_config.h"
 #include "replica/snapshot_config.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 inline constexpr std::string_view kEventSourceVar = "KV_INDEXER_EVENT_SOURCE";
 inline constexpr std::string_view kFleetMaxLagRecordsVar =
@@ -68,7 +68,7 @@ struct EventSourceConfig {
   std::optional<fleet::EventLogConfig> log;
   // Snapshot writing and the lease (replica/snapshot_config.h); read, and
   // checked, in either mode.
-  fleet::SnapshotConfig snapshots;
+  SnapshotConfig snapshots;
 
   bool follows_log() const { return source == EventSource::kJetStream; }
 };
@@ -88,6 +88,6 @@ struct EventSourceConfig {
 
 std::string_view EventSourceName(EventSource source);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_EVENT_SOURCE_CONFIG_H_

@@ -18,11 +18,12 @@
 #include "replica/record_applier.h"
 #include "replica/snapshot_reader.h"
 #include "replica/snapshot_writer.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/snapshot_test_support.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace jetstream_fleet_test {
 
 using ::kvindexer::fleet::v1::SnapshotManifest;
@@ -31,17 +32,17 @@ using snapshot_test_support::LogGenerator;
 using snapshot_test_support::Replica;
 using test_support::NatsServer;
 
-void AppendAll(EventLog& log, const std::vector<Entry>& entries, size_t from,
-               size_t to) {
+void AppendAll(fleet::EventLog& log, const std::vector<Entry>& entries,
+               size_t from, size_t to) {
   for (size_t i = from; i < to; ++i) {
-    absl::StatusOr<AppendAck> ack =
+    absl::StatusOr<fleet::AppendAck> ack =
         log.Append(entries[i].worker, entries[i].payload, "", std::nullopt);
     ASSERT_TRUE(ack.ok()) << ack.status();
     ASSERT_EQ(ack->position, i + 1);
   }
 }
 
-SnapshotRound Round(FleetStores& fleet) {
+SnapshotRound Round(fleet::FleetStores& fleet) {
   const std::atomic<bool> stop{false};
   SnapshotRoundOptions options;
   options.writer = "replica-a";
@@ -53,7 +54,7 @@ SnapshotRound Round(FleetStores& fleet) {
   return round.value_or(SnapshotRound{});
 }
 
-std::vector<uint64_t> Positions(SnapshotStore& store) {
+std::vector<uint64_t> Positions(fleet::SnapshotStore& store) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
   EXPECT_TRUE(all.ok()) << all.status();
   std::vector<uint64_t> out;
@@ -64,7 +65,8 @@ std::vector<uint64_t> Positions(SnapshotStore& store) {
 }
 
 // The newest snapshot's contents, loaded into a fresh replica.
-std::string LoadNewest(SnapshotStore& store, uint64_t expected_position) {
+std::string LoadNewest(fleet::SnapshotStore& store,
+                       uint64_t expected_position) {
   absl::StatusOr<std::optional<SnapshotManifest>> newest =
       NewestSnapshot(store);
   EXPECT_TRUE(newest.ok()) << newest.status();
@@ -83,12 +85,9 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
-  config.nats.timeout_ms = 2000;
-  config.stream = "FLEET_E2E";
-  config.subject_prefix = "fleete2e";
-  absl::StatusOr<FleetStores> fleet = OpenJetStreamFleet(config);
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_E2E");
+  absl::StatusOr<fleet::FleetStores> fleet = fleet::OpenJetStreamFleet(config);
   ASSERT_TRUE(fleet.ok()) << fleet.status();
   ASSERT_NE(fleet->lease, nullptr);
   ASSERT_TRUE(fleet->lease->Create("replica-a").ok());
@@ -96,9 +95,9 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
   const std::vector<Entry> entries = LogGenerator(20261202).Generate(90);
   Replica direct;
   for (size_t i = 0; i < entries.size(); ++i) {
-    const LoggedRecord record{.position = i + 1,
-                              .worker_id = entries[i].worker,
-                              .payload = entries[i].payload};
+    const fleet::LoggedRecord record{.position = i + 1,
+                                     .worker_id = entries[i].worker,
+                                     .payload = entries[i].payload};
     ASSERT_TRUE(ApplyLogRecordAfter(direct.indexer.operations(),
                                     &direct.applied, record)
                     .has_value());
@@ -129,7 +128,7 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
   EXPECT_EQ(round.snapshots_deleted, 1u);
   EXPECT_EQ(round.trimmed_before, 61u);
   EXPECT_EQ(Positions(*fleet->snapshots), (std::vector<uint64_t>{60, 90}));
-  absl::StatusOr<LogBounds> bounds = fleet->log->Bounds();
+  absl::StatusOr<fleet::LogBounds> bounds = fleet->log->Bounds();
   ASSERT_TRUE(bounds.ok()) << bounds.status();
   EXPECT_EQ(bounds->first, 61u);
   EXPECT_EQ(bounds->last, 90u);
@@ -144,11 +143,12 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
 
   // The server restarts: a replica that connects afresh finds the same.
   ASSERT_TRUE((*nats)->Restart().ok());
-  absl::StatusOr<FleetStores> reopened = OpenJetStreamFleet(config);
+  absl::StatusOr<fleet::FleetStores> reopened =
+      fleet::OpenJetStreamFleet(config);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_EQ(Positions(*reopened->snapshots), (std::vector<uint64_t>{60, 90}));
   EXPECT_EQ(LoadNewest(*reopened->snapshots, 90), whole_log);
-  absl::StatusOr<std::optional<LeaseRegister::Entry>> lease =
+  absl::StatusOr<std::optional<fleet::LeaseRegister::Entry>> lease =
       reopened->lease->Get();
   ASSERT_TRUE(lease.ok() && lease->has_value()) << lease.status();
   EXPECT_EQ((*lease)->value, "replica-a");
@@ -160,27 +160,27 @@ TEST(JetStreamFleetTest, OpeningRetriesWhileTheServerCannotAnswer) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_LATE");
   config.nats.timeout_ms = 300;
-  config.stream = "FLEET_LATE";
-  config.subject_prefix = "fleetlate";
 
   ASSERT_TRUE((*nats)->Pause());
-  FleetOpenRetry once;
+  fleet::FleetOpenRetry once;
   once.attempts = 1;
-  absl::StatusOr<FleetStores> refused = OpenJetStreamFleet(config, once);
+  absl::StatusOr<fleet::FleetStores> refused =
+      fleet::OpenJetStreamFleet(config, once);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
       << refused.status();
 
-  FleetOpenRetry retry;
+  fleet::FleetOpenRetry retry;
   retry.attempts = 3;
   std::vector<std::chrono::milliseconds> waits;
   retry.wait = [&](std::chrono::milliseconds wait) {
     waits.push_back(wait);
     EXPECT_TRUE((*nats)->Resume());
   };
-  absl::StatusOr<FleetStores> opened = OpenJetStreamFleet(config, retry);
+  absl::StatusOr<fleet::FleetStores> opened =
+      fleet::OpenJetStreamFleet(config, retry);
   ASSERT_TRUE(opened.ok()) << opened.status();
   ASSERT_FALSE(waits.empty());
   EXPECT_EQ(waits.front(), retry.first_wait);
@@ -191,16 +191,14 @@ TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
   ASSERT_TRUE(nats.ok()) << nats.status();
-  EventLogConfig config;
-  config.nats.urls = {(*nats)->url()};
+  fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "FLEET_DOWN");
   config.nats.timeout_ms = 500;
-  config.stream = "FLEET_DOWN";
-  config.subject_prefix = "fleetdown";
-  absl::StatusOr<FleetStores> fleet = OpenJetStreamFleet(config);
+  absl::StatusOr<fleet::FleetStores> fleet = fleet::OpenJetStreamFleet(config);
   ASSERT_TRUE(fleet.ok()) << fleet.status();
   absl::StatusOr<uint64_t> revision = fleet->lease->Create("replica-a");
   ASSERT_TRUE(revision.ok()) << revision.status();
-  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
+  absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> writer =
       fleet->snapshots->Begin("s1");
   ASSERT_TRUE(writer.ok()) << writer.status();
 
@@ -224,7 +222,7 @@ TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
   // may still land (the client resends what it buffered while
   // disconnected), as after a timeout: replica-b's create cannot, the
   // lease exists.
-  absl::StatusOr<std::optional<LeaseRegister::Entry>> lease;
+  absl::StatusOr<std::optional<fleet::LeaseRegister::Entry>> lease;
   ASSERT_TRUE(test_support::WaitUntil(
       [&] {
         lease = fleet->lease->Get();
@@ -246,7 +244,7 @@ TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
     m.set_parts(1);
     return m;
   }();
-  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> again =
+  absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> again =
       fleet->snapshots->Begin("s3");
   ASSERT_TRUE(again.ok()) << again.status();
   ASSERT_TRUE((*again)->AddPart("b").ok());
@@ -255,4 +253,4 @@ TEST(JetStreamFleetTest, AnUnreachableServerIsUnavailableUntilItIsBack) {
 }
 
 }  // namespace jetstream_fleet_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

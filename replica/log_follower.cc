@@ -11,7 +11,7 @@
 #include "replica/record_applier.h"
 #include "spdlog/spdlog.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 LogFollower::LogFollower(fleet::EventLog& log, IndexOperations& indexer,
                          LogFollowerOptions options)
@@ -199,12 +199,12 @@ bool LogFollower::Step() {
 void LogFollower::Take(const fleet::LoggedRecord& record) {
   // The log answers in order from next_; anything earlier was seen already.
   if (record.position < next_) return;
-  const fleet::RecordResult result = fleet::ApplyLogRecord(indexer_, record);
+  const RecordResult result = ApplyLogRecord(indexer_, record);
   switch (result.outcome) {
-    case fleet::RecordOutcome::kApplied:
+    case RecordOutcome::kApplied:
       applied_count_.fetch_add(1, std::memory_order_relaxed);
       break;
-    case fleet::RecordOutcome::kRefused: {
+    case RecordOutcome::kRefused: {
       refused_count_.fetch_add(1, std::memory_order_relaxed);
       const size_t code = static_cast<size_t>(result.status.code());
       if (code < refused_by_code_.size()) {
@@ -219,7 +219,7 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
       }
       break;
     }
-    case fleet::RecordOutcome::kUndecodable:
+    case RecordOutcome::kUndecodable:
       if (const uint64_t total = undecodable_.Count()) {
         spdlog::error(
             "fleet event log record {} of worker {} cannot be applied; "
@@ -363,4 +363,4 @@ void LogFollower::WaitToRetry(const absl::Status& failure) {
   wake_.wait_for(lock, delay, [this] { return stopping_; });
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -1,7 +1,7 @@
 // LogFollower: the thread that makes a server a replica of the fleet event
 // log (docs/fleet.md, "Replicas follow the log"). It reads the log in order
 // from a start position and hands every record to the Indexer through
-// fleet::ApplyLogRecord, the one path by which records change an index, so
+// ApplyLogRecord, the one path by which records change an index, so
 // that every replica of the same log holds the same contents.
 //
 // What it does with each kind of record or failure:
@@ -69,7 +69,7 @@
 #include "replica/event_source_config.h"
 #include "replica/log_silence.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 struct LogFollowerOptions {
   // The first position to read (1: the whole log).
@@ -234,6 +234,6 @@ class LogFollower {
   std::thread watch_thread_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_LOG_FOLLOWER_H_

@@ -26,7 +26,7 @@
 #include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace log_follower_silence_test {
 
@@ -301,4 +301,4 @@ TEST_F(LogFollowerSilenceTest, ZeroKeepsAFailingLogReady) {
 }
 
 }  // namespace log_follower_silence_test
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -22,7 +22,7 @@
 #include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace log_follower_test {
 
@@ -542,4 +542,4 @@ TEST_F(LogFollowerTest, StopIsPromptWhileARetryWaits) {
 }
 
 }  // namespace log_follower_test
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

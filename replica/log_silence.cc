@@ -3,7 +3,7 @@
 #include "fmt/format.h"
 #include "replica/event_source_config.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 LogSilence::LogSilence(std::chrono::milliseconds max_silence, TimePoint start)
     : max_silence_(max_silence), heard_(start.time_since_epoch().count()) {}
@@ -39,4 +39,4 @@ std::optional<std::string> LogSilence::Reason(TimePoint now) const {
       Since(now).count(), kFleetMaxSilenceMsVar, max_silence_.count());
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -24,7 +24,7 @@
 
 #include "common/clock.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 class LogSilence {
  public:
@@ -56,6 +56,6 @@ class LogSilence {
   std::atomic<TimePoint::rep> heard_;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_LOG_SILENCE_H_

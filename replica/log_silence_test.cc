@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/fake_clock.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace log_silence_test {
 
@@ -84,4 +84,4 @@ TEST(LogSilenceTest, ZeroTurnsTheRuleOff) {
 }
 
 }  // namespace log_silence_test
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

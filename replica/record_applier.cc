@@ -5,7 +5,7 @@
 #include "common/fidelity_header.h"
 #include "common/heartbeat_header.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace {
 
 RecordResult Undecodable(std::string message) {
@@ -26,7 +26,7 @@ std::string LogPeerName(std::string_view producer) {
 }
 
 RecordResult ApplyLogRecord(IndexOperations& indexer,
-                            const LoggedRecord& record) {
+                            const fleet::LoggedRecord& record) {
   ::kvindexer::fleet::v1::LogRecord decoded;
   if (!decoded.ParseFromString(record.payload)) {
     return Undecodable("record " + std::to_string(record.position) +
@@ -35,9 +35,9 @@ RecordResult ApplyLogRecord(IndexOperations& indexer,
   return ApplyDecodedRecord(indexer, record.worker_id, decoded);
 }
 
-std::optional<RecordResult> ApplyLogRecordAfter(IndexOperations& indexer,
-                                                uint64_t* applied_position,
-                                                const LoggedRecord& record) {
+std::optional<RecordResult> ApplyLogRecordAfter(
+    IndexOperations& indexer, uint64_t* applied_position,
+    const fleet::LoggedRecord& record) {
   if (record.position <= *applied_position) return std::nullopt;
   *applied_position = record.position;
   return ApplyLogRecord(indexer, record);
@@ -89,4 +89,4 @@ RecordResult ApplyDecodedRecord(
   return Undecodable("a record without an apply or a snapshot install");
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -19,7 +19,7 @@
 #include "fleet/event_log.h"
 #include "kvindexer_fleet.pb.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 enum class RecordOutcome {
   kApplied,      // the Indexer took it (OK, including a gate duplicate)
@@ -40,22 +40,22 @@ std::string LogPeerName(std::string_view producer);
 
 // Decodes `record.payload` and applies it to `indexer`.
 RecordResult ApplyLogRecord(IndexOperations& indexer,
-                            const LoggedRecord& record);
+                            const fleet::LoggedRecord& record);
 
 // Applies `record` when its position lies past `*applied_position` and
 // moves *applied_position to it; nullopt for a record at or below it, which
 // the Indexer already holds (a replica that loaded a snapshot at k and reads
 // the log from any j <= k skips records j+1..k this way).
 // REQUIRES: applied_position != nullptr.
-std::optional<RecordResult> ApplyLogRecordAfter(IndexOperations& indexer,
-                                                uint64_t* applied_position,
-                                                const LoggedRecord& record);
+std::optional<RecordResult> ApplyLogRecordAfter(
+    IndexOperations& indexer, uint64_t* applied_position,
+    const fleet::LoggedRecord& record);
 
 // The same for a record already decoded.
 RecordResult ApplyDecodedRecord(
     IndexOperations& indexer, std::string_view worker_id,
     const ::kvindexer::fleet::v1::LogRecord& record);
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_RECORD_APPLIER_H_

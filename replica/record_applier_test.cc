@@ -11,7 +11,7 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace record_applier_test {
 
 using test_support::Batch;
@@ -21,9 +21,10 @@ using test_support::Snapshot;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-LoggedRecord Logged(uint64_t position, std::string worker,
-                    const ::kvindexer::fleet::v1::LogRecord& record) {
-  return LoggedRecord{position, std::move(worker), record.SerializeAsString()};
+fleet::LoggedRecord Logged(uint64_t position, std::string worker,
+                           const ::kvindexer::fleet::v1::LogRecord& record) {
+  return fleet::LoggedRecord{position, std::move(worker),
+                             record.SerializeAsString()};
 }
 
 ::kvindexer::fleet::v1::LogRecord ApplyRecord(
@@ -105,7 +106,7 @@ TEST_F(RecordApplierTest, AHeartbeatMarksTheWorker) {
 
 TEST_F(RecordApplierTest, UndecodableRecordsChangeNothing) {
   const RecordResult garbage =
-      ApplyLogRecord(ops_, LoggedRecord{1, "w1", "\xff\xff\xff"});
+      ApplyLogRecord(ops_, fleet::LoggedRecord{1, "w1", "\xff\xff\xff"});
   EXPECT_EQ(garbage.outcome, RecordOutcome::kUndecodable);
   EXPECT_THAT(garbage.status.message(), HasSubstr("record 1"));
 
@@ -124,4 +125,4 @@ TEST_F(RecordApplierTest, UndecodableRecordsChangeNothing) {
 }
 
 }  // namespace record_applier_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -2,7 +2,7 @@
 
 #include "spdlog/spdlog.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 bool ReplicaLiveness::BeforeSweep(bool hearing, OperatorView& indexer,
                                   MonotonicClock::TimePoint now) {
@@ -26,4 +26,4 @@ bool ReplicaLiveness::BeforeSweep(bool hearing, OperatorView& indexer,
   return true;
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "core/operator_view.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 class ReplicaLiveness {
  public:
@@ -30,6 +30,6 @@ class ReplicaLiveness {
   bool paused_ = true;
 };
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_REPLICA_LIVENESS_H_

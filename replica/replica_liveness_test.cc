@@ -11,7 +11,7 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 namespace replica_liveness_test {
 
 using namespace std::chrono_literals;
@@ -68,4 +68,4 @@ TEST_F(ReplicaLivenessTest, AnOutageNeitherSweepsNorCountsAgainstWorkers) {
 }
 
 }  // namespace replica_liveness_test
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

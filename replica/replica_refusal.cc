@@ -3,7 +3,7 @@
 #include "fmt/format.h"
 #include "replica/event_source_config.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 grpc::Status ReplicaRefusal(std::string_view method) {
   return grpc::Status(
@@ -15,4 +15,4 @@ grpc::Status ReplicaRefusal(std::string_view method) {
                   method, kEventSourceVar));
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -14,11 +14,11 @@
 
 #include "grpcpp/support/status.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 // FAILED_PRECONDITION naming `method` and KV_INDEXER_EVENT_SOURCE.
 grpc::Status ReplicaRefusal(std::string_view method);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_REPLICA_REFUSAL_H_

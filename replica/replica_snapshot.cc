@@ -10,7 +10,7 @@
 #include "replica/snapshot_reader.h"
 #include "spdlog/spdlog.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 namespace {
 
 using ::kvindexer::fleet::v1::SnapshotManifest;
@@ -18,7 +18,7 @@ using ::kvindexer::fleet::v1::SnapshotManifest;
 absl::Status LoadSnapshot(fleet::SnapshotStore& store,
                           const SnapshotManifest& manifest,
                           DurableState& state) {
-  absl::Status loaded = fleet::ReadSnapshotChunks(
+  absl::Status loaded = ReadSnapshotChunks(
       store, manifest, [&](const state::v1::CheckpointChunk& chunk) {
         return state.Restore(chunk);
       });
@@ -125,4 +125,4 @@ absl::StatusOr<std::optional<SnapshotManifest>> ReloadNewestSnapshot(
   return LoadNewestWhole(store, state, workers, /*empty=*/true);
 }
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

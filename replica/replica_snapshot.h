@@ -17,7 +17,7 @@
 #include "fleet/snapshot_store.h"
 #include "kvindexer_fleet.pb.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 
 struct ReplicaStart {
   // The snapshot loaded; nullopt when the store held none.
@@ -53,6 +53,6 @@ struct ReplicaStart {
 ReloadNewestSnapshot(fleet::SnapshotStore& store, DurableState& state,
                      OperatorView& workers);
 
-}  // namespace kvindexer
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_REPLICA_SNAPSHOT_H_

@@ -25,7 +25,7 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer {
+namespace kvindexer::replica {
 namespace replica_snapshot_test {
 
 using test_support::Batch;
@@ -56,11 +56,11 @@ class ReplicaSnapshotTest : public ::testing::Test {
   }
 
   void WriteSnapshot() {
-    fleet::SnapshotRoundOptions options;
+    SnapshotRoundOptions options;
     options.writer = "replica-a";
     const std::atomic<bool> stop{false};
-    absl::StatusOr<fleet::SnapshotRound> round =
-        fleet::WriteSnapshotRound(log_, store_, options, stop);
+    absl::StatusOr<SnapshotRound> round =
+        WriteSnapshotRound(log_, store_, options, stop);
     ASSERT_TRUE(round.ok()) << round.status();
     ASSERT_TRUE(round->written);
   }
@@ -348,4 +348,4 @@ TEST_F(ReplicaSnapshotTest, ASnapshotThatVanishesMidReadIsReplaced) {
 }
 
 }  // namespace replica_snapshot_test
-}  // namespace kvindexer
+}  // namespace kvindexer::replica

@@ -1,6 +1,6 @@
 #include "replica/snapshot_config.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 absl::StatusOr<SnapshotConfig> ParseSnapshotConfig(const EnvLookup& env) {
   SnapshotConfig config;
@@ -34,4 +34,4 @@ absl::StatusOr<SnapshotConfig> ParseSnapshotConfig(const EnvLookup& env) {
   return config;
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

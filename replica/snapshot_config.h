@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 inline constexpr char kSnapshotIntervalVar[] =
     "KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS";
@@ -27,6 +27,6 @@ struct SnapshotConfig {
 [[nodiscard]] absl::StatusOr<SnapshotConfig> ParseSnapshotConfig(
     const EnvLookup& env);
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_CONFIG_H_

@@ -11,7 +11,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "kvindexer_fleet.pb.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace {
 
 // Placements per chunk: at most 8 + 5 + 5 bytes each (a hash, a mask and a
@@ -47,7 +47,8 @@ absl::Status SnapshotImage::LoadChunk(const state::v1::CheckpointChunk& chunk) {
   return state_->indexer.durable_state().Restore(chunk);
 }
 
-std::optional<RecordResult> SnapshotImage::Apply(const LoggedRecord& record) {
+std::optional<RecordResult> SnapshotImage::Apply(
+    const fleet::LoggedRecord& record) {
   return ApplyLogRecordAfter(state_->indexer.operations(), &position_, record);
 }
 
@@ -109,4 +110,4 @@ absl::Status SnapshotImage::Export(
   return status;
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

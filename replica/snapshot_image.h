@@ -23,7 +23,7 @@
 #include "kv_indexer_state.pb.h"
 #include "replica/record_applier.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 class SnapshotImage {
  public:
@@ -47,7 +47,7 @@ class SnapshotImage {
   // Applies `record` when it lies past position() and moves position() to
   // it; a record at or below position() is already in the image and is
   // skipped (nullopt).
-  std::optional<RecordResult> Apply(const LoggedRecord& record);
+  std::optional<RecordResult> Apply(const fleet::LoggedRecord& record);
 
   // Hands the image to `sink` as serialised SnapshotParts of at most
   // `max_part_bytes` each, with the number of chunks in each; stops at the
@@ -64,6 +64,6 @@ class SnapshotImage {
   uint64_t position_ = 0;
 };
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_IMAGE_H_

@@ -2,14 +2,14 @@
 
 #include <utility>
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
-SnapshotLease::SnapshotLease(LeaseRegister* reg, std::string name,
+SnapshotLease::SnapshotLease(fleet::LeaseRegister* reg, std::string name,
                              std::chrono::milliseconds ttl,
                              const MonotonicClock* clock)
     : reg_(reg), name_(std::move(name)), ttl_(ttl), clock_(clock) {}
 
-bool SnapshotLease::TryTake(const LeaseRegister::Entry* seen) {
+bool SnapshotLease::TryTake(const fleet::LeaseRegister::Entry* seen) {
   absl::StatusOr<uint64_t> revision = seen == nullptr
                                           ? reg_->Create(name_)
                                           : reg_->Update(name_, seen->revision);
@@ -49,13 +49,14 @@ bool SnapshotLease::Tick() {
     return held_;
   }
 
-  absl::StatusOr<std::optional<LeaseRegister::Entry>> entry = reg_->Get();
+  absl::StatusOr<std::optional<fleet::LeaseRegister::Entry>> entry =
+      reg_->Get();
   if (!entry.ok()) {
     last_error_ = entry.status();
     return false;
   }
   if (!entry->has_value()) return TryTake(nullptr);
-  const LeaseRegister::Entry& seen = **entry;
+  const fleet::LeaseRegister::Entry& seen = **entry;
   // An empty value is a released lease; our own name is a lease this
   // process holds but forgot (it cannot happen, names are unique).
   if (seen.value.empty() || seen.value == name_) return TryTake(&seen);
@@ -74,4 +75,4 @@ void SnapshotLease::Release() {
   (void)reg_->Update("", revision_);
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -1,8 +1,8 @@
 // SnapshotLease: which replica writes snapshots (docs/fleet.md, "The
-// snapshot lease"). The lease is a LeaseRegister holding the holder's name;
-// the holder rewrites it every third of the TTL, and another replica takes
-// it over, by a compare-and-set on the revision it saw, once that revision
-// has not changed for a whole TTL on its own clock. No two clocks are
+// snapshot lease"). The lease is a fleet::LeaseRegister holding the holder's
+// name; the holder rewrites it every third of the TTL, and another replica
+// takes it over, by a compare-and-set on the revision it saw, once that
+// revision has not changed for a whole TTL on its own clock. No two clocks are
 // compared, so the replicas' clocks need not agree.
 //
 // The lease saves work, it does not carry correctness: two replicas that
@@ -22,14 +22,14 @@
 #include "common/clock.h"
 #include "fleet/lease_register.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 class SnapshotLease {
  public:
   // REQUIRES: reg and clock outlive the lease; `name` unique per process
   // (a restarted replica must not inherit its old lease by name);
   // ttl >= 3 ms.
-  SnapshotLease(LeaseRegister* reg, std::string name,
+  SnapshotLease(fleet::LeaseRegister* reg, std::string name,
                 std::chrono::milliseconds ttl, const MonotonicClock* clock);
 
   // Renews, takes or watches the lease as due; true while this replica
@@ -48,9 +48,9 @@ class SnapshotLease {
   const absl::Status& last_error() const { return last_error_; }
 
  private:
-  bool TryTake(const LeaseRegister::Entry* seen);
+  bool TryTake(const fleet::LeaseRegister::Entry* seen);
 
-  LeaseRegister* const reg_;
+  fleet::LeaseRegister* const reg_;
   const std::string name_;
   const std::chrono::milliseconds ttl_;
   const MonotonicClock* const clock_;
@@ -64,6 +64,6 @@ class SnapshotLease {
   absl::Status last_error_;
 };
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_LEASE_H_

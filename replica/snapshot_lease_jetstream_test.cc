@@ -9,50 +9,17 @@
 
 #include "common/clock.h"
 #include "fleet/fleet_config.h"
-#include "fleet/jetstream_lease_register.h"
 #include "fleet/lease_register.h"
-#include "fleet/nats_connection.h"
 #include "gtest/gtest.h"
 #include "replica/snapshot_lease.h"
+#include "tests/support/jetstream_test_stream.h"
 #include "tests/support/nats_server.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_lease_jetstream_test {
 
 using namespace std::chrono_literals;
 using test_support::NatsServer;
-
-EventLogConfig FreshConfig(const std::string& url) {
-  static int counter = 0;
-  ++counter;
-  EventLogConfig config;
-  config.nats.urls = {url};
-  config.nats.timeout_ms = 2000;
-  config.stream = "LEASEJS_" + std::to_string(counter);
-  config.subject_prefix = "leasejs" + std::to_string(counter);
-  return config;
-}
-
-NatsServer* SharedNats() {
-  static std::unique_ptr<NatsServer> server = [] {
-    absl::StatusOr<std::unique_ptr<NatsServer>> started = NatsServer::Start();
-    if (!started.ok()) {
-      ADD_FAILURE() << started.status();
-      return std::unique_ptr<NatsServer>();
-    }
-    return *std::move(started);
-  }();
-  return server.get();
-}
-
-// A register on a connection of its own, as another replica has.
-absl::StatusOr<std::unique_ptr<LeaseRegister>> OpenJetStream(
-    const EventLogConfig& config) {
-  absl::StatusOr<std::shared_ptr<NatsClient>> client =
-      NatsClient::Connect(config.nats);
-  if (!client.ok()) return client.status();
-  return OpenJetStreamLeaseRegister(*std::move(client), config);
-}
 
 // --- The JetStream register only ---------------------------------------
 
@@ -63,11 +30,14 @@ class JetStreamLeaseTest : public ::testing::Test {
 
 // Two replicas, each with its own connection, on the real clock.
 TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
-  NatsServer* nats = SharedNats();
-  ASSERT_NE(nats, nullptr);
-  const EventLogConfig config = FreshConfig(nats->url());
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_a = OpenJetStream(config);
-  absl::StatusOr<std::unique_ptr<LeaseRegister>> reg_b = OpenJetStream(config);
+  absl::StatusOr<NatsServer*> nats = test_support::SharedNatsServer();
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const fleet::EventLogConfig config =
+      test_support::FreshEventLogConfig({(*nats)->url()}, "LEASEJS");
+  absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_a =
+      test_support::OpenLeaseRegisterOnOwnConnection(config);
+  absl::StatusOr<std::unique_ptr<fleet::LeaseRegister>> reg_b =
+      test_support::OpenLeaseRegisterOnOwnConnection(config);
   ASSERT_TRUE(reg_a.ok()) << reg_a.status();
   ASSERT_TRUE(reg_b.ok()) << reg_b.status();
   const MonotonicClock& clock = MonotonicClock::Real();
@@ -86,7 +56,8 @@ TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
   while (std::chrono::steady_clock::now() < watch_until) {
     const auto tick_start = std::chrono::steady_clock::now();
     ASSERT_TRUE(a.Tick()) << a.last_error();
-    absl::StatusOr<std::optional<LeaseRegister::Entry>> seen = (*reg_a)->Get();
+    absl::StatusOr<std::optional<fleet::LeaseRegister::Entry>> seen =
+        (*reg_a)->Get();
     ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status();
     EXPECT_EQ((*seen)->value, "replica-a");
     if ((*seen)->revision != revision) {
@@ -120,4 +91,4 @@ TEST_F(JetStreamLeaseTest, OneHolderAtATimeAndTakeOverAfterSilence) {
 }
 
 }  // namespace snapshot_lease_jetstream_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -8,14 +8,14 @@
 #include "gtest/gtest.h"
 #include "tests/support/fake_clock.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_lease_test {
 
 using std::chrono::milliseconds;
 
 class SnapshotLeaseTest : public ::testing::Test {
  protected:
-  MemoryLeaseRegister reg_;
+  fleet::MemoryLeaseRegister reg_;
   FakeMonotonicClock clock_a_;
   FakeMonotonicClock clock_b_;
   SnapshotLease a_{&reg_, "a", milliseconds(900), &clock_a_};
@@ -92,4 +92,4 @@ TEST_F(SnapshotLeaseTest,
 }
 
 }  // namespace snapshot_lease_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -20,30 +20,30 @@
 #include "replica/snapshot_writer.h"
 #include "tests/support/snapshot_test_support.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_property_test {
 
 using snapshot_test_support::Entry;
 using snapshot_test_support::LogGenerator;
 using snapshot_test_support::Replica;
 
-LoggedRecord At(MemoryEventLog& log, uint64_t position) {
-  absl::StatusOr<std::vector<LoggedRecord>> read =
+fleet::LoggedRecord At(fleet::MemoryEventLog& log, uint64_t position) {
+  absl::StatusOr<std::vector<fleet::LoggedRecord>> read =
       log.Read(position, 1, std::chrono::milliseconds(0));
   EXPECT_TRUE(read.ok()) << read.status();
   EXPECT_FALSE(read->empty());
   return read->front();
 }
 
-void Append(MemoryEventLog& log, const Entry& entry) {
-  absl::StatusOr<AppendAck> ack =
+void Append(fleet::MemoryEventLog& log, const Entry& entry) {
+  absl::StatusOr<fleet::AppendAck> ack =
       log.Append(entry.worker, entry.payload, "", std::nullopt);
   ASSERT_TRUE(ack.ok()) << ack.status();
 }
 
 // Loads the newest snapshot into a fresh replica.
-void LoadNewest(MemorySnapshotStore& store, Replica& replica) {
-  absl::StatusOr<std::optional<v1::SnapshotManifest>> newest =
+void LoadNewest(fleet::MemorySnapshotStore& store, Replica& replica) {
+  absl::StatusOr<std::optional<fleet::v1::SnapshotManifest>> newest =
       NewestSnapshot(store);
   ASSERT_TRUE(newest.ok()) << newest.status();
   ASSERT_TRUE(newest->has_value());
@@ -76,7 +76,7 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
     const uint64_t j = std::uniform_int_distribution<uint64_t>(0, k)(pick);
 
     // Every record applied directly, in order.
-    MemoryEventLog log;
+    fleet::MemoryEventLog log;
     for (const Entry& entry : entries) Append(log, entry);
     Replica direct;
     for (uint64_t p = 1; p <= n; ++p) {
@@ -87,9 +87,9 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
     }
 
     // The snapshot at k, written from a log that held only 1..k.
-    MemoryEventLog prefix_log;
+    fleet::MemoryEventLog prefix_log;
     for (uint64_t p = 0; p < k; ++p) Append(prefix_log, entries[p]);
-    MemorySnapshotStore store(256 * 1024);
+    fleet::MemorySnapshotStore store(256 * 1024);
     SnapshotRoundOptions options;
     options.writer = "replica-a";
     options.trim_log = false;
@@ -119,7 +119,7 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
     ASSERT_TRUE(round.ok()) << round.status();
     Replica chained;
     LoadNewest(store, chained);
-    MemorySnapshotStore fresh_store(256 * 1024);
+    fleet::MemorySnapshotStore fresh_store(256 * 1024);
     round = WriteSnapshotRound(log, fresh_store, options, stop);
     ASSERT_TRUE(round.ok()) << round.status();
     Replica from_nothing;
@@ -136,4 +136,4 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
 }
 
 }  // namespace snapshot_property_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

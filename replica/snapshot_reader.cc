@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 absl::Status ReadSnapshotChunks(
-    SnapshotStore& store,
+    fleet::SnapshotStore& store,
     const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
     absl::FunctionRef<absl::Status(const state::v1::CheckpointChunk& chunk)>
         on_chunk) {
@@ -39,7 +39,7 @@ absl::Status ReadSnapshotChunks(
 }
 
 absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
-NewestSnapshot(SnapshotStore& store) {
+NewestSnapshot(fleet::SnapshotStore& store) {
   absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> all =
       store.List();
   if (!all.ok()) return all.status();
@@ -49,4 +49,4 @@ NewestSnapshot(SnapshotStore& store) {
   return std::optional<::kvindexer::fleet::v1::SnapshotManifest>(all->back());
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

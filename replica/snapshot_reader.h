@@ -12,13 +12,13 @@
 #include "fleet/snapshot_store.h"
 #include "kv_indexer_state.pb.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 // Hands every chunk of `manifest`'s snapshot to `on_chunk`, in order.
 // DATA_LOSS when a part does not parse or the chunk count differs from the
 // manifest's; the store's errors; the first error of `on_chunk`.
 [[nodiscard]] absl::Status ReadSnapshotChunks(
-    SnapshotStore& store,
+    fleet::SnapshotStore& store,
     const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
     absl::FunctionRef<absl::Status(const state::v1::CheckpointChunk& chunk)>
         on_chunk);
@@ -26,8 +26,8 @@ namespace kvindexer::fleet {
 // The newest committed snapshot, nullopt when there is none.
 [[nodiscard]] absl::StatusOr<
     std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
-NewestSnapshot(SnapshotStore& store);
+NewestSnapshot(fleet::SnapshotStore& store);
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_READER_H_

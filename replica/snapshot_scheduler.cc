@@ -6,10 +6,11 @@
 
 #include "spdlog/spdlog.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
-SnapshotScheduler::SnapshotScheduler(EventLog* log, SnapshotStore* store,
-                                     LeaseRegister* lease,
+SnapshotScheduler::SnapshotScheduler(fleet::EventLog* log,
+                                     fleet::SnapshotStore* store,
+                                     fleet::LeaseRegister* lease,
                                      const SnapshotConfig& config,
                                      SnapshotRoundOptions round,
                                      const MonotonicClock* clock,
@@ -118,4 +119,4 @@ SnapshotScheduler::Stats SnapshotScheduler::stats() const {
   return stats_;
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -25,7 +25,7 @@
 #include "replica/snapshot_lease.h"
 #include "replica/snapshot_writer.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 class SnapshotScheduler {
  public:
@@ -41,9 +41,9 @@ class SnapshotScheduler {
   // `round.keep` is taken from `config`. `unix_ms_now` stamps manifests.
   // REQUIRES: everything passed outlives the scheduler;
   // config.interval_ms > 0.
-  SnapshotScheduler(EventLog* log, SnapshotStore* store, LeaseRegister* lease,
-                    const SnapshotConfig& config, SnapshotRoundOptions round,
-                    const MonotonicClock* clock,
+  SnapshotScheduler(fleet::EventLog* log, fleet::SnapshotStore* store,
+                    fleet::LeaseRegister* lease, const SnapshotConfig& config,
+                    SnapshotRoundOptions round, const MonotonicClock* clock,
                     std::function<int64_t()> unix_ms_now);
   ~SnapshotScheduler();
   SnapshotScheduler(const SnapshotScheduler&) = delete;
@@ -62,8 +62,8 @@ class SnapshotScheduler {
   Stats stats() const;
 
  private:
-  EventLog* const log_;
-  SnapshotStore* const store_;
+  fleet::EventLog* const log_;
+  fleet::SnapshotStore* const store_;
   const SnapshotConfig config_;
   SnapshotRoundOptions round_;
   const MonotonicClock* const clock_;
@@ -81,6 +81,6 @@ class SnapshotScheduler {
   std::thread thread_;
 };
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_SCHEDULER_H_

@@ -16,7 +16,7 @@
 #include "tests/support/fake_clock.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_scheduler_test {
 
 using std::chrono::milliseconds;
@@ -55,9 +55,9 @@ class SnapshotSchedulerTest : public ::testing::Test {
   size_t Snapshots() { return store_.List()->size(); }
 
   SnapshotConfig config_;
-  MemoryEventLog log_;
-  MemorySnapshotStore store_;
-  MemoryLeaseRegister lease_;
+  fleet::MemoryEventLog log_;
+  fleet::MemorySnapshotStore store_;
+  fleet::MemoryLeaseRegister lease_;
   FakeMonotonicClock clock_a_;
   FakeMonotonicClock clock_b_;
   int64_t hash_ = 0;
@@ -165,4 +165,4 @@ TEST(SnapshotConfigTest, BadValuesNameTheirVariable) {
 }
 
 }  // namespace snapshot_scheduler_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

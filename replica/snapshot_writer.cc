@@ -11,7 +11,7 @@
 #include "replica/snapshot_reader.h"
 #include "spdlog/spdlog.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace {
 
 using ::kvindexer::fleet::v1::SnapshotManifest;
@@ -36,7 +36,7 @@ std::string SnapshotId(uint64_t position, std::string_view writer) {
 
 // Keeps the newest `keep` snapshots, trims the log up to the oldest of
 // them, and removes parts abandoned before that one.
-absl::Status Retain(EventLog& log, SnapshotStore& store,
+absl::Status Retain(fleet::EventLog& log, fleet::SnapshotStore& store,
                     const SnapshotRoundOptions& options, SnapshotRound& round) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
   if (!all.ok()) return all.status();
@@ -65,7 +65,7 @@ absl::Status Retain(EventLog& log, SnapshotStore& store,
                    removed.status().ToString());
     }
   }
-  absl::StatusOr<LogBounds> bounds = log.Bounds();
+  absl::StatusOr<fleet::LogBounds> bounds = log.Bounds();
   if (!bounds.ok()) return bounds.status();
   round.trimmed_before = bounds->first;
   return absl::OkStatus();
@@ -74,14 +74,14 @@ absl::Status Retain(EventLog& log, SnapshotStore& store,
 }  // namespace
 
 absl::StatusOr<SnapshotRound> WriteSnapshotRound(
-    EventLog& log, SnapshotStore& store, const SnapshotRoundOptions& options,
-    const std::atomic<bool>& stop) {
+    fleet::EventLog& log, fleet::SnapshotStore& store,
+    const SnapshotRoundOptions& options, const std::atomic<bool>& stop) {
   SnapshotRound round;
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
   if (!all.ok()) return all.status();
   if (!all->empty()) round.manifest = all->back();
 
-  absl::StatusOr<LogBounds> bounds = log.Bounds();
+  absl::StatusOr<fleet::LogBounds> bounds = log.Bounds();
   if (!bounds.ok()) return bounds.status();
   const uint64_t end = bounds->last;
   if (end <= (all->empty() ? 0 : all->back().position())) {
@@ -124,7 +124,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   uint64_t next = base + 1;
   while (next <= end) {
     if (stop.load(std::memory_order_relaxed)) return Cancelled();
-    absl::StatusOr<std::vector<LoggedRecord>> records =
+    absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
         log.Read(next, std::max<size_t>(options.read_batch, 1),
                  std::chrono::milliseconds(0));
     if (!records.ok()) return records.status();
@@ -138,7 +138,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
           absl::StrCat("the log was trimmed past position ", next,
                        " while a snapshot was being built on it"));
     }
-    for (const LoggedRecord& record : *records) {
+    for (const fleet::LoggedRecord& record : *records) {
       if (record.position > end) break;
       if (image->Apply(record).has_value()) ++round.records_applied;
       next = record.position + 1;
@@ -150,7 +150,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   manifest.set_position(end);
   manifest.set_writer(options.writer);
   manifest.set_created_unix_ms(options.now_unix_ms);
-  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
+  absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> writer =
       store.Begin(manifest.id());
   if (!writer.ok()) return writer.status();
   uint64_t parts = 0, chunks = 0, bytes = 0;
@@ -174,4 +174,4 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   return round;
 }
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -18,7 +18,7 @@
 #include "fleet/snapshot_store.h"
 #include "kvindexer_fleet.pb.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 
 struct SnapshotRoundOptions {
   std::string writer;       // the replica's name, kept in the manifest
@@ -36,7 +36,7 @@ struct SnapshotRound {
   uint64_t records_applied = 0;  // log records the round took in
   uint64_t snapshots_deleted = 0;
   // Snapshots never committed whose parts were removed
-  // (SnapshotStore::RemoveAbandoned).
+  // (fleet::SnapshotStore::RemoveAbandoned).
   uint64_t abandoned_removed = 0;
   uint64_t trimmed_before = 0;  // the log's first position after the round
 };
@@ -49,9 +49,9 @@ struct SnapshotRound {
 // again at the next interval). A failed round leaves earlier snapshots and
 // the log as they were.
 [[nodiscard]] absl::StatusOr<SnapshotRound> WriteSnapshotRound(
-    EventLog& log, SnapshotStore& store, const SnapshotRoundOptions& options,
-    const std::atomic<bool>& stop);
+    fleet::EventLog& log, fleet::SnapshotStore& store,
+    const SnapshotRoundOptions& options, const std::atomic<bool>& stop);
 
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica
 
 #endif  // KVINDEXER_REPLICA_SNAPSHOT_WRITER_H_

@@ -18,7 +18,7 @@
 #include "replica/snapshot_reader.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer::fleet {
+namespace kvindexer::replica {
 namespace snapshot_writer_test {
 
 using ::kvindexer::fleet::v1::LogRecord;
@@ -72,8 +72,8 @@ class SnapshotWriterTest : public ::testing::Test {
     return n;
   }
 
-  MemoryEventLog log_;
-  MemorySnapshotStore store_{256 * 1024};
+  fleet::MemoryEventLog log_;
+  fleet::MemorySnapshotStore store_{256 * 1024};
   SnapshotRoundOptions options_;
   std::atomic<bool> stop_{false};
 };
@@ -229,8 +229,8 @@ TEST(SnapshotImageTest, RecordsAtOrBelowItsPositionAreSkipped) {
 }
 
 TEST(MemorySnapshotStoreTest, OnlyCommittedSnapshotsExist) {
-  MemorySnapshotStore store(1024);
-  absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> writer =
+  fleet::MemorySnapshotStore store(1024);
+  absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> writer =
       store.Begin("s1");
   ASSERT_TRUE(writer.ok());
   ASSERT_TRUE((*writer)->AddPart("abc").ok());
@@ -266,7 +266,7 @@ TEST(MemorySnapshotStoreTest, OnlyCommittedSnapshotsExist) {
             absl::StatusCode::kNotFound);
   // An abandoned writer's parts go with it.
   {
-    absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>> abandoned =
+    absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> abandoned =
         store.Begin("s2");
     ASSERT_TRUE(abandoned.ok());
     ASSERT_TRUE((*abandoned)->AddPart("x").ok());
@@ -275,4 +275,4 @@ TEST(MemorySnapshotStoreTest, OnlyCommittedSnapshotsExist) {
 }
 
 }  // namespace snapshot_writer_test
-}  // namespace kvindexer::fleet
+}  // namespace kvindexer::replica

@@ -222,7 +222,7 @@ grpc::ServerUnaryReactor* AdminService::RemoveWorker(
   // A replica changes only through the event log.
   if (sources_.follows_log) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    call.Finish(reactor, ReplicaRefusal(kRemoveWorkerMethod));
+    call.Finish(reactor, replica::ReplicaRefusal(kRemoveWorkerMethod));
     return reactor;
   }
   return RunOn(executor_, context, call,

@@ -35,7 +35,7 @@ void ExpectError(std::map<std::string, std::string> vars,
 TEST(EventSourceConfigTest, GrpcWithTenThousandRecordsByDefault) {
   const auto config = Load({});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->event_source.source, EventSource::kGrpc);
+  EXPECT_EQ(config->event_source.source, replica::EventSource::kGrpc);
   EXPECT_FALSE(config->event_source.follows_log());
   EXPECT_EQ(config->event_source.max_lag_records, 10000u);
   EXPECT_FALSE(config->event_source.log.has_value());
@@ -69,14 +69,15 @@ TEST(EventSourceConfigTest, BadEventSourcesNameTheVariable) {
     SCOPED_TRACE(bad);
     ExpectError({{"KV_INDEXER_EVENT_SOURCE", bad}}, "KV_INDEXER_EVENT_SOURCE");
   }
-  const absl::Status s = ParseEventSource("nats").status();
+  const absl::Status s = replica::ParseEventSource("nats").status();
   EXPECT_THAT(s.message(), AllOf(HasSubstr("\"nats\""), HasSubstr("grpc"),
                                  HasSubstr("jetstream")));
 }
 
 TEST(EventSourceConfigTest, MaxLagIsAPositiveInteger) {
-  EXPECT_EQ(ParseFleetMaxLagRecords("1").value(), 1u);
-  EXPECT_EQ(ParseFleetMaxLagRecords("4294967295").value(), 4294967295u);
+  EXPECT_EQ(replica::ParseFleetMaxLagRecords("1").value(), 1u);
+  EXPECT_EQ(replica::ParseFleetMaxLagRecords("4294967295").value(),
+            4294967295u);
   for (const char* bad :
        {"", "0", "-5", "+5", "1e4", " 100", "10k", "4294967296"}) {
     SCOPED_TRACE(bad);
@@ -99,10 +100,11 @@ TEST(EventSourceConfigTest, MaxSilenceIsZeroOrHalfASecondToADay) {
                          {"KV_INDEXER_FLEET_MAX_SILENCE_MS", "2500"}});
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->event_source.max_silence, std::chrono::milliseconds(2500));
-  EXPECT_EQ(ParseFleetMaxSilenceMs("0").value(), std::chrono::milliseconds(0));
-  EXPECT_EQ(ParseFleetMaxSilenceMs("500").value(),
+  EXPECT_EQ(replica::ParseFleetMaxSilenceMs("0").value(),
+            std::chrono::milliseconds(0));
+  EXPECT_EQ(replica::ParseFleetMaxSilenceMs("500").value(),
             std::chrono::milliseconds(500));
-  EXPECT_EQ(ParseFleetMaxSilenceMs("86400000").value(),
+  EXPECT_EQ(replica::ParseFleetMaxSilenceMs("86400000").value(),
             std::chrono::milliseconds(86400000));
   for (const char* bad : {"", "1", "499", "86400001", "-500", "+500", "10s",
                           " 500", "1e4", "4294967296"}) {
@@ -115,7 +117,7 @@ TEST(EventSourceConfigTest, MaxSilenceIsZeroOrHalfASecondToADay) {
                 "KV_INDEXER_FLEET_MAX_SILENCE_MS");
   }
   // The value as given, and what is accepted.
-  const absl::Status s = ParseFleetMaxSilenceMs("0250").status();
+  const absl::Status s = replica::ParseFleetMaxSilenceMs("0250").status();
   EXPECT_THAT(s.message(),
               AllOf(HasSubstr("\"0250\""), HasSubstr("500..86400000"),
                     HasSubstr("or 0 to keep serving")));

@@ -194,7 +194,7 @@ grpc::ServerUnaryReactor* ServeMutationOn(
     }
   }
   if (replica) {
-    record.Finish(reactor, ReplicaRefusal(method));
+    record.Finish(reactor, replica::ReplicaRefusal(method));
     return reactor;
   }
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {

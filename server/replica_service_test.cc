@@ -1,7 +1,7 @@
 // A replica of the fleet event log in process (KV_INDEXER_EVENT_SOURCE=
 // jetstream; docs/fleet.md, "Replicas follow the log"): kv_indexer.v1 and
 // the admin service wired as kv-indexer-server wires them for a replica,
-// over a PausableEventLog followed by a LogFollower. The mutations are
+// over a PausableEventLog followed by a replica::LogFollower. The mutations are
 // refused with FAILED_PRECONDITION naming the variable, after the write
 // token; the reads answer what the log put in the index; grpc.health.v1
 // is NOT_SERVING until the replica has caught up and while it lags.
@@ -80,7 +80,7 @@ class ReplicaServer {
                  /*read_heartbeats=*/true, &authorizer_),
         admin_(Sources()),
         follower_(log_, indexer_.operations(),
-                  LogFollowerOptions{
+                  replica::LogFollowerOptions{
                       .read_wait = 20ms,
                       .max_lag_records = max_lag_records,
                       .retry_initial = 1ms,
@@ -122,7 +122,7 @@ class ReplicaServer {
   bool started() const { return server_ != nullptr && port_ != 0; }
   void StartFollowing() { follower_.Start(); }
   PausableEventLog& log() { return log_; }
-  LogFollower& follower() { return follower_; }
+  replica::LogFollower& follower() { return follower_; }
   ServingHealth& health() { return *health_; }
   v1::KVIndexer::Stub& kv() { return *kv_; }
   admin_v1::KvIndexerAdmin::Stub& admin() { return *admin_stub_; }
@@ -171,7 +171,7 @@ class ReplicaServer {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KVIndexer::Stub> kv_;
   std::unique_ptr<admin_v1::KvIndexerAdmin::Stub> admin_stub_;
-  LogFollower follower_;
+  replica::LogFollower follower_;
 };
 
 std::unique_ptr<grpc::ClientContext> Context(const char* authorization) {
@@ -369,9 +369,9 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
     const std::string text = RenderPrometheusText(registry.Collect());
     EXPECT_THAT(text, ::testing::Not(HasSubstr("kvindexer_fleet_")));
   }
-  LogFollowerOptions options;
+  replica::LogFollowerOptions options;
   options.read_wait = 20ms;
-  LogFollower follower(log, indexer.operations(), std::move(options));
+  replica::LogFollower follower(log, indexer.operations(), std::move(options));
   metrics.SetLogFollower(&follower);
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));

@@ -39,7 +39,7 @@ std::string ReplicaName() {
 }
 
 // How a replica's follower gets back to a whole index after the log was
-// trimmed under it (LogFollowerOptions::reload); null without a store.
+// trimmed under it (replica::LogFollowerOptions::reload); null without a store.
 std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
     fleet::SnapshotStore* store, Indexer& indexer, ServerMetrics* metrics) {
   if (store == nullptr) return nullptr;
@@ -47,8 +47,8 @@ std::function<absl::StatusOr<std::optional<uint64_t>>()> SnapshotReload(
       [store, &indexer, metrics]() -> absl::StatusOr<std::optional<uint64_t>> {
         const auto started = std::chrono::steady_clock::now();
         absl::StatusOr<std::optional<::kvindexer::fleet::v1::SnapshotManifest>>
-            loaded = ReloadNewestSnapshot(*store, indexer.durable_state(),
-                                          indexer.operator_view());
+            loaded = replica::ReloadNewestSnapshot(
+                *store, indexer.durable_state(), indexer.operator_view());
         if (!loaded.ok()) return loaded.status();
         if (!loaded->has_value()) return std::nullopt;
         const ::kvindexer::fleet::v1::SnapshotManifest& manifest = **loaded;
@@ -92,11 +92,12 @@ class ReplicaMode final : public ServerMode {
   }
 
   void Attach(ServingHealth& health) override {
-    const EventSourceConfig& event_source = wiring_.config().event_source;
+    const replica::EventSourceConfig& event_source =
+        wiring_.config().event_source;
     Indexer& indexer = wiring_.indexer();
-    follower_ = std::make_unique<LogFollower>(
+    follower_ = std::make_unique<replica::LogFollower>(
         log_, indexer.operations(),
-        LogFollowerOptions{
+        replica::LogFollowerOptions{
             .start_position = follow_from_,
             .max_lag_records = event_source.max_lag_records,
             .max_silence = event_source.max_silence,
@@ -116,12 +117,13 @@ class ReplicaMode final : public ServerMode {
     follower_->Start();
     // Snapshot writing (docs/fleet.md, "Snapshots"): every replica competes
     // for the lease; the holder writes one each interval.
-    const EventSourceConfig& event_source = wiring_.config().event_source;
+    const replica::EventSourceConfig& event_source =
+        wiring_.config().event_source;
     if (snapshots_ == nullptr || lease_ == nullptr ||
         event_source.snapshots.interval_ms == 0) {
       return;
     }
-    fleet::SnapshotRoundOptions round;
+    replica::SnapshotRoundOptions round;
     round.writer = ReplicaName();
     round.limits = wiring_.config().limits;
     spdlog::info(
@@ -129,7 +131,7 @@ class ReplicaMode final : public ServerMode {
         "keep={} lease_ttl_ms={}",
         round.writer, event_source.snapshots.interval_ms,
         event_source.snapshots.keep, event_source.snapshots.lease_ttl_ms);
-    scheduler_ = std::make_unique<fleet::SnapshotScheduler>(
+    scheduler_ = std::make_unique<replica::SnapshotScheduler>(
         &log_, snapshots_, lease_, event_source.snapshots, std::move(round),
         &MonotonicClock::Real(), [] {
           return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -173,29 +175,29 @@ class ReplicaMode final : public ServerMode {
   fleet::LeaseRegister* const lease_;
   const uint64_t follow_from_;
   // Set by Attach; reads log_ and goes before it.
-  std::unique_ptr<LogFollower> follower_;
+  std::unique_ptr<replica::LogFollower> follower_;
   // Set by Start when snapshots are written.
-  std::unique_ptr<fleet::SnapshotScheduler> scheduler_;
+  std::unique_ptr<replica::SnapshotScheduler> scheduler_;
   // The sweeper's thread only.
-  ReplicaLiveness liveness_;
+  replica::ReplicaLiveness liveness_;
 };
 
 }  // namespace
 
 int RunReplica(ServerWiring& wiring) {
-  const EventSourceConfig& event_source = wiring.config().event_source;
+  const replica::EventSourceConfig& event_source = wiring.config().event_source;
   Indexer& indexer = wiring.indexer();
   // LoadServerConfig refuses a data directory with jetstream.
   spdlog::info(
       "{}=jetstream: a replica of the fleet event log stream={} urls={} "
       "max_lag_records={}; the mutation RPCs are refused",
-      kEventSourceVar, event_source.log->stream,
+      replica::kEventSourceVar, event_source.log->stream,
       fleet::RedactedNatsUrls(event_source.log->nats.urls),
       event_source.max_lag_records);
   auto opened = fleet::OpenJetStreamFleet(*event_source.log);
   if (!opened.ok()) {
     spdlog::error("cannot open the fleet event log ({}=jetstream): {}",
-                  kEventSourceVar, opened.status().ToString());
+                  replica::kEventSourceVar, opened.status().ToString());
     wiring.StopMetricsEndpoint();
     return kExitFailure;
   }
@@ -208,13 +210,14 @@ int RunReplica(ServerWiring& wiring) {
       std::move(opened->lease);
   // The newest snapshot goes in before the address is bound; the log is
   // followed from the position after it.
-  absl::StatusOr<ReplicaStart> start =
+  absl::StatusOr<replica::ReplicaStart> start =
       snapshot_store != nullptr
-          ? LoadNewestSnapshot(*snapshot_store, indexer.durable_state(),
-                               indexer.operator_view())
-          : absl::StatusOr<ReplicaStart>(ReplicaStart{});
+          ? replica::LoadNewestSnapshot(*snapshot_store,
+                                        indexer.durable_state(),
+                                        indexer.operator_view())
+          : absl::StatusOr<replica::ReplicaStart>(replica::ReplicaStart{});
   if (!start.ok()) {
-    spdlog::error("{}=jetstream: {}", kEventSourceVar,
+    spdlog::error("{}=jetstream: {}", replica::kEventSourceVar,
                   start.status().ToString());
     wiring.StopMetricsEndpoint();
     return kExitFailure;

@@ -176,12 +176,13 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto durability = LoadDurabilityConfig(env);
   if (!durability.ok()) return durability.status();
   config.durability = *std::move(durability);
-  auto event_source = LoadEventSourceConfig(env);
+  auto event_source = replica::LoadEventSourceConfig(env);
   if (!event_source.ok()) return event_source.status();
   config.event_source = *std::move(event_source);
   if (config.event_source.follows_log() && config.durability.enabled()) {
     return InvalidEnvValueBecause(
-        kEventSourceVar, EventSourceName(config.event_source.source),
+        replica::kEventSourceVar,
+        replica::EventSourceName(config.event_source.source),
         fmt::format("{} is set too, and a replica's state comes from the "
                     "event log alone",
                     kDataDirVar),
@@ -264,21 +265,23 @@ std::string UsageText(std::string_view program) {
       {kCheckpointTimeoutMsVar, std::to_string(kDefaultCheckpointTimeoutMs),
        "ms a checkpoint build may run (1000..86400000); a longer one is "
        "abandoned, counted as failed and retried"},
-      {kEventSourceVar, "grpc",
+      {replica::kEventSourceVar, "grpc",
        "grpc (mutation RPCs) or jetstream (follow the fleet event log; "
        "needs KV_INDEXER_NATS_URL)"},
-      {kFleetMaxLagRecordsVar, std::to_string(kDefaultFleetMaxLagRecords),
+      {replica::kFleetMaxLagRecordsVar,
+       std::to_string(replica::kDefaultFleetMaxLagRecords),
        "positive integer: log records a replica may lag before it reports "
        "NOT_SERVING"},
-      {kFleetMaxSilenceMsVar, std::to_string(kDefaultFleetMaxSilence.count()),
+      {replica::kFleetMaxSilenceMsVar,
+       std::to_string(replica::kDefaultFleetMaxSilence.count()),
        "ms a replica may go without an answer from the log before it "
        "reports NOT_SERVING (500..86400000), 0: never"},
-      {fleet::kSnapshotIntervalVar, "60000",
+      {replica::kSnapshotIntervalVar, "60000",
        "ms between a replica's fleet snapshots (1000..86400000), 0: this "
        "replica writes none"},
-      {fleet::kSnapshotKeepVar, "2",
+      {replica::kSnapshotKeepVar, "2",
        "fleet snapshots kept (1..100); the log is trimmed behind the oldest"},
-      {fleet::kLeaseTtlVar, "15000",
+      {replica::kLeaseTtlVar, "15000",
        "ms a silent snapshot writer keeps its lease (300..600000)"},
       {fleet::kNatsUrlVar, "(unset)",
        "jetstream: comma-separated nats://, tls://, ws:// or wss:// URLs "

@@ -90,7 +90,7 @@ struct ServerConfig {
   // Restart-safe state (server/durability_config.h).
   DurabilityConfig durability;
   // Where writes come from (replica/event_source_config.h).
-  EventSourceConfig event_source;
+  replica::EventSourceConfig event_source;
   // TLS and the write token (server/security_config.h).
   SecurityConfig security;
   // The metrics endpoint (server/metrics_config.h); nullopt: off.

@@ -208,9 +208,9 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
   }
 }
 
-void WriteSnapshots(const fleet::SnapshotScheduler& scheduler,
+void WriteSnapshots(const replica::SnapshotScheduler& scheduler,
                     MetricsWriter& w) {
-  const fleet::SnapshotScheduler::Stats stats = scheduler.stats();
+  const replica::SnapshotScheduler::Stats stats = scheduler.stats();
   w.Gauge("kvindexer_fleet_snapshot_lease_held",
           "1 while this replica holds the snapshot lease and writes the "
           "fleet's snapshots.",
@@ -243,7 +243,7 @@ void CountersByResult(
   }
 }
 
-void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
+void WriteFollower(const replica::LogFollower& follower, MetricsWriter& w) {
   w.Gauge("kvindexer_fleet_log_reachable",
           "1 while the fleet event log answers this replica's reads.",
           follower.in_contact() ? 1 : 0);
@@ -254,7 +254,7 @@ void WriteFollower(const LogFollower& follower, MetricsWriter& w) {
           "Records between the event log's last position, as last read, "
           "and the last one applied.",
           static_cast<double>(follower.lag()));
-  const LogFollowerCounts counts = follower.counts();
+  const replica::LogFollowerCounts counts = follower.counts();
   CountersByResult(w, "kvindexer_fleet_records",
                    "Fleet event log records by what became of them: applied, "
                    "refused by the index, undecodable (both skipped), or "
@@ -322,7 +322,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
             store_.load(std::memory_order_acquire)) {
       WriteDurable(*store, w);
     }
-    if (const LogFollower* follower =
+    if (const replica::LogFollower* follower =
             follower_.load(std::memory_order_acquire)) {
       WriteFollower(*follower, w);
       w.Gauge("kvindexer_fleet_snapshot_loaded_position",
@@ -331,7 +331,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
               static_cast<double>(
                   loaded_snapshot_.load(std::memory_order_relaxed)));
     }
-    if (const fleet::SnapshotScheduler* scheduler =
+    if (const replica::SnapshotScheduler* scheduler =
             scheduler_.load(std::memory_order_acquire)) {
       WriteSnapshots(*scheduler, w);
     }

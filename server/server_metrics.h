@@ -52,12 +52,12 @@ class ServerMetrics {
   }
   // A replica's log follower (its figures are absent without one); null
   // again before it is destroyed.
-  void SetLogFollower(const LogFollower* follower) {
+  void SetLogFollower(const replica::LogFollower* follower) {
     follower_.store(follower, std::memory_order_release);
   }
   // A replica's snapshot scheduler, likewise; and the position of the
   // snapshot it started from (0: none).
-  void SetSnapshotScheduler(const fleet::SnapshotScheduler* scheduler) {
+  void SetSnapshotScheduler(const replica::SnapshotScheduler* scheduler) {
     scheduler_.store(scheduler, std::memory_order_release);
   }
   void SetLoadedSnapshotPosition(uint64_t position) {
@@ -68,8 +68,8 @@ class ServerMetrics {
   RpcMetrics rpc_;
   Histogram& apply_wait_;
   std::atomic<const durable::DurableStore*> store_{nullptr};
-  std::atomic<const LogFollower*> follower_{nullptr};
-  std::atomic<const fleet::SnapshotScheduler*> scheduler_{nullptr};
+  std::atomic<const replica::LogFollower*> follower_{nullptr};
+  std::atomic<const replica::SnapshotScheduler*> scheduler_{nullptr};
   std::atomic<uint64_t> loaded_snapshot_{0};
 };
 

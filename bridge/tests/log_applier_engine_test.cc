@@ -111,17 +111,19 @@ TEST(LogApplierEngine, AGatedStreamReachesAReplicaThroughTheLog) {
   EXPECT_EQ(rig.stats.resyncs, 1u);
 
   test_support::ModelBackend backend;
-  Indexer replica(&backend);
+  Indexer replica_indexer(&backend);
   const std::vector<fleet::LoggedRecord> records = rig.Records();
   for (const fleet::LoggedRecord& record : records) {
-    const fleet::RecordResult result =
-        fleet::ApplyLogRecord(replica.operations(), record);
-    EXPECT_EQ(result.outcome, fleet::RecordOutcome::kApplied)
+    const replica::RecordResult result =
+        replica::ApplyLogRecord(replica_indexer.operations(), record);
+    EXPECT_EQ(result.outcome, replica::RecordOutcome::kApplied)
         << "record " << record.position << ": " << result.status;
   }
-  EXPECT_EQ(HeldBy(replica, kLogWorker, {1, 2, 3}), (std::set<int64_t>{2, 3}));
-  EXPECT_TRUE(
-      replica.operator_view().HeartbeatDeadline(kLogWorker).has_value());
+  EXPECT_EQ(HeldBy(replica_indexer, kLogWorker, {1, 2, 3}),
+            (std::set<int64_t>{2, 3}));
+  EXPECT_TRUE(replica_indexer.operator_view()
+                  .HeartbeatDeadline(kLogWorker)
+                  .has_value());
 }
 
 TEST(LogApplierEngine, ASecondBridgeStopsTheEngineNamingIt) {

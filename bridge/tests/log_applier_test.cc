@@ -391,11 +391,12 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
   EXPECT_EQ(beat.duplicate(), direct_beat.duplicate());
 
   test_support::ModelBackend replica_backend;
-  Indexer replica(&replica_backend);
+  Indexer replica_indexer(&replica_backend);
   for (const fleet::LoggedRecord& record : AllRecords(log)) {
-    const fleet::RecordResult result =
-        fleet::ApplyLogRecord(replica.operations(), record);
-    EXPECT_EQ(result.outcome, fleet::RecordOutcome::kApplied) << result.status;
+    const replica::RecordResult result =
+        replica::ApplyLogRecord(replica_indexer.operations(), record);
+    EXPECT_EQ(result.outcome, replica::RecordOutcome::kApplied)
+        << result.status;
   }
 
   for (int64_t hash : {10, 11, 20, 21, 30, 99}) {
@@ -404,7 +405,7 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
     ASSERT_TRUE(direct.operations()
                     .Match(test_support::MatchRequest({hash}), &want)
                     .ok());
-    ASSERT_TRUE(replica.operations()
+    ASSERT_TRUE(replica_indexer.operations()
                     .Match(test_support::MatchRequest({hash}), &got)
                     .ok());
     EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString())
@@ -412,17 +413,19 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
   }
   // Not vacuous: the index holds what the calls reported.
   kv_indexer::v1::MatchExternalKvResponse held;
-  ASSERT_TRUE(
-      replica.operations().Match(test_support::MatchRequest({21}), &held).ok());
+  ASSERT_TRUE(replica_indexer.operations()
+                  .Match(test_support::MatchRequest({21}), &held)
+                  .ok());
   ASSERT_EQ(held.matches_size(), 1);
   EXPECT_EQ(held.matches(0).worker_id(), kWorker);
   kv_indexer::v1::MatchExternalKvResponse revoked;
-  ASSERT_TRUE(replica.operations()
+  ASSERT_TRUE(replica_indexer.operations()
                   .Match(test_support::MatchRequest({10}), &revoked)
                   .ok());
   EXPECT_EQ(revoked.matches_size(), 0);
-  EXPECT_TRUE(replica.operator_view().HeartbeatDeadline(kWorker).has_value());
-  EXPECT_EQ(replica.operator_view().WorkerState(kWorker).has_value(),
+  EXPECT_TRUE(
+      replica_indexer.operator_view().HeartbeatDeadline(kWorker).has_value());
+  EXPECT_EQ(replica_indexer.operator_view().WorkerState(kWorker).has_value(),
             direct.operator_view().WorkerState(kWorker).has_value());
 }
 

@@ -21,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/e2e/ready_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/msgpack_builders.h"
@@ -47,10 +48,8 @@ using ::kvindexer::bridge::testing::RemoveEvent;
 using ::kvindexer::bridge::testing::SeqFrame;
 using ::kvindexer::bridge::testing::StoreEvent;
 using ::kvindexer::test_support::ExitStatus;
-using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
-using ::kvindexer::test_support::StartListeningServer;
 using ::kvindexer::test_support::WaitUntil;
 
 // Upper bounds on waits that normally end within milliseconds; the machine
@@ -118,32 +117,19 @@ class Server {
  public:
   // port 0: let the server choose; otherwise bind exactly that port.
   static std::unique_ptr<Server> Start(int port = 0) {
-    auto server = std::unique_ptr<Server>(new Server());
     ProcessOptions options;
     options.binary = KVINDEXER_SERVER_BINARY;
     options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
                          "KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
                          "KV_INDEXER_LOG_LEVEL"};
-    absl::StatusOr<ListeningServer> listening =
-        StartListeningServer(std::move(options), port, kStartBound);
-    EXPECT_TRUE(listening.ok()) << listening.status();
-    if (!listening.ok()) return nullptr;
-    server->process_ = std::move(listening->process);
-    server->port_ = listening->port;
-    server->stub_ = KVIndexer::NewStub(grpc::CreateChannel(
-        listening->address, grpc::InsecureChannelCredentials()));
-    const bool ready = WaitUntil(
-        [&] {
-          kv_indexer::v1::GetExternalKvHitCountsRequest req;
-          req.add_hashes(0);
-          kv_indexer::v1::GetExternalKvHitCountsResponse resp;
-          return server->stub_
-              ->GetExternalKvHitCounts(Context(1s).get(), req, &resp)
-              .ok();
-        },
-        kStartBound, 20ms);
-    EXPECT_TRUE(ready) << server->process_->Output();
-    if (!ready) return nullptr;
+    absl::StatusOr<e2e::ReadyServer> ready =
+        e2e::StartReadyServer(std::move(options), port, kStartBound);
+    EXPECT_TRUE(ready.ok()) << ready.status();
+    if (!ready.ok()) return nullptr;
+    auto server = std::unique_ptr<Server>(new Server());
+    server->process_ = std::move(ready->process);
+    server->port_ = ready->port;
+    server->stub_ = std::move(ready->stub);
     return server;
   }
 
@@ -488,12 +474,9 @@ TEST(BridgeProcessE2e, SigtermWhileRetryingAnUnusableEndpoint) {
 // store counts are checked as lower bounds; the rest are exact.
 TEST_F(BridgeE2eTest, MetricsCountKnownEvents) {
   StartLiveBridge({{"KV_INDEXER_BRIDGE_METRICS_ADDR", "127.0.0.1:0"}});
-  const std::optional<std::string> line =
-      bridge_->WaitForLineContaining("metrics http addr=", kStartBound);
-  ASSERT_TRUE(line.has_value()) << bridge_->Output();
-  const std::string addr =
-      ::kvindexer::test_support::LogField(*line, "addr").value_or("");
-  const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+  const int port =
+      ::kvindexer::test_support::WaitForMetricsPort(*bridge_, kStartBound);
+  ASSERT_NE(port, 0) << bridge_->Output();
   using ::kvindexer::test_support::HttpGet;
   using ::kvindexer::test_support::ScrapedValue;
 

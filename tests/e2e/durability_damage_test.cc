@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
@@ -26,6 +25,7 @@
 #include "kvindexer_admin.grpc.pb.h"
 #include "tests/e2e/durability_client.h"
 #include "tests/e2e/durability_files.h"
+#include "tests/e2e/durability_fixture.h"
 #include "tests/e2e/durability_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
@@ -40,10 +40,7 @@ namespace durability_damage_test {
 
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
-using ::kvindexer::test_support::LogField;
-using ::kvindexer::test_support::ReferenceModel;
 using ::kvindexer::test_support::ScrapedValue;
-using ::kvindexer::test_support::ScratchDir;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
@@ -79,24 +76,13 @@ std::vector<uint64_t> RecordStarts(const std::string& bytes) {
   return starts;
 }
 
-// The port of the process's "metrics http addr=127.0.0.1:<port>" line.
-int MetricsPort(test_support::ServerProcess& process) {
-  const std::optional<std::string> line =
-      process.WaitForLineContaining("metrics http addr=", kDurableStartBound);
-  if (!line.has_value()) return 0;
-  const std::string addr = LogField(*line, "addr").value_or("");
-  int port = 0;
-  if (!absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port)) return 0;
-  return port;
-}
-
-class DurabilityDamageTest : public ::testing::Test {
+class DurabilityDamageTest : public DurabilityTest {
  protected:
+  DurabilityDamageTest() : DurabilityTest("kvindexer-durability-damage-") {}
+
   void SetUp() override {
-    auto scratch = ScratchDir::Create("kvindexer-durability-damage-");
-    ASSERT_TRUE(scratch.ok()) << scratch.status();
-    scratch_ = *std::move(scratch);
-    options_.data_dir = scratch_->Sub("data");
+    DurabilityTest::SetUp();
+    if (HasFatalFailure()) return;
     options_.extra_env["KV_INDEXER_METRICS_ADDR"] = "127.0.0.1:0";
   }
 
@@ -118,21 +104,6 @@ class DurabilityDamageTest : public ::testing::Test {
     return WalPath(options_.data_dir, files->wals.back());
   }
 
-  // The server holds exactly the model of applies 1..seq, and its probe
-  // says seq.
-  static void ExpectStateAt(DurableServer& server,
-                            const GatedWorkerStream& stream, uint64_t seq) {
-    absl::StatusOr<uint64_t> checkpoint = ProbeCheckpoint(server.stub());
-    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-    EXPECT_EQ(*checkpoint, seq);
-    ReferenceModel model = stream.ModelAt(seq);
-    const Placements want = ModelPlacements(model, stream.universe());
-    absl::StatusOr<Placements> got =
-        ServerPlacements(server.stub(), stream.universe());
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_TRUE(*got == want) << FirstDifference(*got, want);
-  }
-
   static admin_v1::DurabilityInfo Durability(DurableServer& server) {
     auto admin = admin_v1::KvIndexerAdmin::NewStub(grpc::CreateChannel(
         server.address(), grpc::InsecureChannelCredentials()));
@@ -142,9 +113,6 @@ class DurabilityDamageTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.error_message();
     return stats.durability();
   }
-
-  std::unique_ptr<ScratchDir> scratch_;
-  DurableServerOptions options_;
 };
 
 TEST_F(DurabilityDamageTest,
@@ -193,7 +161,7 @@ TEST_F(DurabilityDamageTest,
   ExpectStateAt(*server, stream, kDamagedApply - 1);
 
   // /metrics and GetStats show the loss.
-  const int port = MetricsPort(server->process());
+  const int port = MetricsPort(*server);
   ASSERT_NE(port, 0) << output;
   absl::StatusOr<HttpResponse> scrape = HttpGet(port, "/metrics");
   ASSERT_TRUE(scrape.ok()) << scrape.status();
@@ -222,7 +190,7 @@ TEST_F(DurabilityDamageTest,
   ASSERT_NE(again, nullptr);
   EXPECT_THAT(again->process().Output(), Not(HasSubstr("wal: damaged record")));
   ExpectStateAt(*again, stream, kDamagedApply);
-  const int again_port = MetricsPort(again->process());
+  const int again_port = MetricsPort(*again);
   scrape = HttpGet(again_port, "/metrics");
   ASSERT_TRUE(scrape.ok()) << scrape.status();
   EXPECT_EQ(ScrapedValue(scrape->body, "kvindexer_wal_recovery_damaged"), 0.0);
@@ -256,7 +224,7 @@ TEST_F(DurabilityDamageTest, ATornTailIsAWarningAndKeepsNothing) {
                            HasSubstr(absl::StrCat("offset=", last))));
   EXPECT_THAT(server->process().Output(), Not(HasSubstr("Z error ")));
   ExpectStateAt(*server, stream, kApplies - 1);
-  const int port = MetricsPort(server->process());
+  const int port = MetricsPort(*server);
   absl::StatusOr<HttpResponse> scrape = HttpGet(port, "/metrics");
   ASSERT_TRUE(scrape.ok()) << scrape.status();
   EXPECT_EQ(ScrapedValue(scrape->body, "kvindexer_wal_recovery_damaged"), 0.0);

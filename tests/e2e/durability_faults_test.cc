@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "tests/e2e/durability_client.h"
 #include "tests/e2e/durability_files.h"
+#include "tests/e2e/durability_fixture.h"
 #include "tests/e2e/durability_server.h"
 #include "tests/support/requests.h"
 #include "tests/support/scratch_dir.h"
@@ -30,8 +31,6 @@ namespace kvindexer::e2e {
 namespace {
 
 using ::kvindexer::test_support::PrefixRequest;
-using ::kvindexer::test_support::ReferenceModel;
-using ::kvindexer::test_support::ScratchDir;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -44,13 +43,13 @@ constexpr uint32_t kRevokeHashes = 256;
 // Applies streamed at most while waiting for checkpoint files.
 constexpr uint64_t kMaxFillApplies = 2'000;
 
-class DurabilityFaultsTest : public ::testing::Test {
+class DurabilityFaultsTest : public DurabilityTest {
  protected:
+  DurabilityFaultsTest() : DurabilityTest("kvindexer-durability-faults-") {}
+
   void SetUp() override {
-    auto scratch = ScratchDir::Create("kvindexer-durability-faults-");
-    ASSERT_TRUE(scratch.ok()) << scratch.status();
-    scratch_ = *std::move(scratch);
-    options_.data_dir = scratch_->Sub("data");
+    DurabilityTest::SetUp();
+    if (HasFatalFailure()) return;
     options_.checkpoint_bytes = kCheckpointBytes;
   }
 
@@ -78,24 +77,6 @@ class DurabilityFaultsTest : public ::testing::Test {
            << " checkpoints and " << (files.ok() ? files->wals.size() : 0)
            << " logs";
   }
-
-  // The server holds exactly the model of applies 1..seq and its probe
-  // says seq.
-  void ExpectStateAt(DurableServer& server, const GatedWorkerStream& stream,
-                     uint64_t seq) {
-    absl::StatusOr<uint64_t> checkpoint = ProbeCheckpoint(server.stub());
-    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-    EXPECT_EQ(*checkpoint, seq);
-    ReferenceModel model = stream.ModelAt(seq);
-    const Placements want = ModelPlacements(model, stream.universe());
-    absl::StatusOr<Placements> got =
-        ServerPlacements(server.stub(), stream.universe());
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_TRUE(*got == want) << FirstDifference(*got, want);
-  }
-
-  std::unique_ptr<ScratchDir> scratch_;
-  DurableServerOptions options_;
 };
 
 TEST_F(DurabilityFaultsTest,

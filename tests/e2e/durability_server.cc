@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/ready_server.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
 #error "KVINDEXER_SERVER_BINARY must name the kv-indexer-server executable"
@@ -17,14 +18,8 @@
 namespace kvindexer::e2e {
 namespace {
 
-using ::kv_indexer::v1::GetExternalKvHitCountsRequest;
-using ::kv_indexer::v1::GetExternalKvHitCountsResponse;
-using ::kv_indexer::v1::KVIndexer;
-using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
-using ::kvindexer::test_support::StartListeningServer;
-using ::kvindexer::test_support::WaitUntil;
 
 constexpr std::string_view kRecoveredMarker = "recovered ";
 
@@ -100,30 +95,14 @@ std::unique_ptr<grpc::ClientContext> Deadline(
 
 std::unique_ptr<DurableServer> DurableServer::Start(
     const DurableServerOptions& options) {
+  absl::StatusOr<ReadyServer> ready =
+      StartReadyServer(ServerOptions(options), /*port=*/0, kDurableStartBound);
+  EXPECT_TRUE(ready.ok()) << ready.status();
+  if (!ready.ok()) return nullptr;
   auto server = std::unique_ptr<DurableServer>(new DurableServer());
-  absl::StatusOr<ListeningServer> listening = StartListeningServer(
-      ServerOptions(options), /*port=*/0, kDurableStartBound);
-  EXPECT_TRUE(listening.ok()) << listening.status();
-  if (!listening.ok()) return nullptr;
-  server->process_ = std::move(listening->process);
-  server->address_ = listening->address;
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  server->stub_ = KVIndexer::NewStub(grpc::CreateCustomChannel(
-      listening->address, grpc::InsecureChannelCredentials(), args));
-  // Ready when a real RPC succeeds; retried with short waits, bounded.
-  const bool ready = WaitUntil(
-      [&] {
-        GetExternalKvHitCountsRequest req;
-        req.add_hashes(0);
-        GetExternalKvHitCountsResponse resp;
-        return server->stub_
-            ->GetExternalKvHitCounts(Deadline(1s).get(), req, &resp)
-            .ok();
-      },
-      kDurableStartBound, 20ms);
-  EXPECT_TRUE(ready) << server->process_->Output();
-  if (!ready) return nullptr;
+  server->process_ = std::move(ready->process);
+  server->address_ = ready->address;
+  server->stub_ = std::move(ready->stub);
   return server;
 }
 

@@ -14,7 +14,6 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -22,6 +21,7 @@
 #include "kvindexer_admin.grpc.pb.h"
 #include "tests/e2e/durability_client.h"
 #include "tests/e2e/durability_files.h"
+#include "tests/e2e/durability_fixture.h"
 #include "tests/e2e/durability_server.h"
 #include "tests/support/grpc_probes.h"
 #include "tests/support/http_get.h"
@@ -44,11 +44,8 @@ using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
 using ::kvindexer::test_support::kHealthNotServing;
 using ::kvindexer::test_support::kHealthServing;
-using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::PrefixRequest;
-using ::kvindexer::test_support::ReferenceModel;
 using ::kvindexer::test_support::ScrapedValue;
-using ::kvindexer::test_support::ScratchDir;
 using ::kvindexer::test_support::WaitUntil;
 using ::testing::HasSubstr;
 namespace admin_v1 = ::kvindexer::admin::v1;
@@ -60,17 +57,6 @@ constexpr uint32_t kRevokeHashes = 8;
 constexpr uint64_t kAcknowledged = 5;
 constexpr uint64_t kFileHeaderBytes = 28;
 
-// The port of the process's "metrics http addr=127.0.0.1:<port>" line.
-int MetricsPort(test_support::ServerProcess& process) {
-  const std::optional<std::string> line =
-      process.WaitForLineContaining("metrics http addr=", kDurableStartBound);
-  if (!line.has_value()) return 0;
-  const std::string addr = LogField(*line, "addr").value_or("");
-  int port = 0;
-  if (!absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port)) return 0;
-  return port;
-}
-
 uint64_t FileSize(const std::string& path) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
@@ -81,13 +67,13 @@ std::string MarkerName(uint64_t generation) {
   return absl::StrFormat("wal-%016u.poisoned", generation);
 }
 
-class DurabilitySyncFailureTest : public ::testing::Test {
+class DurabilitySyncFailureTest : public DurabilityTest {
  protected:
+  DurabilitySyncFailureTest() : DurabilityTest("kvindexer-sync-failure-") {}
+
   void SetUp() override {
-    auto scratch = ScratchDir::Create("kvindexer-sync-failure-");
-    ASSERT_TRUE(scratch.ok()) << scratch.status();
-    scratch_ = *std::move(scratch);
-    options_.data_dir = scratch_->Sub("data");
+    DurabilityTest::SetUp();
+    if (HasFatalFailure()) return;
     options_.extra_env["KV_INDEXER_METRICS_ADDR"] = "127.0.0.1:0";
   }
 
@@ -114,21 +100,6 @@ class DurabilitySyncFailureTest : public ::testing::Test {
                     service, std::chrono::seconds(5));
     return answer.code == grpc::StatusCode::OK ? answer.status : 0;
   }
-
-  // The server holds exactly the model of applies 1..seq (reads only).
-  static void ExpectPlacementsAt(DurableServer& server,
-                                 const GatedWorkerStream& stream,
-                                 uint64_t seq) {
-    ReferenceModel model = stream.ModelAt(seq);
-    const Placements want = ModelPlacements(model, stream.universe());
-    absl::StatusOr<Placements> got =
-        ServerPlacements(server.stub(), stream.universe());
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_TRUE(*got == want) << FirstDifference(*got, want);
-  }
-
-  std::unique_ptr<ScratchDir> scratch_;
-  DurableServerOptions options_;
 };
 
 TEST_F(DurabilitySyncFailureTest,
@@ -136,7 +107,7 @@ TEST_F(DurabilitySyncFailureTest,
   GatedWorkerStream stream(kSeed, kUniverse, kReportHashes, kRevokeHashes);
   std::unique_ptr<DurableServer> server = DurableServer::Start(WithShim());
   ASSERT_NE(server, nullptr);
-  const int metrics_port = MetricsPort(server->process());
+  const int metrics_port = MetricsPort(*server);
   ASSERT_NE(metrics_port, 0) << server->process().Output();
   EXPECT_EQ(Health(*server, ""), kHealthServing);
   ASSERT_TRUE(RegisterGatedWorker(server->stub()).ok());
@@ -237,7 +208,7 @@ TEST_F(DurabilitySyncFailureTest,
   EXPECT_THAT(restarted->process().Output(),
               HasSubstr("the previous run's log failed in " + failed_log));
   EXPECT_EQ(Health(*restarted, ""), kHealthServing);
-  const int restarted_metrics = MetricsPort(restarted->process());
+  const int restarted_metrics = MetricsPort(*restarted);
   ASSERT_NE(restarted_metrics, 0);
   ready = HttpGet(restarted_metrics, "/readyz");
   ASSERT_TRUE(ready.ok()) << ready.status();
@@ -285,7 +256,7 @@ TEST_F(DurabilitySyncFailureTest, RefusedAppendsAreCountedAndLogged) {
   limited.file_size_limit = 64 << 10;
   std::unique_ptr<DurableServer> server = DurableServer::Start(limited);
   ASSERT_NE(server, nullptr);
-  const int metrics_port = MetricsPort(server->process());
+  const int metrics_port = MetricsPort(*server);
   ASSERT_NE(metrics_port, 0) << server->process().Output();
   ASSERT_TRUE(RegisterGatedWorker(server->stub()).ok());
   absl::Status refused;

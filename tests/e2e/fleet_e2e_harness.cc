@@ -10,7 +10,6 @@
 
 #include <nats/nats.h>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -38,11 +37,11 @@ using ::kv_indexer::v1::KVIndexer;
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
 using ::kvindexer::test_support::ListeningServer;
-using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ScrapedValue;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitForMetricsPort;
 using ::kvindexer::test_support::WaitUntil;
 
 // MatchExternalKv's per-request hash limit (docs/contract.md, "Limits").
@@ -103,18 +102,6 @@ std::unique_ptr<grpc::ClientContext> Context(
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + timeout);
   return context;
-}
-
-// The port of a process's "metrics http addr=127.0.0.1:<port>" line; 0
-// when it does not come.
-int MetricsPort(ServerProcess& process) {
-  const std::optional<std::string> line =
-      process.WaitForLineContaining("metrics http addr=", kFleetBound);
-  if (!line.has_value()) return 0;
-  const std::string addr = LogField(*line, "addr").value_or("");
-  int port = 0;
-  if (!absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port)) return 0;
-  return port;
 }
 
 std::optional<double> ScrapeSample(int port, const std::string& series) {
@@ -243,7 +230,7 @@ absl::StatusOr<std::unique_ptr<FleetReplica>> FleetReplica::Start(
       StartListeningServer(std::move(options), /*port=*/0, kFleetBound);
   if (!listening.ok()) return listening.status();
   replica->process_ = std::move(listening->process);
-  replica->metrics_port_ = MetricsPort(*replica->process_);
+  replica->metrics_port_ = WaitForMetricsPort(*replica->process_, kFleetBound);
   if (replica->metrics_port_ == 0) {
     return absl::DeadlineExceededError(
         absl::StrCat("the replica logged no metrics address:\n",
@@ -453,7 +440,7 @@ absl::Status FleetWorker::StartBridge(
     return absl::DeadlineExceededError(absl::StrCat(
         "bridge ", id_, " never subscribed:\n", bridge_->Output()));
   }
-  bridge_metrics_port_ = MetricsPort(*bridge_);
+  bridge_metrics_port_ = WaitForMetricsPort(*bridge_, kFleetBound);
   if (bridge_metrics_port_ == 0) {
     return absl::DeadlineExceededError(absl::StrCat(
         "bridge ", id_, " logged no metrics address:\n", bridge_->Output()));

@@ -10,7 +10,6 @@
 #include <string>
 #include <string_view>
 
-#include "absl/strings/numbers.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -39,11 +38,11 @@ using ::kvindexer::test_support::Batch;
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
 using ::kvindexer::test_support::ListeningServer;
-using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::PrefixRequest;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitForMetricsPort;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -52,17 +51,6 @@ constexpr auto kBound = 20s;
 std::optional<double> Sample(const std::string& scrape,
                              std::string_view series) {
   return ::kvindexer::test_support::ScrapedValue(scrape, series);
-}
-
-// The port of the process's "metrics http addr=127.0.0.1:<port>" line.
-int MetricsPort(ServerProcess& process) {
-  const std::optional<std::string> line =
-      process.WaitForLineContaining("metrics http addr=", kBound);
-  if (!line.has_value()) return 0;
-  const std::string addr = LogField(*line, "addr").value_or("");
-  int port = 0;
-  if (!absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port)) return 0;
-  return port;
 }
 
 std::unique_ptr<grpc::ClientContext> Context() {
@@ -80,7 +68,7 @@ TEST(ServerMetricsE2eTest, ScrapeCountsKnownTraffic) {
   absl::StatusOr<ListeningServer> server =
       StartListeningServer(std::move(options), /*port=*/0, kBound);
   ASSERT_TRUE(server.ok()) << server.status();
-  const int port = MetricsPort(*server->process);
+  const int port = WaitForMetricsPort(*server->process, kBound);
   ASSERT_GT(port, 0) << server->process->Output();
 
   // Probes: the gRPC port is bound, so the server is ready.
@@ -228,7 +216,7 @@ TEST(ServerMetricsE2eTest, DataDirectoryFigures) {
   absl::StatusOr<ListeningServer> server =
       StartListeningServer(std::move(options), /*port=*/0, kBound);
   ASSERT_TRUE(server.ok()) << server.status();
-  const int port = MetricsPort(*server->process);
+  const int port = WaitForMetricsPort(*server->process, kBound);
   ASSERT_GT(port, 0) << server->process->Output();
 
   auto stub = KVIndexer::NewStub(

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/http_get.h"
+#include "tests/support/metrics_scrape.h"
 #include "tests/support/raw_http_client.h"
 #include "tests/support/requests.h"
 #include "tests/support/scratch_dir.h"
@@ -45,12 +46,12 @@ using ::kvindexer::test_support::Batch;
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
 using ::kvindexer::test_support::ListeningServer;
-using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::PrefixRequest;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::RawHttpClient;
 using ::kvindexer::test_support::ServerProcess;
 using ::kvindexer::test_support::StartListeningServer;
+using ::kvindexer::test_support::WaitForMetricsPort;
 using ::kvindexer::test_support::WaitUntil;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -83,12 +84,8 @@ class MetricsLimitsE2eTest : public ::testing::Test {
     auto server = StartListeningServer(std::move(options), /*port=*/0, kBound);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    const std::optional<std::string> line =
-        server_.process->WaitForLineContaining("metrics http addr=", kBound);
-    ASSERT_TRUE(line.has_value()) << server_.process->Output();
-    const std::string addr = LogField(*line, "addr").value_or("");
-    ASSERT_TRUE(absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port_))
-        << *line;
+    port_ = WaitForMetricsPort(*server_.process, kBound);
+    ASSERT_NE(port_, 0) << server_.process->Output();
     ExpectProbesPrompt();
   }
 

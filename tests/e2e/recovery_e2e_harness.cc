@@ -10,6 +10,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kvindexer_admin.grpc.pb.h"
+#include "tests/e2e/ready_server.h"
 #include "tests/support/msgpack_builders.h"
 
 #ifndef KVINDEXER_SERVER_BINARY
@@ -22,11 +23,8 @@
 namespace kvindexer::bridge::testing {
 namespace {
 
-using ::kv_indexer::v1::KVIndexer;
-using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
-using ::kvindexer::test_support::StartListeningServer;
 using ::kvindexer::test_support::WaitUntil;
 
 constexpr size_t kMaxHashesPerMatch = 16384;
@@ -103,7 +101,6 @@ void Fold(std::set<int64_t>& held, const Events& events) {
 
 std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(
     int port, std::map<std::string, std::string> env) {
-  auto indexer = std::unique_ptr<IndexerUnderTest>(new IndexerUnderTest());
   ProcessOptions options;
   options.binary = KVINDEXER_SERVER_BINARY;
   options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
@@ -114,27 +111,15 @@ std::unique_ptr<IndexerUnderTest> IndexerUnderTest::Start(
                        "KV_INDEXER_LIVENESS",
                        "KV_INDEXER_LIVENESS_SWEEP_MS"};
   options.env = std::move(env);
-  absl::StatusOr<ListeningServer> listening =
-      StartListeningServer(std::move(options), port, kStartBound);
-  EXPECT_TRUE(listening.ok()) << listening.status();
-  if (!listening.ok()) return nullptr;
-  indexer->process_ = std::move(listening->process);
-  indexer->port_ = listening->port;
-  indexer->channel_ = grpc::CreateChannel(listening->address,
-                                          grpc::InsecureChannelCredentials());
-  indexer->stub_ = KVIndexer::NewStub(indexer->channel_);
-  const bool ready = WaitUntil(
-      [&] {
-        kv_indexer::v1::GetExternalKvHitCountsRequest req;
-        req.add_hashes(0);
-        kv_indexer::v1::GetExternalKvHitCountsResponse resp;
-        return indexer->stub_
-            ->GetExternalKvHitCounts(Context(1s).get(), req, &resp)
-            .ok();
-      },
-      kStartBound, 20ms);
-  EXPECT_TRUE(ready) << indexer->process_->Output();
-  if (!ready) return nullptr;
+  absl::StatusOr<e2e::ReadyServer> ready =
+      e2e::StartReadyServer(std::move(options), port, kStartBound);
+  EXPECT_TRUE(ready.ok()) << ready.status();
+  if (!ready.ok()) return nullptr;
+  auto indexer = std::unique_ptr<IndexerUnderTest>(new IndexerUnderTest());
+  indexer->process_ = std::move(ready->process);
+  indexer->port_ = ready->port;
+  indexer->channel_ = std::move(ready->channel);
+  indexer->stub_ = std::move(ready->stub);
   return indexer;
 }
 

@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/e2e/ready_server.h"
 #include "tests/support/grpc_probes.h"
 #include "tests/support/requests.h"
 #include "tests/support/server_process.h"
@@ -47,12 +48,9 @@ using ::kv_indexer::v1::MatchExternalKvResponse;
 using ::kvindexer::test_support::Batch;
 using ::kvindexer::test_support::EndedCleanly;
 using ::kvindexer::test_support::ExitStatus;
-using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::LogField;
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
-using ::kvindexer::test_support::StartListeningServer;
-using ::kvindexer::test_support::WaitUntil;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -77,7 +75,6 @@ class RunningServer {
   // 127.0.0.1:0 and waits until a real RPC succeeds.
   static std::unique_ptr<RunningServer> Start(
       std::map<std::string, std::string> env = {}) {
-    auto server = std::unique_ptr<RunningServer>(new RunningServer());
     ProcessOptions options;
     options.binary = KVINDEXER_SERVER_BINARY;
     options.unset_env = {"KV_INDEXER_PREFIX_QUERY_MAX_INFLIGHT",
@@ -85,31 +82,14 @@ class RunningServer {
                          "KV_INDEXER_LOG_LEVEL",
                          "KV_INDEXER_ROBIN_MERGE_MIN_DELTA"};
     options.env = std::move(env);
-    absl::StatusOr<ListeningServer> listening =
-        StartListeningServer(std::move(options), /*port=*/0, kStartBound);
-    EXPECT_TRUE(listening.ok()) << listening.status();
-    if (!listening.ok()) return nullptr;
-    server->process_ = std::move(listening->process);
-    server->address_ = listening->address;
-
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    server->stub_ = KVIndexer::NewStub(grpc::CreateCustomChannel(
-        listening->address, grpc::InsecureChannelCredentials(), args));
-
-    // Ready when a real RPC succeeds; retried with short waits, bounded.
-    const bool ready = WaitUntil(
-        [&] {
-          GetExternalKvHitCountsRequest req;
-          req.add_hashes(0);
-          GetExternalKvHitCountsResponse resp;
-          return server->stub_
-              ->GetExternalKvHitCounts(Context(1s).get(), req, &resp)
-              .ok();
-        },
-        kStartBound, 20ms);
-    EXPECT_TRUE(ready) << server->process_->Output();
-    if (!ready) return nullptr;
+    absl::StatusOr<ReadyServer> ready =
+        StartReadyServer(std::move(options), /*port=*/0, kStartBound);
+    EXPECT_TRUE(ready.ok()) << ready.status();
+    if (!ready.ok()) return nullptr;
+    auto server = std::unique_ptr<RunningServer>(new RunningServer());
+    server->process_ = std::move(ready->process);
+    server->address_ = ready->address;
+    server->stub_ = std::move(ready->stub);
     return server;
   }
 

@@ -6,6 +6,17 @@
 
 namespace kvindexer::test_support {
 
+int WaitForMetricsPort(ServerProcess& process,
+                       std::chrono::milliseconds timeout) {
+  const std::optional<std::string> line =
+      process.WaitForLineContaining("metrics http addr=", timeout);
+  if (!line.has_value()) return 0;
+  const std::string addr = LogField(*line, "addr").value_or("");
+  int port = 0;
+  if (!absl::SimpleAtoi(addr.substr(addr.rfind(':') + 1), &port)) return 0;
+  return port;
+}
+
 std::optional<double> ScrapedValue(std::string_view scrape,
                                    std::string_view series) {
   size_t at = 0;

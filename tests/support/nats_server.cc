@@ -296,4 +296,11 @@ std::vector<std::string> NatsCluster::url_list() const {
 
 std::string NatsCluster::urls() const { return absl::StrJoin(url_list(), ","); }
 
+absl::StatusOr<NatsServer*> SharedNatsServer() {
+  static const absl::StatusOr<std::unique_ptr<NatsServer>> server =
+      NatsServer::Start();
+  if (!server.ok()) return server.status();
+  return server->get();
+}
+
 }  // namespace kvindexer::test_support

@@ -3,7 +3,7 @@
 // (fleet/jetstream_event_log.h). Each server keeps its JetStream store in
 // its own scratch directory, so Restart() finds the streams it had.
 //
-// Typical use:
+// Typical use (or SharedNatsServer() for a server the tests share):
 //   KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
 //   absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
 //   ASSERT_TRUE(nats.ok()) << nats.status();
@@ -114,6 +114,13 @@ class NatsServer {
   int monitor_port_ = 0;
   std::unique_ptr<ServerProcess> process_;
 };
+
+// One standalone server for every test of the process that asks for it:
+// started on the first call (from the test's main thread, as NatsServer
+// requires) and stopped at exit. Tests on it keep apart by streams of their
+// own (tests/support/jetstream_test_stream.h) and never stop, pause or
+// restart it. When the start failed, every call answers its error.
+[[nodiscard]] absl::StatusOr<NatsServer*> SharedNatsServer();
 
 // Three clustered nodes, n1..n3, each with JetStream and its own store.
 class NatsCluster {

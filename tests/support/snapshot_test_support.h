@@ -21,7 +21,7 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
-namespace kvindexer::fleet::snapshot_test_support {
+namespace kvindexer::replica::snapshot_test_support {
 
 using ::kvindexer::fleet::v1::LogRecord;
 using test_support::Batch;
@@ -169,6 +169,6 @@ struct Replica {
   }
 };
 
-}  // namespace kvindexer::fleet::snapshot_test_support
+}  // namespace kvindexer::replica::snapshot_test_support
 
 #endif  // KVINDEXER_TESTS_SUPPORT_SNAPSHOT_TEST_SUPPORT_H_
