@@ -126,13 +126,9 @@ TEST(CtlServerE2eTest, ListingsAtTheWorkerBound) {
   absl::StatusOr<test_support::ListeningServer> server =
       test_support::StartListeningServer(std::move(options), 0, 20s);
   ASSERT_TRUE(server.ok()) << server.status();
-  const std::optional<std::string> metrics_line =
-      server->process->WaitForLineContaining("metrics http addr=", 20s);
-  ASSERT_TRUE(metrics_line.has_value()) << server->process->Output();
-  const std::string metrics_addr =
-      test_support::LogField(*metrics_line, "addr").value_or("");
   const int metrics_port =
-      std::stoi(metrics_addr.substr(metrics_addr.rfind(':') + 1));
+      test_support::WaitForMetricsPort(*server->process, 20s);
+  ASSERT_GT(metrics_port, 0) << server->process->Output();
 
   // Each worker registers itself with one seed-era apply (a Configure lists
   // at most 4,096), from a few threads at once.

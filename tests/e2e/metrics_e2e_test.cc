@@ -266,7 +266,7 @@ TEST(ServerMetricsE2eTest, PerWorkerSeriesAreCappedAndCountsCoverAll) {
   absl::StatusOr<ListeningServer> server =
       StartListeningServer(std::move(options), /*port=*/0, kBound);
   ASSERT_TRUE(server.ok()) << server.status();
-  const int port = MetricsPort(*server->process);
+  const int port = WaitForMetricsPort(*server->process, kBound);
   ASSERT_GT(port, 0) << server->process->Output();
 
   auto stub = KVIndexer::NewStub(
