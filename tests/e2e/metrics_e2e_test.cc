@@ -240,18 +240,22 @@ TEST(ServerMetricsE2eTest, DataDirectoryFigures) {
   EXPECT_TRUE(server->process->Stop(kBound).ok()) << server->process->Output();
 }
 
-TEST(ServerMetricsE2eTest, BadAddressExitsTwoNamingTheVariable) {
+// The server started with `var`=`value` exits 2 at start, naming `var`.
+void ExpectRefusedAtStart(const std::string& var, const std::string& value) {
   ProcessOptions options;
   options.binary = KVINDEXER_SERVER_BINARY;
-  options.env = {{"KV_INDEXER_METRICS_ADDR", "nowhere"},
-                 {"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"}};
+  options.env = {{var, value}, {"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"}};
   auto process = ServerProcess::Start(std::move(options));
   ASSERT_TRUE(process.ok()) << process.status();
   const auto exit = (*process)->WaitForExit(kBound);
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->exited);
   EXPECT_EQ(exit->code, 2);
-  EXPECT_THAT((*process)->Output(), HasSubstr("KV_INDEXER_METRICS_ADDR"));
+  EXPECT_THAT((*process)->Output(), HasSubstr(var));
+}
+
+TEST(ServerMetricsE2eTest, BadAddressExitsTwoNamingTheVariable) {
+  ExpectRefusedAtStart("KV_INDEXER_METRICS_ADDR", "nowhere");
 }
 
 // KV_INDEXER_METRICS_WORKER_SERIES bounds the per-worker series; the
@@ -295,18 +299,7 @@ TEST(ServerMetricsE2eTest, PerWorkerSeriesAreCappedAndCountsCoverAll) {
 }
 
 TEST(ServerMetricsE2eTest, ABadWorkerSeriesBoundStopsTheServer) {
-  ProcessOptions options;
-  options.binary = KVINDEXER_SERVER_BINARY;
-  options.env = {{"KV_INDEXER_METRICS_WORKER_SERIES", "lots"},
-                 {"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"}};
-  auto process = ServerProcess::Start(std::move(options));
-  ASSERT_TRUE(process.ok()) << process.status();
-  const auto exit = (*process)->WaitForExit(kBound);
-  ASSERT_TRUE(exit.has_value());
-  EXPECT_TRUE(exit->exited);
-  EXPECT_EQ(exit->code, 2);
-  EXPECT_THAT((*process)->Output(),
-              HasSubstr("KV_INDEXER_METRICS_WORKER_SERIES"));
+  ExpectRefusedAtStart("KV_INDEXER_METRICS_WORKER_SERIES", "lots");
 }
 
 }  // namespace metrics_e2e_test
