@@ -8,9 +8,9 @@
 
 namespace kvindexer {
 
-void EnableHealthAndReflection() {
+void EnableHealthAndReflection(bool reflection) {
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 }
 
 std::vector<std::string> HealthServiceNames() {

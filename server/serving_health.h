@@ -33,10 +33,12 @@
 namespace kvindexer {
 
 // Turns on, for every gRPC server built afterwards in this process, gRPC's
-// default grpc.health.v1 service and server reflection. Process-wide, as
-// gRPC makes both. REQUIRES: called before the grpc::ServerBuilder is
-// created, while no other thread builds a server.
-void EnableHealthAndReflection();
+// default grpc.health.v1 service and, when `reflection`, server reflection
+// (KV_INDEXER_GRPC_REFLECTION). Process-wide, as gRPC makes both: once
+// reflection is on in a process it cannot be turned off again. REQUIRES:
+// called before the grpc::ServerBuilder is created, while no other thread
+// builds a server.
+void EnableHealthAndReflection(bool reflection = true);
 
 // The names whose status is published: "" (the whole server),
 // kv_indexer.v1.KVIndexer and kvindexer.admin.v1.KvIndexerAdmin.
