@@ -199,9 +199,8 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   // The admin API (docs/admin-api.md), after the state it reports on. Its
   // GetStats reports health as published below, once the server listens.
   AdminService admin(std::move(admin_sources));
-  // grpc.health.v1 and, unless switched off, reflection (docs/health.md):
-  // before the builder.
-  EnableHealthAndReflection(config_.grpc.reflection);
+  // grpc.health.v1 and reflection (docs/health.md): before the builder.
+  EnableHealthAndReflection();
   // The port is bound and accepted here, not by gRPC: the connection cap
   // (server/connection_listener.h).
   auto listener = ConnectionListener::Bind(config_.listen_addr,
@@ -217,6 +216,7 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   }
   grpc::ServerBuilder builder;
   ApplyTransportSettings(builder);
+  if (!config_.grpc.reflection) BuildWithoutReflection(builder);
   // The memory quota (server/grpc_server_config.h); outlives the server.
   grpc::ResourceQuota quota("kv-indexer-server");
   if (config_.grpc.memory_quota_mib > 0) {
