@@ -70,7 +70,7 @@ TEST(StreamRecovery, GapFilledFromReplay) {
   EXPECT_THAT(rig.publisher.replay_starts, ElementsAre(0u, 1u));
   EXPECT_EQ(rig.stats.gaps_repaired, 1u);
   EXPECT_TRUE(rig.engine->exact());
-  EXPECT_EQ(rig.server.worker(kWorker)->checkpoint, 2u);  // seqs 0, 1, 2
+  EXPECT_EQ(rig.server.worker(kWorker)->checkpoint, 3u);
 }
 
 // Sequence reset without replay: degraded install at 10, then the restart
