@@ -94,8 +94,12 @@ std::shared_ptr<grpc::Channel> CreateClientChannel(
 
 void AddWriteToken(const ClientSecurity& security,
                    grpc::ClientContext* context) {
-  if (!security.has_write_token()) return;
-  context->AddMetadata("authorization", "Bearer " + security.write_token);
+  AddBearerToken(security.write_token, context);
+}
+
+void AddBearerToken(std::string_view token, grpc::ClientContext* context) {
+  if (token.empty()) return;
+  context->AddMetadata("authorization", "Bearer " + std::string(token));
 }
 
 std::optional<std::string> PlaintextTokenWarning(

@@ -43,6 +43,11 @@ inline constexpr std::string_view kTlsServerNameVar =
 // Shared with the server, which reads the token it expects from it.
 inline constexpr std::string_view kWriteTokenFileVar =
     "KV_INDEXER_WRITE_TOKEN_FILE";
+// The admin read token (docs/security.md, "The admin read token"): the
+// server reads the token its admin calls require from it, kv-indexer-ctl
+// the token it sends on them. The bridge never reads it.
+inline constexpr std::string_view kAdminReadTokenFileVar =
+    "KV_INDEXER_ADMIN_READ_TOKEN_FILE";
 
 struct ClientSecurity {
   // True when a CA file or a client certificate is configured: the channel
@@ -82,6 +87,9 @@ std::optional<std::string> PlaintextTokenWarning(
 // nothing otherwise. Call it on every context that may carry a mutation.
 void AddWriteToken(const ClientSecurity& security,
                    grpc::ClientContext* context);
+// Adds `authorization: Bearer <token>` to `context` when `token` is not
+// empty; nothing otherwise. At most one token goes on a context.
+void AddBearerToken(std::string_view token, grpc::ClientContext* context);
 
 }  // namespace kvindexer
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/env_file.h"
 #include "common/indexer_endpoint.h"
 
 namespace kvindexer::ctl {
@@ -24,6 +25,7 @@ EnvLookup WithFlags(const CtlOptions& options, const EnvLookup& env) {
   put(kTlsClientKeyFileVar, options.tls_key_file);
   put(kTlsServerNameVar, options.tls_server_name);
   put(kWriteTokenFileVar, options.token_file);
+  put(kAdminReadTokenFileVar, options.read_token_file);
   return [flags = std::move(flags),
           env](std::string_view name) -> std::optional<std::string> {
     auto it = flags.find(name);
@@ -54,10 +56,17 @@ absl::StatusOr<AdminConnection> ResolveConnection(const CtlOptions& options,
   }
   c.target = target->target;
   c.endpoint_tls = target->use_tls;
-  absl::StatusOr<ClientSecurity> security =
-      LoadClientSecurity(WithFlags(options, env));
+  const EnvLookup with_flags = WithFlags(options, env);
+  absl::StatusOr<ClientSecurity> security = LoadClientSecurity(with_flags);
   if (!security.ok()) return security.status();
   c.security = *std::move(security);
+  if (std::optional<std::string> path =
+          LookupPath(with_flags, kAdminReadTokenFileVar)) {
+    absl::StatusOr<std::string> token =
+        ReadTokenFile(kAdminReadTokenFileVar, *path);
+    if (!token.ok()) return token.status();
+    c.read_token = *std::move(token);
+  }
   return c;
 }
 

@@ -10,6 +10,15 @@ namespace kvindexer::ctl {
 std::unique_ptr<grpc::ClientContext> CommandContext::NewContext() const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + options.timeout);
+  AddBearerToken(connection.ReadCredential(), context.get());
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> CommandContext::NewMutationContext()
+    const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + options.timeout);
+  AddBearerToken(connection.WriteCredential(), context.get());
   return context;
 }
 

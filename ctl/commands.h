@@ -25,8 +25,11 @@ struct CommandContext {
   ::kvindexer::admin::v1::KvIndexerAdmin::Stub& stub;
   const CtlIo& io;
 
-  // A ClientContext with the --timeout deadline.
+  // A ClientContext with the --timeout deadline, carrying the read
+  // credential (AdminConnection::ReadCredential), for a read.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // The same carrying the write credential instead, for a change.
+  std::unique_ptr<grpc::ClientContext> NewMutationContext() const;
   // Writes the one-line error for `what` and returns its exit code.
   int RpcFailed(std::string_view what, const grpc::Status& status) const;
   // Writes a one-line usage/configuration error; returns kExitUsage.

@@ -33,6 +33,7 @@ constexpr FlagSpec kFlags[] = {
     {"tls-key", true, kAllCommands},
     {"tls-server-name", true, kAllCommands},
     {"token-file", true, kAllCommands},
+    {"read-token-file", true, kAllCommands},
     {"max-blocks", true, Bit(Command::kExplain)},
     {"worker", true, Bit(Command::kExplain)},
     {"file", true, Bit(Command::kExplain)},
@@ -144,6 +145,8 @@ absl::Status ApplyFlag(std::string_view name, const std::string& value,
     options->tls_server_name = value;
   } else if (name == "token-file") {
     options->token_file = value;
+  } else if (name == "read-token-file") {
+    options->read_token_file = value;
   } else if (name == "max-blocks") {
     absl::StatusOr<uint32_t> n = ParseCount(name, value, 0);
     if (!n.ok()) return n.status();

@@ -27,6 +27,7 @@ struct CtlOptions {
   std::optional<std::string> tls_key_file;
   std::optional<std::string> tls_server_name;
   std::optional<std::string> token_file;
+  std::optional<std::string> read_token_file;
   bool json = false;
 
   // explain: hashes as typed (positional arguments; "-" is stdin), and/or

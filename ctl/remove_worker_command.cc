@@ -12,9 +12,8 @@ int RunRemoveWorker(const CommandContext& context) {
   admin_v1::RemoveWorkerRequest request;
   request.set_worker_id(context.options.worker_id);
   request.set_reason(context.options.reason);
-  std::unique_ptr<grpc::ClientContext> rpc = context.NewContext();
-  // The token file was read with the TLS files, before any RPC.
-  AddWriteToken(context.connection.security, rpc.get());
+  // The token files were read with the TLS files, before any RPC.
+  std::unique_ptr<grpc::ClientContext> rpc = context.NewMutationContext();
   admin_v1::RemoveWorkerResponse response;
   const grpc::Status status =
       context.stub.RemoveWorker(rpc.get(), request, &response);

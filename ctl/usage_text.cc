@@ -18,7 +18,8 @@ Commands:
       --max-blocks N      scan at most N blocks (default 0: the server's)
       --worker ID[,ID]    also explain these workers (repeatable)
       --file PATH         read hashes from PATH (- for stdin)
-  remove-worker ID        remove a worker and its placements (sends the token)
+  remove-worker ID        remove a worker and its placements (sends the write
+                          token)
       --reason TEXT       logged by the server with the removal
   top                     live view, most active workers first
       --interval SECONDS  refresh period (default 2)
@@ -37,7 +38,10 @@ Flags for every command:
   --tls-server-name NAME  name to verify instead of the host
                           ($KV_INDEXER_TLS_SERVER_NAME)
   --token-file FILE       write token for mutations
-                          ($KV_INDEXER_WRITE_TOKEN_FILE)
+                          ($KV_INDEXER_WRITE_TOKEN_FILE); reads send it too
+                          when no read token is set
+  --read-token-file FILE  admin read token, sent on every read
+                          ($KV_INDEXER_ADMIN_READ_TOKEN_FILE)
   -h, --help              this text
 
 Hashes: signed decimal (-42), unsigned decimal (below 2^64) or 0x + 1-16 hex

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/request_validation.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
+#include "server/queue_refusal.h"
 #include "server/worker_page_token.h"
 #include "spdlog/spdlog.h"
 
@@ -167,22 +169,51 @@ AdminCall StartCall(RpcMetrics* metrics, RpcMethod method) {
   return AdminCall{metrics, method, std::chrono::steady_clock::now()};
 }
 
-// Runs `work` on `executor` and finishes the call with its status.
-template <typename Work>
-grpc::ServerUnaryReactor* RunOn(TaskExecutor& executor,
-                                grpc::CallbackServerContext* context,
-                                const AdminCall& call, Work work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  executor.Submit([reactor, call, work = std::move(work)]() mutable {
-    call.Finish(reactor, work());
-  });
-  return reactor;
+std::string FullMethodName(RpcMethod method) {
+  return fmt::format("/kvindexer.admin.v1.KvIndexerAdmin/{}",
+                     RpcMethodName(method));
 }
 
 }  // namespace
 
+grpc::Status AdminService::CheckReadToken(
+    const grpc::CallbackServerContext& context, RpcMethod method) const {
+  const ReadAuthorizer* reads = sources_.read_authorizer;
+  if (reads == nullptr || !reads->enabled()) return grpc::Status::OK;
+  return reads->Check(context, FullMethodName(method));
+}
+
+template <typename Call, typename Work>
+grpc::ServerUnaryReactor* AdminService::Enqueue(
+    TaskExecutor& executor, grpc::CallbackServerContext* context,
+    const Call& call, Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!executor.TrySubmit([reactor, call, work = std::move(work)]() mutable {
+        call.Finish(reactor, work());
+      })) {
+    call.Finish(reactor,
+                QueueFullRefusal(WorkQueue::kAdmin, executor.capacity()));
+  }
+  return reactor;
+}
+
+template <typename Call, typename Work>
+grpc::ServerUnaryReactor* AdminService::RunOn(
+    TaskExecutor& executor, grpc::CallbackServerContext* context,
+    const Call& call, Work work) {
+  if (grpc::Status s = CheckReadToken(*context, call.method); !s.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    call.Finish(reactor, std::move(s));
+    return reactor;
+  }
+  return Enqueue(executor, context, call, std::move(work));
+}
+
 AdminService::AdminService(AdminSources sources)
-    : sources_(std::move(sources)), executor_(1, "kvidx-admin") {}
+    : sources_(std::move(sources)),
+      executor_(1, "kvidx-admin", sources_.queue_max) {
+  executor_.CountRejectionsInto(sources_.queue_rejections);
+}
 
 grpc::ServerUnaryReactor* AdminService::ListWorkers(
     grpc::CallbackServerContext* context,
@@ -197,11 +228,31 @@ grpc::ServerUnaryReactor* AdminService::ExplainPrefix(
     grpc::CallbackServerContext* context,
     const admin_v1::ExplainPrefixRequest* request,
     admin_v1::ExplainPrefixResponse* response) {
-  return RunOn(executor_, context,
-               StartCall(sources_.metrics, RpcMethod::kExplainPrefix),
-               [this, request, response] {
-                 return DoExplainPrefix(*request, response);
-               });
+  const AdminCall call = StartCall(sources_.metrics, RpcMethod::kExplainPrefix);
+  // The token first: a caller without it learns nothing of the load.
+  if (grpc::Status s = CheckReadToken(*context, call.method); !s.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    call.Finish(reactor, std::move(s));
+    return reactor;
+  }
+  // Shared so that the task stays copyable; the permit goes back when the
+  // task has run, or at once when the queue refuses it.
+  auto permit =
+      std::make_shared<PrefixAdmission::Permit>(explains_.TryAcquire());
+  if (!*permit) {
+    if (sources_.explain_rejections != nullptr) {
+      sources_.explain_rejections->Increment();
+    }
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    call.Finish(reactor, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      std::string(kExplainOverloadMessage)));
+    return reactor;
+  }
+  return Enqueue(executor_, context, call, [this, request, response, permit] {
+    grpc::Status s = DoExplainPrefix(*request, response);
+    permit->Release();
+    return s;
+  });
 }
 
 grpc::ServerUnaryReactor* AdminService::RemoveWorker(

@@ -59,7 +59,9 @@ constexpr uint64_t kNotServing = test_support::kHealthNotServing;
 
 class HealthServer {
  public:
-  explicit HealthServer(const MonotonicClock* clock = nullptr)
+  // `reflection` false: as KV_INDEXER_GRPC_REFLECTION=off.
+  explicit HealthServer(const MonotonicClock* clock = nullptr,
+                        bool reflection = true)
       : backend_(&model_),
         indexer_(&backend_, /*gate_log=*/nullptr, RequestLimits{},
                  kBackendAbiMinor, clock),
@@ -70,6 +72,7 @@ class HealthServer {
     EnableHealthAndReflection();
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
+    if (!reflection) BuildWithoutReflection(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port_);
     builder.RegisterService(&service_);
@@ -403,6 +406,21 @@ TEST(ReflectionTest, ListsTheServices) {
   EXPECT_THAT(*names, ::testing::IsSupersetOf(
                           {"kv_indexer.v1.KVIndexer", "grpc.health.v1.Health",
                            "grpc.reflection.v1alpha.ServerReflection"}));
+}
+
+// KV_INDEXER_GRPC_REFLECTION=off: the reflection service is not there (the
+// call fails: UNIMPLEMENTED), the health service is.
+TEST(ReflectionTest, CanBeLeftOut) {
+  HealthServer s(/*clock=*/nullptr, /*reflection=*/false);
+  ASSERT_TRUE(s.started());
+  EXPECT_EQ(test_support::ReflectedServices(s.channel(), kWaitBound),
+            std::nullopt);
+  EXPECT_EQ(s.Check("").status, kServing);
+  // Other servers of the process keep it.
+  HealthServer with;
+  ASSERT_TRUE(with.started());
+  EXPECT_TRUE(
+      test_support::ReflectedServices(with.channel(), kWaitBound).has_value());
 }
 
 TEST(ReflectionTest, DescribesKvIndexer) {

@@ -14,6 +14,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "replica/replica_refusal.h"
+#include "server/queue_refusal.h"
 #include "server/transport_settings.h"
 
 namespace kvindexer {
@@ -150,11 +151,12 @@ grpc::Status DecodeServeEncode(const grpc::ByteBuffer& request,
 }
 
 // Runs one unary call that is never shed or admitted: the size check on the
-// callback thread, then decode, `serve` and encode on `executor`. The request
+// callback thread, then decode, `serve` and encode on `executor`, whose
+// queue is `queue`; a full queue refuses the call at once. The request
 // and response buffers belong to the call and stay valid until the reactor
 // finishes.
 template <typename Request, typename Response, typename Serve>
-grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
+grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor, WorkQueue queue,
                                        const CallRecord& record,
                                        grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
@@ -165,10 +167,13 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
     record.Finish(reactor, std::move(s));
     return reactor;
   }
-  executor.Submit([record, reactor, request, response, serve]() mutable {
-    record.Finish(reactor, DecodeServeEncode<Request, Response>(
-                               *request, response, serve));
-  });
+  if (!executor.TrySubmit(
+          [record, reactor, request, response, serve]() mutable {
+            record.Finish(reactor, DecodeServeEncode<Request, Response>(
+                                       *request, response, serve));
+          })) {
+    record.Finish(reactor, QueueFullRefusal(queue, executor.capacity()));
+  }
   return reactor;
 }
 
@@ -177,15 +182,19 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor,
 // encoded at once (the request and response messages live on the apply
 // task's arena) and handed to `acks`, whose single thread waits and
 // finishes the calls in order while the apply thread goes on with the next
-// mutation.
+// mutation. The mutation has taken effect by then, so its answer is never
+// dropped: when `acks` is full, the apply thread waits and answers itself
+// (counted in `ack_queue_full`).
 // `authorizer` (null: open) runs first, on the callback thread; then a
-// replica refuses (replica/replica_refusal.h).
+// replica refuses (replica/replica_refusal.h); then the size check and the
+// apply queue's bound.
 template <typename Request, typename Response, typename Serve>
 grpc::ServerUnaryReactor* ServeMutationOn(
     TaskExecutor& applies, TaskExecutor& acks,
-    const WriteAuthorizer* authorizer, bool replica, std::string_view method,
-    const CallRecord& record, grpc::CallbackServerContext* context,
-    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Serve serve) {
+    std::atomic<uint64_t>& ack_queue_full, const WriteAuthorizer* authorizer,
+    bool replica, std::string_view method, const CallRecord& record,
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, Serve serve) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorizer != nullptr) {
     if (grpc::Status s = authorizer->Check(*context, method); !s.ok()) {
@@ -201,30 +210,40 @@ grpc::ServerUnaryReactor* ServeMutationOn(
     record.Finish(reactor, std::move(s));
     return reactor;
   }
-  applies.Submit([&acks, record, reactor, request, response, serve]() mutable {
-    alignas(8) char initial_block[kInitialArenaBlockBytes];
-    pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
-    auto* req = pb::Arena::CreateMessage<Request>(&arena);
-    if (grpc::Status s = Decode(*request, req); !s.ok()) {
-      record.Finish(reactor, std::move(s));
-      return;
-    }
-    auto* resp = pb::Arena::CreateMessage<Response>(&arena);
-    PendingAck ack = serve(*req, resp);
-    if (!ack.waits()) {
-      absl::Status s = ack.Wait();
-      record.Finish(reactor,
-                    s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
-      return;
-    }
-    // The answer is encoded now; whether it may be sent is known once the
-    // log is durable.
-    grpc::Status encoded = Encode(*resp, response);
-    acks.Submit([record, reactor, ack = std::move(ack), encoded]() mutable {
-      const absl::Status s = ack.Wait();
-      record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
-    });
-  });
+  const bool accepted =
+      applies.TrySubmit([&acks, &ack_queue_full, record, reactor, request,
+                         response, serve]() mutable {
+        alignas(8) char initial_block[kInitialArenaBlockBytes];
+        pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+        auto* req = pb::Arena::CreateMessage<Request>(&arena);
+        if (grpc::Status s = Decode(*request, req); !s.ok()) {
+          record.Finish(reactor, std::move(s));
+          return;
+        }
+        auto* resp = pb::Arena::CreateMessage<Response>(&arena);
+        PendingAck ack = serve(*req, resp);
+        if (!ack.waits()) {
+          absl::Status s = ack.Wait();
+          record.Finish(reactor,
+                        s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
+          return;
+        }
+        // The answer is encoded now; whether it may be sent is known once the
+        // log is durable.
+        grpc::Status encoded = Encode(*resp, response);
+        auto answer = [record, reactor, ack = std::move(ack), encoded] {
+          const absl::Status s = ack.Wait();
+          record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
+        };
+        if (!acks.TrySubmit(answer)) {
+          ack_queue_full.fetch_add(1, std::memory_order_relaxed);
+          answer();
+        }
+      });
+  if (!accepted) {
+    record.Finish(reactor,
+                  QueueFullRefusal(WorkQueue::kApply, applies.capacity()));
+  }
   return reactor;
 }
 
@@ -244,12 +263,10 @@ struct KvIndexerService::PrefixCall {
   PrefixAdmission::Permit permit;
 };
 
-KvIndexerService::KvIndexerService(IndexOperations& operations,
-                                   uint32_t prefix_query_max_inflight,
-                                   const WallClock& clock,
-                                   RejectionLog* rejection_log,
-                                   bool read_heartbeats,
-                                   const WriteAuthorizer* write_authorizer)
+KvIndexerService::KvIndexerService(
+    IndexOperations& operations, uint32_t prefix_query_max_inflight,
+    const WallClock& clock, RejectionLog* rejection_log, bool read_heartbeats,
+    const WriteAuthorizer* write_authorizer, const QueueLimits& queues)
     : operations_(&operations),
       read_heartbeats_(read_heartbeats),
       write_authorizer_(write_authorizer != nullptr &&
@@ -260,14 +277,22 @@ KvIndexerService::KvIndexerService(IndexOperations& operations,
       shedder_(clock),
       rejection_log_(rejection_log != nullptr ? rejection_log
                                               : &own_rejection_log_),
-      scans_(prefix_query_max_inflight, "kvidx-scan"),
-      acks_(1, "kvidx-ack"),
-      applies_(kApplyThreads, "kvidx-apply", kApplyNiceIncrement),
-      lookups_(kLookupThreads, "kvidx-lookup") {}
+      // Every queued scan holds one of the admission permits.
+      scans_(prefix_query_max_inflight, "kvidx-scan",
+             prefix_query_max_inflight),
+      acks_(1, "kvidx-ack", queues.apply),
+      applies_(kApplyThreads, "kvidx-apply", queues.apply, kApplyNiceIncrement),
+      lookups_(kLookupThreads, "kvidx-lookup", queues.lookup) {}
 
 void KvIndexerService::AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait) {
   rpc_metrics_ = rpc;
   applies_.ObserveWaitsInto(apply_wait);
+}
+
+void KvIndexerService::CountQueueRejectionsInto(Counter* apply_rejections,
+                                                Counter* lookup_rejections) {
+  applies_.CountRejectionsInto(apply_rejections);
+  lookups_.CountRejectionsInto(lookup_rejections);
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
@@ -277,7 +302,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
-      applies_, acks_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kApplyExternalKvBatch),
@@ -298,7 +323,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
-      applies_, acks_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kReplaceExternalKvSnapshot),
@@ -316,7 +341,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
-      applies_, acks_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
       "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kConfigureExpectedWorkers),
@@ -331,7 +356,7 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return ServeUnaryOn<v1::MatchExternalKvRequest, v1::MatchExternalKvResponse>(
-      lookups_,
+      lookups_, WorkQueue::kLookup,
       StartRecord(rpc_metrics_, shedder_.clock(), RpcMethod::kMatchExternalKv),
       context, request, response,
       [this](const v1::MatchExternalKvRequest& req,
@@ -345,7 +370,7 @@ grpc::ServerUnaryReactor* KvIndexerService::GetExternalKvHitCounts(
     grpc::ByteBuffer* response) {
   return ServeUnaryOn<v1::GetExternalKvHitCountsRequest,
                       v1::GetExternalKvHitCountsResponse>(
-      lookups_,
+      lookups_, WorkQueue::kLookup,
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kGetExternalKvHitCounts),
       context, request, response,
@@ -400,11 +425,21 @@ grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKvPrefix(
     record.Finish(reactor, std::move(s));
     return reactor;
   }
-  scans_.Submit([this, call = call.release(), record, reactor, response] {
-    const std::unique_ptr<PrefixCall> owned(call);
-    record.Finish(reactor,
-                  ScanPrefix(*owned->request, owned->permit, response));
-  });
+  // The task owns the call once it is accepted. A refusal cannot happen
+  // (the permit bounds the queue), but would leave `call` here to free.
+  PrefixCall* const raw = call.get();
+  if (scans_.TrySubmit([this, raw, record, reactor, response] {
+        const std::unique_ptr<PrefixCall> owned(raw);
+        record.Finish(reactor,
+                      ScanPrefix(*owned->request, owned->permit, response));
+      })) {
+    (void)call.release();
+  } else {
+    call.reset();  // gives the permit back
+    rejection_log_->RecordOverload();
+    record.Finish(reactor, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                        std::string(kOverloadStatusMessage)));
+  }
   return reactor;
 }
 

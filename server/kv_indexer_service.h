@@ -59,6 +59,18 @@
 // ReplaceExternalKvSnapshot read `kv-indexer-fidelity` the same way and pass it
 // on (advisory; docs/admin-api.md, "The fidelity header").
 //
+// Every queue is bounded (server/queue_config.h). A call that finds its
+// executor's queue full is answered RESOURCE_EXHAUSTED on the callback
+// thread, before its request is decoded (server/queue_refusal.h): a refused
+// mutation has changed nothing, and the bridge sends it again after its
+// backoff. The ack executor never refuses: its tasks are mutations that
+// already took effect. Its queue holds as many answers as the apply queue
+// holds mutations; when it is full, the apply thread waits for the log
+// itself before it takes the next mutation, so that applies slow down and
+// the apply queue, not the ack queue, refuses (counted in
+// kvindexer_ack_queue_full_total). The scan executor's queue cannot
+// overflow: each queued scan holds an admission permit.
+//
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run
 // inline takes none and allocates nothing of its own beyond the response.
@@ -68,6 +80,7 @@
 #ifndef KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
 #define KVINDEXER_SERVER_KV_INDEXER_SERVICE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -78,6 +91,7 @@
 #include "kv_indexer.grpc.pb.h"
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
+#include "server/queue_config.h"
 #include "server/rejection_log.h"
 #include "server/rpc_metrics.h"
 #include "server/task_executor.h"
@@ -132,12 +146,14 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // prefix_query_max_inflight > 0. OWNERSHIP: nothing is taken. A null
   // rejection_log means an internal one that logs through spdlog. A null
   // or disabled write_authorizer leaves the mutations open; otherwise it
-  // must outlive the service.
+  // must outlive the service. `queues` bounds the apply (and ack) and
+  // lookup queues.
   KvIndexerService(IndexOperations& operations,
                    uint32_t prefix_query_max_inflight, const WallClock& clock,
                    RejectionLog* rejection_log = nullptr,
                    bool read_heartbeats = true,
-                   const WriteAuthorizer* write_authorizer = nullptr);
+                   const WriteAuthorizer* write_authorizer = nullptr,
+                   const QueueLimits& queues = QueueLimits{});
   KvIndexerService(const KvIndexerService&) = delete;
   KvIndexerService& operator=(const KvIndexerService&) = delete;
 
@@ -179,6 +195,11 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // `apply_wait`. REQUIRES: called before the service is registered with a
   // server; both outlive the service.
   void AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait);
+  // From now on a mutation refused by a full apply queue increments
+  // `apply_rejections`, and a call refused by a full lookup queue
+  // `lookup_rejections`. REQUIRES: as for AttachMetrics.
+  void CountQueueRejectionsInto(Counter* apply_rejections,
+                                Counter* lookup_rejections);
   // The server is a replica of the fleet event log
   // (KV_INDEXER_EVENT_SOURCE=jetstream): from now on the three mutations
   // answer FAILED_PRECONDITION once the write token is checked. REQUIRES:
@@ -187,6 +208,19 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   bool follows_log() const { return replica_; }
   // Mutations waiting for the apply thread.
   size_t apply_queue_depth() const { return applies_.depth(); }
+  // Answers waiting for the log's sync.
+  size_t ack_queue_depth() const { return acks_.depth(); }
+  // Calls waiting for a lookup thread.
+  size_t lookup_queue_depth() const { return lookups_.depth(); }
+  // Mutations refused because the apply queue was full, and lookups
+  // refused because the lookup queue was full.
+  uint64_t apply_rejected_total() const { return applies_.rejected_total(); }
+  uint64_t lookup_rejected_total() const { return lookups_.rejected_total(); }
+  // Answers the apply thread waited for itself because the ack queue was
+  // full.
+  uint64_t ack_queue_full_total() const {
+    return ack_queue_full_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct PrefixCall;
@@ -220,6 +254,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   RpcMetrics* rpc_metrics_ = nullptr;  // null: calls are not recorded
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
+  std::atomic<uint64_t> ack_queue_full_{0};
   // Last: their destructors run pending calls, which use the members above.
   // acks_ before applies_: the apply thread hands answers to it, so it must
   // be destroyed (and drained) after the apply executor.

@@ -51,6 +51,19 @@ absl::StatusOr<SecurityConfig> LoadSecurityConfig(const EnvLookup& env) {
     config.token_file = *path;
     config.write_token = *std::move(token);
   }
+  if (auto path = LookupPath(env, kAdminReadTokenFileVar)) {
+    auto token = ReadTokenFile(kAdminReadTokenFileVar, *path);
+    if (!token.ok()) return token.status();
+    if (*token == config.write_token) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}={} is invalid: it holds the same token as {}, so every reader "
+          "could also change the index; give the admin read token a value "
+          "of its own (for example: openssl rand -hex 32)",
+          kAdminReadTokenFileVar, QuoteEnvValue(*path), kWriteTokenFileVar));
+    }
+    config.read_token_file = *path;
+    config.admin_read_token = *std::move(token);
+  }
   return config;
 }
 
@@ -121,13 +134,15 @@ std::optional<std::string> BeyondLoopbackWarning(std::string_view listen_addr,
 
 std::string SecuritySummary(const SecurityConfig& config) {
   return fmt::format(
-      "security tls={} mutual_tls={} write_token={} cert_file={} "
-      "client_ca_file={} token_file={}",
+      "security tls={} mutual_tls={} write_token={} admin_read_token={} "
+      "cert_file={} client_ca_file={} token_file={} read_token_file={}",
       config.tls() ? "on" : "off", config.mutual_tls() ? "on" : "off",
       config.has_write_token() ? "required" : "off",
+      config.has_admin_read_token() ? "required" : "off",
       config.cert_file.empty() ? "-" : config.cert_file,
       config.client_ca_file.empty() ? "-" : config.client_ca_file,
-      config.token_file.empty() ? "-" : config.token_file);
+      config.token_file.empty() ? "-" : config.token_file,
+      config.read_token_file.empty() ? "-" : config.read_token_file);
 }
 
 }  // namespace kvindexer

@@ -11,10 +11,15 @@
 // |                                |         | one is refused at the handshake|
 // | KV_INDEXER_WRITE_TOKEN_FILE    | unset   | file holding the token every   |
 // |                                |         | mutation must carry            |
+// | KV_INDEXER_ADMIN_READ_TOKEN_FILE | unset | file holding the token every   |
+// |                                |         | admin call must carry (the     |
+// |                                |         | write token is accepted too)   |
 //
 // The certificate and the key go together (both or neither), and a client CA
 // needs them. Unreadable or empty files are errors naming the variable and
-// the path; the token's content is never part of a message.
+// the path; the token's content is never part of a message. The read token
+// follows the write token's rules (common/env_file.h, ReadTokenFile) and
+// must differ from it: a read token that writes would defeat its purpose.
 #ifndef KVINDEXER_SERVER_SECURITY_CONFIG_H_
 #define KVINDEXER_SERVER_SECURITY_CONFIG_H_
 
@@ -24,7 +29,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "common/client_channel.h"  // kWriteTokenFileVar
+#include "common/client_channel.h"  // kWriteTokenFileVar, kAdminReadTokenFileVar
 #include "common/env.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -41,15 +46,18 @@ struct SecurityConfig {
   std::string key_file;
   std::string client_ca_file;
   std::string token_file;
+  std::string read_token_file;
   // Contents.
   std::string cert_pem;
   std::string key_pem;
   std::string client_ca_pem;
-  std::string write_token;  // empty: mutations are open
+  std::string write_token;       // empty: mutations are open
+  std::string admin_read_token;  // empty: admin calls are open
 
   bool tls() const { return !cert_pem.empty(); }
   bool mutual_tls() const { return !client_ca_pem.empty(); }
   bool has_write_token() const { return !write_token.empty(); }
+  bool has_admin_read_token() const { return !admin_read_token.empty(); }
 };
 
 // Reads the variables above; unset ones leave their part off.

@@ -76,6 +76,52 @@ TEST_F(SecurityConfigTest, ReadsEverything) {
   EXPECT_THAT(summary, Not(HasSubstr("abc.DEF-123")));
 }
 
+TEST_F(SecurityConfigTest, ReadsTheAdminReadToken) {
+  const std::string write = File("write", "write-3f9a1c77e0b24d5e\n");
+  const std::string read = File("read", "  read-77e0b24d5e3f9a1c \n");
+  auto config = Load({{"KV_INDEXER_WRITE_TOKEN_FILE", write},
+                      {"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->has_admin_read_token());
+  EXPECT_EQ(config->admin_read_token, "read-77e0b24d5e3f9a1c");
+  EXPECT_EQ(config->read_token_file, read);
+  const std::string summary = SecuritySummary(*config);
+  EXPECT_THAT(summary, HasSubstr("admin_read_token=required"));
+  EXPECT_THAT(summary, HasSubstr("read_token_file=" + read));
+  EXPECT_THAT(summary, Not(HasSubstr("read-77e0b24d5e")));
+  // Without the variable admin calls stay open.
+  auto open = Load({});
+  ASSERT_TRUE(open.ok());
+  EXPECT_FALSE(open->has_admin_read_token());
+  EXPECT_THAT(SecuritySummary(*open), HasSubstr("admin_read_token=off"));
+}
+
+TEST_F(SecurityConfigTest, TheAdminReadTokenFollowsTheTokenRules) {
+  EXPECT_THAT(
+      Error({{"KV_INDEXER_ADMIN_READ_TOKEN_FILE", File("short", "tooshort")}}),
+      AllOf(HasSubstr("KV_INDEXER_ADMIN_READ_TOKEN_FILE="),
+            HasSubstr("at least 16")));
+  EXPECT_THAT(
+      Error({{"KV_INDEXER_ADMIN_READ_TOKEN_FILE", dir_.path() + "/missing"}}),
+      AllOf(HasSubstr("KV_INDEXER_ADMIN_READ_TOKEN_FILE="),
+            HasSubstr("cannot read the file")));
+  const std::string writable = File("writable", "read-77e0b24d5e3f9a1c");
+  ASSERT_EQ(chmod(writable.c_str(), 0666), 0);
+  EXPECT_THAT(Error({{"KV_INDEXER_ADMIN_READ_TOKEN_FILE", writable}}),
+              HasSubstr("writable by its group or by others"));
+}
+
+TEST_F(SecurityConfigTest, TheAdminReadTokenMustDifferFromTheWriteToken) {
+  const std::string write = File("write", "same-3f9a1c77e0b24d5e\n");
+  const std::string read = File("read", "same-3f9a1c77e0b24d5e");
+  const std::string error = Error({{"KV_INDEXER_WRITE_TOKEN_FILE", write},
+                                   {"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read}});
+  EXPECT_THAT(error,
+              AllOf(HasSubstr("KV_INDEXER_ADMIN_READ_TOKEN_FILE="),
+                    HasSubstr("same token as KV_INDEXER_WRITE_TOKEN_FILE")));
+  EXPECT_THAT(error, Not(HasSubstr("same-3f9a")));
+}
+
 TEST_F(SecurityConfigTest, CertificateAndKeyGoTogether) {
   const std::string pem = File("x.pem", "X");
   EXPECT_THAT(Error({{"KV_INDEXER_TLS_CERT_FILE", pem}}),

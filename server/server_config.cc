@@ -197,6 +197,12 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto worker_series = LoadMetricsWorkerSeries(env);
   if (!worker_series.ok()) return worker_series.status();
   config.metrics_worker_series = *worker_series;
+  auto queues = LoadQueueLimits(env);
+  if (!queues.ok()) return queues.status();
+  config.queues = *queues;
+  auto grpc = LoadGrpcServerConfig(env);
+  if (!grpc.ok()) return grpc.status();
+  config.grpc = *grpc;
   return config;
 }
 
@@ -248,6 +254,21 @@ std::string UsageText(std::string_view program) {
       {kMaxPrefixAnswerBytesVar, std::to_string(kDefaultMaxPrefixAnswerBytes),
        "encoded bytes of one prefix answer (1..2147483647); larger is "
        "RESOURCE_EXHAUSTED"},
+      {kApplyQueueMaxVar, std::to_string(kDefaultApplyQueueMax),
+       "1..1048576: mutations waiting for the apply thread; more get "
+       "RESOURCE_EXHAUSTED"},
+      {kLookupQueueMaxVar, std::to_string(kDefaultLookupQueueMax),
+       "1..1048576: MatchExternalKv and GetExternalKvHitCounts waiting; "
+       "more get RESOURCE_EXHAUSTED"},
+      {kAdminQueueMaxVar, std::to_string(kDefaultAdminQueueMax),
+       "1..1048576: admin calls waiting; more get RESOURCE_EXHAUSTED"},
+      {kGrpcMaxConnectionsVar, std::to_string(kDefaultGrpcMaxConnections),
+       "1..1048576: open gRPC connections; more are closed at once"},
+      {kGrpcMemoryQuotaMibVar, std::to_string(kDefaultGrpcMemoryQuotaMib),
+       "MiB gRPC may hold for connections and calls (16..1048576), 0: no "
+       "quota"},
+      {kGrpcReflectionVar, "on",
+       "on or off: offer gRPC server reflection on the port"},
       {kLivenessVar, "1",
        "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
       {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),
@@ -323,6 +344,9 @@ std::string UsageText(std::string_view program) {
        "PEM roots client certificates must chain to (mutual TLS)"},
       {kWriteTokenFileVar, "(unset)",
        "file holding the bearer token required for every mutation"},
+      {kAdminReadTokenFileVar, "(unset)",
+       "file holding the bearer token (or the write token) every admin "
+       "call must carry"},
   };
   std::string out = fmt::format(
       "Usage: {} [--help]\n"

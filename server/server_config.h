@@ -21,7 +21,10 @@
 // KV_INDEXER_EVENT_SOURCE and KV_INDEXER_FLEET_MAX_LAG_RECORDS (with the
 // KV_INDEXER_NATS_* variables in fleet mode): replica/event_source_config.h;
 // KV_INDEXER_EVENT_SOURCE=jetstream with KV_INDEXER_DATA_DIR set is an
-// error naming both.
+// error naming both. KV_INDEXER_APPLY_QUEUE_MAX, KV_INDEXER_LOOKUP_QUEUE_MAX
+// and KV_INDEXER_ADMIN_QUEUE_MAX: server/queue_config.h.
+// KV_INDEXER_GRPC_MEMORY_QUOTA_MIB, KV_INDEXER_GRPC_MAX_CONNECTIONS and
+// KV_INDEXER_GRPC_REFLECTION: server/grpc_server_config.h.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -44,7 +47,9 @@
 #include "core/request_limits.h"
 #include "replica/event_source_config.h"
 #include "server/durability_config.h"
+#include "server/grpc_server_config.h"
 #include "server/metrics_config.h"
+#include "server/queue_config.h"
 #include "server/security_config.h"
 #include "spdlog/common.h"
 
@@ -97,6 +102,10 @@ struct ServerConfig {
   std::optional<MetricsAddress> metrics_addr;
   // Workers with series of their own on it.
   uint32_t metrics_worker_series = kDefaultMetricsWorkerSeries;
+  // The bounds of the work queues (server/queue_config.h).
+  QueueLimits queues;
+  // Memory quota, connection cap, reflection (server/grpc_server_config.h).
+  GrpcServerConfig grpc;
 };
 
 // Reads every variable above; unset variables take their defaults.

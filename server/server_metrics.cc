@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/worker_snapshot.h"
+#include "server/queue_refusal.h"
 #include "server/write_authorizer.h"
 
 namespace kvindexer {
@@ -271,16 +272,67 @@ void WriteFollower(const replica::LogFollower& follower, MetricsWriter& w) {
       {{"loaded", counts.reloads}, {"failed", counts.reload_failures}});
 }
 
+// kvindexer_queue_rejections_total{queue}: one series per queue.
+Counter& QueueRejections(MetricsRegistry& registry, WorkQueue queue) {
+  return registry.AddCounter(
+      "kvindexer_queue_rejections",
+      "Calls refused with RESOURCE_EXHAUSTED because their work queue was "
+      "full (apply: KV_INDEXER_APPLY_QUEUE_MAX, lookup: "
+      "KV_INDEXER_LOOKUP_QUEUE_MAX, admin: KV_INDEXER_ADMIN_QUEUE_MAX).",
+      {{"queue", std::string(WorkQueueName(queue))}});
+}
+
+void WriteConnections(const ConnectionListener& listener, MetricsWriter& w) {
+  w.Gauge("kvindexer_grpc_connections", "Connections open on the gRPC port.",
+          static_cast<double>(listener.open_connections()));
+  w.Gauge("kvindexer_grpc_max_connections",
+          "The cap on open connections (KV_INDEXER_GRPC_MAX_CONNECTIONS).",
+          static_cast<double>(listener.max_connections()));
+  w.Counter("kvindexer_grpc_connections_refused",
+            "Connections closed at once because the cap was reached.",
+            static_cast<double>(listener.refused_total()));
+  w.Counter("kvindexer_grpc_accept_failures",
+            "Times accepting a connection failed for lack of file "
+            "descriptors or memory (accepting paused for 100 ms).",
+            static_cast<double>(listener.accept_failures_total()));
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
-                             KvIndexerService& service, uint32_t worker_series)
+                             KvIndexerService& service, uint32_t worker_series,
+                             const ReadAuthorizer* admin_reads)
     : rpc_(registry),
       apply_wait_(
           registry.AddHistogram("kvindexer_apply_queue_wait_seconds",
                                 "Time a mutation waited for the apply thread.",
-                                kLatencyBucketsSeconds)) {
+                                kLatencyBucketsSeconds)),
+      admin_queue_rejections_(QueueRejections(registry, WorkQueue::kAdmin)),
+      explain_rejections_(registry.AddCounter(
+          "kvindexer_admin_explain_rejections",
+          "ExplainPrefix calls refused with RESOURCE_EXHAUSTED: as many as "
+          "allowed were queued or running.")) {
   service.AttachMetrics(&rpc_, &apply_wait_);
+  service.CountQueueRejectionsInto(
+      &QueueRejections(registry, WorkQueue::kApply),
+      &QueueRejections(registry, WorkQueue::kLookup));
+  registry.AddCollector([this](MetricsWriter& w) {
+    if (const ConnectionListener* listener =
+            listener_.load(std::memory_order_acquire)) {
+      WriteConnections(*listener, w);
+    }
+  });
+  if (admin_reads != nullptr && admin_reads->enabled()) {
+    registry.AddCollector([admin_reads](MetricsWriter& w) {
+      w.Counter("kvindexer_admin_read_token_unauthenticated",
+                "Admin calls refused with UNAUTHENTICATED: no bearer token.",
+                static_cast<double>(admin_reads->unauthenticated_total()));
+      w.Counter("kvindexer_admin_read_token_permission_denied",
+                "Admin calls refused with PERMISSION_DENIED: a token that "
+                "is neither the read token nor the write token.",
+                static_cast<double>(admin_reads->permission_denied_total()));
+    });
+  }
   registry.AddCollector([&service](MetricsWriter& w) {
     w.Counter("kvindexer_prefix_admission_rejections",
               "Prefix queries refused with RESOURCE_EXHAUSTED: too many in "
@@ -296,6 +348,18 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
     w.Gauge("kvindexer_apply_queue_depth",
             "Mutations waiting for the apply thread.",
             static_cast<double>(service.apply_queue_depth()));
+    w.Gauge("kvindexer_ack_queue_depth",
+            "Answers to mutations waiting for the write-ahead log's sync.",
+            static_cast<double>(service.ack_queue_depth()));
+    w.Gauge("kvindexer_lookup_queue_depth",
+            "MatchExternalKv and GetExternalKvHitCounts calls waiting for a "
+            "lookup thread.",
+            static_cast<double>(service.lookup_queue_depth()));
+    w.Counter("kvindexer_ack_queue_full",
+              "Mutations whose answer the apply thread waited for itself "
+              "because the ack queue was full (nothing is refused; applies "
+              "slow down).",
+              static_cast<double>(service.ack_queue_full_total()));
     // Write-token refusals (docs/security.md), when a token is required.
     if (const WriteAuthorizer* auth = service.write_authorizer();
         auth != nullptr && auth->enabled()) {

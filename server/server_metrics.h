@@ -3,12 +3,14 @@
 //
 // The RPC counts and latencies and the apply queue's wait are instruments
 // the service updates as calls run (server/rpc_metrics.h, TaskExecutor).
-// Everything else is read at scrape time by collectors, so the serving
-// paths pay nothing for it: the prefix admission and shed counters, the
-// apply queue's depth, the backend's stats (OperatorView::ReadBackendStats),
-// the worker counts by state (OperatorView::CountWorkers) and series of
-// their own for at most `worker_series` workers, the first by id (one page
-// of OperatorView::ListWorkersPage, so a scrape never holds up a mutation),
+// So are the work queues' refusals (server/queue_refusal.h). Everything
+// else is read at scrape time by collectors, so the serving paths pay
+// nothing for it: the prefix admission and shed counters, the queues'
+// depths, the gRPC port's connections, the backend's stats
+// (OperatorView::ReadBackendStats), the worker counts by state
+// (OperatorView::CountWorkers) and series of their own for at most
+// `worker_series` workers, the first by id (one page of
+// OperatorView::ListWorkersPage, so a scrape never holds up a mutation),
 // the liveness counters, the data directory's figures and, on a replica of
 // the fleet event log, the follower's position, lag and record counts.
 //
@@ -25,8 +27,10 @@
 #include "durable/durable_store.h"
 #include "replica/log_follower.h"
 #include "replica/snapshot_scheduler.h"
+#include "server/connection_listener.h"
 #include "server/kv_indexer_service.h"
 #include "server/metrics_config.h"
+#include "server/read_authorizer.h"
 #include "server/rpc_metrics.h"
 
 namespace kvindexer {
@@ -36,9 +40,11 @@ class ServerMetrics {
   // Registers every metric and attaches the instruments to `service`.
   // REQUIRES: called before `service` serves; everything passed outlives
   // this object, which outlives every scrape of `registry`.
+  // A non-null `admin_reads` reports its refusals while it is enabled.
   ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
                 KvIndexerService& service,
-                uint32_t worker_series = kDefaultMetricsWorkerSeries);
+                uint32_t worker_series = kDefaultMetricsWorkerSeries,
+                const ReadAuthorizer* admin_reads = nullptr);
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
@@ -46,6 +52,15 @@ class ServerMetrics {
   // before); null again before it closes.
   // The per-method instruments, for the admin service to record into.
   RpcMetrics* rpc() { return &rpc_; }
+  // The admin queue's refusals and ExplainPrefix's, for the admin service
+  // to count into.
+  Counter* admin_queue_rejections() { return &admin_queue_rejections_; }
+  Counter* explain_rejections() { return &explain_rejections_; }
+  // The gRPC port's listener once it is bound (its figures are absent
+  // before); null again before it is destroyed.
+  void SetConnectionListener(const ConnectionListener* listener) {
+    listener_.store(listener, std::memory_order_release);
+  }
 
   void SetDurableStore(const durable::DurableStore* store) {
     store_.store(store, std::memory_order_release);
@@ -67,6 +82,9 @@ class ServerMetrics {
  private:
   RpcMetrics rpc_;
   Histogram& apply_wait_;
+  Counter& admin_queue_rejections_;
+  Counter& explain_rejections_;
+  std::atomic<const ConnectionListener*> listener_{nullptr};
   std::atomic<const durable::DurableStore*> store_{nullptr};
   std::atomic<const replica::LogFollower*> follower_{nullptr};
   std::atomic<const replica::SnapshotScheduler*> scheduler_{nullptr};

@@ -8,6 +8,10 @@
 
 #include "core/operator_view.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/server_builder.h"
+#include "server/connection_listener.h"
+#include "server/descriptor_limit.h"
 #include "server/liveness_sweeper.h"
 #include "server/security_config.h"
 #include "server/server_runner.h"
@@ -37,6 +41,24 @@ WriteAuthorizer MakeWriteAuthorizer(const SecurityConfig& security) {
                                     : WriteAuthorizer();
 }
 
+ReadAuthorizer MakeReadAuthorizer(const SecurityConfig& security) {
+  return security.has_admin_read_token()
+             ? ReadAuthorizer(security.admin_read_token, security.write_token)
+             : ReadAuthorizer();
+}
+
+// Hands an accepted connection to gRPC (server/connection_listener.h).
+ConnectionListener::HandOff HandTo(
+    grpc::experimental::ExternalConnectionAcceptor* acceptor) {
+  return [acceptor](int listen_fd, int fd) {
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters
+        connection;
+    connection.listener_fd = listen_fd;
+    connection.fd = fd;
+    acceptor->HandleNewConnection(&connection);
+  };
+}
+
 }  // namespace
 
 ServerWiring::ServerWiring(const ServerConfig& config,
@@ -47,10 +69,12 @@ ServerWiring::ServerWiring(const ServerConfig& config,
       indexer_(indexer),
       signals_(signals),
       write_authorizer_(MakeWriteAuthorizer(config.security)),
+      read_authorizer_(MakeReadAuthorizer(config.security)),
       started_at_(indexer.operator_view().clock().Now()),
       service_(indexer.operations(), config.prefix_query_max_inflight,
                WallClock::Real(), /*rejection_log=*/nullptr,
-               /*read_heartbeats=*/config.liveness, &write_authorizer_) {
+               /*read_heartbeats=*/config.liveness, &write_authorizer_,
+               config.queues) {
   // Security (docs/security.md): the write token, TLS and the warning for a
   // server reachable beyond loopback without them.
   spdlog::info("{}", SecuritySummary(config.security));
@@ -71,6 +95,18 @@ ServerWiring::ServerWiring(const ServerConfig& config,
       backend.path(), descriptor.build_info, KVINDEXER_VERSION,
       kServerBuildInfo);
 
+  // The work queues and the gRPC runtime's bounds.
+  spdlog::info(
+      "queue bounds apply_queue_max={} lookup_queue_max={} "
+      "admin_queue_max={} grpc_max_connections={} grpc_memory_quota_mib={} "
+      "grpc_reflection={}",
+      config.queues.apply, config.queues.lookup, config.queues.admin,
+      config.grpc.max_connections, config.grpc.memory_quota_mib,
+      config.grpc.reflection ? "on" : "off");
+  if (const auto warning = EnsureDescriptorsFor(config.grpc.max_connections)) {
+    spdlog::warn("{}", *warning);
+  }
+
   // docs/contract.md, "Limits > Bounds".
   spdlog::info(
       "request bounds max_worker_id_bytes={} max_worker_address_bytes={} "
@@ -82,9 +118,9 @@ ServerWiring::ServerWiring(const ServerConfig& config,
 
 bool ServerWiring::StartMetricsEndpoint() {
   if (!config_.metrics_addr.has_value()) return true;
-  metrics_ =
-      std::make_unique<ServerMetrics>(registry_, indexer_.operator_view(),
-                                      service_, config_.metrics_worker_series);
+  metrics_ = std::make_unique<ServerMetrics>(
+      registry_, indexer_.operator_view(), service_,
+      config_.metrics_worker_series, &read_authorizer_);
   auto started = MetricsHttpServer::Start(
       *config_.metrics_addr, registry_,
       [this]() -> std::optional<std::string> { return NotReadyReason(); });
@@ -138,6 +174,8 @@ AdminSources ServerWiring::MakeAdminSources() {
       .data_dir = config_.durability.data_dir,
       .wal_sync = std::string(WalSyncName(config_.durability.wal_sync)),
       .authorizer = &write_authorizer_,
+      .read_authorizer = &read_authorizer_,
+      .queue_max = config_.queues.admin,
       .follows_log = config_.event_source.follows_log(),
       .max_worker_id_bytes = config_.limits.max_worker_id_bytes,
       .server_version = KVINDEXER_VERSION,
@@ -149,6 +187,10 @@ AdminSources ServerWiring::MakeAdminSources() {
                                                       : "NOT_SERVING";
       },
       .metrics = metrics_ != nullptr ? metrics_->rpc() : nullptr,
+      .queue_rejections =
+          metrics_ != nullptr ? metrics_->admin_queue_rejections() : nullptr,
+      .explain_rejections =
+          metrics_ != nullptr ? metrics_->explain_rejections() : nullptr,
   };
 }
 
@@ -160,24 +202,45 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   AdminService admin(std::move(admin_sources));
   // grpc.health.v1 and reflection (docs/health.md): before the builder.
   EnableHealthAndReflection();
-  grpc::ServerBuilder builder;
-  ApplyTransportSettings(builder);
-  int bound_port = 0;
-  builder.AddListeningPort(config_.listen_addr,
-                           MakeServerCredentials(config_.security),
-                           &bound_port);
-  builder.RegisterService(&service_);
-  builder.RegisterService(&admin);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
+  // The port is bound and accepted here, not by gRPC: the connection cap
+  // (server/connection_listener.h).
+  auto listener = ConnectionListener::Bind(config_.listen_addr,
+                                           config_.grpc.max_connections);
+  if (!listener.ok()) {
     spdlog::error(
-        "cannot listen on {}={}: the address is in use, not local, or not "
-        "permitted",
-        kListenAddrVar, config_.listen_addr);
-    if (server != nullptr) server->Shutdown();
+        "cannot listen on {}={}: {} (the address is in use, not local, or "
+        "not permitted)",
+        kListenAddrVar, config_.listen_addr,
+        std::string(listener.status().message()));
     StopMetricsEndpoint();  // before the mode's state goes
     return kExitFailure;
   }
+  grpc::ServerBuilder builder;
+  ApplyTransportSettings(builder);
+  if (!config_.grpc.reflection) BuildWithoutReflection(builder);
+  // The memory quota (server/grpc_server_config.h); outlives the server.
+  grpc::ResourceQuota quota("kv-indexer-server");
+  if (config_.grpc.memory_quota_mib > 0) {
+    quota.Resize(static_cast<size_t>(config_.grpc.memory_quota_mib) << 20);
+    builder.SetResourceQuota(quota);
+  }
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::
+              FROM_FD,
+          MakeServerCredentials(config_.security));
+  builder.RegisterService(&service_);
+  builder.RegisterService(&admin);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    spdlog::error("cannot start the gRPC server on {}={}", kListenAddrVar,
+                  config_.listen_addr);
+    StopMetricsEndpoint();  // before the mode's state goes
+    return kExitFailure;
+  }
+  const int bound_port = (*listener)->port();
+  (*listener)->Start(HandTo(acceptor.get()));
+  if (metrics_ != nullptr) metrics_->SetConnectionListener(listener->get());
   // SERVING from here on, the state being loaded, until the backend fails
   // in a way it cannot continue from, the state log fails, or shutdown
   // begins (docs/health.md); before the line that tells tests we listen.
@@ -234,6 +297,8 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   // Probes see NOT_SERVING while running calls finish (docs/health.md).
   health.ShuttingDown();
   phase_ = Phase::kStopping;
+  // No new connection once shutdown begins; those open finish their calls.
+  (*listener)->Stop();
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server->Wait();
   server.reset();
@@ -244,6 +309,7 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   published_health_.store(nullptr);
   // Before the mode's state goes: a scrape reads it.
   StopMetricsEndpoint();
+  if (metrics_ != nullptr) metrics_->SetConnectionListener(nullptr);
   spdlog::info("stopped");
   return kExitOk;
 }

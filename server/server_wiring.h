@@ -34,6 +34,7 @@
 #include "core/indexer.h"
 #include "server/admin_service.h"
 #include "server/kv_indexer_service.h"
+#include "server/read_authorizer.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 #include "server/server_mode.h"
@@ -73,8 +74,10 @@ class ServerWiring {
   // part: a data directory's store.
   AdminSources MakeAdminSources();
 
-  // Binds the listen address, serving the KVIndexer service and the admin
-  // service built on `admin`, with `mode` attached, until SIGINT or SIGTERM
+  // Binds the listen address (server/connection_listener.h: the connection
+  // cap), serving the KVIndexer service and the admin service built on
+  // `admin` within the memory quota, with `mode` attached, until SIGINT or
+  // SIGTERM
   // (without signal handling: until the process is killed); then shuts
   // down gracefully and logs "stopped". Returns the exit code: kExitOk, or
   // kExitFailure when the address cannot be bound (logged). Stops the
@@ -94,8 +97,9 @@ class ServerWiring {
   const LoadedBackend& backend_;
   Indexer& indexer_;
   const ShutdownSignals& signals_;
-  // Security (docs/security.md): the write token.
+  // Security (docs/security.md): the write token and the admin read token.
   const WriteAuthorizer write_authorizer_;
+  const ReadAuthorizer read_authorizer_;
   // When the server started, on the Indexer's clock (the admin's uptime).
   const MonotonicClock::TimePoint started_at_;
   // The metrics (docs/metrics.md), declared before the service that records

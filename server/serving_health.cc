@@ -1,6 +1,9 @@
 #include "server/serving_health.h"
 
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "kv_indexer.grpc.pb.h"
@@ -11,6 +14,28 @@ namespace kvindexer {
 void EnableHealthAndReflection() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+}
+
+namespace {
+
+// Removes the reflection plugin, found by the name it reports.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
+    const std::string reflection =
+        grpc::reflection::ProtoServerReflectionPlugin().name();
+    std::erase_if(*plugins, [&](const auto& plugin) {
+      return plugin->name() == reflection;
+    });
+  }
+};
+
+}  // namespace
+
+void BuildWithoutReflection(grpc::ServerBuilder& builder) {
+  builder.SetOption(std::make_unique<WithoutReflection>());
 }
 
 std::vector<std::string> HealthServiceNames() {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/server_builder.h"
 
 namespace kvindexer {
 
@@ -37,6 +38,13 @@ namespace kvindexer {
 // gRPC makes both. REQUIRES: called before the grpc::ServerBuilder is
 // created, while no other thread builds a server.
 void EnableHealthAndReflection();
+
+// Leaves server reflection out of the server `builder` builds
+// (KV_INDEXER_GRPC_REFLECTION=off). Linking gRPC's reflection library
+// registers its plugin for every builder at static initialisation, so
+// this removes the plugin from this builder rather than not registering
+// it. The health service stays.
+void BuildWithoutReflection(grpc::ServerBuilder& builder);
 
 // The names whose status is published: "" (the whole server),
 // kv_indexer.v1.KVIndexer and kvindexer.admin.v1.KvIndexerAdmin.

@@ -12,7 +12,8 @@
 namespace kvindexer {
 
 TaskExecutor::TaskExecutor(size_t threads, const std::string& thread_name,
-                           int nice_increment) {
+                           size_t capacity, int nice_increment)
+    : capacity_(std::max<size_t>(capacity, 1)) {
   const size_t n = std::clamp<size_t>(threads, 1, kMaxExecutorThreads);
   // Linux keeps 15 bytes of a thread name and refuses longer ones.
   const std::string name = thread_name.substr(0, 15);
@@ -46,16 +47,24 @@ TaskExecutor::~TaskExecutor() {
   for (std::thread& t : threads_) t.join();
 }
 
-void TaskExecutor::Submit(std::function<void()> task) {
+bool TaskExecutor::TrySubmit(std::function<void()> task) {
   Queued queued{.task = std::move(task), .submitted = {}};
   if (wait_.load(std::memory_order_relaxed) != nullptr) {
     queued.submitted = std::chrono::steady_clock::now();
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.size() >= capacity_) {
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      if (Counter* c = rejections_.load(std::memory_order_relaxed)) {
+        c->Increment();
+      }
+      return false;  // `queued` and its task are destroyed unrun
+    }
     tasks_.push_back(std::move(queued));
   }
   ready_.notify_one();
+  return true;
 }
 
 size_t TaskExecutor::depth() const {

@@ -12,7 +12,11 @@
 // 64 x 8 MiB to 64 x 16 MiB of undecoded requests per connection.
 //
 // Also: 64 concurrent HTTP/2 streams per connection; SO_REUSEPORT off, so that
-// a port already in use fails the bind instead of being shared.
+// a port already in use fails the bind instead of being shared; and a
+// connection that has not finished its handshake (TLS, and the client's
+// HTTP/2 SETTINGS) within kHandshakeTimeoutMs is closed, instead of gRPC's
+// 120 s, so that silent connections give their place under the connection
+// cap back soon (server/connection_listener.h).
 #ifndef KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
 #define KVINDEXER_SERVER_TRANSPORT_SETTINGS_H_
 
@@ -26,6 +30,8 @@ namespace kvindexer {
 
 // Runtime receive limit; see above.
 inline constexpr int kTransportReceiveCeilingBytes = 16 * 1024 * 1024;
+// Time a new connection has to complete its handshake; see above.
+inline constexpr int kHandshakeTimeoutMs = 20'000;
 
 // Applies every setting above to `builder`. Adds no services and no ports.
 void ApplyTransportSettings(grpc::ServerBuilder& builder);

@@ -11,9 +11,8 @@
 // (1st, 2nd, 4th, 8th, ... refusal), with the method and the peer, never
 // with the token or the value the caller presented.
 //
-// The comparison takes the same time whatever the presented value, for a
-// given length, so that timing does not reveal how much of a guess was
-// right.
+// The metadata is read and compared by server/bearer_token.h: in the same
+// time whatever the presented value, for a given length.
 //
 // Thread safety: Check may run concurrently. Copies share their refusal
 // counters.
@@ -26,10 +25,9 @@
 
 #include "common/doubling_throttle.h"
 #include "grpcpp/grpcpp.h"
+#include "server/bearer_token.h"
 
 namespace kvindexer {
-
-inline constexpr std::string_view kAuthorizationHeader = "authorization";
 
 class WriteAuthorizer {
  public:
@@ -58,10 +56,6 @@ class WriteAuthorizer {
   std::string token_;
   std::shared_ptr<Refusals> refusals_;
 };
-
-// True when `presented` equals `expected`, in a time that depends on their
-// lengths only. Exposed for tests.
-bool TokensEqual(std::string_view presented, std::string_view expected);
 
 }  // namespace kvindexer
 

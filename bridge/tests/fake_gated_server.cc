@@ -119,6 +119,9 @@ absl::Status FakeGatedServer::Apply(const ApplyExternalKvBatchRequest& request,
                                 : request.enforce_sequence() ? Call::kGatedApply
                                                              : Call::kApply);
   if (fault == Fault::kFail) return absl::UnavailableError("injected failure");
+  if (fault == Fault::kQueueFull) {
+    return absl::ResourceExhaustedError("injected full apply queue");
+  }
   applies.push_back(request);
   ApplyExternalKvBatchResponse answer;
   absl::Status status = ApplyNow(request, &answer);
@@ -143,6 +146,9 @@ absl::Status FakeGatedServer::Replace(
   if (!gated) return absl::UnimplementedError("unknown method");
   const Fault fault = NextFault(Call::kReplace);
   if (fault == Fault::kFail) return absl::UnavailableError("injected failure");
+  if (fault == Fault::kQueueFull) {
+    return absl::ResourceExhaustedError("injected full apply queue");
+  }
   replaces.push_back(request);
   if (request.worker_id().empty()) {
     return absl::InvalidArgumentError("worker_id must not be empty");

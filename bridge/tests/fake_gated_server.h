@@ -30,6 +30,8 @@ class FakeGatedServer : public KvApplier {
     kNone,
     kFail,          // answer UNAVAILABLE without doing anything
     kLoseResponse,  // do it, then answer DEADLINE_EXCEEDED
+    kQueueFull,     // answer RESOURCE_EXHAUSTED without doing anything, as
+                    // a server whose apply queue is full does
   };
 
   absl::Status Apply(

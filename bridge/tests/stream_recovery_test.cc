@@ -239,6 +239,62 @@ TEST(StreamRecovery, TransientErrorsBackOffAndContinue) {
   EXPECT_TRUE(rig.engine->exact());
 }
 
+// A server whose apply queue is full answers RESOURCE_EXHAUSTED before it
+// changes anything (docs/contract.md, "Limits"): the bridge backs off,
+// probes and sends the same batch again, without resynchronising or losing
+// a batch.
+TEST(StreamRecovery, AFullApplyQueueIsRetriedWithBackoff) {
+  RecoveryRig rig(Replay());
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  int refused = 0;
+  rig.server.fault_hook = [&refused](FakeGatedServer::Call call) {
+    if (call == FakeGatedServer::Call::kGatedApply && refused < 3) {
+      ++refused;
+      return FakeGatedServer::Fault::kQueueFull;
+    }
+    return FakeGatedServer::Fault::kNone;
+  };
+  rig.publisher.Publish({Op::Store({2})});
+  rig.publisher.Publish({Op::Store({3})});
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_EQ(refused, 3);
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 2, 3}));
+  EXPECT_EQ(rig.server.worker(kWorker)->checkpoint, 2u);  // seqs 0, 1, 2
+  EXPECT_EQ(rig.stats.rpc_failures_by_code[static_cast<size_t>(
+                absl::StatusCode::kResourceExhausted)],
+            3u);
+  EXPECT_EQ(rig.stats.resyncs, 1u);
+  EXPECT_EQ(rig.stats.state_losses, 0u);
+  EXPECT_EQ(rig.server.replaces.size(), 1u);
+  EXPECT_TRUE(rig.engine->exact());
+}
+
+// The same against a server without the sequence gate: the seed-era apply
+// is sent again after the backoff.
+TEST(StreamRecovery, AFullApplyQueueIsRetriedOnALegacyServer) {
+  RecoveryRig rig(Replay());
+  rig.server.gated = false;
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  ASSERT_EQ(rig.engine->server_mode(), StreamRecovery::ServerMode::kLegacy);
+  int refused = 0;
+  rig.server.fault_hook = [&refused](FakeGatedServer::Call call) {
+    if (call == FakeGatedServer::Call::kApply && refused < 2) {
+      ++refused;
+      return FakeGatedServer::Fault::kQueueFull;
+    }
+    return FakeGatedServer::Fault::kNone;
+  };
+  rig.publisher.Publish({Op::Store({2})});
+  ASSERT_TRUE(rig.RunFor(3 * kSecond).ok());
+  EXPECT_EQ(refused, 2);
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1, 2}));
+  EXPECT_EQ(rig.stats.rpc_failures_by_code[static_cast<size_t>(
+                absl::StatusCode::kResourceExhausted)],
+            2u);
+}
+
 // A gated apply refused (the server lost the stream) triggers a resync.
 TEST(StreamRecovery, RefusedApplyResynchronises) {
   RecoveryRig rig(Replay());

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -194,6 +195,62 @@ TEST_F(CtlCommandsTest, RefusalsExitFour) {
   EXPECT_THAT(r.err, HasSubstr("PERMISSION_DENIED"));
   // Read-only commands never need the token.
   EXPECT_EQ(Run({"workers"}).code, kExitOk);
+}
+
+// The admin read token (docs/security.md, "The admin read token"): every
+// read carries it, the flag overrides the variable, remove-worker carries
+// the write token instead; without a read token reads carry the write
+// token, and without either nothing.
+TEST_F(CtlCommandsTest, ReadsCarryTheReadToken) {
+  std::unique_ptr<test_support::ScratchDir> dir = Scratch();
+  const std::string read = dir->Sub("read");
+  const std::string other = dir->Sub("other");
+  const std::string write = dir->Sub("write");
+  { std::ofstream(read) << "read-0123456789abcdef\n"; }
+  { std::ofstream(other) << "other-0123456789abcde"; }
+  { std::ofstream(write) << "s3cret-0123456789ab\n"; }
+  const std::map<std::string, std::string, std::less<>> env = {
+      {"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read},
+      {"KV_INDEXER_WRITE_TOKEN_FILE", write}};
+  for (const std::vector<std::string>& read_command :
+       {std::vector<std::string>{"status"},
+        {"workers"},
+        {"explain", "1"},
+        {"top", "--iterations", "1"}}) {
+    CtlResult r = Run(read_command, "", env);
+    ASSERT_EQ(r.code, kExitOk) << r.err;
+    EXPECT_EQ(server_.service().last_read_authorization(),
+              "Bearer read-0123456789abcdef")
+        << read_command[0];
+  }
+  ASSERT_EQ(Run({"workers", "--read-token-file", other}, "", env).code,
+            kExitOk);
+  EXPECT_EQ(server_.service().last_read_authorization(),
+            "Bearer other-0123456789abcde");
+  ASSERT_EQ(Run({"remove-worker", "w-a"}, "", env).code, kExitOk);
+  EXPECT_EQ(server_.service().last_remove_authorization(),
+            "Bearer s3cret-0123456789ab");
+
+  ASSERT_EQ(Run({"workers"}, "", {{"KV_INDEXER_WRITE_TOKEN_FILE", write}}).code,
+            kExitOk);
+  EXPECT_EQ(server_.service().last_read_authorization(),
+            "Bearer s3cret-0123456789ab");
+  ASSERT_EQ(Run({"workers"}).code, kExitOk);
+  EXPECT_EQ(server_.service().last_read_authorization(), "");
+}
+
+TEST_F(CtlCommandsTest, ABadReadTokenFileIsUsage) {
+  std::unique_ptr<test_support::ScratchDir> dir = Scratch();
+  const std::string short_token = dir->Sub("short");
+  { std::ofstream(short_token) << "short"; }
+  CtlResult r = Run({"status", "--read-token-file", short_token});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("KV_INDEXER_ADMIN_READ_TOKEN_FILE="));
+  EXPECT_THAT(r.err, HasSubstr("at least 16"));
+  r = Run({"workers"}, "",
+          {{"KV_INDEXER_ADMIN_READ_TOKEN_FILE", dir->Sub("missing")}});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("cannot read the file"));
 }
 
 TEST_F(CtlCommandsTest, OtherServerErrorsExitOne) {

@@ -25,15 +25,16 @@ TEST(CtlOptionsTest, DefaultsForStatus) {
 }
 
 TEST(CtlOptionsTest, FlagsBeforeAndAfterTheCommandBothForms) {
-  absl::StatusOr<CtlOptions> o =
-      ParseCtlArgs({"--endpoint", "http://127.0.0.1:9", "workers", "--json",
-                    "--timeout=0.25", "--token-file=/t"});
+  absl::StatusOr<CtlOptions> o = ParseCtlArgs(
+      {"--endpoint", "http://127.0.0.1:9", "workers", "--json",
+       "--timeout=0.25", "--token-file=/t", "--read-token-file", "/r"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->command, Command::kWorkers);
   EXPECT_EQ(*o->endpoint, "http://127.0.0.1:9");
   EXPECT_TRUE(o->json);
   EXPECT_EQ(o->timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(*o->token_file, "/t");
+  EXPECT_EQ(*o->read_token_file, "/r");
 }
 
 TEST(CtlOptionsTest, ExplainArgumentsAndFlags) {

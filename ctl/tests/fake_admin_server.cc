@@ -48,15 +48,36 @@ admin_v1::RemoveWorkerRequest FakeAdminService::last_remove() const {
   return last_remove_;
 }
 
+namespace {
+
+std::string Authorization(const grpc::ServerContext& context) {
+  auto it = context.client_metadata().find("authorization");
+  if (it == context.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+std::string FakeAdminService::last_read_authorization() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_read_authorization_;
+}
+
+std::string FakeAdminService::last_remove_authorization() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_remove_authorization_;
+}
+
 int FakeAdminService::get_stats_calls() const {
   std::lock_guard<std::mutex> lock(mu_);
   return get_stats_calls_;
 }
 
-grpc::Status FakeAdminService::GetStats(grpc::ServerContext*,
+grpc::Status FakeAdminService::GetStats(grpc::ServerContext* context,
                                         const admin_v1::GetStatsRequest*,
                                         admin_v1::GetStatsResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_read_authorization_ = Authorization(*context);
   if (fail_) return *fail_;
   *response = stats_;
   const uint64_t growth = stats_step_ * static_cast<uint64_t>(get_stats_calls_);
@@ -68,10 +89,11 @@ grpc::Status FakeAdminService::GetStats(grpc::ServerContext*,
 }
 
 grpc::Status FakeAdminService::ListWorkers(
-    grpc::ServerContext*, const admin_v1::ListWorkersRequest* request,
+    grpc::ServerContext* context, const admin_v1::ListWorkersRequest* request,
     admin_v1::ListWorkersResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   ++list_workers_calls_;
+  last_read_authorization_ = Authorization(*context);
   if (fail_) return *fail_;
   if (page_size_ <= 0) {
     *response = workers_;
@@ -103,9 +125,10 @@ int FakeAdminService::list_workers_calls() const {
 }
 
 grpc::Status FakeAdminService::ExplainPrefix(
-    grpc::ServerContext*, const admin_v1::ExplainPrefixRequest* request,
+    grpc::ServerContext* context, const admin_v1::ExplainPrefixRequest* request,
     admin_v1::ExplainPrefixResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_read_authorization_ = Authorization(*context);
   if (fail_) return *fail_;
   last_explain_ = *request;
   *response = explain_;
@@ -116,6 +139,7 @@ grpc::Status FakeAdminService::RemoveWorker(
     grpc::ServerContext* context, const admin_v1::RemoveWorkerRequest* request,
     admin_v1::RemoveWorkerResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_remove_authorization_ = Authorization(*context);
   if (fail_) return *fail_;
   if (!token_.empty()) {
     auto it = context->client_metadata().find("authorization");

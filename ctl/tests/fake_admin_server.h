@@ -38,6 +38,10 @@ class FakeAdminService final : public admin_v1::KvIndexerAdmin::Service {
   void FailWith(std::optional<grpc::Status> status);
 
   admin_v1::ExplainPrefixRequest last_explain() const;
+  // The `authorization` metadata of the last read (GetStats, ListWorkers,
+  // ExplainPrefix) and of the last RemoveWorker; "" when absent.
+  std::string last_read_authorization() const;
+  std::string last_remove_authorization() const;
   admin_v1::RemoveWorkerRequest last_remove() const;
   int get_stats_calls() const;
 
@@ -66,6 +70,8 @@ class FakeAdminService final : public admin_v1::KvIndexerAdmin::Service {
   int list_workers_calls_ = 0;
   admin_v1::ExplainPrefixResponse explain_;
   std::string token_;
+  std::string last_read_authorization_;
+  std::string last_remove_authorization_;
   std::optional<grpc::Status> fail_;
   admin_v1::ExplainPrefixRequest last_explain_;
   admin_v1::RemoveWorkerRequest last_remove_;

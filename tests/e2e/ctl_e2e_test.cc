@@ -1,6 +1,6 @@
 // kv-indexer-ctl against the real kv-indexer-server on a loopback port, with
 // a write token configured: every command, and the exit codes the server's
-// own answers produce.
+// own answers produce; and with an admin read token as well.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "ctl/exit_codes.h"
 #include "ctl/tests/ctl_runner.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/grpc_probes.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
@@ -185,6 +187,94 @@ TEST(CtlServerE2eTest, ListingsAtTheWorkerBound) {
             kWorkers - 1000);
   // The default cap: 1,000 workers' series, a few hundred bytes each.
   EXPECT_LT(scrape->body.size(), 2u << 20);
+
+  stub.reset();
+  EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();
+}
+
+// The admin read token and the reflection switch on the real server
+// (docs/security.md, "The admin read token"): admin reads without a token
+// are refused with UNAUTHENTICATED (the CLI exits 4), with the read token or
+// the write token they are answered, the read token cannot remove a worker;
+// the router's reads and grpc.health.v1 stay open; with
+// KV_INDEXER_GRPC_REFLECTION=off reflection is not served.
+TEST(CtlServerE2eTest, AdminReadTokenAndNoReflection) {
+  absl::StatusOr<std::unique_ptr<test_support::ScratchDir>> dir =
+      test_support::ScratchDir::Create("ctl-e2e-read-");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string write_file = (*dir)->Sub("write");
+  const std::string read_file = (*dir)->Sub("read");
+  std::ofstream(write_file) << "e2e-write-0123456789\n";
+  std::ofstream(read_file) << "tok-R-7d3c9a1b5e2f4608\n";
+
+  test_support::ProcessOptions options;
+  options.binary = KVINDEXER_SERVER_BINARY;
+  options.unset_env = {"KV_INDEXER_BACKEND", "KV_INDEXER_BACKEND_PATH",
+                       "KV_INDEXER_DATA_DIR", "KV_INDEXER_TLS_CERT_FILE",
+                       "KV_INDEXER_TLS_KEY_FILE"};
+  options.env = {{"KV_INDEXER_WRITE_TOKEN_FILE", write_file},
+                 {"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read_file},
+                 {"KV_INDEXER_GRPC_REFLECTION", "off"}};
+  absl::StatusOr<test_support::ListeningServer> server =
+      test_support::StartListeningServer(std::move(options), 0, 20s);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT(server->process->Output(),
+              HasSubstr("write_token=required admin_read_token=required"));
+  EXPECT_THAT(server->process->Output(), HasSubstr("grpc_reflection=off"));
+  EXPECT_THAT(server->process->Output(),
+              ::testing::Not(HasSubstr("tok-R-7d3c")));
+  const std::string endpoint = absl::StrCat("http://", server->address);
+  auto channel =
+      grpc::CreateChannel(server->address, grpc::InsecureChannelCredentials());
+
+  auto run = [&](std::vector<std::string> args,
+                 std::map<std::string, std::string, std::less<>> env = {}) {
+    env.emplace("KV_INDEXER_ENDPOINT", endpoint);
+    return RunCtlForTest(args, std::move(env));
+  };
+  CtlResult r = run({"status"});
+  EXPECT_EQ(r.code, kExitRefused) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(r.err, HasSubstr("KV_INDEXER_ADMIN_READ_TOKEN_FILE"));
+  r = run({"status"}, {{"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read_file}});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("server     kv-indexer-server "));
+  r = run({"explain", "1,2", "--read-token-file", read_file});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  // Whoever may write may read: the CLI sends the write token then.
+  r = run({"workers", "--token-file", write_file});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+
+  // The read token does not write.
+  auto stub = kv_indexer::v1::KVIndexer::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    context.AddMetadata("authorization", "Bearer e2e-write-0123456789");
+    kv_indexer::v1::ApplyExternalKvBatchResponse applied;
+    ASSERT_TRUE(stub->ApplyExternalKvBatch(
+                        &context,
+                        Batch("w-1", "10.0.0.1:9000").Report(1, {1, 2}),
+                        &applied)
+                    .ok());
+  }
+  r = run({"remove-worker", "w-1", "--read-token-file", read_file});
+  EXPECT_EQ(r.code, kExitRefused) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("PERMISSION_DENIED"));
+
+  // The router's reads and the health service need nothing.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    kv_indexer::v1::MatchExternalKvPrefixResponse prefix;
+    const grpc::Status s = stub->MatchExternalKvPrefix(
+        &context, test_support::PrefixRequest({1, 2}), &prefix);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_EQ(test_support::CheckHealth(channel, "", 10s).code,
+            grpc::StatusCode::OK);
+  // Reflection is off.
+  EXPECT_EQ(test_support::ReflectedServices(channel, 10s), std::nullopt);
 
   stub.reset();
   EXPECT_TRUE(server->process->Stop(20s).ok()) << server->process->Output();
