@@ -17,6 +17,7 @@
 #define KVINDEXER_CORE_DURABLE_STATE_H_
 
 #include <cstddef>
+#include <string>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -67,6 +68,9 @@ class DurableState {
   // Worker records held, for the lines that report a recovery or a
   // snapshot load. Takes the mutation mutex.
   virtual size_t worker_count() = 0;
+  // Sets the indexer epoch (IndexOperations::IndexerEpoch), which otherwise
+  // is a random one chosen at construction. REQUIRES: before serving.
+  virtual void SetIndexerEpoch(std::string epoch) = 0;
 
  protected:
   DurableState() = default;

@@ -26,6 +26,7 @@
 #ifndef KVINDEXER_CORE_INDEX_OPERATIONS_H_
 #define KVINDEXER_CORE_INDEX_OPERATIONS_H_
 
+#include <string>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
@@ -80,6 +81,15 @@ class IndexOperations {
   // record is cleared and deleted. REQUIRES: as Apply.
   virtual PendingAck Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                v1::ConfigureExpectedWorkersResponse* resp) = 0;
+  // InvalidateWorker: the stream loses its placements, readiness, epoch,
+  // checkpoint and generation; its record and the rest of its metadata
+  // stay (docs/contract.md, "Streams > InvalidateWorker"). REQUIRES: as
+  // Apply.
+  virtual PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
+                                v1::InvalidateWorkerResponse* resp) = 0;
+  // The indexer epoch (docs/contract.md, "Streams > Indexer epoch"): fixed
+  // for the process's life once serving starts.
+  virtual std::string IndexerEpoch() const = 0;
 
   [[nodiscard]] virtual absl::Status Match(
       const v1::MatchExternalKvRequest& req,

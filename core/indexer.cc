@@ -13,14 +13,19 @@
 #include "common/heap_trim.h"
 #include "common/log_budget.h"
 #include "common/log_text.h"
+#include "common/uuid.h"
 #include "core/backend_status.h"
 #include "core/hit_count_query.h"
+#include "core/line_a.h"
 #include "core/match_assembler.h"
 #include "core/mutation_records.h"
 #include "core/prefix_query.h"
 #include "core/request_batch.h"
 #include "core/request_validation.h"
 #include "core/sequence_gate.h"
+#include "core/stream_coverage.h"
+#include "core/stream_key.h"
+#include "core/stream_metadata.h"
 #include "core/worker_batches.h"
 #include "core/worker_claims.h"
 #include "fmt/format.h"
@@ -75,7 +80,8 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
       backend_abi_minor_(backend_abi_minor),
       clock_(clock != nullptr ? clock : &MonotonicClock::Real()),
       lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
-                                              : &own_lifecycle_log_) {}
+                                              : &own_lifecycle_log_),
+      indexer_epoch_(NewRandomUuid()) {}
 
 absl::Status Indexer::CheckLogOpenLocked() const {
   if (!log_closed_) return absl::OkStatus();
@@ -86,23 +92,26 @@ absl::Status Indexer::CheckLogOpenLocked() const {
 PendingAck Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
                           v1::ApplyExternalKvBatchResponse* resp,
                           const MutationOptions& options) {
-  if (absl::Status s = ValidateApply(req, limits_); !s.ok()) {
+  StreamKey key;
+  if (absl::Status s = ValidateApply(req, limits_, &key); !s.ok()) {
     return PendingAck(std::move(s));
   }
-  const RequestBatch batch(req);
+  const std::string id = EncodeStreamKey(key);
+  const RequestBatch batch(req, id);
 
   MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) {
     status =
         req.enforce_sequence()
-            ? ApplyGated(req, batch.view(), resp, options, Origin::kLive)
-            : ApplySeedEra(req, batch.view(), resp, options, Origin::kLive);
+            ? ApplyGated(req, id, batch.view(), resp, options, Origin::kLive)
+            : ApplySeedEra(req, id, batch.view(), resp, options, Origin::kLive);
   }
   return AckLocked(std::move(status));
 }
 
 absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
+                                   std::string_view id,
                                    const ApplyBatchView& batch,
                                    v1::ApplyExternalKvBatchResponse* resp,
                                    const MutationOptions& options,
@@ -110,7 +119,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
   const bool live = origin == Origin::kLive;
   if (live) {
     // "Limits > Bounds": a new record must fit under max_workers.
-    if (workers_.Find(req.worker_id()) == nullptr) {
+    if (std::as_const(workers_).Find(id) == nullptr) {
       if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
           !s.ok()) {
         return s;
@@ -118,7 +127,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
     }
     // After the capacity check, so that a refused request marks nothing; the
     // worker has or is about to get a record, so its marker is never capped.
-    if (absl::Status s = NoteHeartbeat(req.worker_id(), options.heartbeat,
+    if (absl::Status s = NoteHeartbeat(id, options.heartbeat,
                                        /*has_record=*/true);
         !s.ok()) {
       return s;
@@ -131,34 +140,37 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
     TakeBack(log, end);
     return s;
   }
-  WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
+  WorkerRecord& record = workers_.FindOrAdd(id);
   if (live) {
     ObserveClaim(
-        req.worker_id(), record,
+        id, record,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   record.address = req.worker_address();
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
-  NoteTookEffect(req.worker_id(), record, options.fidelity, origin);
+  MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
+                      &record.meta);
+  NoteTookEffect(id, record, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
 }
 
 absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
+                                 std::string_view id,
                                  const ApplyBatchView& batch,
                                  v1::ApplyExternalKvBatchResponse* resp,
                                  const MutationOptions& options,
                                  Origin origin) {
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
-  WorkerRecord* record = workers_.Find(req.worker_id());
+  WorkerRecord* record = workers_.Find(id);
   if (live) {
     // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
     // liveness and removal").
-    if (absl::Status s = NoteHeartbeat(req.worker_id(), options.heartbeat,
-                                       record != nullptr);
+    if (absl::Status s =
+            NoteHeartbeat(id, options.heartbeat, record != nullptr);
         !s.ok()) {
       return s;
     }
@@ -166,22 +178,25 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
     // record is a claim on it, refused or not.
     if (record != nullptr) {
       ObserveClaim(
-          req.worker_id(), *record,
+          id, *record,
           WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
     }
   }
+  // A line-A apply also needs a configured record (G1) and its generation
+  // (G2; docs/contract.md, "Streams > Where line A differs").
   const GateDecision decision =
-      DecideGate(record, req.worker_epoch(), req.seq());
+      DecideGate(record, req.worker_epoch(), req.seq(),
+                 IsLineA(req) ? &req.worker_generation() : nullptr);
   // Replayed, a refusal is what the record did when it was logged.
   const auto refuse = [&] {
     return live ? GateRefusal(decision, req.seq()) : absl::OkStatus();
   };
   switch (decision.step) {
     case GateStep::kUnconfigured:
-      if (live) gate_log_->RecordUnconfigured(req.worker_id());
+      if (live) gate_log_->RecordUnconfigured(id);
       return refuse();
     case GateStep::kNotReady:
-      if (live) gate_log_->RecordNotReady(req.worker_id(), req.worker_epoch());
+      if (live) gate_log_->RecordNotReady(id, req.worker_epoch());
       return refuse();
     case GateStep::kDuplicate:
       // Acknowledged; nothing is applied and the record is not refreshed.
@@ -194,7 +209,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
       if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
       // Every placement of the worker goes in one atomic batch; the
       // backend's record keeps the stored address and spec.
-      const RecordBatch clear(req.worker_id(), *record,
+      const RecordBatch clear(id, *record,
                               RecordBatch::Actions::kClearAllTiers);
       if (absl::Status s = ToAbslStatus(ApplyToBackend(clear.view()));
           !s.ok()) {
@@ -205,10 +220,8 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
       record->checkpoint.reset();
       // The clear took effect; what the bridge said of a feed with a gap
       // is not kept.
-      NoteTookEffect(req.worker_id(), *record, FidelityHeader{}, origin);
-      if (live) {
-        gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
-      }
+      NoteTookEffect(id, *record, FidelityHeader{}, origin);
+      if (live) gate_log_->RecordGap(id, decision.expected, req.seq());
       return refuse();
     }
     case GateStep::kAccept:
@@ -224,7 +237,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
   record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record->ready = true;
   record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
-  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
+  MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
+                      &record->meta);
+  NoteTookEffect(id, *record, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -233,33 +248,37 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
 PendingAck Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
                             v1::ReplaceExternalKvSnapshotResponse* resp,
                             const MutationOptions& options) {
-  if (absl::Status s = ValidateReplace(req, limits_); !s.ok()) {
+  StreamKey key;
+  if (absl::Status s = ValidateReplace(req, limits_, &key); !s.ok()) {
     return PendingAck(std::move(s));
   }
-  const SnapshotBatch batch(req);
+  const std::string id = EncodeStreamKey(key);
+  const SnapshotBatch batch(req, id);
 
   MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) {
-    status = ReplaceLocked(req, batch.view(), resp, options, Origin::kLive);
+    status = ReplaceLocked(req, id, batch.view(), resp, options, Origin::kLive);
   }
   return AckLocked(std::move(status));
 }
 
 absl::Status Indexer::ReplaceLocked(
-    const v1::ReplaceExternalKvSnapshotRequest& req,
+    const v1::ReplaceExternalKvSnapshotRequest& req, std::string_view id,
     const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
     const MutationOptions& options, Origin origin) {
   const bool live = origin == Origin::kLive;
-  WorkerRecord* record = workers_.Find(req.worker_id());
-  if (record == nullptr) {
+  const WorkerRecord* found = std::as_const(workers_).Find(id);
+  // V4; a line-A install needs a configured record.
+  if (found == nullptr || (IsLineA(req) && !found->configured)) {
     if (!live) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
+  WorkerRecord* record = workers_.Find(id);
   if (live) {
     ObserveClaim(
-        req.worker_id(), *record,
+        id, *record,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   MutationLog* const log = LogFor(origin);
@@ -274,44 +293,59 @@ absl::Status Indexer::ReplaceLocked(
   record->ready = true;
   record->checkpoint =
       SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
-  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
+  MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
+                      &record->meta);
+  NoteTookEffect(id, *record, options.fidelity, origin);
   resp->set_applied_seq(req.applied_seq());
   return absl::OkStatus();
 }
 
 PendingAck Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
                               v1::ConfigureExpectedWorkersResponse* resp) {
-  if (absl::Status s = ValidateConfigure(req, limits_); !s.ok()) {
+  std::vector<StreamKey> keys;
+  if (absl::Status s = ValidateConfigure(req, limits_, &keys); !s.ok()) {
     return PendingAck(std::move(s));
   }
-  const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
+  const ListedStreams listed(keys);
 
   const HeapTrimAfterUnlock trim(&trim_wanted_);
   MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (status.ok()) status = ConfigureLocked(req, listed, resp, Origin::kLive);
+  if (status.ok() && IsLineA(req)) resp->set_indexer_epoch(indexer_epoch_);
   return AckLocked(std::move(status));
 }
 
-absl::flat_hash_set<absl::string_view> Indexer::ListedIds(
-    const v1::ConfigureExpectedWorkersRequest& req) {
-  absl::flat_hash_set<absl::string_view> listed;
-  listed.reserve(static_cast<size_t>(req.workers_size()));
-  for (const v1::ExpectedWorker& worker : req.workers()) {
-    listed.insert(worker.worker_id());
-  }
-  return listed;
+Indexer::ListedStreams::ListedStreams(const std::vector<StreamKey>& keys) {
+  ids.reserve(keys.size());
+  for (const StreamKey& key : keys) ids.push_back(EncodeStreamKey(key));
+  set.reserve(ids.size());
+  for (const std::string& id : ids) set.insert(id);
 }
+
+namespace {
+
+// What an entry says about its stream's metadata.
+MetadataUpdate UpdateOf(const v1::ExpectedWorker& worker) {
+  return MetadataUpdate{.generation = &worker.worker_generation(),
+                        .model = &worker.model(),
+                        .hash_schema_version = worker.hash_schema_version(),
+                        .page_size = worker.page_size(),
+                        .is_bigram = worker.is_bigram()};
+}
+
+}  // namespace
 
 bool Indexer::ConfigureChangesNothingLocked(
     const v1::ConfigureExpectedWorkersRequest& req,
-    const absl::flat_hash_set<absl::string_view>& listed) const {
+    const ListedStreams& listed) const {
   const WorkerSequenceTable& table = workers_;
   // With every listed worker found below, equal sizes leave no record
   // unlisted: nothing to remove.
-  if (table.size() != listed.size()) return false;
-  for (const v1::ExpectedWorker& worker : req.workers()) {
-    const WorkerRecord* record = table.Find(worker.worker_id());
+  if (table.size() != listed.set.size()) return false;
+  for (int i = 0; i < req.workers_size(); ++i) {
+    const v1::ExpectedWorker& worker = req.workers(i);
+    const WorkerRecord* record = table.Find(listed.ids[static_cast<size_t>(i)]);
     if (record == nullptr || !record->configured ||
         record->address != worker.worker_address()) {
       return false;
@@ -320,22 +354,22 @@ bool Indexer::ConfigureChangesNothingLocked(
         !SameSpec(CacheSpecOf(worker.cache_spec()), record->spec)) {
       return false;
     }
+    StreamMetadata meta = record->meta;
+    if (MergeStreamMetadata(UpdateOf(worker), &meta)) return false;
   }
   return true;
 }
 
 absl::Status Indexer::ConfigureLocked(
-    const v1::ConfigureExpectedWorkersRequest& req,
-    const absl::flat_hash_set<absl::string_view>& listed,
+    const v1::ConfigureExpectedWorkersRequest& req, const ListedStreams& listed,
     v1::ConfigureExpectedWorkersResponse* resp, Origin origin) {
   // A configuration the records already hold (a bridge that sends its list
   // every second as a heartbeat) is answered like a probe: nothing is
   // logged, the backend is not called and no record is touched, not even
   // its last_apply (docs/durability.md, "What is logged").
   if (ConfigureChangesNothingLocked(req, listed)) {
-    const WorkerCounts counts = directory_.counts();
-    resp->set_total_workers(static_cast<uint32_t>(counts.total));
-    resp->set_ready_workers(static_cast<uint32_t>(counts.ready));
+    resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
+    resp->set_ready_workers(static_cast<uint32_t>(workers_.covered_count()));
     return absl::OkStatus();
   }
   // Each step below changes the backend first, then the table, so that a
@@ -347,7 +381,7 @@ absl::Status Indexer::ConfigureLocked(
   // back when the backend refuses it, so that the log holds exactly the
   // removals that took effect, however far this step got.
   for (const std::string& id : workers_.WorkerIds()) {
-    if (listed.contains(id)) continue;
+    if (listed.set.contains(id)) continue;
     if (absl::Status s =
             RemoveWorkerLocked(id, RemovalReason::kConfigure, origin);
         !s.ok()) {
@@ -364,33 +398,88 @@ absl::Status Indexer::ConfigureLocked(
     return s;
   }
   // 2. and 3. Listed workers: a fresh record when there is none; address
-  // always, spec only when given. Sequence state and placement stay as they
-  // are.
-  for (const v1::ExpectedWorker& worker : req.workers()) {
+  // always, spec only when given, metadata by the keep rule. Sequence state
+  // and placement stay as they are.
+  for (int i = 0; i < req.workers_size(); ++i) {
+    const v1::ExpectedWorker& worker = req.workers(i);
+    const std::string& id = listed.ids[static_cast<size_t>(i)];
     bool created = false;
-    WorkerRecord& record = workers_.FindOrAdd(worker.worker_id(), &created);
+    WorkerRecord& record = workers_.FindOrAdd(id, &created);
     WorkerRecord updated = record;
     updated.configured = true;
     updated.address = worker.worker_address();
     if (worker.has_cache_spec())
       updated.spec = CacheSpecOf(worker.cache_spec());
+    MergeStreamMetadata(UpdateOf(worker), &updated.meta);
     // A ready worker may hold placements, whose queries show the backend's
     // copy of address and spec: refresh it when they change.
     const bool changed = updated.address != record.address ||
                          !SameSpec(updated.spec, record.spec);
     if (!created && record.ready && changed) {
-      const RecordBatch refresh(worker.worker_id(), updated,
-                                RecordBatch::Actions::kNone);
+      const RecordBatch refresh(id, updated, RecordBatch::Actions::kNone);
       if (absl::Status s = ToAbslStatus(ApplyToBackend(refresh.view()));
           !s.ok()) {
         return s;
       }
     }
     record = std::move(updated);
-    NoteTookEffect(worker.worker_id(), record, FidelityHeader{}, origin);
+    NoteTookEffect(id, record, FidelityHeader{}, origin);
   }
   resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
-  resp->set_ready_workers(static_cast<uint32_t>(workers_.ready_count()));
+  resp->set_ready_workers(static_cast<uint32_t>(workers_.covered_count()));
+  return absl::OkStatus();
+}
+
+PendingAck Indexer::Invalidate(const v1::InvalidateWorkerRequest& req,
+                               v1::InvalidateWorkerResponse* resp) {
+  StreamKey key;
+  if (absl::Status s = ValidateInvalidate(req, limits_, &key); !s.ok()) {
+    return PendingAck(std::move(s));
+  }
+  const std::string id = EncodeStreamKey(key);
+  MutationLock lock(*this);
+  absl::Status status = CheckLogOpenLocked();
+  if (status.ok()) status = InvalidateLocked(req, id, Origin::kLive);
+  if (status.ok()) {
+    resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
+    resp->set_ready_workers(static_cast<uint32_t>(workers_.covered_count()));
+    resp->set_indexer_epoch(indexer_epoch_);
+  }
+  return AckLocked(std::move(status));
+}
+
+absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
+                                       std::string_view id, Origin origin) {
+  const bool live = origin == Origin::kLive;
+  const WorkerRecord* found = std::as_const(workers_).Find(id);
+  if (found == nullptr || !found->configured) {
+    if (!live) return absl::OkStatus();
+    return absl::NotFoundError(
+        fmt::format("stream {} is not configured",
+                    LogText(StreamKeyText(DecodeStreamKey(id)))));
+  }
+  // Not ready (so holding no placement), no generation: nothing to change,
+  // nothing to log.
+  if (!found->ready && found->meta.generation.empty() &&
+      !found->checkpoint.has_value()) {
+    return absl::OkStatus();
+  }
+  MutationLog* const log = LogFor(origin);
+  uint64_t end = 0;
+  if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
+  WorkerRecord* record = workers_.Find(id);
+  if (record->ready) {
+    // Every placement goes in one atomic batch, as a gap clears them.
+    const RecordBatch clear(id, *record, RecordBatch::Actions::kClearAllTiers);
+    if (absl::Status s = ToAbslStatus(ApplyToBackend(clear.view())); !s.ok()) {
+      TakeBack(log, end);
+      return s;
+    }
+  }
+  record->ready = false;
+  record->checkpoint.reset();
+  record->meta.generation.clear();
+  NoteTookEffect(id, *record, FidelityHeader{}, origin);
   return absl::OkStatus();
 }
 
@@ -413,8 +502,41 @@ absl::Status Indexer::Match(const v1::MatchExternalKvRequest& req,
 absl::Status Indexer::MatchPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
-  return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes,
-                        deliver);
+  if (!IsLineA(req)) {
+    return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes,
+                          deliver);
+  }
+  // Coverage and candidates come from one view of the records, taken
+  // before the backend's snapshot.
+  thread_local CoverageSelection selection;
+  coverage_.Select(req, &selection);
+  thread_local std::vector<StreamCoverageView> views;
+  thread_local std::vector<std::string_view> uncovered;
+  views.clear();
+  uncovered.clear();
+  CandidateStreams streams;
+  for (const CoveredStream& s : selection.streams) {
+    views.push_back(StreamCoverageView{.ns = s.key.ns,
+                                       .worker_id = s.key.worker_id,
+                                       .dp_rank = s.key.dp_rank,
+                                       .worker_address = s.address,
+                                       .ready = s.covered,
+                                       .worker_epoch = s.epoch,
+                                       .watermark = s.watermark,
+                                       .worker_generation = s.generation});
+  }
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (views[i].ready) {
+      streams.by_id.emplace(selection.streams[i].backend_id, &views[i]);
+    }
+  }
+  for (const std::string& a : selection.uncovered_addresses) {
+    uncovered.push_back(a);
+  }
+  const PrefixCoverage coverage{views, selection.complete, uncovered};
+  streams.coverage = &coverage;
+  return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes, deliver,
+                        &streams);
 }
 
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
@@ -740,15 +862,25 @@ void Indexer::PublishChangedLocked() {
   std::vector<std::string> changed = workers_.TakeChanged();
   if (changed.empty()) return;
   std::vector<WorkerSnapshot> snapshots;
+  std::vector<CoveredStream> streams;
   std::vector<std::string> erased;
   const WorkerSequenceTable& table = workers_;
   for (std::string& id : changed) {
     if (const WorkerRecord* record = table.Find(id); record != nullptr) {
       snapshots.push_back(SnapshotLocked(id, *record));
+      streams.push_back(CoveredStream{
+          .backend_id = id,
+          .key = DecodeStreamKey(id),
+          .address = record->address,
+          .covered = record->covered(),
+          .epoch = record->checkpoint ? record->checkpoint->epoch : "",
+          .watermark = record->checkpoint ? record->checkpoint->seq : 0,
+          .generation = record->meta.generation});
     } else {
       erased.push_back(std::move(id));
     }
   }
+  coverage_.Publish(std::move(streams), erased);
   directory_.Publish(std::move(snapshots), erased);
 }
 

@@ -56,6 +56,8 @@
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
+#include "core/stream_coverage.h"
+#include "core/stream_key.h"
 #include "core/worker_directory.h"
 #include "core/worker_lifecycle_log.h"
 #include "core/worker_sequence_table.h"
@@ -102,6 +104,9 @@ class Indexer final : private IndexOperations,
                        v1::ConfigureExpectedWorkersResponse* resp) override;
   absl::Status Match(const v1::MatchExternalKvRequest& req,
                      v1::MatchExternalKvResponse* resp) override;
+  PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
+                        v1::InvalidateWorkerResponse* resp) override;
+  std::string IndexerEpoch() const override { return indexer_epoch_; }
   absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
       absl::FunctionRef<void(const PrefixAnswer&)> deliver) override;
@@ -146,6 +151,9 @@ class Indexer final : private IndexOperations,
   void ExportHost(
       absl::FunctionRef<void(const state::v1::CheckpointChunk&)> sink) override;
   size_t worker_count() override;
+  void SetIndexerEpoch(std::string epoch) override {
+    indexer_epoch_ = std::move(epoch);
+  }
 
   // Where a mutation comes from. A live one (a client's request, a sweep)
   // is checked against the limits, notes heartbeats and claims, is appended
@@ -177,18 +185,19 @@ class Indexer final : private IndexOperations,
   // validation and `batch` is its backend form.
   //
   // An apply with enforce_sequence: the sequence gate, from G1.
+  // `id` is the stream's backend id (core/stream_key.h).
   absl::Status ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
-                          const ApplyBatchView& batch,
+                          std::string_view id, const ApplyBatchView& batch,
                           v1::ApplyExternalKvBatchResponse* resp,
                           const MutationOptions& options, Origin origin);
   // An apply without: the seed-era path, applied whatever the sequence
   // state, which it never reads or changes beyond making the worker ready.
   absl::Status ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
-                            const ApplyBatchView& batch,
+                            std::string_view id, const ApplyBatchView& batch,
                             v1::ApplyExternalKvBatchResponse* resp,
                             const MutationOptions& options, Origin origin);
   absl::Status ReplaceLocked(const v1::ReplaceExternalKvSnapshotRequest& req,
-                             const ApplyBatchView& batch,
+                             std::string_view id, const ApplyBatchView& batch,
                              v1::ReplaceExternalKvSnapshotResponse* resp,
                              const MutationOptions& options, Origin origin);
   // The operator's bookkeeping when a mutation took effect for `record`
@@ -218,21 +227,28 @@ class Indexer final : private IndexOperations,
     Indexer& indexer_;
     std::lock_guard<std::mutex> lock_;
   };
-  // The worker ids a ConfigureExpectedWorkers request lists; views `req`.
-  static absl::flat_hash_set<absl::string_view> ListedIds(
-      const v1::ConfigureExpectedWorkersRequest& req);
+  // The streams a ConfigureExpectedWorkers request lists: their backend
+  // ids in request order, and as a set.
+  struct ListedStreams {
+    explicit ListedStreams(const std::vector<StreamKey>& keys);
+    std::vector<std::string> ids;
+    absl::flat_hash_set<std::string> set;
+  };
   // Whether `req` would create, remove or alter no record and call nothing
   // in the backend: every record is listed, configured, with the listed
-  // address and (when the entry gives one) spec. REQUIRES: mutation_mu_
-  // held; `listed` as for ConfigureLocked.
+  // address, (when the entry gives one) spec, and metadata the entry would
+  // not change. REQUIRES: mutation_mu_ held; `listed` is req's.
   bool ConfigureChangesNothingLocked(
       const v1::ConfigureExpectedWorkersRequest& req,
-      const absl::flat_hash_set<absl::string_view>& listed) const;
-  // `listed` holds the request's worker ids (ListedIds).
-  absl::Status ConfigureLocked(
-      const v1::ConfigureExpectedWorkersRequest& req,
-      const absl::flat_hash_set<absl::string_view>& listed,
-      v1::ConfigureExpectedWorkersResponse* resp, Origin origin);
+      const ListedStreams& listed) const;
+  absl::Status ConfigureLocked(const v1::ConfigureExpectedWorkersRequest& req,
+                               const ListedStreams& listed,
+                               v1::ConfigureExpectedWorkersResponse* resp,
+                               Origin origin);
+  // InvalidateWorker's body for the stream `id`: NOT_FOUND (OK when
+  // replayed) unless a Configure listed it. REQUIRES: mutation_mu_ held.
+  absl::Status InvalidateLocked(const v1::InvalidateWorkerRequest& req,
+                                std::string_view id, Origin origin);
   // NOT_FOUND (OK when replayed) when `worker_id` has no record.
   absl::Status RemoveWorkerLocked(std::string_view worker_id,
                                   RemovalReason reason, Origin origin);
@@ -295,6 +311,10 @@ class Indexer final : private IndexOperations,
   // What the operator reads of workers_ and liveness_, published by
   // MutationLock.
   WorkerDirectory directory_;
+  // What coverage queries read of workers_, published with directory_.
+  StreamCoverageTable coverage_;
+  // Set before serving and never changed after (SetIndexerEpoch).
+  std::string indexer_epoch_;
   // Set under the mutex by a removal that freed a backend record; the
   // operation trims the heap once after releasing the mutex.
   std::atomic<bool> trim_wanted_{false};

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,6 +17,7 @@
 #include "core/indexer.h"
 #include "core/request_batch.h"
 #include "core/request_validation.h"
+#include "core/stream_key.h"
 #include "core/worker_batches.h"
 #include "fmt/format.h"
 
@@ -74,42 +76,60 @@ absl::Status Indexer::Replay(const WalRecord& record) {
   switch (record.op_case()) {
     case WalRecord::kApply: {
       const v1::ApplyExternalKvBatchRequest& req = record.apply();
-      if (absl::Status s = ValidateApply(req, kShapeOnly); !s.ok()) {
+      StreamKey key;
+      if (absl::Status s = ValidateApply(req, kShapeOnly, &key); !s.ok()) {
         return Malformed("apply", s);
       }
-      const RequestBatch batch(req);
+      const std::string id = EncodeStreamKey(key);
+      const RequestBatch batch(req, id);
       v1::ApplyExternalKvBatchResponse resp;
       MutationLock lock(*this);
       return req.enforce_sequence()
-                 ? ApplyGated(req, batch.view(), &resp, MutationOptions{},
+                 ? ApplyGated(req, id, batch.view(), &resp, MutationOptions{},
                               Origin::kReplay)
-                 : ApplySeedEra(req, batch.view(), &resp, MutationOptions{},
+                 : ApplySeedEra(req, id, batch.view(), &resp, MutationOptions{},
                                 Origin::kReplay);
     }
     case WalRecord::kReplace: {
       const v1::ReplaceExternalKvSnapshotRequest& req = record.replace();
-      if (absl::Status s = ValidateReplace(req, kShapeOnly); !s.ok()) {
+      StreamKey key;
+      if (absl::Status s = ValidateReplace(req, kShapeOnly, &key); !s.ok()) {
         return Malformed("replace", s);
       }
-      const SnapshotBatch batch(req);
+      const std::string id = EncodeStreamKey(key);
+      const SnapshotBatch batch(req, id);
       v1::ReplaceExternalKvSnapshotResponse resp;
       MutationLock lock(*this);
-      return ReplaceLocked(req, batch.view(), &resp, MutationOptions{},
+      return ReplaceLocked(req, id, batch.view(), &resp, MutationOptions{},
                            Origin::kReplay);
     }
     case WalRecord::kConfigure: {
       const v1::ConfigureExpectedWorkersRequest& req = record.configure();
-      if (absl::Status s = ValidateConfigure(req, kShapeOnly); !s.ok()) {
+      std::vector<StreamKey> keys;
+      if (absl::Status s = ValidateConfigure(req, kShapeOnly, &keys); !s.ok()) {
         return Malformed("configure", s);
       }
-      const absl::flat_hash_set<absl::string_view> listed = ListedIds(req);
+      const ListedStreams listed(keys);
       v1::ConfigureExpectedWorkersResponse resp;
       MutationLock lock(*this);
       return ConfigureLocked(req, listed, &resp, Origin::kReplay);
     }
+    case WalRecord::kInvalidate: {
+      const v1::InvalidateWorkerRequest& req = record.invalidate();
+      StreamKey key;
+      if (absl::Status s = ValidateInvalidate(req, kShapeOnly, &key); !s.ok()) {
+        return Malformed("invalidate", s);
+      }
+      MutationLock lock(*this);
+      return InvalidateLocked(req, EncodeStreamKey(key), Origin::kReplay);
+    }
+    case WalRecord::kSnapshotCommit:
+      return Malformed("log", "snapshot commits are not supported yet");
     case WalRecord::kLivenessClear: {
-      const std::string& id = record.liveness_clear().worker_id();
-      if (id.empty()) return Malformed("liveness clear", "no worker_id");
+      if (record.liveness_clear().worker_id().empty()) {
+        return Malformed("liveness clear", "no worker_id");
+      }
+      const std::string id = BackendIdOf(record.liveness_clear());
       MutationLock lock(*this);
       return ReplayLivenessClear(id);
     }
@@ -123,7 +143,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
                          fmt::format("unknown reason {}", removal.reason()));
       }
       MutationLock lock(*this);
-      return RemoveWorkerLocked(removal.worker_id(),
+      return RemoveWorkerLocked(BackendIdOf(removal),
                                 static_cast<RemovalReason>(removal.reason()),
                                 Origin::kReplay);
     }
@@ -133,10 +153,11 @@ absl::Status Indexer::Replay(const WalRecord& record) {
         return Malformed("marker", "no worker_id");
       }
       if (marker.ttl_ms() == 0) return Malformed("marker", "ttl_ms is 0");
+      const std::string id = BackendIdOf(marker);
       MutationLock lock(*this);
       // Not a heartbeat of this run: the marker is re-armed, not counted.
-      workers_.Touch(marker.worker_id());
-      liveness_.Rearm(marker.worker_id(), clock_->Now(),
+      workers_.Touch(id);
+      liveness_.Rearm(id, clock_->Now(),
                       std::chrono::milliseconds(marker.ttl_ms()));
       return absl::OkStatus();
     }
@@ -167,8 +188,16 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
         return Malformed("checkpoint worker", "no worker_id");
       }
       MutationLock lock(*this);
-      WorkerRecord& record = workers_.FindOrAdd(state.worker_id());
+      WorkerRecord& record = workers_.FindOrAdd(BackendIdOf(state));
       record = WorkerRecord{};
+      record.namespaced =
+          state.has_stream_id() && !state.stream_id().namespace_().empty();
+      record.meta =
+          StreamMetadata{.generation = state.worker_generation(),
+                         .model = state.model(),
+                         .hash_schema_version = state.hash_schema_version(),
+                         .page_size = state.page_size(),
+                         .is_bigram = state.is_bigram()};
       record.address = state.address();
       if (state.has_cache_spec()) {
         record.spec = CacheSpecOf(state.cache_spec());
@@ -188,9 +217,10 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       if (marker.ttl_ms() == 0) {
         return Malformed("checkpoint marker", "ttl_ms is 0");
       }
+      const std::string id = BackendIdOf(marker);
       MutationLock lock(*this);
-      workers_.Touch(marker.worker_id());
-      liveness_.Rearm(marker.worker_id(), clock_->Now(),
+      workers_.Touch(id);
+      liveness_.Rearm(id, clock_->Now(),
                       std::chrono::milliseconds(marker.ttl_ms()));
       return absl::OkStatus();
     }
@@ -214,7 +244,8 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       MutationLock lock(*this);
       // The backend record takes the host's address and spec, as every
       // batch the host composes does.
-      const WorkerRecord* record = workers_.Find(part.worker_id());
+      const std::string id = BackendIdOf(part);
+      const WorkerRecord* record = std::as_const(workers_).Find(id);
       if (record == nullptr) {
         return Malformed(
             "checkpoint placements",
@@ -231,7 +262,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
           U32Span{part.block_sizes().data(),
                   static_cast<size_t>(part.block_sizes_size())};
       ApplyBatchView batch{};
-      batch.worker_id = ViewOf(part.worker_id());
+      batch.worker_id = ViewOf(id);
       batch.worker_address = ViewOf(record->address);
       batch.has_cache_spec = record->spec.has_value() ? 1 : 0;
       batch.cache_spec = record->spec.value_or(CacheSpec{});
@@ -257,7 +288,12 @@ void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
     const WorkerRecord& record = *table.Find(id);
     state::v1::WorkerState* state = chunk.mutable_worker();
     state->Clear();
-    state->set_worker_id(id);
+    SetStreamFields(id, state);
+    state->set_worker_generation(record.meta.generation);
+    state->set_model(record.meta.model);
+    state->set_hash_schema_version(record.meta.hash_schema_version);
+    state->set_page_size(record.meta.page_size);
+    state->set_is_bigram(record.meta.is_bigram);
     state->set_address(record.address);
     if (record.spec.has_value()) {
       *state->mutable_cache_spec() = WireSpecOf(*record.spec);
@@ -273,7 +309,8 @@ void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
   }
   for (const LivenessTable::MarkerTtl& marker : liveness_.MarkerTtls()) {
     state::v1::HeartbeatMarker* out = chunk.mutable_marker();
-    out->set_worker_id(marker.worker_id);
+    out->Clear();
+    SetStreamFields(marker.worker_id, out);
     out->set_ttl_ms(static_cast<uint32_t>(marker.ttl.count()));
     sink(chunk);
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/backend_status.h"
 #include "core/hash_collapse.h"
+#include "core/stream_key.h"
 
 namespace kvindexer {
 
@@ -56,7 +57,9 @@ bool MatchAssembler::OnBlock(const BlockView& block) noexcept {
     if (worker.match < 0) {
       worker.match = resp_->matches_size();
       v1::ExternalKvNodeMatch* match = resp_->add_matches();
-      match->set_worker_id(worker.id);
+      // A stream's match names its worker id, never its backend id.
+      const std::string_view id = WorkerIdOf(worker.id);
+      match->set_worker_id(id.data(), id.size());
       match->set_address(worker.address);
     }
     v1::ExternalKvNodeMatch* match = resp_->mutable_matches(worker.match);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/stream_key.h"
 
 namespace kvindexer {
 namespace {
@@ -46,12 +47,25 @@ using ReplaceRecord =
     BorrowingRecord<v1::ReplaceExternalKvSnapshotRequest,
                     &WalRecord::unsafe_arena_set_allocated_replace,
                     &WalRecord::unsafe_arena_release_replace>;
+using InvalidateRecord =
+    BorrowingRecord<v1::InvalidateWorkerRequest,
+                    &WalRecord::unsafe_arena_set_allocated_invalidate,
+                    &WalRecord::unsafe_arena_release_invalidate>;
 using ConfigureRecord =
     BorrowingRecord<v1::ConfigureExpectedWorkersRequest,
                     &WalRecord::unsafe_arena_set_allocated_configure,
                     &WalRecord::unsafe_arena_release_configure>;
 
 }  // namespace
+
+absl::Status LogMutation(MutationLog* log,
+                         const v1::InvalidateWorkerRequest& req,
+                         uint64_t* end) {
+  *end = 0;
+  if (log == nullptr) return absl::OkStatus();
+  const InvalidateRecord borrowed(req);
+  return Append(log, borrowed.record(), end);
+}
 
 absl::Status LogMutation(MutationLog* log,
                          const v1::ApplyExternalKvBatchRequest& req,
@@ -86,7 +100,7 @@ absl::Status LogRemoval(MutationLog* log, std::string_view worker_id,
   if (log == nullptr) return absl::OkStatus();
   WalRecord record;
   state::v1::WorkerRemoval* removal = record.mutable_removal();
-  removal->set_worker_id(std::string(worker_id));
+  SetStreamFields(worker_id, removal);
   removal->set_reason(static_cast<uint32_t>(reason));
   return Append(log, record, end);
 }
@@ -96,7 +110,7 @@ absl::Status LogLivenessClear(MutationLog* log, std::string_view worker_id,
   *end = 0;
   if (log == nullptr) return absl::OkStatus();
   WalRecord record;
-  record.mutable_liveness_clear()->set_worker_id(std::string(worker_id));
+  SetStreamFields(worker_id, record.mutable_liveness_clear());
   return Append(log, record, end);
 }
 
@@ -106,7 +120,7 @@ absl::Status LogMarker(MutationLog* log, std::string_view worker_id,
   if (log == nullptr) return absl::OkStatus();
   WalRecord record;
   state::v1::HeartbeatMarker* marker = record.mutable_marker();
-  marker->set_worker_id(std::string(worker_id));
+  SetStreamFields(worker_id, marker);
   marker->set_ttl_ms(static_cast<uint32_t>(ttl.count()));
   return Append(log, record, end);
 }

@@ -38,6 +38,12 @@ namespace kvindexer {
     MutationLog* log,
     const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req,
     uint64_t* end);
+// An InvalidateWorker that changed something.
+[[nodiscard]] absl::Status LogMutation(
+    MutationLog* log, const ::kv_indexer::v1::InvalidateWorkerRequest& req,
+    uint64_t* end);
+// Removal, liveness and marker records name the worker by its backend id
+// (core/stream_key.h); the record carries the stream's fields.
 // OperatorView::RemoveWorker.
 [[nodiscard]] absl::Status LogRemoval(MutationLog* log,
                                       std::string_view worker_id,

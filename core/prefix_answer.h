@@ -15,16 +15,42 @@
 
 namespace kvindexer {
 
+// One selected stream of a coverage query (docs/contract.md, "Streams >
+// Coverage"), as StreamCoverage shows it.
+struct StreamCoverageView {
+  std::string_view ns;
+  std::string_view worker_id;
+  uint32_t dp_rank = 0;
+  std::string_view worker_address;
+  bool ready = false;  // covered
+  std::string_view worker_epoch;
+  uint64_t watermark = 0;
+  std::string_view worker_generation;
+};
+
+// What only a coverage query's answer carries.
+struct PrefixCoverage {
+  std::span<const StreamCoverageView> streams;  // sorted by key
+  bool complete = false;
+  std::span<const std::string_view> uncovered_worker_addresses;
+};
+
 struct PrefixMatchView {
   std::string_view worker_id;
   std::string_view worker_address;
   uint32_t matched_prefix_blocks = 0;
+  // A coverage query's match: the stream it is, whose key and generation
+  // the match carries. Null otherwise.
+  const StreamCoverageView* stream = nullptr;
 };
 
 struct PrefixAnswer {
   std::span<const PrefixMatchView> matches;
   uint32_t best_prefix_blocks = 0;
   uint32_t blocks_read = 0;
+  // Set for a coverage query only; a seed-era query's answer has none of
+  // its fields.
+  const PrefixCoverage* coverage = nullptr;
 };
 
 }  // namespace kvindexer

@@ -9,6 +9,7 @@
 #include "core/backend_status.h"
 #include "core/prefix_response_wire.h"
 #include "core/request_limits.h"
+#include "core/stream_key.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -39,13 +40,14 @@ absl::Status PrefixAnswerTooLarge(size_t answer_bytes,
 absl::Status RunPrefixQuery(
     IndexBackend* backend, const v1::MatchExternalKvPrefixRequest& req,
     size_t max_answer_bytes,
-    absl::FunctionRef<void(const PrefixAnswer&)> deliver) {
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver,
+    const CandidateStreams* streams) {
   const size_t limit =
       PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
   // Reused by this thread's queries. A visitor never starts another query
   // on its own thread, so one per thread is enough.
   thread_local PrefixQuery query(0);
-  query.Reset(limit);
+  query.Reset(limit, streams);
   const BackendStatus status =
       backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &query);
   if (absl::Status s = ToAbslStatus(status); !s.ok()) return s;
@@ -66,8 +68,9 @@ absl::Status RunPrefixQuery(
   return bounded;
 }
 
-void PrefixQuery::Reset(size_t limit) {
+void PrefixQuery::Reset(size_t limit, const CandidateStreams* streams) {
   limit_ = limit;
+  streams_ = streams;
   blocks_seen_ = 0;
   first_block_miss_ = false;
   stopped_early_ = false;
@@ -91,6 +94,7 @@ PrefixQuery::WorkerRecord& PrefixQuery::RecordFor(uint32_t worker) {
     if (records_.capacity() == 0) records_.reserve(kRecordReserve);
     index = static_cast<int32_t>(records_.size());
     records_.emplace_back();
+    records_.back().eligible = streams_ == nullptr;
     record_of_.Set(worker, index);
   }
   return records_[static_cast<size_t>(index)];
@@ -110,6 +114,12 @@ void PrefixQuery::OnWorker(const WorkerView& worker) noexcept {
   text_.append(worker.address.data, worker.address.size);
   record.has_spec = worker.has_cache_spec != 0;
   record.spec = worker.cache_spec;
+  if (streams_ != nullptr) {
+    auto it =
+        streams_->by_id.find(std::string_view(worker.id.data, worker.id.size));
+    record.eligible = it != streams_->by_id.end();
+    record.stream = record.eligible ? it->second : nullptr;
+  }
 }
 
 void PrefixQuery::SelectCandidates(const BlockView& block) {
@@ -118,7 +128,7 @@ void PrefixQuery::SelectCandidates(const BlockView& block) {
     // A worker the backend did not announce gets an empty record; with no
     // address it can never appear in the result.
     WorkerRecord& record = RecordFor(block.placements[i].worker);
-    if (record.candidate >= 0) continue;
+    if (record.candidate >= 0 || !record.eligible) continue;
     const auto record_index = static_cast<uint32_t>(&record - records_.data());
     record.candidate = static_cast<int32_t>(candidates_.size());
     candidate_of_.Set(block.placements[i].worker, record.candidate);
@@ -213,6 +223,11 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
       return false;
     }
     SelectCandidates(block);
+    if (candidates_.empty()) {
+      // Only a coverage query can hold block 0 for no candidate.
+      first_block_miss_ = true;
+      return false;
+    }
     ClassifyBlock(block);
   } else if (SameAsPrevious(block)) {
     ExtendRun(block);
@@ -239,8 +254,10 @@ bool PrefixQuery::OnBlock(const BlockView& block) noexcept {
 
 absl::Status PrefixQuery::Answer(
     absl::FunctionRef<void(const PrefixAnswer&)> deliver) const {
+  const PrefixCoverage* coverage =
+      streams_ != nullptr ? streams_->coverage : nullptr;
   if (first_block_miss_) {
-    deliver(PrefixAnswer{{}, 0, 1});
+    deliver(PrefixAnswer{{}, 0, 1, coverage});
     return absl::OkStatus();
   }
   if (!stopped_early_ && blocks_seen_ != limit_) {
@@ -266,13 +283,14 @@ absl::Status PrefixQuery::Answer(
   matches.reserve(entries.size());
   for (const auto& [prefix, c] : entries) {
     const WorkerRecord& record = records_[candidates_[c].record];
+    // A stream's match names its worker id, never its backend id.
     matches.push_back(PrefixMatchView{
-        std::string_view(Text(record.id_offset), record.id_size),
+        WorkerIdOf(std::string_view(Text(record.id_offset), record.id_size)),
         std::string_view(Text(record.address_offset), record.address_size),
-        prefix});
+        prefix, record.stream});
   }
   deliver(PrefixAnswer{matches, entries.empty() ? 0 : entries.front().first,
-                       static_cast<uint32_t>(limit_)});
+                       static_cast<uint32_t>(limit_), coverage});
   return absl::OkStatus();
 }
 

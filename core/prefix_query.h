@@ -27,9 +27,11 @@
 #include <stdint.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "core/prefix_answer.h"
@@ -50,11 +52,21 @@ namespace kvindexer {
 // whole with RESOURCE_EXHAUSTED and never delivered: dropping entries would
 // tell the router that those workers hold nothing (docs/contract.md, "Limits
 // > Bounds"). REQUIRES: ValidatePrefix(req).ok().
+//
+// A coverage query passes `streams`: only the workers it maps (by backend
+// id) can be candidates, each match carries its stream, and the answer
+// carries `streams->coverage`. When no such worker holds block 0, the
+// answer is a first-block miss. Null: a seed-era query.
+struct CandidateStreams {
+  absl::flat_hash_map<std::string_view, const StreamCoverageView*> by_id;
+  const PrefixCoverage* coverage = nullptr;
+};
 [[nodiscard]] absl::Status RunPrefixQuery(
     IndexBackend* backend,
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
     size_t max_answer_bytes,
-    absl::FunctionRef<void(const PrefixAnswer&)> deliver);
+    absl::FunctionRef<void(const PrefixAnswer&)> deliver,
+    const CandidateStreams* streams = nullptr);
 
 // The refusal of an answer of `answer_bytes` encoded bytes over the ceiling
 // `max_answer_bytes`: RESOURCE_EXHAUSTED naming both and the variable.
@@ -69,8 +81,9 @@ class PrefixQuery final : public BlockVisitor {
   // `limit` is the number of blocks the backend was asked to visit.
   explicit PrefixQuery(size_t limit) : limit_(limit) {}
 
-  // Prepares for a new scan of `limit` blocks, keeping allocated buffers.
-  void Reset(size_t limit);
+  // Prepares for a new scan of `limit` blocks, keeping allocated buffers;
+  // `streams` as for RunPrefixQuery, and outliving the scan and Answer.
+  void Reset(size_t limit, const CandidateStreams* streams = nullptr);
 
   void OnWorker(const WorkerView& worker) noexcept override;
   bool OnBlock(const BlockView& block) noexcept override;
@@ -91,6 +104,10 @@ class PrefixQuery final : public BlockVisitor {
     bool has_spec = false;
     CacheSpec spec{};
     int32_t candidate = -1;  // index into candidates_, or -1
+    // May be a candidate (always, for a seed-era query); the stream it is,
+    // for a coverage query.
+    bool eligible = true;
+    const StreamCoverageView* stream = nullptr;
   };
   struct Candidate {
     Candidate(uint32_t worker_ordinal, uint32_t record_index,
@@ -120,6 +137,7 @@ class PrefixQuery final : public BlockVisitor {
   void FlushRun();
 
   size_t limit_;
+  const CandidateStreams* streams_ = nullptr;
   size_t blocks_seen_ = 0;
   bool first_block_miss_ = false;
   bool stopped_early_ = false;

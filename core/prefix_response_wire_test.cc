@@ -104,5 +104,56 @@ TEST(PrefixResponseWireTest, RandomAnswersMatchTheGeneratedSerializer) {
   }
 }
 
+std::string RandomText(std::mt19937_64& rng, size_t max) {
+  std::string s(rng() % max, '\0');
+  for (char& c : s) c = static_cast<char>(' ' + rng() % 95);
+  return s;
+}
+
+TEST(PrefixResponseWireTest, CoverageAnswersMatchTheGeneratedSerializer) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::string> text;
+    const size_t n = rng() % 12;
+    for (size_t i = 0; i < 5 * n + 8; ++i) text.push_back(RandomText(rng, 60));
+    std::vector<StreamCoverageView> streams;
+    for (size_t i = 0; i < n; ++i) {
+      streams.push_back(StreamCoverageView{
+          .ns = text[5 * i],
+          .worker_id = text[5 * i + 1],
+          .dp_rank = static_cast<uint32_t>(rng() >> (rng() % 64)),
+          .worker_address = text[5 * i + 2],
+          .ready = rng() % 2 == 0,
+          .worker_epoch = text[5 * i + 3],
+          .watermark = rng() >> (rng() % 64),
+          .worker_generation = text[5 * i + 4]});
+    }
+    std::vector<std::string_view> uncovered;
+    for (size_t i = 0; i < rng() % 4; ++i) uncovered.push_back(text[5 * n + i]);
+    const PrefixCoverage coverage{streams, rng() % 2 == 0, uncovered};
+    std::vector<PrefixMatchView> matches;
+    for (size_t i = 0; i < n; ++i) {
+      if (rng() % 3 == 0) continue;
+      matches.push_back({streams[i].worker_id, streams[i].worker_address,
+                         static_cast<uint32_t>(rng() % 5000), &streams[i]});
+    }
+    const PrefixAnswer answer{matches, static_cast<uint32_t>(rng() % 3000),
+                              static_cast<uint32_t>(rng() % 70000), &coverage};
+    ASSERT_EQ(Wire(answer), Generated(answer)) << "round " << round;
+  }
+}
+
+TEST(PrefixResponseWireTest, ALegacyStreamIdIsWrittenEvenWhenEmpty) {
+  const StreamCoverageView stream{};
+  const PrefixCoverage coverage{{&stream, 1}, false, {}};
+  const PrefixMatchView match{"", "a", 1, &stream};
+  const PrefixAnswer answer{{&match, 1}, 1, 1, &coverage};
+  EXPECT_EQ(Wire(answer), Generated(answer));
+  v1::MatchExternalKvPrefixResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Wire(answer)));
+  EXPECT_TRUE(parsed.matches(0).has_stream_id());
+  EXPECT_TRUE(parsed.coverage(0).has_stream_id());
+}
+
 }  // namespace
 }  // namespace kvindexer

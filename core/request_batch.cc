@@ -22,8 +22,9 @@ StringView ViewOf(const std::string& s) {
 }  // namespace
 
 RequestBatch::RequestBatch(
-    const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req) {
-  view_.worker_id = ViewOf(req.worker_id());
+    const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req,
+    std::string_view backend_id) {
+  view_.worker_id = StringView{backend_id.data(), backend_id.size()};
   view_.worker_address = ViewOf(req.worker_address());
   view_.has_cache_spec = req.has_cache_spec() ? 1 : 0;
   if (req.has_cache_spec()) view_.cache_spec = CacheSpecOf(req.cache_spec());

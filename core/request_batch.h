@@ -11,6 +11,7 @@
 #ifndef KVINDEXER_CORE_REQUEST_BATCH_H_
 #define KVINDEXER_CORE_REQUEST_BATCH_H_
 
+#include <string_view>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -22,10 +23,11 @@ namespace kvindexer {
 
 class RequestBatch {
  public:
-  // REQUIRES: req is valid (ValidateApply), outlives the batch and stays
-  // unchanged.
-  explicit RequestBatch(
-      const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req);
+  // `backend_id` is the stream's backend id (core/stream_key.h).
+  // REQUIRES: req is valid (ValidateApply); req and backend_id outlive the
+  // batch and stay unchanged.
+  RequestBatch(const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req,
+               std::string_view backend_id);
   RequestBatch(const RequestBatch&) = delete;
   RequestBatch& operator=(const RequestBatch&) = delete;
 

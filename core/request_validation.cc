@@ -4,9 +4,13 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/unicode_blank.h"
+#include "core/line_a.h"
 #include "fmt/format.h"
 #include "kvindexer/backend.h"
 
@@ -55,6 +59,29 @@ absl::Status ValidateWorkerId(const std::string& worker_id) {
   return absl::OkStatus();
 }
 
+// The worker id a (worker_id, stream_id) pair names.
+const std::string& KeyWorkerId(const std::string& worker_id,
+                               const v1::StreamId* stream_id) {
+  return stream_id != nullptr && worker_id.empty() ? stream_id->worker_id()
+                                                   : worker_id;
+}
+
+// K1 and K2.
+absl::Status CheckStreamKeyNames(const std::string& worker_id,
+                                 const v1::StreamId* stream_id, bool line_a) {
+  if (stream_id != nullptr && !worker_id.empty() &&
+      worker_id != stream_id->worker_id()) {
+    return absl::InvalidArgumentError(
+        "worker_id and stream_id.worker_id differ");
+  }
+  const std::string& id = KeyWorkerId(worker_id, stream_id);
+  if (absl::Status s = ValidateWorkerId(id); !s.ok()) return s;
+  if (line_a && IsUnicodeBlank(id)) {
+    return absl::InvalidArgumentError("worker_id must not be empty");
+  }
+  return absl::OkStatus();
+}
+
 // "Limits > Bounds": a string field of at most `max` bytes; the message
 // names the field, the limit and its variable.
 absl::Status ValidateFieldBytes(std::string_view field,
@@ -72,6 +99,34 @@ absl::Status ValidateWorkerIdBytes(const std::string& worker_id,
                             kMaxWorkerIdBytesVar);
 }
 
+// K4's other fields share the worker id's limit.
+absl::Status ValidateNameBytes(std::string_view field, const std::string& value,
+                               const RequestLimits& limits) {
+  return ValidateFieldBytes(field, value, limits.max_worker_id_bytes,
+                            kMaxWorkerIdBytesVar);
+}
+
+// K3 and K4's namespace; fills `key` (when not null) with the stream.
+absl::Status CheckStreamKeyBytes(const std::string& worker_id,
+                                 const v1::StreamId* stream_id,
+                                 const RequestLimits& limits, StreamKey* key) {
+  const std::string& id = KeyWorkerId(worker_id, stream_id);
+  if (absl::Status s = ValidateWorkerIdBytes(id, limits); !s.ok()) return s;
+  if (stream_id != nullptr) {
+    if (absl::Status s =
+            ValidateNameBytes("namespace", stream_id->namespace_(), limits);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (key != nullptr) {
+    *key = stream_id == nullptr
+               ? StreamKey{"", id, 0}
+               : StreamKey{stream_id->namespace_(), id, stream_id->dp_rank()};
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateWorkerAddressBytes(const std::string& address,
                                         const RequestLimits& limits) {
   return ValidateFieldBytes("worker_address", address,
@@ -84,6 +139,18 @@ absl::Status ValidateWorkerEpochBytes(const std::string& epoch,
   return ValidateFieldBytes("worker_epoch", epoch,
                             limits.max_worker_epoch_bytes,
                             kMaxWorkerEpochBytesVar);
+}
+
+// K1 to K4 for the stream one request or entry names: `stream_id` null
+// when absent; `line_a` refuses blank worker ids as well as empty ones.
+absl::Status ResolveStreamKey(const std::string& worker_id,
+                              const v1::StreamId* stream_id, bool line_a,
+                              const RequestLimits& limits, StreamKey* key) {
+  if (absl::Status s = CheckStreamKeyNames(worker_id, stream_id, line_a);
+      !s.ok()) {
+    return s;
+  }
+  return CheckStreamKeyBytes(worker_id, stream_id, limits, key);
 }
 
 // REQUIRES: the batch holds at most kMaxHashesPerRequest hashes in all
@@ -119,9 +186,15 @@ absl::Status ValidateAction(const v1::ExternalKvAction& action) {
 }  // namespace
 
 absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req,
-                           const RequestLimits& limits) {
-  if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
-  if (absl::Status s = ValidateWorkerIdBytes(req.worker_id(), limits);
+                           const RequestLimits& limits, StreamKey* key) {
+  if (absl::Status s = ResolveStreamKey(
+          req.worker_id(), req.has_stream_id() ? &req.stream_id() : nullptr,
+          IsLineA(req), limits, key);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateNameBytes("worker_generation",
+                                         req.worker_generation(), limits);
       !s.ok()) {
     return s;
   }
@@ -163,9 +236,15 @@ absl::Status ValidateHitCounts(const v1::GetExternalKvHitCountsRequest& req) {
 }
 
 absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req,
-                             const RequestLimits& limits) {
-  if (absl::Status s = ValidateWorkerId(req.worker_id()); !s.ok()) return s;
-  if (absl::Status s = ValidateWorkerIdBytes(req.worker_id(), limits);
+                             const RequestLimits& limits, StreamKey* key) {
+  if (absl::Status s = ResolveStreamKey(
+          req.worker_id(), req.has_stream_id() ? &req.stream_id() : nullptr,
+          IsLineA(req), limits, key);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateNameBytes("worker_generation",
+                                         req.worker_generation(), limits);
       !s.ok()) {
     return s;
   }
@@ -198,7 +277,8 @@ absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req,
 }
 
 absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req,
-                               const RequestLimits& limits) {
+                               const RequestLimits& limits,
+                               std::vector<StreamKey>* keys) {
   const size_t workers = static_cast<size_t>(req.workers_size());
   if (workers > kMaxExpectedWorkers) {
     return absl::ResourceExhaustedError(
@@ -211,13 +291,33 @@ absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req,
         fmt::format("request contains {} workers; maximum is {} ({})", workers,
                     limits.max_workers, kMaxWorkersVar));
   }
+  const auto stream_of = [](const v1::ExpectedWorker& worker) {
+    return worker.has_stream_id() ? &worker.stream_id() : nullptr;
+  };
+  // The request is line A as a whole: a blank worker id is refused in every
+  // entry of a request that any entry makes line A.
+  const bool line_a = IsLineA(req);
   for (const v1::ExpectedWorker& worker : req.workers()) {
-    if (absl::Status s = ValidateWorkerId(worker.worker_id()); !s.ok()) {
+    if (absl::Status s =
+            CheckStreamKeyNames(worker.worker_id(), stream_of(worker), line_a);
+        !s.ok()) {
       return s;
     }
   }
-  for (const v1::ExpectedWorker& worker : req.workers()) {
-    if (absl::Status s = ValidateWorkerIdBytes(worker.worker_id(), limits);
+  std::vector<StreamKey> resolved(workers);
+  for (size_t i = 0; i < workers; ++i) {
+    const v1::ExpectedWorker& worker = req.workers(static_cast<int>(i));
+    if (absl::Status s = CheckStreamKeyBytes(
+            worker.worker_id(), stream_of(worker), limits, &resolved[i]);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ValidateNameBytes("worker_generation",
+                                           worker.worker_generation(), limits);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ValidateNameBytes("model", worker.model(), limits);
         !s.ok()) {
       return s;
     }
@@ -229,15 +329,23 @@ absl::Status ValidateConfigure(const v1::ConfigureExpectedWorkersRequest& req,
       return s;
     }
   }
-  absl::flat_hash_set<absl::string_view> seen;
+  absl::flat_hash_set<std::string> seen;
   seen.reserve(workers);
-  for (const v1::ExpectedWorker& worker : req.workers()) {
-    if (!seen.insert(worker.worker_id()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("duplicate worker_id ", worker.worker_id()));
-    }
+  for (const StreamKey& key : resolved) {
+    if (seen.insert(EncodeStreamKey(key)).second) continue;
+    return absl::InvalidArgumentError(
+        key.legacy() ? absl::StrCat("duplicate worker_id ", key.worker_id)
+                     : absl::StrCat("duplicate stream ", StreamKeyText(key)));
   }
+  if (keys != nullptr) *keys = std::move(resolved);
   return absl::OkStatus();
+}
+
+absl::Status ValidateInvalidate(const v1::InvalidateWorkerRequest& req,
+                                const RequestLimits& limits, StreamKey* key) {
+  return ResolveStreamKey(req.worker_id(),
+                          req.has_stream_id() ? &req.stream_id() : nullptr,
+                          /*line_a=*/true, limits, key);
 }
 
 absl::Status CheckNewWorkerCapacity(size_t live_workers,

@@ -14,21 +14,32 @@
 
 #include <stddef.h>
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "common/wire_vocabulary.h"
 #include "core/request_limits.h"
+#include "core/stream_key.h"
 #include "kv_indexer.pb.h"
 
 namespace kvindexer {
 
-// "ApplyExternalKvBatch > Apply validation", first failure wins: empty
-// worker_id; worker_id, worker_address and worker_epoch lengths (limits;
+// The stream a request names is resolved by K1 to K4 (docs/contract.md,
+// "Streams > Validation") in place of the worker-id steps: worker_id and
+// stream_id.worker_id agree; the worker id is not empty (nor blank, for a
+// line-A request); worker id, namespace and the stream's other names are
+// within KV_INDEXER_MAX_WORKER_ID_BYTES. On success `key` (when not null)
+// holds the stream.
+//
+// "ApplyExternalKvBatch > Apply validation", first failure wins: the stream
+// (K1 to K4, worker_generation included); worker_address and worker_epoch
+// lengths (limits;
 // the epoch on both paths, though only the gated one reads it); too many
 // actions; too many hashes over all actions (CLEAR included); then per
 // action: tier, type and hashes, side-array lengths.
 [[nodiscard]] absl::Status ValidateApply(
     const ::kv_indexer::v1::ApplyExternalKvBatchRequest& req,
-    const RequestLimits& limits = RequestLimits{});
+    const RequestLimits& limits = RequestLimits{}, StreamKey* key = nullptr);
 // "MatchExternalKv > Match validation": non-empty, at most
 // kMaxHashesPerRequest hashes.
 [[nodiscard]] absl::Status ValidateMatch(
@@ -43,14 +54,22 @@ namespace kvindexer {
 // hash-count bound.
 [[nodiscard]] absl::Status ValidateReplace(
     const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req,
-    const RequestLimits& limits = RequestLimits{});
+    const RequestLimits& limits = RequestLimits{}, StreamKey* key = nullptr);
 // "Recovery > Configure validation", C1 to C3: at most kMaxExpectedWorkers
 // workers, and at most limits.max_workers (C1a: the request is the whole
-// resulting worker set); no empty worker_id; worker_id and worker_address
-// lengths (C2a, C2b), each check over the whole list; no repeated worker_id.
+// resulting worker set); K1 and K2 for every entry, then K3 and K4 (with
+// worker_generation and model), then worker_address lengths (C2b), each
+// check over the whole list; no repeated stream (C3). On success `keys`
+// (when not null) holds each entry's stream, in request order.
 [[nodiscard]] absl::Status ValidateConfigure(
     const ::kv_indexer::v1::ConfigureExpectedWorkersRequest& req,
-    const RequestLimits& limits = RequestLimits{});
+    const RequestLimits& limits = RequestLimits{},
+    std::vector<StreamKey>* keys = nullptr);
+// "Streams > InvalidateWorker": K1 to K4 (a line-A call: blank ids are
+// refused).
+[[nodiscard]] absl::Status ValidateInvalidate(
+    const ::kv_indexer::v1::InvalidateWorkerRequest& req,
+    const RequestLimits& limits, StreamKey* key);
 // "Limits > Bounds": RESOURCE_EXHAUSTED when a request that would add one
 // more worker record finds `live_workers` records already, and that is
 // limits.max_workers or more. Workers that have a record are never refused

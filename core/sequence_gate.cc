@@ -7,10 +7,15 @@
 namespace kvindexer {
 
 GateDecision DecideGate(const WorkerRecord* record,
-                        std::string_view worker_epoch, uint64_t seq) {
-  if (record == nullptr) return GateDecision{GateStep::kUnconfigured};
+                        std::string_view worker_epoch, uint64_t seq,
+                        const std::string* line_a_generation) {
+  const bool line_a = line_a_generation != nullptr;
+  if (record == nullptr || (line_a && !record->configured)) {
+    return GateDecision{GateStep::kUnconfigured};
+  }
   if (!record->ready || !record->checkpoint.has_value() ||
-      record->checkpoint->epoch != worker_epoch) {
+      record->checkpoint->epoch != worker_epoch ||
+      (line_a && record->meta.generation != *line_a_generation)) {
     return GateDecision{GateStep::kNotReady};
   }
   const uint64_t checkpoint = record->checkpoint->seq;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -45,9 +46,13 @@ constexpr uint64_t SaturatingNext(uint64_t n) {
 
 // `record` is null when the worker has none. The epoch comparison is byte
 // for byte; a record without a checkpoint matches no epoch, not even "".
-[[nodiscard]] GateDecision DecideGate(const WorkerRecord* record,
-                                      std::string_view worker_epoch,
-                                      uint64_t seq);
+// A line-A apply passes its worker_generation (docs/contract.md, "Streams >
+// Where line A differs"): G1 then also refuses a record no Configure listed,
+// and G2 a stored generation that differs byte for byte (empty equals only
+// empty). Null: the seed-era gate.
+[[nodiscard]] GateDecision DecideGate(
+    const WorkerRecord* record, std::string_view worker_epoch, uint64_t seq,
+    const std::string* line_a_generation = nullptr);
 
 // The FAILED_PRECONDITION status of a refusing step (kUnconfigured,
 // kNotReady, kGap). REQUIRES: decision.step is one of them.

@@ -44,7 +44,8 @@ RecordBatch::RecordBatch(std::string_view worker_id, const WorkerRecord& record,
   }
 }
 
-SnapshotBatch::SnapshotBatch(const v1::ReplaceExternalKvSnapshotRequest& req) {
+SnapshotBatch::SnapshotBatch(const v1::ReplaceExternalKvSnapshotRequest& req,
+                             std::string_view backend_id) {
   // Pass 1: where, in request order, each hash last occurs at each tier.
   // Only those occurrences count (keep-last, as a REPORT).
   absl::flat_hash_map<int64_t, size_t> last[kMaxTier + 1];
@@ -90,7 +91,7 @@ SnapshotBatch::SnapshotBatch(const v1::ReplaceExternalKvSnapshotRequest& req) {
     }
   }
 
-  SetWorker(req.worker_id(), req.worker_address(),
+  SetWorker(backend_id, req.worker_address(),
             req.has_cache_spec()
                 ? std::optional<CacheSpec>(CacheSpecOf(req.cache_spec()))
                 : std::nullopt,

@@ -58,10 +58,11 @@ class SnapshotBatch {
   // one REPORT; docs/contract.md, "ApplyExternalKvBatch > Apply semantics").
   // A block's token count follows the request order of the occurrences that
   // count: the last positive size among them, across tiers, or unchanged
-  // when there is none. REQUIRES: ValidateReplace(req).ok(); req outlives
-  // the batch and stays unchanged.
-  explicit SnapshotBatch(
-      const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req);
+  // when there is none. `backend_id` is the stream's backend id
+  // (core/stream_key.h). REQUIRES: ValidateReplace(req).ok(); req and
+  // backend_id outlive the batch and stay unchanged.
+  SnapshotBatch(const ::kv_indexer::v1::ReplaceExternalKvSnapshotRequest& req,
+                std::string_view backend_id);
   SnapshotBatch(const SnapshotBatch&) = delete;
   SnapshotBatch& operator=(const SnapshotBatch&) = delete;
 

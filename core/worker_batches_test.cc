@@ -54,7 +54,7 @@ TEST(RecordBatch, PassesTheStoredAddressAndSpec) {
 
 TEST(SnapshotBatch, EmptySnapshotIsThreeClears) {
   const Snapshot snapshot = Snapshot("w", "a").Tier(kTierDram, {});
-  const SnapshotBatch batch(snapshot);
+  const SnapshotBatch batch(snapshot, "w");
   EXPECT_EQ(batch.view().action_count, 3u);
   ExpectClearsFirst(batch.view());
   EXPECT_EQ(batch.view().has_cache_spec, 0u);
@@ -67,7 +67,7 @@ TEST(SnapshotBatch, OneReportPerTierAfterTheClears) {
           .Tier(kTierSsd, {7})
           .Tier(kTierHbm, {1, 2}, {kComponentFull, 0}, {16, 0})
           .Tier(kTierHbm, {3});
-  const SnapshotBatch batch(snapshot);
+  const SnapshotBatch batch(snapshot, "w");
   const ApplyBatchView& view = batch.view();
   EXPECT_EQ(Str(view.worker_address), "addr");
   EXPECT_EQ(view.has_cache_spec, 1u);
@@ -89,7 +89,7 @@ TEST(SnapshotBatch, RepeatsKeepTheLastOccurrencePerTier) {
                                 .Tier(kTierHbm, {1, 2, 1}, {1, 2, 3}, {5, 6, 0})
                                 .Tier(kTierDram, {1}, {4}, {0})
                                 .Tier(kTierHbm, {2}, {7}, {0});
-  const SnapshotBatch batch(snapshot);
+  const SnapshotBatch batch(snapshot, "w");
   const ApplyBatchView& view = batch.view();
   ASSERT_EQ(view.action_count, 5u);
   const ActionView& hbm = view.actions[3];
@@ -108,7 +108,7 @@ TEST(SnapshotBatch, AHashAtSeveralTiersCarriesItsLastCountedSize) {
                                 .Tier(kTierDram, {1, 2}, {}, {7, 0})
                                 .Tier(kTierHbm, {1}, {}, {9})
                                 .Tier(kTierSsd, {1}, {}, {0});
-  const SnapshotBatch batch(snapshot);
+  const SnapshotBatch batch(snapshot, "w");
   const ApplyBatchView& view = batch.view();
   ASSERT_EQ(view.action_count, 6u);
   for (size_t a = 3; a < 6; ++a) {
@@ -124,7 +124,7 @@ TEST(SnapshotBatch, AHashAtSeveralTiersCarriesItsLastCountedSize) {
 TEST(SnapshotBatch, MoreThanOneApplyOfHashesIsStillOneBatch) {
   const std::vector<int64_t> many = Range(0, 16385);
   const Snapshot snapshot = Snapshot("w").Tier(kTierHbm, many);
-  const SnapshotBatch batch(snapshot);
+  const SnapshotBatch batch(snapshot, "w");
   ASSERT_EQ(batch.view().action_count, 4u);
   EXPECT_THAT(Vec(batch.view().actions[3].hashes), ElementsAreArray(many));
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/string_view.h"
 #include "common/absl_view.h"
+#include "core/stream_key.h"
 
 namespace kvindexer {
 namespace {}  // namespace
@@ -28,7 +29,10 @@ WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
     return it->second;
   }
   if (created != nullptr) *created = true;
-  return records_.try_emplace(std::string(worker_id)).first->second;
+  WorkerRecord& record =
+      records_.try_emplace(std::string(worker_id)).first->second;
+  record.namespaced = !DecodeStreamKey(worker_id).ns.empty();
+  return record;
 }
 
 bool WorkerSequenceTable::Erase(std::string_view worker_id) {
@@ -56,6 +60,12 @@ size_t WorkerSequenceTable::ready_count() const {
   size_t ready = 0;
   for (const auto& [id, record] : records_) ready += record.ready ? 1 : 0;
   return ready;
+}
+
+size_t WorkerSequenceTable::covered_count() const {
+  size_t covered = 0;
+  for (const auto& [id, record] : records_) covered += record.covered() ? 1 : 0;
+  return covered;
 }
 
 std::vector<std::string> WorkerSequenceTable::WorkerIds() const {

@@ -32,6 +32,7 @@
 #include "absl/container/node_hash_map.h"
 #include "common/clock.h"
 #include "common/fidelity_header.h"
+#include "core/stream_metadata.h"
 #include "core/worker_claims.h"
 #include "kvindexer/backend.h"
 
@@ -83,6 +84,18 @@ struct WorkerRecord {
   std::string fidelity_reason;
   // A malformed fidelity value was logged for this record already.
   bool fidelity_malformed_logged = false;
+  // The stream's namespace is not empty; fixed when the record is created
+  // (the table keys records by the stream's backend id).
+  bool namespaced = false;
+  StreamMetadata meta;
+
+  // Whether the index covers the stream (docs/contract.md, "Streams >
+  // Coverage"): ready and, for a namespaced stream, with an epoch and a
+  // generation. A legacy stream is covered whenever it is ready.
+  bool covered() const {
+    return ready && (!namespaced ||
+                     (checkpoint.has_value() && !meta.generation.empty()));
+  }
 
   SequenceState state() const {
     if (checkpoint.has_value()) return SequenceState::kSequenced;
@@ -111,6 +124,8 @@ class WorkerSequenceTable {
 
   size_t size() const { return records_.size(); }
   size_t ready_count() const;
+  // Records whose stream is covered (WorkerRecord::covered).
+  size_t covered_count() const;
   // Every worker id with a record, in no particular order.
   std::vector<std::string> WorkerIds() const;
 

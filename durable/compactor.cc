@@ -13,6 +13,7 @@
 #include "core/indexer.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
+#include "core/stream_key.h"
 #include "core/worker_lifecycle_log.h"
 #include "durable/checkpoint_file.h"
 #include "durable/data_dir.h"
@@ -118,7 +119,7 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
   image.ForEachTier(kHashesPerPart, [&](const ImageBackend::TierView& view) {
     state::v1::TierPlacements* part = chunk.mutable_placements();
     part->Clear();
-    part->set_worker_id(std::string(view.worker_id));
+    SetStreamFields(view.worker_id, part);
     part->set_tier(view.tier);
     part->mutable_hashes()->Add(view.hashes.data,
                                 view.hashes.data + view.hashes.size);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/indexer.h"
 #include "core/sequence_gate_log.h"
+#include "core/stream_key.h"
 #include "core/worker_lifecycle_log.h"
 #include "durable/image_backend.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -94,7 +95,7 @@ absl::Status SnapshotImage::Export(
       kHashesPerChunk, [&](const durable::ImageBackend::TierView& view) {
         state::v1::TierPlacements* placements = chunk.mutable_placements();
         placements->Clear();
-        placements->set_worker_id(std::string(view.worker_id));
+        SetStreamFields(view.worker_id, placements);
         placements->set_tier(view.tier);
         placements->mutable_hashes()->Add(view.hashes.data,
                                           view.hashes.data + view.hashes.size);

@@ -352,6 +352,21 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
       });
 }
 
+grpc::ServerUnaryReactor* KvIndexerService::InvalidateWorker(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeMutationOn<v1::InvalidateWorkerRequest,
+                         v1::InvalidateWorkerResponse>(
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      "/kv_indexer.v1.KVIndexer/InvalidateWorker",
+      StartRecord(rpc_metrics_, shedder_.clock(), RpcMethod::kInvalidateWorker),
+      context, request, response,
+      [this](const v1::InvalidateWorkerRequest& req,
+             v1::InvalidateWorkerResponse* resp) {
+        return operations_->Invalidate(req, resp);
+      });
+}
+
 grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {

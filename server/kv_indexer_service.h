@@ -21,7 +21,7 @@
 //      of kInlineScanSlots is free, otherwise on the scan executor.
 // Steps 1 to 4 run on gRPC's callback thread, so a rejection is immediate.
 //
-// The other five methods are never shed and never take a permit. On the
+// The other methods are never shed and never take a permit. On the
 // callback thread they only run the size check (OUT_OF_RANGE, before any
 // decoding); decoding, the Indexer call and encoding run on an executor:
 //   - the mutations, ApplyExternalKvBatch, ReplaceExternalKvSnapshot and
@@ -41,7 +41,7 @@
 //     thread.
 // See task_executor.h for why work leaves gRPC's callback threads.
 //
-// The three mutations first check the write token (server/write_authorizer.h)
+// The mutations first check the write token (server/write_authorizer.h)
 // on the callback thread, before the size check: a peer without the token
 // learns nothing about the request bounds and costs no more than a metadata
 // lookup; refusals are UNAUTHENTICATED or PERMISSION_DENIED
@@ -108,12 +108,14 @@ namespace internal {
 using KVIndexer = ::kv_indexer::v1::KVIndexer;
 using RawKvIndexerService =
     KVIndexer::WithRawCallbackMethod_ConfigureExpectedWorkers<
-        KVIndexer::WithRawCallbackMethod_ReplaceExternalKvSnapshot<
-            KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
-                KVIndexer::WithRawCallbackMethod_MatchExternalKv<
-                    KVIndexer::WithRawCallbackMethod_MatchExternalKvPrefix<
-                        KVIndexer::WithRawCallbackMethod_GetExternalKvHitCounts<
-                            KVIndexer::Service>>>>>>;
+        KVIndexer::WithRawCallbackMethod_InvalidateWorker<
+            KVIndexer::WithRawCallbackMethod_ReplaceExternalKvSnapshot<
+                KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
+                    KVIndexer::WithRawCallbackMethod_MatchExternalKv<
+                        KVIndexer::WithRawCallbackMethod_MatchExternalKvPrefix<
+                            KVIndexer::
+                                WithRawCallbackMethod_GetExternalKvHitCounts<
+                                    KVIndexer::Service>>>>>>>;
 }  // namespace internal
 
 // Threads that decode and run mutations. The Indexer and the backends
@@ -169,6 +171,9 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   grpc::ServerUnaryReactor* ConfigureExpectedWorkers(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* InvalidateWorker(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReplaceExternalKvSnapshot(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       grpc::ByteBuffer* response) override;
@@ -201,7 +206,7 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   void CountQueueRejectionsInto(Counter* apply_rejections,
                                 Counter* lookup_rejections);
   // The server is a replica of the fleet event log
-  // (KV_INDEXER_EVENT_SOURCE=jetstream): from now on the three mutations
+  // (KV_INDEXER_EVENT_SOURCE=jetstream): from now on the mutations
   // answer FAILED_PRECONDITION once the write token is checked. REQUIRES:
   // called before the service is registered with a server.
   void FollowLog() { replica_ = true; }

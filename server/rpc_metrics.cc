@@ -20,6 +20,8 @@ std::string_view RpcMethodName(RpcMethod method) {
       return "MatchExternalKvPrefix";
     case RpcMethod::kGetExternalKvHitCounts:
       return "GetExternalKvHitCounts";
+    case RpcMethod::kInvalidateWorker:
+      return "InvalidateWorker";
     case RpcMethod::kListWorkers:
       return "ListWorkers";
     case RpcMethod::kExplainPrefix:

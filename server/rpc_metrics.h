@@ -29,13 +29,14 @@ enum class RpcMethod : uint8_t {
   kMatchExternalKv,
   kMatchExternalKvPrefix,
   kGetExternalKvHitCounts,
+  kInvalidateWorker,
   // kvindexer.admin.v1.KvIndexerAdmin (docs/admin-api.md).
   kListWorkers,
   kExplainPrefix,
   kRemoveWorker,
   kGetStats,
 };
-inline constexpr size_t kRpcMethodCount = 10;
+inline constexpr size_t kRpcMethodCount = 11;
 // gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
 inline constexpr size_t kGrpcCodeCount = 17;
 

@@ -876,12 +876,18 @@ TEST_F(ServiceOverProbeBackendTest, ClientDeadlineReachesServer) {
 // server/health_service_test.cc.
 TEST_F(ServiceOverProbeBackendTest, UnknownMethodIsUnimplemented) {
   Start(32);
-  for (const char* method : {"/kv_indexer.v1.KVIndexer/InvalidateWorker",
-                             "/kv_indexer.v1.KVIndexer/BeginExternalKvSnapshot",
-                             "/no.such.v1.Service/Method"}) {
-    const grpc::Status status = RawCall(*server_, method, "");
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
-  }
+  const grpc::Status status =
+      RawCall(*server_, "/no.such.v1.Service/Method", "");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(ServiceOverProbeBackendTest, InvalidateWorkerIsServed) {
+  Start(32);
+  // An empty request names no stream.
+  const grpc::Status status =
+      RawCall(*server_, "/kv_indexer.v1.KVIndexer/InvalidateWorker", "");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "worker_id must not be empty");
 }
 
 TEST_F(ServiceOverProbeBackendTest, UndecodableRequestIsInternal) {
