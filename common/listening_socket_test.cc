@@ -1,0 +1,102 @@
+#include "common/listening_socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvindexer {
+namespace listening_socket_test {
+
+using ::testing::HasSubstr;
+
+// Closes the socket at the end of a test.
+class Closer {
+ public:
+  explicit Closer(int fd) : fd_(fd) {}
+  ~Closer() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Closer(const Closer&) = delete;
+  Closer& operator=(const Closer&) = delete;
+
+ private:
+  int fd_;
+};
+
+TEST(OpenListeningSocketTest, BindsAFreePortOnLoopbackAndReportsIt) {
+  absl::StatusOr<ListeningSocket> listening =
+      OpenListeningSocket("127.0.0.1", 0, ListeningSocketOptions{});
+  ASSERT_TRUE(listening.ok()) << listening.status();
+  Closer closer(listening->fd);
+  EXPECT_GT(listening->port, 0);
+  EXPECT_EQ(listening->host, "127.0.0.1");
+
+  sockaddr_in bound{};
+  socklen_t size = sizeof(bound);
+  ASSERT_EQ(
+      getsockname(listening->fd, reinterpret_cast<sockaddr*>(&bound), &size),
+      0);
+  EXPECT_EQ(ntohs(bound.sin_port), listening->port);
+  EXPECT_NE(fcntl(listening->fd, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_NE(fcntl(listening->fd, F_GETFD) & FD_CLOEXEC, 0);
+
+  // It listens: a connection to the reported port is queued.
+  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(client, 0);
+  Closer client_closer(client);
+  sockaddr_in target{};
+  target.sin_family = AF_INET;
+  target.sin_port = htons(listening->port);
+  target.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(
+      connect(client, reinterpret_cast<sockaddr*>(&target), sizeof(target)), 0);
+}
+
+TEST(OpenListeningSocketTest, APortInUseFailsNamingTheAddress) {
+  absl::StatusOr<ListeningSocket> first =
+      OpenListeningSocket("127.0.0.1", 0, ListeningSocketOptions{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  Closer closer(first->fd);
+
+  absl::StatusOr<ListeningSocket> second =
+      OpenListeningSocket("127.0.0.1", first->port, ListeningSocketOptions{});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("cannot listen on 127.0.0.1:" +
+                        std::to_string(first->port) + ": "));
+}
+
+TEST(OpenListeningSocketTest, AnIpv6AddressIsNamedInBrackets) {
+  absl::StatusOr<ListeningSocket> first =
+      OpenListeningSocket("::1", 0, ListeningSocketOptions{});
+  if (!first.ok()) GTEST_SKIP() << "no IPv6 here: " << first.status();
+  Closer closer(first->fd);
+  EXPECT_EQ(first->host, "::1");
+
+  absl::StatusOr<ListeningSocket> second =
+      OpenListeningSocket("::1", first->port, ListeningSocketOptions{});
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("cannot listen on [::1]:" +
+                        std::to_string(first->port) + ": "));
+}
+
+TEST(OpenListeningSocketTest, AHostThatIsNotALiteralFailsClearly) {
+  absl::StatusOr<ListeningSocket> listening = OpenListeningSocket(
+      "not-an-address", 0, ListeningSocketOptions{.numeric_host = true});
+  ASSERT_FALSE(listening.ok());
+  EXPECT_EQ(listening.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(listening.status().message(),
+              HasSubstr("cannot listen on not-an-address:0: "));
+}
+
+}  // namespace listening_socket_test
+}  // namespace kvindexer
