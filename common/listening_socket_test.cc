@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/loopback_connection.h"
 
 namespace kvindexer {
 namespace listening_socket_test {
@@ -48,15 +49,9 @@ TEST(OpenListeningSocketTest, BindsAFreePortOnLoopbackAndReportsIt) {
   EXPECT_NE(fcntl(listening->fd, F_GETFD) & FD_CLOEXEC, 0);
 
   // It listens: a connection to the reported port is queued.
-  const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(client, 0);
+  const int client = test_support::ConnectToLoopback(listening->port);
+  EXPECT_GE(client, 0);
   Closer client_closer(client);
-  sockaddr_in target{};
-  target.sin_family = AF_INET;
-  target.sin_port = htons(listening->port);
-  target.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(
-      connect(client, reinterpret_cast<sockaddr*>(&target), sizeof(target)), 0);
 }
 
 TEST(OpenListeningSocketTest, APortInUseFailsNamingTheAddress) {
