@@ -110,7 +110,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
   const bool live = origin == Origin::kLive;
   if (live) {
     // "Limits > Bounds": a new record must fit under max_workers.
-    if (workers_.Find(req.worker_id()) == nullptr) {
+    if (!workers_.Contains(req.worker_id())) {
       if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
           !s.ok()) {
         return s;
@@ -134,7 +134,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
   WorkerRecord& record = workers_.FindOrAdd(req.worker_id());
   if (live) {
     ObserveClaim(
-        req.worker_id(), record,
+        req.worker_id(), record.claims,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   record.address = req.worker_address();
@@ -153,7 +153,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                                  Origin origin) {
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
-  WorkerRecord* record = workers_.Find(req.worker_id());
+  // Read only: a refused or duplicate apply changes nothing the directory
+  // shows, so the record is looked up again to be changed.
+  const WorkerRecord* record = workers_.Find(req.worker_id());
   if (live) {
     // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
     // liveness and removal").
@@ -166,7 +168,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
     // record is a claim on it, refused or not.
     if (record != nullptr) {
       ObserveClaim(
-          req.worker_id(), *record,
+          req.worker_id(), *workers_.FindClaims(req.worker_id()),
           WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
     }
   }
@@ -201,11 +203,12 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
         TakeBack(log, end);
         return s;
       }
-      record->ready = false;
-      record->checkpoint.reset();
+      WorkerRecord& cleared = *workers_.FindToChange(req.worker_id());
+      cleared.ready = false;
+      cleared.checkpoint.reset();
       // The clear took effect; what the bridge said of a feed with a gap
       // is not kept.
-      NoteTookEffect(req.worker_id(), *record, FidelityHeader{}, origin);
+      NoteTookEffect(req.worker_id(), cleared, FidelityHeader{}, origin);
       if (live) {
         gate_log_->RecordGap(req.worker_id(), decision.expected, req.seq());
       }
@@ -220,11 +223,12 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
     TakeBack(log, end);
     return s;
   }
-  record->address = req.worker_address();
-  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
-  record->ready = true;
-  record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
-  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
+  WorkerRecord& accepted = *workers_.FindToChange(req.worker_id());
+  accepted.address = req.worker_address();
+  accepted.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  accepted.ready = true;
+  accepted.checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
+  NoteTookEffect(req.worker_id(), accepted, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -251,15 +255,17 @@ absl::Status Indexer::ReplaceLocked(
     const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
     const MutationOptions& options, Origin origin) {
   const bool live = origin == Origin::kLive;
-  WorkerRecord* record = workers_.Find(req.worker_id());
-  if (record == nullptr) {
+  // A refused install changes nothing the directory shows: the record is
+  // looked up to be changed only once the install took effect.
+  WorkerClaims* const claims = workers_.FindClaims(req.worker_id());
+  if (claims == nullptr) {
     if (!live) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
   if (live) {
     ObserveClaim(
-        req.worker_id(), *record,
+        req.worker_id(), *claims,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   MutationLog* const log = LogFor(origin);
@@ -269,12 +275,12 @@ absl::Status Indexer::ReplaceLocked(
     TakeBack(log, end);
     return s;
   }
-  record->address = req.worker_address();
-  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
-  record->ready = true;
-  record->checkpoint =
-      SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
-  NoteTookEffect(req.worker_id(), *record, options.fidelity, origin);
+  WorkerRecord& record = *workers_.FindToChange(req.worker_id());
+  record.address = req.worker_address();
+  record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  record.ready = true;
+  record.checkpoint = SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
+  NoteTookEffect(req.worker_id(), record, options.fidelity, origin);
   resp->set_applied_seq(req.applied_seq());
   return absl::OkStatus();
 }
@@ -423,10 +429,10 @@ absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
   return RunHitCounts(backend_, req, resp);
 }
 
-void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+void Indexer::ObserveClaim(std::string_view worker_id, WorkerClaims& claims,
                            const WorkerClaim& claim) {
   const std::optional<ClaimConflict> conflict =
-      record.claims.Observe(claim, std::chrono::steady_clock::now());
+      claims.Observe(claim, std::chrono::steady_clock::now());
   if (conflict.has_value() && conflict->log) {
     LogPerWorkerLine(spdlog::level::warn,
                      ClaimConflictLine(worker_id, claim, *conflict));
@@ -541,7 +547,7 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
-  if (workers_.Find(worker_id) == nullptr) {
+  if (!workers_.Contains(worker_id)) {
     // The marker goes all the same. Dropping one is a change like any
     // other: logged, or a restart would bring the marker back.
     if (liveness_.IsMarked(worker_id)) {
@@ -569,7 +575,7 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
 absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
                                    bool* cleared, Origin origin) {
   const std::string& id = expired.worker_id;
-  WorkerRecord* record = workers_.Find(id);
+  const WorkerRecord* record = workers_.Find(id);
   // A worker that is not ready holds nothing: clearing it changes no
   // placement, and is neither logged nor counted.
   const bool held = record->ready;
@@ -582,9 +588,10 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
     return s;
   }
   if (keep_record) {
-    record->ready = false;
-    record->checkpoint.reset();
-    NoteTookEffect(id, *record, FidelityHeader{}, origin);
+    WorkerRecord& kept = *workers_.FindToChange(id);
+    kept.ready = false;
+    kept.checkpoint.reset();
+    NoteTookEffect(id, kept, FidelityHeader{}, origin);
   } else {
     workers_.Erase(id);
   }
@@ -637,7 +644,7 @@ OperatorView::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
   // still to make waits for the next sweep, unmade.
   absl::Status log_failure;
   const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
-      now, [this](std::string_view id) { return workers_.Find(id) != nullptr; },
+      now, [this](std::string_view id) { return workers_.Contains(id); },
       [&](std::string_view id) {
         // An expired marker of a worker without a record is dropped; logged
         // as a liveness clear, which for such a worker drops the marker.
@@ -684,7 +691,7 @@ std::optional<MonotonicClock::TimePoint> Indexer::HeartbeatDeadline(
 
 std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   MutationLock lock(*this);
-  const WorkerRecord* record = std::as_const(workers_).Find(worker_id);
+  const WorkerRecord* record = workers_.Find(worker_id);
   if (record == nullptr) return std::nullopt;
   return *record;
 }

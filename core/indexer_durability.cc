@@ -148,7 +148,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
 
 absl::Status Indexer::ReplayLivenessClear(std::string_view worker_id) {
   // Without a record, the sweep only dropped the worker's expired marker.
-  if (workers_.Find(worker_id) == nullptr) {
+  if (!workers_.Contains(worker_id)) {
     workers_.Touch(worker_id);
     liveness_.Unmark(worker_id);
     return absl::OkStatus();
