@@ -1,8 +1,5 @@
 #include "common/bounded_http_listener.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -18,6 +15,7 @@
 #include "absl/status/status.h"
 #include "common/http_refusal.h"
 #include "common/http_request_head.h"
+#include "common/listening_socket.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -39,18 +37,6 @@ constexpr auto kAcceptWarningInterval = std::chrono::minutes(1);
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
-std::string NumericHost(const sockaddr_storage& address) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
-  } else if (address.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
-  }
-  return text;
-}
-
 void WakeUp(int event_fd) {
   const uint64_t one = 1;
   // An eventfd write fails only when the counter would overflow, and then
@@ -62,66 +48,20 @@ void WakeUp(int event_fd) {
 
 absl::StatusOr<std::unique_ptr<BoundedHttpListener>> BoundedHttpListener::Bind(
     const MetricsAddress& address, const MetricsHttpLimits& limits) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port_text = std::to_string(address.port);
-  const int resolved =
-      getaddrinfo(address.host.c_str(), port_text.c_str(), &hints, &found);
-  if (resolved != 0) {
-    return absl::UnavailableError(gai_strerror(resolved));
-  }
-  int listen_fd = -1;
-  int last_error = 0;
-  for (const addrinfo* a = found; a != nullptr && listen_fd < 0;
-       a = a->ai_next) {
-    const int fd =
-        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-               a->ai_protocol);
-    if (fd < 0) {
-      last_error = errno;
-      continue;
-    }
-    // SO_REUSEADDR lets a restart bind again at once. Not SO_REUSEPORT: it
-    // would let a second process bind the same port and take half of the
-    // scrapes.
-    const int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
-        listen(fd, kListenBacklog) != 0) {
-      last_error = errno;
-      close(fd);
-      continue;
-    }
-    listen_fd = fd;
-  }
-  freeaddrinfo(found);
-  if (listen_fd < 0) return absl::UnavailableError(ErrnoText(last_error));
-
-  sockaddr_storage bound{};
-  socklen_t bound_size = sizeof(bound);
-  if (getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound),
-                  &bound_size) != 0) {
-    const int error = errno;
-    close(listen_fd);
-    return absl::UnavailableError(ErrnoText(error));
-  }
-  uint16_t port = 0;
-  if (bound.ss_family == AF_INET) {
-    port = ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  } else if (bound.ss_family == AF_INET6) {
-    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
-  }
+  absl::StatusOr<ListeningSocket> listening =
+      OpenListeningSocket(address.host, address.port,
+                          ListeningSocketOptions{.backlog = kListenBacklog});
+  if (!listening.ok()) return listening.status();
   const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     const int error = errno;
-    close(listen_fd);
-    return absl::UnavailableError(ErrnoText(error));
+    close(listening->fd);
+    return absl::UnavailableError(fmt::format(
+        "cannot listen on {}: {}", address.ToString(), ErrnoText(error)));
   }
-  return std::unique_ptr<BoundedHttpListener>(new BoundedHttpListener(
-      listen_fd, wake_fd, port, NumericHost(bound), limits));
+  return std::unique_ptr<BoundedHttpListener>(
+      new BoundedHttpListener(listening->fd, wake_fd, listening->port,
+                              std::move(listening->host), limits));
 }
 
 BoundedHttpListener::BoundedHttpListener(int listen_fd, int wake_fd,

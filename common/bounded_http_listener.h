@@ -51,7 +51,8 @@ class BoundedHttpListener {
   using Dispatch = std::function<void(HttpConnection)>;
 
   // Binds `address` (port 0: a free port the kernel picks) and listens. An
-  // address that cannot be resolved or bound is UNAVAILABLE.
+  // address that cannot be resolved or bound is UNAVAILABLE, "cannot listen
+  // on <address>: <reason>".
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<BoundedHttpListener>>
   Bind(const MetricsAddress& address, const MetricsHttpLimits& limits);
 

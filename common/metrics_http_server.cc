@@ -141,12 +141,9 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
                }
              });
 
+  // Its errors name the address.
   auto listener = BoundedHttpListener::Bind(address, limits);
-  if (!listener.ok()) {
-    return absl::UnavailableError(
-        fmt::format("cannot listen on {}: {}", address.ToString(),
-                    std::string(listener.status().message())));
-  }
+  if (!listener.ok()) return listener.status();
   impl->listener = *std::move(listener);
   impl->stop_fd = eventfd(0, EFD_CLOEXEC);
   if (impl->stop_fd < 0) {

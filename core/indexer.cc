@@ -119,7 +119,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
   const bool live = origin == Origin::kLive;
   if (live) {
     // "Limits > Bounds": a new record must fit under max_workers.
-    if (std::as_const(workers_).Find(id) == nullptr) {
+    if (!workers_.Contains(id)) {
       if (absl::Status s = CheckNewWorkerCapacity(workers_.size(), limits_);
           !s.ok()) {
         return s;
@@ -143,7 +143,7 @@ absl::Status Indexer::ApplySeedEra(const v1::ApplyExternalKvBatchRequest& req,
   WorkerRecord& record = workers_.FindOrAdd(id);
   if (live) {
     ObserveClaim(
-        id, record,
+        id, record.claims,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   record.address = req.worker_address();
@@ -165,7 +165,9 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
                                  Origin origin) {
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
-  WorkerRecord* record = workers_.Find(id);
+  // Read only: a refused or duplicate apply changes nothing the directory
+  // shows, so the record is looked up again to be changed.
+  const WorkerRecord* record = workers_.Find(id);
   if (live) {
     // Whatever the gate decides next (docs/contract.md, "Recovery > Worker
     // liveness and removal").
@@ -178,7 +180,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
     // record is a claim on it, refused or not.
     if (record != nullptr) {
       ObserveClaim(
-          id, *record,
+          id, *workers_.FindClaims(id),
           WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
     }
   }
@@ -216,11 +218,12 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
         TakeBack(log, end);
         return s;
       }
-      record->ready = false;
-      record->checkpoint.reset();
+      WorkerRecord& cleared = *workers_.FindToChange(id);
+      cleared.ready = false;
+      cleared.checkpoint.reset();
       // The clear took effect; what the bridge said of a feed with a gap
       // is not kept.
-      NoteTookEffect(id, *record, FidelityHeader{}, origin);
+      NoteTookEffect(id, cleared, FidelityHeader{}, origin);
       if (live) gate_log_->RecordGap(id, decision.expected, req.seq());
       return refuse();
     }
@@ -233,13 +236,14 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
     TakeBack(log, end);
     return s;
   }
-  record->address = req.worker_address();
-  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
-  record->ready = true;
-  record->checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
+  WorkerRecord& accepted = *workers_.FindToChange(id);
+  accepted.address = req.worker_address();
+  accepted.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  accepted.ready = true;
+  accepted.checkpoint = SequenceCheckpoint{req.worker_epoch(), req.seq()};
   MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
-                      &record->meta);
-  NoteTookEffect(id, *record, options.fidelity, origin);
+                      &accepted.meta);
+  NoteTookEffect(id, accepted, options.fidelity, origin);
   resp->set_applied_seq(req.seq());
   resp->set_duplicate(false);
   return absl::OkStatus();
@@ -268,17 +272,19 @@ absl::Status Indexer::ReplaceLocked(
     const ApplyBatchView& batch, v1::ReplaceExternalKvSnapshotResponse* resp,
     const MutationOptions& options, Origin origin) {
   const bool live = origin == Origin::kLive;
-  const WorkerRecord* found = std::as_const(workers_).Find(id);
+  // A refused install changes nothing the directory shows: the record is
+  // looked up to be changed only once the install took effect.
   // V4; a line-A install needs a configured record.
+  const WorkerRecord* found = workers_.Find(id);
   if (found == nullptr || (IsLineA(req) && !found->configured)) {
     if (!live) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
-  WorkerRecord* record = workers_.Find(id);
+  WorkerClaims* const claims = workers_.FindClaims(id);
   if (live) {
     ObserveClaim(
-        id, *record,
+        id, *claims,
         WorkerClaim{options.peer, req.worker_address(), req.worker_epoch()});
   }
   MutationLog* const log = LogFor(origin);
@@ -288,14 +294,14 @@ absl::Status Indexer::ReplaceLocked(
     TakeBack(log, end);
     return s;
   }
-  record->address = req.worker_address();
-  record->spec = SpecOf(req.has_cache_spec(), req.cache_spec());
-  record->ready = true;
-  record->checkpoint =
-      SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
+  WorkerRecord& record = *workers_.FindToChange(id);
+  record.address = req.worker_address();
+  record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
+  record.ready = true;
+  record.checkpoint = SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
   MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
-                      &record->meta);
-  NoteTookEffect(id, *record, options.fidelity, origin);
+                      &record.meta);
+  NoteTookEffect(id, record, options.fidelity, origin);
   resp->set_applied_seq(req.applied_seq());
   return absl::OkStatus();
 }
@@ -451,7 +457,7 @@ PendingAck Indexer::Invalidate(const v1::InvalidateWorkerRequest& req,
 absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
                                        std::string_view id, Origin origin) {
   const bool live = origin == Origin::kLive;
-  const WorkerRecord* found = std::as_const(workers_).Find(id);
+  const WorkerRecord* found = workers_.Find(id);
   if (found == nullptr || !found->configured) {
     if (!live) return absl::OkStatus();
     return absl::NotFoundError(
@@ -467,7 +473,7 @@ absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
   if (absl::Status s = LogMutation(log, req, &end); !s.ok()) return s;
-  WorkerRecord* record = workers_.Find(id);
+  WorkerRecord* record = workers_.FindToChange(id);
   if (record->ready) {
     // Every placement goes in one atomic batch, as a gap clears them.
     const RecordBatch clear(id, *record, RecordBatch::Actions::kClearAllTiers);
@@ -545,10 +551,10 @@ absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
   return RunHitCounts(backend_, req, resp);
 }
 
-void Indexer::ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+void Indexer::ObserveClaim(std::string_view worker_id, WorkerClaims& claims,
                            const WorkerClaim& claim) {
   const std::optional<ClaimConflict> conflict =
-      record.claims.Observe(claim, std::chrono::steady_clock::now());
+      claims.Observe(claim, std::chrono::steady_clock::now());
   if (conflict.has_value() && conflict->log) {
     LogPerWorkerLine(spdlog::level::warn,
                      ClaimConflictLine(worker_id, claim, *conflict));
@@ -663,7 +669,7 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
   const bool live = origin == Origin::kLive;
   MutationLog* const log = LogFor(origin);
   uint64_t end = 0;
-  if (workers_.Find(worker_id) == nullptr) {
+  if (!workers_.Contains(worker_id)) {
     // The marker goes all the same. Dropping one is a change like any
     // other: logged, or a restart would bring the marker back.
     if (liveness_.IsMarked(worker_id)) {
@@ -691,7 +697,7 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
 absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
                                    bool* cleared, Origin origin) {
   const std::string& id = expired.worker_id;
-  WorkerRecord* record = workers_.Find(id);
+  const WorkerRecord* record = workers_.Find(id);
   // A worker that is not ready holds nothing: clearing it changes no
   // placement, and is neither logged nor counted.
   const bool held = record->ready;
@@ -704,9 +710,10 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
     return s;
   }
   if (keep_record) {
-    record->ready = false;
-    record->checkpoint.reset();
-    NoteTookEffect(id, *record, FidelityHeader{}, origin);
+    WorkerRecord& kept = *workers_.FindToChange(id);
+    kept.ready = false;
+    kept.checkpoint.reset();
+    NoteTookEffect(id, kept, FidelityHeader{}, origin);
   } else {
     workers_.Erase(id);
   }
@@ -759,7 +766,7 @@ OperatorView::SweepResult Indexer::SweepLocked(MonotonicClock::TimePoint now) {
   // still to make waits for the next sweep, unmade.
   absl::Status log_failure;
   const LivenessTable::SweepPlan plan = liveness_.PlanSweep(
-      now, [this](std::string_view id) { return workers_.Find(id) != nullptr; },
+      now, [this](std::string_view id) { return workers_.Contains(id); },
       [&](std::string_view id) {
         // An expired marker of a worker without a record is dropped; logged
         // as a liveness clear, which for such a worker drops the marker.
@@ -806,7 +813,7 @@ std::optional<MonotonicClock::TimePoint> Indexer::HeartbeatDeadline(
 
 std::optional<WorkerRecord> Indexer::WorkerState(std::string_view worker_id) {
   MutationLock lock(*this);
-  const WorkerRecord* record = std::as_const(workers_).Find(worker_id);
+  const WorkerRecord* record = workers_.Find(worker_id);
   if (record == nullptr) return std::nullopt;
   return *record;
 }

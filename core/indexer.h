@@ -283,10 +283,10 @@ class Indexer final : private IndexOperations,
   // REQUIRES: mutation_mu_ held.
   absl::Status ReplayLivenessClear(std::string_view worker_id);
 
-  // Records the claim of a request on `record` and logs a conflict at WARN,
-  // throttled per worker ("Limits > Bounds > Duplicate claims"). REQUIRES:
-  // mutation_mu_ held.
-  void ObserveClaim(std::string_view worker_id, WorkerRecord& record,
+  // Records the claim of a request on `worker_id`'s record (its `claims`)
+  // and logs a conflict at WARN, throttled per worker ("Limits > Bounds >
+  // Duplicate claims"). REQUIRES: mutation_mu_ held.
+  void ObserveClaim(std::string_view worker_id, WorkerClaims& claims,
                     const WorkerClaim& claim);
 
   IndexBackend* backend_;

@@ -169,7 +169,7 @@ absl::Status Indexer::Replay(const WalRecord& record) {
 
 absl::Status Indexer::ReplayLivenessClear(std::string_view worker_id) {
   // Without a record, the sweep only dropped the worker's expired marker.
-  if (workers_.Find(worker_id) == nullptr) {
+  if (!workers_.Contains(worker_id)) {
     workers_.Touch(worker_id);
     liveness_.Unmark(worker_id);
     return absl::OkStatus();
@@ -245,7 +245,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       // The backend record takes the host's address and spec, as every
       // batch the host composes does.
       const std::string id = BackendIdOf(part);
-      const WorkerRecord* record = std::as_const(workers_).Find(id);
+      const WorkerRecord* record = workers_.Find(id);
       if (record == nullptr) {
         return Malformed(
             "checkpoint placements",

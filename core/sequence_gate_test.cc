@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace kvindexer {
 namespace {
@@ -121,6 +123,35 @@ TEST(WorkerSequenceTable, FindAddEraseAndCount) {
   EXPECT_TRUE(table.Erase("w"));
   EXPECT_FALSE(table.Erase("w"));
   EXPECT_EQ(table.WorkerIds(), std::vector<std::string>{"v"});
+}
+
+// A refused gated apply reads the record (and records its claim) without
+// changing it: nothing is noted, so nothing is published again.
+TEST(WorkerSequenceTable, OnlyAChangedRecordIsNoted) {
+  using Ids = std::vector<std::string>;
+  WorkerSequenceTable table;
+  table.FindOrAdd("w");
+  EXPECT_EQ(table.TakeChanged(), Ids{"w"});
+
+  const WorkerRecord* found = table.Find("w");
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(DecideGate(found, "e", 1).step, GateStep::kNotReady);
+  EXPECT_EQ(DecideGate(table.Find("x"), "e", 1).step, GateStep::kUnconfigured);
+  EXPECT_TRUE(table.Contains("w"));
+  EXPECT_FALSE(table.Contains("x"));
+  ASSERT_NE(table.FindClaims("w"), nullptr);
+  (void)table.FindClaims("w")->Observe(WorkerClaim{"peer", "addr", "e"},
+                                       std::chrono::steady_clock::now());
+  EXPECT_EQ(table.FindClaims("w")->runs(), 1u);
+  EXPECT_EQ(table.FindClaims("x"), nullptr);
+  EXPECT_EQ(table.FindToChange("x"), nullptr);
+  EXPECT_EQ(table.TakeChanged(), Ids{});
+
+  table.FindToChange("w")->ready = true;
+  EXPECT_EQ(table.TakeChanged(), Ids{"w"});
+  table.Touch("v");
+  EXPECT_TRUE(table.Erase("w"));
+  EXPECT_EQ(table.TakeChanged(), (Ids{"v", "w"}));
 }
 
 }  // namespace

@@ -9,16 +9,22 @@
 namespace kvindexer {
 namespace {}  // namespace
 
-WorkerRecord* WorkerSequenceTable::Find(std::string_view worker_id) {
-  Touch(worker_id);
-  auto it = records_.find(AbslView(worker_id));
-  return it == records_.end() ? nullptr : &it->second;
-}
-
 const WorkerRecord* WorkerSequenceTable::Find(
     std::string_view worker_id) const {
   auto it = records_.find(AbslView(worker_id));
   return it == records_.end() ? nullptr : &it->second;
+}
+
+WorkerRecord* WorkerSequenceTable::FindToChange(std::string_view worker_id) {
+  auto it = records_.find(AbslView(worker_id));
+  if (it == records_.end()) return nullptr;
+  Touch(worker_id);
+  return &it->second;
+}
+
+WorkerClaims* WorkerSequenceTable::FindClaims(std::string_view worker_id) {
+  auto it = records_.find(AbslView(worker_id));
+  return it == records_.end() ? nullptr : &it->second.claims;
 }
 
 WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,

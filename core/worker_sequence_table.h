@@ -13,9 +13,11 @@
 // worker registered itself (docs/contract.md, "Recovery > Worker liveness and
 // removal").
 //
-// The table notes which ids may have changed (every id passed to a non-const
-// accessor, or to Touch) until TakeChanged, so that the Indexer can publish
-// exactly those to its WorkerDirectory (core/worker_directory.h).
+// The table notes which ids may have changed (every id passed to
+// FindToChange, FindOrAdd, Erase or Touch) until TakeChanged, so that the
+// Indexer can publish exactly those to its WorkerDirectory
+// (core/worker_directory.h). Reads (Find, Contains) note nothing, and
+// neither does FindClaims: the claims are never published.
 //
 // Thread safety: none. The Indexer reads and writes the table only under its
 // mutation mutex.
@@ -106,10 +108,17 @@ struct WorkerRecord {
 class WorkerSequenceTable {
  public:
   // Null when `worker_id` has no record. The pointer stays valid until the
-  // record is erased. Notes `worker_id` as changed: the caller may write
-  // through the pointer.
-  WorkerRecord* Find(std::string_view worker_id);
+  // record is erased. Notes nothing.
   const WorkerRecord* Find(std::string_view worker_id) const;
+  bool Contains(std::string_view worker_id) const {
+    return Find(worker_id) != nullptr;
+  }
+  // As Find, for a caller that changes the record through the pointer:
+  // notes `worker_id` as changed when it has a record.
+  WorkerRecord* FindToChange(std::string_view worker_id);
+  // The claims on `worker_id`'s record; null when it has none. Notes
+  // nothing. The pointer stays valid until the record is erased.
+  WorkerClaims* FindClaims(std::string_view worker_id);
   // The record of `worker_id`, created as a fresh one (not ready, no
   // checkpoint, empty address, no spec) when absent; *created says which.
   WorkerRecord& FindOrAdd(std::string_view worker_id, bool* created = nullptr);

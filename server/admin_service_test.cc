@@ -20,9 +20,9 @@
 #include "kvindexer_admin.grpc.pb.h"
 #include "server/admin_service.h"
 #include "server/kv_indexer_service.h"
-#include "server/transport_settings.h"
 #include "server/write_authorizer.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/in_process_server.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer {
@@ -64,41 +64,21 @@ class AdminServer {
       : indexer_(backend, nullptr, RequestLimits{}, abi_minor, &clock_),
         service_(indexer_.operations(), 8, WallClock::Real()),
         admin_(Sources(&indexer_.operator_view(), abi_minor,
-                       &service_.admission(), authorizer, clock_.Now())) {
-    grpc::ServerBuilder builder;
-    ApplyTransportSettings(builder);
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&service_);
-    builder.RegisterService(&admin_);
-    server_ = builder.BuildAndStart();
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                                       grpc::InsecureChannelCredentials());
-    kv_ = v1::KVIndexer::NewStub(channel);
-    admin_stub_ = admin_v1::KvIndexerAdmin::NewStub(channel);
-  }
-  ~AdminServer() {
-    if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() +
-                        std::chrono::seconds(5));
-    }
-  }
+                       &service_.admission(), authorizer, clock_.Now())),
+        server_(service_, admin_, std::chrono::seconds(5)) {}
 
-  bool started() const { return server_ != nullptr && port_ != 0; }
+  bool started() const { return server_.started(); }
   FakeMonotonicClock& clock() { return clock_; }
   Indexer& indexer() { return indexer_; }
-  v1::KVIndexer::Stub& kv() { return *kv_; }
-  admin_v1::KvIndexerAdmin::Stub& admin() { return *admin_stub_; }
+  v1::KVIndexer::Stub& kv() { return server_.kv(); }
+  admin_v1::KvIndexerAdmin::Stub& admin() { return server_.admin(); }
 
  private:
   FakeMonotonicClock clock_;
   Indexer indexer_;
   KvIndexerService service_;
   AdminService admin_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::KVIndexer::Stub> kv_;
-  std::unique_ptr<admin_v1::KvIndexerAdmin::Stub> admin_stub_;
+  test_support::InProcessServer server_;
 };
 
 void Deadline(grpc::ClientContext& context) {

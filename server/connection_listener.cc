@@ -1,6 +1,5 @@
 #include "server/connection_listener.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -11,9 +10,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "common/listening_socket.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -27,6 +28,19 @@ constexpr int kListenBacklog = SOMAXCONN;
 constexpr int kAcceptPauseMs = 100;
 
 std::string ErrnoText(int error) { return std::strerror(error); }
+
+// Digits only, 0..65535.
+bool ParsePort(std::string_view text, uint16_t& port) {
+  if (text.empty() || text.size() > 5) return false;
+  uint32_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (value > 65535) return false;
+  port = static_cast<uint16_t>(value);
+  return true;
+}
 
 }  // namespace
 
@@ -49,73 +63,24 @@ absl::StatusOr<std::unique_ptr<ConnectionListener>> ConnectionListener::Bind(
     host = listen_addr.substr(0, colon);
     port = listen_addr.substr(colon + 1);
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (const int resolved =
-          getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-      resolved != 0) {
-    return absl::UnavailableError(gai_strerror(resolved));
+  uint16_t port_number = 0;
+  if (!ParsePort(port, port_number)) {
+    return absl::InvalidArgumentError("not an IP literal and port");
   }
-  int listen_fd = -1;
-  int last_error = 0;
-  for (const addrinfo* a = found; a != nullptr && listen_fd < 0;
-       a = a->ai_next) {
-    const int fd =
-        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-               a->ai_protocol);
-    if (fd < 0) {
-      last_error = errno;
-      continue;
-    }
-    const int yes = 1;
-    const int no = 0;
-    // A restart binds again at once. Not SO_REUSEPORT: a port in use must
-    // fail the bind instead of being shared.
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (a->ai_family == AF_INET6) {
-      // The IPv6 wildcard takes IPv4 as well.
-      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      if (IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr)) {
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
-      }
-    }
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
-        listen(fd, kListenBacklog) != 0) {
-      last_error = errno;
-      close(fd);
-      continue;
-    }
-    listen_fd = fd;
-  }
-  freeaddrinfo(found);
-  if (listen_fd < 0) return absl::UnavailableError(ErrnoText(last_error));
-
-  sockaddr_storage bound{};
-  socklen_t bound_size = sizeof(bound);
-  if (getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound),
-                  &bound_size) != 0) {
-    const int error = errno;
-    close(listen_fd);
-    return absl::UnavailableError(ErrnoText(error));
-  }
-  int bound_port = 0;
-  if (bound.ss_family == AF_INET) {
-    bound_port = ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  } else if (bound.ss_family == AF_INET6) {
-    bound_port =
-        ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
-  }
+  absl::StatusOr<ListeningSocket> listening = OpenListeningSocket(
+      host, port_number,
+      ListeningSocketOptions{.backlog = kListenBacklog,
+                             .numeric_host = true,
+                             .ipv6_wildcard_takes_ipv4 = true});
+  if (!listening.ok()) return listening.status();
   const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     const int error = errno;
-    close(listen_fd);
+    close(listening->fd);
     return absl::UnavailableError(ErrnoText(error));
   }
-  return std::unique_ptr<ConnectionListener>(
-      new ConnectionListener(listen_fd, wake_fd, bound_port, max_connections));
+  return std::unique_ptr<ConnectionListener>(new ConnectionListener(
+      listening->fd, wake_fd, listening->port, max_connections));
 }
 
 ConnectionListener::ConnectionListener(int listen_fd, int wake_fd, int port,

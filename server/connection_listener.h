@@ -49,8 +49,9 @@ class ConnectionListener {
   // Binds `listen_addr` (an IP literal and port, as ParseListenAddr accepts
   // it; port 0 picks a free port) without SO_REUSEPORT, so that a port in
   // use fails here, and listens. The wildcard [::] also takes IPv4, as
-  // gRPC's listener does. UNAVAILABLE with the system's reason when it
-  // cannot. REQUIRES: max_connections > 0.
+  // gRPC's listener does. UNAVAILABLE naming the address and the system's
+  // reason when it cannot (common/listening_socket.h). REQUIRES:
+  // max_connections > 0.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ConnectionListener>> Bind(
       const std::string& listen_addr, size_t max_connections);
 

@@ -4,8 +4,6 @@
 // its connection. Waits are bounded polls on conditions; nothing sleeps.
 #include "server/connection_listener.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,36 +15,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/connection_table.h"
+#include "tests/support/loopback_connection.h"
 
 namespace kvindexer::connection_listener_test {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kWaitMs = 10'000;
+using test_support::ClosedByPeer;
+using test_support::ConnectToLoopback;
 
-// A TCP connection from this process to 127.0.0.1:`port`; -1 on failure.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// True when the peer closed `fd` (end of file or a reset) within the bound.
-bool ClosedByPeer(int fd) {
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  if (poll(&p, 1, kWaitMs) != 1) return false;
-  char byte;
-  return recv(fd, &byte, 1, 0) <= 0;
-}
+constexpr std::chrono::milliseconds kWait = 10s;
 
 // Plays gRPC: keeps the sockets handed to it.
 class Receiver {
@@ -96,17 +75,17 @@ TEST(ConnectionListenerTest, RefusesBeyondTheCapAndAcceptsOnceOneEnds) {
   (*listener)->Start(receiver.HandOff());
   const int port = (*listener)->port();
 
-  const int first = Connect(port);
-  const int second = Connect(port);
+  const int first = ConnectToLoopback(port);
+  const int second = ConnectToLoopback(port);
   ASSERT_GE(first, 0);
   ASSERT_GE(second, 0);
   ASSERT_TRUE(receiver.WaitForReceived(2));
   EXPECT_EQ((*listener)->open_connections(), 2u);
 
   // At the cap: accepted and closed at once, never handed over.
-  const int third = Connect(port);
+  const int third = ConnectToLoopback(port);
   ASSERT_GE(third, 0);
-  EXPECT_TRUE(ClosedByPeer(third));
+  EXPECT_TRUE(ClosedByPeer(third, kWait));
   close(third);
   EXPECT_EQ((*listener)->refused_total(), 1u);
   EXPECT_EQ(receiver.received(), 2u);
@@ -114,7 +93,7 @@ TEST(ConnectionListenerTest, RefusesBeyondTheCapAndAcceptsOnceOneEnds) {
   // One connection ends: its place is free again.
   receiver.CloseReceived(0);
   EXPECT_EQ((*listener)->open_connections(), 1u);
-  const int fourth = Connect(port);
+  const int fourth = ConnectToLoopback(port);
   ASSERT_GE(fourth, 0);
   ASSERT_TRUE(receiver.WaitForReceived(3));
   EXPECT_EQ((*listener)->open_connections(), 2u);
@@ -122,7 +101,7 @@ TEST(ConnectionListenerTest, RefusesBeyondTheCapAndAcceptsOnceOneEnds) {
 
   (*listener)->Stop();
   // Stopped: nobody listens any more.
-  EXPECT_LT(Connect(port), 0);
+  EXPECT_LT(ConnectToLoopback(port), 0);
   for (int fd : {first, second, fourth}) close(fd);
 }
 

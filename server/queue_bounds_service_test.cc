@@ -27,7 +27,7 @@
 #include "server/admin_service.h"
 #include "server/kv_indexer_service.h"
 #include "server/server_metrics.h"
-#include "server/transport_settings.h"
+#include "tests/support/in_process_server.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
@@ -128,25 +128,12 @@ class BoundedServer {
                  /*rejection_log=*/nullptr, /*read_heartbeats=*/true,
                  /*write_authorizer=*/nullptr, queues),
         metrics_(registry_, indexer_.operator_view(), service_),
-        admin_(Sources(queues.admin)) {
-    grpc::ServerBuilder builder;
-    ApplyTransportSettings(builder);
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&service_);
-    builder.RegisterService(&admin_);
-    server_ = builder.BuildAndStart();
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
-                                       grpc::InsecureChannelCredentials());
-    kv_ = v1::KVIndexer::NewStub(channel);
-    admin_stub_ = admin_v1::KvIndexerAdmin::NewStub(channel);
-  }
-  ~BoundedServer() {
-    backend_.OpenAll();
-    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
-  }
+        admin_(Sources(queues.admin)),
+        server_(service_, admin_, std::chrono::milliseconds(0)) {}
+  // Calls held in the backend go on, so that the server can shut down.
+  ~BoundedServer() { backend_.OpenAll(); }
 
-  bool started() const { return server_ != nullptr && port_ != 0; }
+  bool started() const { return server_.started(); }
   GatedBackend& backend() { return backend_; }
   AdminSources Sources(uint32_t admin_queue_max) {
     AdminSources sources;
@@ -160,8 +147,8 @@ class BoundedServer {
   }
   KvIndexerService& service() { return service_; }
   AdminService& admin() { return admin_; }
-  v1::KVIndexer::Stub& kv() { return *kv_; }
-  admin_v1::KvIndexerAdmin::Stub& admin_stub() { return *admin_stub_; }
+  v1::KVIndexer::Stub& kv() { return server_.kv(); }
+  admin_v1::KvIndexerAdmin::Stub& admin_stub() { return server_.admin(); }
   // The value of one series of /metrics now.
   std::optional<double> Metric(std::string_view series) {
     const std::vector<MetricFamily> families = registry_.Collect();
@@ -175,10 +162,7 @@ class BoundedServer {
   MetricsRegistry registry_;
   ServerMetrics metrics_;
   AdminService admin_;
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::KVIndexer::Stub> kv_;
-  std::unique_ptr<admin_v1::KvIndexerAdmin::Stub> admin_stub_;
+  test_support::InProcessServer server_;
 };
 
 // One call in flight through a stub's callback API.

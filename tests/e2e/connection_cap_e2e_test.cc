@@ -5,10 +5,6 @@
 // of file descriptors keeps accepting once some are free again. The extra
 // connections are plain TCP sockets that never speak. Every wait is a
 // bounded poll on a condition.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "tests/support/http_get.h"
+#include "tests/support/loopback_connection.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/requests.h"
 #include "tests/support/server_process.h"
@@ -37,6 +34,8 @@ namespace connection_cap_e2e_test {
 using namespace std::chrono_literals;
 using ::kv_indexer::v1::KVIndexer;
 using ::kvindexer::test_support::Batch;
+using ::kvindexer::test_support::ClosedByPeer;
+using ::kvindexer::test_support::ConnectToLoopback;
 using ::kvindexer::test_support::ListeningServer;
 using ::kvindexer::test_support::PrefixRequest;
 using ::kvindexer::test_support::ProcessOptions;
@@ -57,30 +56,6 @@ ProcessOptions ServerOptions() {
                        "KV_INDEXER_WRITE_TOKEN_FILE",
                        "KV_INDEXER_ADMIN_READ_TOKEN_FILE"};
   return options;
-}
-
-// A TCP connection to 127.0.0.1:`port` that sends nothing; -1 on failure.
-int SilentConnection(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// True when the server closed `fd` (end of file or a reset) within the
-// bound.
-bool ClosedByServer(int fd) {
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  if (poll(&p, 1, static_cast<int>(kBound / 1ms)) != 1) return false;
-  char byte;
-  return recv(fd, &byte, 1, 0) <= 0;
 }
 
 // One sample of /metrics now; nullopt when absent or unreachable.
@@ -138,7 +113,7 @@ TEST(ConnectionCapE2eTest, ServesWithinTheCapAndRefusesBeyondIt) {
   // The rest of the cap taken by connections that never speak.
   std::vector<int> silent;
   for (int i = 1; i < kCap; ++i) {
-    const int fd = SilentConnection(server->port);
+    const int fd = ConnectToLoopback(server->port);
     ASSERT_GE(fd, 0);
     silent.push_back(fd);
   }
@@ -152,9 +127,9 @@ TEST(ConnectionCapE2eTest, ServesWithinTheCapAndRefusesBeyondIt) {
   // Beyond the cap: each is closed at once, and the server stays up.
   constexpr int kBeyond = 16;
   for (int i = 0; i < kBeyond; ++i) {
-    const int fd = SilentConnection(server->port);
+    const int fd = ConnectToLoopback(server->port);
     ASSERT_GE(fd, 0);
-    EXPECT_TRUE(ClosedByServer(fd)) << "connection " << i;
+    EXPECT_TRUE(ClosedByPeer(fd, kBound)) << "connection " << i;
     close(fd);
   }
   EXPECT_EQ(Scrape(metrics_port, "kvindexer_grpc_connections_refused_total"),
@@ -214,7 +189,7 @@ TEST(ConnectionCapE2eTest, KeepsAcceptingAfterRunningOutOfDescriptors) {
 
   std::vector<int> flood;
   for (int i = 0; i < 200; ++i) {
-    const int fd = SilentConnection(server->port);
+    const int fd = ConnectToLoopback(server->port);
     ASSERT_GE(fd, 0);
     flood.push_back(fd);
   }
