@@ -1,0 +1,28 @@
+// UUIDs as text: the lowercase, hyphenated, 36-character form of RFC 9562
+// ("8-4-4-4-12" hex digits), used for snapshot transaction ids and the
+// indexer epoch (fleet-protocol.md, sections 5 and 6.2).
+//
+// Thread safety: every function may be called concurrently.
+#ifndef KVINDEXER_COMMON_UUID_H_
+#define KVINDEXER_COMMON_UUID_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace kvindexer {
+
+using UuidBytes = std::array<uint8_t, 16>;
+
+// `bytes` as lowercase hyphenated text, unchanged (no version or variant
+// bits are set).
+std::string FormatUuid(const UuidBytes& bytes);
+
+// A new random (version 4, variant 10) UUID as text. The bits come from a
+// per-thread 64-bit Mersenne Twister seeded from std::random_device: unique
+// with overwhelming probability, not a secret.
+std::string NewRandomUuid();
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_COMMON_UUID_H_
