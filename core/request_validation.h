@@ -13,6 +13,7 @@
 #define KVINDEXER_CORE_REQUEST_VALIDATION_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "absl/status/status.h"
 #include "common/wire_vocabulary.h"
@@ -21,6 +22,9 @@
 
 namespace kvindexer {
 
+// A tier by its raw number, as apply step 4a and Replace V2 check it:
+// INVALID_ARGUMENT for 0 (TIER_UNKNOWN) and for numbers outside 1..3.
+[[nodiscard]] absl::Status ValidateTier(int32_t tier);
 // "ApplyExternalKvBatch > Apply validation", first failure wins: empty
 // worker_id; worker_id, worker_address and worker_epoch lengths (limits;
 // the epoch on both paths, though only the gated one reads it); too many
