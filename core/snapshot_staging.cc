@@ -291,7 +291,7 @@ size_t SnapshotStaging::ExpireLocked(TimePoint now) {
   return idle.size();
 }
 
-void SnapshotStaging::EndOpenLocked(const std::string& transaction_id) {
+void SnapshotStaging::EndOpenLocked(std::string transaction_id) {
   const auto it = open_.find(AbslView(transaction_id));
   if (it == open_.end()) return;
   const std::shared_ptr<Transaction> tx = std::move(it->second);
