@@ -40,18 +40,6 @@ absl::Status ValidateSideArray(const char* field, int entries, int hashes) {
   return absl::OkStatus();
 }
 
-// A tier by its raw number: 0 and numbers outside 1..3 are refused.
-absl::Status ValidateTier(int32_t tier) {
-  if (tier == 0) {
-    return absl::InvalidArgumentError("tier must not be TIER_UNKNOWN");
-  }
-  if (tier < static_cast<int32_t>(kTierHbm) ||
-      tier > static_cast<int32_t>(kMaxTier)) {
-    return absl::InvalidArgumentError("tier is not supported");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateWorkerId(const std::string& worker_id) {
   if (worker_id.empty()) {
     return absl::InvalidArgumentError("worker_id must not be empty");
@@ -184,6 +172,17 @@ absl::Status ValidateAction(const v1::ExternalKvAction& action) {
 }
 
 }  // namespace
+
+absl::Status ValidateTier(int32_t tier) {
+  if (tier == 0) {
+    return absl::InvalidArgumentError("tier must not be TIER_UNKNOWN");
+  }
+  if (tier < static_cast<int32_t>(kTierHbm) ||
+      tier > static_cast<int32_t>(kMaxTier)) {
+    return absl::InvalidArgumentError("tier is not supported");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req,
                            const RequestLimits& limits, StreamKey* key) {

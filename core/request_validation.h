@@ -13,6 +13,7 @@
 #define KVINDEXER_CORE_REQUEST_VALIDATION_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <vector>
 
@@ -24,6 +25,9 @@
 
 namespace kvindexer {
 
+// A tier by its raw number, as apply step 4a and Replace V2 check it:
+// INVALID_ARGUMENT for 0 (TIER_UNKNOWN) and for numbers outside 1..3.
+[[nodiscard]] absl::Status ValidateTier(int32_t tier);
 // The stream a request names is resolved by K1 to K4 (docs/contract.md,
 // "Streams > Validation") in place of the worker-id steps: worker_id and
 // stream_id.worker_id agree; the worker id is not empty (nor blank, for a

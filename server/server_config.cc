@@ -203,6 +203,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto grpc = LoadGrpcServerConfig(env);
   if (!grpc.ok()) return grpc.status();
   config.grpc = *grpc;
+  auto staging = LoadStagingLimits(env);
+  if (!staging.ok()) return staging.status();
+  config.staging = *staging;
   return config;
 }
 
@@ -269,6 +272,16 @@ std::string UsageText(std::string_view program) {
        "quota"},
       {kGrpcReflectionVar, "on",
        "on or off: offer gRPC server reflection on the port"},
+      {kStagingMaxPlacementsVar, std::to_string(kDefaultStagingMaxPlacements),
+       "1..50000000: placements all open snapshot transactions may reserve; "
+       "a Begin beyond is RESOURCE_EXHAUSTED"},
+      {kStagingMaxTransactionsVar,
+       std::to_string(kDefaultStagingMaxTransactions),
+       "positive integer: open snapshot transactions; a Begin beyond is "
+       "RESOURCE_EXHAUSTED"},
+      {kStagingIdleTimeoutMsVar, std::to_string(kDefaultStagingIdleTimeoutMs),
+       "ms (1000..3600000) a snapshot transaction may go without a Begin or "
+       "Append before it expires"},
       {kLivenessVar, "1",
        "1/true/yes or 0/false/no: clear workers whose heartbeat expired"},
       {kLivenessSweepMsVar, std::to_string(kDefaultLivenessSweepMs),

@@ -25,6 +25,8 @@
 // and KV_INDEXER_ADMIN_QUEUE_MAX: server/queue_config.h.
 // KV_INDEXER_GRPC_MEMORY_QUOTA_MIB, KV_INDEXER_GRPC_MAX_CONNECTIONS and
 // KV_INDEXER_GRPC_REFLECTION: server/grpc_server_config.h.
+// KV_INDEXER_STAGING_MAX_PLACEMENTS, KV_INDEXER_STAGING_MAX_TRANSACTIONS and
+// KV_INDEXER_STAGING_IDLE_TIMEOUT_MS: server/staging_config.h.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -51,6 +53,7 @@
 #include "server/metrics_config.h"
 #include "server/queue_config.h"
 #include "server/security_config.h"
+#include "server/staging_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -106,6 +109,8 @@ struct ServerConfig {
   QueueLimits queues;
   // Memory quota, connection cap, reflection (server/grpc_server_config.h).
   GrpcServerConfig grpc;
+  // Bounds on staged snapshots (server/staging_config.h).
+  StagingLimits staging;
 };
 
 // Reads every variable above; unset variables take their defaults.

@@ -403,7 +403,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"FleetMaxLagZero", "KV_INDEXER_FLEET_MAX_LAG_RECORDS", "0",
                   "positive integer"},
         BadConfig{"FleetMaxSilenceTooShort", "KV_INDEXER_FLEET_MAX_SILENCE_MS",
-                  "100", "500..86400000"}),
+                  "100", "500..86400000"},
+        // Snapshot staging (server/staging_config.h).
+        BadConfig{"StagingMaxPlacementsAboveCap",
+                  "KV_INDEXER_STAGING_MAX_PLACEMENTS", "50000001",
+                  "1..50000000"},
+        BadConfig{"StagingMaxTransactionsZero",
+                  "KV_INDEXER_STAGING_MAX_TRANSACTIONS", "0",
+                  "positive integer"},
+        BadConfig{"StagingIdleTimeoutTooShort",
+                  "KV_INDEXER_STAGING_IDLE_TIMEOUT_MS", "999",
+                  "1000..3600000"}),
     [](const ::testing::TestParamInfo<BadConfig>& param) {
       return std::string(param.param.name);
     });
