@@ -135,6 +135,8 @@ class OperatorView {
       std::string_view worker_id) = 0;
   // The Indexer's clock: heartbeat deadlines, WorkerSnapshot times.
   virtual const MonotonicClock& clock() const = 0;
+  // The indexer epoch, as IndexOperations::IndexerEpoch.
+  virtual std::string IndexerEpoch() const = 0;
 
   // --- The backend (docs/health.md, "When the backend fails") ---
 

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/fidelity_header.h"
+#include "core/stream_metadata.h"
 #include "core/worker_sequence_table.h"
 #include "kvindexer/backend.h"
 
@@ -36,6 +37,9 @@ struct WorkerSnapshot {
   std::optional<MonotonicClock::TimePoint> heartbeat_deadline;
   Fidelity fidelity = Fidelity::kUnknown;
   std::string fidelity_reason;  // the bridge's words, when degraded
+  // The stream's metadata (core/stream_metadata.h); `worker_id` is the
+  // stream's backend id (core/stream_key.h).
+  StreamMetadata meta;
   // Placements per tier (index = tier, 1..3; [0] unused), from the backend;
   // nullopt when the backend cannot count them (ABI minor < 2).
   std::optional<std::array<uint64_t, kMaxTier + 1>> placements_by_tier;

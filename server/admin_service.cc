@@ -12,6 +12,7 @@
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/request_validation.h"
+#include "core/stream_key.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
 #include "server/queue_refusal.h"
@@ -99,7 +100,16 @@ void AddCounts(
 
 void FillInfo(const WorkerSnapshot& w, MonotonicClock::TimePoint now,
               admin_v1::WorkerInfo* out) {
-  out->set_worker_id(w.worker_id);
+  // Defaults are not encoded: a legacy stream's entry keeps its bytes.
+  const StreamKey key = DecodeStreamKey(w.worker_id);
+  out->set_worker_id(key.worker_id);
+  out->set_namespace_(key.ns);
+  out->set_dp_rank(key.dp_rank);
+  out->set_worker_generation(w.meta.generation);
+  out->set_model(w.meta.model);
+  out->set_hash_schema_version(w.meta.hash_schema_version);
+  out->set_page_size(w.meta.page_size);
+  out->set_is_bigram(w.meta.is_bigram);
   out->set_worker_address(w.address);
   if (w.spec.has_value()) *out->mutable_cache_spec() = ToProto(*w.spec);
   out->set_placement_counts_known(w.placements_by_tier.has_value());
@@ -135,15 +145,19 @@ void FillInfo(const WorkerSnapshot& w, MonotonicClock::TimePoint now,
   out->set_fidelity_reason(w.fidelity_reason);
 }
 
-grpc::Status CheckWorkerId(const std::string& id, uint32_t max_bytes) {
-  if (id.empty()) {
+// A worker id (or, with allow_empty, a namespace, named as such) within
+// the worker-id bound.
+grpc::Status CheckWorkerId(const std::string& id, uint32_t max_bytes,
+                           bool allow_empty = false) {
+  const char* const field = allow_empty ? "namespace" : "worker_id";
+  if (id.empty() && !allow_empty) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "worker_id must not be empty");
   }
   if (max_bytes != 0 && id.size() > max_bytes) {
     return grpc::Status(
         grpc::StatusCode::INVALID_ARGUMENT,
-        fmt::format("worker_id is {} bytes; maximum is {} ({})", id.size(),
+        fmt::format("{} is {} bytes; maximum is {} ({})", field, id.size(),
                     max_bytes, kMaxWorkerIdBytesVar));
   }
   return grpc::Status::OK;
@@ -364,7 +378,9 @@ grpc::Status AdminService::DoExplainPrefix(
   const MonotonicClock::TimePoint now = indexer.clock().Now();
   for (const WorkerExplanation& w : explanation.workers) {
     admin_v1::WorkerExplanation* out = response->add_workers();
-    out->set_worker_id(w.worker_id);
+    const StreamKey key = DecodeStreamKey(w.worker_id);
+    out->set_worker_id(key.worker_id);
+    if (!key.legacy()) SetStreamId(key, out->mutable_stream_id());
     out->set_worker_address(w.address);
     out->set_matched_prefix_blocks(w.matched);
     out->set_excluded(w.excluded);
@@ -392,26 +408,51 @@ grpc::Status AdminService::DoExplainPrefix(
 grpc::Status AdminService::DoRemoveWorker(
     const admin_v1::RemoveWorkerRequest& request, std::string_view peer,
     admin_v1::RemoveWorkerResponse* response) {
-  if (grpc::Status s =
-          CheckWorkerId(request.worker_id(), sources_.max_worker_id_bytes);
+  // Absent stream_id: the legacy stream, exactly the call of a seed-era
+  // operator.
+  if (request.has_stream_id() && !request.worker_id().empty() &&
+      request.worker_id() != request.stream_id().worker_id()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "worker_id and stream_id.worker_id differ");
+  }
+  const std::string& worker_id = request.has_stream_id()
+                                     ? request.stream_id().worker_id()
+                                     : request.worker_id();
+  if (grpc::Status s = CheckWorkerId(worker_id, sources_.max_worker_id_bytes);
       !s.ok()) {
     return s;
   }
+  if (request.has_stream_id()) {
+    if (grpc::Status s = CheckWorkerId(request.stream_id().namespace_(),
+                                       sources_.max_worker_id_bytes,
+                                       /*allow_empty=*/true);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::string id = request.has_stream_id()
+                             ? EncodeStreamKey(StreamKeyOf(request.stream_id()))
+                             : request.worker_id();
   // Read just before the removal, outside the mutation mutex: an apply that
   // lands in between makes the figure approximate (docs/admin-api.md,
   // "RemoveWorker").
   const std::optional<std::array<uint64_t, kMaxTier + 1>> counts =
-      sources_.indexer->PlacementCounts(request.worker_id());
-  if (absl::Status s = sources_.indexer->RemoveWorker(request.worker_id(),
-                                                      RemovalReason::kAdmin);
+      sources_.indexer->PlacementCounts(id);
+  if (absl::Status s =
+          sources_.indexer->RemoveWorker(id, RemovalReason::kAdmin);
       !s.ok()) {
     return ToGrpc(s);
   }
   // Escaped and cut: the id and the reason come from the network, and must
   // not be able to forge a log line.
-  spdlog::info("admin: removed worker=\"{}\" peer={} operator_reason=\"{}\"",
-               LogText(request.worker_id()), LogText(peer),
-               LogText(request.reason()));
+  spdlog::info("admin: removed worker=\"{}\"{} peer={} operator_reason=\"{}\"",
+               LogText(worker_id),
+               request.has_stream_id()
+                   ? fmt::format(" namespace=\"{}\" dp_rank={}",
+                                 LogText(request.stream_id().namespace_()),
+                                 request.stream_id().dp_rank())
+                   : std::string(),
+               LogText(peer), LogText(request.reason()));
   if (counts.has_value()) {
     AddCounts(*counts, response->mutable_removed_placements());
   }
@@ -474,6 +515,7 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
   } else {
     response->set_health(failure.has_value() ? "NOT_SERVING" : "SERVING");
   }
+  response->set_indexer_epoch(sources_.indexer->IndexerEpoch());
   return grpc::Status::OK;
 }
 

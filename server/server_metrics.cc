@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/stream_key.h"
 #include "core/worker_snapshot.h"
 #include "server/queue_refusal.h"
 #include "server/write_authorizer.h"
@@ -89,7 +90,14 @@ void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
               : 0.0);
   const MonotonicClock::TimePoint now = indexer.clock().Now();
   for (const WorkerSnapshot& worker : workers) {
-    const MetricLabels id = {{"worker_id", worker.worker_id}};
+    // A legacy stream keeps exactly its seed-era labels; any other adds
+    // its namespace and rank.
+    const StreamKey key = DecodeStreamKey(worker.worker_id);
+    MetricLabels id = {{"worker_id", key.worker_id}};
+    if (!key.legacy()) {
+      id.emplace_back("namespace", key.ns);
+      id.emplace_back("dp_rank", std::to_string(key.dp_rank));
+    }
     w.Gauge("kvindexer_worker_ready",
             "1 when the worker's placements may answer queries.",
             worker.ready ? 1 : 0, id);
