@@ -25,6 +25,9 @@
 // and KV_INDEXER_ADMIN_QUEUE_MAX: server/queue_config.h.
 // KV_INDEXER_GRPC_MEMORY_QUOTA_MIB, KV_INDEXER_GRPC_MAX_CONNECTIONS and
 // KV_INDEXER_GRPC_REFLECTION: server/grpc_server_config.h.
+// KV_INDEXER_ROUTER_URLS, KV_INDEXER_ID, KV_INDEXER_ADVERTISE_ENDPOINT,
+// KV_INDEXER_STATUS_INTERVAL_MS and KV_INDEXER_ROUTER_TLS_CA_FILE:
+// server/status_reporter_config.h.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -51,6 +54,7 @@
 #include "server/metrics_config.h"
 #include "server/queue_config.h"
 #include "server/security_config.h"
+#include "server/status_reporter_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -106,6 +110,8 @@ struct ServerConfig {
   QueueLimits queues;
   // Memory quota, connection cap, reflection (server/grpc_server_config.h).
   GrpcServerConfig grpc;
+  // Status reports to routers (server/status_reporter_config.h).
+  StatusReporterConfig status_reporter;
 };
 
 // Reads every variable above; unset variables take their defaults.
