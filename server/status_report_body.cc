@@ -57,7 +57,7 @@ std::string ValidUtf8(std::string_view text) {
   return out;
 }
 
-auto Key(const ReportedStream& s) {
+auto StreamKey(const ReportedStream& s) {
   return std::tie(s.ns, s.worker_id, s.dp_rank);
 }
 
@@ -70,7 +70,8 @@ bool ReadyEntry(const ReportedStream& s) {
 
 // The streams as reported: strings made valid UTF-8, records without a
 // worker_id dropped, sorted by key, one per key.
-std::vector<ReportedStream> Normalize(const std::vector<ReportedStream>& in) {
+std::vector<ReportedStream> NormalizeStreams(
+    const std::vector<ReportedStream>& in) {
   std::vector<ReportedStream> out;
   out.reserve(in.size());
   for (const ReportedStream& s : in) {
@@ -89,18 +90,18 @@ std::vector<ReportedStream> Normalize(const std::vector<ReportedStream>& in) {
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const ReportedStream& a, const ReportedStream& b) {
-                     return Key(a) < Key(b);
+                     return StreamKey(a) < StreamKey(b);
                    });
   out.erase(std::unique(out.begin(), out.end(),
                         [](const ReportedStream& a, const ReportedStream& b) {
-                          return Key(a) == Key(b);
+                          return StreamKey(a) == StreamKey(b);
                         }),
             out.end());
   return out;
 }
 
-std::string Build(const StatusReportIdentity& identity,
-                  const StatusInputs& inputs, bool final_report) {
+std::string BuildBody(const StatusReportIdentity& identity,
+                      const StatusInputs& inputs, bool final_report) {
   const bool indexer_ready =
       !final_report && inputs.serving && inputs.replica_caught_up;
   std::vector<ReportedStream> streams;
@@ -110,7 +111,7 @@ std::string Build(const StatusReportIdentity& identity,
     total = inputs.counts->total;
     ready_workers = std::min(inputs.counts->covered, total);
   } else {
-    streams = Normalize(inputs.streams);
+    streams = NormalizeStreams(inputs.streams);
     total = streams.size();
     ready_workers = static_cast<uint64_t>(
         std::count_if(streams.begin(), streams.end(), ReadyEntry));
@@ -157,12 +158,12 @@ std::string Build(const StatusReportIdentity& identity,
 
 std::string BuildStatusReportBody(const StatusReportIdentity& identity,
                                   const StatusInputs& inputs) {
-  return Build(identity, inputs, /*final_report=*/false);
+  return BuildBody(identity, inputs, /*final_report=*/false);
 }
 
 std::string BuildFinalStatusReportBody(const StatusReportIdentity& identity,
                                        const StatusInputs& inputs) {
-  return Build(identity, inputs, /*final_report=*/true);
+  return BuildBody(identity, inputs, /*final_report=*/true);
 }
 
 double NormalizedLoad(uint32_t held, uint32_t capacity) {

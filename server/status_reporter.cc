@@ -14,8 +14,14 @@
 namespace kvindexer {
 namespace {
 
-enum Result : size_t { kAccepted, kRejected, kFailed, kSkipped, kResults };
-constexpr std::array<const char*, kResults> kResultNames = {
+enum ReportResult : size_t {
+  kReportAccepted,
+  kReportRejected,
+  kReportFailed,
+  kReportSkipped,
+  kReportResults
+};
+constexpr std::array<const char*, kReportResults> kReportResultNames = {
     "accepted", "rejected", "failed", "skipped"};
 
 }  // namespace
@@ -26,7 +32,7 @@ struct StatusReporter::Lane {
         client(url, std::chrono::milliseconds(options.config.interval_ms),
                options.config.router_tls_ca_file),
         failure_log(options.clock, url.url) {
-    for (size_t r = 0; r < kResults; ++r) {
+    for (size_t r = 0; r < kReportResults; ++r) {
       counters[r] =
           options.registry == nullptr
               ? &own_counters[r]
@@ -37,7 +43,7 @@ struct StatusReporter::Lane {
                     "(another answer), failed (a timeout or a "
                     "connection error), skipped (the previous post "
                     "was still pending at the tick).",
-                    {{"router", url.url}, {"result", kResultNames[r]}});
+                    {{"router", url.url}, {"result", kReportResultNames[r]}});
     }
   }
 
@@ -45,8 +51,8 @@ struct StatusReporter::Lane {
   RouterClient client;
   // The lane's thread only.
   StatusReportFailureLog failure_log;
-  std::array<Counter*, kResults> counters{};
-  std::array<Counter, kResults> own_counters;
+  std::array<Counter*, kReportResults> counters{};
+  std::array<Counter, kReportResults> own_counters;
   bool in_flight = false;  // guarded by the reporter's mu_
   std::thread thread;
 };
@@ -101,10 +107,10 @@ void StatusReporter::Stop() {
 
 StatusReporter::Counts StatusReporter::counts(size_t router) const {
   const Lane& lane = *lanes_.at(router);
-  return Counts{.accepted = lane.counters[kAccepted]->value(),
-                .rejected = lane.counters[kRejected]->value(),
-                .failed = lane.counters[kFailed]->value(),
-                .skipped = lane.counters[kSkipped]->value()};
+  return Counts{.accepted = lane.counters[kReportAccepted]->value(),
+                .rejected = lane.counters[kReportRejected]->value(),
+                .failed = lane.counters[kReportFailed]->value(),
+                .skipped = lane.counters[kReportSkipped]->value()};
 }
 
 void StatusReporter::Run(Lane& lane) {
@@ -129,7 +135,7 @@ void StatusReporter::Run(Lane& lane) {
     lock.unlock();
     if (!cut_short) Record(lane, result);
     if (const uint64_t skipped = schedule.Finish(clock.Now())) {
-      lane.counters[kSkipped]->Increment(skipped);
+      lane.counters[kReportSkipped]->Increment(skipped);
     }
     lock.lock();
   }
@@ -141,16 +147,16 @@ void StatusReporter::Run(Lane& lane) {
 void StatusReporter::Record(Lane& lane, const RouterPostResult& result) {
   switch (result.outcome) {
     case RouterPostResult::Outcome::kAccepted:
-      lane.counters[kAccepted]->Increment();
+      lane.counters[kReportAccepted]->Increment();
       if (std::optional<std::string> line = lane.failure_log.Accepted()) {
         spdlog::info("{}", *line);
       }
       return;
     case RouterPostResult::Outcome::kRejected:
-      lane.counters[kRejected]->Increment();
+      lane.counters[kReportRejected]->Increment();
       break;
     case RouterPostResult::Outcome::kFailed:
-      lane.counters[kFailed]->Increment();
+      lane.counters[kReportFailed]->Increment();
       break;
   }
   if (std::optional<std::string> line =

@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -19,7 +21,9 @@
 #include "server/status_report_validation.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/fake_status_router.h"
+#include "tests/support/server_process.h"
 #include "tests/support/test_log_capture.h"
+#include "tests/support/test_temp_dir.h"
 
 namespace kvindexer {
 namespace status_reporter_test {
@@ -286,6 +290,83 @@ TEST(StatusReporter, CountersAreRegisteredPerRouterAndResult) {
                                                      "failed", "skipped"));
   EXPECT_EQ(accepted, reporter.counts(0).accepted);
   EXPECT_GE(accepted, 2u);
+}
+
+// The openssl executable on PATH, or "".
+std::string FindOpenssl() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path == nullptr ? "" : path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, end - start) + "/openssl";
+    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+TEST(StatusReporter, HttpsRoutersAreVerifiedAgainstTheCaFile) {
+  const std::string openssl = FindOpenssl();
+  if (openssl.empty())
+    GTEST_SKIP() << "no openssl on PATH to make a certificate";
+  durable::TestTempDir dir;
+  const std::string cert = dir.Sub("router.pem");
+  const std::string key = dir.Sub("router.key");
+  test_support::ProcessOptions make;
+  make.binary = openssl;
+  make.args = {"req",
+               "-x509",
+               "-newkey",
+               "rsa:2048",
+               "-nodes",
+               "-keyout",
+               key,
+               "-out",
+               cert,
+               "-days",
+               "2",
+               "-subj",
+               "/CN=127.0.0.1",
+               "-addext",
+               "subjectAltName=IP:127.0.0.1"};
+  absl::StatusOr<std::unique_ptr<test_support::ServerProcess>> made =
+      test_support::ServerProcess::Start(make);
+  ASSERT_TRUE(made.ok()) << made.status();
+  const std::optional<test_support::ExitStatus> exit =
+      (*made)->WaitForExit(kWait);
+  ASSERT_TRUE(exit.has_value() && exit->ok()) << (*made)->Output();
+
+  const FakeStatusRouter::TlsFiles tls{.cert_file = cert, .key_file = key};
+  absl::StatusOr<std::unique_ptr<FakeStatusRouter>> trusted =
+      FakeStatusRouter::Start("", &tls);
+  absl::StatusOr<std::unique_ptr<FakeStatusRouter>> untrusted =
+      FakeStatusRouter::Start("", &tls);
+  ASSERT_TRUE(trusted.ok()) << trusted.status();
+  ASSERT_TRUE(untrusted.ok()) << untrusted.status();
+  EXPECT_EQ((*trusted)->url().substr(0, 8), "https://");
+
+  FakeSource source;
+  // With the router's certificate as the CA file: accepted.
+  StatusReporterOptions options = Options({(*trusted)->url()}, 100, source);
+  options.config.router_tls_ca_file = cert;
+  StatusReporter reporter(std::move(options));
+  ASSERT_TRUE((*trusted)->WaitForRequests(2, kWait));
+  EXPECT_TRUE(ValidateStatusReportBody((*trusted)->requests()[0].body).ok());
+  // With the system's roots, which do not hold it: nothing gets through.
+  StatusReporter unverified(Options({(*untrusted)->url()}, 100, source));
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (unverified.counts(0).failed < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    (*trusted)->WaitForRequests((*trusted)->request_count() + 1,
+                                milliseconds(200));
+  }
+  EXPECT_GE(unverified.counts(0).failed, 2u);
+  EXPECT_EQ(unverified.counts(0).accepted, 0u);
+  EXPECT_EQ((*untrusted)->request_count(), 0u);
+  reporter.Stop();
+  unverified.Stop();
+  EXPECT_GE(reporter.counts(0).accepted, 2u);
 }
 
 TEST(StatusSchedule, SkipsTheTicksAPendingPostSpans) {

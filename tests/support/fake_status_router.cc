@@ -7,15 +7,22 @@
 
 namespace kvindexer::test_support {
 
-FakeStatusRouter::FakeStatusRouter(std::string path_prefix)
+FakeStatusRouter::FakeStatusRouter(std::string path_prefix, const TlsFiles* tls)
     : path_prefix_(std::move(path_prefix)),
-      server_(std::make_unique<httplib::Server>()) {}
+      tls_(tls != nullptr),
+      server_(tls == nullptr
+                  ? std::make_unique<httplib::Server>()
+                  : std::make_unique<httplib::SSLServer>(
+                        tls->cert_file.c_str(), tls->key_file.c_str())) {}
 
 absl::StatusOr<std::unique_ptr<FakeStatusRouter>> FakeStatusRouter::Start(
-    std::string path_prefix) {
+    std::string path_prefix, const TlsFiles* tls) {
   std::unique_ptr<FakeStatusRouter> router(
-      new FakeStatusRouter(std::move(path_prefix)));
+      new FakeStatusRouter(std::move(path_prefix), tls));
   FakeStatusRouter* const self = router.get();
+  if (!self->server_->is_valid()) {
+    return absl::InternalError("fake router: cannot load the certificate");
+  }
   const auto record = [self](const httplib::Request& req,
                              httplib::Response& res) {
     std::unique_lock<std::mutex> lock(self->mu_);
@@ -56,7 +63,8 @@ absl::StatusOr<std::unique_ptr<FakeStatusRouter>> FakeStatusRouter::Start(
 FakeStatusRouter::~FakeStatusRouter() { Stop(); }
 
 std::string FakeStatusRouter::url() const {
-  return "http://127.0.0.1:" + std::to_string(port_) + path_prefix_;
+  return std::string(tls_ ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(port_) + path_prefix_;
 }
 
 void FakeStatusRouter::Answer(int status, std::string body) {

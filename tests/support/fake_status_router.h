@@ -1,5 +1,6 @@
 // FakeStatusRouter: the router's side of status reports, for tests. An HTTP
-// server on 127.0.0.1 (a free port) that records every request it gets and
+// (or, given a certificate and its key, HTTPS) server on 127.0.0.1 (a free
+// port) that records every request it gets and
 // answers each POST to /v1/kv-indexer/status (under an optional path
 // prefix) with the status the test chose; or, while told to hang, answers
 // nothing until released or stopped. Waits are bounded and wake on each
@@ -38,16 +39,24 @@ class FakeStatusRouter {
     std::chrono::steady_clock::time_point received;
   };
 
+  // PEM files of the certificate an HTTPS router presents, and its key.
+  struct TlsFiles {
+    std::string cert_file;
+    std::string key_file;
+  };
+
   // Listens on 127.0.0.1:<free port> and serves on a thread of its own.
-  // `path_prefix` ("" or "/base") goes before /v1/kv-indexer/status.
+  // `path_prefix` ("" or "/base") goes before /v1/kv-indexer/status. With
+  // `tls`, speaks HTTPS only.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<FakeStatusRouter>> Start(
-      std::string path_prefix = "");
+      std::string path_prefix = "", const TlsFiles* tls = nullptr);
   // Stop().
   ~FakeStatusRouter();
   FakeStatusRouter(const FakeStatusRouter&) = delete;
   FakeStatusRouter& operator=(const FakeStatusRouter&) = delete;
 
-  // "http://127.0.0.1:<port>" followed by the path prefix.
+  // "http://127.0.0.1:<port>" (https with TLS) followed by the path
+  // prefix.
   std::string url() const;
   int port() const { return port_; }
 
@@ -71,9 +80,10 @@ class FakeStatusRouter {
   void Stop();
 
  private:
-  FakeStatusRouter(std::string path_prefix);
+  FakeStatusRouter(std::string path_prefix, const TlsFiles* tls);
 
   const std::string path_prefix_;
+  const bool tls_;
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
   std::thread thread_;
