@@ -46,8 +46,8 @@ class RouterClient {
   // POSTs `body` as application/json to the router's status path.
   RouterPostResult Post(const std::string& body);
 
-  // Ends a Post in progress (it fails) by shutting its connection down;
-  // the next Post connects again. Nothing when no Post is in progress.
+  // Ends a Post in progress (it fails) by shutting its connection down, or
+  // closes the kept connection when none is; the next Post connects again.
   void Abort();
 
  private:

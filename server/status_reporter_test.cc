@@ -380,7 +380,7 @@ TEST(StatusSchedule, SkipsTheTicksAPendingPostSpans) {
   EXPECT_EQ(schedule.Finish(t0 + milliseconds(250)), 1u);
   EXPECT_EQ(schedule.due(), t0 + milliseconds(300));
   // Ends exactly on the next tick: that one found it pending.
-  EXPECT_EQ(schedule.Finish(t0 + milliseconds(600)), 1u);
+  EXPECT_EQ(schedule.Finish(t0 + milliseconds(400)), 1u);
   EXPECT_EQ(schedule.due(), t0 + milliseconds(500));
   EXPECT_EQ(schedule.Finish(t0 + milliseconds(1050)), 5u);
   EXPECT_EQ(schedule.due(), t0 + milliseconds(1100));
