@@ -114,14 +114,19 @@ TEST_F(StatusInputsSourceTest, LoadIsHeldPermitsOverCapacity) {
 }
 
 TEST_F(StatusInputsSourceTest, AboveTheCapOnlyTheCountsAreRead) {
-  v1::ApplyExternalKvBatchResponse applied;
-  for (size_t i = 0; i <= kMaxReportedStreams; ++i) {
-    ASSERT_TRUE(
-        indexer_.operations()
-            .Apply(Batch("w" + std::to_string(i)).Report(1, {1}), &applied)
-            .Wait()
-            .ok());
+  // kMaxReportedStreams configured records (one Configure's most), and one
+  // more of the seed-era kind.
+  ExpectedWorkers many;
+  for (size_t i = 0; i < kMaxReportedStreams; ++i) {
+    many.Worker("w" + std::to_string(i));
   }
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(indexer_.operations().Configure(many, &configured).Wait().ok());
+  v1::ApplyExternalKvBatchResponse applied;
+  ASSERT_TRUE(indexer_.operations()
+                  .Apply(Batch("extra").Report(1, {1}), &applied)
+                  .Wait()
+                  .ok());
   const StatusInputs inputs = ReadStatusInputs(Parts());
   EXPECT_TRUE(inputs.streams.empty());
   ASSERT_TRUE(inputs.counts.has_value());
