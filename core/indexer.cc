@@ -860,6 +860,7 @@ WorkerSnapshot Indexer::SnapshotLocked(const std::string& worker_id,
   w.fidelity = record.fidelity;
   w.fidelity_reason = record.fidelity_reason;
   w.meta = record.meta;
+  w.covered = record.covered();
   w.heartbeat_ttl = liveness_.Ttl(worker_id);
   w.last_heartbeat = liveness_.LastHeartbeat(worker_id);
   w.heartbeat_deadline = liveness_.Deadline(worker_id);

@@ -10,6 +10,7 @@ void WorkerDirectory::Count(const WorkerSnapshot& w, int64_t sign) {
   };
   add(counts_.total, true);
   add(counts_.ready, w.ready);
+  add(counts_.covered, w.covered);
   add(counts_.sequenced, w.sequence_state == SequenceState::kSequenced);
   add(counts_.configured, w.configured);
   add(counts_.heartbeating, w.heartbeat_deadline.has_value());

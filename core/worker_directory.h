@@ -38,6 +38,9 @@ namespace kvindexer {
 struct WorkerCounts {
   uint64_t total = 0;
   uint64_t ready = 0;
+  // Ready and, for a namespaced stream, with an epoch and a generation
+  // (WorkerRecord::covered).
+  uint64_t covered = 0;
   uint64_t sequenced = 0;
   uint64_t configured = 0;
   // Marked by a heartbeat (a deadline is set).

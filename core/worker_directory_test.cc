@@ -185,6 +185,8 @@ void ExpectDirectoryMatchesRecords(OperatorView& view,
     const std::optional<MonotonicClock::TimePoint> deadline =
         view.HeartbeatDeadline(id);
     EXPECT_EQ(entry->ready, record->ready) << id;
+    EXPECT_EQ(entry->covered, record->covered()) << id;
+    EXPECT_EQ(entry->meta, record->meta) << id;
     EXPECT_EQ(entry->checkpoint, record->checkpoint) << id;
     EXPECT_EQ(entry->sequence_state, record->state()) << id;
     EXPECT_EQ(entry->configured, record->configured) << id;
@@ -194,6 +196,7 @@ void ExpectDirectoryMatchesRecords(OperatorView& view,
     EXPECT_EQ(entry->heartbeat_deadline, deadline) << id;
     ++want.total;
     want.ready += record->ready ? 1 : 0;
+    want.covered += record->covered() ? 1 : 0;
     want.sequenced += record->state() == SequenceState::kSequenced ? 1 : 0;
     want.configured += record->configured ? 1 : 0;
     want.heartbeating += deadline.has_value() ? 1 : 0;

@@ -40,6 +40,8 @@ struct WorkerSnapshot {
   // The stream's metadata (core/stream_metadata.h); `worker_id` is the
   // stream's backend id (core/stream_key.h).
   StreamMetadata meta;
+  // WorkerRecord::covered.
+  bool covered = false;
   // Placements per tier (index = tier, 1..3; [0] unused), from the backend;
   // nullopt when the backend cannot count them (ABI minor < 2).
   std::optional<std::array<uint64_t, kMaxTier + 1>> placements_by_tier;

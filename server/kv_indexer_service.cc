@@ -14,6 +14,7 @@
 #include "google/protobuf/arena.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "replica/replica_refusal.h"
+#include "server/prefix_request_size.h"
 #include "server/queue_refusal.h"
 #include "server/transport_settings.h"
 
@@ -463,7 +464,7 @@ grpc::Status KvIndexerService::PrecheckPrefix(WallClock::TimePoint arrival,
                                               const grpc::ByteBuffer& request) {
   // Oversize requests never reach the handler in the reference
   // implementation, so their status wins over shedding.
-  if (grpc::Status s = CheckRequestSize(request); !s.ok()) return s;
+  if (grpc::Status s = CheckPrefixRequestSize(request); !s.ok()) return s;
 
   if (const ShedDecision shed = shedder_.DecideByDeadline(arrival, deadline);
       shed.shed) {

@@ -156,6 +156,10 @@ class ReplicaMode final : public ServerMode {
     return follower_->NotReadyReason();
   }
 
+  bool CaughtUpWithLog() const override {
+    return follower_ != nullptr && follower_->caught_up();
+  }
+
   void Stop() override {
     // Before the log it reads; gives the lease up for another replica.
     if (scheduler_ != nullptr) {

@@ -206,6 +206,9 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
   auto staging = LoadStagingLimits(env);
   if (!staging.ok()) return staging.status();
   config.staging = *staging;
+  auto status_reporter = LoadStatusReporterConfig(env);
+  if (!status_reporter.ok()) return status_reporter.status();
+  config.status_reporter = *std::move(status_reporter);
   return config;
 }
 
@@ -350,6 +353,18 @@ std::string UsageText(std::string_view program) {
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
+      {kRouterUrlsVar, "(unset)",
+       "comma-separated http(s)://host[:port][/path] of routers to post "
+       "status reports to; unset: none"},
+      {kIndexerIdVar, "$HOSTNAME",
+       "this indexer's name in status reports (else kv-indexer)"},
+      {kAdvertiseEndpointVar, "(unset)",
+       "http://host[:port], https://host[:port] or unix:/path routers give "
+       "clients; required with router URLs"},
+      {kStatusIntervalMsVar, std::to_string(kDefaultStatusIntervalMs),
+       "positive integer: ms between status reports (500 or more: WARN)"},
+      {kRouterTlsCaFileVar, "(unset)",
+       "PEM roots for https:// routers; unset: the system's"},
       {kTlsCertFileVar, "(unset)",
        "PEM certificate chain; with the key file the server speaks TLS"},
       {kTlsKeyFileVar, "(unset)", "PEM private key of that certificate"},

@@ -27,6 +27,9 @@
 // KV_INDEXER_GRPC_REFLECTION: server/grpc_server_config.h.
 // KV_INDEXER_STAGING_MAX_PLACEMENTS, KV_INDEXER_STAGING_MAX_TRANSACTIONS and
 // KV_INDEXER_STAGING_IDLE_TIMEOUT_MS: server/staging_config.h.
+// KV_INDEXER_ROUTER_URLS, KV_INDEXER_ID, KV_INDEXER_ADVERTISE_ENDPOINT,
+// KV_INDEXER_STATUS_INTERVAL_MS and KV_INDEXER_ROUTER_TLS_CA_FILE:
+// server/status_reporter_config.h.
 //
 // Port 0 is accepted and means "let the kernel choose a free port"; the server
 // logs the port it actually bound. This is what tests use to avoid port races.
@@ -54,6 +57,7 @@
 #include "server/queue_config.h"
 #include "server/security_config.h"
 #include "server/staging_config.h"
+#include "server/status_reporter_config.h"
 #include "spdlog/common.h"
 
 namespace kvindexer {
@@ -111,6 +115,8 @@ struct ServerConfig {
   GrpcServerConfig grpc;
   // Bounds on staged snapshots (server/staging_config.h).
   StagingLimits staging;
+  // Status reports to routers (server/status_reporter_config.h).
+  StatusReporterConfig status_reporter;
 };
 
 // Reads every variable above; unset variables take their defaults.

@@ -11,6 +11,8 @@
 //   MaySweep        before each liveness sweep, on the sweeper's thread;
 //   NotReadyReason  for /readyz while the server serves, on the metrics
 //                   endpoint's threads;
+//   CaughtUpWithLog for each status report while the server serves, on
+//                   the status reporter's threads;
 //   Stop            at shutdown, once the gRPC server and the sweeper have
 //                   stopped, before `health` goes and before the metrics
 //                   endpoint stops.
@@ -44,6 +46,10 @@ class ServerMode {
   // Why the mode keeps the server from being ready; nullopt: it does not.
   // Thread-safe.
   virtual std::optional<std::string> NotReadyReason() const = 0;
+  // A replica of the fleet event log: caught up with it, not reloading a
+  // snapshot and no more than KV_INDEXER_FLEET_MAX_LAG_RECORDS behind
+  // (replica::LogFollower::caught_up). Any other mode: true. Thread-safe.
+  virtual bool CaughtUpWithLog() const { return true; }
   // Stops what Start started and drops every callback into `health`.
   virtual void Stop() = 0;
 };

@@ -15,6 +15,8 @@
 #include "server/liveness_sweeper.h"
 #include "server/security_config.h"
 #include "server/server_runner.h"
+#include "server/status_inputs_source.h"
+#include "server/status_reporter.h"
 #include "server/transport_settings.h"
 #include "spdlog/spdlog.h"
 
@@ -256,6 +258,25 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   phase_ = Phase::kServing;
   mode.Start();
 
+  // Status reports to routers (docs/fleet.md, "Status reports to
+  // routers"), once the address is bound; the final one goes out as soon
+  // as shutdown begins.
+  std::unique_ptr<StatusReporter> reporter;
+  if (config_.status_reporter.enabled()) {
+    reporter = std::make_unique<StatusReporter>(StatusReporterOptions{
+        .config = config_.status_reporter,
+        .source = MakeStatusInputsSource(StatusInputsParts{
+            .indexer = &view,
+            .serving = [&health] { return health.serving(); },
+            .caught_up = [&mode] { return mode.CaughtUpWithLog(); },
+            .admission = &service_.admission(),
+            .permits_capacity = config_.prefix_query_max_inflight,
+        }),
+        .registry = &registry_,
+        .clock = &MonotonicClock::Real(),
+    });
+  }
+
   // Worker liveness (docs/contract.md, "Recovery > Worker liveness and
   // removal").
   std::unique_ptr<LivenessSweeper> sweeper;
@@ -294,6 +315,8 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
     // No signal handling: serve until the process is killed.
     server->Wait();
   }
+  // The routers hear that this indexer goes, before the grace period.
+  if (reporter != nullptr) reporter->Stop();
   // Probes see NOT_SERVING while running calls finish (docs/health.md).
   health.ShuttingDown();
   phase_ = Phase::kStopping;
@@ -303,6 +326,7 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   server->Wait();
   server.reset();
   if (sweeper != nullptr) sweeper->Stop();
+  reporter.reset();
   // Before `health`, which they report to, and the Indexer go.
   mode.Stop();
   view.SetBackendFailureCallback(nullptr);

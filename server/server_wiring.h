@@ -1,7 +1,8 @@
 // ServerWiring: what every kv-indexer-server has whatever its mode
 // (server/server_mode.h): the write token, the KVIndexer service over the
 // Indexer, the metrics and their endpoint, the admin service, the gRPC
-// server and its health, the liveness sweeper, and the graceful shutdown.
+// server and its health, the liveness sweeper, the status reports to
+// routers, and the graceful shutdown.
 // RunServer (server/server_runner.h) builds it right after the Indexer and
 // hands it to the start function of the configured mode, which loads the
 // mode's state and calls Serve.
@@ -16,6 +17,9 @@
 //     its executors still run while it is destroyed (declared before it);
 //   - the Indexer's and the mode's callbacks into `health` are dropped
 //     before `health` goes (Serve);
+//   - the status reporter, which reads the Indexer, `health`, the mode and
+//     the service's admission, stops (its final report sent) as soon as
+//     shutdown begins, before any of them goes;
 //   - the wiring goes before the Indexer, which it borrows.
 //
 // Thread safety: the main thread calls every method; the metrics endpoint's
@@ -79,9 +83,11 @@ class ServerWiring {
   // `admin` within the memory quota, with `mode` attached, until SIGINT or
   // SIGTERM
   // (without signal handling: until the process is killed); then shuts
-  // down gracefully and logs "stopped". Returns the exit code: kExitOk, or
-  // kExitFailure when the address cannot be bound (logged). Stops the
-  // metrics endpoint before it returns. REQUIRES: called once, after
+  // down gracefully and logs "stopped". With KV_INDEXER_ROUTER_URLS, status
+  // reports go to the routers from the moment the address is bound, and a
+  // final one when shutdown begins (server/status_reporter.h). Returns the exit
+  // code: kExitOk, or kExitFailure when the address cannot be bound (logged).
+  // Stops the metrics endpoint before it returns. REQUIRES: called once, after
   // StartMetricsEndpoint succeeded; `mode` and what `admin` points to
   // outlive the call.
   int Serve(AdminSources admin, ServerMode& mode);

@@ -1223,6 +1223,34 @@ TEST_F(ServiceOverReferenceBackendTest, PrefixAboveEightMiBIsOutOfRange) {
       << s.error_message();
 }
 
+// A coverage query may carry the router's eligible workers on top of its
+// longest prompt: 9 MiB. Other requests keep 8 MiB and its message.
+TEST_F(ServiceOverReferenceBackendTest, ACoverageQueryMayTakeNineMiB) {
+  MatchExternalKvPrefixRequest req =
+      PrefixRequest(Range(0, (8 * 1024 * 1024 + 512 * 1024) / 8));
+  MatchExternalKvPrefixResponse resp;
+  grpc::Status s = MatchPrefix(*server_, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(s.error_message(), "request message is " +
+                                   std::to_string(req.ByteSizeLong()) +
+                                   " bytes; maximum is 8388608");
+
+  req.add_eligible_worker_addresses("http://a");
+  s = MatchPrefix(*server_, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(resp.complete_coverage());
+  ASSERT_EQ(resp.uncovered_worker_addresses_size(), 1);
+
+  const std::vector<int64_t> more = Range(0, 1024 * 1024 / 8);
+  req.mutable_hashes()->Add(more.begin(), more.end());
+  ASSERT_GT(req.ByteSizeLong(), 9u * 1024 * 1024);
+  s = MatchPrefix(*server_, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(s.error_message(), "request message is " +
+                                   std::to_string(req.ByteSizeLong()) +
+                                   " bytes; maximum is 9437184");
+}
+
 // Every method has the limit, and it is checked before decoding: an apply
 // that would fail validation with RESOURCE_EXHAUSTED gets OUT_OF_RANGE.
 TEST_F(ServiceOverReferenceBackendTest, EveryMethodRefusesAboveEightMiB) {
