@@ -403,8 +403,9 @@ grpc::Status MatchPrefix(
 }
 
 // Calls `method` with raw request bytes through a generic stub.
+// `out`, when given, receives the response's bytes.
 grpc::Status RawCall(InProcessServer& s, const std::string& method,
-                     const std::string& bytes) {
+                     const std::string& bytes, std::string* out = nullptr) {
   grpc::GenericStub stub(s.channel());
   grpc::Slice slice(bytes);
   grpc::ByteBuffer request(&slice, 1);
@@ -417,9 +418,18 @@ grpc::Status RawCall(InProcessServer& s, const std::string& method,
   auto future = done.get_future();
   if (future.wait_for(kWaitBound) != std::future_status::ready) {
     context->TryCancel();
-    return future.get();
   }
-  return future.get();
+  grpc::Status status = future.get();
+  if (out != nullptr) {
+    out->clear();
+    std::vector<grpc::Slice> slices;
+    if (status.ok() && response.Dump(&slices).ok()) {
+      for (const grpc::Slice& part : slices) {
+        out->append(reinterpret_cast<const char*>(part.begin()), part.size());
+      }
+    }
+  }
+  return status;
 }
 
 // ---------------------------------------------------------------------------
@@ -1221,6 +1231,45 @@ TEST_F(ServiceOverReferenceBackendTest, PrefixAboveEightMiBIsOutOfRange) {
   const grpc::Status s = MatchPrefix(*server_, req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE)
       << s.error_message();
+}
+
+// A seed-era client's answers are byte for byte what they were before the
+// line-A fields existed: no new field appears in any of them.
+TEST_F(ServiceOverReferenceBackendTest, SeedEraAnswersKeepTheirBytes) {
+  const auto call = [&](const std::string& method,
+                        const google::protobuf::Message& req) {
+    std::string out;
+    const grpc::Status s =
+        RawCall(*server_, "/kv_indexer.v1.KVIndexer/" + method,
+                req.SerializeAsString(), &out);
+    EXPECT_TRUE(s.ok()) << method << ": " << s.error_message();
+    return out;
+  };
+  using std::string_literals::operator""s;
+  const ConfigureExpectedWorkersRequest configure =
+      ExpectedWorkers().Worker("w1", "http://a");
+  EXPECT_EQ(call("ConfigureExpectedWorkers", configure), "\x08\x01"s);
+  EXPECT_EQ(call("ReplaceExternalKvSnapshot", Snapshot("w1", "http://a")
+                                                  .Epoch("e")
+                                                  .AppliedSeq(5)
+                                                  .Tier(kTierHbm, {1, 2})
+                                                  .request()),
+            "\x08\x05"s);
+  EXPECT_EQ(call("ApplyExternalKvBatch",
+                 Batch("w1", "http://a").Report(kTierHbm, {3}).Gated("e", 6)),
+            "\x20\x06"s);
+  EXPECT_EQ(call("ApplyExternalKvBatch",
+                 Batch("w1", "http://a").Report(kTierHbm, {3}).Gated("e", 6)),
+            "\x20\x06\x28\x01"s);
+  EXPECT_EQ(call("ConfigureExpectedWorkers", configure), "\x08\x01\x10\x01"s);
+  EXPECT_EQ(call("MatchExternalKvPrefix", PrefixRequest({1, 2, 3, 4})),
+            "\x0a\x10\x0a\x08http://a\x10\x03\x1a\x02w1"
+            "\x10\x03\x18\x04"s);
+  MatchExternalKvRequest match;
+  match.add_hashes(3);
+  EXPECT_EQ(call("MatchExternalKv", match),
+            "\x0a\x22\x0a\x02w1\x12\x08http://a\x1a\x12\x08\x01\x12\x08"
+            "\x03\x00\x00\x00\x00\x00\x00\x00\x1a\x01\x00\x22\x01\x00"s);
 }
 
 // A coverage query may carry the router's eligible workers on top of its
