@@ -146,6 +146,12 @@ class Indexer final : private IndexOperations,
   SweepResult SweepLiveness(MonotonicClock::TimePoint now) override;
   void RearmHeartbeatMarkers(MonotonicClock::TimePoint now) override;
   LivenessStats liveness_stats() const override { return liveness_.stats(); }
+  StagingStats staging_stats() override { return staging_.Stats(); }
+  std::optional<uint64_t> StagedPlacements(
+      std::string_view worker_id) override {
+    return staging_.StagedPlacements(worker_id);
+  }
+  size_t ExpireIdleStaging() override { return staging_.ExpireIdle(); }
   std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(
       std::string_view worker_id) override;
   const MonotonicClock& clock() const override { return *clock_; }
