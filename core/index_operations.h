@@ -87,7 +87,7 @@ class IndexOperations {
   // Apply.
   virtual PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
                                 v1::InvalidateWorkerResponse* resp) = 0;
-  // The staged snapshot calls (docs/contract.md, "Streams > Staged
+  // The staged snapshot calls (docs/contract.md, "Recovery > Staged
   // snapshots"). Begin opens a transaction for a configured stream (S1 to
   // S6) and answers its id and the indexer epoch; Append stages placements
   // and is never logged; Commit installs the staged set as one Replace of

@@ -1,5 +1,5 @@
 // The Indexer's staged-snapshot calls (core/index_operations.h;
-// docs/contract.md, "Streams > Staged snapshots"): Begin, Append, Commit and
+// docs/contract.md, "Recovery > Staged snapshots"): Begin, Append, Commit and
 // Abort over the staging table (core/snapshot_staging.h), and the install a
 // Commit shares with the replay of its log record.
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Staged snapshots through the Indexer (docs/contract.md, "Streams > Staged
-// snapshots"): Begin's checks, Append and Commit over the staging table,
+// Staged snapshots through the Indexer (docs/contract.md, "Recovery >
+// Staged snapshots"): Begin's checks, Append and Commit over the staging table,
 // the install as one Replace, cancellation by InvalidateWorker and removal,
 // and the commit's log record and its replay (docs/durability.md).
 #include <gmock/gmock.h>

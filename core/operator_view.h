@@ -137,7 +137,7 @@ class OperatorView {
   // The Indexer's clock: heartbeat deadlines, WorkerSnapshot times.
   virtual const MonotonicClock& clock() const = 0;
 
-  // --- Staged snapshots (docs/contract.md, "Streams > Staged snapshots") ---
+  // --- Staged snapshots (docs/contract.md, "Recovery > Staged snapshots") ---
 
   // The indexer epoch: fixed for the process's life once serving starts.
   virtual std::string IndexerEpoch() const = 0;

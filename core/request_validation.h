@@ -74,7 +74,7 @@ namespace kvindexer {
 [[nodiscard]] absl::Status ValidateInvalidate(
     const ::kv_indexer::v1::InvalidateWorkerRequest& req,
     const RequestLimits& limits, StreamKey* key);
-// "Streams > Staged snapshots", Begin's S1 to S3 (S4 onwards need the worker
+// "Recovery > Staged snapshots", Begin's S1 to S3 (S4 onwards need the worker
 // table): stream_id present (S1); K2 to K4 with blank worker ids refused,
 // snapshot_id and the metadata's worker_generation and model counted as K4
 // names, then worker_address and worker_epoch lengths (S2); metadata present
