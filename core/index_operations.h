@@ -87,6 +87,21 @@ class IndexOperations {
   // Apply.
   virtual PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
                                 v1::InvalidateWorkerResponse* resp) = 0;
+  // The staged snapshot calls (docs/contract.md, "Recovery > Staged
+  // snapshots"). Begin opens a transaction for a configured stream (S1 to
+  // S6) and answers its id and the indexer epoch; Append stages placements
+  // and is never logged; Commit installs the staged set as one Replace of
+  // the stream (M1 to M5; logged); Abort ends a transaction, OK whether or
+  // not its id is known. Staging is never visible to queries. REQUIRES: as
+  // Apply.
+  virtual PendingAck Begin(const v1::BeginExternalKvSnapshotRequest& req,
+                           v1::BeginExternalKvSnapshotResponse* resp) = 0;
+  virtual PendingAck Append(const v1::AppendExternalKvSnapshotRequest& req,
+                            v1::AppendExternalKvSnapshotResponse* resp) = 0;
+  virtual PendingAck Commit(const v1::CommitExternalKvSnapshotRequest& req,
+                            v1::CommitExternalKvSnapshotResponse* resp) = 0;
+  virtual PendingAck Abort(const v1::AbortExternalKvSnapshotRequest& req,
+                           v1::AbortExternalKvSnapshotResponse* resp) = 0;
   // The indexer epoch (docs/contract.md, "Streams > Indexer epoch"): fixed
   // for the process's life once serving starts.
   virtual std::string IndexerEpoch() const = 0;

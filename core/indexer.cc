@@ -73,7 +73,8 @@ bool SameSpec(const std::optional<CacheSpec>& a,
 
 Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
                  const RequestLimits& limits, uint32_t backend_abi_minor,
-                 const MonotonicClock* clock, WorkerLifecycleLog* lifecycle_log)
+                 const MonotonicClock* clock, WorkerLifecycleLog* lifecycle_log,
+                 const StagingLimits& staging)
     : backend_(backend),
       limits_(limits),
       gate_log_(gate_log != nullptr ? gate_log : &own_gate_log_),
@@ -81,7 +82,8 @@ Indexer::Indexer(IndexBackend* backend, SequenceGateLog* gate_log,
       clock_(clock != nullptr ? clock : &MonotonicClock::Real()),
       lifecycle_log_(lifecycle_log != nullptr ? lifecycle_log
                                               : &own_lifecycle_log_),
-      indexer_epoch_(NewRandomUuid()) {}
+      indexer_epoch_(NewRandomUuid()),
+      staging_(staging, *clock_) {}
 
 absl::Status Indexer::CheckLogOpenLocked() const {
   if (!log_closed_) return absl::OkStatus();
@@ -464,10 +466,11 @@ absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
         fmt::format("stream {} is not configured",
                     LogText(StreamKeyText(DecodeStreamKey(id)))));
   }
-  // Not ready (so holding no placement), no generation: nothing to change,
-  // nothing to log.
+  // Not ready (so holding no placement), no generation, nothing staged:
+  // nothing to change, nothing to log.
   if (!found->ready && found->meta.generation.empty() &&
-      !found->checkpoint.has_value()) {
+      !found->checkpoint.has_value() &&
+      !staging_.StagedPlacements(id).has_value()) {
     return absl::OkStatus();
   }
   MutationLog* const log = LogFor(origin);
@@ -485,6 +488,7 @@ absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
   record->ready = false;
   record->checkpoint.reset();
   record->meta.generation.clear();
+  staging_.Cancel(id);
   NoteTookEffect(id, *record, FidelityHeader{}, origin);
   return absl::OkStatus();
 }
@@ -646,6 +650,7 @@ absl::Status Indexer::RemoveLocked(std::string_view worker_id,
   workers_.Erase(worker_id);
   workers_.Touch(worker_id);
   liveness_.Unmark(worker_id);
+  staging_.Cancel(worker_id);
   return absl::OkStatus();
 }
 
@@ -716,6 +721,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
     NoteTookEffect(id, kept, FidelityHeader{}, origin);
   } else {
     workers_.Erase(id);
+    staging_.Cancel(id);
   }
   workers_.Touch(id);
   liveness_.Unmark(id);

@@ -56,6 +56,8 @@
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/sequence_gate_log.h"
+#include "core/snapshot_staging.h"
+#include "core/staging_limits.h"
 #include "core/stream_coverage.h"
 #include "core/stream_key.h"
 #include "core/worker_directory.h"
@@ -80,11 +82,14 @@ class Indexer final : private IndexOperations,
   // against (LoadedBackend::abi_minor()): from 1 the Indexer removes workers
   // with IndexBackend::RemoveWorker, below it with CLEAR_ALL_AT_TIER batches;
   // from 2 it counts placements with IndexBackend::CountPlacements.
+  // `staging` bounds staged snapshots (core/staging_limits.h); their idle
+  // timeout runs on `clock`.
   explicit Indexer(IndexBackend* backend, SequenceGateLog* gate_log = nullptr,
                    const RequestLimits& limits = RequestLimits{},
                    uint32_t backend_abi_minor = kBackendAbiMinor,
                    const MonotonicClock* clock = nullptr,
-                   WorkerLifecycleLog* lifecycle_log = nullptr);
+                   WorkerLifecycleLog* lifecycle_log = nullptr,
+                   const StagingLimits& staging = StagingLimits{});
   Indexer(const Indexer&) = delete;
   Indexer& operator=(const Indexer&) = delete;
 
@@ -106,6 +111,15 @@ class Indexer final : private IndexOperations,
                      v1::MatchExternalKvResponse* resp) override;
   PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
                         v1::InvalidateWorkerResponse* resp) override;
+  // Staged snapshots: core/indexer_staging.cc.
+  PendingAck Begin(const v1::BeginExternalKvSnapshotRequest& req,
+                   v1::BeginExternalKvSnapshotResponse* resp) override;
+  PendingAck Append(const v1::AppendExternalKvSnapshotRequest& req,
+                    v1::AppendExternalKvSnapshotResponse* resp) override;
+  PendingAck Commit(const v1::CommitExternalKvSnapshotRequest& req,
+                    v1::CommitExternalKvSnapshotResponse* resp) override;
+  PendingAck Abort(const v1::AbortExternalKvSnapshotRequest& req,
+                   v1::AbortExternalKvSnapshotResponse* resp) override;
   std::string IndexerEpoch() const override { return indexer_epoch_; }
   absl::Status MatchPrefix(
       const v1::MatchExternalKvPrefixRequest& req,
@@ -132,6 +146,12 @@ class Indexer final : private IndexOperations,
   SweepResult SweepLiveness(MonotonicClock::TimePoint now) override;
   void RearmHeartbeatMarkers(MonotonicClock::TimePoint now) override;
   LivenessStats liveness_stats() const override { return liveness_.stats(); }
+  StagingStats staging_stats() override { return staging_.Stats(); }
+  std::optional<uint64_t> StagedPlacements(
+      std::string_view worker_id) override {
+    return staging_.StagedPlacements(worker_id);
+  }
+  size_t ExpireIdleStaging() override { return staging_.ExpireIdle(); }
   std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(
       std::string_view worker_id) override;
   const MonotonicClock& clock() const override { return *clock_; }
@@ -200,6 +220,15 @@ class Indexer final : private IndexOperations,
                              std::string_view id, const ApplyBatchView& batch,
                              v1::ReplaceExternalKvSnapshotResponse* resp,
                              const MutationOptions& options, Origin origin);
+  // A staged snapshot's install (core/indexer_staging.cc): the stream `id`
+  // becomes exactly `commit`'s placements, as ReplaceLocked installs, with
+  // Begin's metadata by the keep rule. The record is logged first and
+  // taken back when the backend refuses. No configured record: FAILED_
+  // PRECONDITION (OK when replayed). REQUIRES: mutation_mu_ held; commit's
+  // tiers in 1..3 with matching side arrays.
+  absl::Status InstallStagedLocked(
+      const state::v1::StagedSnapshotCommit& commit, std::string_view id,
+      Origin origin);
   // The operator's bookkeeping when a mutation took effect for `record`
   // (WorkerRecord::last_apply, fidelity): live mutations only, so that a
   // replayed one leaves it unset. REQUIRES: mutation_mu_ held.
@@ -320,6 +349,10 @@ class Indexer final : private IndexOperations,
   std::atomic<bool> trim_wanted_{false};
   // Failed backend mutations: log lines and the backend-failure rule.
   BackendFailureMonitor backend_failures_{clock_};
+  // Open staged-snapshot transactions, keyed by stream backend id; never
+  // logged, checkpointed or visible to queries. Its own mutex; taken after
+  // mutation_mu_ when both are held.
+  SnapshotStaging staging_;
 };
 
 }  // namespace kvindexer

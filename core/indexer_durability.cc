@@ -123,8 +123,37 @@ absl::Status Indexer::Replay(const WalRecord& record) {
       MutationLock lock(*this);
       return InvalidateLocked(req, EncodeStreamKey(key), Origin::kReplay);
     }
-    case WalRecord::kSnapshotCommit:
-      return Malformed("log", "snapshot commits are not supported yet");
+    case WalRecord::kSnapshotCommit: {
+      const state::v1::StagedSnapshotCommit& commit = record.snapshot_commit();
+      if (!commit.has_stream_id()) {
+        return Malformed("snapshot commit", "no stream_id");
+      }
+      const StreamKey key = StreamKeyOf(commit.stream_id());
+      if (key.worker_id.empty()) {
+        return Malformed("snapshot commit", "no worker_id");
+      }
+      // Sorted by tier, one entry per tier, side arrays full or empty.
+      int32_t last_tier = 0;
+      for (const v1::TierHashes& entry : commit.hashes_by_tier()) {
+        const int32_t tier = static_cast<int32_t>(entry.tier());
+        if (absl::Status s = ValidateTier(tier); !s.ok()) {
+          return Malformed("snapshot commit", s);
+        }
+        if (tier <= last_tier) {
+          return Malformed("snapshot commit", "tiers out of order");
+        }
+        last_tier = tier;
+        const int n = entry.hashes_size();
+        if ((entry.component_masks_size() != 0 &&
+             entry.component_masks_size() != n) ||
+            (entry.block_sizes_size() != 0 && entry.block_sizes_size() != n)) {
+          return Malformed("snapshot commit",
+                           "side arrays do not match the hashes");
+        }
+      }
+      MutationLock lock(*this);
+      return InstallStagedLocked(commit, EncodeStreamKey(key), Origin::kReplay);
+    }
     case WalRecord::kLivenessClear: {
       if (record.liveness_clear().worker_id().empty()) {
         return Malformed("liveness clear", "no worker_id");
@@ -189,7 +218,9 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       }
       MutationLock lock(*this);
       WorkerRecord& record = workers_.FindOrAdd(BackendIdOf(state));
+      const uint64_t incarnation = record.incarnation;
       record = WorkerRecord{};
+      record.incarnation = incarnation;
       record.namespaced =
           state.has_stream_id() && !state.stream_id().namespace_().empty();
       record.meta =

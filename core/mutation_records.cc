@@ -94,6 +94,19 @@ absl::Status LogMutation(MutationLog* log,
   return Append(log, borrowed.record(), end);
 }
 
+absl::Status LogStagedCommit(MutationLog* log,
+                             const state::v1::StagedSnapshotCommit& commit,
+                             uint64_t* end) {
+  *end = 0;
+  if (log == nullptr) return absl::OkStatus();
+  using CommitRecord =
+      BorrowingRecord<state::v1::StagedSnapshotCommit,
+                      &WalRecord::unsafe_arena_set_allocated_snapshot_commit,
+                      &WalRecord::unsafe_arena_release_snapshot_commit>;
+  const CommitRecord borrowed(commit);
+  return Append(log, borrowed.record(), end);
+}
+
 absl::Status LogRemoval(MutationLog* log, std::string_view worker_id,
                         RemovalReason reason, uint64_t* end) {
   *end = 0;

@@ -22,6 +22,7 @@
 #include "core/mutation_log.h"
 #include "core/removal_reason.h"
 #include "kv_indexer.pb.h"
+#include "kv_indexer_state.pb.h"
 
 namespace kvindexer {
 
@@ -41,6 +42,11 @@ namespace kvindexer {
 // An InvalidateWorker that changed something.
 [[nodiscard]] absl::Status LogMutation(
     MutationLog* log, const ::kv_indexer::v1::InvalidateWorkerRequest& req,
+    uint64_t* end);
+// A staged snapshot's commit (WAL op 8). Built by the caller, since it is
+// also the install's batch (core/worker_batches.h).
+[[nodiscard]] absl::Status LogStagedCommit(
+    MutationLog* log, const state::v1::StagedSnapshotCommit& commit,
     uint64_t* end);
 // Removal, liveness and marker records name the worker by its backend id
 // (core/stream_key.h); the record carries the stream's fields.

@@ -42,6 +42,7 @@
 #include "core/liveness_table.h"
 #include "core/prefix_explain.h"
 #include "core/removal_reason.h"
+#include "core/snapshot_staging.h"
 #include "core/worker_directory.h"
 #include "core/worker_sequence_table.h"
 #include "core/worker_snapshot.h"
@@ -137,6 +138,18 @@ class OperatorView {
   virtual const MonotonicClock& clock() const = 0;
   // The indexer epoch, as IndexOperations::IndexerEpoch.
   virtual std::string IndexerEpoch() const = 0;
+
+  // --- Staged snapshots (docs/contract.md, "Recovery > Staged snapshots") ---
+
+  // The open transactions' figures; takes the staging table's mutex only.
+  virtual StagingStats staging_stats() = 0;
+  // Placements the stream's open transaction has staged; nullopt when it
+  // has none. Takes the staging table's mutex only.
+  virtual std::optional<uint64_t> StagedPlacements(
+      std::string_view worker_id) = 0;
+  // Expires the transactions idle past the timeout now (every staging call
+  // also does), for a periodic sweep; returns how many.
+  virtual size_t ExpireIdleStaging() = 0;
 
   // --- The backend (docs/health.md, "When the backend fails") ---
 

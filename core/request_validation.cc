@@ -347,6 +347,45 @@ absl::Status ValidateInvalidate(const v1::InvalidateWorkerRequest& req,
                           /*line_a=*/true, limits, key);
 }
 
+absl::Status ValidateBegin(const v1::BeginExternalKvSnapshotRequest& req,
+                           const RequestLimits& limits, StreamKey* key) {
+  if (!req.has_stream_id()) {
+    return absl::InvalidArgumentError("stream_id must be set");
+  }
+  if (absl::Status s =
+          ResolveStreamKey("", &req.stream_id(), /*line_a=*/true, limits, key);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateNameBytes("snapshot_id", req.snapshot_id(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateNameBytes(
+          "worker_generation", req.metadata().worker_generation(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateNameBytes("model", req.metadata().model(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
+      !s.ok()) {
+    return s;
+  }
+  if (!req.has_metadata()) {
+    return absl::InvalidArgumentError("metadata must be set");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckNewWorkerCapacity(size_t live_workers,
                                     const RequestLimits& limits) {
   if (live_workers < limits.max_workers) return absl::OkStatus();

@@ -74,6 +74,14 @@ namespace kvindexer {
 [[nodiscard]] absl::Status ValidateInvalidate(
     const ::kv_indexer::v1::InvalidateWorkerRequest& req,
     const RequestLimits& limits, StreamKey* key);
+// "Recovery > Staged snapshots", Begin's S1 to S3 (S4 onwards need the worker
+// table): stream_id present (S1); K2 to K4 with blank worker ids refused,
+// snapshot_id and the metadata's worker_generation and model counted as K4
+// names, then worker_address and worker_epoch lengths (S2); metadata present
+// (S3).
+[[nodiscard]] absl::Status ValidateBegin(
+    const ::kv_indexer::v1::BeginExternalKvSnapshotRequest& req,
+    const RequestLimits& limits, StreamKey* key);
 // "Limits > Bounds": RESOURCE_EXHAUSTED when a request that would add one
 // more worker record finds `live_workers` records already, and that is
 // limits.max_workers or more. Workers that have a record are never refused

@@ -151,7 +151,8 @@ absl::StatusOr<uint64_t> SnapshotStaging::Append(
 
 absl::StatusOr<SnapshotStaging::CommitPlan> SnapshotStaging::PrepareCommit(
     std::string_view transaction_id,
-    absl::FunctionRef<absl::Status(const BeginInfo&)> check_stream) {
+    absl::FunctionRef<absl::Status(std::string_view, const BeginInfo&)>
+        check_stream) {
   std::lock_guard<std::mutex> lock(mu_);
   ExpireLocked(clock_.Now());
   const auto it = open_.find(AbslView(transaction_id));
@@ -172,7 +173,7 @@ absl::StatusOr<SnapshotStaging::CommitPlan> SnapshotStaging::PrepareCommit(
                     "are staged",
                     ShowId(transaction_id), tx->expected, tx->staged.size()));
   }
-  if (absl::Status s = check_stream(tx->info); !s.ok()) {
+  if (absl::Status s = check_stream(tx->stream_key, tx->info); !s.ok()) {
     EndOpenLocked(tx->id);
     return s;
   }

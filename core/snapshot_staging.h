@@ -170,8 +170,8 @@ class SnapshotStaging {
   //       a plan with already_committed() (the caller answers OK with its
   //       applied_seq and changes nothing); nothing below runs.
   //   M2  staged != expected_placements: FAILED_PRECONDITION.
-  //   M3, M4  `check_stream(info)`, the caller's checks of the stream
-  //       against Begin's info; its error is returned as it is.
+  //   M3, M4  `check_stream(stream_key, info)`, the caller's checks of
+  //       the stream against Begin's info; its error is returned as it is.
   //   M5  a (block_hash, tier) staged twice: INVALID_ARGUMENT.
   // A failure of M2-M5 ends the transaction and frees its reservation.
   // Otherwise the transaction stays open, with its placements sorted by
@@ -182,7 +182,8 @@ class SnapshotStaging {
   // and must not call back into the table.
   [[nodiscard]] absl::StatusOr<CommitPlan> PrepareCommit(
       std::string_view transaction_id,
-      absl::FunctionRef<absl::Status(const BeginInfo&)> check_stream);
+      absl::FunctionRef<absl::Status(std::string_view, const BeginInfo&)>
+          check_stream);
 
   // The caller installed `plan`: its transaction ends, its reservation is
   // freed, and its id is remembered as committed with Begin's applied_seq.

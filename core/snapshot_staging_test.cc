@@ -65,7 +65,9 @@ MATCHER_P(Staged, n, "") {
   return *arg == static_cast<uint64_t>(n);
 }
 
-absl::Status NoStreamCheck(const BeginInfo&) { return absl::OkStatus(); }
+absl::Status NoStreamCheck(std::string_view, const BeginInfo&) {
+  return absl::OkStatus();
+}
 
 // Lowercase, hyphenated, version 4, variant 10.
 bool IsUuidV4(const std::string& id) {
@@ -191,10 +193,11 @@ TEST_F(SnapshotStagingTest, CommitShortOfDeclaredEndsTransaction) {
   const std::string id = MustBegin("s", 3);
   ASSERT_TRUE(Append(id, {P(1), P(2)}).ok());
   bool checked = false;
-  auto plan = staging_.PrepareCommit(id, [&](const BeginInfo&) {
-    checked = true;
-    return absl::OkStatus();
-  });
+  auto plan =
+      staging_.PrepareCommit(id, [&](std::string_view, const BeginInfo&) {
+        checked = true;
+        return absl::OkStatus();
+      });
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(plan.status().message(),
               HasSubstr("declared 3 placements but 2 are staged"));
@@ -229,13 +232,14 @@ TEST_F(SnapshotStagingTest, StreamCheckRunsAfterM2AndBeforeM5) {
   const std::string id = MustBegin("s", 2, Info(/*applied_seq=*/9, 42));
   ASSERT_TRUE(Append(id, {P(1), P(1)}).ok());  // a duplicate, for M5
   uint64_t seen_token = 0;
-  auto plan = staging_.PrepareCommit(id, [&](const BeginInfo& info) {
-    seen_token = info.record_token;
-    EXPECT_EQ(info.applied_seq, 9u);
-    EXPECT_EQ(info.worker_epoch, "epoch-a");
-    EXPECT_EQ(info.metadata.worker_generation, "g1");
-    return absl::FailedPreconditionError("stream s was replaced");
-  });
+  auto plan =
+      staging_.PrepareCommit(id, [&](std::string_view, const BeginInfo& info) {
+        seen_token = info.record_token;
+        EXPECT_EQ(info.applied_seq, 9u);
+        EXPECT_EQ(info.worker_epoch, "epoch-a");
+        EXPECT_EQ(info.metadata.worker_generation, "g1");
+        return absl::FailedPreconditionError("stream s was replaced");
+      });
   EXPECT_EQ(seen_token, 42u);
   EXPECT_EQ(plan.status(), absl::FailedPreconditionError("stream s was "
                                                          "replaced"));
@@ -288,10 +292,11 @@ TEST_F(SnapshotStagingTest, RepeatedCommitAnswersTheSameAppliedSeq) {
   for (int i = 0; i < 2; ++i) {
     clock_.Advance(kIdle / 2 - milliseconds(1));
     bool checked = false;
-    auto again = staging_.PrepareCommit(id, [&](const BeginInfo&) {
-      checked = true;
-      return absl::OkStatus();
-    });
+    auto again =
+        staging_.PrepareCommit(id, [&](std::string_view, const BeginInfo&) {
+          checked = true;
+          return absl::OkStatus();
+        });
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_TRUE(again->already_committed());
     EXPECT_EQ(again->applied_seq(), 123u);

@@ -115,4 +115,35 @@ SnapshotBatch::SnapshotBatch(const v1::ReplaceExternalKvSnapshotRequest& req,
   view_.action_count = actions_.size();
 }
 
+StagedCommitBatch::StagedCommitBatch(
+    const state::v1::StagedSnapshotCommit& commit,
+    std::string_view backend_id) {
+  SetWorker(backend_id, commit.worker_address(),
+            commit.has_cache_spec()
+                ? std::optional<CacheSpec>(CacheSpecOf(commit.cache_spec()))
+                : std::nullopt,
+            &view_);
+  actions_.reserve(kMaxTier +
+                   static_cast<size_t>(commit.hashes_by_tier_size()));
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    actions_.push_back(ClearAt(tier));
+  }
+  for (const v1::TierHashes& entry : commit.hashes_by_tier()) {
+    if (entry.hashes_size() == 0) continue;
+    ActionView action{};
+    action.type = kActionReport;
+    action.tier = static_cast<uint32_t>(entry.tier());
+    action.hashes = HashSpan{entry.hashes().data(),
+                             static_cast<size_t>(entry.hashes_size())};
+    action.component_masks =
+        U32Span{entry.component_masks().data(),
+                static_cast<size_t>(entry.component_masks_size())};
+    action.block_sizes = U32Span{entry.block_sizes().data(),
+                                 static_cast<size_t>(entry.block_sizes_size())};
+    actions_.push_back(action);
+  }
+  view_.actions = actions_.data();
+  view_.action_count = actions_.size();
+}
+
 }  // namespace kvindexer

@@ -11,6 +11,8 @@
 //     every tier, then one REPORT per tier that the snapshot fills. One
 //     backend Apply is atomic whatever its size, so a concurrent reader sees
 //     the old placement or the new one, never a mixture.
+//   * StagedCommitBatch: a staged snapshot's commit (its log record) as the
+//     same one batch.
 //
 // Both own the storage their view points into, except worker ids, addresses
 // and snapshot hashes, which they view in place.
@@ -26,6 +28,7 @@
 
 #include "core/worker_sequence_table.h"
 #include "kv_indexer.pb.h"
+#include "kv_indexer_state.pb.h"
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
@@ -76,6 +79,26 @@ class SnapshotBatch {
   };
 
   TierReport reports_[kMaxTier + 1];  // indexed by tier number
+  std::vector<ActionView> actions_;
+  ApplyBatchView view_{};
+};
+
+class StagedCommitBatch {
+ public:
+  // CLEAR at HBM, DRAM and SSD, then one REPORT per hashes_by_tier entry
+  // with a hash, viewing the entry's arrays in place; address and spec
+  // (absent: none) from the commit. `backend_id` is the stream's backend
+  // id. REQUIRES: each entry's tier in 1..3 and its side arrays empty or as
+  // long as its hashes; commit and backend_id outlive the batch and stay
+  // unchanged.
+  StagedCommitBatch(const state::v1::StagedSnapshotCommit& commit,
+                    std::string_view backend_id);
+  StagedCommitBatch(const StagedCommitBatch&) = delete;
+  StagedCommitBatch& operator=(const StagedCommitBatch&) = delete;
+
+  const ApplyBatchView& view() const { return view_; }
+
+ private:
   std::vector<ActionView> actions_;
   ApplyBatchView view_{};
 };

@@ -38,6 +38,7 @@ WorkerRecord& WorkerSequenceTable::FindOrAdd(std::string_view worker_id,
   WorkerRecord& record =
       records_.try_emplace(std::string(worker_id)).first->second;
   record.namespaced = !DecodeStreamKey(worker_id).ns.empty();
+  record.incarnation = ++last_incarnation_;
   return record;
 }
 

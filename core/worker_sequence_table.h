@@ -90,6 +90,11 @@ struct WorkerRecord {
   // (the table keys records by the stream's backend id).
   bool namespaced = false;
   StreamMetadata meta;
+  // Which record of its stream this is: set once when the record is
+  // created, from a counter of the table's, so that a record removed and
+  // created again has a different one (a staged snapshot's Commit refuses a
+  // record replaced since its Begin). Never persisted.
+  uint64_t incarnation = 0;
 
   // Whether the index covers the stream (docs/contract.md, "Streams >
   // Coverage"): ready and, for a namespaced stream, with an epoch and a
@@ -120,7 +125,8 @@ class WorkerSequenceTable {
   // nothing. The pointer stays valid until the record is erased.
   WorkerClaims* FindClaims(std::string_view worker_id);
   // The record of `worker_id`, created as a fresh one (not ready, no
-  // checkpoint, empty address, no spec) when absent; *created says which.
+  // checkpoint, empty address, no spec, the next incarnation) when absent;
+  // *created says which.
   WorkerRecord& FindOrAdd(std::string_view worker_id, bool* created = nullptr);
   // Returns false when there was no record.
   bool Erase(std::string_view worker_id);
@@ -142,6 +148,8 @@ class WorkerSequenceTable {
   absl::node_hash_map<std::string, WorkerRecord> records_;
   // Consecutive repeats of one id are noted once.
   std::vector<std::string> changed_;
+  // The incarnation of the last record created.
+  uint64_t last_incarnation_ = 0;
 };
 
 }  // namespace kvindexer

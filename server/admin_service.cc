@@ -326,7 +326,14 @@ grpc::Status AdminService::DoListWorkers(
   for (WorkerSnapshot& w : workers) {
     // Counted one by one here, on the admin thread, off every lock.
     w.placements_by_tier = sources_.indexer->PlacementCounts(w.worker_id);
-    FillInfo(w, now, response->add_workers());
+    admin_v1::WorkerInfo* info = response->add_workers();
+    FillInfo(w, now, info);
+    // Only while a staged snapshot is open for the stream.
+    if (const std::optional<uint64_t> staged =
+            sources_.indexer->StagedPlacements(w.worker_id);
+        staged.has_value()) {
+      info->set_staged_placements(*staged);
+    }
   }
   if (more) {
     response->set_next_page_token(
@@ -488,6 +495,12 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
   response->set_workers_sequenced(static_cast<uint32_t>(counts.sequenced));
   response->set_workers_heartbeating(
       static_cast<uint32_t>(counts.heartbeating));
+
+  response->set_indexer_epoch(indexer.IndexerEpoch());
+  const StagingStats staging = indexer.staging_stats();
+  response->set_staging_transactions(
+      static_cast<uint32_t>(staging.open_transactions));
+  response->set_staged_placements(staging.staged_placements);
 
   response->set_prefix_query_max_inflight(sources_.prefix_query_max_inflight);
   if (sources_.admission != nullptr) {

@@ -457,5 +457,53 @@ TEST_F(AdminServiceTest, GetStatsReportsBackendWorkersAndAdmission) {
   EXPECT_EQ(resp.health(), "SERVING");
 }
 
+TEST_F(AdminServiceTest, GetStatsAndListWorkersShowOpenStaging) {
+  Start();
+  IndexOperations& ops = server_->indexer().operations();
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(ops.Configure(ExpectedWorkers().Worker("w", "a"), &configured)
+                  .Wait()
+                  .ok());
+  v1::BeginExternalKvSnapshotRequest begin;
+  begin.mutable_stream_id()->set_worker_id("w");
+  begin.mutable_metadata();
+  begin.set_expected_placements(5);
+  v1::BeginExternalKvSnapshotResponse begun;
+  ASSERT_TRUE(ops.Begin(begin, &begun).Wait().ok());
+  v1::AppendExternalKvSnapshotRequest append;
+  append.set_transaction_id(begun.transaction_id());
+  for (int64_t hash : {1, 2}) {
+    v1::ExternalKvSnapshotPlacement* p = append.add_placements();
+    p->set_block_hash(hash);
+    p->set_tier(v1::TIER_HBM);
+  }
+  v1::AppendExternalKvSnapshotResponse appended;
+  ASSERT_TRUE(ops.Append(append, &appended).Wait().ok());
+
+  grpc::ClientContext context;
+  Deadline(context);
+  admin_v1::GetStatsResponse stats;
+  ASSERT_TRUE(server_->admin()
+                  .GetStats(&context, admin_v1::GetStatsRequest{}, &stats)
+                  .ok());
+  EXPECT_EQ(stats.indexer_epoch(), ops.IndexerEpoch());
+  EXPECT_EQ(stats.indexer_epoch(), begun.indexer_epoch());
+  EXPECT_EQ(stats.staging_transactions(), 1u);
+  EXPECT_EQ(stats.staged_placements(), 2u);
+  admin_v1::ListWorkersResponse listed = List();
+  ASSERT_EQ(listed.workers_size(), 1);
+  ASSERT_TRUE(listed.workers(0).has_staged_placements());
+  EXPECT_EQ(listed.workers(0).staged_placements(), 2u);
+  EXPECT_EQ(listed.workers(0).placements_size(), 0);
+
+  v1::AbortExternalKvSnapshotRequest abort;
+  abort.set_transaction_id(begun.transaction_id());
+  v1::AbortExternalKvSnapshotResponse aborted;
+  ASSERT_TRUE(ops.Abort(abort, &aborted).Wait().ok());
+  listed = List();
+  ASSERT_EQ(listed.workers_size(), 1);
+  EXPECT_FALSE(listed.workers(0).has_staged_placements());
+}
+
 }  // namespace
 }  // namespace kvindexer

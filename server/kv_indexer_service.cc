@@ -368,6 +368,70 @@ grpc::ServerUnaryReactor* KvIndexerService::InvalidateWorker(
       });
 }
 
+grpc::ServerUnaryReactor* KvIndexerService::BeginExternalKvSnapshot(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeMutationOn<v1::BeginExternalKvSnapshotRequest,
+                         v1::BeginExternalKvSnapshotResponse>(
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      "/kv_indexer.v1.KVIndexer/BeginExternalKvSnapshot",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kBeginExternalKvSnapshot),
+      context, request, response,
+      [this](const v1::BeginExternalKvSnapshotRequest& req,
+             v1::BeginExternalKvSnapshotResponse* resp) {
+        return operations_->Begin(req, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::AppendExternalKvSnapshot(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeMutationOn<v1::AppendExternalKvSnapshotRequest,
+                         v1::AppendExternalKvSnapshotResponse>(
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      "/kv_indexer.v1.KVIndexer/AppendExternalKvSnapshot",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kAppendExternalKvSnapshot),
+      context, request, response,
+      [this](const v1::AppendExternalKvSnapshotRequest& req,
+             v1::AppendExternalKvSnapshotResponse* resp) {
+        return operations_->Append(req, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::CommitExternalKvSnapshot(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeMutationOn<v1::CommitExternalKvSnapshotRequest,
+                         v1::CommitExternalKvSnapshotResponse>(
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      "/kv_indexer.v1.KVIndexer/CommitExternalKvSnapshot",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kCommitExternalKvSnapshot),
+      context, request, response,
+      [this](const v1::CommitExternalKvSnapshotRequest& req,
+             v1::CommitExternalKvSnapshotResponse* resp) {
+        return operations_->Commit(req, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* KvIndexerService::AbortExternalKvSnapshot(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return ServeMutationOn<v1::AbortExternalKvSnapshotRequest,
+                         v1::AbortExternalKvSnapshotResponse>(
+      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      "/kv_indexer.v1.KVIndexer/AbortExternalKvSnapshot",
+      StartRecord(rpc_metrics_, shedder_.clock(),
+                  RpcMethod::kAbortExternalKvSnapshot),
+      context, request, response,
+      [this](const v1::AbortExternalKvSnapshotRequest& req,
+             v1::AbortExternalKvSnapshotResponse* resp) {
+        return operations_->Abort(req, resp);
+      });
+}
+
 grpc::ServerUnaryReactor* KvIndexerService::MatchExternalKv(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {

@@ -24,8 +24,10 @@
 // The other methods are never shed and never take a permit. On the
 // callback thread they only run the size check (OUT_OF_RANGE, before any
 // decoding); decoding, the Indexer call and encoding run on an executor:
-//   - the mutations, ApplyExternalKvBatch, ReplaceExternalKvSnapshot and
-//     ConfigureExpectedWorkers, on the apply executor (kApplyThreads
+//   - the mutations, ApplyExternalKvBatch, ReplaceExternalKvSnapshot,
+//     ConfigureExpectedWorkers, InvalidateWorker and the staged snapshot
+//     calls (Begin, Append, Commit and AbortExternalKvSnapshot), on the
+//     apply executor (kApplyThreads
 //     threads), which prefix queries never occupy, so a mutation never waits
 //     for a prefix permit or a scan. With one thread, mutations run one at a
 //     time in the order their requests were received (docs/contract.md,
@@ -106,16 +108,21 @@ inline constexpr std::string_view kOverloadStatusMessage =
 
 namespace internal {
 using KVIndexer = ::kv_indexer::v1::KVIndexer;
-using RawKvIndexerService =
-    KVIndexer::WithRawCallbackMethod_ConfigureExpectedWorkers<
-        KVIndexer::WithRawCallbackMethod_InvalidateWorker<
-            KVIndexer::WithRawCallbackMethod_ReplaceExternalKvSnapshot<
-                KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
-                    KVIndexer::WithRawCallbackMethod_MatchExternalKv<
-                        KVIndexer::WithRawCallbackMethod_MatchExternalKvPrefix<
-                            KVIndexer::
-                                WithRawCallbackMethod_GetExternalKvHitCounts<
-                                    KVIndexer::Service>>>>>>>;
+using RawKvIndexerService = KVIndexer::WithRawCallbackMethod_ConfigureExpectedWorkers<
+    KVIndexer::WithRawCallbackMethod_InvalidateWorker<
+        KVIndexer::WithRawCallbackMethod_ReplaceExternalKvSnapshot<
+            KVIndexer::WithRawCallbackMethod_BeginExternalKvSnapshot<
+                KVIndexer::WithRawCallbackMethod_AppendExternalKvSnapshot<
+                    KVIndexer::WithRawCallbackMethod_CommitExternalKvSnapshot<
+                        KVIndexer::WithRawCallbackMethod_AbortExternalKvSnapshot<
+                            KVIndexer::WithRawCallbackMethod_ApplyExternalKvBatch<
+                                KVIndexer::WithRawCallbackMethod_MatchExternalKv<
+                                    KVIndexer::
+                                        WithRawCallbackMethod_MatchExternalKvPrefix<
+                                            KVIndexer::
+                                                WithRawCallbackMethod_GetExternalKvHitCounts<
+                                                    KVIndexer::
+                                                        Service>>>>>>>>>>>;
 }  // namespace internal
 
 // Threads that decode and run mutations. The Indexer and the backends
@@ -161,7 +168,11 @@ class KvIndexerService final : public internal::RawKvIndexerService {
 
   // The generated base classes also declare the (disabled) synchronous
   // overloads; these using-declarations keep them visible.
+  using internal::RawKvIndexerService::AbortExternalKvSnapshot;
+  using internal::RawKvIndexerService::AppendExternalKvSnapshot;
   using internal::RawKvIndexerService::ApplyExternalKvBatch;
+  using internal::RawKvIndexerService::BeginExternalKvSnapshot;
+  using internal::RawKvIndexerService::CommitExternalKvSnapshot;
   using internal::RawKvIndexerService::ConfigureExpectedWorkers;
   using internal::RawKvIndexerService::GetExternalKvHitCounts;
   using internal::RawKvIndexerService::MatchExternalKv;
@@ -175,6 +186,18 @@ class KvIndexerService final : public internal::RawKvIndexerService {
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReplaceExternalKvSnapshot(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* BeginExternalKvSnapshot(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* AppendExternalKvSnapshot(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* CommitExternalKvSnapshot(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* AbortExternalKvSnapshot(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ApplyExternalKvBatch(

@@ -30,6 +30,14 @@ std::string_view RpcMethodName(RpcMethod method) {
       return "RemoveWorker";
     case RpcMethod::kGetStats:
       return "GetStats";
+    case RpcMethod::kBeginExternalKvSnapshot:
+      return "BeginExternalKvSnapshot";
+    case RpcMethod::kAppendExternalKvSnapshot:
+      return "AppendExternalKvSnapshot";
+    case RpcMethod::kCommitExternalKvSnapshot:
+      return "CommitExternalKvSnapshot";
+    case RpcMethod::kAbortExternalKvSnapshot:
+      return "AbortExternalKvSnapshot";
   }
   return "unknown";
 }

@@ -35,8 +35,13 @@ enum class RpcMethod : uint8_t {
   kExplainPrefix,
   kRemoveWorker,
   kGetStats,
+  // The staged snapshot calls of kv_indexer.v1.KVIndexer.
+  kBeginExternalKvSnapshot,
+  kAppendExternalKvSnapshot,
+  kCommitExternalKvSnapshot,
+  kAbortExternalKvSnapshot,
 };
-inline constexpr size_t kRpcMethodCount = 11;
+inline constexpr size_t kRpcMethodCount = 15;
 // gRPC status codes 0 (OK) to 16 (UNAUTHENTICATED).
 inline constexpr size_t kGrpcCodeCount = 17;
 

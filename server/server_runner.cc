@@ -70,7 +70,8 @@ int RunServer(std::span<const char* const> args) {
         (*loaded)->abi_minor());
   }
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
-                  (*loaded)->abi_minor());
+                  (*loaded)->abi_minor(), /*clock=*/nullptr,
+                  /*lifecycle_log=*/nullptr, config->staging);
   // After the Indexer, which it borrows and which outlives it; the mode's
   // state lives in the start function, inside the wiring's life.
   ServerWiring wiring(*config, **loaded, indexer, signals);

@@ -287,6 +287,9 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
           if (!mode.MaySweep(view.clock().Now())) return;
           // A failure is logged by the Indexer and retried next sweep.
           view.SweepLiveness(view.clock().Now());
+          // Idle staged snapshots free their reservations even when no
+          // staging call comes.
+          view.ExpireIdleStaging();
         });
   } else {
     spdlog::info("worker liveness off: heartbeats are ignored ({}=0)",
