@@ -150,9 +150,11 @@ RecoveryOptions RecoveryOptionsForEntry(const BridgeConfig& config,
 }
 
 kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
-    const BridgeConfig& config) {
+    const BridgeConfig& config,
+    const std::vector<const WorkerEntry*>& entries) {
   kv_indexer::v1::ConfigureExpectedWorkersRequest request;
-  for (const WorkerEntry& entry : config.workers) {
+  for (const WorkerEntry* listed : entries) {
+    const WorkerEntry& entry = *listed;
     kv_indexer::v1::ExpectedWorker* worker = request.add_workers();
     worker->set_worker_id(entry.worker_id);
     worker->set_worker_address(entry.worker_address);
@@ -201,6 +203,8 @@ int MultiStreamRunner::Run() {
     StreamSlot& slot = slots.emplace_back();
     slot.entry = entry;
     slot.name = DescribeStreamKey(entry);
+    slot.working.state = "syncing";
+    slot.published = slot.working;
   }
   for (StreamSlot& slot : slots) {
     slot.supervisor.emplace(
@@ -216,8 +220,6 @@ int MultiStreamRunner::Run() {
 
   std::unique_ptr<IndexerClient> control = IndexerClient::OnChannel(
       channel, shutdown_, kRpcTimeout, config_.security);
-  const kv_indexer::v1::ConfigureExpectedWorkersRequest configure =
-      MultiStreamConfigure(config_);
   absl::Status last_configure = absl::OkStatus();
   auto last_stats = std::chrono::steady_clock::now();
   auto print_stats = [&slots] {
@@ -232,8 +234,16 @@ int MultiStreamRunner::Run() {
     }
   };
   while (!shutdown_->triggered()) {
-    kv_indexer::v1::ConfigureExpectedWorkersResponse response;
-    absl::Status status = control->Configure(configure, &response);
+    std::vector<const WorkerEntry*> active;
+    for (const StreamSlot& slot : slots) {
+      if (!slot.supervisor->parked()) active.push_back(&slot.entry);
+    }
+    absl::Status status = absl::OkStatus();
+    if (!active.empty()) {
+      kv_indexer::v1::ConfigureExpectedWorkersResponse response;
+      status =
+          control->Configure(MultiStreamConfigure(config_, active), &response);
+    }
     if (!status.ok() && !shutdown_->triggered() &&
         status.code() != last_configure.code()) {
       spdlog::warn(

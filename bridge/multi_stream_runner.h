@@ -3,7 +3,9 @@
 // entry runs that stream's reader and recovery engine under a
 // StreamSupervisor, all over one gRPC channel to KV_INDEXER_ENDPOINT, and
 // the calling thread sends one ConfigureExpectedWorkers covering every
-// entry at start and once a second, and prints the stats lines. A failure
+// stream that is not parked at start and once a second (so a stream whose
+// key the server refuses, once parked by its own refused requests, does not
+// keep the others unconfigured), and prints the stats lines. A failure
 // stops only its own stream; the process ends on shutdown only.
 //
 // Thread safety: Run() from one thread; the StopRequest may be triggered
@@ -12,6 +14,7 @@
 #define KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
 
 #include <chrono>
+#include <vector>
 
 #include "bridge/bridge_config.h"
 #include "bridge/stop_request.h"
@@ -21,9 +24,10 @@
 namespace kvindexer::bridge {
 
 // The Configure request of a multi-stream bridge: one expected worker per
-// entry, with its stream key and metadata. REQUIRES: !config.workers.empty().
+// entry of `entries` (the streams not parked), with its stream key and
+// metadata, and the configuration's cache spec.
 kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
-    const BridgeConfig& config);
+    const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries);
 
 // The recovery options of one entry: the configuration's, with the entry's
 // worker id, address and stream key.
