@@ -1,5 +1,6 @@
 #include "bridge/multi_stream_runner.h"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -17,12 +18,15 @@
 #include "bridge/indexer_client.h"
 #include "bridge/live_buffer.h"
 #include "bridge/live_reader.h"
+#include "bridge/multi_stream_metrics.h"
 #include "bridge/replay_client.h"
 #include "bridge/snapshot_client.h"
 #include "bridge/stream_supervisor.h"
 #include "bridge/worker_address.h"
 #include "bridge/worker_probe.h"
 #include "common/log_text.h"
+#include "common/metrics_http_server.h"
+#include "common/metrics_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
@@ -52,7 +56,8 @@ struct StreamSlot {
   std::thread thread;
   BridgeStats working;  // the stream thread's own
   mutable std::mutex mu;
-  BridgeStats published;  // guarded by mu
+  BridgeStats published;            // guarded by mu
+  std::atomic<size_t> buffered{0};  // the live buffer's depth at the last tick
 };
 
 // One attempt of a stream: the reader, the engine and its sockets, made
@@ -114,10 +119,12 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
   StreamRecovery engine(RecoveryOptionsForEntry(config, entry), io);
   spdlog::info("stream {}: following {} (topic \"{}\")", slot->name,
                entry.event_endpoint, entry.event_topic);
-  absl::Status status = engine.Run([slot] {
+  absl::Status status = engine.Run([slot, &buffer] {
+    slot->buffered.store(buffer.batches());
     std::lock_guard<std::mutex> lock(slot->mu);
     slot->published = slot->working;
   });
+  slot->buffered.store(0);
   reader->Stop();
   buffer.Close();
   {
@@ -206,6 +213,45 @@ int MultiStreamRunner::Run() {
     slot.working.state = "syncing";
     slot.published = slot.working;
   }
+  // --- Metrics endpoint (docs/metrics.md): the collector reads the copies
+  // the streams publish on their ticks. Declared after `slots`, so it is
+  // stopped before they go.
+  std::atomic<bool> configure_unreachable{false};
+  MetricsRegistry registry;
+  registry.AddCollector([&slots](MetricsWriter& w) {
+    std::vector<StreamView> views;
+    for (const StreamSlot& slot : slots) {
+      StreamView& view = views.emplace_back();
+      view.entry = &slot.entry;
+      {
+        std::lock_guard<std::mutex> lock(slot.mu);
+        view.stats = slot.published;
+      }
+      view.buffered_batches = slot.buffered.load();
+      view.parked = slot.supervisor && slot.supervisor->parked();
+    }
+    WriteMultiStreamSeries(w, views);
+  });
+  std::unique_ptr<MetricsHttpServer> metrics_http;
+  if (config_.metrics_addr.has_value()) {
+    auto started = MetricsHttpServer::Start(
+        *config_.metrics_addr, registry,
+        [&configure_unreachable]() -> std::optional<std::string> {
+          if (configure_unreachable.load()) {
+            return "the indexer is unreachable: the last Configure failed "
+                   "with UNAVAILABLE or DEADLINE_EXCEEDED";
+          }
+          return std::nullopt;
+        });
+    if (!started.ok()) {
+      spdlog::error(
+          "cannot serve metrics on KV_INDEXER_BRIDGE_METRICS_ADDR: {}",
+          std::string(started.status().message()));
+      return kExitPermanentError;
+    }
+    metrics_http = *std::move(started);
+    spdlog::info("metrics http addr={}", metrics_http->bound_address());
+  }
   for (StreamSlot& slot : slots) {
     slot.supervisor.emplace(
         slot.name,
@@ -254,6 +300,9 @@ int MultiStreamRunner::Run() {
       spdlog::info("ConfigureExpectedWorkers accepted again");
     }
     last_configure = status;
+    configure_unreachable.store(
+        status.code() == absl::StatusCode::kUnavailable ||
+        status.code() == absl::StatusCode::kDeadlineExceeded);
     const auto now = std::chrono::steady_clock::now();
     if (config_.stats_interval.count() != 0 &&
         now - last_stats >= config_.stats_interval) {
@@ -262,6 +311,7 @@ int MultiStreamRunner::Run() {
     }
     if (shutdown_->WaitFor(kConfigurePeriod)) break;
   }
+  metrics_http.reset();
   for (StreamSlot& slot : slots) slot.stop.Trigger();
   for (StreamSlot& slot : slots) {
     if (slot.thread.joinable()) slot.thread.join();
