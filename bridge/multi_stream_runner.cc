@@ -66,6 +66,14 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
                         zmq::context_t* context,
                         const std::shared_ptr<grpc::Channel>& channel) {
   const WorkerEntry& entry = slot->entry;
+  if (entry.event_endpoint.empty()) {
+    // Only a "discover" entry may leave it out, and /server_info is not
+    // read yet (docs/bridge-events.md, "Many streams in one process > Not
+    // yet").
+    return absl::FailedPreconditionError(
+        "the entry has no event_endpoint and discovery from /server_info is "
+        "not implemented; set event_endpoint");
+  }
   LiveBuffer buffer(config.live_buffer_batches);
   std::optional<LiveReader> reader;
   Backoff backoff;
@@ -137,7 +145,7 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
 
 // The stream's state for the stats line and kvindexer_bridge_streams.
 std::string SlotState(const StreamSlot& slot, const BridgeStats& stats) {
-  if (slot.supervisor && slot.supervisor->parked()) return "parked";
+  if (slot.supervisor->parked()) return "parked";
   return stats.state;
 }
 
@@ -212,6 +220,12 @@ int MultiStreamRunner::Run() {
     slot.name = DescribeStreamKey(entry);
     slot.working.state = "syncing";
     slot.published = slot.working;
+    slot.supervisor.emplace(
+        slot.name,
+        [this, &slot, &context, &channel] {
+          return RunAttempt(config_, &slot, &context, channel);
+        },
+        &slot.clock, park_period_);
   }
   // --- Metrics endpoint (docs/metrics.md): the collector reads the copies
   // the streams publish on their ticks. Declared after `slots`, so it is
@@ -228,7 +242,7 @@ int MultiStreamRunner::Run() {
         view.stats = slot.published;
       }
       view.buffered_batches = slot.buffered.load();
-      view.parked = slot.supervisor && slot.supervisor->parked();
+      view.parked = slot.supervisor->parked();
     }
     WriteMultiStreamSeries(w, views);
   });
@@ -253,12 +267,6 @@ int MultiStreamRunner::Run() {
     spdlog::info("metrics http addr={}", metrics_http->bound_address());
   }
   for (StreamSlot& slot : slots) {
-    slot.supervisor.emplace(
-        slot.name,
-        [this, &slot, &context, &channel] {
-          return RunAttempt(config_, &slot, &context, channel);
-        },
-        &slot.clock, park_period_);
     slot.thread = std::thread([&slot] { slot.supervisor->Run(); });
   }
   spdlog::info("following {} streams; indexer {}", slots.size(),
