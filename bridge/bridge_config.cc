@@ -17,6 +17,12 @@ constexpr char kTierListAccepted[] =
     "SSD (or DISK), any case";
 constexpr char kComponentsAccepted[] =
     "a comma-separated list of full, swa, mamba, any case";
+// Read only in single-worker mode; KV_INDEXER_WORKERS_JSON replaces them.
+constexpr std::string_view kSingleWorkerVariables[] = {
+    "KV_INDEXER_WORKER_ID",      "KV_INDEXER_WORKER_ADDRESS",
+    "SGLANG_KV_EVENT_ENDPOINT",  "SGLANG_KV_EVENT_TOPIC",
+    "SGLANG_KV_REPLAY_ENDPOINT", "SGLANG_KV_SNAPSHOT_ENDPOINT",
+    "KV_INDEXER_DP_RANK"};
 constexpr char kUint32Accepted[] = "an unsigned 32-bit integer (0..4294967295)";
 // Unsigned 32-bit decimal with an optional leading '+', as Rust's u32 parser
 // (the reference bridge) accepts.
@@ -133,16 +139,35 @@ absl::StatusOr<std::vector<Tier>> ParseTierList(std::string_view variable,
 
 absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
   BridgeConfig config;
-  std::optional<std::string> worker_id = env("KV_INDEXER_WORKER_ID");
-  if (!worker_id) {
-    return absl::InvalidArgumentError(
-        "KV_INDEXER_WORKER_ID is not set: it is required and names this "
-        "worker's event stream (any string, e.g. worker-0)");
+  if (std::optional<std::string> workers =
+          LookupTrimmed(env, kWorkersJsonVariable)) {
+    absl::StatusOr<WorkersList> list = ParseWorkersJson(*workers);
+    if (!list.ok()) return list.status();
+    config.workers = std::move(list->entries);
+    config.warnings = std::move(list->warnings);
+    std::vector<std::string> ignored;
+    for (std::string_view name : kSingleWorkerVariables) {
+      if (env(name)) ignored.emplace_back(name);
+    }
+    if (!ignored.empty()) {
+      config.warnings.push_back(absl::StrCat(kWorkersJsonVariable,
+                                             " is set: ignoring ",
+                                             absl::StrJoin(ignored, ", ")));
+    }
+  } else {
+    std::optional<std::string> worker_id = env("KV_INDEXER_WORKER_ID");
+    if (!worker_id) {
+      return absl::InvalidArgumentError(
+          "KV_INDEXER_WORKER_ID is not set: it is required and names this "
+          "worker's event stream (any string, e.g. worker-0), unless "
+          "KV_INDEXER_WORKERS_JSON lists the workers");
+    }
+    config.worker_id = *worker_id;
+    // Read raw ("Configuration > Trimming" in docs/bridge-events.md):
+    // set-but-empty values are used as empty strings.
+    if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
   }
-  config.worker_id = *worker_id;
-  // Read raw ("Configuration > Trimming" in docs/bridge-events.md):
-  // set-but-empty values are used as empty strings.
-  if (auto v = env("KV_INDEXER_WORKER_ADDRESS")) config.worker_address = *v;
+  const bool multi = !config.workers.empty();
   if (auto v = env("KV_INDEXER_ENDPOINT")) config.indexer_endpoint = *v;
   if (auto v = LookupTrimmed(env, "KV_INDEXER_SINK")) {
     const std::string lower = absl::AsciiStrToLower(*v);
@@ -155,14 +180,23 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
                              "grpc or jetstream, any case");
     }
   }
+  if (multi && config.sink != Sink::kGrpc) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KV_INDEXER_SINK=", std::string(SinkName(config.sink)),
+                     " cannot be combined with ", kWorkersJsonVariable,
+                     ": many streams in one process need "
+                     "KV_INDEXER_SINK=grpc (or unset)"));
+  }
   if (config.sink == Sink::kJetStream) {
     // KV_INDEXER_ENDPOINT is then unused.
     absl::StatusOr<fleet::EventLogConfig> log = fleet::ParseEventLogConfig(env);
     if (!log.ok()) return log.status();
     config.event_log = *std::move(log);
   }
-  if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;
-  if (auto v = env("SGLANG_KV_EVENT_TOPIC")) config.event_topic = *v;
+  if (!multi) {
+    if (auto v = env("SGLANG_KV_EVENT_ENDPOINT")) config.event_endpoint = *v;
+    if (auto v = env("SGLANG_KV_EVENT_TOPIC")) config.event_topic = *v;
+  }
   if (auto v = env("KV_INDEXER_CLEAR_TIERS")) {
     absl::StatusOr<std::vector<Tier>> tiers =
         ParseTierList("KV_INDEXER_CLEAR_TIERS", *v);
@@ -184,9 +218,11 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     config.stats_interval = std::chrono::seconds(*secs);
   }
   // Endpoints are used as set, like the event endpoint; empty = unset.
-  if (auto v = env("SGLANG_KV_REPLAY_ENDPOINT")) config.replay_endpoint = *v;
-  if (auto v = env("SGLANG_KV_SNAPSHOT_ENDPOINT")) {
-    config.snapshot_endpoint = *v;
+  if (!multi) {
+    if (auto v = env("SGLANG_KV_REPLAY_ENDPOINT")) config.replay_endpoint = *v;
+    if (auto v = env("SGLANG_KV_SNAPSHOT_ENDPOINT")) {
+      config.snapshot_endpoint = *v;
+    }
   }
   if (auto v = LookupTrimmed(env, "SGLANG_KV_SNAPSHOT_PROTOCOL")) {
     const std::string lower = absl::AsciiStrToLower(*v);
@@ -202,7 +238,8 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
           "auto (snapshot-v2, falling back to snapshot-v1), 2 or 1");
     }
   }
-  if (auto v = LookupTrimmed(env, "KV_INDEXER_DP_RANK")) {
+  if (auto v =
+          multi ? std::nullopt : LookupTrimmed(env, "KV_INDEXER_DP_RANK")) {
     absl::StatusOr<uint32_t> rank = ParseUint32("KV_INDEXER_DP_RANK", *v);
     if (!rank.ok()) return rank.status();
     config.dp_rank = *rank;
@@ -289,6 +326,23 @@ std::string DescribeConfig(const BridgeConfig& config) {
                         " swa_tier_mask=", s.swa_tier_mask(),
                         " mamba_tier_mask=", s.mamba_tier_mask());
   }
+  std::string streams;
+  for (const WorkerEntry& entry : config.workers) {
+    absl::StrAppend(&streams, streams.empty() ? "" : ",",
+                    DescribeStreamKey(entry));
+  }
+  if (!config.workers.empty()) {
+    return absl::StrCat(
+        "streams=", config.workers.size(), " [", streams,
+        "] indexer_endpoint=\"", config.indexer_endpoint, "\" clear_tiers=[",
+        absl::StrJoin(tiers, ","), "] cache_spec: ", spec,
+        " sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
+        " live_buffer_batches=", config.live_buffer_batches,
+        " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
+        " resync_clear_after_ms=", config.resync_clear_after.count(),
+        " tls_ca=", config.security.root_certs_pem.empty() ? "unset" : "set",
+        " write_token=", config.security.has_write_token() ? "set" : "unset");
+  }
   return absl::StrCat(
       "worker_id=\"", config.worker_id, "\" worker_address=\"",
       config.worker_address, "\" sink=", std::string(SinkName(config.sink)),
@@ -320,7 +374,13 @@ All configuration comes from the environment. Run one bridge per worker and
 per data-parallel rank (each rank publishes on base port + rank).
 
 Variable                        Default               Meaning
-KV_INDEXER_WORKER_ID            (required)            Id of this worker event stream.
+KV_INDEXER_WORKERS_JSON         unset                 JSON array of workers: one process
+                                                      follows every listed stream (keys
+                                                      in docs/bridge-events.md); the
+                                                      single-worker variables are then
+                                                      ignored. Invalid: exit 2.
+KV_INDEXER_WORKER_ID            (required)            Id of this worker event stream
+                                                      (not read with WORKERS_JSON).
 KV_INDEXER_WORKER_ADDRESS       ""                    Router-facing worker URL; must equal
                                                       the URL registered with sgl-router.
 KV_INDEXER_ENDPOINT             http://[::1]:50051    Indexer: http://host:port,

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "bridge/kv_events.h"
 #include "bridge/snapshot_source.h"
+#include "bridge/workers_json.h"
 #include "common/client_channel.h"
 #include "common/env.h"
 #include "common/log_setup.h"
@@ -47,6 +48,14 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatTtl{30000};
 inline constexpr std::chrono::milliseconds kDefaultResyncClearAfter{10'000};
 
 struct BridgeConfig {
+  // KV_INDEXER_WORKERS_JSON (docs/bridge-events.md, "Many streams in one
+  // process"): non-empty selects multi-stream mode, in which the
+  // single-worker fields below (worker_id through the endpoints, topic and
+  // dp_rank) are not read.
+  std::vector<WorkerEntry> workers;
+  // Lines LoadBridgeConfig could not log itself, for the caller to log at
+  // WARN once.
+  std::vector<std::string> warnings;
   std::string worker_id;
   std::string worker_address;
   std::string indexer_endpoint = "http://[::1]:50051";

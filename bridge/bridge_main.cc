@@ -6,7 +6,9 @@
 
 #include "bridge/bridge_config.h"
 #include "bridge/bridge_runner.h"
+#include "bridge/multi_stream_runner.h"
 #include "bridge/stop_request.h"
+#include "bridge/stream_supervisor.h"
 #include "common/env.h"
 #include "common/log_setup.h"
 #include "common/shutdown_signals.h"
@@ -40,6 +42,9 @@ int main(int argc, char** argv) {
     return bridge::kExitConfigError;
   }
   spdlog::set_level(config->log_level);
+  for (const std::string& warning : config->warnings) {
+    spdlog::warn("{}", warning);
+  }
   spdlog::info("starting kv-indexer-bridge: {}",
                bridge::DescribeConfig(*config));
 
@@ -62,5 +67,10 @@ int main(int argc, char** argv) {
         signals.error());
   }
 
+  if (!config->workers.empty()) {
+    return bridge::MultiStreamRunner(*std::move(config), &shutdown,
+                                     bridge::kParkRetryPeriod)
+        .Run();
+  }
   return bridge::BridgeRunner(*std::move(config), &shutdown).Run();
 }

@@ -28,79 +28,86 @@ void BridgeMetrics::Publish(const BridgeStats& stats,
   published_ = stats;
 }
 
-void BridgeMetrics::Write(MetricsWriter& w) const {
-  BridgeStats s;
-  {
-    const std::lock_guard lock(mu_);
-    s = published_;
-  }
+void WriteBridgeSeries(MetricsWriter& w, const BridgeStats& s,
+                       size_t buffered_batches, const MetricLabels& stream) {
+  // `stream` first, then the series' own labels.
+  auto L = [&stream](MetricLabels own) {
+    MetricLabels all = stream;
+    all.insert(all.end(), own.begin(), own.end());
+    return all;
+  };
   w.Counter("kvindexer_bridge_messages", "ZMQ messages received, any shape.",
-            D(s.messages_received));
+            D(s.messages_received), stream);
   w.Counter("kvindexer_bridge_batches",
             "Messages whose payload decoded as an event batch.",
-            D(s.batches_received));
+            D(s.batches_received), stream);
   w.Counter("kvindexer_bridge_events_received",
             "Events in decoded batches, accepted or skipped.",
-            D(s.events_received));
+            D(s.events_received), stream);
   for (size_t k = 0; k < s.events_by_kind.size(); ++k) {
     w.Counter("kvindexer_bridge_events", "Accepted events, by kind.",
-              D(s.events_by_kind[k]), {{"kind", kEventKindNames[k]}});
+              D(s.events_by_kind[k]), L({{"kind", kEventKindNames[k]}}));
   }
   for (size_t r = 0; r < kEventSkipReasonCount; ++r) {
-    w.Counter(
-        "kvindexer_bridge_events_skipped", "Events skipped, by reason.",
-        D(s.events_skipped[r]),
-        {{"reason",
-          std::string(EventSkipReasonName(static_cast<EventSkipReason>(r)))}});
+    w.Counter("kvindexer_bridge_events_skipped", "Events skipped, by reason.",
+              D(s.events_skipped[r]),
+              L({{"reason", std::string(EventSkipReasonName(
+                                static_cast<EventSkipReason>(r)))}}));
   }
   for (size_t r = 0; r < kMessageSkipReasonCount; ++r) {
     w.Counter("kvindexer_bridge_messages_skipped",
               "Whole messages not forwarded, by reason.",
               D(s.messages_skipped[r]),
-              {{"reason", std::string(MessageSkipReasonName(
-                              static_cast<MessageSkipReason>(r)))}});
+              L({{"reason", std::string(MessageSkipReasonName(
+                                static_cast<MessageSkipReason>(r)))}}));
   }
   w.Counter("kvindexer_bridge_apply_rpcs",
-            "ApplyExternalKvBatch calls the indexer accepted.", D(s.rpcs_sent));
+            "ApplyExternalKvBatch calls the indexer accepted.", D(s.rpcs_sent),
+            stream);
   w.Counter("kvindexer_bridge_actions_applied",
-            "Actions in accepted apply calls.", D(s.actions_applied));
+            "Actions in accepted apply calls.", D(s.actions_applied), stream);
   w.Counter("kvindexer_bridge_hashes_applied",
-            "Block hashes in accepted apply calls.", D(s.hashes_applied));
+            "Block hashes in accepted apply calls.", D(s.hashes_applied),
+            stream);
   for (size_t c = 0; c < s.rpc_failures_by_code.size(); ++c) {
-    w.Counter("kvindexer_bridge_rpc_failures",
-              "Apply, heartbeat and snapshot-install calls that failed, by "
-              "gRPC status code.",
-              D(s.rpc_failures_by_code[c]),
-              {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(
-                            static_cast<int>(c)))}});
+    w.Counter(
+        "kvindexer_bridge_rpc_failures",
+        "Apply, heartbeat and snapshot-install calls that failed, by "
+        "gRPC status code.",
+        D(s.rpc_failures_by_code[c]),
+        L({{"code", absl::StatusCodeToString(
+                        static_cast<absl::StatusCode>(static_cast<int>(c)))}}));
   }
   w.Counter("kvindexer_bridge_reconnects",
-            "Connection attempts after the first.", D(s.reconnects));
+            "Connection attempts after the first.", D(s.reconnects), stream);
   w.Counter("kvindexer_bridge_sequence_gaps",
-            "Gaps in the publisher's sequence numbers.", D(s.seq_gaps));
+            "Gaps in the publisher's sequence numbers.", D(s.seq_gaps), stream);
   w.Counter("kvindexer_bridge_sequence_missing_batches",
-            "Batches the gaps skipped over.", D(s.seq_missing));
+            "Batches the gaps skipped over.", D(s.seq_missing), stream);
   w.Counter("kvindexer_bridge_sequence_duplicates",
             "Batches whose sequence number was seen already.",
-            D(s.seq_duplicates));
+            D(s.seq_duplicates), stream);
   w.Counter("kvindexer_bridge_sequence_reorders",
-            "Batches that arrived out of order.", D(s.seq_reorders));
+            "Batches that arrived out of order.", D(s.seq_reorders), stream);
   w.Counter("kvindexer_bridge_gaps_repaired", "Gaps filled from a replay.",
-            D(s.gaps_repaired));
-  w.Counter("kvindexer_bridge_replays", "REPLAY requests sent.", D(s.replays));
+            D(s.gaps_repaired), stream);
+  w.Counter("kvindexer_bridge_replays", "REPLAY requests sent.", D(s.replays),
+            stream);
   w.Counter("kvindexer_bridge_replayed_batches",
-            "Batches received in replay replies.", D(s.replayed_batches));
+            "Batches received in replay replies.", D(s.replayed_batches),
+            stream);
   w.Counter("kvindexer_bridge_replay_pages",
             "Replay requests sent (a replay asks again after dropped "
             "replies).",
-            D(s.replay_pages));
+            D(s.replay_pages), stream);
   w.Counter("kvindexer_bridge_snapshots",
-            "Publisher snapshot fetches that succeeded.", D(s.snapshots));
+            "Publisher snapshot fetches that succeeded.", D(s.snapshots),
+            stream);
   w.Counter("kvindexer_bridge_installs",
-            "Snapshot installs the indexer accepted.", D(s.installs));
-  w.Counter("kvindexer_bridge_probes", "Probes sent.", D(s.probes));
+            "Snapshot installs the indexer accepted.", D(s.installs), stream);
+  w.Counter("kvindexer_bridge_probes", "Probes sent.", D(s.probes), stream);
   w.Counter("kvindexer_bridge_resyncs", "Synchronisations completed.",
-            D(s.resyncs));
+            D(s.resyncs), stream);
   const struct {
     const char* outcome;
     uint64_t n;
@@ -111,34 +118,43 @@ void BridgeMetrics::Write(MetricsWriter& w) const {
     w.Counter("kvindexer_bridge_resync_outcomes",
               "Synchronisations by how they ended (the rest resumed or "
               "installed nothing).",
-              D(o.n), {{"outcome", o.outcome}});
+              D(o.n), L({{"outcome", o.outcome}}));
   }
   w.Counter("kvindexer_bridge_restarts_detected",
-            "Publisher restarts detected.", D(s.restarts_detected));
+            "Publisher restarts detected.", D(s.restarts_detected), stream);
   w.Counter("kvindexer_bridge_state_losses",
             "Times the indexer stopped covering this stream.",
-            D(s.state_losses));
+            D(s.state_losses), stream);
   w.Counter("kvindexer_bridge_live_buffer_overflows", "Live-buffer overflows.",
-            D(s.overflows));
+            D(s.overflows), stream);
   w.Counter("kvindexer_bridge_stale_clears",
             "Times the worker's placement was cleared because "
             "resynchronisation kept failing.",
-            D(s.stale_clears));
+            D(s.stale_clears), stream);
   w.Counter("kvindexer_bridge_heartbeats",
-            "Heartbeats the indexer answered OK.", D(s.heartbeats));
+            "Heartbeats the indexer answered OK.", D(s.heartbeats), stream);
   w.Counter("kvindexer_bridge_heartbeat_probe_failures",
             "Heartbeats withheld because the worker was unreachable.",
-            D(s.heartbeat_probe_failures));
+            D(s.heartbeat_probe_failures), stream);
   w.Gauge("kvindexer_bridge_live_buffer_batches",
           "Live batches buffered, waiting for the indexer.",
-          D(buffer_->batches()));
+          D(buffered_batches), stream);
   w.Gauge("kvindexer_bridge_degraded",
           "1 while the stream's fidelity is degraded.",
-          s.state == "exact" ? 0 : 1);
+          s.state == "exact" ? 0 : 1, stream);
   w.Gauge("kvindexer_bridge_mode",
           "1 for the current server mode (auto, gated, legacy) and publisher "
           "mode (S, R, L).",
-          1, {{"server", s.server_mode}, {"publisher", s.publisher_mode}});
+          1, L({{"server", s.server_mode}, {"publisher", s.publisher_mode}}));
+}
+
+void BridgeMetrics::Write(MetricsWriter& w) const {
+  BridgeStats s;
+  {
+    const std::lock_guard lock(mu_);
+    s = published_;
+  }
+  WriteBridgeSeries(w, s, buffer_->batches(), {});
 }
 
 std::optional<std::string> BridgeMetrics::NotReadyReason() const {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,6 +29,12 @@ namespace kvindexer::bridge {
 // How often the loop copies its stats at most: a scrape sees figures at
 // most this old (plus one poll interval when idle).
 inline constexpr std::chrono::milliseconds kStatsPublishInterval{20};
+
+// Writes every per-stream bridge series of `stats` (all but readiness),
+// each carrying `stream` before its own labels: empty in single-worker
+// mode, {namespace, worker_id, dp_rank} in multi-stream mode.
+void WriteBridgeSeries(MetricsWriter& w, const BridgeStats& stats,
+                       size_t buffered_batches, const MetricLabels& stream);
 
 class BridgeMetrics {
  public:

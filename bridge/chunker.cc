@@ -16,6 +16,7 @@ ApplyExternalKvBatchRequest NewRequest(const ApplyHeader& header,
   if (header.cache_spec.has_value()) {
     *request.mutable_cache_spec() = *header.cache_spec;
   }
+  if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
   return request;
 }
 

@@ -23,6 +23,9 @@ struct ApplyHeader {
   std::string worker_id;
   std::string worker_address;
   std::optional<kv_indexer::v1::WorkerCacheSpec> cache_spec;  // absent = legacy
+  // Multi-stream mode: the stream key every apply and replace carries
+  // (line A). Absent in single-worker mode, whose requests stay seed-era.
+  std::optional<kv_indexer::v1::StreamId> stream_id;
 };
 
 struct ChunkLimits {

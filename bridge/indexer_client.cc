@@ -31,6 +31,40 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
     const std::string& endpoint, StopRequest* shutdown,
     std::chrono::milliseconds connect_timeout,
     std::chrono::milliseconds rpc_timeout, const ClientSecurity& security) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> opened =
+      OpenChannel(endpoint, security);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<grpc::Channel> channel = *std::move(opened);
+
+  const auto deadline = std::chrono::system_clock::now() + connect_timeout;
+  while (true) {
+    if (shutdown->triggered()) {
+      return absl::UnavailableError("shutdown requested while connecting");
+    }
+    const auto now = std::chrono::system_clock::now();
+    if (now >= deadline) {
+      absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(endpoint);
+      return absl::UnavailableError(
+          absl::StrCat("could not connect to the indexer at ", endpoint,
+                       " (target ", target.ok() ? target->target : endpoint,
+                       ") within ", connect_timeout.count(), " ms"));
+    }
+    const auto slice_end = std::min(deadline, now + kConnectSlice);
+    if (channel->WaitForConnected(slice_end)) break;
+  }
+  return std::unique_ptr<IndexerClient>(
+      new IndexerClient(std::move(channel), shutdown, rpc_timeout, security));
+}
+
+std::unique_ptr<IndexerClient> IndexerClient::OnChannel(
+    std::shared_ptr<grpc::Channel> channel, StopRequest* shutdown,
+    std::chrono::milliseconds rpc_timeout, const ClientSecurity& security) {
+  return std::unique_ptr<IndexerClient>(
+      new IndexerClient(std::move(channel), shutdown, rpc_timeout, security));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> IndexerClient::OpenChannel(
+    const std::string& endpoint, const ClientSecurity& security) {
   absl::StatusOr<GrpcTarget> target = ParseIndexerEndpoint(endpoint);
   if (!target.ok()) {
     return absl::UnavailableError(std::string(target.status().message()));
@@ -51,25 +85,7 @@ absl::StatusOr<std::unique_ptr<IndexerClient>> IndexerClient::Connect(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  std::shared_ptr<grpc::Channel> channel =
-      CreateClientChannel(target->target, security, target->use_tls, args);
-
-  const auto deadline = std::chrono::system_clock::now() + connect_timeout;
-  while (true) {
-    if (shutdown->triggered()) {
-      return absl::UnavailableError("shutdown requested while connecting");
-    }
-    const auto now = std::chrono::system_clock::now();
-    if (now >= deadline) {
-      return absl::UnavailableError(absl::StrCat(
-          "could not connect to the indexer at ", endpoint, " (target ",
-          target->target, ") within ", connect_timeout.count(), " ms"));
-    }
-    const auto slice_end = std::min(deadline, now + kConnectSlice);
-    if (channel->WaitForConnected(slice_end)) break;
-  }
-  return std::unique_ptr<IndexerClient>(
-      new IndexerClient(std::move(channel), shutdown, rpc_timeout, security));
+  return CreateClientChannel(target->target, security, target->use_tls, args);
 }
 
 template <typename Call>
@@ -114,6 +130,14 @@ absl::Status IndexerClient::Heartbeat(
         return stub_->ApplyExternalKvBatch(context, request, response);
       },
       ttl_ms);
+}
+
+absl::Status IndexerClient::Configure(
+    const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
+    kv_indexer::v1::ConfigureExpectedWorkersResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->ConfigureExpectedWorkers(context, request, response);
+  });
 }
 
 absl::Status IndexerClient::Replace(

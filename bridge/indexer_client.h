@@ -35,6 +35,23 @@ class IndexerClient final : public KvApplier {
       std::chrono::milliseconds rpc_timeout = std::chrono::seconds(10),
       const ClientSecurity& security = ClientSecurity());
 
+  // The channel Connect() uses, created without waiting for a connection
+  // (calls wait for one). UNAVAILABLE when `endpoint` is unusable.
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<grpc::Channel>>
+  OpenChannel(const std::string& endpoint, const ClientSecurity& security);
+
+  // A client over a shared channel: several clients, each with its own
+  // `shutdown` (whose canceller slot it uses), may share one channel and
+  // call concurrently with each other. `shutdown` must outlive the client.
+  [[nodiscard]] static std::unique_ptr<IndexerClient> OnChannel(
+      std::shared_ptr<grpc::Channel> channel, StopRequest* shutdown,
+      std::chrono::milliseconds rpc_timeout, const ClientSecurity& security);
+
+  // ConfigureExpectedWorkers; same status mapping as Apply().
+  [[nodiscard]] absl::Status Configure(
+      const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
+      kv_indexer::v1::ConfigureExpectedWorkersResponse* response);
+
   absl::Status Apply(
       const kv_indexer::v1::ApplyExternalKvBatchRequest& request,
       kv_indexer::v1::ApplyExternalKvBatchResponse* response) override;

@@ -19,6 +19,7 @@ ApplyExternalKvBatchRequest EmptyRequest(const ApplyHeader& header,
   request.set_seq(seq);
   request.set_worker_address(header.worker_address);
   if (header.cache_spec) *request.mutable_cache_spec() = *header.cache_spec;
+  if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
   return request;
 }
 
@@ -108,6 +109,7 @@ InstallRequest BuildInstallRequest(const ApplyHeader& header,
   request.set_worker_epoch(std::string(epoch));
   request.set_applied_seq(applied_seq);
   if (header.cache_spec) *request.mutable_cache_spec() = *header.cache_spec;
+  if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
   for (const TierHashes& entry : placement) {
     out.hashes_total += static_cast<size_t>(entry.hashes_size());
   }

@@ -29,7 +29,8 @@ StreamRecovery::PublisherMode ModeOf(const RecoveryIo& io) {
 
 RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config) {
   RecoveryOptions options;
-  options.header = {config.worker_id, config.worker_address, config.cache_spec};
+  options.header = {config.worker_id, config.worker_address, config.cache_spec,
+                    std::nullopt};
   options.clear_tiers = config.clear_tiers;
   options.gate = config.sequence_gate;
   options.heartbeat_ttl = config.heartbeat_ttl;

@@ -418,5 +418,38 @@ TEST(IndexerEndpoint, RejectedForms) {
   }
 }
 
+// KV_INDEXER_WORKERS_JSON ("Many streams in one process"): the single-worker
+// variables are not read (one warning names those set), the worker id is
+// not required, and only the gRPC sink is accepted.
+TEST(BridgeConfig, WorkersJsonReplacesTheSingleWorkerVariables) {
+  const std::string workers =
+      R"([{"worker_id":"a","worker_address":"http://h:1","event_endpoint":)"
+      R"("tcp://h:2","unknown_key":1}])";
+  BridgeConfig c = MustLoad({{"KV_INDEXER_WORKERS_JSON", workers},
+                             {"SGLANG_KV_EVENT_TOPIC", "t"},
+                             {"KV_INDEXER_DP_RANK", "not a number"}});
+  ASSERT_EQ(c.workers.size(), 1u);
+  EXPECT_EQ(c.workers[0].worker_id, "a");
+  EXPECT_EQ(c.event_topic, "");
+  EXPECT_EQ(c.dp_rank, 0u);
+  ASSERT_EQ(c.warnings.size(), 2u);
+  EXPECT_THAT(c.warnings[0], HasSubstr("unknown key \"unknown_key\""));
+  EXPECT_THAT(c.warnings[1],
+              HasSubstr("ignoring SGLANG_KV_EVENT_TOPIC, KV_INDEXER_DP_RANK"));
+  EXPECT_THAT(DescribeConfig(c), HasSubstr("streams=1"));
+
+  BridgeConfig blank = MustLoad(
+      {{"KV_INDEXER_WORKERS_JSON", "  "}, {"KV_INDEXER_WORKER_ID", "w"}});
+  EXPECT_TRUE(blank.workers.empty());
+  EXPECT_TRUE(blank.warnings.empty());
+  EXPECT_EQ(blank.worker_id, "w");
+
+  EXPECT_THAT(LoadError({{"KV_INDEXER_WORKERS_JSON", workers},
+                         {"KV_INDEXER_SINK", "jetstream"}}),
+              HasSubstr("KV_INDEXER_SINK=jetstream cannot be combined"));
+  EXPECT_THAT(LoadError({{"KV_INDEXER_WORKERS_JSON", "[]"}}),
+              HasSubstr("invalid KV_INDEXER_WORKERS_JSON: "));
+}
+
 }  // namespace
 }  // namespace kvindexer::bridge

@@ -450,6 +450,28 @@ TEST(BridgeProcessE2e, StartupErrorsAndHelp) {
   EXPECT_THAT((*q)->Output(), ::testing::HasSubstr("KV_INDEXER_WORKER_ID"));
 }
 
+// F40, first half: two entries with one stream key exit 2 at startup,
+// before anything is connected.
+TEST(BridgeProcessE2e, DuplicateWorkersJsonKeyExits2) {
+  ProcessOptions options;
+  options.binary = KVINDEXER_BRIDGE_BINARY;
+  const std::string entry =
+      R"({"worker_id":"w","worker_address":"http://127.0.0.1:1",)"
+      R"("event_endpoint":"tcp://127.0.0.1:1","namespace":"ns","dp_rank":1})";
+  options.env = {{"KV_INDEXER_WORKERS_JSON", "[" + entry + "," + entry + "]"},
+                 {"KV_INDEXER_ENDPOINT", "http://127.0.0.1:1"}};
+  options.unset_env = {"KV_INDEXER_WORKER_ID"};
+  auto p = ServerProcess::Start(options);
+  ASSERT_TRUE(p.ok());
+  auto exit = (*p)->WaitForExit(20s);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->exited);
+  EXPECT_EQ(exit->code, 2) << (*p)->Output();
+  EXPECT_THAT((*p)->Output(),
+              ::testing::HasSubstr("invalid KV_INDEXER_WORKERS_JSON: entry 1 "
+                                   "repeats the stream key"));
+}
+
 TEST(BridgeProcessE2e, SigtermWhileRetryingAnUnusableEndpoint) {
   ProcessOptions options;
   options.binary = KVINDEXER_BRIDGE_BINARY;

@@ -1,0 +1,55 @@
+// The bridge in multi-stream mode (KV_INDEXER_WORKERS_JSON;
+// docs/bridge-events.md, "Many streams in one process"): one thread per
+// entry runs that stream's reader and recovery engine under a
+// StreamSupervisor, all over one gRPC channel to KV_INDEXER_ENDPOINT, and
+// the calling thread sends one ConfigureExpectedWorkers covering every
+// stream that is not parked at start and once a second (so a stream whose
+// key the server refuses, once parked by its own refused requests, does not
+// keep the others unconfigured), and prints the stats lines. A failure
+// stops only its own stream; the process ends on shutdown only.
+//
+// Thread safety: Run() from one thread; the StopRequest may be triggered
+// from any thread.
+#ifndef KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
+#define KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
+
+#include <chrono>
+#include <vector>
+
+#include "bridge/bridge_config.h"
+#include "bridge/stop_request.h"
+#include "bridge/stream_recovery.h"
+#include "kv_indexer.pb.h"
+
+namespace kvindexer::bridge {
+
+// The Configure request of a multi-stream bridge: one expected worker per
+// entry of `entries` (the streams not parked), with its stream key and
+// metadata, and the configuration's cache spec.
+kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
+    const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries);
+
+// The recovery options of one entry: the configuration's, with the entry's
+// worker id, address and stream key.
+RecoveryOptions RecoveryOptionsForEntry(const BridgeConfig& config,
+                                        const WorkerEntry& entry);
+
+class MultiStreamRunner {
+ public:
+  // `shutdown` must outlive the runner. REQUIRES: !config.workers.empty().
+  MultiStreamRunner(BridgeConfig config, StopRequest* shutdown,
+                    std::chrono::milliseconds park_period);
+
+  // Runs until shutdown; returns kExitOk (or kExitPermanentError when the
+  // metrics endpoint cannot be served).
+  int Run();
+
+ private:
+  const BridgeConfig config_;
+  StopRequest* shutdown_;
+  const std::chrono::milliseconds park_period_;
+};
+
+}  // namespace kvindexer::bridge
+
+#endif  // KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
