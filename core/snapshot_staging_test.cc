@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/sanitized_build.h"
 #include "tests/support/test_log_capture.h"
 
 namespace kvindexer::snapshot_staging_test {
@@ -595,7 +596,8 @@ class SnapshotStagingLargeTest : public SnapshotStagingTest {
 // stage into the buffer Begin reserved, which never grows, and commit in
 // (tier, hash) order.
 TEST_F(SnapshotStagingLargeTest, TenMillionPlacementsStayWithinTheReservation) {
-  constexpr uint64_t kTotal = 10'000'000;
+  constexpr uint64_t kTotal =
+      test_support::kSanitizedBuild ? 1'000'000 : 10'000'000;
   constexpr size_t kPerAppend = 16'384;
   const std::string id = MustBegin("big", kTotal);
   EXPECT_EQ(staging_.Stats().allocated_placements, kTotal);
