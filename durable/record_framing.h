@@ -22,8 +22,11 @@
 
 namespace kvindexer::durable {
 
-// The newest format this binary writes and reads.
-inline constexpr uint32_t kFormatVersion = 1;
+// The newest format this binary writes and reads. Version 2 files may name
+// streams other than legacy ones (docs/contract.md, "Streams"): a binary
+// that knows only version 1 refuses them instead of merging streams that
+// share a worker id. Version 1 files are read as legacy streams only.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kFileHeaderBytes = 28;
 inline constexpr size_t kRecordHeaderBytes = 8;
 // Larger lengths are impossible: they mark a corrupt record.

@@ -407,7 +407,7 @@ TEST_F(WalReaderTest, WithoutRepairNothingIsKept) {
 
 TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   std::string bytes = EncodeFileHeader(FileKind::kWal, kGeneration);
-  bytes[8] = 2;
+  bytes[8] = 3;
   const uint32_t crc = Crc32c(std::string_view(bytes).substr(0, 24));
   for (int i = 0; i < 4; ++i) {
     bytes[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFFu);
@@ -417,8 +417,8 @@ TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   const ScanResult result = Scan(path(), /*repair=*/true);
   EXPECT_EQ(result.scan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(result.scan.status().message(), HasSubstr(path()));
-  EXPECT_THAT(result.scan.status().message(), HasSubstr("format version 2"));
-  EXPECT_THAT(result.scan.status().message(), HasSubstr("version 1"));
+  EXPECT_THAT(result.scan.status().message(), HasSubstr("format version 3"));
+  EXPECT_THAT(result.scan.status().message(), HasSubstr("version 2"));
   EXPECT_EQ(ReadTestFile(path()), bytes);
 }
 

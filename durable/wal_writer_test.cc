@@ -104,12 +104,12 @@ TEST_F(WalWriterTest, RefusesToContinueAForeignOrNewerFile) {
   EXPECT_THAT(wrong_generation.message(), HasSubstr("generation 4"));
 
   std::string newer = EncodeFileHeader(FileKind::kWal, 3);
-  newer[8] = 2;  // version 2; the CRC no longer matters
+  newer[8] = 3;  // version 3; the CRC no longer matters
   WriteTestFile(WalPath(3), newer);
   const absl::Status status =
       WalWriter::Open(dir_.path(), 3, WalSync::kNone, &io_).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("format version 2"));
+  EXPECT_THAT(status.message(), HasSubstr("format version 3"));
   EXPECT_EQ(ReadTestFile(WalPath(3)), newer);
 }
 

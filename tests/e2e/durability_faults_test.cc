@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "durable/record_framing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/durability_client.h"
@@ -124,7 +125,7 @@ TEST_P(NewerVersionTest, RefusesToStartAndLeavesTheFileAlone) {
       checkpoint_file
           ? CheckpointPath(options_.data_dir, files->checkpoints.back())
           : WalPath(options_.data_dir, files->wals.back());
-  ASSERT_TRUE(SetHeaderVersion(path, 2).ok());
+  ASSERT_TRUE(SetHeaderVersion(path, durable::kFormatVersion + 1).ok());
   absl::StatusOr<std::string> bumped = ReadWholeFile(path);
   ASSERT_TRUE(bumped.ok()) << bumped.status();
 
@@ -142,7 +143,7 @@ TEST_P(NewerVersionTest, RefusesToStartAndLeavesTheFileAlone) {
   EXPECT_EQ(after_files->checkpoints, files->checkpoints);
   EXPECT_EQ(after_files->wals, files->wals);
 
-  ASSERT_TRUE(SetHeaderVersion(path, 1).ok());
+  ASSERT_TRUE(SetHeaderVersion(path, durable::kFormatVersion).ok());
   std::unique_ptr<DurableServer> again = DurableServer::Start(options_);
   ASSERT_NE(again, nullptr);
   ExpectStateAt(*again, stream, stream.sent());
