@@ -586,23 +586,29 @@ TEST_F(SnapshotStagingTest, ConcurrentCallsKeepTheTotals) {
                           .allocated_placements = 3 * kThreads}));
 }
 
+// Ten million placements (a tenth under the sanitizers), and a budget of
+// two such transfers: the default one for the full size.
+constexpr uint64_t kLargeTotal =
+    test_support::kSanitizedBuild ? 1'000'000 : 10'000'000;
+
+static_assert(test_support::kSanitizedBuild ||
+              2 * kLargeTotal == kDefaultStagingMaxPlacements);
+
 class SnapshotStagingLargeTest : public SnapshotStagingTest {
  protected:
   SnapshotStagingLargeTest()
-      : SnapshotStagingTest(Limits(kDefaultStagingMaxPlacements, 4)) {}
+      : SnapshotStagingTest(Limits(2 * kLargeTotal, 4)) {}
 };
 
 // F23 at the table's level: 10,000,000 placements in Appends of 16,384
 // stage into the buffer Begin reserved, which never grows, and commit in
 // (tier, hash) order.
 TEST_F(SnapshotStagingLargeTest, TenMillionPlacementsStayWithinTheReservation) {
-  constexpr uint64_t kTotal =
-      test_support::kSanitizedBuild ? 1'000'000 : 10'000'000;
+  constexpr uint64_t kTotal = kLargeTotal;
   constexpr size_t kPerAppend = 16'384;
   const std::string id = MustBegin("big", kTotal);
   EXPECT_EQ(staging_.Stats().allocated_placements, kTotal);
-  // A second transfer of the same size fits the default budget; a third
-  // does not.
+  // A second transfer of the same size fits the budget; a third does not.
   MustBegin("second", kTotal);
   EXPECT_EQ(staging_.Begin("third", 1, Info()).status().code(),
             absl::StatusCode::kResourceExhausted);
@@ -625,7 +631,7 @@ TEST_F(SnapshotStagingLargeTest, TenMillionPlacementsStayWithinTheReservation) {
     staged = *appended;
     ++appends;
   }
-  EXPECT_EQ(appends, 611u);
+  EXPECT_EQ(appends, (kTotal + kPerAppend - 1) / kPerAppend);
   const StagingStats stats = staging_.Stats();
   EXPECT_EQ(stats.staged_placements, kTotal);
   EXPECT_EQ(stats.reserved_placements, 2 * kTotal);
@@ -638,9 +644,9 @@ TEST_F(SnapshotStagingLargeTest, TenMillionPlacementsStayWithinTheReservation) {
       [](const StagedPlacement& a, const StagedPlacement& b) {
         return a.tier != b.tier ? a.tier < b.tier : a.block_hash < b.block_hash;
       }));
-  EXPECT_EQ(plan->placements_at_tier(1).size(), 3'333'334u);
-  EXPECT_EQ(plan->placements_at_tier(2).size(), 3'333'333u);
-  EXPECT_EQ(plan->placements_at_tier(3).size(), 3'333'333u);
+  EXPECT_EQ(plan->placements_at_tier(1).size(), (kTotal + 2) / 3);
+  EXPECT_EQ(plan->placements_at_tier(2).size(), (kTotal + 1) / 3);
+  EXPECT_EQ(plan->placements_at_tier(3).size(), kTotal / 3);
   staging_.FinishCommit(*plan);
   EXPECT_EQ(staging_.Stats().reserved_placements, kTotal);
 }
