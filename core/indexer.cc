@@ -375,9 +375,11 @@ absl::Status Indexer::ConfigureLocked(
   // every second as a heartbeat) is answered like a probe: nothing is
   // logged, the backend is not called and no record is touched, not even
   // its last_apply (docs/durability.md, "What is logged").
+  // The directory holds every earlier mutation's result (each publishes
+  // before releasing the lock), so its counts are current and O(1).
   if (ConfigureChangesNothingLocked(req, listed)) {
     resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
-    resp->set_ready_workers(static_cast<uint32_t>(workers_.covered_count()));
+    resp->set_ready_workers(static_cast<uint32_t>(directory_.counts().covered));
     return absl::OkStatus();
   }
   // Each step below changes the backend first, then the table, so that a

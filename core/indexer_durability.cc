@@ -49,17 +49,6 @@ absl::Status Malformed(std::string_view what, const absl::Status& why) {
       what, std::string_view(why.message().data(), why.message().size()));
 }
 
-v1::WorkerCacheSpec WireSpecOf(const CacheSpec& spec) {
-  v1::WorkerCacheSpec wire;
-  wire.set_version(spec.version);
-  wire.set_components(spec.components);
-  wire.set_swa_window_tokens(spec.swa_window_tokens);
-  wire.set_full_tier_mask(spec.full_tier_mask);
-  wire.set_swa_tier_mask(spec.swa_tier_mask);
-  wire.set_mamba_tier_mask(spec.mamba_tier_mask);
-  return wire;
-}
-
 StringView ViewOf(std::string_view s) { return StringView{s.data(), s.size()}; }
 
 }  // namespace
@@ -327,7 +316,7 @@ void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
     state->set_is_bigram(record.meta.is_bigram);
     state->set_address(record.address);
     if (record.spec.has_value()) {
-      *state->mutable_cache_spec() = WireSpecOf(*record.spec);
+      *state->mutable_cache_spec() = WireCacheSpecOf(*record.spec);
     }
     state->set_ready(record.ready);
     state->set_configured(record.configured);

@@ -70,17 +70,6 @@ absl::Status StagingStreamNotConfigured(std::string_view id) {
                   LogText(StreamKeyText(DecodeStreamKey(id)))));
 }
 
-v1::WorkerCacheSpec CommitWireSpecOf(const CacheSpec& spec) {
-  v1::WorkerCacheSpec wire;
-  wire.set_version(spec.version);
-  wire.set_components(spec.components);
-  wire.set_swa_window_tokens(spec.swa_window_tokens);
-  wire.set_full_tier_mask(spec.full_tier_mask);
-  wire.set_swa_tier_mask(spec.swa_tier_mask);
-  wire.set_mamba_tier_mask(spec.mamba_tier_mask);
-  return wire;
-}
-
 // The commit's log record, which is also the install's batch: the staged
 // placements in REPORT form, one TierHashes per tier that has any, in the
 // plan's order (tier, then hash).
@@ -93,7 +82,7 @@ void BuildCommitRecord(std::string_view transaction_id,
   commit->set_worker_epoch(info.worker_epoch);
   commit->set_applied_seq(info.applied_seq);
   if (info.cache_spec.has_value()) {
-    *commit->mutable_cache_spec() = CommitWireSpecOf(*info.cache_spec);
+    *commit->mutable_cache_spec() = WireCacheSpecOf(*info.cache_spec);
   }
   *commit->mutable_metadata() = WireStagingMetadataOf(info.metadata);
   commit->set_transaction_id(std::string(transaction_id));

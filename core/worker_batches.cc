@@ -32,6 +32,17 @@ CacheSpec CacheSpecOf(const v1::WorkerCacheSpec& spec) {
                    spec.swa_tier_mask(),     spec.mamba_tier_mask()};
 }
 
+v1::WorkerCacheSpec WireCacheSpecOf(const CacheSpec& spec) {
+  v1::WorkerCacheSpec wire;
+  wire.set_version(spec.version);
+  wire.set_components(spec.components);
+  wire.set_swa_window_tokens(spec.swa_window_tokens);
+  wire.set_full_tier_mask(spec.full_tier_mask);
+  wire.set_swa_tier_mask(spec.swa_tier_mask);
+  wire.set_mamba_tier_mask(spec.mamba_tier_mask);
+  return wire;
+}
+
 RecordBatch::RecordBatch(std::string_view worker_id, const WorkerRecord& record,
                          Actions actions) {
   SetWorker(worker_id, record.address, record.spec, &view_);

@@ -35,6 +35,8 @@ namespace kvindexer {
 
 // The ABI form of a wire cache spec, field for field.
 CacheSpec CacheSpecOf(const ::kv_indexer::v1::WorkerCacheSpec& spec);
+// The wire form of an ABI cache spec, field for field (CacheSpecOf's inverse).
+::kv_indexer::v1::WorkerCacheSpec WireCacheSpecOf(const CacheSpec& spec);
 
 class RecordBatch {
  public:
