@@ -16,6 +16,17 @@ std::string FormatUuid(const UuidBytes& bytes) {
   return out;
 }
 
+bool IsUuidText(std::string_view text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool hyphen = i == 8 || i == 13 || i == 18 || i == 23;
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    if (hyphen ? c != '-' : !hex) return false;
+  }
+  return true;
+}
+
 std::string NewRandomUuid() {
   thread_local std::mt19937_64 generator = [] {
     std::random_device device;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kvindexer {
 
@@ -22,6 +23,10 @@ std::string FormatUuid(const UuidBytes& bytes);
 // per-thread 64-bit Mersenne Twister seeded from std::random_device: unique
 // with overwhelming probability, not a secret.
 std::string NewRandomUuid();
+
+// Whether `text` has the form FormatUuid produces: 36 characters, hyphens
+// at 8, 13, 18 and 23, lowercase hex digits elsewhere (any version).
+bool IsUuidText(std::string_view text);
 
 }  // namespace kvindexer
 

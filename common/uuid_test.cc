@@ -10,25 +10,22 @@
 namespace kvindexer::uuid_test {
 namespace {
 
-bool IsLowerHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
-// Lowercase, hyphens at 8, 13, 18 and 23, hex digits elsewhere.
-bool IsUuidText(const std::string& text) {
-  if (text.size() != 36) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const bool hyphen = i == 8 || i == 13 || i == 18 || i == 23;
-    if (hyphen ? text[i] != '-' : !IsLowerHex(text[i])) return false;
-  }
-  return true;
-}
-
 TEST(UuidTest, FormatsBytesInOrder) {
   const UuidBytes bytes{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
                         0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
   EXPECT_EQ(FormatUuid(bytes), "00112233-4455-6677-8899-aabbccddeeff");
   EXPECT_EQ(FormatUuid(UuidBytes{}), "00000000-0000-0000-0000-000000000000");
+}
+
+TEST(UuidTest, TextFormIsCheckedCharacterByCharacter) {
+  EXPECT_TRUE(IsUuidText("00112233-4455-6677-8899-aabbccddeeff"));
+  EXPECT_FALSE(IsUuidText(""));
+  EXPECT_FALSE(IsUuidText("00112233-4455-6677-8899-aabbccddeef"));    // 35
+  EXPECT_FALSE(IsUuidText("00112233-4455-6677-8899-aabbccddeeff0"));  // 37
+  EXPECT_FALSE(IsUuidText("00112233-4455-6677-8899-AABBCCDDEEFF"));   // upper
+  EXPECT_FALSE(IsUuidText("0011223304455-6677-8899-aabbccddeeff"));   // hyphen
+  EXPECT_FALSE(IsUuidText("00112233-4455-6677-8899-aabbccddeefg"));   // g
+  EXPECT_FALSE(IsUuidText("00112233-4455-6677-8899-aabbccdd-eff"));
 }
 
 TEST(UuidTest, RandomUuidsAreVersion4Variant10AndDistinct) {

@@ -20,13 +20,17 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/uuid.h"
 #include "durable/build_deadline.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_builder.h"
 #include "durable/checkpoint_file.h"
 #include "durable/compactor.h"
 #include "durable/data_dir.h"
+#include "durable/epoch_choice.h"
+#include "durable/indexer_epoch_file.h"
 #include "durable/posix_file.h"
+#include "durable/record_framing.h"
 #include "durable/recovery_loader.h"
 #include "durable/wal_writer.h"
 #include "spdlog/spdlog.h"
@@ -99,12 +103,16 @@ struct DurableStore::State {
   // The job that turns `last_wal` and the files before it into the next
   // checkpoint. REQUIRES: mu held, or no compaction thread yet.
   CompactionJob JobUpTo(uint64_t last_wal) const;
-  // Open's answer to failed-log markers among the generations recovery
-  // replayed: builds the checkpoint of wal_generation + 1 so that the
-  // failed file is never continued. REQUIRES: before the compaction thread
+  // Open's answer to a log file that must not be continued (a failed-log
+  // marker among the generations recovery replayed, or a file of an older
+  // format version): builds the checkpoint of wal_generation + 1 so that
+  // the file is never appended to. REQUIRES: before the compaction thread
   // starts and before the writer is opened.
-  absl::Status CloseFailedLog(uint64_t wal_generation,
-                              const std::vector<uint64_t>& markers);
+  // `subject` says what the file is ("the previous run's log <file>
+  // failed"), `detail` why, for the WARN.
+  absl::Status CloseLogBehindCheckpoint(uint64_t wal_generation,
+                                        std::string_view subject,
+                                        std::string_view detail);
   // Deletes the markers of generations `markers` and syncs the directory;
   // a failure is logged (WARN): a marker left behind only costs the next
   // start an extra checkpoint.
@@ -364,29 +372,20 @@ absl::Status DurableStore::State::Compact(const CompactionJob& job) {
   return absl::OkStatus();
 }
 
-absl::Status DurableStore::State::CloseFailedLog(
-    uint64_t wal_generation, const std::vector<uint64_t>& markers) {
-  // The marker holds why, for this line; its presence is what counts.
-  std::string reason;
-  const std::string marker =
-      JoinPath(dir->path(), PoisonMarkerFileName(markers.back()));
-  if (!ReadWholeFile(marker, &reason).ok() || reason.empty()) {
-    reason = "the marker says no more";
-  }
+absl::Status DurableStore::State::CloseLogBehindCheckpoint(
+    uint64_t wal_generation, std::string_view subject,
+    std::string_view detail) {
   spdlog::warn(
-      "wal: the previous run's log failed in {} ({}); it is not continued: "
-      "checkpoint {} is built from the files first, and the log goes on in "
-      "{}",
-      dir->WalPath(markers.back()),
-      std::string(absl::StripTrailingAsciiWhitespace(reason)),
-      wal_generation + 1, dir->WalPath(wal_generation + 1));
+      "wal: {} ({}); it is not continued: checkpoint {} is built from the "
+      "files first, and the log goes on in {}",
+      subject, detail, wal_generation + 1, dir->WalPath(wal_generation + 1));
   absl::Status built = Compact(JobUpTo(wal_generation));
   if (!built.ok() || base != wal_generation + 1) {
     return absl::Status(
         built.ok() ? absl::StatusCode::kInternal : built.code(),
-        absl::StrCat("the previous run's log ", dir->WalPath(markers.back()),
-                     " failed and must not be continued, but the checkpoint "
-                     "that closes it could not be written: ",
+        absl::StrCat(std::string(subject),
+                     " and must not be continued, but the checkpoint that "
+                     "closes it could not be written: ",
                      built.message()));
   }
   return absl::OkStatus();
@@ -446,11 +445,33 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
   }
   uint64_t wal_generation = recovered->wal_generation;
   if (!failed_logs.empty()) {
-    absl::Status closed = state->CloseFailedLog(wal_generation, failed_logs);
+    // The marker holds why; its presence is what counts.
+    std::string reason;
+    const std::string marker =
+        JoinPath(state->dir->path(), PoisonMarkerFileName(failed_logs.back()));
+    if (!ReadWholeFile(marker, &reason).ok() || reason.empty()) {
+      reason = "the marker says no more";
+    }
+    absl::Status closed = state->CloseLogBehindCheckpoint(
+        wal_generation,
+        absl::StrCat("the previous run's log ",
+                     state->dir->WalPath(failed_logs.back()), " failed"),
+        std::string(absl::StripTrailingAsciiWhitespace(reason)));
     if (!closed.ok()) return closed;
     wal_generation = state->base;
     stale_markers.insert(stale_markers.end(), failed_logs.begin(),
                          failed_logs.end());
+  }
+  if (failed_logs.empty() && recovered->continued_log_older_format) {
+    // A binary of the older version reads that file; records of this
+    // version in it would be misread there rather than refused.
+    absl::Status closed = state->CloseLogBehindCheckpoint(
+        wal_generation,
+        absl::StrCat("the log ", state->dir->WalPath(wal_generation),
+                     " is of an older format version"),
+        absl::StrCat("this build writes version ", kFormatVersion));
+    if (!closed.ok()) return closed;
+    wal_generation = state->base;
   }
   state->RemoveMarkers(stale_markers);
 
@@ -461,10 +482,29 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
   state->writer = *std::move(writer);
   state->wals.insert(wal_generation);
 
+  // The epoch, recorded before any request can be acknowledged under it.
+  const std::string boot_id =
+      options.boot_id.has_value() ? *options.boot_id : ReadBootId();
+  const EpochChoice epoch =
+      ChooseEpoch(ReadEpochFile(state->dir->path()), recovered->report,
+                  options.sync, boot_id, NewRandomUuid());
+  if (absl::Status s = WriteEpochFile(
+          state->dir->path(), EpochFile{epoch.epoch, boot_id}, *state->io);
+      !s.ok()) {
+    return s;
+  }
+  indexer->SetIndexerEpoch(epoch.epoch);
+  if (epoch.kept) {
+    spdlog::info("indexer epoch {} kept: recovery was exact", epoch.epoch);
+  } else {
+    spdlog::info("indexer epoch {} is new: {}", epoch.epoch, epoch.reason);
+  }
+
   std::unique_ptr<DurableStore> store(new DurableStore());
   RecoveryReport& report = store->recovery_;
   report = recovered->report;
   report.failed_log_closed = !failed_logs.empty();
+  report.epoch_kept = epoch.kept;
   report.workers = indexer->worker_count();
   if (options.backend != nullptr) {
     BackendStats stats{};

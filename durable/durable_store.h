@@ -82,6 +82,9 @@ struct DurableOptions {
   // last checkpoint's timestamp; null: the real ones.
   const MonotonicClock* clock = nullptr;
   const WallClock* wall_clock = nullptr;
+  // This boot's id for the epoch rule (durable/epoch_choice.h); nullopt:
+  // read from the kernel (ReadBootId).
+  std::optional<std::string> boot_id = std::nullopt;
 };
 
 // Figures for the metrics (docs/metrics.md, "Data directory").
@@ -108,11 +111,12 @@ struct DurableFigures {
 class DurableStore final : public MutationLog {
  public:
   // Recovers `indexer` (which must have applied nothing) from options.dir,
-  // logs "recovered W workers, P placements from checkpoint G plus R log
-  // records (B bytes) in T ms" at INFO and attaches the store to it. A
-  // damaged checkpoint or log tail is set aside as recovery_loader.h
-  // describes; the report says what happened. Errors that must stop the
-  // server (exit 1): the directory cannot be created or locked
+  // sets its indexer epoch (kept or new, durable/epoch_choice.h) and
+  // rewrites the directory's INDEXER_EPOCH file, logs "recovered W workers, P
+  // placements from checkpoint G plus R log records (B bytes) in T ms" at INFO
+  // and attaches the store to it. A damaged checkpoint or log tail is set aside
+  // as recovery_loader.h describes; the report says what happened. Errors that
+  // must stop the server (exit 1): the directory cannot be created or locked
   // (FAILED_PRECONDITION naming the holder's PID), a file has a newer format
   // version (FAILED_PRECONDITION; nothing in the directory was changed), a
   // record with a valid checksum does not parse or apply (INTERNAL; the

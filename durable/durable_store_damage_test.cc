@@ -39,13 +39,6 @@ std::vector<uint64_t> RecordStarts(const std::string& path) {
   return starts;
 }
 
-void FlipByteOf(const std::string& path, uint64_t offset) {
-  std::string bytes = ReadTestFile(path);
-  ASSERT_LT(offset, bytes.size());
-  bytes[offset] = static_cast<char>(bytes[offset] ^ 0x10);
-  WriteTestFile(path, bytes);
-}
-
 class DurableStoreDamageTest : public DurableStoreTest {
  protected:
   // Workload, then gated applies of w1 with seqs 13..20 (one record each),
@@ -74,7 +67,7 @@ TEST_F(DurableStoreDamageTest, ABadRecordInTheMiddleIsKeptCountedAndAnError) {
   const uint64_t bad = starts[starts.size() - 4];
   const uint64_t size = std::filesystem::file_size(wal);
   const std::string original = ReadTestFile(wal);
-  FlipByteOf(wal, bad + kRecordHeaderBytes + 2);
+  FlipByte(wal, bad + kRecordHeaderBytes + 2);
 
   TestLogCapture log;
   StartOk(Options());
@@ -158,7 +151,7 @@ TEST_F(DurableStoreDamageTest, ALaterLogWithRecordsSetAsideIsAnError) {
   const std::string cut = Path(WalFileName(newest - 1));
   const std::vector<uint64_t> starts = RecordStarts(cut);
   ASSERT_GE(starts.size(), 2u);
-  FlipByteOf(cut, starts[starts.size() - 2] + kRecordHeaderBytes);
+  FlipByte(cut, starts[starts.size() - 2] + kRecordHeaderBytes);
 
   TestLogCapture log;
   StartOk(Options(2048));

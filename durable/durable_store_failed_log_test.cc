@@ -109,7 +109,7 @@ TEST_F(FailedLogTest, TheNextStartClosesTheFailedLogBehindACheckpoint) {
   EXPECT_TRUE(store().recovery().failed_log_closed);
   EXPECT_TRUE(
       Logged(log, spdlog::level::warn,
-             "the previous run's log failed in " + Path(WalFileName(1))));
+             "the previous run's log " + Path(WalFileName(1)) + " failed"));
   // The failed sync lost nothing here, so the file still holds seq 13 and
   // it comes back: the caller's UNAVAILABLE meant "outcome unknown".
   EXPECT_EQ(State(), before_crash);

@@ -83,18 +83,6 @@ class PathFailingIo final : public FileIo {
   std::string suffix_;
 };
 
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f.good()) << path;
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x10);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.write(&c, 1);
-  ASSERT_TRUE(f.good()) << path;
-}
-
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
@@ -313,6 +301,22 @@ TEST_F(DurableStoreTest, OnlyCheckpointDamagedStartsEmpty) {
   EXPECT_EQ(State(), after);
 }
 
+// Rewrites the format version in the header of `path`, with a valid
+// header CRC.
+void SetHeaderVersion(const std::string& path, uint32_t version) {
+  std::string bytes = ReadAll(path);
+  ASSERT_GE(bytes.size(), kFileHeaderBytes);
+  for (int i = 0; i < 4; ++i) {
+    bytes[8 + i] = static_cast<char>((version >> (8 * i)) & 0xFF);
+  }
+  const uint32_t crc = Crc32c(std::string_view(bytes.data(), 24));
+  for (int i = 0; i < 4; ++i) {
+    bytes[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
 TEST_F(DurableStoreTest, NewerFormatVersionRefusesAndTouchesNothing) {
   StartOk(Options());
   Workload();
@@ -321,20 +325,8 @@ TEST_F(DurableStoreTest, NewerFormatVersionRefusesAndTouchesNothing) {
   // Rewrite checkpoint 1's header as version kFormatVersion + 1, with a
   // valid header CRC.
   const std::string path = Path(CheckpointFileName(1));
-  std::string bytes = ReadAll(path);
-  ASSERT_GE(bytes.size(), kFileHeaderBytes);
-  const uint32_t version = kFormatVersion + 1;
-  for (int i = 0; i < 4; ++i) {
-    bytes[8 + i] = static_cast<char>((version >> (8 * i)) & 0xFF);
-  }
-  const uint32_t crc = Crc32c(std::string_view(bytes.data(), 24));
-  for (int i = 0; i < 4; ++i) {
-    bytes[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
-  }
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-  }
+  SetHeaderVersion(path, kFormatVersion + 1);
+  const std::string bytes = ReadAll(path);
   const std::set<std::string> files = Files();
   const std::string wal = ReadAll(Path(WalFileName(1)));
 
@@ -344,6 +336,36 @@ TEST_F(DurableStoreTest, NewerFormatVersionRefusesAndTouchesNothing) {
   EXPECT_EQ(Files(), files);
   EXPECT_EQ(ReadAll(path), bytes);
   EXPECT_EQ(ReadAll(Path(WalFileName(1))), wal);
+}
+
+// A directory written by a build of the older format: its log is not
+// continued (a binary of that version would read this build's records in
+// it), but closed behind a checkpoint of this version.
+TEST_F(DurableStoreTest, AnOlderFormatLogIsClosedBehindACheckpoint) {
+  StartOk(Options());
+  Workload();
+  const std::string before = State();
+  Crash();
+  SetHeaderVersion(Path(CheckpointFileName(1)), kFormatVersion - 1);
+  SetHeaderVersion(Path(WalFileName(1)), kFormatVersion - 1);
+  const std::string old_log = ReadAll(Path(WalFileName(1)));
+
+  TestLogCapture log;
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+  EXPECT_TRUE(Files().count(CheckpointFileName(2)));
+  EXPECT_TRUE(Files().count(WalFileName(2)));
+  EXPECT_EQ(ReadAll(Path(WalFileName(1))), old_log);
+  EXPECT_TRUE(Logged(log, spdlog::level::warn,
+                     WalFileName(1) + " is of an older format version"));
+  ApplyOk(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {70}));
+  EXPECT_EQ(ReadAll(Path(WalFileName(1))), old_log);
+  const std::string after = State();
+  Crash();
+  TestLogCapture second;
+  StartOk(Options());
+  EXPECT_EQ(State(), after);
+  EXPECT_FALSE(Logged(second, spdlog::level::warn, "older format version"));
 }
 
 TEST_F(DurableStoreTest, SecondOpenNamesTheHolder) {

@@ -93,6 +93,33 @@ std::string OpenErrorText(int err) {
   }
 }
 
+absl::Status ReplaceFileDurably(FileIo& io, const std::string& path,
+                                std::string_view bytes) {
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  auto failed = [&](const char* step, const std::string& why) {
+    ::unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat(step, ": ", why));
+  };
+  {
+    const UniqueFd fd(OpenStateFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    if (!fd.valid()) return failed("open", OpenErrorText(errno));
+    if (const int err = WriteFully(io, fd.get(), bytes); err != 0) {
+      return failed("write", ErrnoText(err));
+    }
+    while (io.Fsync(fd.get()) != 0) {
+      if (errno != EINTR) return failed("fsync", ErrnoText(errno));
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return failed("rename", ErrnoText(errno));
+  }
+  if (const int err = SyncDirectory(io, DirectoryOf(path)); err != 0) {
+    return absl::InternalError(
+        absl::StrCat("sync directory: ", ErrnoText(err)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadWholeFile(const std::string& path, std::string* out) {
   out->clear();
   const UniqueFd fd(OpenStateFile(path, O_RDONLY));

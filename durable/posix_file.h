@@ -45,6 +45,14 @@ int OpenStateFile(const std::string& path, int flags, mode_t mode = 0600);
 // explains: ELOOP and EINVAL.
 std::string OpenErrorText(int err);
 
+// Replaces the state file `path` with `bytes` so that a crash leaves the
+// old file or the new one: written to `path`.tmp (DataDir::List deletes one
+// a crash leaves), fsynced, renamed into place, and the directory fsynced.
+// On failure INTERNAL "<step>: <reason>" (step: open, write, fsync, rename
+// or sync directory), and no .tmp is left.
+absl::Status ReplaceFileDurably(FileIo& io, const std::string& path,
+                                std::string_view bytes);
+
 // Reads the whole file `path` into *out, opened with OpenStateFile.
 // NOT_FOUND when it does not exist, INTERNAL for other errors (a symbolic
 // link among them); both name the path.

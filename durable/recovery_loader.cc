@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,10 +23,11 @@
 namespace kvindexer::durable {
 namespace {
 
-// FAILED_PRECONDITION, naming `path`, when the file starts with the header of
-// a newer format version. Anything else (a short or damaged header) is left
-// to the reader that handles damage.
-absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
+// The format version in the header of `path`; FAILED_PRECONDITION, naming
+// `path`, when it is newer than this build's. 0 for a short or damaged
+// header, which is left to the reader that handles damage.
+absl::StatusOr<uint32_t> FormatVersionOf(const std::string& path,
+                                         FileKind kind) {
   const int fd = OpenStateFile(path, O_RDONLY);
   if (fd < 0) {
     return absl::InternalError(
@@ -45,7 +47,7 @@ absl::Status RefuseNewerFormat(const std::string& path, FileKind kind) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": ", decoded.status().message()));
   }
-  return absl::OkStatus();
+  return decoded.ok() ? decoded->version : 0;
 }
 
 // Renames the log file `path` (of generation `generation`) *.corrupt, after
@@ -124,14 +126,17 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
                                                     FileIo* io) {
   absl::StatusOr<DataDir::Listing> listing = dir.List();
   if (!listing.ok()) return listing.status();
+  std::map<uint64_t, uint32_t> wal_versions;
   for (uint64_t c : listing->checkpoints) {
-    absl::Status s =
-        RefuseNewerFormat(dir.CheckpointPath(c), FileKind::kCheckpoint);
-    if (!s.ok()) return s;
+    absl::StatusOr<uint32_t> version =
+        FormatVersionOf(dir.CheckpointPath(c), FileKind::kCheckpoint);
+    if (!version.ok()) return version.status();
   }
   for (uint64_t w : listing->wals) {
-    absl::Status s = RefuseNewerFormat(dir.WalPath(w), FileKind::kWal);
-    if (!s.ok()) return s;
+    absl::StatusOr<uint32_t> version =
+        FormatVersionOf(dir.WalPath(w), FileKind::kWal);
+    if (!version.ok()) return version.status();
+    wal_versions[w] = *version;
   }
 
   RecoveredDirectory out;
@@ -210,9 +215,14 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
                                  &out.report);
     if (!s.ok()) return s;
     out.report.torn_tail = true;
+    out.report.logs_set_aside = true;
   }
   out.wal_generation = expected > out.base ? expected - 1 : out.base;
   out.poison_markers = listing->poisoned;
+  const auto continued = wal_versions.find(out.wal_generation);
+  out.continued_log_older_format = continued != wal_versions.end() &&
+                                   continued->second != 0 &&
+                                   continued->second < kFormatVersion;
   return out;
 }
 

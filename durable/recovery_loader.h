@@ -44,6 +44,10 @@ struct RecoveredDirectory {
   // Generations of the wal-<g>.poisoned markers in the directory, ascending
   // (durable/wal_writer.h); the caller decides what they mean.
   std::vector<uint64_t> poison_markers;
+  // The log file to continue was written in an older format version: a
+  // binary of that version would read it, so it must not get records of
+  // this version (the caller closes it behind a checkpoint).
+  bool continued_log_older_format = false;
 };
 
 // Recovers `dir` into `indexer`, which must have applied nothing. A fresh

@@ -26,11 +26,16 @@ struct RecoveryReport {
   // lost, acknowledged ones among them (durable/wal_damage.h). Logged at
   // ERROR; the bytes are kept in the directory.
   bool log_damaged = false;
+  // Whole log files were set aside (*.corrupt) after a cut or a missing
+  // generation: their records were not replayed.
+  bool logs_set_aside = false;
   bool checkpoint_fallback = false;  // a corrupt checkpoint was set aside
   bool started_empty = false;        // no usable checkpoint: state was lost
   // The previous run's log failed (a wal-<g>.poisoned marker): it was closed
   // behind a new checkpoint, and writing goes on in a new log file.
   bool failed_log_closed = false;
+  // The indexer epoch of the previous run was kept (durable/epoch_choice.h).
+  bool epoch_kept = false;
 };
 
 }  // namespace kvindexer::durable

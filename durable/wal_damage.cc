@@ -85,32 +85,11 @@ absl::StatusOr<std::string> KeepCutBytes(const std::string& path,
   for (int n = 1; ::access(copy.c_str(), F_OK) == 0; ++n) {
     copy = absl::StrCat(base, ".", n);
   }
-  // Start-up deletes a .tmp that a crash leaves (DataDir::List).
-  const std::string tmp = absl::StrCat(copy, ".tmp");
-  auto failed = [&](const char* what, const std::string& why) {
-    ::unlink(tmp.c_str());
+  if (absl::Status s = ReplaceFileDurably(io, copy, bytes); !s.ok()) {
     return absl::InternalError(
         absl::StrCat("wal: cannot keep the ", bytes.size(), " bytes cut from ",
-                     path, " at offset ", offset, " in ", copy, ": ", what,
-                     ": ", why, "; nothing was cut"));
-  };
-  {
-    const UniqueFd fd(OpenStateFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
-    if (!fd.valid()) return failed("open", OpenErrorText(errno));
-    if (const int err = WriteFully(io, fd.get(), bytes); err != 0) {
-      return failed("write", ErrnoText(err));
-    }
-    while (io.Fsync(fd.get()) != 0) {
-      if (errno != EINTR) return failed("fsync", ErrnoText(errno));
-    }
-  }
-  if (::rename(tmp.c_str(), copy.c_str()) != 0) {
-    return failed("rename", ErrnoText(errno));
-  }
-  if (const int err = SyncDirectory(io, DirectoryOf(path)); err != 0) {
-    return absl::InternalError(
-        absl::StrCat("wal: cannot sync the directory of ", copy, ": ",
-                     ErrnoText(err), "; nothing was cut"));
+                     path, " at offset ", offset, " in ", copy, ": ",
+                     s.message(), "; nothing was cut"));
   }
   return copy;
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -42,6 +43,19 @@ inline bool Logged(const TestLogCapture& log, spdlog::level::level_enum level,
     if (line.find(part) != std::string::npos) return true;
   }
   return false;
+}
+
+// Flips one bit of the byte at `offset` of `path`.
+inline void FlipByte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.good()) << path;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+  ASSERT_TRUE(f.good()) << path;
 }
 
 // One server's memory: a backend, an Indexer over it and, once opened, the
@@ -230,12 +244,13 @@ class DurableStoreTest : public ::testing::Test {
                 .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
   }
 
-  // The files of the directory, the lock file excepted.
+  // The logs and checkpoints of the directory: its files but LOCK and
+  // INDEXER_EPOCH.
   std::set<std::string> Files() const {
     std::set<std::string> out;
     for (const auto& entry : fs::directory_iterator(dir_.path())) {
       const std::string name = entry.path().filename().string();
-      if (name != "LOCK") out.insert(name);
+      if (name != "LOCK" && name != "INDEXER_EPOCH") out.insert(name);
     }
     return out;
   }
