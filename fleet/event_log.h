@@ -35,6 +35,12 @@ struct AppendAck {
   bool duplicate = false;  // an earlier append had the same dedup id
 };
 
+// The worker id ConfigureExpectedWorkers records are filed under: the one
+// byte 0xFE (JetStream subject <prefix>.w.fe). 0xFE never occurs in UTF-8,
+// so no worker id equals it, and it does not start an encoded stream key
+// (core/stream_key.h, which start with 0xFF).
+inline constexpr std::string_view kConfigureLogKey = "\xfe";
+
 struct LoggedRecord {
   uint64_t position = 0;
   std::string worker_id;

@@ -13,7 +13,7 @@
 
 namespace kvindexer::replica {
 
-LogFollower::LogFollower(fleet::EventLog& log, IndexOperations& indexer,
+LogFollower::LogFollower(fleet::EventLog& log, Indexer& indexer,
                          LogFollowerOptions options)
     : log_(log),
       indexer_(indexer),

@@ -64,7 +64,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/doubling_throttle.h"
-#include "core/index_operations.h"
+#include "core/indexer.h"
 #include "fleet/event_log.h"
 #include "replica/event_source_config.h"
 #include "replica/log_silence.h"
@@ -118,7 +118,7 @@ class LogFollower {
   // REQUIRES: `log` and `indexer` outlive this object;
   // options.start_position >= 1, batch_records >= 1,
   // retry_initial > 0, retry_cap >= retry_initial. OWNERSHIP: not taken.
-  LogFollower(fleet::EventLog& log, IndexOperations& indexer,
+  LogFollower(fleet::EventLog& log, Indexer& indexer,
               LogFollowerOptions options);
   // Stops the thread.
   ~LogFollower();
@@ -190,7 +190,7 @@ class LogFollower {
   bool stopping() const;
 
   fleet::EventLog& log_;
-  IndexOperations& indexer_;
+  Indexer& indexer_;
   const LogFollowerOptions options_;
 
   // Only the follower's thread writes these; anyone reads them.

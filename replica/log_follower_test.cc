@@ -86,8 +86,8 @@ class LogFollowerTest : public ::testing::Test {
   }
 
   void StartFollower(LogFollowerOptions options = FastOptions()) {
-    follower_ = std::make_unique<LogFollower>(log_, indexer_.operations(),
-                                              std::move(options));
+    follower_ =
+        std::make_unique<LogFollower>(log_, indexer_, std::move(options));
     follower_->Start();
   }
   bool WaitForPosition(uint64_t position) {
@@ -439,7 +439,7 @@ class ReadinessLog {
 
 TEST_F(LogFollowerTest, NotCaughtUpBeforeTheFirstBoundsAnswer) {
   fleet::MemoryEventLog log;
-  LogFollower follower(log, indexer_.operations(), FastOptions());
+  LogFollower follower(log, indexer_, FastOptions());
   EXPECT_FALSE(follower.caught_up());
   EXPECT_EQ(follower.applied_position(), 0u);
   EXPECT_EQ(follower.lag(), 0u);
@@ -481,7 +481,7 @@ TEST_F(LogFollowerTest, CaughtUpFollowsTheLagBothWays) {
   options.on_readiness = [&](std::optional<std::string> behind) {
     readiness.Add(std::move(behind));
   };
-  LogFollower follower(log, indexer_.operations(), std::move(options));
+  LogFollower follower(log, indexer_, std::move(options));
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
   EXPECT_EQ(follower.applied_position(), 5u);

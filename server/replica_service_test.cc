@@ -371,7 +371,7 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   }
   replica::LogFollowerOptions options;
   options.read_wait = 20ms;
-  replica::LogFollower follower(log, indexer.operations(), std::move(options));
+  replica::LogFollower follower(log, indexer, std::move(options));
   metrics.SetLogFollower(&follower);
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));

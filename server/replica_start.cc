@@ -96,7 +96,7 @@ class ReplicaMode final : public ServerMode {
         wiring_.config().event_source;
     Indexer& indexer = wiring_.indexer();
     follower_ = std::make_unique<replica::LogFollower>(
-        log_, indexer.operations(),
+        log_, indexer,
         replica::LogFollowerOptions{
             .start_position = follow_from_,
             .max_lag_records = event_source.max_lag_records,
