@@ -12,6 +12,7 @@
 
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
+#include "fleet/fleet_epoch.h"
 #include "fleet/jetstream_fleet.h"
 #include "fleet/snapshot_store.h"
 #include "fmt/format.h"
@@ -212,6 +213,17 @@ int RunReplica(ServerWiring& wiring) {
       std::move(opened->snapshots);
   const std::unique_ptr<fleet::LeaseRegister> lease_register =
       std::move(opened->lease);
+  // One epoch per log (docs/fleet.md, "One epoch per log"): every replica
+  // computes the same one, before it serves.
+  if (const std::optional<fleet::LogIdentity> identity =
+          event_log->identity()) {
+    indexer.durable_state().SetIndexerEpoch(fleet::FleetEpoch(*identity));
+    spdlog::info(
+        "indexer epoch {} (stream {} subject prefix {} created {} ns after "
+        "the Unix epoch)",
+        indexer.operations().IndexerEpoch(), identity->stream,
+        identity->subject_prefix, identity->created_unix_ns);
+  }
   // The newest snapshot goes in before the address is bound; the log is
   // followed from the position after it.
   absl::StatusOr<replica::ReplicaStart> start =
