@@ -66,6 +66,7 @@
 #include "common/doubling_throttle.h"
 #include "core/indexer.h"
 #include "fleet/event_log.h"
+#include "replica/applied_outcomes.h"
 #include "replica/event_source_config.h"
 #include "replica/log_silence.h"
 
@@ -100,6 +101,10 @@ struct LogFollowerOptions {
   // partly emptied: the follower stays not ready and calls it again after
   // the retry wait. Null: gone positions are skipped. Must not call Stop.
   std::function<absl::StatusOr<std::optional<uint64_t>>()> reload;
+  // Told every position the follower passes, with the record's result when
+  // it applied one (replica/applied_outcomes.h). Null: nobody is told.
+  // REQUIRES: outlives the follower.
+  AppliedOutcomes* outcomes = nullptr;
 };
 
 // The records seen, by outcome.
