@@ -79,7 +79,7 @@ class ReplicaServer {
                  /*rejection_log=*/nullptr,
                  /*read_heartbeats=*/true, &authorizer_),
         admin_(Sources()),
-        follower_(log_, indexer_.operations(),
+        follower_(log_, indexer_,
                   replica::LogFollowerOptions{
                       .read_wait = 20ms,
                       .max_lag_records = max_lag_records,
