@@ -35,6 +35,12 @@ struct AppendAck {
   bool duplicate = false;  // an earlier append had the same dedup id
 };
 
+// The worker id ConfigureExpectedWorkers records are filed under: the one
+// byte 0xFE (JetStream subject <prefix>.w.fe). 0xFE never occurs in UTF-8,
+// so no worker id equals it, and it does not start an encoded stream key
+// (core/stream_key.h, which start with 0xFF).
+inline constexpr std::string_view kConfigureLogKey = "\xfe";
+
 struct LoggedRecord {
   uint64_t position = 0;
   std::string worker_id;
@@ -48,9 +54,23 @@ struct LogBounds {
   uint64_t last = 0;
 };
 
+// What identifies one life of a log: a log deleted and created again under
+// the same name is another log (fleet/fleet_epoch.h).
+struct LogIdentity {
+  std::string stream;
+  std::string subject_prefix;
+  // When the log was created, in nanoseconds since the Unix epoch, as its
+  // store reports it (the same value to every reader).
+  int64_t created_unix_ns = 0;
+};
+
 class EventLog {
  public:
   virtual ~EventLog() = default;
+
+  // The log's identity; nullopt for a log that has none to report (the
+  // in-memory log).
+  virtual std::optional<LogIdentity> identity() const { return std::nullopt; }
 
   // Appends `payload` under `worker_id` and waits until it is durable.
   //

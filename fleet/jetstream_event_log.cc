@@ -80,6 +80,13 @@ class JetStreamEventLog final : public EventLog {
   absl::StatusOr<LogBounds> Bounds() override;
   absl::Status TrimBefore(uint64_t position) override;
   size_t max_payload_bytes() const override { return max_payload_bytes_; }
+  // The stream's name, the subject prefix and the creation time the stream
+  // reported when it was opened.
+  std::optional<LogIdentity> identity() const override {
+    return LogIdentity{.stream = config_.stream,
+                       .subject_prefix = config_.subject_prefix,
+                       .created_unix_ns = created_unix_ns_};
+  }
 
  private:
   std::string SubjectOf(std::string_view worker_id) const {
@@ -121,6 +128,8 @@ class JetStreamEventLog final : public EventLog {
   // The replicas of the stream as it is (EnsureStream): the reader's
   // consumer gets as many, so that it outlives a node of an R=3 stream.
   int64_t stream_replicas_ = 1;
+  // The stream's creation time as it reported it (EnsureStream).
+  int64_t created_unix_ns_ = 0;
 
   // The highest position TrimBefore was called with.
   std::atomic<uint64_t> trimmed_below_{0};
@@ -166,6 +175,7 @@ absl::Status JetStreamEventLog::CheckStream(const jsStreamInfo& info) {
         "records until they are trimmed, not until they are consumed"));
   }
   stream_replicas_ = std::max<int64_t>(cfg->Replicas, 1);
+  created_unix_ns_ = info.Created;
   if (cfg->Replicas != static_cast<int64_t>(config_.replicas)) {
     spdlog::warn(
         "event log stream {} has {} replicas, not the {} of {}; keeping the "
@@ -210,6 +220,7 @@ absl::Status JetStreamEventLog::EnsureStream() {
   info.reset(raw);
   if (s == NATS_OK) {
     stream_replicas_ = std::max<int64_t>(config_.replicas, 1);
+    created_unix_ns_ = info->Created;
     spdlog::info("created event log stream {} subjects={} replicas={}",
                  config_.stream, subjects_, config_.replicas);
     return absl::OkStatus();

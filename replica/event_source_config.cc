@@ -13,6 +13,10 @@ constexpr std::string_view kMaxSilenceAccepted =
     "milliseconds in 500..86400000, for example 10000, or 0 to keep serving "
     "however long the fleet event log does not answer";
 
+constexpr std::string_view kLineAWritesAccepted =
+    "1 (a replica writes line-A writes through to the fleet event log) or 0 "
+    "(it refuses them, as every other write)";
+
 }  // namespace
 
 absl::StatusOr<EventSource> ParseEventSource(std::string_view value) {
@@ -42,6 +46,12 @@ absl::StatusOr<std::chrono::milliseconds> ParseFleetMaxSilenceMs(
   return bound;
 }
 
+absl::StatusOr<bool> ParseFleetLineAWrites(std::string_view value) {
+  if (value == "1") return true;
+  if (value == "0") return false;
+  return InvalidEnvValue(kFleetLineAWritesVar, value, kLineAWritesAccepted);
+}
+
 absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
   EventSourceConfig config;
   if (auto v = env(kEventSourceVar)) {
@@ -58,6 +68,11 @@ absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
     auto bound = ParseFleetMaxSilenceMs(*v);
     if (!bound.ok()) return bound.status();
     config.max_silence = *bound;
+  }
+  if (auto v = env(kFleetLineAWritesVar)) {
+    auto writes = ParseFleetLineAWrites(*v);
+    if (!writes.ok()) return writes.status();
+    config.line_a_writes = *writes;
   }
   auto snapshots = ParseSnapshotConfig(env);
   if (!snapshots.ok()) return snapshots.status();

@@ -5,14 +5,17 @@
 // | KV_INDEXER_EVENT_SOURCE          | grpc    | grpc or jetstream        |
 // | KV_INDEXER_FLEET_MAX_LAG_RECORDS | 10000   | integer 1..4294967295    |
 // | KV_INDEXER_FLEET_MAX_SILENCE_MS  | 10000   | 0, or 500..86400000      |
+// | KV_INDEXER_FLEET_LINE_A_WRITES   | 1       | 0 or 1                   |
 //
 // grpc: clients (the bridges) call the mutations, as in a single server.
 // jetstream: the server is a replica of the fleet event log. It applies the
-// log's records in order (replica/log_follower.h), refuses the mutation RPCs
-// (replica/replica_refusal.h), and reports NOT_SERVING while it lags the log
-// by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS, and while the log has not
-// answered it for more than KV_INDEXER_FLEET_MAX_SILENCE_MS (0: never for
-// that reason; replica/log_silence.h). The log's variables
+// log's records in order (replica/log_follower.h), writes line-A writes
+// through to the log (replica/write_through.h; 0 for
+// KV_INDEXER_FLEET_LINE_A_WRITES refuses them too), refuses the other
+// mutation RPCs (replica/replica_refusal.h), and reports NOT_SERVING while it
+// lags the log by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS, and while the log
+// has not answered it for more than KV_INDEXER_FLEET_MAX_SILENCE_MS (0: never
+// for that reason; replica/log_silence.h). The log's variables
 // (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h).
 //
 // KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS, KV_INDEXER_FLEET_SNAPSHOT_KEEP and
@@ -43,6 +46,8 @@ inline constexpr std::string_view kFleetMaxLagRecordsVar =
 
 inline constexpr std::string_view kFleetMaxSilenceMsVar =
     "KV_INDEXER_FLEET_MAX_SILENCE_MS";
+inline constexpr std::string_view kFleetLineAWritesVar =
+    "KV_INDEXER_FLEET_LINE_A_WRITES";
 
 inline constexpr uint64_t kDefaultFleetMaxLagRecords = 10000;
 inline constexpr std::chrono::milliseconds kDefaultFleetMaxSilence{10000};
@@ -64,6 +69,9 @@ struct EventSourceConfig {
   // NOT_SERVING once the log has not answered for longer than this; zero:
   // never for that reason.
   std::chrono::milliseconds max_silence = kDefaultFleetMaxSilence;
+  // Whether a replica writes line-A writes through to the log (true) or
+  // refuses them as it refuses every other write.
+  bool line_a_writes = true;
   // How to reach the log; set exactly when source is kJetStream.
   std::optional<fleet::EventLogConfig> log;
   // Snapshot writing and the lease (replica/snapshot_config.h); read, and
@@ -82,7 +90,10 @@ struct EventSourceConfig {
 // Zero, or kMinFleetMaxSilence..kMaxFleetMaxSilence in milliseconds.
 [[nodiscard]] absl::StatusOr<std::chrono::milliseconds> ParseFleetMaxSilenceMs(
     std::string_view value);
-// Reads the three variables above and, with jetstream, the log's.
+// "0" or "1".
+[[nodiscard]] absl::StatusOr<bool> ParseFleetLineAWrites(
+    std::string_view value);
+// Reads the four variables above and, with jetstream, the log's.
 [[nodiscard]] absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(
     const EnvLookup& env);
 

@@ -98,8 +98,7 @@ TEST(JetStreamFleetTest, SnapshotRoundsWriteRetainAndTrimOnARealServer) {
     const fleet::LoggedRecord record{.position = i + 1,
                                      .worker_id = entries[i].worker,
                                      .payload = entries[i].payload};
-    ASSERT_TRUE(ApplyLogRecordAfter(direct.indexer.operations(),
-                                    &direct.applied, record)
+    ASSERT_TRUE(ApplyLogRecordAfter(direct.indexer, &direct.applied, record)
                     .has_value());
   }
 

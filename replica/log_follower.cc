@@ -13,7 +13,7 @@
 
 namespace kvindexer::replica {
 
-LogFollower::LogFollower(fleet::EventLog& log, IndexOperations& indexer,
+LogFollower::LogFollower(fleet::EventLog& log, Indexer& indexer,
                          LogFollowerOptions options)
     : log_(log),
       indexer_(indexer),
@@ -231,6 +231,9 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
   }
   next_ = record.position + 1;
   applied_.store(record.position, std::memory_order_release);
+  if (options_.outcomes != nullptr) {
+    options_.outcomes->Applied(record.position, result);
+  }
 }
 
 LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
@@ -269,6 +272,7 @@ LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
   next_ = covered + 1;
   // May go back: the index is now the snapshot's, whatever it held before.
   applied_.store(covered, std::memory_order_release);
+  if (options_.outcomes != nullptr) options_.outcomes->Passed(covered);
   // Positions the snapshot does not reach are gone all the same: without
   // this a snapshot older than the gap would be reloaded again and again.
   if (next_ < position) SkipTrimmed(position);
@@ -286,6 +290,7 @@ void LogFollower::SkipTrimmed(uint64_t position) {
       next_, position - 1, position, skipped);
   next_ = position;
   applied_.store(position - 1, std::memory_order_release);
+  if (options_.outcomes != nullptr) options_.outcomes->Passed(position - 1);
 }
 
 void LogFollower::Heard(MonotonicClock::TimePoint now) {

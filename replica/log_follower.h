@@ -64,8 +64,9 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/doubling_throttle.h"
-#include "core/index_operations.h"
+#include "core/indexer.h"
 #include "fleet/event_log.h"
+#include "replica/applied_outcomes.h"
 #include "replica/event_source_config.h"
 #include "replica/log_silence.h"
 
@@ -100,6 +101,10 @@ struct LogFollowerOptions {
   // partly emptied: the follower stays not ready and calls it again after
   // the retry wait. Null: gone positions are skipped. Must not call Stop.
   std::function<absl::StatusOr<std::optional<uint64_t>>()> reload;
+  // Told every position the follower passes, with the record's result when
+  // it applied one (replica/applied_outcomes.h). Null: nobody is told.
+  // REQUIRES: outlives the follower.
+  AppliedOutcomes* outcomes = nullptr;
 };
 
 // The records seen, by outcome.
@@ -118,7 +123,7 @@ class LogFollower {
   // REQUIRES: `log` and `indexer` outlive this object;
   // options.start_position >= 1, batch_records >= 1,
   // retry_initial > 0, retry_cap >= retry_initial. OWNERSHIP: not taken.
-  LogFollower(fleet::EventLog& log, IndexOperations& indexer,
+  LogFollower(fleet::EventLog& log, Indexer& indexer,
               LogFollowerOptions options);
   // Stops the thread.
   ~LogFollower();
@@ -190,7 +195,7 @@ class LogFollower {
   bool stopping() const;
 
   fleet::EventLog& log_;
-  IndexOperations& indexer_;
+  Indexer& indexer_;
   const LogFollowerOptions options_;
 
   // Only the follower's thread writes these; anyone reads them.

@@ -98,8 +98,8 @@ class LogFollowerSilenceTest : public ::testing::Test {
   }
   void Follow(fleet::EventLog& log,
               std::chrono::milliseconds max_silence = kMaxSilence) {
-    follower_ = std::make_unique<LogFollower>(log, indexer_.operations(),
-                                              Options(max_silence));
+    follower_ =
+        std::make_unique<LogFollower>(log, indexer_, Options(max_silence));
     follower_->Start();
   }
   void Append(fleet::EventLog& log, int64_t hash) {
@@ -263,8 +263,7 @@ TEST_F(LogFollowerSilenceTest, ALogThatAnswersWithoutRecordsIsNoSilence) {
 TEST_F(LogFollowerSilenceTest, TheSilenceCountsFromStart) {
   fleet::MemoryEventLog& log = memory_log_;
   log.SetUnavailable(true);
-  follower_ = std::make_unique<LogFollower>(log, indexer_.operations(),
-                                            Options(1000ms));
+  follower_ = std::make_unique<LogFollower>(log, indexer_, Options(1000ms));
   clock_.Advance(1h);
   follower_->Start();
   ASSERT_TRUE(

@@ -86,8 +86,8 @@ class LogFollowerTest : public ::testing::Test {
   }
 
   void StartFollower(LogFollowerOptions options = FastOptions()) {
-    follower_ = std::make_unique<LogFollower>(log_, indexer_.operations(),
-                                              std::move(options));
+    follower_ =
+        std::make_unique<LogFollower>(log_, indexer_, std::move(options));
     follower_->Start();
   }
   bool WaitForPosition(uint64_t position) {
@@ -271,6 +271,27 @@ TEST_F(LogFollowerTest, TrimmedRecordsAreCountedAndSkipped) {
   EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
 }
 
+TEST_F(LogFollowerTest, TellsItsOutcomesWhatItAppliedAndWhatItSkipped) {
+  for (int64_t i = 1; i <= 4; ++i) {
+    Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));
+  }
+  ASSERT_TRUE(log_.TrimBefore(3).ok());
+  AppliedOutcomes outcomes;
+  const AppliedOutcomes::Watch watch(outcomes);
+  LogFollowerOptions options = FastOptions();
+  options.outcomes = &outcomes;
+  StartFollower(std::move(options));
+  absl::StatusOr<RecordResult> applied = outcomes.WaitFor(4, 10s);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->outcome, RecordOutcome::kApplied);
+  ::kv_indexer::v1::ApplyExternalKvBatchResponse response;
+  EXPECT_TRUE(response.ParseFromString(applied->response));
+  // Trimmed positions are passed without a result.
+  EXPECT_EQ(outcomes.WaitFor(2, 10s).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(outcomes.passed(), 4u);
+}
+
 TEST_F(LogFollowerTest, AWhollyTrimmedLogIsSkippedFromItsBounds) {
   for (int64_t i = 1; i <= 5; ++i) {
     Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));
@@ -439,7 +460,7 @@ class ReadinessLog {
 
 TEST_F(LogFollowerTest, NotCaughtUpBeforeTheFirstBoundsAnswer) {
   fleet::MemoryEventLog log;
-  LogFollower follower(log, indexer_.operations(), FastOptions());
+  LogFollower follower(log, indexer_, FastOptions());
   EXPECT_FALSE(follower.caught_up());
   EXPECT_EQ(follower.applied_position(), 0u);
   EXPECT_EQ(follower.lag(), 0u);
@@ -481,7 +502,7 @@ TEST_F(LogFollowerTest, CaughtUpFollowsTheLagBothWays) {
   options.on_readiness = [&](std::optional<std::string> behind) {
     readiness.Add(std::move(behind));
   };
-  LogFollower follower(log, indexer_.operations(), std::move(options));
+  LogFollower follower(log, indexer_, std::move(options));
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
   EXPECT_EQ(follower.applied_position(), 5u);

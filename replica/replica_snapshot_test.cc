@@ -129,8 +129,8 @@ TEST_F(ReplicaSnapshotTest, SnapshotThenTheLogAfterItEqualsTheWholeLog) {
   LogFollowerOptions options;
   options.start_position = start->follow_from;
   options.read_wait = 20ms;
-  replica.follower = std::make_unique<LogFollower>(
-      log_, replica.indexer.operations(), options);
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 4; }));
@@ -151,8 +151,8 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   Replica replica;
   LogFollowerOptions options;
   options.read_wait = 20ms;
-  replica.follower = std::make_unique<LogFollower>(
-      log_, replica.indexer.operations(), options);
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 2; }));
@@ -179,8 +179,8 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
     if (!loaded->has_value()) return std::nullopt;
     return (*loaded)->position();
   };
-  replica.follower = std::make_unique<LogFollower>(
-      log_, replica.indexer.operations(), options);
+  replica.follower =
+      std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
   ASSERT_TRUE(
       WaitUntil([&] { return replica.follower->applied_position() >= 5; }));

@@ -50,7 +50,7 @@ absl::Status SnapshotImage::LoadChunk(const state::v1::CheckpointChunk& chunk) {
 
 std::optional<RecordResult> SnapshotImage::Apply(
     const fleet::LoggedRecord& record) {
-  return ApplyLogRecordAfter(state_->indexer.operations(), &position_, record);
+  return ApplyLogRecordAfter(state_->indexer, &position_, record);
 }
 
 absl::Status SnapshotImage::Export(

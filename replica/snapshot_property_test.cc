@@ -80,8 +80,8 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
     for (const Entry& entry : entries) Append(log, entry);
     Replica direct;
     for (uint64_t p = 1; p <= n; ++p) {
-      const std::optional<RecordResult> result = ApplyLogRecordAfter(
-          direct.indexer.operations(), &direct.applied, At(log, p));
+      const std::optional<RecordResult> result =
+          ApplyLogRecordAfter(direct.indexer, &direct.applied, At(log, p));
       ASSERT_TRUE(result.has_value());
       ++outcomes[result->outcome];
     }
@@ -104,8 +104,7 @@ TEST(SnapshotProperty, SnapshotPlusLogEqualsTheWholeLog) {
     ASSERT_EQ(restored.applied, k);
     uint64_t skipped = 0;
     for (uint64_t p = j + 1; p <= n; ++p) {
-      if (!ApplyLogRecordAfter(restored.indexer.operations(), &restored.applied,
-                               At(log, p))
+      if (!ApplyLogRecordAfter(restored.indexer, &restored.applied, At(log, p))
                .has_value()) {
         ++skipped;
       }

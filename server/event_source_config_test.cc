@@ -123,6 +123,24 @@ TEST(EventSourceConfigTest, MaxSilenceIsZeroOrHalfASecondToADay) {
                     HasSubstr("or 0 to keep serving")));
 }
 
+TEST(EventSourceConfigTest, LineAWritesAreOnUnlessTurnedOff) {
+  const auto config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->event_source.line_a_writes);
+  const auto off = Load({{"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+                         {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+                         {"KV_INDEXER_FLEET_LINE_A_WRITES", "0"}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->event_source.line_a_writes);
+  for (const char* bad : {"", "true", "yes", "2", " 1", "01"}) {
+    SCOPED_TRACE(bad);
+    ExpectError({{"KV_INDEXER_FLEET_LINE_A_WRITES", bad}},
+                "KV_INDEXER_FLEET_LINE_A_WRITES");
+  }
+  EXPECT_THAT(replica::ParseFleetLineAWrites("on").status().message(),
+              AllOf(HasSubstr("\"on\""), HasSubstr("1 (a replica writes")));
+}
+
 TEST(EventSourceConfigTest, JetStreamNeedsAValidLogConfiguration) {
   ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"}},
               "KV_INDEXER_NATS_URL");

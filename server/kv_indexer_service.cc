@@ -303,7 +303,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
   if (read_heartbeats_) heartbeat = HeartbeatOf(*context);
   return ServeMutationOn<v1::ApplyExternalKvBatchRequest,
                          v1::ApplyExternalKvBatchResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/ApplyExternalKvBatch",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kApplyExternalKvBatch),
@@ -313,7 +313,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
        fidelity = FidelityOf(*context)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return operations_->Apply(
+        return writes_->Apply(
             req, resp,
             {.peer = peer, .heartbeat = heartbeat, .fidelity = fidelity});
       });
@@ -324,7 +324,7 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ReplaceExternalKvSnapshotRequest,
                          v1::ReplaceExternalKvSnapshotResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/ReplaceExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kReplaceExternalKvSnapshot),
@@ -332,8 +332,8 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
       [this, peer = context->peer(), fidelity = FidelityOf(*context)](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return operations_->Replace(req, resp,
-                                    {.peer = peer, .fidelity = fidelity});
+        return writes_->Replace(req, resp,
+                                {.peer = peer, .fidelity = fidelity});
       });
 }
 
@@ -342,14 +342,14 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::ConfigureExpectedWorkersRequest,
                          v1::ConfigureExpectedWorkersResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/ConfigureExpectedWorkers",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kConfigureExpectedWorkers),
       context, request, response,
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
-        return operations_->Configure(req, resp);
+        return writes_->Configure(req, resp);
       });
 }
 
@@ -358,13 +358,13 @@ grpc::ServerUnaryReactor* KvIndexerService::InvalidateWorker(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::InvalidateWorkerRequest,
                          v1::InvalidateWorkerResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/InvalidateWorker",
       StartRecord(rpc_metrics_, shedder_.clock(), RpcMethod::kInvalidateWorker),
       context, request, response,
       [this](const v1::InvalidateWorkerRequest& req,
              v1::InvalidateWorkerResponse* resp) {
-        return operations_->Invalidate(req, resp);
+        return writes_->Invalidate(req, resp);
       });
 }
 
@@ -373,14 +373,14 @@ grpc::ServerUnaryReactor* KvIndexerService::BeginExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::BeginExternalKvSnapshotRequest,
                          v1::BeginExternalKvSnapshotResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/BeginExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kBeginExternalKvSnapshot),
       context, request, response,
       [this](const v1::BeginExternalKvSnapshotRequest& req,
              v1::BeginExternalKvSnapshotResponse* resp) {
-        return operations_->Begin(req, resp);
+        return writes_->Begin(req, resp);
       });
 }
 
@@ -389,14 +389,14 @@ grpc::ServerUnaryReactor* KvIndexerService::AppendExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::AppendExternalKvSnapshotRequest,
                          v1::AppendExternalKvSnapshotResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/AppendExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kAppendExternalKvSnapshot),
       context, request, response,
       [this](const v1::AppendExternalKvSnapshotRequest& req,
              v1::AppendExternalKvSnapshotResponse* resp) {
-        return operations_->Append(req, resp);
+        return writes_->Append(req, resp);
       });
 }
 
@@ -405,14 +405,14 @@ grpc::ServerUnaryReactor* KvIndexerService::CommitExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::CommitExternalKvSnapshotRequest,
                          v1::CommitExternalKvSnapshotResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/CommitExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kCommitExternalKvSnapshot),
       context, request, response,
       [this](const v1::CommitExternalKvSnapshotRequest& req,
              v1::CommitExternalKvSnapshotResponse* resp) {
-        return operations_->Commit(req, resp);
+        return writes_->Commit(req, resp);
       });
 }
 
@@ -421,14 +421,14 @@ grpc::ServerUnaryReactor* KvIndexerService::AbortExternalKvSnapshot(
     grpc::ByteBuffer* response) {
   return ServeMutationOn<v1::AbortExternalKvSnapshotRequest,
                          v1::AbortExternalKvSnapshotResponse>(
-      applies_, acks_, ack_queue_full_, write_authorizer_, replica_,
+      applies_, acks_, ack_queue_full_, write_authorizer_, RefusesWrites(),
       "/kv_indexer.v1.KVIndexer/AbortExternalKvSnapshot",
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kAbortExternalKvSnapshot),
       context, request, response,
       [this](const v1::AbortExternalKvSnapshotRequest& req,
              v1::AbortExternalKvSnapshotResponse* resp) {
-        return operations_->Abort(req, resp);
+        return writes_->Abort(req, resp);
       });
 }
 

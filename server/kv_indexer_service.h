@@ -234,6 +234,12 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // called before the service is registered with a server.
   void FollowLog() { replica_ = true; }
   bool follows_log() const { return replica_; }
+  // A replica that writes line-A writes through to the log
+  // (replica/write_through.h): from now on the mutations are served by
+  // `writes`, which refuses what it does not write through, instead of
+  // being refused here. REQUIRES: FollowLog was called; called before the
+  // service is registered with a server; `writes` outlives the service.
+  void WriteThroughLog(IndexOperations* writes) { writes_ = writes; }
   // Mutations waiting for the apply thread.
   size_t apply_queue_depth() const { return applies_.depth(); }
   // Answers waiting for the log's sync.
@@ -274,6 +280,10 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   IndexOperations* operations_;
   const bool read_heartbeats_;
   bool replica_ = false;
+  // What serves the mutations: operations_, or a replica's write-through.
+  IndexOperations* writes_ = operations_;
+  // A replica without a write-through refuses every mutation.
+  bool RefusesWrites() const { return replica_ && writes_ == operations_; }
   // Null when mutations are open.
   const WriteAuthorizer* write_authorizer_;
   PrefixAdmission admission_;

@@ -79,7 +79,7 @@ class ReplicaServer {
                  /*rejection_log=*/nullptr,
                  /*read_heartbeats=*/true, &authorizer_),
         admin_(Sources()),
-        follower_(log_, indexer_.operations(),
+        follower_(log_, indexer_,
                   replica::LogFollowerOptions{
                       .read_wait = 20ms,
                       .max_lag_records = max_lag_records,
@@ -371,7 +371,7 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   }
   replica::LogFollowerOptions options;
   options.read_wait = 20ms;
-  replica::LogFollower follower(log, indexer.operations(), std::move(options));
+  replica::LogFollower follower(log, indexer, std::move(options));
   metrics.SetLogFollower(&follower);
   follower.Start();
   ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));

@@ -12,14 +12,18 @@
 
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
+#include "fleet/fleet_epoch.h"
 #include "fleet/jetstream_fleet.h"
 #include "fleet/snapshot_store.h"
 #include "fmt/format.h"
+#include "replica/applied_outcomes.h"
+#include "replica/commit_capture_log.h"
 #include "replica/event_source_config.h"
 #include "replica/log_follower.h"
 #include "replica/replica_liveness.h"
 #include "replica/replica_snapshot.h"
 #include "replica/snapshot_scheduler.h"
+#include "replica/write_through.h"
 #include "server/server_mode.h"
 #include "server/server_runner.h"
 #include "spdlog/spdlog.h"
@@ -76,14 +80,19 @@ class ReplicaMode final : public ServerMode {
  public:
   // REQUIRES: `wiring`, `log` and, when set, `snapshots` and `lease`
   // outlive the mode.
+  // `outcomes` (null: none) is told what the follower applies, for the
+  // write-through; `name` is this replica's among the fleet's.
   ReplicaMode(ServerWiring& wiring, fleet::EventLog& log,
               fleet::SnapshotStore* snapshots, fleet::LeaseRegister* lease,
-              uint64_t follow_from)
+              uint64_t follow_from, replica::AppliedOutcomes* outcomes,
+              std::string name)
       : wiring_(wiring),
         log_(log),
         snapshots_(snapshots),
         lease_(lease),
-        follow_from_(follow_from) {}
+        follow_from_(follow_from),
+        outcomes_(outcomes),
+        name_(std::move(name)) {}
   // The metrics stop reading the follower before it goes.
   ~ReplicaMode() override {
     if (ServerMetrics* metrics = wiring_.metrics()) {
@@ -96,7 +105,7 @@ class ReplicaMode final : public ServerMode {
         wiring_.config().event_source;
     Indexer& indexer = wiring_.indexer();
     follower_ = std::make_unique<replica::LogFollower>(
-        log_, indexer.operations(),
+        log_, indexer,
         replica::LogFollowerOptions{
             .start_position = follow_from_,
             .max_lag_records = event_source.max_lag_records,
@@ -106,6 +115,7 @@ class ReplicaMode final : public ServerMode {
                   health.LogFollowing(std::move(behind));
                 },
             .reload = SnapshotReload(snapshots_, indexer, wiring_.metrics()),
+            .outcomes = outcomes_,
         });
     health.LogFollowing(follower_->NotReadyReason());
     if (ServerMetrics* metrics = wiring_.metrics()) {
@@ -124,7 +134,7 @@ class ReplicaMode final : public ServerMode {
       return;
     }
     replica::SnapshotRoundOptions round;
-    round.writer = ReplicaName();
+    round.writer = name_;
     round.limits = wiring_.config().limits;
     spdlog::info(
         "fleet snapshots: replica {} competes for the lease; interval_ms={} "
@@ -178,6 +188,8 @@ class ReplicaMode final : public ServerMode {
   fleet::SnapshotStore* const snapshots_;
   fleet::LeaseRegister* const lease_;
   const uint64_t follow_from_;
+  replica::AppliedOutcomes* const outcomes_;
+  const std::string name_;
   // Set by Attach; reads log_ and goes before it.
   std::unique_ptr<replica::LogFollower> follower_;
   // Set by Start when snapshots are written.
@@ -194,7 +206,7 @@ int RunReplica(ServerWiring& wiring) {
   // LoadServerConfig refuses a data directory with jetstream.
   spdlog::info(
       "{}=jetstream: a replica of the fleet event log stream={} urls={} "
-      "max_lag_records={}; the mutation RPCs are refused",
+      "max_lag_records={}; seed-era writes are refused",
       replica::kEventSourceVar, event_source.log->stream,
       fleet::RedactedNatsUrls(event_source.log->nats.urls),
       event_source.max_lag_records);
@@ -212,6 +224,17 @@ int RunReplica(ServerWiring& wiring) {
       std::move(opened->snapshots);
   const std::unique_ptr<fleet::LeaseRegister> lease_register =
       std::move(opened->lease);
+  // One epoch per log (docs/fleet.md, "One epoch per log"): every replica
+  // computes the same one, before it serves.
+  if (const std::optional<fleet::LogIdentity> identity =
+          event_log->identity()) {
+    indexer.durable_state().SetIndexerEpoch(fleet::FleetEpoch(*identity));
+    spdlog::info(
+        "indexer epoch {} (stream {} subject prefix {} created {} ns after "
+        "the Unix epoch)",
+        indexer.operations().IndexerEpoch(), identity->stream,
+        identity->subject_prefix, identity->created_unix_ns);
+  }
   // The newest snapshot goes in before the address is bound; the log is
   // followed from the position after it.
   absl::StatusOr<replica::ReplicaStart> start =
@@ -239,9 +262,37 @@ int RunReplica(ServerWiring& wiring) {
   } else {
     spdlog::info("no fleet snapshot yet: following the log from its start");
   }
+  const std::string name = ReplicaName();
+  // Line-A writes through the log (docs/fleet.md, "Writes through a
+  // replica"): the Indexer's staged commits are captured for the log, and
+  // the follower tells the write-through what it applied.
+  replica::CommitCaptureLog capture_log;
+  replica::AppliedOutcomes outcomes;
+  std::optional<replica::WriteThrough> write_through;
+  if (event_source.line_a_writes) {
+    indexer.durable_state().AttachLog(&capture_log);
+    write_through.emplace(indexer, *event_log, outcomes,
+                          replica::WriteThroughOptions{
+                              .producer = name,
+                              .limits = wiring.config().limits,
+                          });
+    wiring.WriteThroughLog(&*write_through);
+    spdlog::info(
+        "line-A writes and staged snapshot commits are written through to "
+        "the fleet event log as {}; other writes are refused ({}=1)",
+        name, replica::kFleetLineAWritesVar);
+  } else {
+    spdlog::info("every write is refused, line-A writes included ({}=0)",
+                 replica::kFleetLineAWritesVar);
+  }
   ReplicaMode mode(wiring, *event_log, snapshot_store.get(),
-                   lease_register.get(), start->follow_from);
-  return wiring.Serve(wiring.MakeAdminSources(), mode);
+                   lease_register.get(), start->follow_from,
+                   event_source.line_a_writes ? &outcomes : nullptr, name);
+  const int exit_code = wiring.Serve(wiring.MakeAdminSources(), mode);
+  // The capture log goes with this scope; the Indexer takes no mutation
+  // after this.
+  if (event_source.line_a_writes) indexer.durable_state().AttachLog(nullptr);
+  return exit_code;
 }
 
 }  // namespace kvindexer

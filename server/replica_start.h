@@ -2,7 +2,8 @@
 // (KV_INDEXER_EVENT_SOURCE=jetstream; docs/fleet.md, "Replicas follow the
 // log"): it opens the log on NATS JetStream, loads the newest fleet
 // snapshot before the listen address is bound, then follows the log from
-// the position after it, answers reads, refuses the mutation RPCs, and
+// the position after it, answers reads, writes line-A writes through to the
+// log (replica/write_through.h) and refuses the other mutation RPCs, and
 // competes with the other replicas for the lease that lets one write the
 // next snapshot.
 #ifndef KVINDEXER_SERVER_REPLICA_START_H_

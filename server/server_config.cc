@@ -313,6 +313,9 @@ std::string UsageText(std::string_view program) {
        std::to_string(replica::kDefaultFleetMaxSilence.count()),
        "ms a replica may go without an answer from the log before it "
        "reports NOT_SERVING (500..86400000), 0: never"},
+      {replica::kFleetLineAWritesVar, "1",
+       "1: a replica writes line-A writes (and staged snapshot commits) "
+       "through to the fleet event log; 0: it refuses them"},
       {replica::kSnapshotIntervalVar, "60000",
        "ms between a replica's fleet snapshots (1000..86400000), 0: this "
        "replica writes none"},

@@ -73,6 +73,11 @@ class ServerWiring {
   Indexer& indexer() { return indexer_; }
   // Null without KV_INDEXER_METRICS_ADDR.
   ServerMetrics* metrics() { return metrics_.get(); }
+  // A replica's line-A writes go to `writes` (KvIndexerService::
+  // WriteThroughLog). REQUIRES: before Serve; `writes` outlives Serve.
+  void WriteThroughLog(IndexOperations* writes) {
+    service_.WriteThroughLog(writes);
+  }
 
   // What the admin service reads (docs/admin-api.md), but for the mode's
   // part: a data directory's store.

@@ -115,7 +115,7 @@ TEST(LogApplierEngine, AGatedStreamReachesAReplicaThroughTheLog) {
   const std::vector<fleet::LoggedRecord> records = rig.Records();
   for (const fleet::LoggedRecord& record : records) {
     const replica::RecordResult result =
-        replica::ApplyLogRecord(replica_indexer.operations(), record);
+        replica::ApplyLogRecord(replica_indexer, record);
     EXPECT_EQ(result.outcome, replica::RecordOutcome::kApplied)
         << "record " << record.position << ": " << result.status;
   }

@@ -394,7 +394,7 @@ TEST(LogApplierReplica, RecordsGiveTheSameIndexAsDirectCalls) {
   Indexer replica_indexer(&replica_backend);
   for (const fleet::LoggedRecord& record : AllRecords(log)) {
     const replica::RecordResult result =
-        replica::ApplyLogRecord(replica_indexer.operations(), record);
+        replica::ApplyLogRecord(replica_indexer, record);
     EXPECT_EQ(result.outcome, replica::RecordOutcome::kApplied)
         << result.status;
   }

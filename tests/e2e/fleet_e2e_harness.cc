@@ -287,6 +287,15 @@ std::optional<std::string> FleetReplica::StatsHealth() {
   return stats.health();
 }
 
+std::optional<admin::GetStatsResponse> FleetReplica::Stats() {
+  admin::GetStatsResponse stats;
+  if (!admin_->GetStats(Context().get(), admin::GetStatsRequest{}, &stats)
+           .ok()) {
+    return std::nullopt;
+  }
+  return stats;
+}
+
 std::optional<std::set<int64_t>> FleetReplica::Held(
     const std::string& worker_id, const std::vector<int64_t>& universe) {
   const std::optional<Placements> placements =

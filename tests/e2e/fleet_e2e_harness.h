@@ -110,6 +110,10 @@ class FleetReplica {
   // when a query fails. Queried in chunks of at most 16384 hashes.
   std::optional<std::set<int64_t>> Held(const std::string& worker_id,
                                         const std::vector<int64_t>& universe);
+  // admin GetStats; nullopt when the call fails.
+  std::optional<::kvindexer::admin::v1::GetStatsResponse> Stats();
+  // The KVIndexer service of this replica, for calls a test makes itself.
+  ::kv_indexer::v1::KVIndexer::Stub& stub() { return *stub_; }
   // admin ListWorkers; nullopt when the call fails.
   std::optional<::kvindexer::admin::v1::ListWorkersResponse> ListWorkers();
   // The digest of what the replica holds among `universe`; nullopt when a

@@ -1,0 +1,292 @@
+// Line-A writes through a replica (replica/write_through.h): appended to the
+// log, answered with the outcome the replica's own reader produced at that
+// position, installed on every replica of the log alike; other writes
+// refused; staged commits captured instead of installed out of log order.
+#include "replica/write_through.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/stream_key.h"
+#include "fleet/memory_event_log.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "replica/applied_outcomes.h"
+#include "replica/commit_capture_log.h"
+#include "replica/log_follower.h"
+#include "replica/record_applier.h"
+#include "tests/support/model_backend.h"
+#include "tests/support/requests.h"
+#include "tests/support/server_process.h"
+
+namespace kvindexer::replica {
+// Named, not anonymous: the unity build joins test files.
+namespace write_through_test {
+
+using namespace std::chrono_literals;
+using test_support::ModelBackend;
+using test_support::WaitUntil;
+using ::testing::HasSubstr;
+namespace v1 = ::kv_indexer::v1;
+
+const StreamKey kStream{"ns", "w", 1};
+constexpr uint32_t kPageSize = 16;
+
+v1::ConfigureExpectedWorkersRequest ConfigureStream() {
+  v1::ConfigureExpectedWorkersRequest req;
+  v1::ExpectedWorker* w = req.add_workers();
+  SetStreamId(kStream, w->mutable_stream_id());
+  w->set_worker_address("10.0.0.1:9000");
+  w->set_page_size(kPageSize);
+  return req;
+}
+
+std::vector<int64_t> Held(IndexOperations& ops,
+                          const std::vector<int64_t>& probe) {
+  v1::MatchExternalKvResponse resp;
+  EXPECT_TRUE(ops.Match(test_support::MatchRequest(probe), &resp).ok());
+  std::vector<int64_t> out;
+  for (const v1::ExternalKvNodeMatch& m : resp.matches()) {
+    for (const v1::TierHashes& t : m.hashes_by_tier()) {
+      out.insert(out.end(), t.hashes().begin(), t.hashes().end());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One replica: an Indexer with the capture log, its follower reporting to
+// its outcomes, and the write-through over them.
+struct Replica {
+  explicit Replica(fleet::EventLog& log,
+                   std::chrono::milliseconds timeout = 10s, bool start = true)
+      : follower(log, indexer, Options(&outcomes)),
+        writes(indexer, log, outcomes,
+               WriteThroughOptions{.producer = "replica-a",
+                                   .limits = RequestLimits{},
+                                   .timeout = timeout}) {
+    indexer.durable_state().AttachLog(&capture);
+    if (start) follower.Start();
+  }
+  ~Replica() { follower.Stop(); }
+
+  static LogFollowerOptions Options(AppliedOutcomes* outcomes) {
+    LogFollowerOptions options;
+    options.read_wait = 20ms;
+    options.retry_initial = 1ms;
+    options.retry_cap = 10ms;
+    options.outcomes = outcomes;
+    return options;
+  }
+
+  ModelBackend backend;
+  Indexer indexer{&backend};
+  CommitCaptureLog capture;
+  AppliedOutcomes outcomes;
+  LogFollower follower;
+  WriteThrough writes;
+};
+
+class WriteThroughTest : public ::testing::Test {
+ protected:
+  // Another replica of the same log: applies every record up to the end.
+  void Follow(Indexer& other) {
+    absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
+    ASSERT_TRUE(bounds.ok());
+    absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
+        log_.Read(1, 1000, 0ms);
+    ASSERT_TRUE(records.ok());
+    for (const fleet::LoggedRecord& r : *records) {
+      (void)ApplyLogRecord(other, r);
+    }
+  }
+
+  absl::StatusOr<std::string> Begin(IndexOperations& ops, uint64_t expected) {
+    v1::BeginExternalKvSnapshotRequest begin;
+    SetStreamId(kStream, begin.mutable_stream_id());
+    begin.set_worker_address("10.0.0.2:9000");
+    begin.set_worker_epoch("e1");
+    begin.set_applied_seq(42);
+    begin.mutable_metadata()->set_worker_generation("g1");
+    begin.mutable_metadata()->set_page_size(kPageSize);
+    begin.set_expected_placements(expected);
+    v1::BeginExternalKvSnapshotResponse resp;
+    if (absl::Status s = ops.Begin(begin, &resp).Wait(); !s.ok()) return s;
+    return resp.transaction_id();
+  }
+  absl::Status Stage(IndexOperations& ops, const std::string& tx,
+                     const std::vector<int64_t>& hashes) {
+    v1::AppendExternalKvSnapshotRequest append;
+    append.set_transaction_id(tx);
+    for (int64_t h : hashes) {
+      v1::ExternalKvSnapshotPlacement* p = append.add_placements();
+      p->set_block_hash(h);
+      p->set_tier(v1::TierType(kTierHbm));
+      p->set_component_mask(1);
+      p->set_block_size(kPageSize);
+    }
+    v1::AppendExternalKvSnapshotResponse resp;
+    return ops.Append(append, &resp).Wait();
+  }
+  absl::StatusOr<uint64_t> Commit(IndexOperations& ops, const std::string& tx) {
+    v1::CommitExternalKvSnapshotRequest req;
+    req.set_transaction_id(tx);
+    v1::CommitExternalKvSnapshotResponse resp;
+    if (absl::Status s = ops.Commit(req, &resp).Wait(); !s.ok()) return s;
+    return resp.applied_seq();
+  }
+
+  fleet::MemoryEventLog log_;
+};
+
+TEST_F(WriteThroughTest, ConfigureAndInvalidateGoThroughTheLog) {
+  Replica replica(log_);
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  EXPECT_EQ(configured.total_workers(), 1u);
+  EXPECT_EQ(configured.indexer_epoch(), replica.writes.IndexerEpoch());
+  // Filed where every replica looks for configurations.
+  absl::StatusOr<uint64_t> last = log_.LastPositionOf(fleet::kConfigureLogKey);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, 1u);
+
+  v1::InvalidateWorkerRequest invalidate;
+  SetStreamId(kStream, invalidate.mutable_stream_id());
+  v1::InvalidateWorkerResponse invalidated;
+  ASSERT_TRUE(replica.writes.Invalidate(invalidate, &invalidated).Wait().ok());
+  EXPECT_EQ(invalidated.total_workers(), 1u);
+
+  // A refusal is the Indexer's, at the record's position.
+  v1::InvalidateWorkerRequest unknown;
+  SetStreamId(StreamKey{"ns", "nobody", 0}, unknown.mutable_stream_id());
+  const absl::Status refused =
+      replica.writes.Invalidate(unknown, &invalidated).Wait();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kNotFound);
+
+  // Another replica of the log holds the same stream.
+  ModelBackend other_backend;
+  Indexer other{&other_backend};
+  Follow(other);
+  const std::optional<WorkerRecord> record =
+      other.operator_view().WorkerState(EncodeStreamKey(kStream));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_TRUE(record->configured);
+}
+
+TEST_F(WriteThroughTest, SeedEraWritesAreRefusedAndNotLogged) {
+  Replica replica(log_);
+  v1::ApplyExternalKvBatchResponse applied;
+  const absl::Status apply =
+      replica.writes
+          .Apply(test_support::Batch("w1", "a:1").Report(kTierHbm, {7}),
+                 &applied, {})
+          .Wait();
+  EXPECT_EQ(apply.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(apply.message(), HasSubstr("KV_INDEXER_EVENT_SOURCE"));
+  v1::ConfigureExpectedWorkersRequest seed_era;
+  seed_era.add_workers()->set_worker_id("w1");
+  v1::ConfigureExpectedWorkersResponse configured;
+  EXPECT_EQ(replica.writes.Configure(seed_era, &configured).Wait().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // An invalid line-A request is refused before the log.
+  v1::InvalidateWorkerRequest blank;
+  v1::InvalidateWorkerResponse invalidated;
+  EXPECT_EQ(replica.writes.Invalidate(blank, &invalidated).Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
+  ASSERT_TRUE(bounds.ok());
+  EXPECT_EQ(bounds->last, 0u);
+}
+
+TEST_F(WriteThroughTest, ACommitInstallsFromTheLogOnEveryReplica) {
+  Replica replica(log_);
+  IndexOperations& ops = replica.writes;
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(ops.Configure(ConfigureStream(), &configured).Wait().ok());
+  absl::StatusOr<std::string> tx = Begin(ops, 3);
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(Stage(ops, *tx, {7, 8, 9}).ok());
+  absl::StatusOr<uint64_t> committed = Commit(ops, *tx);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  EXPECT_EQ(*committed, 42u);
+  EXPECT_EQ(Held(ops, {7, 8, 9}), (std::vector<int64_t>{7, 8, 9}));
+  // A repeated Commit answers the same, and appends nothing.
+  const uint64_t end = log_.Bounds()->last;
+  absl::StatusOr<uint64_t> again = Commit(ops, *tx);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 42u);
+  EXPECT_EQ(log_.Bounds()->last, end);
+
+  ModelBackend other_backend;
+  Indexer other{&other_backend};
+  Follow(other);
+  EXPECT_EQ(Held(other.operations(), {7, 8, 9}),
+            (std::vector<int64_t>{7, 8, 9}));
+  EXPECT_EQ(other.operator_view()
+                .WorkerState(EncodeStreamKey(kStream))
+                ->checkpoint->seq,
+            42u);
+}
+
+TEST_F(WriteThroughTest, ACommitTooLargeForOneRecordIsRefused) {
+  fleet::MemoryEventLog small(/*max_payload_bytes=*/256);
+  Replica replica(small);
+  IndexOperations& ops = replica.writes;
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(ops.Configure(ConfigureStream(), &configured).Wait().ok());
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 100; ++h) hashes.push_back(h * 1000003);
+  absl::StatusOr<std::string> tx = Begin(ops, hashes.size());
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(Stage(ops, *tx, hashes).ok());
+  absl::StatusOr<uint64_t> committed = Commit(ops, *tx);
+  EXPECT_EQ(committed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(committed.status().message(), HasSubstr("too large"));
+  EXPECT_TRUE(Held(ops, hashes).empty());
+}
+
+TEST_F(WriteThroughTest, AReplicaThatDoesNotApplyAnswersUnavailable) {
+  Replica replica(log_, /*timeout=*/50ms, /*start=*/false);
+  v1::ConfigureExpectedWorkersResponse configured;
+  const absl::Status s =
+      replica.writes.Configure(ConfigureStream(), &configured).Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("within 50 ms"));
+  // The record is in the log all the same.
+  EXPECT_EQ(log_.Bounds()->last, 1u);
+}
+
+TEST_F(WriteThroughTest, AStagedCommitOutsideACaptureIsRefused) {
+  // The replica's Indexer never installs a commit out of log order.
+  Replica replica(log_);
+  IndexOperations& direct = replica.indexer.operations();
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  absl::StatusOr<std::string> tx = Begin(direct, 1);
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(Stage(direct, *tx, {5}).ok());
+  EXPECT_FALSE(Commit(direct, *tx).ok());
+  EXPECT_TRUE(Held(direct, {5}).empty());
+}
+
+TEST(AppliedOutcomesTest, PositionsPassedWithoutAResultAreUnknown) {
+  AppliedOutcomes outcomes;
+  const AppliedOutcomes::Watch watch(outcomes);
+  outcomes.Applied(1, RecordResult{});
+  outcomes.Passed(5);
+  EXPECT_TRUE(outcomes.WaitFor(1, 0ms).ok());
+  EXPECT_EQ(outcomes.WaitFor(3, 0ms).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(outcomes.WaitFor(6, 1ms).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(outcomes.passed(), 5u);
+}
+
+}  // namespace write_through_test
+}  // namespace kvindexer::replica
