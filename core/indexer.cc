@@ -15,6 +15,7 @@
 #include "common/log_text.h"
 #include "common/uuid.h"
 #include "core/backend_status.h"
+#include "core/coverage_candidates.h"
 #include "core/hit_count_query.h"
 #include "core/line_a.h"
 #include "core/match_assembler.h"
@@ -520,33 +521,10 @@ absl::Status Indexer::MatchPrefix(
   // before the backend's snapshot.
   thread_local CoverageSelection selection;
   coverage_.Select(req, &selection);
-  thread_local std::vector<StreamCoverageView> views;
-  thread_local std::vector<std::string_view> uncovered;
-  views.clear();
-  uncovered.clear();
-  CandidateStreams streams;
-  for (const CoveredStream& s : selection.streams) {
-    views.push_back(StreamCoverageView{.ns = s.key.ns,
-                                       .worker_id = s.key.worker_id,
-                                       .dp_rank = s.key.dp_rank,
-                                       .worker_address = s.address,
-                                       .ready = s.covered,
-                                       .worker_epoch = s.epoch,
-                                       .watermark = s.watermark,
-                                       .worker_generation = s.generation});
-  }
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (views[i].ready) {
-      streams.by_id.emplace(selection.streams[i].backend_id, &views[i]);
-    }
-  }
-  for (const std::string& a : selection.uncovered_addresses) {
-    uncovered.push_back(a);
-  }
-  const PrefixCoverage coverage{views, selection.complete, uncovered};
-  streams.coverage = &coverage;
+  thread_local CoverageCandidates candidates;
+  candidates.Build(selection);
   return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes, deliver,
-                        &streams);
+                        &candidates.streams());
 }
 
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
@@ -954,6 +932,13 @@ BackendStats Indexer::ReadBackendStats() {
 absl::Status Indexer::ExplainPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     const std::vector<std::string>& named_workers, PrefixExplanation* out) {
+  // The selection of MatchPrefix, taken the same way.
+  CoverageSelection selection;
+  CoverageCandidates candidates;
+  if (IsLineA(req)) {
+    coverage_.Select(req, &selection);
+    candidates.Build(selection);
+  }
   return kvindexer::ExplainPrefix(
       backend_, req, named_workers,
       [this](std::string_view id) -> std::optional<KnownWorker> {
@@ -961,7 +946,7 @@ absl::Status Indexer::ExplainPrefix(
         if (!w.has_value()) return std::nullopt;
         return KnownWorker{std::move(w->address), w->spec};
       },
-      out);
+      out, IsLineA(req) ? &candidates.streams() : nullptr);
 }
 
 }  // namespace kvindexer
