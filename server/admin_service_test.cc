@@ -12,6 +12,7 @@
 #include "common/wire_vocabulary.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
@@ -297,6 +298,50 @@ TEST_F(AdminServiceTest, ListWorkersPagesByIdWithATokenToResumeFrom) {
   }
   // No page size: the server's default, which holds all ten.
   EXPECT_EQ(List().workers_size(), 10);
+}
+
+TEST_F(AdminServiceTest, ListWorkersPagesStreamsInKeyOrder) {
+  Start();
+  AddStreams({{Stream("x", "a", 0), "x", "g", {1}},
+              {Stream("ns", "b", 5), "b5", "g", {1}},
+              {Stream("", "b", 1), "b1", "g", {1}},
+              {Stream("ns", "a", 0), "na", "g", {1}},
+              {Stream("ns", "b", 0), "nb", "", {1}}});
+  for (const std::string id : {"c", "a", "b"}) {
+    ASSERT_TRUE(Apply(Batch(id, id).Report(kTierHbm, {1})).ok());
+  }
+  // Bytewise by namespace, worker id and rank: the legacy streams among
+  // the others of the empty namespace.
+  const std::vector<std::string> want = {"/a/0",   "/b/0",   "/b/1",   "/c/0",
+                                         "ns/a/0", "ns/b/0", "ns/b/5", "x/a/0"};
+  std::vector<std::string> seen;
+  admin_v1::ListWorkersRequest req;
+  req.set_page_size(3);
+  int pages = 1;
+  for (; pages <= 10; ++pages) {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    const grpc::Status s = server_->admin().ListWorkers(&context, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LE(resp.workers_size(), 3);
+    for (const auto& w : resp.workers()) {
+      seen.push_back(
+          fmt::format("{}/{}/{}", w.namespace_(), w.worker_id(), w.dp_rank()));
+    }
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_EQ(pages, 3);  // 3 + 3 + 2
+  EXPECT_EQ(seen, want);
+  // Without a page size: the same order in one page.
+  seen.clear();
+  const admin_v1::ListWorkersResponse all = List();
+  for (const auto& w : all.workers()) {
+    seen.push_back(
+        fmt::format("{}/{}/{}", w.namespace_(), w.worker_id(), w.dp_rank()));
+  }
+  EXPECT_EQ(seen, want);
 }
 
 TEST_F(AdminServiceTest, ListWorkersRefusesABadTokenOrAHugePage) {
