@@ -26,6 +26,7 @@
 #include "core/sequence_gate.h"
 #include "core/stream_coverage.h"
 #include "core/stream_key.h"
+#include "core/stream_log_fields.h"
 #include "core/stream_metadata.h"
 #include "core/worker_batches.h"
 #include "core/worker_claims.h"
@@ -663,8 +664,12 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
       liveness_.Unmark(worker_id);
     }
     if (!live) return absl::OkStatus();
+    // A stream is named by its fields, never by its encoded id.
     return absl::NotFoundError(
-        fmt::format("worker {} has no record", worker_id));
+        IsEncodedStreamKey(worker_id)
+            ? fmt::format("stream {} has no record",
+                          StreamKeyText(DecodeStreamKey(worker_id)))
+            : fmt::format("worker {} has no record", worker_id));
   }
   if (absl::Status s = LogRemoval(log, worker_id, reason, &end); !s.ok()) {
     return s;
@@ -823,8 +828,9 @@ void Indexer::NoteTookEffect(std::string_view worker_id, WorkerRecord& record,
             spdlog::level::warn,
             fmt::format(
                 "ignoring malformed {} metadata (advisory; want \"exact\" or "
-                "\"degraded; <reason>\") worker={} value=\"{}\"",
-                kFidelityHeader, LogText(worker_id), LogText(fidelity.value)));
+                "\"degraded; <reason>\") {} value=\"{}\"",
+                kFidelityHeader, StreamLogFields(worker_id),
+                LogText(fidelity.value)));
       }
       return;
   }

@@ -16,6 +16,7 @@
 #include "core/request_limits.h"
 #include "core/request_validation.h"
 #include "core/stream_key.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
 #include "server/prefix_request_size.h"
@@ -515,14 +516,9 @@ grpc::Status AdminService::DoRemoveWorker(
   }
   // Escaped and cut: the id and the reason come from the network, and must
   // not be able to forge a log line.
-  spdlog::info("admin: removed worker=\"{}\"{} peer={} operator_reason=\"{}\"",
-               LogText(worker_id),
-               request.has_stream_id()
-                   ? fmt::format(" namespace=\"{}\" dp_rank={}",
-                                 LogText(request.stream_id().namespace_()),
-                                 request.stream_id().dp_rank())
-                   : std::string(),
-               LogText(peer), LogText(request.reason()));
+  spdlog::info("admin: removed {} peer={} operator_reason=\"{}\"",
+               StreamLogFields(id, LogQuotes::kDouble), LogText(peer),
+               LogText(request.reason()));
   if (counts.has_value()) {
     AddCounts(*counts, response->mutable_removed_placements());
   }
