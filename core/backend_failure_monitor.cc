@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "common/log_text.h"
 #include "core/backend_status.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -43,8 +44,8 @@ std::string BackendFailureMonitor::Line(std::string_view message,
   const std::string_view error(converted.message().data(),
                                converted.message().size());
   std::string line = fmt::format(
-      "{} op={} worker={} code={}", message, BackendMutationName(mutation),
-      LogText(worker_id), absl::StatusCodeToString(converted.code()));
+      "{} op={} {} code={}", message, BackendMutationName(mutation),
+      StreamLogFields(worker_id), absl::StatusCodeToString(converted.code()));
   if (suppressed != 0) {
     line += fmt::format(" suppressed_since_last_line={}", suppressed);
   }

@@ -15,6 +15,7 @@
 #include "common/log_text.h"
 #include "common/uuid.h"
 #include "core/backend_status.h"
+#include "core/coverage_candidates.h"
 #include "core/hit_count_query.h"
 #include "core/line_a.h"
 #include "core/match_assembler.h"
@@ -25,6 +26,7 @@
 #include "core/sequence_gate.h"
 #include "core/stream_coverage.h"
 #include "core/stream_key.h"
+#include "core/stream_log_fields.h"
 #include "core/stream_metadata.h"
 #include "core/worker_batches.h"
 #include "core/worker_claims.h"
@@ -522,33 +524,10 @@ absl::Status Indexer::MatchPrefix(
   // before the backend's snapshot.
   thread_local CoverageSelection selection;
   coverage_.Select(req, &selection);
-  thread_local std::vector<StreamCoverageView> views;
-  thread_local std::vector<std::string_view> uncovered;
-  views.clear();
-  uncovered.clear();
-  CandidateStreams streams;
-  for (const CoveredStream& s : selection.streams) {
-    views.push_back(StreamCoverageView{.ns = s.key.ns,
-                                       .worker_id = s.key.worker_id,
-                                       .dp_rank = s.key.dp_rank,
-                                       .worker_address = s.address,
-                                       .ready = s.covered,
-                                       .worker_epoch = s.epoch,
-                                       .watermark = s.watermark,
-                                       .worker_generation = s.generation});
-  }
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (views[i].ready) {
-      streams.by_id.emplace(selection.streams[i].backend_id, &views[i]);
-    }
-  }
-  for (const std::string& a : selection.uncovered_addresses) {
-    uncovered.push_back(a);
-  }
-  const PrefixCoverage coverage{views, selection.complete, uncovered};
-  streams.coverage = &coverage;
+  thread_local CoverageCandidates candidates;
+  candidates.Build(selection);
   return RunPrefixQuery(backend_, req, limits_.max_prefix_answer_bytes, deliver,
-                        &streams);
+                        &candidates.streams());
 }
 
 absl::Status Indexer::HitCounts(const v1::GetExternalKvHitCountsRequest& req,
@@ -687,8 +666,12 @@ absl::Status Indexer::RemoveWorkerLocked(std::string_view worker_id,
       liveness_.Unmark(worker_id);
     }
     if (!live) return absl::OkStatus();
+    // A stream is named by its fields, never by its encoded id.
     return absl::NotFoundError(
-        fmt::format("worker {} has no record", worker_id));
+        IsEncodedStreamKey(worker_id)
+            ? fmt::format("stream {} has no record",
+                          StreamKeyText(DecodeStreamKey(worker_id)))
+            : fmt::format("worker {} has no record", worker_id));
   }
   if (absl::Status s = LogRemoval(log, worker_id, reason, &end); !s.ok()) {
     return s;
@@ -847,8 +830,9 @@ void Indexer::NoteTookEffect(std::string_view worker_id, WorkerRecord& record,
             spdlog::level::warn,
             fmt::format(
                 "ignoring malformed {} metadata (advisory; want \"exact\" or "
-                "\"degraded; <reason>\") worker={} value=\"{}\"",
-                kFidelityHeader, LogText(worker_id), LogText(fidelity.value)));
+                "\"degraded; <reason>\") {} value=\"{}\"",
+                kFidelityHeader, StreamLogFields(worker_id),
+                LogText(fidelity.value)));
       }
       return;
   }
@@ -956,6 +940,13 @@ BackendStats Indexer::ReadBackendStats() {
 absl::Status Indexer::ExplainPrefix(
     const v1::MatchExternalKvPrefixRequest& req,
     const std::vector<std::string>& named_workers, PrefixExplanation* out) {
+  // The selection of MatchPrefix, taken the same way.
+  CoverageSelection selection;
+  CoverageCandidates candidates;
+  if (IsLineA(req)) {
+    coverage_.Select(req, &selection);
+    candidates.Build(selection);
+  }
   return kvindexer::ExplainPrefix(
       backend_, req, named_workers,
       [this](std::string_view id) -> std::optional<KnownWorker> {
@@ -963,7 +954,7 @@ absl::Status Indexer::ExplainPrefix(
         if (!w.has_value()) return std::nullopt;
         return KnownWorker{std::move(w->address), w->spec};
       },
-      out);
+      out, IsLineA(req) ? &candidates.streams() : nullptr);
 }
 
 }  // namespace kvindexer

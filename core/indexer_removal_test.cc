@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/indexer.h"
+#include "core/stream_key.h"
 #include "tests/support/make_backend_status.h"
 #include "tests/support/removable_model_backend.h"
 #include "tests/support/requests.h"
@@ -145,6 +146,25 @@ TEST_P(IndexerRemovalTest, RemovingAnUnknownWorkerIsNotFound) {
   EXPECT_EQ(s.message(), "worker nobody has no record");
   EXPECT_THAT(backend_.removed, IsEmpty());
   EXPECT_EQ(backend_.inner().calls(), 0u);
+}
+
+// A stream other than the legacy one is named by its fields, in the log
+// line and in the NOT_FOUND message.
+TEST_P(IndexerRemovalTest, RemovingAStreamNamesItsFields) {
+  v1::ApplyExternalKvBatchRequest req =
+      Batch("w", "a").Report(kTierHbm, {1}).request();
+  req.mutable_stream_id()->set_namespace_("ns");
+  req.mutable_stream_id()->set_worker_id("w");
+  req.mutable_stream_id()->set_dp_rank(2);
+  Apply(req);
+  const std::string id = EncodeStreamKey({"ns", "w", 2});
+  ASSERT_TRUE(view_.RemoveWorker(id, RemovalReason::kAdmin).ok());
+  ASSERT_EQ(lines_.size(), 1u);
+  EXPECT_EQ(lines_[0].text,
+            "worker removed worker=w namespace=ns dp_rank=2 reason=admin");
+  const absl::Status s = view_.RemoveWorker(id, RemovalReason::kAdmin);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "stream ns/w/2 has no record");
 }
 
 // A failed removal changes nothing in the host: the worker keeps its record

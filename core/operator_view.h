@@ -97,8 +97,9 @@ class OperatorView {
   [[nodiscard]] virtual absl::Status RemoveWorker(std::string_view worker_id,
                                                   RemovalReason reason) = 0;
   // The prefix query `req` explained (core/prefix_explain.h) on the
-  // Indexer's backend. A worker in `named_workers` the scan does not
-  // announce is described from its host record (DescribeWorker). REQUIRES:
+  // Indexer's backend; a coverage query selects its streams as MatchPrefix
+  // does. `named_workers` are backend ids; one the scan does not announce
+  // is described from its host record (DescribeWorker). REQUIRES:
   // ValidatePrefix(req).ok(); out != nullptr.
   [[nodiscard]] virtual absl::Status ExplainPrefix(
       const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,

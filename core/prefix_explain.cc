@@ -7,6 +7,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/backend_status.h"
 #include "core/prefix_query.h"
+#include "core/prefix_response_wire.h"
+#include "core/stream_key.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -299,6 +301,10 @@ using ExplainingScanner = BasicPrefixScanner<StopTrace>;
 // each candidate's scan, traced, over every block.
 class ExplainVisitor final : public BlockVisitor {
  public:
+  // `streams` as ExplainPrefix takes them; null: a seed-era query.
+  explicit ExplainVisitor(const CandidateStreams* streams)
+      : streams_(streams) {}
+
   struct Announced {
     std::string id;
     std::string address;
@@ -322,6 +328,12 @@ class ExplainVisitor final : public BlockVisitor {
         return false;
       }
       SelectCandidates(block);
+      if (candidates_.empty()) {
+        // Only a coverage query can hold block 0 for no candidate; its
+        // answer is a first-block miss, as production's.
+        first_block_miss_ = true;
+        return false;
+      }
     }
     for (WorkerBlock& b : views_) b = WorkerBlock{};
     for (size_t i = 0; i < block.placement_count; ++i) {
@@ -347,6 +359,10 @@ class ExplainVisitor final : public BlockVisitor {
   size_t blocks_seen() const { return blocks_seen_; }
   bool first_block_miss() const { return first_block_miss_; }
   std::vector<WorkerExplanation>& candidates() { return candidates_; }
+  // The stream of candidate `c`, for a coverage query; null otherwise.
+  const StreamCoverageView* stream_of(size_t c) const {
+    return candidate_streams_[c];
+  }
   void Finish(uint32_t window) {
     for (size_t c = 0; c < scanners_.size(); ++c) {
       const ExplainingScanner& s = scanners_[c];
@@ -360,12 +376,22 @@ class ExplainVisitor final : public BlockVisitor {
     for (size_t i = 0; i < block.placement_count; ++i) {
       const uint32_t worker = block.placements[i].worker;
       if (candidate_of_.contains(worker)) continue;
+      const auto it = announced_.find(worker);
+      // A coverage query's candidates are the streams it maps; a worker
+      // the backend did not announce is none of them.
+      const StreamCoverageView* stream = nullptr;
+      if (streams_ != nullptr) {
+        if (it == announced_.end()) continue;
+        const auto s = streams_->by_id.find(it->second.id);
+        if (s == streams_->by_id.end()) continue;
+        stream = s->second;
+      }
       candidate_of_[worker] = candidates_.size();
+      candidate_streams_.push_back(stream);
       WorkerExplanation& w = candidates_.emplace_back();
       w.candidate = true;
       // A worker the backend did not announce has no address and no spec,
       // as in production.
-      const auto it = announced_.find(worker);
       if (it != announced_.end()) {
         w.worker_id = it->second.id;
         w.address = it->second.address;
@@ -381,12 +407,14 @@ class ExplainVisitor final : public BlockVisitor {
     views_.assign(candidates_.size(), WorkerBlock{});
   }
 
+  const CandidateStreams* streams_;
   size_t blocks_seen_ = 0;
   bool first_block_miss_ = false;
   absl::flat_hash_map<uint32_t, Announced> announced_;
   absl::flat_hash_map<uint32_t, size_t> candidate_of_;
   std::vector<WorkerExplanation> candidates_;
-  std::vector<ExplainingScanner> scanners_;  // by candidate
+  std::vector<const StreamCoverageView*> candidate_streams_;  // by candidate
+  std::vector<ExplainingScanner> scanners_;                   // by candidate
   std::vector<WorkerBlock> views_;
 };
 
@@ -425,6 +453,10 @@ std::string_view StopReasonName(StopReason reason) {
       return "not_candidate";
     case StopReason::kUnknownWorker:
       return "unknown_worker";
+    case StopReason::kNotSelected:
+      return "not_selected";
+    case StopReason::kNotReady:
+      return "not_ready";
   }
   return "unspecified";
 }
@@ -433,10 +465,10 @@ absl::Status ExplainPrefix(
     IndexBackend* backend, const v1::MatchExternalKvPrefixRequest& req,
     const std::vector<std::string>& named_workers,
     absl::FunctionRef<std::optional<KnownWorker>(std::string_view)> lookup,
-    PrefixExplanation* out) {
+    PrefixExplanation* out, const CandidateStreams* streams) {
   const size_t limit =
       PrefixLimit(static_cast<size_t>(req.hashes_size()), req.max_blocks());
-  ExplainVisitor visitor;
+  ExplainVisitor visitor(streams);
   if (absl::Status s = ToAbslStatus(
           backend->PrefixScan(HashSpan{req.hashes().data(), limit}, &visitor));
       !s.ok()) {
@@ -452,10 +484,13 @@ absl::Status ExplainPrefix(
   out->workers = std::move(visitor.candidates());
   out->answer.Clear();
 
-  // The answer, assembled as production's (core/prefix_query.cc, Answer).
-  if (visitor.first_block_miss()) {
-    out->answer.set_blocks_read(1);
-  } else {
+  // The answer, assembled as production's (core/prefix_query.cc, Answer)
+  // and encoded by the same writer, so that its bytes are the router's.
+  const PrefixCoverage* coverage =
+      streams != nullptr ? streams->coverage : nullptr;
+  std::vector<PrefixMatchView> matches;
+  PrefixAnswer answer{{}, 0, 1, coverage};
+  if (!visitor.first_block_miss()) {
     std::vector<std::pair<uint32_t, size_t>> ranked;
     for (size_t c = 0; c < out->workers.size(); ++c) {
       WorkerExplanation& w = out->workers[c];
@@ -466,13 +501,31 @@ absl::Status ExplainPrefix(
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
     for (const auto& [matched, c] : ranked) {
-      v1::ExternalKvPrefixMatch* m = out->answer.add_matches();
-      m->set_worker_id(out->workers[c].worker_id);
-      m->set_worker_address(out->workers[c].address);
-      m->set_matched_prefix_blocks(matched);
+      // A stream's match names its worker id, never its backend id.
+      matches.push_back(PrefixMatchView{WorkerIdOf(out->workers[c].worker_id),
+                                        out->workers[c].address, matched,
+                                        visitor.stream_of(c)});
     }
-    out->answer.set_best_prefix_blocks(ranked.empty() ? 0 : ranked[0].first);
-    out->answer.set_blocks_read(window);
+    answer.matches = matches;
+    answer.best_prefix_blocks = ranked.empty() ? 0 : ranked[0].first;
+    answer.blocks_read = window;
+  }
+  std::string wire(PrefixResponseWireSize(answer), '\0');
+  WritePrefixResponseWire(answer, reinterpret_cast<uint8_t*>(wire.data()));
+  if (!out->answer.ParseFromString(wire)) {
+    return absl::InternalError("the explained prefix answer does not parse");
+  }
+
+  // Which backend ids the coverage query selected, and whether each is
+  // covered.
+  absl::flat_hash_map<std::string, bool> selected;
+  if (coverage != nullptr) {
+    for (const StreamCoverageView& v : coverage->streams) {
+      selected.emplace(
+          EncodeStreamKey(StreamKey{std::string(v.ns), std::string(v.worker_id),
+                                    v.dp_rank}),
+          v.ready);
+    }
   }
 
   // Named workers that are not candidates.
@@ -496,6 +549,26 @@ absl::Status ExplainPrefix(
       continue;
     }
     w.mode = ModeFor(w.spec.has_value() ? &*w.spec : nullptr);
+    if (streams != nullptr) {
+      const auto it = selected.find(id);
+      if (it == selected.end()) {
+        w.stop_reason = StopReason::kNotSelected;
+        w.excluded_reason = "not selected";
+        w.detail =
+            "the query's eligible_streams or eligible_worker_addresses do "
+            "not select this stream: only selected streams are candidates";
+        continue;
+      }
+      if (!it->second) {
+        w.stop_reason = StopReason::kNotReady;
+        w.excluded_reason = "not ready";
+        w.detail =
+            "the query selects this stream but it is not covered (not ready, "
+            "or a namespaced stream without an epoch or a generation): only "
+            "covered streams are candidates";
+        continue;
+      }
+    }
     w.stop_reason = StopReason::kNotCandidate;
     w.excluded_reason = "not a candidate";
     w.detail =

@@ -1,5 +1,6 @@
 // ExplainPrefix: one prefix query answered with its reasons (docs/admin-api.md,
-// "ExplainPrefix"). For every candidate (a worker holding block 0) and every
+// "ExplainPrefix"). For every candidate (a worker holding block 0; for a
+// coverage query, a selected and covered stream holding it) and every
 // worker the caller names, how many leading blocks it serves and why its
 // scan stopped where it did.
 //
@@ -25,6 +26,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "core/prefix_query.h"
 #include "core/prefix_scanner.h"
 #include "kv_indexer.pb.h"
 #include "kvindexer/backend.h"
@@ -44,12 +46,15 @@ enum class StopReason : uint8_t {
   kInvalidSpec = 7,      // the spec selects the invalid mode: result 0
   kNotCandidate = 8,     // does not hold block 0
   kUnknownWorker = 9,    // no record anywhere
+  kNotSelected = 10,     // a coverage query did not select the stream
+  kNotReady = 11,        // a coverage query selected it; it is not covered
 };
 
 // "window_end", "block_missing", ...: for logs and tests.
 std::string_view StopReasonName(StopReason reason);
 
 struct WorkerExplanation {
+  // The backend id (core/stream_key.h): a worker id, or an encoded key.
   std::string worker_id;
   std::string address;
   std::optional<CacheSpec> spec;
@@ -87,15 +92,23 @@ struct KnownWorker {
 };
 
 // Scans req.hashes[0..PrefixLimit) on `backend` in one PrefixScan and
-// explains it. `lookup` is asked about named workers the backend did not
-// announce (nullopt: unknown). The answer is not bounded by
-// max_prefix_answer_bytes. REQUIRES: ValidatePrefix(req).ok().
+// explains it. `named_workers` are backend ids. `lookup` is asked about
+// named workers the backend did not announce (nullopt: unknown). The answer
+// is not bounded by max_prefix_answer_bytes.
+//
+// A coverage query passes `streams` as RunPrefixQuery takes them
+// (core/coverage_candidates.h): only the streams it maps can be
+// candidates, the answer carries the coverage, and a named stream that is
+// not a candidate is explained kNotSelected when the selection left it out,
+// kNotReady when it selected it but the stream is not covered, and
+// kNotCandidate otherwise. A stream with no record is kUnknownWorker in
+// every case. REQUIRES: ValidatePrefix(req).ok().
 [[nodiscard]] absl::Status ExplainPrefix(
     IndexBackend* backend,
     const ::kv_indexer::v1::MatchExternalKvPrefixRequest& req,
     const std::vector<std::string>& named_workers,
     absl::FunctionRef<std::optional<KnownWorker>(std::string_view)> lookup,
-    PrefixExplanation* out);
+    PrefixExplanation* out, const CandidateStreams* streams = nullptr);
 
 }  // namespace kvindexer
 

@@ -69,6 +69,48 @@ std::string_view WorkerIdOf(std::string_view id) {
   return rest.substr(0, size);
 }
 
+namespace {
+
+// The three parts of a backend id, as views into it.
+struct StreamKeyView {
+  std::string_view ns;
+  std::string_view worker_id;
+  uint32_t dp_rank = 0;
+};
+
+bool TakeView(std::string_view* in, std::string_view* out) {
+  uint32_t size = 0;
+  if (!TakeU32(in, &size) || in->size() < size) return false;
+  *out = in->substr(0, size);
+  in->remove_prefix(size);
+  return true;
+}
+
+// As DecodeStreamKey, into views.
+StreamKeyView DecodeView(std::string_view id) {
+  if (IsEncodedStreamKey(id)) {
+    std::string_view rest = id.substr(1);
+    StreamKeyView key;
+    if (TakeView(&rest, &key.ns) && TakeView(&rest, &key.worker_id) &&
+        TakeU32(&rest, &key.dp_rank) && rest.empty() &&
+        !(key.ns.empty() && key.dp_rank == 0)) {
+      return key;
+    }
+  }
+  return StreamKeyView{{}, id, 0};
+}
+
+}  // namespace
+
+bool StreamIdOrder::operator()(std::string_view a, std::string_view b) const {
+  const StreamKeyView ka = DecodeView(a);
+  const StreamKeyView kb = DecodeView(b);
+  if (const int c = ka.ns.compare(kb.ns); c != 0) return c < 0;
+  if (const int c = ka.worker_id.compare(kb.worker_id); c != 0) return c < 0;
+  if (ka.dp_rank != kb.dp_rank) return ka.dp_rank < kb.dp_rank;
+  return a < b;
+}
+
 StreamKey StreamKeyOf(const ::kv_indexer::v1::StreamId& id) {
   return StreamKey{id.namespace_(), id.worker_id(), id.dp_rank()};
 }

@@ -48,6 +48,16 @@ StreamKey DecodeStreamKey(std::string_view id);
 // a legacy key.
 std::string_view WorkerIdOf(std::string_view id);
 
+// Orders backend ids by the keys they stand for, bytewise by namespace,
+// then worker id, then rank (the order of StreamKey), without decoding
+// them into strings. Ids of equal keys (a malformed encoding that decodes
+// as a legacy key) are ordered by their bytes, so that only equal ids are
+// equivalent. For ordered containers keyed by backend id.
+struct StreamIdOrder {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const;
+};
+
 // The key of a StreamId message.
 StreamKey StreamKeyOf(const ::kv_indexer::v1::StreamId& id);
 // Fills `out` with `key`'s three fields.

@@ -76,5 +76,28 @@ TEST(StreamKeyTest, StreamIdMessagesConvertBothWays) {
   EXPECT_EQ(StreamKeyText({"ns", "w", 3}), "ns/w/3");
 }
 
+TEST(StreamKeyTest, IdsOrderByTheirKeysBytewise) {
+  // In key order: namespace, then worker id (unsigned bytes), then rank.
+  const StreamKey keys[] = {
+      {"", "a", 0},        {"", "a", 1},        {"", "a", 256}, {"", "b", 0},
+      {"", "\xc3\xa9", 0}, {"", "\xc3\xa9", 2}, {"n", "a", 0},  {"n", "a", 1},
+      {"n", "b", 0},       {"o", "", 0}};
+  const StreamIdOrder less;
+  for (size_t i = 0; i < std::size(keys); ++i) {
+    for (size_t j = 0; j < std::size(keys); ++j) {
+      const std::string a = EncodeStreamKey(keys[i]);
+      const std::string b = EncodeStreamKey(keys[j]);
+      EXPECT_EQ(less(a, b), i < j)
+          << StreamKeyText(keys[i]) << " vs " << StreamKeyText(keys[j]);
+    }
+  }
+  // A malformed encoding is a legacy id: ordered among them by its bytes,
+  // and equivalent to no other id.
+  const std::string malformed("\xFF\0", 2);
+  EXPECT_TRUE(less(EncodeStreamKey({"", "a", 0}), malformed));
+  EXPECT_TRUE(less(malformed, EncodeStreamKey({"n", "a", 0})));
+  EXPECT_FALSE(less(malformed, malformed));
+}
+
 }  // namespace stream_key_test
 }  // namespace kvindexer

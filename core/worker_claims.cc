@@ -5,6 +5,7 @@
 #include "absl/hash/hash.h"
 #include "common/doubling_throttle.h"
 #include "common/log_text.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 
 namespace kvindexer {
@@ -75,9 +76,10 @@ std::string ClaimConflictLine(std::string_view worker_id,
                               const WorkerClaim& claim,
                               const ClaimConflict& conflict) {
   return fmt::format(
-      "{} worker={} peer={} address={} epoch={} other_peer={} "
+      "{} {} peer={} address={} epoch={} other_peer={} "
       "other_address={} other_epoch={} conflicts_total={}",
-      kClaimConflictLogMessage, LogText(worker_id, kClaimExcerptBytes),
+      kClaimConflictLogMessage,
+      StreamLogFields(worker_id, LogQuotes::kNone, kClaimExcerptBytes),
       LogText(claim.peer, kClaimExcerptBytes),
       LogText(claim.address, kClaimExcerptBytes),
       LogText(claim.epoch, kClaimExcerptBytes), LogText(conflict.other_peer),

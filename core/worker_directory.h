@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/stream_key.h"
 #include "core/worker_snapshot.h"
 
 namespace kvindexer {
@@ -61,9 +62,10 @@ class WorkerDirectory {
 
   // The entry of `worker_id`; nullopt when it has none.
   std::optional<WorkerSnapshot> Find(std::string_view worker_id) const;
-  // Up to `limit` entries whose ids sort after `after` (byte order; "" is
-  // before every id), sorted by id. Fewer than `limit` means there are no
-  // more. REQUIRES: limit > 0.
+  // Up to `limit` entries whose ids sort after `after` in key order
+  // (StreamIdOrder: bytewise by namespace, worker id, rank; "" is before
+  // every id), in that order. Fewer than `limit` means there are no more.
+  // REQUIRES: limit > 0.
   std::vector<WorkerSnapshot> Page(std::string_view after, size_t limit) const;
   WorkerCounts counts() const;
 
@@ -71,8 +73,8 @@ class WorkerDirectory {
   void Count(const WorkerSnapshot& w, int64_t sign);
 
   mutable std::mutex mu_;
-  std::map<std::string, WorkerSnapshot, std::less<>> entries_;  // guarded
-  WorkerCounts counts_;                                         // guarded
+  std::map<std::string, WorkerSnapshot, StreamIdOrder> entries_;  // guarded
+  WorkerCounts counts_;                                           // guarded
 };
 
 }  // namespace kvindexer

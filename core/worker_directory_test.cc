@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/indexer.h"
+#include "core/stream_key.h"
 #include "tests/support/fake_clock.h"
 #include "tests/support/removable_model_backend.h"
 #include "tests/support/requests.h"
@@ -85,6 +86,35 @@ TEST(WorkerDirectoryTest, PagesAreSortedByIdAndResumeAfterTheLastId) {
   EXPECT_TRUE(dir.Page("w3", 2).empty());
   // An id that is not there resumes at the next one.
   EXPECT_EQ(Ids(dir.Page("w15", 1)), (std::vector<std::string>{"w2"}));
+}
+
+TEST(WorkerDirectoryTest, PagesFollowTheStreamKeyOrder) {
+  WorkerDirectory dir;
+  const std::vector<std::string> in_order = {
+      "a",
+      EncodeStreamKey({"", "a", 1}),
+      "b",
+      EncodeStreamKey({"", "b", 3}),
+      EncodeStreamKey({"ns", "a", 0}),
+      EncodeStreamKey({"ns", "a", 2}),
+      EncodeStreamKey({"ns", "c", 0}),
+  };
+  std::vector<WorkerSnapshot> all;
+  for (auto it = in_order.rbegin(); it != in_order.rend(); ++it) {
+    all.push_back(Entry(*it, true, Fidelity::kExact));
+  }
+  dir.Publish(all, {});
+  std::vector<std::string> seen;
+  std::string after;
+  for (int pages = 0; pages < 10; ++pages) {
+    const std::vector<std::string> page = Ids(dir.Page(after, 2));
+    seen.insert(seen.end(), page.begin(), page.end());
+    if (page.size() < 2) break;
+    after = page.back();
+  }
+  EXPECT_EQ(seen, in_order);
+  ASSERT_TRUE(dir.Find(EncodeStreamKey({"", "b", 3})).has_value());
+  EXPECT_FALSE(dir.Find(EncodeStreamKey({"", "b", 2})).has_value());
 }
 
 // A backend whose Apply waits, once armed, until released: the Indexer

@@ -4,6 +4,7 @@
 
 #include "common/doubling_throttle.h"
 #include "common/log_text.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -26,9 +27,9 @@ void WorkerLifecycleLog::RecordExpired(std::string_view worker_id,
       std::chrono::duration_cast<std::chrono::milliseconds>(silent_for);
   LogWithinBudget(
       budget_, sink_, spdlog::level::warn,
-      fmt::format("{} worker={} silent_ms={} record={}",
-                  kHeartbeatExpiredLogMessage, LogText(worker_id),
-                  silent_ms.count(), record_kept ? "kept" : "removed"));
+      fmt::format("{} {} silent_ms={} record={}", kHeartbeatExpiredLogMessage,
+                  StreamLogFields(worker_id), silent_ms.count(),
+                  record_kept ? "kept" : "removed"));
 }
 
 void WorkerLifecycleLog::RecordRefusal(size_t census) {
@@ -44,16 +45,16 @@ void WorkerLifecycleLog::RecordMalformedHeartbeat(std::string_view worker_id,
                                                   std::string_view value) {
   LogWithinBudget(
       budget_, sink_, spdlog::level::warn,
-      fmt::format("{} worker={} value=\"{}\"", kMalformedHeartbeatLogMessage,
-                  LogText(worker_id), LogText(value)));
+      fmt::format("{} {} value=\"{}\"", kMalformedHeartbeatLogMessage,
+                  StreamLogFields(worker_id), LogText(value)));
 }
 
 void WorkerLifecycleLog::RecordRemovalFailure(std::string_view worker_id,
                                               RemovalReason reason,
                                               std::string_view error) {
   sink_(spdlog::level::err,
-        fmt::format("{} worker={} reason={} error={}", kRemovalFailedLogMessage,
-                    LogText(worker_id), RemovalReasonName(reason),
+        fmt::format("{} {} reason={} error={}", kRemovalFailedLogMessage,
+                    StreamLogFields(worker_id), RemovalReasonName(reason),
                     LogText(error, kLogMessageBytes)));
 }
 
@@ -65,8 +66,8 @@ void WorkerLifecycleLog::RecordRemoved(std::string_view worker_id,
           ? spdlog::level::debug
           : spdlog::level::info;
   const std::string line =
-      fmt::format("{} worker={} reason={}", kWorkerRemovedLogMessage,
-                  LogText(worker_id), RemovalReasonName(reason));
+      fmt::format("{} {} reason={}", kWorkerRemovedLogMessage,
+                  StreamLogFields(worker_id), RemovalReasonName(reason));
   // A sweep removes as many workers as a client made and then left silent.
   LogWithinBudget(reason == RemovalReason::kLiveness ? budget_ : nullptr, sink_,
                   level, line);

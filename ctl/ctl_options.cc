@@ -37,7 +37,12 @@ constexpr FlagSpec kFlags[] = {
     {"max-blocks", true, Bit(Command::kExplain)},
     {"worker", true, Bit(Command::kExplain)},
     {"file", true, Bit(Command::kExplain)},
+    {"stream", true, Bit(Command::kExplain)},
+    {"eligible-address", true, Bit(Command::kExplain)},
+    {"eligible-stream", true, Bit(Command::kExplain)},
     {"reason", true, Bit(Command::kRemoveWorker)},
+    {"namespace", true, Bit(Command::kRemoveWorker)},
+    {"dp-rank", true, Bit(Command::kRemoveWorker)},
     {"interval", true, Bit(Command::kTop)},
     {"iterations", true, Bit(Command::kTop)},
 };
@@ -123,6 +128,33 @@ absl::Status AddWorkers(std::string_view text, std::vector<std::string>* out) {
   return absl::OkStatus();
 }
 
+// NAMESPACE/WORKER/RANK: the namespace is what comes before the first
+// slash and the rank what follows the last, so a worker id may hold
+// slashes; the namespace may be empty, the worker id may not.
+absl::StatusOr<StreamArg> ParseStream(std::string_view flag,
+                                      std::string_view text) {
+  const auto invalid = [&] {
+    return Usage(absl::StrCat(
+        "--", std::string(flag), " ", QuoteEnvValue(text),
+        " is invalid: expected NAMESPACE/WORKER/RANK, for example ns/w-a/0 "
+        "(an empty namespace is the legacy one: /w-a/1)"));
+  };
+  const size_t first = text.find('/');
+  const size_t last = text.rfind('/');
+  if (first == std::string_view::npos || first == last) return invalid();
+  StreamArg stream;
+  stream.ns = std::string(text.substr(0, first));
+  stream.worker_id = std::string(text.substr(first + 1, last - first - 1));
+  const std::string_view rank = text.substr(last + 1);
+  auto [ptr, ec] = std::from_chars(rank.data(), rank.data() + rank.size(),
+                                   stream.dp_rank, 10);
+  if (stream.worker_id.empty() || rank.empty() || ec != std::errc() ||
+      ptr != rank.data() + rank.size()) {
+    return invalid();
+  }
+  return stream;
+}
+
 absl::Status ApplyFlag(std::string_view name, const std::string& value,
                        CtlOptions* options) {
   if (name == "endpoint") {
@@ -156,8 +188,22 @@ absl::Status ApplyFlag(std::string_view name, const std::string& value,
   } else if (name == "file") {
     if (value.empty()) return Usage("--file needs a path, or - for stdin");
     options->hash_file = value;
+  } else if (name == "stream" || name == "eligible-stream") {
+    absl::StatusOr<StreamArg> stream = ParseStream(name, value);
+    if (!stream.ok()) return stream.status();
+    (name == "stream" ? options->extra_streams : options->eligible_streams)
+        .push_back(*std::move(stream));
+  } else if (name == "eligible-address") {
+    if (value.empty()) return Usage("--eligible-address needs an address");
+    options->eligible_addresses.push_back(value);
   } else if (name == "reason") {
     options->reason = value;
+  } else if (name == "namespace") {
+    options->ns = value;
+  } else if (name == "dp-rank") {
+    absl::StatusOr<uint32_t> n = ParseCount(name, value, 0);
+    if (!n.ok()) return n.status();
+    options->dp_rank = *n;
   } else if (name == "interval") {
     absl::StatusOr<std::chrono::milliseconds> t =
         ParseSeconds(name, value, 3600);

@@ -16,6 +16,15 @@ namespace kvindexer::ctl {
 
 enum class Command { kHelp, kStatus, kWorkers, kExplain, kRemoveWorker, kTop };
 
+// A stream's key as typed: NAMESPACE/WORKER/RANK (docs/cli.md, "Streams").
+struct StreamArg {
+  std::string ns;
+  std::string worker_id;
+  uint32_t dp_rank = 0;
+
+  bool operator==(const StreamArg&) const = default;
+};
+
 struct CtlOptions {
   Command command = Command::kHelp;
 
@@ -36,10 +45,18 @@ struct CtlOptions {
   std::optional<std::string> hash_file;
   uint32_t max_blocks = 0;
   std::vector<std::string> extra_workers;
+  // Streams to explain by key (--stream), and a coverage query's selection
+  // (--eligible-address, --eligible-stream).
+  std::vector<StreamArg> extra_streams;
+  std::vector<std::string> eligible_addresses;
+  std::vector<StreamArg> eligible_streams;
 
-  // remove-worker
+  // remove-worker. With --namespace or --dp-rank, the stream (namespace,
+  // worker_id, dp_rank); without either, the legacy stream of worker_id.
   std::string worker_id;
   std::string reason;
+  std::optional<std::string> ns;
+  std::optional<uint32_t> dp_rank;
 
   // top: 0 iterations means until interrupted.
   std::chrono::milliseconds interval{2000};

@@ -47,6 +47,12 @@ absl::Status CollectHashes(const CommandContext& context,
   return absl::OkStatus();
 }
 
+void SetStream(const StreamArg& stream, ::kv_indexer::v1::StreamId* out) {
+  out->set_namespace_(stream.ns);
+  out->set_worker_id(stream.worker_id);
+  out->set_dp_rank(stream.dp_rank);
+}
+
 }  // namespace
 
 int RunExplain(const CommandContext& context) {
@@ -61,6 +67,15 @@ int RunExplain(const CommandContext& context) {
   request.set_max_blocks(context.options.max_blocks);
   for (const std::string& id : context.options.extra_workers) {
     request.add_worker_ids(id);
+  }
+  for (const StreamArg& stream : context.options.extra_streams) {
+    SetStream(stream, request.add_streams());
+  }
+  for (const std::string& address : context.options.eligible_addresses) {
+    request.add_eligible_worker_addresses(address);
+  }
+  for (const StreamArg& stream : context.options.eligible_streams) {
+    SetStream(stream, request.add_eligible_streams());
   }
   admin_v1::ExplainPrefixResponse response;
   const grpc::Status status = context.stub.ExplainPrefix(

@@ -56,9 +56,14 @@ std::string RenderTop(const std::string& endpoint, const TopSample* previous,
   out += counters.Render();
   out += "\n";
 
-  std::map<std::string, uint64_t> placements_before;
+  // By stream key: streams of one worker id are rows of their own.
+  using Key = std::tuple<std::string, std::string, uint32_t>;
+  const auto key_of = [](const admin_v1::WorkerInfo& w) {
+    return Key(w.namespace_(), w.worker_id(), w.dp_rank());
+  };
+  std::map<Key, uint64_t> placements_before;
   for (const auto& w : before.workers.workers()) {
-    placements_before[w.worker_id()] = TotalPlacements(w);
+    placements_before[key_of(w)] = TotalPlacements(w);
   }
   struct Row {
     const admin_v1::WorkerInfo* worker;
@@ -67,18 +72,18 @@ std::string RenderTop(const std::string& endpoint, const TopSample* previous,
   };
   std::vector<Row> rows;
   for (const auto& w : current.workers.workers()) {
-    auto it = placements_before.find(w.worker_id());
+    auto it = placements_before.find(key_of(w));
     const uint64_t now = TotalPlacements(w);
     rows.push_back({&w, it == placements_before.end() ? now : it->second, now});
   }
-  auto key = [](const Row& r) {
+  auto key = [&](const Row& r) {
     const uint64_t age = r.worker->has_last_apply_age_ms()
                              ? r.worker->last_apply_age_ms()
                              : std::numeric_limits<uint64_t>::max();
-    // Larger change first, then fresher, then larger, then by id.
+    // Larger change first, then fresher, then larger, then by key.
     return std::make_tuple(
         std::numeric_limits<uint64_t>::max() - AbsDiff(r.before, r.now), age,
-        std::numeric_limits<uint64_t>::max() - r.now, r.worker->worker_id());
+        std::numeric_limits<uint64_t>::max() - r.now, key_of(*r.worker));
   };
   std::sort(rows.begin(), rows.end(),
             [&](const Row& a, const Row& c) { return key(a) < key(c); });
@@ -86,19 +91,38 @@ std::string RenderTop(const std::string& endpoint, const TopSample* previous,
     out += "no workers\n";
     return out;
   }
-  TextTable table({"WORKER", "STATE", "READY", "FIDELITY", "PLACEMENTS",
-                   "CHANGE", "LAST APPLY", "HEARTBEAT"});
-  table.AlignRight(4);
-  table.AlignRight(5);
+  // As in `workers`: namespace and rank columns only when some stream is
+  // not a legacy one.
+  bool streams = false;
+  for (const Row& r : rows) {
+    streams =
+        streams || !IsLegacyStream(r.worker->namespace_(), r.worker->dp_rank());
+  }
+  std::vector<std::string> header = {"WORKER"};
+  if (streams) header.insert(header.end(), {"NAMESPACE", "RANK"});
+  header.insert(header.end(), {"STATE", "READY", "FIDELITY", "PLACEMENTS",
+                               "CHANGE", "LAST APPLY", "HEARTBEAT"});
+  TextTable table(std::move(header));
+  const size_t shift = streams ? 2 : 0;
+  if (streams) table.AlignRight(2);
+  table.AlignRight(4 + shift);
+  table.AlignRight(5 + shift);
   for (const Row& r : rows) {
     const admin_v1::WorkerInfo& w = *r.worker;
-    table.AddRow(
-        {w.worker_id(), SequenceStateLabel(w.sequence_state()),
-         w.ready() ? "yes" : "no", FidelityLabel(w.fidelity()),
+    std::vector<std::string> cells = {w.worker_id()};
+    if (streams) {
+      cells.insert(cells.end(),
+                   {NamespaceLabel(w.namespace_()), absl::StrCat(w.dp_rank())});
+    }
+    cells.insert(
+        cells.end(),
+        {SequenceStateLabel(w.sequence_state()), w.ready() ? "yes" : "no",
+         FidelityLabel(w.fidelity()),
          w.placement_counts_known() ? absl::StrCat(r.now) : "?",
          w.placement_counts_known() ? FormatDelta(r.before, r.now) : "?",
          AgeLabel(w.has_last_apply_age_ms(), w.last_apply_age_ms()),
          HeartbeatLabel(w)});
+    table.AddRow(std::move(cells));
   }
   out += table.Render();
   return out;

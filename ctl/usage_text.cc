@@ -12,14 +12,26 @@ Inspect and manage a running kv-indexer-server through its admin API
 Commands:
   status                  server version, uptime, health, backend, workers,
                           memory, admission and data directory
-  workers                 every worker the index knows, as a table
+  workers                 every stream the index knows, as a table (namespace
+                          and rank columns when any stream has them)
   explain HASH...         why a prefix query answers what it does, per worker;
                           hashes separated by commas or spaces, - reads stdin
       --max-blocks N      scan at most N blocks (default 0: the server's)
-      --worker ID[,ID]    also explain these workers (repeatable)
+      --worker ID[,ID]    also explain every stream of these worker ids
+                          (repeatable)
+      --stream NS/ID/RANK also explain this stream (repeatable; /ID/RANK for
+                          the empty namespace)
+      --eligible-address ADDR
+                          a coverage query: select the streams at ADDR
+                          (repeatable)
+      --eligible-stream NS/ID/RANK
+                          a coverage query: select this stream (repeatable;
+                          wins over --eligible-address, as on the server)
       --file PATH         read hashes from PATH (- for stdin)
-  remove-worker ID        remove a worker and its placements (sends the write
-                          token)
+  remove-worker ID        remove a worker's legacy stream and its placements
+                          (sends the write token)
+      --namespace NS      remove the stream (NS, ID, rank) instead
+      --dp-rank N         its rank (default 0)
       --reason TEXT       logged by the server with the removal
   top                     live view, most active workers first
       --interval SECONDS  refresh period (default 2)

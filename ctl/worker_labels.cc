@@ -32,6 +32,16 @@ std::string StopReasonLabel(admin_v1::StopReason reason) {
   return Strip(admin_v1::StopReason_Name(reason), "STOP_REASON_");
 }
 
+std::string StreamLabel(std::string_view ns, uint32_t dp_rank) {
+  if (IsLegacyStream(ns, dp_rank)) return "";
+  return absl::StrCat(" (namespace ", NamespaceLabel(ns), ", dp_rank ", dp_rank,
+                      ")");
+}
+
+std::string NamespaceLabel(std::string_view ns) {
+  return ns.empty() ? "-" : std::string(ns);
+}
+
 std::string TierLabel(int tier) {
   switch (tier) {
     case 1:

@@ -3,7 +3,9 @@
 #ifndef KVINDEXER_CTL_WORKER_LABELS_H_
 #define KVINDEXER_CTL_WORKER_LABELS_H_
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "kvindexer_admin.pb.h"
 
@@ -15,6 +17,15 @@ std::string SequenceStateLabel(admin_v1::SequenceState state);  // "sequenced"
 std::string FidelityLabel(admin_v1::Fidelity fidelity);         // "exact"
 std::string StopReasonLabel(admin_v1::StopReason reason);  // "block_missing"
 std::string TierLabel(int tier);                           // "hbm"
+
+// Whether a stream key with this namespace and rank is the legacy one.
+inline bool IsLegacyStream(std::string_view ns, uint32_t dp_rank) {
+  return ns.empty() && dp_rank == 0;
+}
+// " (namespace ns, dp_rank 1)" after a worker id; "" for the legacy stream.
+std::string StreamLabel(std::string_view ns, uint32_t dp_rank);
+// "-" for the empty namespace.
+std::string NamespaceLabel(std::string_view ns);
 
 // "epoch:seq" for a sequenced worker, "-" otherwise.
 std::string EpochSeqLabel(const admin_v1::WorkerInfo& worker);

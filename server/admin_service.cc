@@ -7,14 +7,19 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "common/log_text.h"
 #include "common/wire_vocabulary.h"
+#include "core/line_a.h"
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
 #include "core/request_validation.h"
 #include "core/stream_key.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
+#include "server/prefix_request_size.h"
 #include "server/queue_refusal.h"
 #include "server/worker_page_token.h"
 #include "spdlog/spdlog.h"
@@ -181,6 +186,42 @@ struct AdminCall {
 
 AdminCall StartCall(RpcMetrics* metrics, RpcMethod method) {
   return AdminCall{metrics, method, std::chrono::steady_clock::now()};
+}
+
+// The backend ids an ExplainPrefix names, in its order: for each of
+// worker_ids, every stream with that worker id in key order (the id itself,
+// a legacy key, when there is none), then each of `streams`. A listing
+// walks the directory page by page and only when worker_ids is non-empty.
+std::vector<std::string> NamedStreams(
+    const admin_v1::ExplainPrefixRequest& request, OperatorView& indexer) {
+  std::vector<std::string> named;
+  if (request.worker_ids_size() > 0) {
+    absl::flat_hash_map<std::string, std::vector<std::string>> by_worker;
+    for (const std::string& id : request.worker_ids()) by_worker[id];
+    constexpr size_t kPage = 1024;
+    std::string after;
+    for (;;) {
+      const std::vector<WorkerSnapshot> page =
+          indexer.ListWorkersPage(after, kPage, /*placement_counts=*/false);
+      for (const WorkerSnapshot& w : page) {
+        auto it = by_worker.find(std::string(WorkerIdOf(w.worker_id)));
+        if (it != by_worker.end()) it->second.push_back(w.worker_id);
+      }
+      if (page.size() < kPage) break;
+      after = page.back().worker_id;
+    }
+    absl::flat_hash_set<std::string> done;
+    for (const std::string& id : request.worker_ids()) {
+      if (!done.insert(id).second) continue;
+      const std::vector<std::string>& ids = by_worker[id];
+      if (ids.empty()) named.push_back(id);
+      named.insert(named.end(), ids.begin(), ids.end());
+    }
+  }
+  for (const v1::StreamId& stream : request.streams()) {
+    named.push_back(EncodeStreamKey(StreamKeyOf(stream)));
+  }
+  return named;
 }
 
 std::string FullMethodName(RpcMethod method) {
@@ -352,11 +393,16 @@ grpc::Status AdminService::DoExplainPrefix(
   v1::MatchExternalKvPrefixRequest query;
   query.mutable_hashes()->CopyFrom(request.hashes());
   query.set_max_blocks(request.max_blocks());
-  if (const size_t size = query.ByteSizeLong(); size > kMaxRequestBytes) {
+  query.mutable_eligible_worker_addresses()->CopyFrom(
+      request.eligible_worker_addresses());
+  query.mutable_eligible_streams()->CopyFrom(request.eligible_streams());
+  const size_t max_bytes =
+      IsLineA(query) ? kMaxCoverageRequestBytes : kMaxRequestBytes;
+  if (const size_t size = query.ByteSizeLong(); size > max_bytes) {
     return grpc::Status(
         grpc::StatusCode::OUT_OF_RANGE,
         fmt::format("request message is {} bytes; maximum is {}", size,
-                    kMaxRequestBytes));
+                    max_bytes));
   }
   if (absl::Status s = ValidatePrefix(query); !s.ok()) return ToGrpc(s);
   if (request.worker_ids_size() > kMaxExplainedWorkerIds) {
@@ -365,17 +411,34 @@ grpc::Status AdminService::DoExplainPrefix(
         fmt::format("{} worker_ids; maximum is {}", request.worker_ids_size(),
                     kMaxExplainedWorkerIds));
   }
-  std::vector<std::string> named;
-  named.reserve(static_cast<size_t>(request.worker_ids_size()));
+  if (request.streams_size() > kMaxExplainedWorkerIds) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        fmt::format("{} streams; maximum is {}", request.streams_size(),
+                    kMaxExplainedWorkerIds));
+  }
   for (const std::string& id : request.worker_ids()) {
     if (grpc::Status s = CheckWorkerId(id, sources_.max_worker_id_bytes);
         !s.ok()) {
       return s;
     }
-    named.push_back(id);
+  }
+  for (const v1::StreamId& stream : request.streams()) {
+    if (grpc::Status s =
+            CheckWorkerId(stream.worker_id(), sources_.max_worker_id_bytes);
+        !s.ok()) {
+      return s;
+    }
+    if (grpc::Status s =
+            CheckWorkerId(stream.namespace_(), sources_.max_worker_id_bytes,
+                          /*allow_empty=*/true);
+        !s.ok()) {
+      return s;
+    }
   }
 
   OperatorView& indexer = *sources_.indexer;
+  const std::vector<std::string> named = NamedStreams(request, indexer);
   PrefixExplanation explanation;
   if (absl::Status s = indexer.ExplainPrefix(query, named, &explanation);
       !s.ok()) {
@@ -407,6 +470,7 @@ grpc::Status AdminService::DoExplainPrefix(
       }
       out->set_fidelity(ToProto(s->fidelity));
       out->set_sequence_state(ToProto(s->sequence_state));
+      out->set_worker_generation(s->meta.generation);
     }
   }
   return grpc::Status::OK;
@@ -452,14 +516,9 @@ grpc::Status AdminService::DoRemoveWorker(
   }
   // Escaped and cut: the id and the reason come from the network, and must
   // not be able to forge a log line.
-  spdlog::info("admin: removed worker=\"{}\"{} peer={} operator_reason=\"{}\"",
-               LogText(worker_id),
-               request.has_stream_id()
-                   ? fmt::format(" namespace=\"{}\" dp_rank={}",
-                                 LogText(request.stream_id().namespace_()),
-                                 request.stream_id().dp_rank())
-                   : std::string(),
-               LogText(peer), LogText(request.reason()));
+  spdlog::info("admin: removed {} peer={} operator_reason=\"{}\"",
+               StreamLogFields(id, LogQuotes::kDouble), LogText(peer),
+               LogText(request.reason()));
   if (counts.has_value()) {
     AddCounts(*counts, response->mutable_removed_placements());
   }

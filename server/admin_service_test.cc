@@ -12,6 +12,7 @@
 #include "common/wire_vocabulary.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
+#include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
@@ -144,9 +145,62 @@ class AdminServiceTest : public ::testing::Test {
     return server_->admin().RemoveWorker(&context, req, resp);
   }
 
+  // Configures every stream of `streams` at once; those with a generation
+  // get a snapshot of `hashes` at HBM in epoch "e1" and are covered, the
+  // others get a seed-era apply of them and are ready but, namespaced, not
+  // covered.
+  struct StreamEntry {
+    v1::StreamId stream;
+    std::string address;
+    std::string generation;
+    std::vector<int64_t> hashes;
+  };
+  void AddStreams(const std::vector<StreamEntry>& streams) {
+    IndexOperations& ops = server_->indexer().operations();
+    v1::ConfigureExpectedWorkersRequest configure;
+    for (const StreamEntry& e : streams) {
+      v1::ExpectedWorker* w = configure.add_workers();
+      *w->mutable_stream_id() = e.stream;
+      w->set_worker_address(e.address);
+      w->set_worker_generation(e.generation);
+    }
+    v1::ConfigureExpectedWorkersResponse configured;
+    ASSERT_TRUE(ops.Configure(configure, &configured).Wait().ok());
+    for (const StreamEntry& e : streams) {
+      if (e.generation.empty()) {
+        v1::ApplyExternalKvBatchRequest seed =
+            Batch(e.stream.worker_id(), e.address)
+                .Report(kTierHbm, e.hashes)
+                .request();
+        *seed.mutable_stream_id() = e.stream;
+        ASSERT_TRUE(Apply(seed).ok());
+        continue;
+      }
+      v1::ReplaceExternalKvSnapshotRequest replace;
+      *replace.mutable_stream_id() = e.stream;
+      replace.set_worker_address(e.address);
+      replace.set_worker_epoch("e1");
+      replace.set_applied_seq(1);
+      replace.set_worker_generation(e.generation);
+      v1::TierHashes* tier = replace.add_hashes_by_tier();
+      tier->set_tier(v1::TIER_HBM);
+      for (int64_t h : e.hashes) tier->add_hashes(h);
+      v1::ReplaceExternalKvSnapshotResponse replaced;
+      ASSERT_TRUE(ops.Replace(replace, &replaced).Wait().ok());
+    }
+  }
+
   std::unique_ptr<LoadedBackend> backend_;
   std::unique_ptr<AdminServer> server_;
 };
+
+v1::StreamId Stream(std::string ns, std::string worker, uint32_t rank) {
+  v1::StreamId id;
+  id.set_namespace_(std::move(ns));
+  id.set_worker_id(std::move(worker));
+  id.set_dp_rank(rank);
+  return id;
+}
 
 TEST_F(AdminServiceTest, ListWorkersShowsRecordsCountsFidelityAndAges) {
   Start();
@@ -244,6 +298,50 @@ TEST_F(AdminServiceTest, ListWorkersPagesByIdWithATokenToResumeFrom) {
   }
   // No page size: the server's default, which holds all ten.
   EXPECT_EQ(List().workers_size(), 10);
+}
+
+TEST_F(AdminServiceTest, ListWorkersPagesStreamsInKeyOrder) {
+  Start();
+  AddStreams({{Stream("x", "a", 0), "x", "g", {1}},
+              {Stream("ns", "b", 5), "b5", "g", {1}},
+              {Stream("", "b", 1), "b1", "g", {1}},
+              {Stream("ns", "a", 0), "na", "g", {1}},
+              {Stream("ns", "b", 0), "nb", "", {1}}});
+  for (const std::string id : {"c", "a", "b"}) {
+    ASSERT_TRUE(Apply(Batch(id, id).Report(kTierHbm, {1})).ok());
+  }
+  // Bytewise by namespace, worker id and rank: the legacy streams among
+  // the others of the empty namespace.
+  const std::vector<std::string> want = {"/a/0",   "/b/0",   "/b/1",   "/c/0",
+                                         "ns/a/0", "ns/b/0", "ns/b/5", "x/a/0"};
+  std::vector<std::string> seen;
+  admin_v1::ListWorkersRequest req;
+  req.set_page_size(3);
+  int pages = 1;
+  for (; pages <= 10; ++pages) {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::ListWorkersResponse resp;
+    const grpc::Status s = server_->admin().ListWorkers(&context, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LE(resp.workers_size(), 3);
+    for (const auto& w : resp.workers()) {
+      seen.push_back(
+          fmt::format("{}/{}/{}", w.namespace_(), w.worker_id(), w.dp_rank()));
+    }
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_EQ(pages, 3);  // 3 + 3 + 2
+  EXPECT_EQ(seen, want);
+  // Without a page size: the same order in one page.
+  seen.clear();
+  const admin_v1::ListWorkersResponse all = List();
+  for (const auto& w : all.workers()) {
+    seen.push_back(
+        fmt::format("{}/{}/{}", w.namespace_(), w.worker_id(), w.dp_rank()));
+  }
+  EXPECT_EQ(seen, want);
 }
 
 TEST_F(AdminServiceTest, ListWorkersRefusesABadTokenOrAHugePage) {
@@ -503,6 +601,136 @@ TEST_F(AdminServiceTest, GetStatsAndListWorkersShowOpenStaging) {
   listed = List();
   ASSERT_EQ(listed.workers_size(), 1);
   EXPECT_FALSE(listed.workers(0).has_staged_placements());
+}
+
+TEST_F(AdminServiceTest, ExplainPrefixSelectsStreamsAsTheCoverageQuery) {
+  Start();
+  AddStreams({{Stream("ns", "w", 0), "a", "g0", {1, 2}},
+              {Stream("ns", "w", 1), "b", "g1", {1, 2}},
+              {Stream("ns", "w", 2), "c", "", {1, 2}}});
+  ASSERT_TRUE(Apply(Batch("w", "l").Report(kTierHbm, {1})).ok());
+  admin_v1::ExplainPrefixRequest req;
+  for (int64_t h : {1, 2}) req.add_hashes(h);
+  req.add_eligible_worker_addresses("a");
+  req.add_eligible_worker_addresses("c");
+  req.add_worker_ids("w");  // every stream with that id
+  *req.add_streams() = Stream("ns", "v", 0);
+  admin_v1::ExplainPrefixResponse resp;
+  const grpc::Status s = Explain(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  v1::MatchExternalKvPrefixRequest query = PrefixRequest({1, 2});
+  query.add_eligible_worker_addresses("a");
+  query.add_eligible_worker_addresses("c");
+  v1::MatchExternalKvPrefixResponse production;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(
+        server_->kv().MatchExternalKvPrefix(&context, query, &production).ok());
+  }
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(resp.answer(),
+                                                                 production))
+      << resp.answer().DebugString() << "\nvs\n"
+      << production.DebugString();
+  ASSERT_EQ(production.matches_size(), 1);
+
+  // The candidate, then every stream of "w" in key order, then the named
+  // stream.
+  ASSERT_EQ(resp.workers_size(), 5) << resp.DebugString();
+  const auto& candidate = resp.workers(0);
+  EXPECT_EQ(candidate.stream_id().namespace_(), "ns");
+  EXPECT_EQ(candidate.stream_id().dp_rank(), 0u);
+  EXPECT_EQ(candidate.stop_reason(), admin_v1::STOP_REASON_WINDOW_END);
+  EXPECT_EQ(candidate.worker_generation(), "g0");
+  const auto& legacy = resp.workers(1);
+  EXPECT_EQ(legacy.worker_id(), "w");
+  EXPECT_FALSE(legacy.has_stream_id());
+  EXPECT_EQ(legacy.stop_reason(), admin_v1::STOP_REASON_NOT_SELECTED);
+  EXPECT_EQ(resp.workers(2).stream_id().dp_rank(), 1u);
+  EXPECT_EQ(resp.workers(2).stop_reason(), admin_v1::STOP_REASON_NOT_SELECTED);
+  EXPECT_EQ(resp.workers(3).stream_id().dp_rank(), 2u);
+  EXPECT_EQ(resp.workers(3).stop_reason(), admin_v1::STOP_REASON_NOT_READY);
+  EXPECT_TRUE(resp.workers(3).excluded());
+  EXPECT_EQ(resp.workers(4).stream_id().worker_id(), "v");
+  EXPECT_EQ(resp.workers(4).stop_reason(),
+            admin_v1::STOP_REASON_UNKNOWN_WORKER);
+}
+
+TEST_F(AdminServiceTest, ExplainPrefixChecksTheStreamsItNames) {
+  Start();
+  admin_v1::ExplainPrefixRequest req;
+  req.add_hashes(1);
+  *req.add_streams() = Stream("ns", "", 0);
+  admin_v1::ExplainPrefixResponse resp;
+  grpc::Status s = Explain(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "worker_id must not be empty");
+  req.clear_streams();
+  for (int i = 0; i <= kMaxExplainedWorkerIds; ++i) {
+    *req.add_streams() = Stream("ns", "w", static_cast<uint32_t>(i));
+  }
+  s = Explain(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("streams; maximum is 1024"));
+}
+
+TEST_F(AdminServiceTest, RemoveWorkerByStreamRemovesThatStreamOnly) {
+  Start();
+  AddStreams({{Stream("ns", "w", 0), "a", "g0", {1, 2}},
+              {Stream("ns", "w", 1), "b", "g1", {1}}});
+  ASSERT_TRUE(Apply(Batch("w", "l").Report(kTierHbm, {1, 2, 3})).ok());
+  ASSERT_EQ(List().workers_size(), 3);
+
+  // With stream_id: that stream and nothing else.
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::RemoveWorkerRequest req;
+    *req.mutable_stream_id() = Stream("ns", "w", 1);
+    req.set_reason("test");
+    admin_v1::RemoveWorkerResponse resp;
+    const grpc::Status s = server_->admin().RemoveWorker(&context, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(resp.removed_placements_size(), 1);
+    EXPECT_EQ(resp.removed_placements(0).placements(), 1u);
+  }
+  admin_v1::ListWorkersResponse listed = List();
+  ASSERT_EQ(listed.workers_size(), 2);
+  for (const auto& w : listed.workers()) EXPECT_EQ(w.dp_rank(), 0u);
+  // Removing it again: it has no record.
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    admin_v1::RemoveWorkerRequest req;
+    *req.mutable_stream_id() = Stream("ns", "w", 1);
+    admin_v1::RemoveWorkerResponse resp;
+    EXPECT_EQ(server_->admin().RemoveWorker(&context, req, &resp).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+
+  // Without stream_id: the legacy stream, as a seed-era call; the
+  // namespaced stream of the same worker id stays.
+  admin_v1::RemoveWorkerResponse removed;
+  ASSERT_TRUE(Remove("w", &removed).ok());
+  ASSERT_EQ(removed.removed_placements_size(), 1);
+  EXPECT_EQ(removed.removed_placements(0).placements(), 3u);
+  listed = List();
+  ASSERT_EQ(listed.workers_size(), 1);
+  EXPECT_EQ(listed.workers(0).namespace_(), "ns");
+  EXPECT_EQ(listed.workers(0).worker_id(), "w");
+  EXPECT_EQ(Remove("w", &removed).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // The remaining stream still answers a coverage query.
+  v1::MatchExternalKvPrefixRequest query = PrefixRequest({1, 2});
+  query.add_eligible_worker_addresses("a");
+  v1::MatchExternalKvPrefixResponse production;
+  grpc::ClientContext context;
+  Deadline(context);
+  ASSERT_TRUE(
+      server_->kv().MatchExternalKvPrefix(&context, query, &production).ok());
+  ASSERT_EQ(production.matches_size(), 1);
+  EXPECT_EQ(production.matches(0).matched_prefix_blocks(), 2u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The page token of ListWorkers (docs/admin-api.md, "ListWorkers > Pages"):
-// "w1." followed by the hex of the last worker id the page held. Opaque to
-// clients; the server resumes after that id, so a token stays valid
-// whatever is added or removed meanwhile (a worker added before the
+// "w1." followed by the hex of the backend id (core/stream_key.h) of the
+// last stream the page held. Opaque to clients; the server resumes after
+// that stream's key in key order (StreamIdOrder), so a token stays valid
+// whatever is added or removed meanwhile (a stream added before the
 // position is not listed by that walk).
 #ifndef KVINDEXER_SERVER_WORKER_PAGE_TOKEN_H_
 #define KVINDEXER_SERVER_WORKER_PAGE_TOKEN_H_
@@ -18,7 +19,7 @@ inline constexpr size_t kDefaultWorkerPageSize = 1000;
 inline constexpr size_t kMaxWorkerPageSize = 10000;
 
 std::string EncodeWorkerPageToken(std::string_view last_worker_id);
-// The worker id a token resumes after; "" for the empty token.
+// The backend id a token resumes after; "" for the empty token.
 // INVALID_ARGUMENT for anything EncodeWorkerPageToken cannot have made.
 absl::StatusOr<std::string> DecodeWorkerPageToken(std::string_view token);
 

@@ -182,6 +182,69 @@ TEST_F(CtlCommandsTest, RemoveWorkerSendsTokenAndReason) {
                                server_.endpoint() + ": NOT_FOUND: no worker"));
 }
 
+TEST_F(CtlCommandsTest, RemoveWorkerByStreamSendsItsKey) {
+  admin::v1::ListWorkersResponse workers = testing::SampleWorkers();
+  admin::v1::WorkerInfo* ranked = workers.add_workers();
+  ranked->set_worker_id("w-a");
+  ranked->set_namespace_("pool");
+  ranked->set_dp_rank(2);
+  admin::v1::TierPlacementCount* count = ranked->add_placements();
+  count->set_tier(::kv_indexer::v1::TIER_HBM);
+  count->set_placements(40);
+  server_.service().SetWorkers(workers);
+
+  CtlResult r =
+      Run({"remove-worker", "w-a", "--namespace", "pool", "--dp-rank", "2"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out,
+            "removed worker w-a (namespace pool, dp_rank 2): 40 placements "
+            "(hbm 40)\n");
+  admin::v1::RemoveWorkerRequest sent = server_.service().last_remove();
+  ASSERT_TRUE(sent.has_stream_id());
+  EXPECT_EQ(sent.stream_id().namespace_(), "pool");
+  EXPECT_EQ(sent.stream_id().worker_id(), "w-a");
+  EXPECT_EQ(sent.stream_id().dp_rank(), 2u);
+
+  // Gone; the legacy stream of the same id is still there.
+  r = Run({"remove-worker", "w-a", "--namespace=pool", "--dp-rank=2"});
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(
+      r.err, HasSubstr("RemoveWorker(w-a (namespace pool, dp_rank 2)) failed"));
+  r = Run({"remove-worker", "w-a"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_FALSE(server_.service().last_remove().has_stream_id());
+  EXPECT_EQ(r.out, "removed worker w-a: 120 placements (hbm 100, dram 20)\n");
+
+  // A rank alone names a stream of the empty namespace.
+  r = Run({"remove-worker", "w-b", "--dp-rank", "1"});
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  sent = server_.service().last_remove();
+  ASSERT_TRUE(sent.has_stream_id());
+  EXPECT_EQ(sent.stream_id().namespace_(), "");
+  EXPECT_EQ(sent.stream_id().dp_rank(), 1u);
+}
+
+TEST_F(CtlCommandsTest, ExplainSendsStreamsAndTheCoverageSelection) {
+  CtlResult r = Run({"explain", "1", "--stream", "pool/w-a/1", "--stream",
+                     "/w/x/0", "--eligible-address", "10.0.0.1:30001",
+                     "--eligible-stream", "pool/w-b/0"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const auto request = server_.service().last_explain();
+  ASSERT_EQ(request.streams_size(), 2);
+  EXPECT_EQ(request.streams(0).namespace_(), "pool");
+  EXPECT_EQ(request.streams(0).worker_id(), "w-a");
+  EXPECT_EQ(request.streams(0).dp_rank(), 1u);
+  // The namespace ends at the first slash, the rank starts after the last.
+  EXPECT_EQ(request.streams(1).namespace_(), "");
+  EXPECT_EQ(request.streams(1).worker_id(), "w/x");
+  EXPECT_EQ(request.streams(1).dp_rank(), 0u);
+  EXPECT_THAT(request.eligible_worker_addresses(),
+              ElementsAre("10.0.0.1:30001"));
+  ASSERT_EQ(request.eligible_streams_size(), 1);
+  EXPECT_EQ(request.eligible_streams(0).worker_id(), "w-b");
+  EXPECT_EQ(request.worker_ids_size(), 0);
+}
+
 TEST_F(CtlCommandsTest, RefusalsExitFour) {
   std::unique_ptr<test_support::ScratchDir> dir = Scratch();
   const std::string wrong = dir->Sub("wrong");

@@ -49,6 +49,26 @@ TEST(CtlOptionsTest, ExplainArgumentsAndFlags) {
   EXPECT_EQ(*o->hash_file, "-");
 }
 
+TEST(CtlOptionsTest, StreamsAndTheCoverageSelection) {
+  absl::StatusOr<CtlOptions> o = ParseCtlArgs(
+      {"explain", "1", "--stream", "ns/w/3", "--eligible-stream=/w/0",
+       "--eligible-address", "a:1", "--eligible-address=b:2"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_THAT(o->extra_streams, ElementsAre(StreamArg{"ns", "w", 3}));
+  EXPECT_THAT(o->eligible_streams, ElementsAre(StreamArg{"", "w", 0}));
+  EXPECT_THAT(o->eligible_addresses, ElementsAre("a:1", "b:2"));
+
+  o = ParseCtlArgs(
+      {"remove-worker", "w", "--namespace", "ns", "--dp-rank", "4294967295"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->ns, "ns");
+  EXPECT_EQ(o->dp_rank, 4294967295u);
+  o = ParseCtlArgs({"remove-worker", "w"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->ns.has_value());
+  EXPECT_FALSE(o->dp_rank.has_value());
+}
+
 TEST(CtlOptionsTest, DoubleDashEndsFlags) {
   absl::StatusOr<CtlOptions> o =
       ParseCtlArgs({"remove-worker", "--reason", "drained", "--", "--odd-id"});
@@ -139,6 +159,21 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"explain", "--file", "/nonexistent/hashes"},
                   "--file: cannot read \"/nonexistent/hashes\""},
         UsageCase{{"explain", ","}, "explain: no hashes given"},
+        UsageCase{{"explain", "1", "--stream", "ns/w"},
+                  "--stream \"ns/w\" is invalid: expected "
+                  "NAMESPACE/WORKER/RANK"},
+        UsageCase{{"explain", "1", "--stream", "ns//0"},
+                  "--stream \"ns//0\" is invalid"},
+        UsageCase{{"explain", "1", "--eligible-stream", "ns/w/x"},
+                  "--eligible-stream \"ns/w/x\" is invalid"},
+        UsageCase{{"explain", "1", "--eligible-address", ""},
+                  "--eligible-address needs an address"},
+        UsageCase{{"workers", "--stream", "ns/w/0"},
+                  "--stream does not apply to workers"},
+        UsageCase{{"explain", "1", "--namespace", "ns"},
+                  "--namespace does not apply to explain"},
+        UsageCase{{"remove-worker", "w", "--dp-rank", "-1"},
+                  "--dp-rank \"-1\" is invalid"},
         UsageCase{{"remove-worker"}, "remove-worker takes exactly one"},
         UsageCase{{"remove-worker", "a", "b"},
                   "remove-worker takes exactly one"},

@@ -154,16 +154,23 @@ grpc::Status FakeAdminService::RemoveWorker(
     }
   }
   last_remove_ = *request;
+  // The stream the request names: stream_id, or the legacy stream.
+  const std::string& ns = request->stream_id().namespace_();
+  const uint32_t rank = request->stream_id().dp_rank();
+  const std::string& id = request->has_stream_id()
+                              ? request->stream_id().worker_id()
+                              : request->worker_id();
   auto* workers = workers_.mutable_workers();
   for (int i = 0; i < workers->size(); ++i) {
-    if (workers->Get(i).worker_id() == request->worker_id()) {
+    const admin_v1::WorkerInfo& w = workers->Get(i);
+    if (w.worker_id() == id && w.namespace_() == ns && w.dp_rank() == rank) {
       *response->mutable_removed_placements() = workers->Get(i).placements();
       workers->DeleteSubrange(i, 1);
       return grpc::Status::OK;
     }
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                      absl::StrCat("no worker \"", request->worker_id(), "\""));
+                      absl::StrCat("no worker \"", id, "\""));
 }
 
 FakeAdminServer::FakeAdminServer(

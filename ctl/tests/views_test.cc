@@ -67,6 +67,19 @@ TEST(WorkersViewTest, EmptyAndLateHeartbeat) {
   EXPECT_THAT(RenderWorkers(workers), HasSubstr("late 3.0s (ttl 10.0s)"));
 }
 
+TEST(WorkersViewTest, StreamsAddNamespaceAndRankColumns) {
+  auto workers = testing::SampleWorkers();
+  admin::v1::WorkerInfo* w = workers.add_workers();
+  w->set_worker_id("w-a");
+  w->set_namespace_("pool");
+  w->set_dp_rank(12);
+  const std::string out = RenderWorkers(workers);
+  EXPECT_THAT(out, ::testing::StartsWith(
+                       "WORKER  NAMESPACE  RANK  ADDRESS         STATE"));
+  EXPECT_THAT(out, HasSubstr("\nw-a     -             0  10.0.0.1:30001"));
+  EXPECT_THAT(out, HasSubstr("\nw-a     pool         12  -"));
+}
+
 TEST(StatusViewTest, EveryFigure) {
   const std::string out =
       RenderStatus("http://127.0.0.1:1", testing::SampleStats(), "SERVING");
@@ -123,6 +136,43 @@ TEST(ExplainViewTest, ComponentAndNoCandidates) {
   EXPECT_THAT(RenderExplain(r), HasSubstr("tier_not_allowed @4 SWA"));
 }
 
+TEST(ExplainViewTest, CoverageAndStreams) {
+  admin::v1::ExplainPrefixResponse r;
+  auto* answer = r.mutable_answer();
+  answer->set_best_prefix_blocks(2);
+  answer->set_blocks_read(2);
+  auto* m = answer->add_matches();
+  m->set_worker_id("w");
+  m->set_worker_address("a");
+  m->set_matched_prefix_blocks(2);
+  m->mutable_stream_id()->set_namespace_("pool");
+  m->mutable_stream_id()->set_worker_id("w");
+  m->mutable_stream_id()->set_dp_rank(1);
+  answer->add_coverage()->set_ready(true);
+  answer->add_coverage()->set_ready(false);
+  answer->add_uncovered_worker_addresses("x:1");
+  answer->add_uncovered_worker_addresses("y:2");
+  auto* w = r.add_workers();
+  w->set_worker_id("w");
+  *w->mutable_stream_id() = m->stream_id();
+  w->set_matched_prefix_blocks(2);
+  w->set_stop_reason(admin::v1::STOP_REASON_WINDOW_END);
+  w = r.add_workers();
+  w->set_worker_id("v");
+  w->set_excluded(true);
+  w->set_excluded_reason("not selected");
+  w->set_stop_reason(admin::v1::STOP_REASON_NOT_SELECTED);
+  const std::string out = RenderExplain(r);
+  EXPECT_THAT(out, HasSubstr("coverage: 1 of 2 selected streams ready, "
+                             "partial; no stream at x:1, y:2\n"));
+  EXPECT_THAT(out, HasSubstr("  WORKER  NAMESPACE  RANK  ADDRESS  MATCHED\n"
+                             "  w       pool          1  a              2\n"));
+  EXPECT_THAT(out, HasSubstr("WORKER  NAMESPACE  RANK  MATCHED"));
+  EXPECT_THAT(out, HasSubstr("\nv       -             0        0"));
+  EXPECT_THAT(out, HasSubstr("not_selected"));
+  EXPECT_THAT(out, HasSubstr("excluded: not selected"));
+}
+
 TEST(TopViewTest, DeltasAndActivityOrder) {
   TopSample before{testing::SampleStats(), testing::SampleWorkers()};
   TopSample now = before;
@@ -150,6 +200,25 @@ TEST(TopViewTest, DeltasAndActivityOrder) {
   EXPECT_LT(a, cpos);
   EXPECT_LT(cpos, b);
   EXPECT_THAT(out, ContainsRegex("\nw-a +sequenced .* 125 +\\+5 "));
+}
+
+TEST(TopViewTest, StreamsOfOneWorkerIdAreRowsOfTheirOwn) {
+  TopSample before{testing::SampleStats(), testing::SampleWorkers()};
+  auto* ranked = before.workers.add_workers();
+  ranked->set_worker_id("w-a");
+  ranked->set_namespace_("pool");
+  ranked->set_dp_rank(3);
+  ranked->set_placement_counts_known(true);
+  auto* p = ranked->add_placements();
+  p->set_tier(kv_indexer::v1::TIER_HBM);
+  p->set_placements(7);
+  TopSample now = before;
+  now.workers.mutable_workers(2)->mutable_placements(0)->set_placements(9);
+  const std::string out = RenderTop("http://x:1", &before, now);
+  EXPECT_THAT(out, HasSubstr("WORKER  NAMESPACE  RANK  STATE"));
+  // Each stream's change is its own: the legacy w-a did not change.
+  EXPECT_THAT(out, ContainsRegex("\nw-a +pool +3 +.* 9 +\\+2 "));
+  EXPECT_THAT(out, ContainsRegex("\nw-a +- +0 +sequenced .* 120 +0 "));
 }
 
 TEST(JsonOutputTest, ProtoFieldNamesAndDefaultsPrinted) {
