@@ -618,8 +618,12 @@ absl::Status Indexer::DropFromBackend(std::string_view worker_id,
   const std::string_view error(failure.message().data(),
                                failure.message().size());
   lifecycle_log_->RecordRemovalFailure(worker_id, reason, error);
-  return absl::InternalError(fmt::format(
-      "cannot remove worker {} from the index backend: {}", worker_id, error));
+  return absl::InternalError(
+      fmt::format("cannot remove {} from the index backend: {}",
+                  IsEncodedStreamKey(worker_id)
+                      ? "stream " + StreamKeyText(DecodeStreamKey(worker_id))
+                      : "worker " + std::string(worker_id),
+                  error));
 }
 
 absl::Status Indexer::RemoveLocked(std::string_view worker_id,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/log_text.h"
+#include "core/stream_log_fields.h"
 #include "fmt/format.h"
 #include "replica/record_applier.h"
 #include "spdlog/spdlog.h"
@@ -212,9 +213,9 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
       }
       if (const uint64_t total = refusals_logged_.Count()) {
         spdlog::warn(
-            "the index refused fleet event log record {} of worker {}, as "
-            "every replica does; skipped ({} refused so far): {}",
-            record.position, LogText(record.worker_id), total,
+            "the index refused fleet event log record {} of {}, as every "
+            "replica does; skipped ({} refused so far): {}",
+            record.position, StreamLogFields(record.worker_id), total,
             LogText(result.status.ToString(), kLogMessageBytes));
       }
       break;
@@ -222,9 +223,9 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
     case RecordOutcome::kUndecodable:
       if (const uint64_t total = undecodable_.Count()) {
         spdlog::error(
-            "fleet event log record {} of worker {} cannot be applied; "
-            "skipped ({} so far): {}",
-            record.position, LogText(record.worker_id), total,
+            "fleet event log record {} of {} cannot be applied; skipped ({} "
+            "so far): {}",
+            record.position, StreamLogFields(record.worker_id), total,
             LogText(result.status.ToString(), kLogMessageBytes));
       }
       break;

@@ -17,6 +17,7 @@
 #include "core/request_validation.h"
 #include "core/stream_key.h"
 #include "core/stream_log_fields.h"
+#include "core/worker_batches.h"
 #include "fmt/format.h"
 #include "replica/replica_refusal.h"
 #include "server/prefix_request_size.h"
@@ -42,17 +43,6 @@ uint64_t AgeMs(MonotonicClock::TimePoint now, MonotonicClock::TimePoint then) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now - then).count();
   return ms < 0 ? 0 : static_cast<uint64_t>(ms);
-}
-
-v1::WorkerCacheSpec ToProto(const CacheSpec& spec) {
-  v1::WorkerCacheSpec out;
-  out.set_version(spec.version);
-  out.set_components(spec.components);
-  out.set_swa_window_tokens(spec.swa_window_tokens);
-  out.set_full_tier_mask(spec.full_tier_mask);
-  out.set_swa_tier_mask(spec.swa_tier_mask);
-  out.set_mamba_tier_mask(spec.mamba_tier_mask);
-  return out;
 }
 
 admin_v1::SequenceState ToProto(SequenceState state) {
@@ -116,7 +106,7 @@ void FillInfo(const WorkerSnapshot& w, MonotonicClock::TimePoint now,
   out->set_page_size(w.meta.page_size);
   out->set_is_bigram(w.meta.is_bigram);
   out->set_worker_address(w.address);
-  if (w.spec.has_value()) *out->mutable_cache_spec() = ToProto(*w.spec);
+  if (w.spec.has_value()) *out->mutable_cache_spec() = WireCacheSpecOf(*w.spec);
   out->set_placement_counts_known(w.placements_by_tier.has_value());
   if (w.placements_by_tier.has_value()) {
     AddCounts(*w.placements_by_tier, out->mutable_placements());
