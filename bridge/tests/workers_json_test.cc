@@ -140,6 +140,20 @@ TEST(WorkersJson, EventEndpointOptionalWithDiscover) {
               HasSubstr("needs \"discover\""));
 }
 
+TEST(WorkersJson, DiscoverNeedsAWorkerUrlToRead) {
+  EXPECT_THAT(Refusal(R"([{"worker_id":"w","worker_address":"ftp://h:1",)"
+                      R"("discover":true}])"),
+              HasSubstr("scheme other than http or https"));
+  EXPECT_THAT(Refusal(R"([{"worker_id":"w","worker_address":"fd00::5",)"
+                      R"("discover":true}])"),
+              HasSubstr("\"discover\" reads <worker_address>/server_info"));
+  // Without discover the address is only passed on.
+  absl::StatusOr<WorkersList> list =
+      ParseWorkersJson(R"([{"worker_id":"w","worker_address":"ftp://h:1",)"
+                       R"("event_endpoint":"tcp://h:2"}])");
+  EXPECT_TRUE(list.ok()) << list.status();
+}
+
 TEST(WorkersJson, VersionsAndNumbersInRange) {
   EXPECT_THAT(
       Refusal(Array(With(R"("snapshot_protocol_version":3)"))),
