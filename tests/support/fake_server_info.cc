@@ -34,14 +34,15 @@ FakeServerInfo::FakeServerInfo()
 absl::StatusOr<std::unique_ptr<FakeServerInfo>> FakeServerInfo::Start() {
   std::unique_ptr<FakeServerInfo> fake(new FakeServerInfo());
   FakeServerInfo* const self = fake.get();
-  self->server_->Get("/server_info",
-                     [self](const httplib::Request&, httplib::Response& res) {
-                       std::lock_guard<std::mutex> lock(self->mu_);
-                       ++self->requests_;
-                       self->changed_.notify_all();
-                       res.status = self->status_;
-                       res.set_content(self->body_, "application/json");
-                     });
+  self->server_->Get(R"(.*/server_info)", [self](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    ++self->requests_;
+    self->last_path_ = req.path;
+    self->changed_.notify_all();
+    res.status = self->status_;
+    res.set_content(self->body_, "application/json");
+  });
   self->port_ = self->server_->bind_to_any_port("127.0.0.1");
   if (self->port_ <= 0) {
     return absl::InternalError("fake /server_info: cannot bind 127.0.0.1");
@@ -75,6 +76,11 @@ void FakeServerInfo::Advertise(const AdvertisedKvEvents& kv_events) {
 size_t FakeServerInfo::request_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return requests_;
+}
+
+std::string FakeServerInfo::last_path() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_path_;
 }
 
 bool FakeServerInfo::WaitForRequests(size_t n,

@@ -1,8 +1,8 @@
 // FakeServerInfo: the part of an SGLang worker's HTTP server that bridge
 // discovery reads, for tests. An HTTP server on 127.0.0.1 (a free port)
-// that answers GET /server_info with the status and body the test chose
-// (by default 200 and a body without kv_events) and 404 to anything else,
-// and counts the /server_info requests. Waits are bounded and wake on each
+// that answers GET <any prefix>/server_info with the status and body the
+// test chose (by default 200 and a body whose kv_events is null) and 404 to
+// anything else, and counts those requests. Waits are bounded and wake on each
 // request, never on a timer.
 //
 // Thread safety: every method may be called concurrently.
@@ -59,6 +59,8 @@ class FakeServerInfo {
   void Advertise(const AdvertisedKvEvents& kv_events);
 
   size_t request_count() const;
+  // The path of the last GET .../server_info; "" before any.
+  std::string last_path() const;
   // Waits until at least `n` GET /server_info requests have arrived.
   bool WaitForRequests(size_t n, std::chrono::milliseconds timeout);
 
@@ -74,10 +76,11 @@ class FakeServerInfo {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  size_t requests_ = 0;   // guarded by mu_
-  int status_ = 200;      // guarded by mu_
-  std::string body_;      // guarded by mu_
-  bool stopped_ = false;  // guarded by mu_
+  size_t requests_ = 0;    // guarded by mu_
+  std::string last_path_;  // guarded by mu_
+  int status_ = 200;       // guarded by mu_
+  std::string body_;       // guarded by mu_
+  bool stopped_ = false;   // guarded by mu_
 };
 
 }  // namespace kvindexer::test_support
