@@ -4,7 +4,8 @@
 // ListWorkers. F40 (second half): an advertised block_size other than the
 // entry's page_size parks only that stream, while the other follows the
 // endpoint it discovered and adopts the advertised block size; an
-// all_dp_ranks entry follows every advertised rank.
+// all_dp_ranks entry follows every advertised rank; a resynchronisation
+// discovers again and follows a changed endpoint.
 //
 // No sleeps as synchronisation: the fake publishers report subscriptions,
 // and batches are published again until their effect is visible, inside
@@ -73,6 +74,8 @@ class RankPublisher {
     return publisher;
   }
   int port() const { return port_; }
+  // The next batch takes `seq` (0: a publisher that restarted).
+  void SetNextSeq(uint64_t seq) { next_seq_ = seq; }
   void Publish(const std::string& payload) {
     const std::string seq = SeqFrame(next_seq_++);
     socket_.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
@@ -319,6 +322,55 @@ TEST(DiscoveryE2e, AllDpRanksFollowsEveryAdvertisedRank) {
   EXPECT_TRUE(holds_one(0));
   EXPECT_TRUE(Holds(stub, "dp", kRank0, "TIER_HBM"));
   EXPECT_TRUE(Holds(stub, "dp", kRank1, "TIER_HBM"));
+
+  StopWithStatusZero(process);
+}
+
+TEST(DiscoveryE2e, ResynchronisingDiscoversAgainAndFollowsAMovedPublisher) {
+  std::unique_ptr<RankPublisher> before = RankPublisher::Bind(0);
+  std::unique_ptr<RankPublisher> after = RankPublisher::Bind(0);
+  ASSERT_NE(before, nullptr);
+  ASSERT_NE(after, nullptr);
+  auto info = FakeServerInfo::Start();
+  ASSERT_TRUE(info.ok()) << info.status();
+  AdvertisedKvEvents advertised;
+  advertised.endpoint_port_base = static_cast<uint32_t>(before->port());
+  (*info)->Advertise(advertised);
+  const std::string workers = R"([{"worker_id":"moved","worker_address":")" +
+                              (*info)->url() + R"(","discover":true}])";
+  Deployment d;
+  ASSERT_NO_FATAL_FAILURE(Deploy(workers, &d));
+  ServerProcess& process = *d.bridge;
+  auto& stub = *d.server.stub;
+  constexpr int64_t kBefore = 717171;
+  constexpr int64_t kAfter = 727272;
+  ASSERT_TRUE(
+      PublishUntil(*before, PackBatch({StoreEvent({kBefore}, "GPU")}),
+                   [&] { return Holds(stub, "moved", kBefore, "TIER_HBM"); }))
+      << process.Output();
+  const size_t asked = (*info)->request_count();
+
+  // The worker now advertises another port; the old publisher restarts
+  // (sequence numbers from 0), which resynchronises the stream.
+  advertised.endpoint_port_base = static_cast<uint32_t>(after->port());
+  (*info)->Advertise(advertised);
+  const std::string moved_to =
+      "now advertises tcp://127.0.0.1:" + std::to_string(after->port());
+  const auto deadline = std::chrono::steady_clock::now() + kEffectBound;
+  bool restarted = false;
+  while (!restarted && std::chrono::steady_clock::now() < deadline) {
+    before->SetNextSeq(0);
+    before->Publish(PackBatch({}));
+    restarted = process.WaitForOutput(moved_to, 300ms);
+  }
+  ASSERT_TRUE(restarted) << process.Output();
+  EXPECT_GT((*info)->request_count(), asked);
+  ASSERT_TRUE(
+      PublishUntil(*after, PackBatch({StoreEvent({kAfter}, "GPU")}),
+                   [&] { return Holds(stub, "moved", kAfter, "TIER_HBM"); }))
+      << process.Output();
+  EXPECT_THAT(process.Output(),
+              ::testing::Not(HasSubstr("\"moved\"/0 parked")));
 
   StopWithStatusZero(process);
 }
