@@ -156,6 +156,11 @@ absl::StatusOr<WorkerEntry> ReadEntry(const Struct& object, size_t index,
                          " needs \"discover\": true (the ranks come from "
                          "/server_info)"));
   }
+  if (entry.all_dp_ranks && !entry.event_endpoint.empty()) {
+    in.Fail(absl::StrCat(Where(index, "event_endpoint"),
+                         " cannot be used with \"all_dp_ranks\" (each rank "
+                         "publishes on its own port; leave it out)"));
+  }
   if (!in.error().empty()) return Invalid(in.error());
   for (const std::string& key : in.UnknownKeys()) {
     warnings->push_back(absl::StrCat(kWorkersJsonVariable, ": entry ", index,

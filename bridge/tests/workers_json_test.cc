@@ -138,6 +138,9 @@ TEST(WorkersJson, EventEndpointOptionalWithDiscover) {
   EXPECT_EQ(list->entries[0].event_endpoint, "");
   EXPECT_THAT(Refusal(Array(With(R"("all_dp_ranks":true)"))),
               HasSubstr("needs \"discover\""));
+  // One endpoint cannot serve every rank.
+  EXPECT_THAT(Refusal(Array(With(R"("discover":true,"all_dp_ranks":true)"))),
+              HasSubstr("cannot be used with \"all_dp_ranks\""));
 }
 
 TEST(WorkersJson, DiscoverNeedsAWorkerUrlToRead) {
