@@ -1,13 +1,16 @@
 #include "bridge/multi_stream_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <zmq.hpp>
@@ -20,7 +23,9 @@
 #include "bridge/live_reader.h"
 #include "bridge/multi_stream_metrics.h"
 #include "bridge/replay_client.h"
+#include "bridge/server_info_client.h"
 #include "bridge/snapshot_client.h"
+#include "bridge/stream_discovery.h"
 #include "bridge/stream_supervisor.h"
 #include "bridge/worker_address.h"
 #include "bridge/worker_probe.h"
@@ -34,6 +39,8 @@ namespace {
 
 constexpr std::chrono::milliseconds kConfigurePeriod{1000};
 constexpr std::chrono::seconds kRpcTimeout{10};
+// Streams one all_dp_ranks entry may expand to.
+constexpr uint32_t kMaxDiscoveredRanks = 1024;
 
 class BufferQueue final : public LiveQueue {
  public:
@@ -48,15 +55,19 @@ class BufferQueue final : public LiveQueue {
 
 // One entry's stream: owned by the runner, run by its own thread.
 struct StreamSlot {
-  WorkerEntry entry;
-  std::string name;  // the stream key, for logs and the stats lines
-  StopRequest stop;  // triggered when the process shuts down
+  WorkerEntry entry;  // as listed (or expanded); its key never changes
+  std::string name;   // the stream key, for logs and the stats lines
+  StopRequest stop;   // triggered when the process shuts down
   SystemRecoveryClock clock{&stop};
+  std::optional<StreamDiscovery> discovery;  // with entry.discover only
   std::optional<StreamSupervisor> supervisor;
   std::thread thread;
   BridgeStats working;  // the stream thread's own
   mutable std::mutex mu;
-  BridgeStats published;            // guarded by mu
+  BridgeStats published;  // guarded by mu
+  // The entry as followed, for Configure: `entry` itself, or what
+  // discovery made of it; nullopt until a discovery answered. Guarded by mu.
+  std::optional<WorkerEntry> followed;
   std::atomic<size_t> buffered{0};  // the live buffer's depth at the last tick
 };
 
@@ -65,14 +76,14 @@ struct StreamSlot {
 absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
                         zmq::context_t* context,
                         const std::shared_ptr<grpc::Channel>& channel) {
-  const WorkerEntry& entry = slot->entry;
-  if (entry.event_endpoint.empty()) {
-    // Only a "discover" entry may leave it out, and /server_info is not
-    // read yet (docs/bridge-events.md, "Many streams in one process > Not
-    // yet").
-    return absl::FailedPreconditionError(
-        "the entry has no event_endpoint and discovery from /server_info is "
-        "not implemented; set event_endpoint");
+  WorkerEntry entry = slot->entry;
+  if (slot->discovery) {
+    absl::StatusOr<WorkerEntry> followed = slot->discovery->Resolve();
+    if (slot->stop.triggered()) return absl::OkStatus();
+    if (!followed.ok()) return followed.status();
+    entry = *std::move(followed);
+    std::lock_guard<std::mutex> lock(slot->mu);
+    slot->followed = entry;
   }
   LiveBuffer buffer(config.live_buffer_batches);
   std::optional<LiveReader> reader;
@@ -124,6 +135,22 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
   io.clock = &clock;
   io.random = [&rng] { return rng(); };
   io.stats = &slot->working;
+  // Discovery ran just now for the first synchronisation; it runs again
+  // before every later one.
+  bool first_sync = true;
+  bool restart = false;
+  if (slot->discovery) {
+    io.before_sync = [slot, &entry, &first_sync, &restart] {
+      if (std::exchange(first_sync, false)) return absl::OkStatus();
+      absl::Status checked = slot->discovery->Recheck(entry);
+      if (checked.code() == absl::StatusCode::kAborted) {
+        spdlog::warn("stream {}: {}; starting the stream again", slot->name,
+                     LogText(std::string(checked.message()), kLogMessageBytes));
+        restart = true;
+      }
+      return checked;
+    };
+  }
   StreamRecovery engine(RecoveryOptionsForEntry(config, entry), io);
   spdlog::info("stream {}: following {} (topic \"{}\")", slot->name,
                entry.event_endpoint, entry.event_topic);
@@ -139,7 +166,7 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
     std::lock_guard<std::mutex> lock(slot->mu);
     slot->published = slot->working;
   }
-  if (slot->stop.triggered()) return absl::OkStatus();
+  if (slot->stop.triggered() || restart) return absl::OkStatus();
   return status;
 }
 
@@ -213,26 +240,65 @@ int MultiStreamRunner::Run() {
   if (channel == nullptr) return kExitOk;
 
   zmq::context_t context(1);
-  std::deque<StreamSlot> slots;  // stable addresses
-  for (const WorkerEntry& entry : config_.workers) {
+  // Stable addresses. Only this thread adds slots (all_dp_ranks), under
+  // slots_mu; other threads read the deque under slots_mu.
+  std::deque<StreamSlot> slots;
+  std::mutex slots_mu;
+  std::set<std::tuple<std::string, std::string, uint32_t>> keys;
+  const auto add_slot = [&](const WorkerEntry& entry) -> StreamSlot& {
+    std::lock_guard<std::mutex> lock(slots_mu);
     StreamSlot& slot = slots.emplace_back();
+    keys.emplace(entry.stream_namespace, entry.worker_id, entry.dp_rank);
     slot.entry = entry;
     slot.name = DescribeStreamKey(entry);
     slot.working.state = "syncing";
     slot.published = slot.working;
+    if (entry.discover) {
+      slot.discovery.emplace(entry, &slot.stop, [](const WorkerUrl& url) {
+        return FetchKvEventsDescriptor(url);
+      });
+    } else {
+      slot.followed = entry;
+    }
     slot.supervisor.emplace(
         slot.name,
         [this, &slot, &context, &channel] {
           return RunAttempt(config_, &slot, &context, channel);
         },
         &slot.clock, park_period_);
-  }
+    return slot;
+  };
+  for (const WorkerEntry& entry : config_.workers) add_slot(entry);
+  // all_dp_ranks: once the stream of such an entry has learnt dp_size, each
+  // rank without a stream gets one, discovered the same way.
+  const auto expand_ranks = [&] {
+    const size_t listed = slots.size();
+    for (size_t i = 0; i < listed; ++i) {
+      if (!slots[i].entry.all_dp_ranks) continue;
+      const uint32_t dp_size = slots[i].discovery->advertised_dp_size();
+      for (uint32_t rank = 0; rank < std::min(dp_size, kMaxDiscoveredRanks);
+           ++rank) {
+        WorkerEntry entry = slots[i].entry;
+        entry.dp_rank = rank;
+        entry.all_dp_ranks = false;
+        if (keys.contains(std::make_tuple(entry.stream_namespace,
+                                          entry.worker_id, rank))) {
+          continue;
+        }
+        StreamSlot& added = add_slot(entry);
+        spdlog::info("stream {}: following rank {} of {} advertised by {}",
+                     added.name, rank, dp_size, entry.worker_address);
+        added.thread = std::thread([&added] { added.supervisor->Run(); });
+      }
+    }
+  };
   // --- Metrics endpoint (docs/metrics.md): the collector reads the copies
   // the streams publish on their ticks. Declared after `slots`, so it is
   // stopped before they go.
   std::atomic<bool> configure_unreachable{false};
   MetricsRegistry registry;
-  registry.AddCollector([&slots](MetricsWriter& w) {
+  registry.AddCollector([&slots, &slots_mu](MetricsWriter& w) {
+    std::lock_guard<std::mutex> slots_lock(slots_mu);
     std::vector<StreamView> views;
     for (const StreamSlot& slot : slots) {
       StreamView& view = views.emplace_back();
@@ -288,10 +354,15 @@ int MultiStreamRunner::Run() {
     }
   };
   while (!shutdown_->triggered()) {
-    std::vector<const WorkerEntry*> active;
+    expand_ranks();
+    std::vector<WorkerEntry> followed;
     for (const StreamSlot& slot : slots) {
-      if (!slot.supervisor->parked()) active.push_back(&slot.entry);
+      if (slot.supervisor->parked()) continue;
+      std::lock_guard<std::mutex> lock(slot.mu);
+      if (slot.followed) followed.push_back(*slot.followed);
     }
+    std::vector<const WorkerEntry*> active;
+    for (const WorkerEntry& entry : followed) active.push_back(&entry);
     absl::Status status = absl::OkStatus();
     if (!active.empty()) {
       kv_indexer::v1::ConfigureExpectedWorkersResponse response;

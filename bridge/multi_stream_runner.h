@@ -5,8 +5,11 @@
 // the calling thread sends one ConfigureExpectedWorkers covering every
 // stream that is not parked at start and once a second (so a stream whose
 // key the server refuses, once parked by its own refused requests, does not
-// keep the others unconfigured), and prints the stats lines. A failure
-// stops only its own stream; the process ends on shutdown only.
+// keep the others unconfigured), and prints the stats lines. A stream of an
+// entry with "discover" first learns what it follows from the worker's
+// /server_info (stream_discovery.h) and is configured only then; an
+// all_dp_ranks entry gains a stream for each rank its worker advertises. A
+// failure stops only its own stream; the process ends on shutdown only.
 //
 // Thread safety: Run() from one thread; the StopRequest may be triggered
 // from any thread.

@@ -92,6 +92,9 @@ struct RecoveryIo {
   RecoveryClock* clock = nullptr;
   std::function<uint64_t()> random;  // uniform 64-bit values
   BridgeStats* stats = nullptr;
+  // Runs at the start of each synchronisation, before anything is sent;
+  // an error ends Run() with it. Null: nothing runs.
+  std::function<absl::Status()> before_sync;
 };
 
 class StreamRecovery {

@@ -27,6 +27,13 @@ void StreamRecovery::Sync() {
     if (io_.clock->WaitFor(jitter)) return;
     loss_jitter_pending_ = false;
   }
+  if (io_.before_sync) {
+    absl::Status checked = io_.before_sync();
+    if (!checked.ok()) {
+      fatal_ = std::move(checked);
+      return;
+    }
+  }
   if (gated() && !Register()) return;
   bool done = false;
   switch (publisher_mode_) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "bridge/kv_events_descriptor.h"
 #include "common/absl_view.h"
 #include "common/env.h"
 
@@ -142,10 +143,23 @@ absl::StatusOr<WorkerEntry> ReadEntry(const Struct& object, size_t index,
   in.Uint32("hash_schema_version", 0, kU32Max, &entry.hash_schema_version);
   entry.page_size_set = in.Uint32("page_size", 1, kU32Max, &entry.page_size);
   in.Bool("is_bigram", &entry.is_bigram);
+  if (entry.discover && in.error().empty()) {
+    if (absl::StatusOr<WorkerUrl> url = ParseWorkerUrl(entry.worker_address);
+        !url.ok()) {
+      in.Fail(absl::StrCat(
+          Where(index, "worker_address"), ": ", url.status().message(),
+          "; \"discover\" reads <worker_address>/server_info"));
+    }
+  }
   if (entry.all_dp_ranks && !entry.discover) {
     in.Fail(absl::StrCat(Where(index, "all_dp_ranks"),
                          " needs \"discover\": true (the ranks come from "
                          "/server_info)"));
+  }
+  if (entry.all_dp_ranks && !entry.event_endpoint.empty()) {
+    in.Fail(absl::StrCat(Where(index, "event_endpoint"),
+                         " cannot be used with \"all_dp_ranks\" (each rank "
+                         "publishes on its own port; leave it out)"));
   }
   if (!in.error().empty()) return Invalid(in.error());
   for (const std::string& key : in.UnknownKeys()) {

@@ -36,7 +36,7 @@ struct WorkerEntry {
   bool page_size_set = false;  // whether the entry named page_size
   bool is_bigram = false;
   bool discover = false;
-  bool all_dp_ranks = false;  // only with discover
+  bool all_dp_ranks = false;  // only with discover, without event_endpoint
 };
 
 struct WorkersList {

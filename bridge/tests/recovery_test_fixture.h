@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -30,6 +31,7 @@ struct RecoveryRig {
     size_t live_capacity = 4096;
     uint64_t seed = 1;
     bool worker_probe = false;  // heartbeats check `worker_probe` first
+    std::function<absl::Status()> before_sync = nullptr;  // RecoveryIo's
   };
 
   explicit RecoveryRig(Setup setup, RecoveryOptions options = {})
@@ -53,6 +55,7 @@ struct RecoveryRig {
     io.clock = &clock;
     io.random = [this] { return rng(); };
     io.stats = &stats;
+    io.before_sync = std::move(setup.before_sync);
     engine = std::make_unique<StreamRecovery>(std::move(options), io);
   }
 

@@ -95,6 +95,41 @@ TEST(StreamRecovery, SequenceResetWithoutReplay) {
   EXPECT_TRUE(rig.engine->exact());
 }
 
+// The before_sync hook runs at the start of every synchronisation: the
+// first one and the one after a publisher restart.
+TEST(StreamRecovery, BeforeSyncRunsAtEachSynchronisation) {
+  int calls = 0;
+  RecoveryRig::Setup setup = LiveOnly();
+  setup.before_sync = [&calls] {
+    ++calls;
+    return absl::OkStatus();
+  };
+  RecoveryRig rig(setup);
+  rig.publisher.Publish({Op::Store({1})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{1}));
+  EXPECT_EQ(calls, 1);
+  rig.publisher.Restart();
+  rig.publisher.Publish({Op::Store({7})});
+  ASSERT_TRUE(rig.RunFor(kSecond).ok());
+  EXPECT_EQ(rig.server.Held(kWorker), (Held{7}));
+  EXPECT_EQ(calls, 2);
+}
+
+// An error of before_sync ends Run() with it before anything is sent.
+TEST(StreamRecovery, BeforeSyncErrorEndsRunBeforeSending) {
+  RecoveryRig::Setup setup = Replay();
+  setup.before_sync = [] {
+    return absl::FailedPreconditionError("/server_info refused: x");
+  };
+  RecoveryRig rig(setup);
+  rig.publisher.PublishBufferOnly({Op::Store({1})});
+  const absl::Status status = rig.RunFor(kSecond);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rig.server.applies, IsEmpty());
+  EXPECT_THAT(rig.server.replaces, IsEmpty());
+}
+
 // The replay buffer no longer holds the incarnation start: degraded install
 // from what it holds.
 TEST(StreamRecovery, EvictedStartInstallsDegraded) {

@@ -138,6 +138,23 @@ TEST(WorkersJson, EventEndpointOptionalWithDiscover) {
   EXPECT_EQ(list->entries[0].event_endpoint, "");
   EXPECT_THAT(Refusal(Array(With(R"("all_dp_ranks":true)"))),
               HasSubstr("needs \"discover\""));
+  // One endpoint cannot serve every rank.
+  EXPECT_THAT(Refusal(Array(With(R"("discover":true,"all_dp_ranks":true)"))),
+              HasSubstr("cannot be used with \"all_dp_ranks\""));
+}
+
+TEST(WorkersJson, DiscoverNeedsAWorkerUrlToRead) {
+  EXPECT_THAT(Refusal(R"([{"worker_id":"w","worker_address":"ftp://h:1",)"
+                      R"("discover":true}])"),
+              HasSubstr("scheme other than http or https"));
+  EXPECT_THAT(Refusal(R"([{"worker_id":"w","worker_address":"fd00::5",)"
+                      R"("discover":true}])"),
+              HasSubstr("\"discover\" reads <worker_address>/server_info"));
+  // Without discover the address is only passed on.
+  absl::StatusOr<WorkersList> list =
+      ParseWorkersJson(R"([{"worker_id":"w","worker_address":"ftp://h:1",)"
+                       R"("event_endpoint":"tcp://h:2"}])");
+  EXPECT_TRUE(list.ok()) << list.status();
 }
 
 TEST(WorkersJson, VersionsAndNumbersInRange) {
