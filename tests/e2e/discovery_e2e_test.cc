@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
 #include "kvindexer_admin.grpc.pb.h"
+#include "tests/e2e/live_publisher.h"
 #include "tests/e2e/ready_server.h"
 #include "tests/support/fake_server_info.h"
 #include "tests/support/msgpack_builders.h"
@@ -42,6 +43,8 @@ namespace kvindexer::bridge {
 namespace discovery_e2e {
 
 using namespace std::chrono_literals;
+using ::kvindexer::bridge::testing::Holds;
+using ::kvindexer::bridge::testing::LivePublisher;
 using ::kvindexer::bridge::testing::PackBatch;
 using ::kvindexer::bridge::testing::RemoveEvent;
 using ::kvindexer::bridge::testing::SeqFrame;
@@ -55,75 +58,6 @@ using ::testing::HasSubstr;
 
 constexpr auto kStartBound = 30s;
 constexpr auto kEffectBound = 30s;
-
-// A PUB socket on 127.0.0.1 sending SGLang's three frames (empty topic).
-class RankPublisher {
- public:
-  // Binds `port`, or an ephemeral port for 0; nullopt when it is taken.
-  static std::unique_ptr<RankPublisher> Bind(int port) {
-    auto publisher = std::unique_ptr<RankPublisher>(new RankPublisher());
-    try {
-      publisher->socket_.bind("tcp://127.0.0.1:" +
-                              (port == 0 ? "*" : std::to_string(port)));
-    } catch (const zmq::error_t&) {
-      return nullptr;
-    }
-    const std::string endpoint =
-        publisher->socket_.get(zmq::sockopt::last_endpoint);
-    publisher->port_ = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
-    return publisher;
-  }
-  int port() const { return port_; }
-  // The next batch takes `seq` (0: a publisher that restarted).
-  void SetNextSeq(uint64_t seq) { next_seq_ = seq; }
-  void Publish(const std::string& payload) {
-    const std::string seq = SeqFrame(next_seq_++);
-    socket_.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(seq), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(payload), zmq::send_flags::none);
-  }
-
- private:
-  RankPublisher() : socket_(context_, zmq::socket_type::pub) {
-    socket_.set(zmq::sockopt::linger, 0);
-  }
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
-  int port_ = 0;
-  uint64_t next_seq_ = 0;
-};
-
-// Whether `worker_id` holds `hash` at `tier`.
-bool Holds(kv_indexer::v1::KVIndexer::Stub& stub, const std::string& worker_id,
-           int64_t hash, const std::string& tier) {
-  kv_indexer::v1::MatchExternalKvRequest request;
-  request.add_hashes(hash);
-  kv_indexer::v1::MatchExternalKvResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
-  if (!stub.MatchExternalKv(&context, request, &response).ok()) return false;
-  for (const auto& match : response.matches()) {
-    if (match.worker_id() != worker_id) continue;
-    for (const auto& by_tier : match.hashes_by_tier()) {
-      if (kv_indexer::v1::TierType_Name(by_tier.tier()) != tier) continue;
-      for (int64_t h : by_tier.hashes()) {
-        if (h == hash) return true;
-      }
-    }
-  }
-  return false;
-}
-
-// Publishes `payload` until `effect` holds.
-bool PublishUntil(RankPublisher& publisher, const std::string& payload,
-                  const std::function<bool()>& effect) {
-  const auto deadline = std::chrono::steady_clock::now() + kEffectBound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    publisher.Publish(payload);
-    if (WaitUntil(effect, 300ms)) return true;
-  }
-  return false;
-}
 
 // The server's ListWorkers entry of `worker_id`/`dp_rank`, if listed.
 std::optional<kvindexer::admin::v1::WorkerInfo> Listed(
@@ -189,8 +123,8 @@ void StopWithStatusZero(ServerProcess& process) {
 }
 
 TEST(DiscoveryE2e, F40BlockSizeMismatchParksOnlyThatStream) {
-  std::unique_ptr<RankPublisher> followed = RankPublisher::Bind(0);
-  std::unique_ptr<RankPublisher> refused = RankPublisher::Bind(0);
+  std::unique_ptr<LivePublisher> followed = LivePublisher::Bind(0);
+  std::unique_ptr<LivePublisher> refused = LivePublisher::Bind(0);
   ASSERT_NE(followed, nullptr);
   ASSERT_NE(refused, nullptr);
   auto followed_info = FakeServerInfo::Start();
@@ -275,12 +209,12 @@ TEST(DiscoveryE2e, F40BlockSizeMismatchParksOnlyThatStream) {
 
 TEST(DiscoveryE2e, AllDpRanksFollowsEveryAdvertisedRank) {
   // Two publishers on consecutive ports: rank r publishes on base + r.
-  std::unique_ptr<RankPublisher> rank0;
-  std::unique_ptr<RankPublisher> rank1;
+  std::unique_ptr<LivePublisher> rank0;
+  std::unique_ptr<LivePublisher> rank1;
   for (int attempt = 0; attempt < 50 && rank1 == nullptr; ++attempt) {
-    rank0 = RankPublisher::Bind(0);
+    rank0 = LivePublisher::Bind(0);
     ASSERT_NE(rank0, nullptr);
-    if (rank0->port() < 65535) rank1 = RankPublisher::Bind(rank0->port() + 1);
+    if (rank0->port() < 65535) rank1 = LivePublisher::Bind(rank0->port() + 1);
   }
   ASSERT_NE(rank1, nullptr) << "no two consecutive free ports";
   auto info = FakeServerInfo::Start();
@@ -327,8 +261,8 @@ TEST(DiscoveryE2e, AllDpRanksFollowsEveryAdvertisedRank) {
 }
 
 TEST(DiscoveryE2e, ResynchronisingDiscoversAgainAndFollowsAMovedPublisher) {
-  std::unique_ptr<RankPublisher> before = RankPublisher::Bind(0);
-  std::unique_ptr<RankPublisher> after = RankPublisher::Bind(0);
+  std::unique_ptr<LivePublisher> before = LivePublisher::Bind(0);
+  std::unique_ptr<LivePublisher> after = LivePublisher::Bind(0);
   ASSERT_NE(before, nullptr);
   ASSERT_NE(after, nullptr);
   auto info = FakeServerInfo::Start();

@@ -206,7 +206,7 @@ TEST_F(DurabilitySyncFailureTest,
   std::unique_ptr<DurableServer> restarted = DurableServer::Start(options_);
   ASSERT_NE(restarted, nullptr);
   EXPECT_THAT(restarted->process().Output(),
-              HasSubstr("the previous run's log failed in " + failed_log));
+              HasSubstr("the previous run's log " + failed_log + " failed"));
   EXPECT_EQ(Health(*restarted, ""), kHealthServing);
   const int restarted_metrics = MetricsPort(*restarted);
   ASSERT_NE(restarted_metrics, 0);

@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kv_indexer.grpc.pb.h"
+#include "tests/e2e/live_publisher.h"
 #include "tests/e2e/ready_server.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
@@ -37,6 +38,8 @@ namespace kvindexer::bridge {
 namespace multi_stream_e2e {
 
 using namespace std::chrono_literals;
+using ::kvindexer::bridge::testing::Holds;
+using ::kvindexer::bridge::testing::LivePublisher;
 using ::kvindexer::bridge::testing::PackBatch;
 using ::kvindexer::bridge::testing::RemoveEvent;
 using ::kvindexer::bridge::testing::SeqFrame;
@@ -48,61 +51,6 @@ using ::kvindexer::test_support::WaitUntil;
 constexpr auto kStartBound = 30s;
 constexpr auto kEffectBound = 30s;
 
-// A PUB socket on loopback sending SGLang's three frames.
-class Publisher {
- public:
-  Publisher() : socket_(context_, zmq::socket_type::pub) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.bind("tcp://127.0.0.1:*");
-    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
-  }
-  const std::string& endpoint() const { return endpoint_; }
-  void Publish(const std::string& payload) {
-    const std::string seq = SeqFrame(next_seq_++);
-    socket_.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(seq), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(payload), zmq::send_flags::none);
-  }
-
- private:
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
-  std::string endpoint_;
-  uint64_t next_seq_ = 0;
-};
-
-// Whether `worker_id` holds `hash` at `tier` ("TIER_HBM", ...).
-bool Holds(kv_indexer::v1::KVIndexer::Stub& stub, const std::string& worker_id,
-           int64_t hash, const std::string& tier) {
-  kv_indexer::v1::MatchExternalKvRequest request;
-  request.add_hashes(hash);
-  kv_indexer::v1::MatchExternalKvResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
-  if (!stub.MatchExternalKv(&context, request, &response).ok()) return false;
-  for (const auto& match : response.matches()) {
-    if (match.worker_id() != worker_id) continue;
-    for (const auto& by_tier : match.hashes_by_tier()) {
-      if (kv_indexer::v1::TierType_Name(by_tier.tier()) != tier) continue;
-      for (int64_t h : by_tier.hashes()) {
-        if (h == hash) return true;
-      }
-    }
-  }
-  return false;
-}
-
-// Publishes `payload` until `effect` holds.
-bool PublishUntil(Publisher& publisher, const std::string& payload,
-                  const std::function<bool()>& effect) {
-  const auto deadline = std::chrono::steady_clock::now() + kEffectBound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    publisher.Publish(payload);
-    if (WaitUntil(effect, 300ms)) return true;
-  }
-  return false;
-}
-
 TEST(MultiStreamE2e, F39OneStreamFailingLeavesTheOtherWorking) {
   ProcessOptions server_options;
   server_options.binary = KVINDEXER_SERVER_BINARY;
@@ -113,14 +61,15 @@ TEST(MultiStreamE2e, F39OneStreamFailingLeavesTheOtherWorking) {
       e2e::StartReadyServer(std::move(server_options), 0, kStartBound);
   ASSERT_TRUE(server.ok()) << server.status();
 
-  Publisher healthy;
+  const std::unique_ptr<LivePublisher> healthy = LivePublisher::Bind();
+  ASSERT_NE(healthy, nullptr);
   // Unreachable: nothing listens on port 1. Refused: a worker id over the
   // server's 256-byte limit is INVALID_ARGUMENT, a permanent code.
   const std::string refused_id(300, 'r');
   const std::string workers =
       R"([{"worker_id":"healthy","worker_address":"http://127.0.0.1:30001",)"
       R"("event_endpoint":")" +
-      healthy.endpoint() +
+      healthy->endpoint() +
       R"(","namespace":"ns","dp_rank":1,"model":"m","page_size":1},)"
       R"({"worker_id":"unreachable","worker_address":"http://127.0.0.1:30002",)"
       R"("event_endpoint":"tcp://127.0.0.1:1"},)"
@@ -152,12 +101,12 @@ TEST(MultiStreamE2e, F39OneStreamFailingLeavesTheOtherWorking) {
   constexpr int64_t kSecond = 434343;
   auto& stub = *server->stub;
   ASSERT_TRUE(
-      PublishUntil(healthy, PackBatch({StoreEvent({kFirst}, "GPU")}),
+      PublishUntil(*healthy, PackBatch({StoreEvent({kFirst}, "GPU")}),
                    [&] { return Holds(stub, "healthy", kFirst, "TIER_HBM"); }))
       << process.Output();
   ASSERT_TRUE(process.WaitForOutput("parked", kEffectBound))
       << process.Output();
-  ASSERT_TRUE(PublishUntil(healthy,
+  ASSERT_TRUE(PublishUntil(*healthy,
                            PackBatch({StoreEvent({kSecond}, "CPU_PINNED"),
                                       RemoveEvent({kFirst}, "GPU")}),
                            [&] {
