@@ -1,6 +1,8 @@
 #include "configure_heartbeat.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -36,29 +38,55 @@ absl::StatusOr<HeartbeatCost> MeasureConfigureHeartbeat(
   if (!idle_end.ok()) return idle_end.status();
   cost.idle_cpu_s = *idle_end - *before;
 
-  const auto spacing = std::chrono::microseconds(
-      1'000'000 / static_cast<int64_t>(std::max<uint32_t>(senders, 1)));
-  const Clock::time_point start = Clock::now();
+  // `senders` calls per second of `call` for the window; the server's CPU
+  // seconds they took.
+  const auto paced = [&](const std::function<grpc::Status()>& call,
+                         double* cpu_s) -> absl::Status {
+    absl::StatusOr<double> start_cpu = ServerCpu(server);
+    if (!start_cpu.ok()) return start_cpu.status();
+    const auto spacing = std::chrono::microseconds(
+        1'000'000 / static_cast<int64_t>(std::max<uint32_t>(senders, 1)));
+    const Clock::time_point start = Clock::now();
+    for (Clock::time_point next = start; next < start + window;
+         next += spacing) {
+      std::this_thread::sleep_until(next);  // pacing, not synchronisation
+      const grpc::Status s = call();
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat("a paced call failed: ", s.error_message()));
+      }
+    }
+    std::this_thread::sleep_until(start + window);
+    absl::StatusOr<double> end_cpu = ServerCpu(server);
+    if (!end_cpu.ok()) return end_cpu.status();
+    *cpu_s = *end_cpu - *start_cpu;
+    return absl::OkStatus();
+  };
   ::kv_indexer::v1::ConfigureExpectedWorkersResponse resp;
-  for (Clock::time_point next = start; next < start + window; next += spacing) {
-    std::this_thread::sleep_until(next);  // pacing, not synchronisation
+  const auto configure = [&] {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::seconds(10));
-    const grpc::Status s =
-        stub.ConfigureExpectedWorkers(&context, request, &resp);
-    if (!s.ok()) {
-      return absl::InternalError(
-          absl::StrCat("a heartbeat Configure failed: ", s.error_message()));
-    }
     ++cost.configures;
+    return stub.ConfigureExpectedWorkers(&context, request, &resp);
+  };
+  ::kv_indexer::v1::MatchExternalKvRequest match;
+  match.add_hashes(1);
+  ::kv_indexer::v1::MatchExternalKvResponse matched;
+  const auto control = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(10));
+    return stub.MatchExternalKv(&context, match, &matched);
+  };
+  if (absl::Status s = paced(configure, &cost.busy_cpu_s); !s.ok()) return s;
+  if (absl::Status s = paced(control, &cost.control_cpu_s); !s.ok()) {
+    return s;
   }
-  std::this_thread::sleep_until(start + window);
-  absl::StatusOr<double> busy_end = ServerCpu(server);
-  if (!busy_end.ok()) return busy_end.status();
-  cost.busy_cpu_s = *busy_end - *idle_end;
   cost.busy_core_share = cost.busy_cpu_s / window_s;
   cost.added_core_share = (cost.busy_cpu_s - cost.idle_cpu_s) / window_s;
+  cost.over_control_core_share =
+      (cost.busy_cpu_s - cost.control_cpu_s) / window_s;
   return cost;
 }
 

@@ -239,15 +239,19 @@ int RunConfigurePhase(JsonWriter& json) {
   }
   std::printf(
       "%u streams x 1 Hz unchanged Configure (%u entries each): %lu calls in "
-      "%.1f s; server CPU %.3f s (idle window %.3f s): %.2f%% of one core "
-      "added (%.2f%% in all)\n",
+      "%.1f s; server CPU %.3f s, idle %.3f s, as many paced one-hash "
+      "MatchExternalKv %.3f s: %.2f%% of one core over idle, %.2f%% over "
+      "the control\n",
       stream_count, stream_count, static_cast<unsigned long>(cost->configures),
-      cost->window_s, cost->busy_cpu_s, cost->idle_cpu_s,
-      cost->added_core_share * 100, cost->busy_core_share * 100);
+      cost->window_s, cost->busy_cpu_s, cost->idle_cpu_s, cost->control_cpu_s,
+      cost->added_core_share * 100, cost->over_control_core_share * 100);
   json.Field("heartbeat_configures", cost->configures);
   json.Field("heartbeat_busy_cpu_s", cost->busy_cpu_s);
   json.Field("heartbeat_idle_cpu_s", cost->idle_cpu_s);
+  json.Field("heartbeat_control_cpu_s", cost->control_cpu_s);
   json.Field("heartbeat_added_core_share", cost->added_core_share);
+  json.Field("heartbeat_over_control_core_share",
+             cost->over_control_core_share);
   return 0;
 }
 

@@ -4,7 +4,7 @@
 // and GetStats; a new one at every start without a data directory; kept by
 // a SIGKILL restart with one, and new when the checkpoints are gone; and
 // namespaced, ranked streams keep their generation and committed placements
-// across a SIGKILL.
+// across a SIGKILL; identical Configures write nothing to the log.
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -116,13 +116,14 @@ class LineARestartTest : public DurabilityTest {
     return resp.indexer_epoch();
   }
 
-  std::string StatsEpoch() {
+  admin_v1::GetStatsResponse Stats() {
     admin_v1::GetStatsResponse stats;
     const grpc::Status st =
         admin_->GetStats(Deadline().get(), admin_v1::GetStatsRequest(), &stats);
     EXPECT_TRUE(st.ok()) << st.error_message();
-    return stats.indexer_epoch();
+    return stats;
   }
+  std::string StatsEpoch() { return Stats().indexer_epoch(); }
 
   // A coverage query over `streams` for `hashes`.
   v1::MatchExternalKvPrefixResponse Query(const std::vector<Stream>& streams,
@@ -207,6 +208,21 @@ TEST_F(LineARestartTest,
     EXPECT_EQ(m.worker_generation(),
               m.stream_id().dp_rank() == 0 ? "gen-0" : "gen-1");
   }
+}
+
+// F30: a bridge's once-a-second Configure of an unchanged list writes no
+// log record.
+TEST_F(LineARestartTest, IdenticalConfiguresLeaveTheLogAlone) {
+  StartServer();
+  Configure({kRank0, kRank1});
+  Install(kRank0, {1, 2}, 3);
+  const uint64_t before = Stats().durability().log_bytes();
+  ASSERT_GT(before, 0u);
+  for (int i = 0; i < 1000; ++i) Configure({kRank0, kRank1});
+  EXPECT_EQ(Stats().durability().log_bytes(), before);
+  // A changed list is logged.
+  Configure({kRank0});
+  EXPECT_GT(Stats().durability().log_bytes(), before);
 }
 
 }  // namespace
