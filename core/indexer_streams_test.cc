@@ -18,14 +18,6 @@ namespace v1 = ::kv_indexer::v1;
 using test_support::Batch;
 using test_support::ModelBackend;
 
-v1::StreamId Stream(std::string ns, std::string worker, uint32_t rank) {
-  v1::StreamId id;
-  id.set_namespace_(std::move(ns));
-  id.set_worker_id(std::move(worker));
-  id.set_dp_rank(rank);
-  return id;
-}
-
 struct Entry {
   v1::StreamId stream;
   std::string address;
@@ -121,8 +113,8 @@ class IndexerStreamsTest : public ::testing::Test {
                     .ok());
   }
 
-  const v1::StreamId a_ = Stream("ns", "w", 0);
-  const v1::StreamId b_ = Stream("ns", "w", 1);
+  const v1::StreamId a_ = test_support::StreamIdOf("ns", "w", 0);
+  const v1::StreamId b_ = test_support::StreamIdOf("ns", "w", 1);
   ModelBackend backend_;
   Indexer indexer_{&backend_};
   IndexOperations& ops_ = indexer_.operations();
@@ -131,7 +123,7 @@ class IndexerStreamsTest : public ::testing::Test {
 TEST_F(IndexerStreamsTest, WorkerIdAndStreamWorkerIdMustAgree) {
   v1::ApplyExternalKvBatchRequest req =
       Batch("w1").Report(kTierHbm, {5}).request();
-  *req.mutable_stream_id() = Stream("", "w2", 0);
+  *req.mutable_stream_id() = test_support::StreamIdOf("", "w2", 0);
   const absl::Status s = Apply(req);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "worker_id and stream_id.worker_id differ");
@@ -139,12 +131,14 @@ TEST_F(IndexerStreamsTest, WorkerIdAndStreamWorkerIdMustAgree) {
 }
 
 TEST_F(IndexerStreamsTest, TheLegacyKeyIsTheSeedEraWorker) {
-  ASSERT_TRUE(Configure(::kvindexer::indexer_streams_test::Configure(
-                            {{Stream("", "w", 0), "http://a", ""}}))
-                  .ok());
-  ASSERT_TRUE(Replace(::kvindexer::indexer_streams_test::Replace(
-                          Stream("", "w", 0), "http://a", "", {1}))
-                  .ok());
+  ASSERT_TRUE(
+      Configure(::kvindexer::indexer_streams_test::Configure(
+                    {{test_support::StreamIdOf("", "w", 0), "http://a", ""}}))
+          .ok());
+  ASSERT_TRUE(
+      Replace(::kvindexer::indexer_streams_test::Replace(
+                  test_support::StreamIdOf("", "w", 0), "http://a", "", {1}))
+          .ok());
   ASSERT_TRUE(Apply(Batch("w", "http://a").Report(kTierHbm, {2})).ok());
   const v1::MatchExternalKvResponse resp = Match({1, 2});
   ASSERT_EQ(resp.matches_size(), 1);
@@ -185,14 +179,15 @@ TEST_F(IndexerStreamsTest, DuplicateStreamsAreNamedByKey) {
   // The same worker id in two namespaces is two streams.
   EXPECT_TRUE(Configure(::kvindexer::indexer_streams_test::Configure(
                             {{a_, "http://a", ""},
-                             {Stream("other", "w", 0), "http://a", ""}}))
+                             {test_support::StreamIdOf("other", "w", 0),
+                              "http://a", ""}}))
                   .ok());
 }
 
 TEST_F(IndexerStreamsTest, BlankWorkerIdsAreRefusedOnlyOnLineA) {
   const absl::Status line_a =
       Configure(::kvindexer::indexer_streams_test::Configure(
-          {{Stream("", " \t", 0), "", ""}}));
+          {{test_support::StreamIdOf("", " \t", 0), "", ""}}));
   EXPECT_EQ(line_a.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(line_a.message(), "worker_id must not be empty");
   EXPECT_TRUE(Apply(Batch(" ").Report(kTierHbm, {1})).ok());
@@ -235,7 +230,7 @@ TEST_F(IndexerStreamsTest,
 
 TEST_F(IndexerStreamsTest, AStreamNamedButUnknownIsShownNotReady) {
   TwoCoveredStreams();
-  const v1::StreamId ghost = Stream("ns", "ghost", 0);
+  const v1::StreamId ghost = test_support::StreamIdOf("ns", "ghost", 0);
   const v1::MatchExternalKvPrefixResponse resp =
       Prefix({1}, {}, {ghost, a_, ghost});
   EXPECT_FALSE(resp.complete_coverage());
@@ -280,11 +275,13 @@ TEST_F(IndexerStreamsTest, AnInvalidatedStreamIsNeitherMatchedNorCovered) {
 
 TEST_F(IndexerStreamsTest, InvalidateNeedsAConfiguredStream) {
   ASSERT_TRUE(Apply(Batch("w").Report(kTierHbm, {1})).ok());
-  const absl::Status unknown = Invalidate(Stream("ns", "w", 0));
+  const absl::Status unknown =
+      Invalidate(test_support::StreamIdOf("ns", "w", 0));
   EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(unknown.message(), "stream ns/w/0 is not configured");
   // A record a seed-era apply created was never configured.
-  EXPECT_EQ(Invalidate(Stream("", "w", 0)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Invalidate(test_support::StreamIdOf("", "w", 0)).code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(IndexerStreamsTest, ANamespacedStreamWithoutGenerationIsNotCovered) {

@@ -22,14 +22,6 @@ namespace v1 = ::kv_indexer::v1;
 using test_support::Batch;
 using test_support::ModelBackend;
 
-v1::StreamId Stream(std::string ns, std::string worker, uint32_t rank) {
-  v1::StreamId id;
-  id.set_namespace_(std::move(ns));
-  id.set_worker_id(std::move(worker));
-  id.set_dp_rank(rank);
-  return id;
-}
-
 std::string IdOf(const v1::StreamId& stream) {
   return EncodeStreamKey(StreamKeyOf(stream));
 }
@@ -110,9 +102,9 @@ class ExplainStreamsTest : public ::testing::Test {
     return WorkerExplanation{};
   }
 
-  const v1::StreamId a_ = Stream("ns", "w", 0);
-  const v1::StreamId b_ = Stream("ns", "w", 1);
-  const v1::StreamId c_ = Stream("ns", "x", 0);
+  const v1::StreamId a_ = test_support::StreamIdOf("ns", "w", 0);
+  const v1::StreamId b_ = test_support::StreamIdOf("ns", "w", 1);
+  const v1::StreamId c_ = test_support::StreamIdOf("ns", "x", 0);
   ModelBackend backend_;
   Indexer indexer_{&backend_};
   IndexOperations& ops_ = indexer_.operations();
@@ -146,9 +138,10 @@ TEST_F(ExplainStreamsTest, ASelectedStreamThatIsNotCoveredIsNotReady) {
   v1::MatchExternalKvPrefixRequest req = test_support::PrefixRequest({1, 2, 3});
   *req.add_eligible_streams() = b_;
   *req.add_eligible_streams() = c_;
-  *req.add_eligible_streams() = Stream("ns", "nobody", 0);
-  const PrefixExplanation e =
-      Explain(req, {IdOf(c_), IdOf(Stream("ns", "nobody", 0)), IdOf(a_)});
+  *req.add_eligible_streams() = test_support::StreamIdOf("ns", "nobody", 0);
+  const PrefixExplanation e = Explain(
+      req,
+      {IdOf(c_), IdOf(test_support::StreamIdOf("ns", "nobody", 0)), IdOf(a_)});
   ASSERT_EQ(e.workers.size(), 4u);
   EXPECT_EQ(e.workers[0].worker_id, IdOf(b_));
   EXPECT_EQ(e.workers[0].matched, 1u);

@@ -194,14 +194,6 @@ class AdminServiceTest : public ::testing::Test {
   std::unique_ptr<AdminServer> server_;
 };
 
-v1::StreamId Stream(std::string ns, std::string worker, uint32_t rank) {
-  v1::StreamId id;
-  id.set_namespace_(std::move(ns));
-  id.set_worker_id(std::move(worker));
-  id.set_dp_rank(rank);
-  return id;
-}
-
 TEST_F(AdminServiceTest, ListWorkersShowsRecordsCountsFidelityAndAges) {
   Start();
   ASSERT_TRUE(Apply(Batch("w2", "10.0.0.2:1")
@@ -302,11 +294,11 @@ TEST_F(AdminServiceTest, ListWorkersPagesByIdWithATokenToResumeFrom) {
 
 TEST_F(AdminServiceTest, ListWorkersPagesStreamsInKeyOrder) {
   Start();
-  AddStreams({{Stream("x", "a", 0), "x", "g", {1}},
-              {Stream("ns", "b", 5), "b5", "g", {1}},
-              {Stream("", "b", 1), "b1", "g", {1}},
-              {Stream("ns", "a", 0), "na", "g", {1}},
-              {Stream("ns", "b", 0), "nb", "", {1}}});
+  AddStreams({{test_support::StreamIdOf("x", "a", 0), "x", "g", {1}},
+              {test_support::StreamIdOf("ns", "b", 5), "b5", "g", {1}},
+              {test_support::StreamIdOf("", "b", 1), "b1", "g", {1}},
+              {test_support::StreamIdOf("ns", "a", 0), "na", "g", {1}},
+              {test_support::StreamIdOf("ns", "b", 0), "nb", "", {1}}});
   for (const std::string id : {"c", "a", "b"}) {
     ASSERT_TRUE(Apply(Batch(id, id).Report(kTierHbm, {1})).ok());
   }
@@ -605,16 +597,16 @@ TEST_F(AdminServiceTest, GetStatsAndListWorkersShowOpenStaging) {
 
 TEST_F(AdminServiceTest, ExplainPrefixSelectsStreamsAsTheCoverageQuery) {
   Start();
-  AddStreams({{Stream("ns", "w", 0), "a", "g0", {1, 2}},
-              {Stream("ns", "w", 1), "b", "g1", {1, 2}},
-              {Stream("ns", "w", 2), "c", "", {1, 2}}});
+  AddStreams({{test_support::StreamIdOf("ns", "w", 0), "a", "g0", {1, 2}},
+              {test_support::StreamIdOf("ns", "w", 1), "b", "g1", {1, 2}},
+              {test_support::StreamIdOf("ns", "w", 2), "c", "", {1, 2}}});
   ASSERT_TRUE(Apply(Batch("w", "l").Report(kTierHbm, {1})).ok());
   admin_v1::ExplainPrefixRequest req;
   for (int64_t h : {1, 2}) req.add_hashes(h);
   req.add_eligible_worker_addresses("a");
   req.add_eligible_worker_addresses("c");
   req.add_worker_ids("w");  // every stream with that id
-  *req.add_streams() = Stream("ns", "v", 0);
+  *req.add_streams() = test_support::StreamIdOf("ns", "v", 0);
   admin_v1::ExplainPrefixResponse resp;
   const grpc::Status s = Explain(req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -661,14 +653,15 @@ TEST_F(AdminServiceTest, ExplainPrefixChecksTheStreamsItNames) {
   Start();
   admin_v1::ExplainPrefixRequest req;
   req.add_hashes(1);
-  *req.add_streams() = Stream("ns", "", 0);
+  *req.add_streams() = test_support::StreamIdOf("ns", "", 0);
   admin_v1::ExplainPrefixResponse resp;
   grpc::Status s = Explain(req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(), "worker_id must not be empty");
   req.clear_streams();
   for (int i = 0; i <= kMaxExplainedWorkerIds; ++i) {
-    *req.add_streams() = Stream("ns", "w", static_cast<uint32_t>(i));
+    *req.add_streams() =
+        test_support::StreamIdOf("ns", "w", static_cast<uint32_t>(i));
   }
   s = Explain(req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -677,8 +670,8 @@ TEST_F(AdminServiceTest, ExplainPrefixChecksTheStreamsItNames) {
 
 TEST_F(AdminServiceTest, RemoveWorkerByStreamRemovesThatStreamOnly) {
   Start();
-  AddStreams({{Stream("ns", "w", 0), "a", "g0", {1, 2}},
-              {Stream("ns", "w", 1), "b", "g1", {1}}});
+  AddStreams({{test_support::StreamIdOf("ns", "w", 0), "a", "g0", {1, 2}},
+              {test_support::StreamIdOf("ns", "w", 1), "b", "g1", {1}}});
   ASSERT_TRUE(Apply(Batch("w", "l").Report(kTierHbm, {1, 2, 3})).ok());
   ASSERT_EQ(List().workers_size(), 3);
 
@@ -687,7 +680,7 @@ TEST_F(AdminServiceTest, RemoveWorkerByStreamRemovesThatStreamOnly) {
     grpc::ClientContext context;
     Deadline(context);
     admin_v1::RemoveWorkerRequest req;
-    *req.mutable_stream_id() = Stream("ns", "w", 1);
+    *req.mutable_stream_id() = test_support::StreamIdOf("ns", "w", 1);
     req.set_reason("test");
     admin_v1::RemoveWorkerResponse resp;
     const grpc::Status s = server_->admin().RemoveWorker(&context, req, &resp);
@@ -703,7 +696,7 @@ TEST_F(AdminServiceTest, RemoveWorkerByStreamRemovesThatStreamOnly) {
     grpc::ClientContext context;
     Deadline(context);
     admin_v1::RemoveWorkerRequest req;
-    *req.mutable_stream_id() = Stream("ns", "w", 1);
+    *req.mutable_stream_id() = test_support::StreamIdOf("ns", "w", 1);
     admin_v1::RemoveWorkerResponse resp;
     EXPECT_EQ(server_->admin().RemoveWorker(&context, req, &resp).error_code(),
               grpc::StatusCode::NOT_FOUND);

@@ -185,6 +185,14 @@ v1::GetExternalKvHitCountsRequest HitCountsRequest(const Hashes& hashes) {
   return req;
 }
 
+v1::StreamId StreamIdOf(std::string ns, std::string worker, uint32_t rank) {
+  v1::StreamId id;
+  id.set_namespace_(std::move(ns));
+  id.set_worker_id(std::move(worker));
+  id.set_dp_rank(rank);
+  return id;
+}
+
 Hashes Range(int64_t first, int64_t n) {
   Hashes out;
   out.reserve(static_cast<size_t>(n));

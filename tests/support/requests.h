@@ -119,6 +119,8 @@ v1::MatchExternalKvRequest MatchRequest(const Hashes& hashes,
 v1::MatchExternalKvPrefixRequest PrefixRequest(const Hashes& hashes,
                                                uint32_t max_blocks = 0);
 v1::GetExternalKvHitCountsRequest HitCountsRequest(const Hashes& hashes);
+// The stream key (namespace, worker_id, dp_rank) on the wire.
+v1::StreamId StreamIdOf(std::string ns, std::string worker, uint32_t rank);
 
 // n hashes: first, first + 1, ..., first + n - 1.
 Hashes Range(int64_t first, int64_t n);
