@@ -181,39 +181,49 @@ int RunQueryPhase(JsonWriter& json) {
   options.threads = std::max<uint32_t>(absl::GetFlag(FLAGS_query_threads), 1);
   options.slice_s = absl::GetFlag(FLAGS_slice_s);
   options.rounds = std::max<uint32_t>(absl::GetFlag(FLAGS_rounds), 1);
-  absl::StatusOr<QueryRatio> ratio =
-      RunQueryRatio(**pool, chains, eligible, options);
+  absl::StatusOr<QueryRatio> ratio = RunQueryRatio(
+      **pool, chains, eligible,
+      [&server] { return server->process->CpuSeconds(); }, options);
   if (!ratio.ok()) {
     std::fprintf(stderr, "query: %s\n", ratio.status().ToString().c_str());
     return 1;
   }
-  std::printf("%-6s %-9s %12s %10s %10s\n", "round", "form", "queries/s",
-              "p50 us", "p99 us");
+  std::printf("%-6s %-9s %12s %10s %10s %14s\n", "round", "form", "queries/s",
+              "p50 us", "p99 us", "server us/query");
   json.BeginArray("query_slices");
   for (const QuerySlice& slice : ratio->slices) {
     const char* form = slice.line_a ? "line-A" : "seed-era";
-    std::printf("%-6u %-9s %12.0f %10.0f %10.0f\n", slice.round, form,
-                slice.qps, slice.latency.p50_us, slice.latency.p99_us);
+    std::printf("%-6u %-9s %12.0f %10.0f %10.0f %14.1f\n", slice.round, form,
+                slice.qps, slice.latency.p50_us, slice.latency.p99_us,
+                slice.server_cpu_us_per_query);
     json.BeginObject();
     json.Field("round", static_cast<uint64_t>(slice.round));
     json.Field("form", form);
     json.Field("qps", slice.qps);
     json.Field("p50_us", slice.latency.p50_us);
     json.Field("p99_us", slice.latency.p99_us);
+    json.Field("server_cpu_us_per_query", slice.server_cpu_us_per_query);
     json.EndObject();
   }
   json.EndArray();
-  std::string rounds;
-  for (double o : ratio->overheads) {
-    absl::StrAppend(&rounds, rounds.empty() ? "" : " ",
-                    absl::StrFormat("%+.1f%%", o * 100));
-  }
+  const auto percents = [](const std::vector<double>& values) {
+    std::string out;
+    for (double v : values) {
+      absl::StrAppend(&out, out.empty() ? "" : " ",
+                      absl::StrFormat("%+.1f%%", v * 100));
+    }
+    return out;
+  };
   std::printf(
-      "line-A query with %u eligible addresses: %+.1f%% cost over seed-era "
-      "(median of rounds: %s)\n",
-      stream_count, ratio->median_overhead * 100, rounds.c_str());
+      "line-A query with %u eligible addresses: server CPU per query "
+      "%+.1f%% over seed-era (median of rounds: %s); throughput, client "
+      "included, %+.1f%% (median of rounds: %s)\n",
+      stream_count, ratio->median_server_overhead * 100,
+      percents(ratio->server_overheads).c_str(), ratio->median_overhead * 100,
+      percents(ratio->overheads).c_str());
   json.Field("query_placements", placements);
   json.Field("line_a_query_overhead", ratio->median_overhead);
+  json.Field("line_a_query_server_cpu_overhead", ratio->median_server_overhead);
   return 0;
 }
 

@@ -19,11 +19,15 @@ using Clock = std::chrono::steady_clock;
 absl::StatusOr<QuerySlice> RunSlice(
     ChannelPool& pool,
     const std::vector<v1::MatchExternalKvPrefixRequest>& requests,
+    const std::function<double()>& server_cpu_s,
     const QueryRatioOptions& options) {
-  const size_t samples_per_thread = 1 << 20;
+  // Room for 64k queries per thread and second; a slice records what fits.
+  const size_t samples_per_thread =
+      static_cast<size_t>(std::max(options.slice_s, 1.0) * 65'536);
   LatencyRecorder recorder(samples_per_thread * options.threads);
   std::atomic<uint64_t> done{0};
   std::atomic<uint64_t> failed{0};
+  const double cpu_start = server_cpu_s();
   const Clock::time_point start = Clock::now();
   const Clock::time_point end =
       start + std::chrono::microseconds(
@@ -54,6 +58,10 @@ absl::StatusOr<QuerySlice> RunSlice(
   for (std::thread& t : threads) t.join();
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu_end = server_cpu_s();
+  if (cpu_start < 0 || cpu_end < 0) {
+    return absl::InternalError("cannot read the server's CPU time");
+  }
   if (failed.load() > 0 || done.load() == 0) {
     return absl::InternalError(absl::StrCat("a query slice had ", failed.load(),
                                             " failed and ", done.load(),
@@ -61,8 +69,16 @@ absl::StatusOr<QuerySlice> RunSlice(
   }
   QuerySlice slice;
   slice.qps = static_cast<double>(done.load()) / seconds;
+  slice.server_cpu_us_per_query =
+      (cpu_end - cpu_start) * 1e6 / static_cast<double>(done.load());
   slice.latency = recorder.Summarize();
   return slice;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -70,6 +86,7 @@ absl::StatusOr<QuerySlice> RunSlice(
 absl::StatusOr<QueryRatio> RunQueryRatio(
     ChannelPool& pool, const std::vector<std::vector<int64_t>>& queries,
     const std::vector<std::string>& eligible,
+    const std::function<double()>& server_cpu_s,
     const QueryRatioOptions& options) {
   std::vector<v1::MatchExternalKvPrefixRequest> seed_era;
   std::vector<v1::MatchExternalKvPrefixRequest> line_a;
@@ -85,7 +102,8 @@ absl::StatusOr<QueryRatio> RunQueryRatio(
   // One unmeasured slice of each form first: connections, caches and the
   // server's threads warm up.
   for (const auto* requests : {&seed_era, &line_a}) {
-    absl::StatusOr<QuerySlice> warm = RunSlice(pool, *requests, options);
+    absl::StatusOr<QuerySlice> warm =
+        RunSlice(pool, *requests, server_cpu_s, options);
     if (!warm.ok()) return warm.status();
   }
   QueryRatio out;
@@ -93,21 +111,23 @@ absl::StatusOr<QueryRatio> RunQueryRatio(
     // Alternate which form goes first, so that a trend in the machine's
     // speed favours neither.
     double qps[2] = {0, 0};
+    double cpu_per_query[2] = {0, 0};
     for (int k = 0; k < 2; ++k) {
       const bool is_line_a = (round % 2 == 0) == (k == 1);
       absl::StatusOr<QuerySlice> slice =
-          RunSlice(pool, is_line_a ? line_a : seed_era, options);
+          RunSlice(pool, is_line_a ? line_a : seed_era, server_cpu_s, options);
       if (!slice.ok()) return slice.status();
       slice->line_a = is_line_a;
       slice->round = round;
       qps[is_line_a ? 1 : 0] = slice->qps;
+      cpu_per_query[is_line_a ? 1 : 0] = slice->server_cpu_us_per_query;
       out.slices.push_back(*slice);
     }
     out.overheads.push_back(qps[0] / qps[1] - 1);
+    out.server_overheads.push_back(cpu_per_query[1] / cpu_per_query[0] - 1);
   }
-  std::vector<double> sorted = out.overheads;
-  std::sort(sorted.begin(), sorted.end());
-  out.median_overhead = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  out.median_overhead = Median(out.overheads);
+  out.median_server_overhead = Median(out.server_overheads);
   return out;
 }
 

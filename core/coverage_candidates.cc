@@ -7,7 +7,8 @@ void CoverageCandidates::Build(const CoverageSelection& selection) {
   uncovered_.clear();
   streams_.by_id.clear();
   views_.reserve(selection.streams.size());
-  for (const CoveredStream& s : selection.streams) {
+  for (const auto& stream : selection.streams) {
+    const CoveredStream& s = *stream;
     views_.push_back(StreamCoverageView{.ns = s.key.ns,
                                         .worker_id = s.key.worker_id,
                                         .dp_rank = s.key.dp_rank,
@@ -20,7 +21,7 @@ void CoverageCandidates::Build(const CoverageSelection& selection) {
   // Only covered streams may be candidates.
   for (size_t i = 0; i < views_.size(); ++i) {
     if (views_[i].ready) {
-      streams_.by_id.emplace(selection.streams[i].backend_id, &views_[i]);
+      streams_.by_id.emplace(selection.streams[i]->backend_id, &views_[i]);
     }
   }
   for (const std::string& a : selection.uncovered_addresses) {

@@ -1,6 +1,8 @@
 #include "core/stream_coverage.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <mutex>
 #include <string_view>
 #include <utility>
@@ -9,89 +11,122 @@ namespace kvindexer {
 
 namespace v1 = ::kv_indexer::v1;
 
-void StreamCoverageTable::Unindex(const CoveredStream& stream) {
-  auto it = by_address_.find(stream.address);
+void StreamCoverageTable::Unindex(Entry* entry) {
+  auto it = by_address_.find(entry->stream->address);
   if (it == by_address_.end()) return;
-  it->second.erase(stream.backend_id);
+  it->second.erase(entry);
   if (it->second.empty()) by_address_.erase(it);
+}
+
+void StreamCoverageTable::Renumber() {
+  const uint64_t spacing =
+      std::numeric_limits<uint64_t>::max() / (by_key_.size() + 1);
+  uint64_t order = 0;
+  for (auto& [key, entry] : by_key_) entry->order = order += spacing;
+}
+
+void StreamCoverageTable::Order(KeyIndex::iterator at) {
+  // Appending in key order, the common case, steps by a fixed amount, so
+  // that space runs out only after billions of keys; a key between two
+  // others takes the middle of their gap.
+  constexpr uint64_t kStep = uint64_t{1} << 32;
+  const uint64_t lower =
+      at == by_key_.begin() ? 0 : std::prev(at)->second->order;
+  const uint64_t upper = std::next(at) == by_key_.end()
+                             ? std::numeric_limits<uint64_t>::max()
+                             : std::next(at)->second->order;
+  const uint64_t gap = upper - lower;
+  if (gap < 2) {
+    Renumber();
+    return;
+  }
+  at->second->order = lower + std::min(gap / 2, kStep);
 }
 
 void StreamCoverageTable::Publish(std::vector<CoveredStream> changed,
                                   const std::vector<std::string>& erased) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   for (CoveredStream& stream : changed) {
-    auto it = streams_.find(stream.backend_id);
-    if (it != streams_.end()) Unindex(it->second);
-    by_address_[stream.address].insert(stream.backend_id);
-    std::string id = stream.backend_id;
-    streams_.insert_or_assign(std::move(id), std::move(stream));
+    std::unique_ptr<Entry>& slot = by_id_[stream.backend_id];
+    if (slot == nullptr) {
+      slot = std::make_unique<Entry>();
+      Order(by_key_.emplace(stream.key, slot.get()).first);
+    } else {
+      Unindex(slot.get());
+    }
+    by_address_[stream.address].insert(slot.get());
+    slot->stream = std::make_shared<const CoveredStream>(std::move(stream));
   }
   for (const std::string& id : erased) {
-    auto it = streams_.find(id);
-    if (it == streams_.end()) continue;
-    Unindex(it->second);
-    streams_.erase(it);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;
+    Unindex(it->second.get());
+    by_key_.erase(it->second->stream->key);
+    by_id_.erase(it);
   }
 }
 
 void StreamCoverageTable::Select(const v1::MatchExternalKvPrefixRequest& req,
                                  CoverageSelection* out) const {
-  // Per thread, so that a scan thread's queries reuse their buffers: the
-  // selection is gathered as pointers, sorted, and copied into `out`'s
-  // existing elements (whose strings keep their capacity).
-  thread_local std::vector<const CoveredStream*> picked;
-  thread_local std::vector<CoveredStream> named;  // streams that do not exist
+  // Per thread, so that a scan thread's queries reuse their buffers.
+  thread_local std::vector<const Entry*> picked;
+  thread_local std::vector<std::shared_ptr<const CoveredStream>> named;
   thread_local absl::flat_hash_set<std::string> seen_ids;
-  thread_local absl::flat_hash_set<std::string_view> seen_addresses;
+  thread_local absl::flat_hash_set<std::string_view> seen_uncovered;
   picked.clear();
   named.clear();
   out->uncovered_addresses.clear();
-  bool missing = false;
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  if (req.eligible_streams_size() > 0) {
-    seen_ids.clear();
-    named.reserve(static_cast<size_t>(req.eligible_streams_size()));
-    for (const v1::StreamId& id : req.eligible_streams()) {
-      StreamKey key = StreamKeyOf(id);
-      std::string backend_id = EncodeStreamKey(key);
-      auto it = streams_.find(backend_id);
-      if (!seen_ids.insert(std::move(backend_id)).second) continue;
-      if (it != streams_.end()) {
-        picked.push_back(&it->second);
-        continue;
-      }
-      // Named, but no such stream: shown, never covered.
-      missing = true;
-      CoveredStream& stub = named.emplace_back();
-      stub.key = std::move(key);
-    }
-    // `named` no longer grows: pointers into it stay valid.
-    for (const CoveredStream& stub : named) picked.push_back(&stub);
-  } else {
-    seen_addresses.clear();
-    for (const std::string& address : req.eligible_worker_addresses()) {
-      if (!seen_addresses.insert(address).second) continue;
-      auto it = by_address_.find(address);
-      if (it == by_address_.end()) {
-        out->uncovered_addresses.push_back(address);
-        continue;
-      }
-      for (const std::string& backend_id : it->second) {
-        picked.push_back(&streams_.at(backend_id));
-      }
-    }
-  }
-  std::sort(picked.begin(), picked.end(),
-            [](const CoveredStream* a, const CoveredStream* b) {
-              return a->key < b->key;
-            });
-  out->streams.resize(picked.size());
   bool all_covered = true;
-  for (size_t i = 0; i < picked.size(); ++i) {
-    out->streams[i] = *picked[i];
-    all_covered = all_covered && picked[i]->covered;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (req.eligible_streams_size() > 0) {
+      seen_ids.clear();
+      for (const v1::StreamId& id : req.eligible_streams()) {
+        StreamKey key = StreamKeyOf(id);
+        std::string backend_id = EncodeStreamKey(key);
+        auto it = by_id_.find(backend_id);
+        if (!seen_ids.insert(std::move(backend_id)).second) continue;
+        if (it != by_id_.end()) {
+          picked.push_back(it->second.get());
+          continue;
+        }
+        // Named, but no such stream: shown, never covered.
+        auto stub = std::make_shared<CoveredStream>();
+        stub->key = std::move(key);
+        named.push_back(std::move(stub));
+      }
+    } else {
+      // A found address may repeat: its entries are de-duplicated once
+      // sorted. A missing one is reported once, in first-seen order.
+      seen_uncovered.clear();
+      for (const std::string& address : req.eligible_worker_addresses()) {
+        auto it = by_address_.find(address);
+        if (it == by_address_.end()) {
+          if (seen_uncovered.insert(address).second) {
+            out->uncovered_addresses.push_back(address);
+          }
+          continue;
+        }
+        picked.insert(picked.end(), it->second.begin(), it->second.end());
+      }
+    }
+    std::sort(picked.begin(), picked.end(), [](const Entry* a, const Entry* b) {
+      return a->order < b->order;
+    });
+    picked.erase(std::unique(picked.begin(), picked.end()), picked.end());
+    out->streams.resize(picked.size());
+    for (size_t i = 0; i < picked.size(); ++i) {
+      out->streams[i] = picked[i]->stream;
+      all_covered = all_covered && picked[i]->stream->covered;
+    }
   }
-  out->complete = !out->streams.empty() && !missing &&
+  if (!named.empty()) {
+    // Rare: streams that do not exist join the selection in key order.
+    out->streams.insert(out->streams.end(), named.begin(), named.end());
+    std::sort(out->streams.begin(), out->streams.end(),
+              [](const auto& a, const auto& b) { return a->key < b->key; });
+  }
+  out->complete = !out->streams.empty() && named.empty() &&
                   out->uncovered_addresses.empty() && all_covered;
 }
 

@@ -6,7 +6,12 @@
 // The Indexer publishes into it with the worker directory, before it
 // releases its mutation mutex, so a query sees every mutation whole or not
 // at all. A query takes the table's reader lock once, to select its
-// streams; nothing of the backend is read under it.
+// streams; nothing of the backend is read under it. Entries are immutable
+// and shared: a selection holds references to them rather than copies, and
+// a publication replaces an entry instead of changing it. Every entry
+// carries an integer that orders it by key (a new key takes a value between
+// its neighbours', and all are spread out again only when there is no room),
+// so that a selection is put in key order by comparing integers.
 //
 // Thread safety: Publish is serialised by the caller (the mutation mutex);
 // Select may run concurrently with everything.
@@ -14,6 +19,8 @@
 #define KVINDEXER_CORE_STREAM_COVERAGE_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -38,9 +45,10 @@ struct CoveredStream {
 
 // The streams a coverage query selected.
 struct CoverageSelection {
-  // Sorted by key; an eligible_streams entry that names no stream is here
-  // too, not covered, with an empty address and backend_id.
-  std::vector<CoveredStream> streams;
+  // Sorted by key, each stream once; an eligible_streams entry that names
+  // no stream is here too, not covered, with an empty address and
+  // backend_id. Never null.
+  std::vector<std::shared_ptr<const CoveredStream>> streams;
   // Addresses that selected no stream, in request order.
   std::vector<std::string> uncovered_addresses;
   bool complete = false;
@@ -60,13 +68,22 @@ class StreamCoverageTable {
               CoverageSelection* out) const;
 
  private:
-  void Unindex(const CoveredStream& stream);
+  struct Entry {
+    std::shared_ptr<const CoveredStream> stream;  // never null
+    uint64_t order = 0;  // a < b in key order exactly when a.order < b.order
+  };
+  using KeyIndex = std::map<StreamKey, Entry*>;
+
+  void Unindex(Entry* entry);
+  void Order(KeyIndex::iterator at);
+  void Renumber();
 
   mutable std::shared_mutex mu_;
-  absl::flat_hash_map<std::string, CoveredStream> streams_;  // guarded
-  // address -> backend ids of the streams with that address.
-  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>>
-      by_address_;  // guarded
+  // Everything below is guarded by mu_. Entries are owned by by_id_ and
+  // stay at one address while they exist.
+  absl::flat_hash_map<std::string, std::unique_ptr<Entry>> by_id_;
+  KeyIndex by_key_;
+  absl::flat_hash_map<std::string, absl::flat_hash_set<Entry*>> by_address_;
 };
 
 }  // namespace kvindexer
