@@ -17,6 +17,10 @@ constexpr std::string_view kLineAWritesAccepted =
     "1 (a replica writes line-A writes through to the fleet event log) or 0 "
     "(it refuses them, as every other write)";
 
+constexpr std::string_view kOpenAttemptsAccepted =
+    "an integer in 1..20 (tries to open the fleet event log at start), for "
+    "example 6";
+
 }  // namespace
 
 absl::StatusOr<EventSource> ParseEventSource(std::string_view value) {
@@ -52,6 +56,12 @@ absl::StatusOr<bool> ParseFleetLineAWrites(std::string_view value) {
   return InvalidEnvValue(kFleetLineAWritesVar, value, kLineAWritesAccepted);
 }
 
+absl::StatusOr<uint32_t> ParseFleetOpenAttempts(std::string_view value) {
+  return ParseEnvUint32(kFleetOpenAttemptsVar, value,
+                        Uint32Syntax{.min = 1, .max = kMaxFleetOpenAttempts},
+                        kOpenAttemptsAccepted);
+}
+
 absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
   EventSourceConfig config;
   if (auto v = env(kEventSourceVar)) {
@@ -73,6 +83,11 @@ absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(const EnvLookup& env) {
     auto writes = ParseFleetLineAWrites(*v);
     if (!writes.ok()) return writes.status();
     config.line_a_writes = *writes;
+  }
+  if (auto v = env(kFleetOpenAttemptsVar)) {
+    auto attempts = ParseFleetOpenAttempts(*v);
+    if (!attempts.ok()) return attempts.status();
+    config.open_attempts = *attempts;
   }
   auto snapshots = ParseSnapshotConfig(env);
   if (!snapshots.ok()) return snapshots.status();

@@ -6,6 +6,7 @@
 // | KV_INDEXER_FLEET_MAX_LAG_RECORDS | 10000   | integer 1..4294967295    |
 // | KV_INDEXER_FLEET_MAX_SILENCE_MS  | 10000   | 0, or 500..86400000      |
 // | KV_INDEXER_FLEET_LINE_A_WRITES   | 1       | 0 or 1                   |
+// | KV_INDEXER_FLEET_OPEN_ATTEMPTS   | 6       | integer 1..20            |
 //
 // grpc: clients (the bridges) call the mutations, as in a single server.
 // jetstream: the server is a replica of the fleet event log. It applies the
@@ -16,7 +17,10 @@
 // lags the log by more than KV_INDEXER_FLEET_MAX_LAG_RECORDS, and while the log
 // has not answered it for more than KV_INDEXER_FLEET_MAX_SILENCE_MS (0: never
 // for that reason; replica/log_silence.h). The log's variables
-// (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h).
+// (KV_INDEXER_NATS_*) are read only then (fleet/fleet_config.h). At start a
+// replica tries KV_INDEXER_FLEET_OPEN_ATTEMPTS times to open the log while
+// NATS answers UNAVAILABLE, waiting 0.5 s, then twice as long each time,
+// between tries (fleet/jetstream_fleet.h); then it exits.
 //
 // KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS, KV_INDEXER_FLEET_SNAPSHOT_KEEP and
 // KV_INDEXER_FLEET_LEASE_TTL_MS: replica/snapshot_config.h.
@@ -49,7 +53,11 @@ inline constexpr std::string_view kFleetMaxSilenceMsVar =
 inline constexpr std::string_view kFleetLineAWritesVar =
     "KV_INDEXER_FLEET_LINE_A_WRITES";
 
+inline constexpr std::string_view kFleetOpenAttemptsVar =
+    "KV_INDEXER_FLEET_OPEN_ATTEMPTS";
 inline constexpr uint64_t kDefaultFleetMaxLagRecords = 10000;
+inline constexpr uint32_t kDefaultFleetOpenAttempts = 6;
+inline constexpr uint32_t kMaxFleetOpenAttempts = 20;
 inline constexpr std::chrono::milliseconds kDefaultFleetMaxSilence{10000};
 // The shortest bound accepted: a replica that hears the log asks it about
 // every read wait (200 ms), so a shorter bound would take a healthy replica
@@ -72,6 +80,8 @@ struct EventSourceConfig {
   // Whether a replica writes line-A writes through to the log (true) or
   // refuses them as it refuses every other write.
   bool line_a_writes = true;
+  // Tries to open the log at start while it answers UNAVAILABLE.
+  uint32_t open_attempts = kDefaultFleetOpenAttempts;
   // How to reach the log; set exactly when source is kJetStream.
   std::optional<fleet::EventLogConfig> log;
   // Snapshot writing and the lease (replica/snapshot_config.h); read, and
@@ -93,7 +103,10 @@ struct EventSourceConfig {
 // "0" or "1".
 [[nodiscard]] absl::StatusOr<bool> ParseFleetLineAWrites(
     std::string_view value);
-// Reads the four variables above and, with jetstream, the log's.
+// 1..kMaxFleetOpenAttempts.
+[[nodiscard]] absl::StatusOr<uint32_t> ParseFleetOpenAttempts(
+    std::string_view value);
+// Reads the five variables above and, with jetstream, the log's.
 [[nodiscard]] absl::StatusOr<EventSourceConfig> LoadEventSourceConfig(
     const EnvLookup& env);
 

@@ -141,6 +141,22 @@ TEST(EventSourceConfigTest, LineAWritesAreOnUnlessTurnedOff) {
               AllOf(HasSubstr("\"on\""), HasSubstr("1 (a replica writes")));
 }
 
+TEST(EventSourceConfigTest, OpenAttemptsDefaultToSixAndAreBounded) {
+  const auto config = Load({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->event_source.open_attempts, 6u);
+  const auto one = Load({{"KV_INDEXER_FLEET_OPEN_ATTEMPTS", "1"}});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->event_source.open_attempts, 1u);
+  for (const char* bad : {"", "0", "21", "-1", "six"}) {
+    SCOPED_TRACE(bad);
+    ExpectError({{"KV_INDEXER_FLEET_OPEN_ATTEMPTS", bad}},
+                "KV_INDEXER_FLEET_OPEN_ATTEMPTS");
+  }
+  EXPECT_THAT(replica::ParseFleetOpenAttempts("30").status().message(),
+              AllOf(HasSubstr("\"30\""), HasSubstr("1..20")));
+}
+
 TEST(EventSourceConfigTest, JetStreamNeedsAValidLogConfiguration) {
   ExpectError({{"KV_INDEXER_EVENT_SOURCE", "jetstream"}},
               "KV_INDEXER_NATS_URL");

@@ -210,7 +210,9 @@ int RunReplica(ServerWiring& wiring) {
       replica::kEventSourceVar, event_source.log->stream,
       fleet::RedactedNatsUrls(event_source.log->nats.urls),
       event_source.max_lag_records);
-  auto opened = fleet::OpenJetStreamFleet(*event_source.log);
+  fleet::FleetOpenRetry open_retry;
+  open_retry.attempts = static_cast<int>(event_source.open_attempts);
+  auto opened = fleet::OpenJetStreamFleet(*event_source.log, open_retry);
   if (!opened.ok()) {
     spdlog::error("cannot open the fleet event log ({}=jetstream): {}",
                   replica::kEventSourceVar, opened.status().ToString());

@@ -316,6 +316,10 @@ std::string UsageText(std::string_view program) {
       {replica::kFleetLineAWritesVar, "1",
        "1: a replica writes line-A writes (and staged snapshot commits) "
        "through to the fleet event log; 0: it refuses them"},
+      {replica::kFleetOpenAttemptsVar,
+       std::to_string(replica::kDefaultFleetOpenAttempts),
+       "tries to open the fleet event log at start while NATS is "
+       "unavailable (1..20; waits of 0.5 s doubling between them)"},
       {replica::kSnapshotIntervalVar, "60000",
        "ms between a replica's fleet snapshots (1000..86400000), 0: this "
        "replica writes none"},

@@ -486,13 +486,15 @@ TEST(ServerE2eTest, JetStreamWithoutALogFails) {
       RunToExit({{"KV_INDEXER_LISTEN_ADDR", "127.0.0.1:0"},
                  {"KV_INDEXER_EVENT_SOURCE", "jetstream"},
                  {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:1"},
-                 {"KV_INDEXER_NATS_TIMEOUT_MS", "1000"}});
+                 {"KV_INDEXER_NATS_TIMEOUT_MS", "1000"},
+                 {"KV_INDEXER_FLEET_OPEN_ATTEMPTS", "2"}});
   ASSERT_TRUE(finished.status.has_value()) << "did not exit in time";
   EXPECT_TRUE(finished.status->exited) << finished.status->ToString();
   EXPECT_EQ(finished.status->code, 1);
   EXPECT_THAT(finished.output,
               HasSubstr("cannot open the fleet event log "
                         "(KV_INDEXER_EVENT_SOURCE=jetstream)"));
+  EXPECT_THAT(finished.output, HasSubstr("(attempt 1 of 2)"));
   EXPECT_THAT(finished.output, ::testing::Not(HasSubstr("listening")));
 }
 
