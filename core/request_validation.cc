@@ -129,6 +129,35 @@ absl::Status ValidateWorkerEpochBytes(const std::string& epoch,
                             kMaxWorkerEpochBytesVar);
 }
 
+// The byte bounds every stream write checks after its key, in this order:
+// generation, model (when the request has one), address, epoch.
+struct WriteFields {
+  const std::string& generation;
+  const std::string* model = nullptr;
+  const std::string& address;
+  const std::string& epoch;
+};
+
+absl::Status ValidateWriteFields(const WriteFields& fields,
+                                 const RequestLimits& limits) {
+  if (absl::Status s =
+          ValidateNameBytes("worker_generation", fields.generation, limits);
+      !s.ok()) {
+    return s;
+  }
+  if (fields.model != nullptr) {
+    if (absl::Status s = ValidateNameBytes("model", *fields.model, limits);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = ValidateWorkerAddressBytes(fields.address, limits);
+      !s.ok()) {
+    return s;
+  }
+  return ValidateWorkerEpochBytes(fields.epoch, limits);
+}
+
 // K1 to K4 for the stream one request or entry names: `stream_id` null
 // when absent; `line_a` refuses blank worker ids as well as empty ones.
 absl::Status ResolveStreamKey(const std::string& worker_id,
@@ -192,16 +221,11 @@ absl::Status ValidateApply(const v1::ApplyExternalKvBatchRequest& req,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ValidateNameBytes("worker_generation",
-                                         req.worker_generation(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
+  if (absl::Status s =
+          ValidateWriteFields({.generation = req.worker_generation(),
+                               .address = req.worker_address(),
+                               .epoch = req.worker_epoch()},
+                              limits);
       !s.ok()) {
     return s;
   }
@@ -242,16 +266,11 @@ absl::Status ValidateReplace(const v1::ReplaceExternalKvSnapshotRequest& req,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ValidateNameBytes("worker_generation",
-                                         req.worker_generation(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
+  if (absl::Status s =
+          ValidateWriteFields({.generation = req.worker_generation(),
+                               .address = req.worker_address(),
+                               .epoch = req.worker_epoch()},
+                              limits);
       !s.ok()) {
     return s;
   }
@@ -362,21 +381,12 @@ absl::Status ValidateBegin(const v1::BeginExternalKvSnapshotRequest& req,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ValidateNameBytes(
-          "worker_generation", req.metadata().worker_generation(), limits);
-      !s.ok()) {
-    return s;
-  }
   if (absl::Status s =
-          ValidateNameBytes("model", req.metadata().model(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerAddressBytes(req.worker_address(), limits);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateWorkerEpochBytes(req.worker_epoch(), limits);
+          ValidateWriteFields({.generation = req.metadata().worker_generation(),
+                               .model = &req.metadata().model(),
+                               .address = req.worker_address(),
+                               .epoch = req.worker_epoch()},
+                              limits);
       !s.ok()) {
     return s;
   }
