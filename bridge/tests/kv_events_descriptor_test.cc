@@ -140,20 +140,24 @@ TEST(KvEventsDescriptorParse, TopicMayBeMissingOrNullAndExtrasAreIgnored) {
             "");
 }
 
-TEST(KvEventsDescriptorParse, NullOrMissingKvEventsIsRefused) {
-  EXPECT_THAT(Refusal(Body("null")), HasSubstr("kv_events is null or missing"));
-  EXPECT_THAT(Refusal(R"({"model_path":"m"})"),
-              HasSubstr("kv_events is null or missing"));
-  EXPECT_THAT(Refusal(Body("[]")), HasSubstr("kv_events is not an object"));
-  EXPECT_THAT(Refusal(Body(R"("zmq")")),
-              HasSubstr("kv_events is not an object"));
-}
-
-TEST(KvEventsDescriptorParse, BodiesThatAreNotAnObjectAreRefused) {
-  EXPECT_THAT(Refusal("<html>bad gateway</html>"), HasSubstr("not JSON"));
-  EXPECT_THAT(Refusal(""), HasSubstr("not JSON"));
-  EXPECT_THAT(Refusal("[1]"), HasSubstr("not a JSON object"));
-  EXPECT_THAT(Refusal(R"({"kv_events":)"), HasSubstr("not JSON"));
+// Bodies refused before any field is read, with the reason they get.
+TEST(KvEventsDescriptorParse, BodiesWithoutAnObjectAreRefused) {
+  const struct {
+    std::string body;
+    const char* reason;
+  } cases[] = {
+      {Body("null"), "kv_events is null or missing"},
+      {R"({"model_path":"m"})", "kv_events is null or missing"},
+      {Body("[]"), "kv_events is not an object"},
+      {Body(R"("zmq")"), "kv_events is not an object"},
+      {"<html>bad gateway</html>", "not JSON"},
+      {"", "not JSON"},
+      {"[1]", "not a JSON object"},
+      {R"({"kv_events":)", "not JSON"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_THAT(Refusal(c.body), HasSubstr(c.reason)) << c.body;
+  }
 }
 
 TEST(KvEventsDescriptorParse, MissingFieldsAreRefused) {
@@ -183,34 +187,37 @@ TEST(KvEventsDescriptorParse, MissingFieldsAreRefused) {
   }
 }
 
+// A descriptor with every required field, each replaced in turn by a value
+// of the wrong type or out of range.
 TEST(KvEventsDescriptorParse, WrongTypesAndRangesAreRefused) {
-  const std::string head = R"({"publisher":"zmq","endpoint_host":"*",)";
-  EXPECT_THAT(
-      Refusal(Body(R"({"publisher":1,"endpoint_host":"*",)"
-                   R"("endpoint_port_base":5557,"block_size":1,"dp_size":1})")),
-      HasSubstr("\"publisher\" must be a string"));
-  EXPECT_THAT(Refusal(Body(head + R"("topic":7,"endpoint_port_base":5557,)"
-                                  R"("block_size":1,"dp_size":1})")),
-              HasSubstr("\"topic\" must be a string"));
-  EXPECT_THAT(
-      Refusal(Body(head + R"("endpoint_port_base":"5557",)"
-                          R"("block_size":1,"dp_size":1})")),
-      HasSubstr("\"endpoint_port_base\" must be an integer in 1..65535"));
-  EXPECT_THAT(Refusal(Body(head + R"("endpoint_port_base":70000,)"
-                                  R"("block_size":1,"dp_size":1})")),
-              HasSubstr("endpoint_port_base"));
-  EXPECT_THAT(Refusal(Body(head + R"("endpoint_port_base":5557,)"
-                                  R"("block_size":16.5,"dp_size":1})")),
-              HasSubstr("\"block_size\" must be an integer"));
-  EXPECT_THAT(Refusal(Body(head + R"("endpoint_port_base":5557,)"
-                                  R"("block_size":0,"dp_size":1})")),
-              HasSubstr("block_size"));
-  EXPECT_THAT(Refusal(Body(head + R"("endpoint_port_base":5557,)"
-                                  R"("block_size":16,"dp_size":-1})")),
-              HasSubstr("\"dp_size\" must be an integer"));
-  EXPECT_THAT(Refusal(Body(head + R"("endpoint_port_base":5557,)"
-                                  R"("block_size":16,"dp_size":true})")),
-              HasSubstr("dp_size"));
+  const struct {
+    const char* field;
+    const char* value;
+    const char* reason;
+  } cases[] = {
+      {"publisher", "1", "\"publisher\" must be a string"},
+      {"topic", "7", "\"topic\" must be a string"},
+      {"endpoint_port_base", R"("5557")",
+       "\"endpoint_port_base\" must be an integer in 1..65535"},
+      {"endpoint_port_base", "70000", "endpoint_port_base"},
+      {"block_size", "16.5", "\"block_size\" must be an integer"},
+      {"block_size", "0", "block_size"},
+      {"dp_size", "-1", "\"dp_size\" must be an integer"},
+      {"dp_size", "true", "dp_size"},
+  };
+  for (const auto& c : cases) {
+    const std::string fields[][2] = {
+        {"publisher", R"("zmq")"}, {"endpoint_host", R"("*")"},
+        {"topic", R"("kv")"},      {"endpoint_port_base", "5557"},
+        {"block_size", "16"},      {"dp_size", "1"}};
+    std::string object = "{";
+    for (const auto& [key, value] : fields) {
+      if (object.size() > 1) object += ",";
+      object += "\"" + key + "\":" + (key == c.field ? c.value : value);
+    }
+    object += "}";
+    EXPECT_THAT(Refusal(Body(object)), HasSubstr(c.reason)) << object;
+  }
 }
 
 TEST(KvEventsDescriptorApply, WildcardHostsBecomeTheWorkersHost) {
