@@ -54,13 +54,13 @@ build() {
   fi
   cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release \
     -DKVINDEXER_BUILD_TESTS=ON -DKVINDEXER_BUILD_BENCH=OFF -DKVINDEXER_UNITY_BUILD=ON \
-    >"$work/cmake-${sha:0:12}.log"
+    >"$work/cmake-${sha:0:12}.log" 2>&1
   # With ccache, paths relative to each checkout let the two builds share
   # its cache.
   CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=true \
     cmake --build "$src/build" -j"$jobs" --target kv-indexer-server \
       kvindexer_backend_robin_sharded_snapshot kvindexer_backend_absl_rwlock \
-      >>"$work/cmake-${sha:0:12}.log"
+      >>"$work/cmake-${sha:0:12}.log" 2>&1
   echo "$src/build/bin"
 }
 
@@ -69,9 +69,9 @@ bin_a=$(build "$1")
 bin_b=$(build "$2")
 cmake -S . -B "$work/tool" -DCMAKE_BUILD_TYPE=Release \
   -DKVINDEXER_BUILD_TESTS=ON -DKVINDEXER_BUILD_BENCH=ON -DKVINDEXER_UNITY_BUILD=ON \
-  >"$work/cmake-tool.log"
+  >"$work/cmake-tool.log" 2>&1
 cmake --build "$work/tool" -j"$jobs" --target kv-indexer-bench \
-  >>"$work/cmake-tool.log"
+  >>"$work/cmake-tool.log" 2>&1
 bench="$work/tool/bin/kv-indexer-bench"
 
 results="$work/results-$(date -u +%Y%m%dT%H%M%SZ)"
