@@ -94,8 +94,10 @@ absl::StatusOr<size_t> RemoveUnneededPayloads(
     if (all[i].position() <= before.position()) continue;
     named.insert(all[i].payload_ids().begin(), all[i].payload_ids().end());
   }
+  // Read to the log's end as it is now, after the listing: a record
+  // appended before it names its payload here.
   uint64_t next = std::max(all.back().position() + 1, bounds->first);
-  while (next <= bounds->last) {
+  while (true) {
     absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
         log.Read(next, std::max<size_t>(options.read_batch, 1),
                  std::chrono::milliseconds(0));
