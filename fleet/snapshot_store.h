@@ -44,8 +44,9 @@ class SnapshotStore {
         const ::kvindexer::fleet::v1::SnapshotManifest& manifest) = 0;
   };
 
-  // One payload being written. The parts it stored stay when it is
-  // destroyed: the log record that names them may exist already.
+  // One payload being written. A payload has no commit: its parts are
+  // kept when the writer is destroyed, for the log record that will name
+  // them; a writer that gives up removes them with DeletePayload.
   class PayloadWriter {
    public:
     virtual ~PayloadWriter() = default;

@@ -229,10 +229,13 @@ LogFollower::TakeOutcome LogFollower::Take(const fleet::LoggedRecord& record) {
     }
   }
   if (awaiting_payload_.exchange(0, std::memory_order_acq_rel) != 0) {
-    spdlog::info("fetched the payload of fleet event log record {}",
-                 record.position);
+    spdlog::info(
+        "fetched the payload of fleet event log record {} after {} failed "
+        "fetches",
+        record.position, payload_streak_);
     Report();
   }
+  payload_streak_ = 0;
   const RecordResult result =
       taken.has_value()
           ? *std::move(taken)
@@ -283,20 +286,21 @@ LogFollower::TakeOutcome LogFollower::PayloadUnavailable(
     absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
     if (bounds.ok() && bounds->first > record.position) {
       awaiting_payload_.store(0, std::memory_order_release);
+      payload_streak_ = 0;
       return CloseGap(bounds->first) == GapOutcome::kReloadFailed
                  ? TakeOutcome::kFailed
                  : TakeOutcome::kReadAgain;
     }
   }
   payload_failures_.fetch_add(1, std::memory_order_relaxed);
-  ++failure_streak_;
+  ++payload_streak_;
   if (awaiting_payload_.exchange(record.position, std::memory_order_acq_rel) !=
           record.position ||
-      IsPowerOfTwo(failure_streak_)) {
+      IsPowerOfTwo(payload_streak_)) {
     spdlog::warn(
         "cannot fetch the payload of fleet event log record {} of {} ({} "
-        "failed calls in a row); NOT_SERVING, retrying in {} ms: {}",
-        record.position, StreamLogFields(record.worker_id), failure_streak_,
+        "failed fetches in a row); NOT_SERVING, retrying in {} ms: {}",
+        record.position, StreamLogFields(record.worker_id), payload_streak_,
         retry_delay_.count(), failure.ToString());
   }
   Report();

@@ -235,6 +235,7 @@ class LogFollower {
   // it is; 0: none.
   std::atomic<uint64_t> awaiting_payload_{0};
   std::atomic<uint64_t> payload_failures_{0};
+  uint64_t payload_streak_ = 0;  // failed fetches in a row; follower thread
   std::atomic<uint64_t> applied_count_{0};
   std::atomic<uint64_t> refused_count_{0};
   std::atomic<uint64_t> trimmed_count_{0};

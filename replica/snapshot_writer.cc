@@ -125,9 +125,8 @@ absl::StatusOr<size_t> RemoveUnneededPayloads(
 }
 
 // Keeps the newest `keep` snapshots, trims the log up to the oldest of
-// them, removes the payloads no record after the snapshot before the newest
-// `keep` - 1 needs (RemoveUnneededPayloads), and removes parts abandoned
-// before the oldest kept snapshot.
+// them, removes the payloads no kept record needs (RemoveUnneededPayloads),
+// and removes parts abandoned before the oldest kept snapshot.
 absl::Status Retain(fleet::EventLog& log, fleet::SnapshotStore& store,
                     const SnapshotRoundOptions& options, SnapshotRound& round) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
