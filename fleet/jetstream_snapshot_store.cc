@@ -67,10 +67,19 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   absl::Status Delete(const SnapshotManifest& manifest) override;
   absl::StatusOr<size_t> RemoveAbandoned(
       const SnapshotManifest& oldest_kept) override;
+  absl::StatusOr<std::unique_ptr<PayloadWriter>> BeginPayload(
+      std::string_view id) override;
+  absl::Status ReadPayload(
+      std::string_view id, uint64_t parts,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
+  absl::StatusOr<std::vector<std::string>> PayloadsStoredBefore(
+      const SnapshotManifest& snapshot) override;
+  absl::Status DeletePayload(std::string_view id) override;
   size_t max_part_bytes() const override { return max_part_bytes_; }
 
  private:
   class JetStreamWriter;
+  class JetStreamPayloadWriter;
   struct Stored {
     SnapshotManifest manifest;
     uint64_t sequence = 0;  // the manifest's: commit order
@@ -81,6 +90,9 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   }
   std::string ManifestSubject(std::string_view id) const {
     return absl::StrCat(snap_prefix_, AbslView(id), ".m");
+  }
+  std::string PayloadSubject(std::string_view id) const {
+    return absl::StrCat(snap_prefix_, AbslView(id), ".c");
   }
 
   absl::Status CheckStream(const jsStreamInfo& info) const;
@@ -101,8 +113,28 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   // fence fails.
   absl::StatusOr<uint64_t> Publish(natsMsg* msg, uint64_t expected_last);
   absl::Status Purge(const std::string& subject);
+  // Publishes part number `index` under `subject`, fenced on the stream
+  // sequence `last_part` of the part before it (0: none); its sequence.
+  absl::StatusOr<uint64_t> PublishPart(const std::string& subject,
+                                       uint64_t index, std::string_view part,
+                                       uint64_t last_part);
+  // Hands the `count` parts under `subject` to `on_part`, in order, checking
+  // their numbers. `what` names them in errors; `gone` answers NOT_FOUND
+  // when they were removed meanwhile (checked before a shortfall is blamed
+  // on the server).
+  absl::Status FetchParts(
+      const std::string& subject, std::string_view what, uint64_t count,
+      absl::FunctionRef<absl::Status()> gone,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part);
+  // The number of messages under `subject`.
+  absl::StatusOr<uint64_t> CountOf(const std::string& subject);
+  // The stream sequence of the last message under `subject`; nullopt when
+  // there is none.
+  absl::StatusOr<std::optional<uint64_t>> LastSequenceOf(
+      const std::string& subject);
   // Forgets an id a writer of this object had in use.
   void Release(const std::string& id);
+  void ReleasePayload(const std::string& id);
 
   const std::shared_ptr<NatsClient> client_;
   jsCtx* const js_;
@@ -115,6 +147,8 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   std::mutex mu_;
   // Ids of this object's writers that are not committed or abandoned yet.
   std::set<std::string, std::less<>> writing_;  // guarded by mu_
+  // Ids of this object's payload writers.
+  std::set<std::string, std::less<>> writing_payloads_;  // guarded by mu_
 };
 
 class JetStreamSnapshotStore::JetStreamWriter final
@@ -153,22 +187,9 @@ class JetStreamSnapshotStore::JetStreamWriter final
           "a snapshot part of ", part.size(), " bytes exceeds the limit of ",
           store_->max_part_bytes_));
     }
-    const std::string subject = store_->PartsSubject(id_);
-    natsMsg* raw = nullptr;
-    natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, part.data(),
-                                  static_cast<int>(part.size()));
-    NatsMsgPtr msg(raw);
-    if (s == NATS_OK) {
-      s = natsMsgHeader_Set(msg.get(), kPartHeader,
-                            absl::StrCat(parts_).c_str());
-    }
-    if (s != NATS_OK) {
-      return absl::InternalError(
-          absl::StrCat("cannot build a message: ", NatsErrorText(s)));
-    }
     parts_tried_ = true;
-    // Fenced on the previous part: nothing else lands among the parts.
-    absl::StatusOr<uint64_t> sequence = store_->Publish(msg.get(), last_part_);
+    absl::StatusOr<uint64_t> sequence = store_->PublishPart(
+        store_->PartsSubject(id_), parts_, part, last_part_);
     if (!sequence.ok()) return sequence.status();
     last_part_ = *sequence;
     ++parts_;
@@ -211,6 +232,35 @@ class JetStreamSnapshotStore::JetStreamWriter final
   bool parts_tried_ = false;
   bool commit_tried_ = false;
   bool committed_ = false;
+};
+
+class JetStreamSnapshotStore::JetStreamPayloadWriter final
+    : public SnapshotStore::PayloadWriter {
+ public:
+  JetStreamPayloadWriter(JetStreamSnapshotStore* store, std::string id)
+      : store_(store), id_(std::move(id)) {}
+
+  ~JetStreamPayloadWriter() override { store_->ReleasePayload(id_); }
+
+  absl::Status AddPart(std::string_view part) override {
+    if (part.size() > store_->max_part_bytes_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a payload part of ", part.size(), " bytes exceeds the limit of ",
+          store_->max_part_bytes_));
+    }
+    absl::StatusOr<uint64_t> sequence = store_->PublishPart(
+        store_->PayloadSubject(id_), parts_, part, last_part_);
+    if (!sequence.ok()) return sequence.status();
+    last_part_ = *sequence;
+    ++parts_;
+    return absl::OkStatus();
+  }
+
+ private:
+  JetStreamSnapshotStore* const store_;
+  const std::string id_;
+  uint64_t parts_ = 0;
+  uint64_t last_part_ = 0;  // the stream sequence of the last part
 };
 
 absl::Status JetStreamSnapshotStore::CheckStream(
@@ -383,9 +433,57 @@ absl::Status JetStreamSnapshotStore::Purge(const std::string& subject) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> JetStreamSnapshotStore::PublishPart(
+    const std::string& subject, uint64_t index, std::string_view part,
+    uint64_t last_part) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, subject.c_str(), nullptr, part.data(),
+                                static_cast<int>(part.size()));
+  NatsMsgPtr msg(raw);
+  if (s == NATS_OK) {
+    s = natsMsgHeader_Set(msg.get(), kPartHeader, absl::StrCat(index).c_str());
+  }
+  if (s != NATS_OK) {
+    return absl::InternalError(
+        absl::StrCat("cannot build a message: ", NatsErrorText(s)));
+  }
+  // Fenced on the previous part: nothing else lands among the parts.
+  return Publish(msg.get(), last_part);
+}
+
+absl::StatusOr<uint64_t> JetStreamSnapshotStore::CountOf(
+    const std::string& subject) {
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> held =
+      SubjectsOf(subject);
+  if (!held.ok()) return held.status();
+  return held->empty() ? 0 : held->front().second;
+}
+
+absl::StatusOr<std::optional<uint64_t>> JetStreamSnapshotStore::LastSequenceOf(
+    const std::string& subject) {
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetLastMsg(&raw, js_, stream_.c_str(),
+                                     subject.c_str(), nullptr, &jerr);
+  NatsMsgPtr last(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
+    return std::optional<uint64_t>();
+  }
+  if (s != NATS_OK) {
+    return NatsUnavailable(
+        absl::StrCat("cannot read ", subject, " in stream ", stream_), s, jerr);
+  }
+  return std::optional<uint64_t>(natsMsg_GetSequence(last.get()));
+}
+
 void JetStreamSnapshotStore::Release(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   writing_.erase(id);
+}
+
+void JetStreamSnapshotStore::ReleasePayload(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writing_payloads_.erase(id);
 }
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>>
@@ -402,7 +500,11 @@ JetStreamSnapshotStore::Begin(std::string_view id) {
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> used =
       SubjectsOf(absl::StrCat(snap_prefix_, AbslView(id), ".*"));
   if (!used.ok()) return used.status();
-  if (!used->empty()) {
+  // A payload's subject is not a snapshot's.
+  const std::string payload_subject = PayloadSubject(id);
+  if (std::any_of(used->begin(), used->end(), [&](const auto& subject) {
+        return subject.first != payload_subject;
+      })) {
     return absl::AlreadyExistsError(
         absl::StrCat("snapshot \"", AbslView(id), "\" exists"));
   }
@@ -460,18 +562,23 @@ absl::Status JetStreamSnapshotStore::ReadParts(
   }
   if (absl::Status s = gone(); !s.ok()) return s;
   const std::string subject = PartsSubject(id);
-  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> held =
-      SubjectsOf(subject);
-  if (!held.ok()) return held.status();
-  const uint64_t count = held->empty() ? 0 : held->front().second;
-  if (count != manifest.parts()) {
+  absl::StatusOr<uint64_t> count = CountOf(subject);
+  if (!count.ok()) return count.status();
+  if (*count != manifest.parts()) {
     if (absl::Status s = gone(); !s.ok()) return s;
-    return absl::DataLossError(absl::StrCat("snapshot \"", id, "\" holds ",
-                                            count, " parts, its manifest says ",
-                                            manifest.parts()));
+    return absl::DataLossError(
+        absl::StrCat("snapshot \"", id, "\" holds ", *count,
+                     " parts, its manifest says ", manifest.parts()));
   }
-  if (count == 0) return absl::OkStatus();
+  return FetchParts(subject, absl::StrCat("snapshot \"", id, "\""), *count,
+                    gone, on_part);
+}
 
+absl::Status JetStreamSnapshotStore::FetchParts(
+    const std::string& subject, std::string_view what, uint64_t count,
+    absl::FunctionRef<absl::Status()> gone,
+    absl::FunctionRef<absl::Status(std::string_view part)> on_part) {
+  if (count == 0) return absl::OkStatus();
   jsSubOptions sub_opts;
   jsSubOptions_Init(&sub_opts);
   sub_opts.Stream = stream_.c_str();
@@ -489,8 +596,8 @@ absl::Status JetStreamSnapshotStore::ReadParts(
   if (s != NATS_OK) {
     natsSubscription_Destroy(sub);
     return NatsUnavailable(
-        absl::StrCat("cannot read snapshot \"", id, "\" in stream ", stream_),
-        s, jerr);
+        absl::StrCat("cannot read ", AbslView(what), " in stream ", stream_), s,
+        jerr);
   }
   natsSubscription_SetPendingLimits(sub, -1, -1);
 
@@ -506,9 +613,9 @@ absl::Status JetStreamSnapshotStore::ReadParts(
     if (remaining.count() <= 0) {
       result = gone();
       if (result.ok()) {
-        result = absl::UnavailableError(absl::StrCat(
-            "snapshot \"", id, "\": part ", received, " of ", count,
-            " did not arrive in time from stream ", stream_));
+        result = absl::UnavailableError(
+            absl::StrCat(AbslView(what), ": part ", received, " of ", count,
+                         " did not arrive in time from stream ", stream_));
       }
       break;
     }
@@ -538,7 +645,7 @@ absl::Status JetStreamSnapshotStore::ReadParts(
       }
       if (!numbered || index != received) {
         result = absl::DataLossError(absl::StrCat(
-            "snapshot \"", id, "\": part ", received,
+            AbslView(what), ": part ", received,
             " is missing (the next part found is numbered ",
             numbered ? absl::StrCat(index) : std::string("(none)"), ")"));
         break;
@@ -558,16 +665,15 @@ absl::Status JetStreamSnapshotStore::ReadParts(
     if (!result.ok()) break;
     if (s != NATS_OK && s != NATS_TIMEOUT && s != NATS_NOT_FOUND) {
       result = NatsUnavailable(
-          absl::StrCat("cannot read snapshot \"", id, "\" in stream ", stream_),
+          absl::StrCat("cannot read ", AbslView(what), " in stream ", stream_),
           s, static_cast<jsErrCode>(0));
     }
   }
   close();
   if (!result.ok()) return result;
   if (pending_after != 0) {
-    return absl::DataLossError(absl::StrCat("snapshot \"", id,
-                                            "\" holds more than the ", count,
-                                            " parts its manifest says"));
+    return absl::DataLossError(absl::StrCat(
+        AbslView(what), " holds more than the ", count, " parts expected"));
   }
   return absl::OkStatus();
 }
@@ -630,6 +736,84 @@ absl::StatusOr<size_t> JetStreamSnapshotStore::RemoveAbandoned(
     ++removed;
   }
   return removed;
+}
+
+absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>>
+JetStreamSnapshotStore::BeginPayload(std::string_view id) {
+  if (!ValidId(id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "payload id \"", AbslView(id), "\" is not [A-Za-z0-9_-]+"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writing_payloads_.count(id) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("payload \"", AbslView(id), "\" is being written"));
+  }
+  absl::StatusOr<uint64_t> used = CountOf(PayloadSubject(id));
+  if (!used.ok()) return used.status();
+  if (*used != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("payload \"", AbslView(id), "\" exists"));
+  }
+  writing_payloads_.emplace(id);
+  return std::unique_ptr<PayloadWriter>(
+      std::make_unique<JetStreamPayloadWriter>(this, std::string(id)));
+}
+
+absl::Status JetStreamSnapshotStore::ReadPayload(
+    std::string_view id, uint64_t parts,
+    absl::FunctionRef<absl::Status(std::string_view part)> on_part) {
+  const std::string what = absl::StrCat("payload \"", AbslView(id), "\"");
+  if (!ValidId(id)) {
+    return absl::NotFoundError(absl::StrCat(what, " cannot exist: a bad id"));
+  }
+  const std::string subject = PayloadSubject(id);
+  const auto gone = [&]() -> absl::Status {
+    absl::StatusOr<uint64_t> held = CountOf(subject);
+    if (!held.ok()) return held.status();
+    if (*held == 0) return absl::NotFoundError(absl::StrCat(what, " is gone"));
+    return absl::OkStatus();
+  };
+  absl::StatusOr<uint64_t> count = CountOf(subject);
+  if (!count.ok()) return count.status();
+  if (*count == 0) return absl::NotFoundError(absl::StrCat(what, " is gone"));
+  if (*count != parts) {
+    return absl::DataLossError(absl::StrCat(
+        what, " holds ", *count, " parts, its log record says ", parts));
+  }
+  return FetchParts(subject, what, parts, gone, on_part);
+}
+
+absl::StatusOr<std::vector<std::string>>
+JetStreamSnapshotStore::PayloadsStoredBefore(const SnapshotManifest& snapshot) {
+  absl::StatusOr<std::optional<Stored>> kept =
+      ManifestAt(ManifestSubject(snapshot.id()));
+  if (!kept.ok()) return kept.status();
+  if (!kept->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", snapshot.id(), "\" is gone"));
+  }
+  const uint64_t before = (*kept)->sequence;
+  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> subjects =
+      SubjectsOf(absl::StrCat(snap_prefix_, "*.c"));
+  if (!subjects.ok()) return subjects.status();
+  std::vector<std::string> out;
+  for (const auto& [subject, count] : *subjects) {
+    const std::string_view id = IdOf(subject);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_payloads_.count(id) != 0) continue;
+    }
+    absl::StatusOr<std::optional<uint64_t>> last = LastSequenceOf(subject);
+    if (!last.ok()) return last.status();
+    if (last->has_value() && **last < before) out.emplace_back(id);
+  }
+  return out;
+}
+
+absl::Status JetStreamSnapshotStore::DeletePayload(std::string_view id) {
+  if (!ValidId(id)) return absl::OkStatus();  // cannot exist
+  return Purge(PayloadSubject(id));
 }
 
 }  // namespace

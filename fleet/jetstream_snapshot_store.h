@@ -4,7 +4,8 @@
 // <prefix>.snap.<ID>.p, in stream order, each numbered in its "Kvi-Part"
 // header; its manifest is the one message of <prefix>.snap.<ID>.m, written
 // last: a snapshot exists once its manifest does. Deleting purges the
-// manifest first, then the parts.
+// manifest first, then the parts. Payload ID's parts are the messages of
+// <prefix>.snap.<ID>.c, numbered the same way.
 //
 // Ids in use are known to the server (any message under the id) and, for
 // writers not yet past their first part, to this object only: two processes

@@ -73,6 +73,42 @@ class MemorySnapshotStore::MemoryWriter final : public SnapshotStore::Writer {
   bool committed_ = false;
 };
 
+class MemorySnapshotStore::MemoryPayloadWriter final
+    : public SnapshotStore::PayloadWriter {
+ public:
+  MemoryPayloadWriter(MemorySnapshotStore* store, std::string id)
+      : store_(store), id_(std::move(id)) {}
+
+  ~MemoryPayloadWriter() override {
+    std::lock_guard<std::mutex> lock(store_->mu_);
+    const auto it = store_->payloads_.find(id_);
+    if (it == store_->payloads_.end()) return;
+    if (it->second.parts.empty()) {
+      store_->payloads_.erase(it);
+    } else {
+      it->second.writing = false;
+    }
+  }
+
+  absl::Status AddPart(std::string_view part) override {
+    std::lock_guard<std::mutex> lock(store_->mu_);
+    if (absl::Status s = store_->CheckAvailableLocked(); !s.ok()) return s;
+    if (part.size() > store_->max_part_bytes_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a payload part of ", part.size(), " bytes exceeds the limit of ",
+          store_->max_part_bytes_));
+    }
+    Payload& payload = store_->payloads_[id_];
+    payload.parts.emplace_back(part);
+    payload.last_part_write = ++store_->writes_;
+    return absl::OkStatus();
+  }
+
+ private:
+  MemorySnapshotStore* const store_;
+  const std::string id_;
+};
+
 MemorySnapshotStore::MemorySnapshotStore(size_t max_part_bytes)
     : max_part_bytes_(max_part_bytes) {}
 
@@ -180,6 +216,83 @@ absl::StatusOr<size_t> MemorySnapshotStore::RemoveAbandoned(
     }
   }
   return removed;
+}
+
+absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>>
+MemorySnapshotStore::BeginPayload(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
+  if (!ValidId(id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "payload id \"", std::string(id), "\" is not [A-Za-z0-9_-]+"));
+  }
+  if (payloads_.count(id) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("payload \"", std::string(id), "\" exists"));
+  }
+  payloads_[std::string(id)].writing = true;
+  return std::unique_ptr<PayloadWriter>(
+      std::make_unique<MemoryPayloadWriter>(this, std::string(id)));
+}
+
+absl::Status MemorySnapshotStore::ReadPayload(
+    std::string_view id, uint64_t parts,
+    absl::FunctionRef<absl::Status(std::string_view part)> on_part) {
+  std::vector<std::string> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
+    const auto it = payloads_.find(id);
+    if (it == payloads_.end() || it->second.parts.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("payload \"", std::string(id), "\" is gone"));
+    }
+    if (it->second.parts.size() != parts) {
+      return absl::DataLossError(absl::StrCat(
+          "payload \"", std::string(id), "\" holds ", it->second.parts.size(),
+          " parts, its log record says ", parts));
+    }
+    held = it->second.parts;
+  }
+  for (const std::string& part : held) {
+    if (absl::Status s = on_part(part); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>>
+MemorySnapshotStore::PayloadsStoredBefore(
+    const ::kvindexer::fleet::v1::SnapshotManifest& snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
+  const auto kept = entries_.find(snapshot.id());
+  if (kept == entries_.end() || !kept->second.manifest.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", snapshot.id(), "\" is gone"));
+  }
+  std::vector<std::string> out;
+  for (const auto& [id, payload] : payloads_) {
+    if (!payload.writing && !payload.parts.empty() &&
+        payload.last_part_write < kept->second.manifest_write) {
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
+absl::Status MemorySnapshotStore::DeletePayload(std::string_view id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = CheckAvailableLocked(); !s.ok()) return s;
+  const auto it = payloads_.find(id);
+  if (it != payloads_.end()) payloads_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> MemorySnapshotStore::payload_ids() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, payload] : payloads_) out.push_back(id);
+  return out;
 }
 
 void MemorySnapshotStore::AddAbandonedParts(

@@ -31,12 +31,23 @@ class MemorySnapshotStore final : public SnapshotStore {
       const ::kvindexer::fleet::v1::SnapshotManifest& manifest) override;
   absl::StatusOr<size_t> RemoveAbandoned(
       const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) override;
+  absl::StatusOr<std::unique_ptr<PayloadWriter>> BeginPayload(
+      std::string_view id) override;
+  absl::Status ReadPayload(
+      std::string_view id, uint64_t parts,
+      absl::FunctionRef<absl::Status(std::string_view part)> on_part) override;
+  absl::StatusOr<std::vector<std::string>> PayloadsStoredBefore(
+      const ::kvindexer::fleet::v1::SnapshotManifest& snapshot) override;
+  absl::Status DeletePayload(std::string_view id) override;
   size_t max_part_bytes() const override { return max_part_bytes_; }
 
   // While true, every call (a writer's included) answers UNAVAILABLE.
   void SetUnavailable(bool unavailable);
-  // Parts held, committed or not (abandoned writers' parts are removed).
+  // Parts held, committed or not (abandoned writers' parts are removed);
+  // payloads' parts not counted.
   size_t part_count();
+  // The ids of the payloads held, in id order.
+  std::vector<std::string> payload_ids();
   // Stores `parts` under `id` with no manifest and no writer, as a writer
   // that died half way would leave them. For tests of RemoveAbandoned.
   void AddAbandonedParts(const std::string& id,
@@ -44,6 +55,12 @@ class MemorySnapshotStore final : public SnapshotStore {
 
  private:
   class MemoryWriter;
+  class MemoryPayloadWriter;
+  struct Payload {
+    std::vector<std::string> parts;
+    uint64_t last_part_write = 0;  // on the store's counter of writes
+    bool writing = false;          // a writer of this store holds the id
+  };
   struct Entry {
     std::vector<std::string> parts;
     std::optional<::kvindexer::fleet::v1::SnapshotManifest> manifest;
@@ -63,6 +80,7 @@ class MemorySnapshotStore final : public SnapshotStore {
   uint64_t commits_ = 0;
   uint64_t writes_ = 0;
   std::map<std::string, Entry, std::less<>> entries_;
+  std::map<std::string, Payload, std::less<>> payloads_;
 };
 
 }  // namespace kvindexer::fleet

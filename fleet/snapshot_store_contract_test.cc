@@ -1,9 +1,9 @@
 // The SnapshotStore contract (fleet/snapshot_store.h), run against
 // MemorySnapshotStore, the reference, and the JetStream driver
 // (fleet/jetstream_snapshot_store.h) on a real nats-server (skipped when
-// none is installed). Then what only one of them has to show: the memory
-// store's unavailability switch, and the JetStream store's DATA_LOSS on a
-// damaged snapshot and its snapshots outliving a server restart.
+// none is installed), payloads included. Then what only one of them has to
+// show: the memory store's unavailability switch, and the JetStream store's
+// DATA_LOSS on a damaged snapshot and its snapshots outliving a server restart.
 #include <nats/nats.h>
 
 #include <chrono>
@@ -322,6 +322,104 @@ TEST_P(SnapshotStoreContractTest, TheReadersErrorEndsTheRead) {
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(calls, 2);
+}
+
+// Stores `parts` as payload `id`.
+void PutPayload(SnapshotStore& store, const std::string& id,
+                const std::vector<std::string>& parts) {
+  absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>> writer =
+      store.BeginPayload(id);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (const std::string& part : parts) {
+    ASSERT_TRUE((*writer)->AddPart(part).ok());
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> ReadPayload(SnapshotStore& store,
+                                                     const std::string& id,
+                                                     uint64_t parts) {
+  std::vector<std::string> out;
+  absl::Status s = store.ReadPayload(id, parts, [&](std::string_view part) {
+    out.emplace_back(part);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+TEST_P(SnapshotStoreContractTest, APayloadComesBackAndIsNeverListed) {
+  const std::string big(store_->max_part_bytes(), 'x');
+  ASSERT_NO_FATAL_FAILURE(PutPayload(*store_, "c-1", {"a", big, "c"}));
+  absl::StatusOr<std::vector<std::string>> read =
+      ReadPayload(*store_, "c-1", 3);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, ElementsAre("a", big, "c"));
+  EXPECT_THAT(Ids(*store_), IsEmpty());
+  // The count the record names must be the count stored.
+  EXPECT_EQ(ReadPayload(*store_, "c-1", 2).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadPayload(*store_, "c-never", 1).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->BeginPayload("c-1").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->BeginPayload("c 1").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A payload and a snapshot of the same id do not see each other.
+  const SnapshotManifest snapshot = Put(*store_, "c-1", 4, {"s"});
+  read = ReadAll(*store_, snapshot);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, ElementsAre("s"));
+  ASSERT_TRUE(store_->Delete(snapshot).ok());
+  read = ReadPayload(*store_, "c-1", 3);
+  ASSERT_TRUE(read.ok()) << read.status();
+
+  ASSERT_TRUE(store_->DeletePayload("c-1").ok());
+  EXPECT_EQ(ReadPayload(*store_, "c-1", 3).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store_->DeletePayload("c-1").ok());
+  // Its id can be used again.
+  ASSERT_NO_FATAL_FAILURE(PutPayload(*store_, "c-1", {"d"}));
+  read = ReadPayload(*store_, "c-1", 1);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, ElementsAre("d"));
+}
+
+TEST_P(SnapshotStoreContractTest, APayloadPartAboveTheLimitIsRefused) {
+  absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>> writer =
+      store_->BeginPayload("c-big");
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ(
+      (*writer)->AddPart(std::string(store_->max_part_bytes() + 1, 'x')).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+// Payloads stored before a snapshot was committed are listed for removal;
+// later ones, and one a writer of this store holds, are not.
+TEST_P(SnapshotStoreContractTest, PayloadsStoredBeforeASnapshotAreListed) {
+  ASSERT_NO_FATAL_FAILURE(PutPayload(*store_, "c-old", {"a", "b"}));
+  absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>> live =
+      store_->BeginPayload("c-live");
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_TRUE((*live)->AddPart("l").ok());
+  const SnapshotManifest snapshot = Put(*store_, "snap", 5, {"s"});
+  ASSERT_NO_FATAL_FAILURE(PutPayload(*store_, "c-new", {"n"}));
+
+  absl::StatusOr<std::vector<std::string>> before =
+      store_->PayloadsStoredBefore(snapshot);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_THAT(*before, ElementsAre("c-old"));
+  live->reset();
+  before = store_->PayloadsStoredBefore(snapshot);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_THAT(*before, ::testing::UnorderedElementsAre("c-old", "c-live"));
+  EXPECT_EQ(
+      store_->PayloadsStoredBefore(Manifest("never", 1, 1)).status().code(),
+      absl::StatusCode::kNotFound);
+  // Snapshots' own parts are never payloads.
+  absl::StatusOr<size_t> removed = store_->RemoveAbandoned(snapshot);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 0u);
+  EXPECT_TRUE(ReadPayload(*store_, "c-old", 2).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, SnapshotStoreContractTest,

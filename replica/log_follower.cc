@@ -9,6 +9,7 @@
 #include "common/log_text.h"
 #include "core/stream_log_fields.h"
 #include "fmt/format.h"
+#include "replica/commit_payload.h"
 #include "replica/record_applier.h"
 #include "spdlog/spdlog.h"
 
@@ -58,6 +59,7 @@ uint64_t LogFollower::lag() const {
 
 bool LogFollower::caught_up() const {
   return !reloading_.load(std::memory_order_acquire) &&
+         awaiting_payload_.load(std::memory_order_acquire) == 0 &&
          !silence_.Exceeded(options_.clock->Now()) &&
          reached_target_.load(std::memory_order_acquire) &&
          lag() <= options_.max_lag_records;
@@ -75,6 +77,14 @@ std::optional<std::string> LogFollower::ReasonAt(
         "reloading the newest fleet snapshot: records after position {} "
         "were trimmed from the fleet event log before this replica read them",
         applied_position());
+  }
+  if (const uint64_t awaited =
+          awaiting_payload_.load(std::memory_order_acquire)) {
+    return fmt::format(
+        "waiting for the payload of fleet event log record {} (a staged "
+        "snapshot commit whose placements are kept in the snapshot store), "
+        "which cannot be fetched yet",
+        awaited);
   }
   // Position and lag are as of the last answer: say why they cannot be
   // trusted before what they say.
@@ -104,6 +114,7 @@ LogFollowerCounts LogFollower::counts() const {
       .read_failures = read_failures_.load(std::memory_order_relaxed),
       .reloads = reloads_.load(std::memory_order_relaxed),
       .reload_failures = reload_failures_.load(std::memory_order_relaxed),
+      .payload_failures = payload_failures_.load(std::memory_order_relaxed),
   };
 }
 
@@ -190,17 +201,45 @@ bool LogFollower::Step() {
       // the next pass reads on from the position after it.
       if (gap == GapOutcome::kReloaded) break;
     }
-    Take(record);
+    const TakeOutcome taken = Take(record);
+    if (taken == TakeOutcome::kFailed) return false;
+    if (taken == TakeOutcome::kReadAgain) break;
   }
   ObserveLast(0);
   Report();
   return true;
 }
 
-void LogFollower::Take(const fleet::LoggedRecord& record) {
+LogFollower::TakeOutcome LogFollower::Take(const fleet::LoggedRecord& record) {
   // The log answers in order from next_; anything earlier was seen already.
-  if (record.position < next_) return;
-  const RecordResult result = ApplyLogRecord(indexer_, record);
+  if (record.position < next_) return TakeOutcome::kTaken;
+  ::kvindexer::fleet::v1::LogRecord decoded;
+  std::optional<RecordResult> taken;
+  if (!decoded.ParseFromString(record.payload)) {
+    taken = ApplyLogRecord(indexer_, record);  // its undecodable answer
+  } else if (IsPayloadCommit(decoded) && options_.payloads != nullptr) {
+    absl::StatusOr<::kvindexer::fleet::v1::LogRecord> fetched =
+        FetchCommitPayload(*options_.payloads, decoded);
+    if (absl::IsDataLoss(fetched.status())) {
+      taken = RecordResult{RecordOutcome::kUndecodable, fetched.status(), {}};
+    } else if (!fetched.ok()) {
+      return PayloadUnavailable(record, fetched.status());
+    } else {
+      decoded = *std::move(fetched);
+    }
+  }
+  if (awaiting_payload_.exchange(0, std::memory_order_acq_rel) != 0) {
+    spdlog::info(
+        "fetched the payload of fleet event log record {} after {} failed "
+        "fetches",
+        record.position, payload_streak_);
+    Report();
+  }
+  payload_streak_ = 0;
+  const RecordResult result =
+      taken.has_value()
+          ? *std::move(taken)
+          : ApplyDecodedRecord(indexer_, record.worker_id, decoded);
   switch (result.outcome) {
     case RecordOutcome::kApplied:
       applied_count_.fetch_add(1, std::memory_order_relaxed);
@@ -235,6 +274,38 @@ void LogFollower::Take(const fleet::LoggedRecord& record) {
   if (options_.outcomes != nullptr) {
     options_.outcomes->Applied(record.position, result);
   }
+  return TakeOutcome::kTaken;
+}
+
+LogFollower::TakeOutcome LogFollower::PayloadUnavailable(
+    const fleet::LoggedRecord& record, const absl::Status& failure) {
+  // Gone because the log was trimmed past the record (the snapshot holder
+  // removes such payloads): the positions up to the log's first are a gap
+  // like any other.
+  if (absl::IsNotFound(failure)) {
+    absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
+    if (bounds.ok() && bounds->first > record.position) {
+      awaiting_payload_.store(0, std::memory_order_release);
+      payload_streak_ = 0;
+      return CloseGap(bounds->first) == GapOutcome::kReloadFailed
+                 ? TakeOutcome::kFailed
+                 : TakeOutcome::kReadAgain;
+    }
+  }
+  payload_failures_.fetch_add(1, std::memory_order_relaxed);
+  ++payload_streak_;
+  if (awaiting_payload_.exchange(record.position, std::memory_order_acq_rel) !=
+          record.position ||
+      IsPowerOfTwo(payload_streak_)) {
+    spdlog::warn(
+        "cannot fetch the payload of fleet event log record {} of {} ({} "
+        "failed fetches in a row); NOT_SERVING, retrying in {} ms: {}",
+        record.position, StreamLogFields(record.worker_id), payload_streak_,
+        retry_delay_.count(), failure.ToString());
+  }
+  Report();
+  Backoff();
+  return TakeOutcome::kFailed;
 }
 
 LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
@@ -356,14 +427,18 @@ void LogFollower::WaitToRetry(const absl::Status& failure) {
   read_failures_.fetch_add(1, std::memory_order_relaxed);
   in_contact_.store(false, std::memory_order_release);
   ++failure_streak_;
-  const std::chrono::milliseconds delay = retry_delay_;
-  retry_delay_ = std::min(retry_delay_ * 2, options_.retry_cap);
   if (IsPowerOfTwo(failure_streak_)) {
     spdlog::warn(
         "cannot read the fleet event log ({} failed calls in a row); "
         "retrying in {} ms: {}",
-        failure_streak_, delay.count(), failure.ToString());
+        failure_streak_, retry_delay_.count(), failure.ToString());
   }
+  Backoff();
+}
+
+void LogFollower::Backoff() {
+  const std::chrono::milliseconds delay = retry_delay_;
+  retry_delay_ = std::min(retry_delay_ * 2, options_.retry_cap);
   std::unique_lock<std::mutex> lock(mu_);
   // Scheduling, not synchronisation: the timeout is the retry delay.
   wake_.wait_for(lock, delay, [this] { return stopping_; });

@@ -20,6 +20,14 @@
 //     positions are counted, logged and skipped: the replica reads on
 //     without their effect. Positions a snapshot does not cover either are
 //     skipped the same way;
+//   - a staged commit in the payload form (replica/commit_payload.h): its
+//     placements are fetched from options.payloads and the record applied
+//     as if it carried them. While the fetch fails the follower stays at
+//     that record, NOT_SERVING, and tries again after the retry wait; a
+//     payload gone because the log was trimmed past its record is a trimmed
+//     position (above). A payload that does not match its record
+//     (DATA_LOSS) makes the record undecodable, on every replica alike.
+//     Without a store such a record is undecodable;
 //   - a failed read (the log unreachable): retried after a capped, doubling
 //     wait that Stop cuts short; nothing is skipped.
 //
@@ -28,7 +36,8 @@
 // is the log's last position, as EventLog::Bounds() answered it at the top of
 // the latest loop, minus that. caught_up() once the follower has passed its
 // catch-up target, and while lag() <= max_lag_records, no reload is under
-// way and the log has not been silent for longer than max_silence
+// way, no payload is awaited and the log has not been silent for longer
+// than max_silence
 // (replica/log_silence.h). The catch-up target is the last position the log
 // had when it first answered Bounds, and again the one it has at the first
 // Bounds after such a silence: a replica cut off from the log serves again
@@ -66,6 +75,7 @@
 #include "common/doubling_throttle.h"
 #include "core/indexer.h"
 #include "fleet/event_log.h"
+#include "fleet/snapshot_store.h"
 #include "replica/applied_outcomes.h"
 #include "replica/event_source_config.h"
 #include "replica/log_silence.h"
@@ -105,6 +115,10 @@ struct LogFollowerOptions {
   // it applied one (replica/applied_outcomes.h). Null: nobody is told.
   // REQUIRES: outlives the follower.
   AppliedOutcomes* outcomes = nullptr;
+  // Where staged commits in the payload form keep their placements (the
+  // fleet's snapshot store). Null: such records are undecodable.
+  // REQUIRES: outlives the follower.
+  fleet::SnapshotStore* payloads = nullptr;
 };
 
 // The records seen, by outcome.
@@ -113,9 +127,10 @@ struct LogFollowerCounts {
   uint64_t refused = 0;
   uint64_t undecodable = 0;
   uint64_t trimmed = 0;
-  uint64_t read_failures = 0;    // failed Read or Bounds calls, not records
-  uint64_t reloads = 0;          // snapshots loaded over trimmed positions
-  uint64_t reload_failures = 0;  // reload calls that answered an error
+  uint64_t read_failures = 0;     // failed Read or Bounds calls, not records
+  uint64_t reloads = 0;           // snapshots loaded over trimmed positions
+  uint64_t reload_failures = 0;   // reload calls that answered an error
+  uint64_t payload_failures = 0;  // failed fetches of a commit's payload
 };
 
 class LogFollower {
@@ -179,8 +194,15 @@ class LogFollower {
   void Heard(MonotonicClock::TimePoint now);
   // One pass: Bounds, Read, hand over. False after a failed call.
   bool Step();
-  // A record from Read, at next_ or before it: applies it.
-  void Take(const fleet::LoggedRecord& record);
+  // A record from Read, at next_ or before it: applies it (kTaken), or
+  // stops the batch: after a reload over a payload the trim took
+  // (kReadAgain), or after a failed payload fetch and its retry wait
+  // (kFailed).
+  enum class TakeOutcome { kTaken, kReadAgain, kFailed };
+  TakeOutcome Take(const fleet::LoggedRecord& record);
+  // The payload of the commit at `record` could not be fetched.
+  TakeOutcome PayloadUnavailable(const fleet::LoggedRecord& record,
+                                 const absl::Status& failure);
   // Positions [next_, position) are gone from the log: reloads a snapshot
   // over them, or skips them.
   enum class GapOutcome { kSkipped, kReloaded, kReloadFailed };
@@ -192,6 +214,8 @@ class LogFollower {
   void Report();
   // Counts a failed call, then waits for the retry delay or Stop.
   void WaitToRetry(const absl::Status& failure);
+  // Waits for the retry delay or Stop, doubling the next one.
+  void Backoff();
   bool stopping() const;
 
   fleet::EventLog& log_;
@@ -207,6 +231,11 @@ class LogFollower {
   std::atomic<bool> in_contact_{false};
   // From a gap's discovery until a reload over it succeeded.
   std::atomic<bool> reloading_{false};
+  // The position of the commit whose payload could not be fetched, until
+  // it is; 0: none.
+  std::atomic<uint64_t> awaiting_payload_{0};
+  std::atomic<uint64_t> payload_failures_{0};
+  uint64_t payload_streak_ = 0;  // failed fetches in a row; follower thread
   std::atomic<uint64_t> applied_count_{0};
   std::atomic<uint64_t> refused_count_{0};
   std::atomic<uint64_t> trimmed_count_{0};

@@ -163,8 +163,8 @@ RecordResult ApplyDecodedRecord(Indexer& indexer, std::string_view worker_id,
     case LogRecord::kSnapshotCommit:
       if (!record.payload_id().empty()) {
         return Undecodable(
-            "a snapshot commit stored as a payload, which this build does "
-            "not read");
+            "a snapshot commit whose placements are a payload of the "
+            "snapshot store, applied without fetching them");
       }
       return ApplySnapshotCommit(indexer, worker_id, record.snapshot_commit());
     case LogRecord::BODY_NOT_SET:

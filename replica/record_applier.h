@@ -14,7 +14,9 @@
 //     (DurableState::Replay), the same install a restart gives a logged
 //     commit. A commit whose stream has no configured record is refused
 //     with FAILED_PRECONDITION and changes nothing, as a live Commit would
-//     be. The payload form (payload_id set) is undecodable in this build.
+//     be. The payload form (payload_id set) is undecodable here: its
+//     reader fetches the placements first (replica/commit_payload.h) and
+//     applies the inline form through ApplyDecodedRecord.
 //
 // Thread safety: as the Indexer's mutating calls.
 #ifndef KVINDEXER_REPLICA_RECORD_APPLIER_H_

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "replica/log_follower.h"
 #include "replica/snapshot_writer.h"
+#include "tests/support/forwarding_snapshot_store.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
@@ -279,15 +280,13 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
 
 // Forwards to a store, running `before_first_read` once, before the first
 // ReadParts: what another process does while a replica reads.
-class RacingStore final : public fleet::SnapshotStore {
+class RacingStore final : public test_support::ForwardingSnapshotStore {
  public:
   RacingStore(fleet::SnapshotStore& store,
               std::function<void()> before_first_read)
-      : store_(store), before_first_read_(std::move(before_first_read)) {}
+      : ForwardingSnapshotStore(store),
+        before_first_read_(std::move(before_first_read)) {}
 
-  absl::StatusOr<std::unique_ptr<Writer>> Begin(std::string_view id) override {
-    return store_.Begin(id);
-  }
   absl::StatusOr<std::vector<::kvindexer::fleet::v1::SnapshotManifest>> List()
       override {
     ++lists_;
@@ -303,20 +302,10 @@ class RacingStore final : public fleet::SnapshotStore {
     }
     return store_.ReadParts(manifest, on_part);
   }
-  absl::Status Delete(
-      const ::kvindexer::fleet::v1::SnapshotManifest& manifest) override {
-    return store_.Delete(manifest);
-  }
-  absl::StatusOr<size_t> RemoveAbandoned(
-      const ::kvindexer::fleet::v1::SnapshotManifest& oldest_kept) override {
-    return store_.RemoveAbandoned(oldest_kept);
-  }
-  size_t max_part_bytes() const override { return store_.max_part_bytes(); }
 
   int lists() const { return lists_; }
 
  private:
-  fleet::SnapshotStore& store_;
   std::function<void()> before_first_read_;
   int lists_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "replica/snapshot_image.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -9,16 +10,11 @@
 #include "core/stream_key.h"
 #include "core/worker_lifecycle_log.h"
 #include "durable/image_backend.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "kvindexer_fleet.pb.h"
+#include "replica/snapshot_part_packer.h"
 
 namespace kvindexer::replica {
 namespace {
-
-// Placements per chunk: at most 8 + 5 + 5 bytes each (a hash, a mask and a
-// size), so a chunk stays under 160 KiB and any part size from 256 KiB
-// holds at least one.
-constexpr size_t kHashesPerChunk = 8192;
 
 // The image applies what the replicas already apply and log: its gate and
 // lifecycle lines would only repeat theirs.
@@ -53,46 +49,28 @@ std::optional<RecordResult> SnapshotImage::Apply(
   return ApplyLogRecordAfter(state_->indexer, &position_, record);
 }
 
+std::optional<RecordResult> SnapshotImage::ApplyDecoded(
+    uint64_t position, std::string_view worker_id,
+    const ::kvindexer::fleet::v1::LogRecord& record) {
+  if (position <= position_) return std::nullopt;
+  position_ = position;
+  return ApplyDecodedRecord(state_->indexer, worker_id, record);
+}
+
+void SnapshotImage::Pass(uint64_t position) {
+  position_ = std::max(position_, position);
+}
+
 absl::Status SnapshotImage::Export(
     size_t max_part_bytes,
     absl::FunctionRef<absl::Status(std::string_view part, uint64_t chunks)>
         sink) {
-  absl::Status status;
-  ::kvindexer::fleet::v1::SnapshotPart part;
-  size_t part_bytes = 0;
-  std::string serialized;
-  auto flush = [&]() {
-    if (!status.ok() || part.chunks_size() == 0) return;
-    serialized.clear();
-    if (!part.SerializeToString(&serialized)) {
-      status = absl::InternalError("a snapshot part does not serialise");
-      return;
-    }
-    status = sink(serialized, static_cast<uint64_t>(part.chunks_size()));
-    part.Clear();
-    part_bytes = 0;
-  };
-  auto add = [&](const state::v1::CheckpointChunk& chunk) {
-    if (!status.ok()) return;
-    const size_t size = chunk.ByteSizeLong();
-    // The field's tag and length prefix.
-    const size_t framed =
-        1 + google::protobuf::io::CodedOutputStream::VarintSize64(size) + size;
-    if (framed > max_part_bytes) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("a snapshot chunk of ", framed,
-                       " bytes exceeds the part size of ", max_part_bytes));
-      return;
-    }
-    if (part_bytes + framed > max_part_bytes) flush();
-    if (!status.ok()) return;
-    *part.add_chunks() = chunk;
-    part_bytes += framed;
-  };
-  state_->indexer.durable_state().ExportHost(add);
+  SnapshotPartPacker packer(max_part_bytes, sink);
+  state_->indexer.durable_state().ExportHost(
+      [&](const state::v1::CheckpointChunk& chunk) { packer.Add(chunk); });
   state::v1::CheckpointChunk chunk;
   state_->image.ForEachTier(
-      kHashesPerChunk, [&](const durable::ImageBackend::TierView& view) {
+      kPlacementsPerChunk, [&](const durable::ImageBackend::TierView& view) {
         state::v1::TierPlacements* placements = chunk.mutable_placements();
         placements->Clear();
         SetStreamFields(view.worker_id, placements);
@@ -105,10 +83,9 @@ absl::Status SnapshotImage::Export(
         placements->mutable_block_sizes()->Add(
             view.block_sizes.data,
             view.block_sizes.data + view.block_sizes.size);
-        add(chunk);
+        packer.Add(chunk);
       });
-  flush();
-  return status;
+  return packer.Finish();
 }
 
 }  // namespace kvindexer::replica

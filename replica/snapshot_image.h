@@ -21,6 +21,7 @@
 #include "core/request_limits.h"
 #include "fleet/event_log.h"
 #include "kv_indexer_state.pb.h"
+#include "kvindexer_fleet.pb.h"
 #include "replica/record_applier.h"
 
 namespace kvindexer::replica {
@@ -48,6 +49,14 @@ class SnapshotImage {
   // it; a record at or below position() is already in the image and is
   // skipped (nullopt).
   std::optional<RecordResult> Apply(const fleet::LoggedRecord& record);
+  // The same for a record already decoded at `position` under `worker_id`
+  // (a staged commit with its payload fetched, replica/commit_payload.h).
+  std::optional<RecordResult> ApplyDecoded(
+      uint64_t position, std::string_view worker_id,
+      const ::kvindexer::fleet::v1::LogRecord& record);
+  // Moves position() to `position` without applying anything, as every
+  // replica passes a record it cannot apply.
+  void Pass(uint64_t position);
 
   // Hands the image to `sink` as serialised SnapshotParts of at most
   // `max_part_bytes` each, with the number of chunks in each; stops at the

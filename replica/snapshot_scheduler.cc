@@ -107,10 +107,11 @@ void SnapshotScheduler::Step() {
     stats_.last_round_seconds = seconds;
     spdlog::info(
         "snapshot written: position={} parts={} bytes={} records={} "
-        "seconds={:.3f} deleted={} log_first={}",
+        "seconds={:.3f} deleted={} log_first={} payloads_removed={}",
         round->manifest.position(), round->manifest.parts(),
         round->manifest.bytes(), round->records_applied, seconds,
-        round->snapshots_deleted, round->trimmed_before);
+        round->snapshots_deleted, round->trimmed_before,
+        round->payloads_removed);
   }
 }
 

@@ -4,9 +4,13 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "replica/commit_payload.h"
 #include "replica/snapshot_image.h"
 #include "replica/snapshot_reader.h"
 #include "spdlog/spdlog.h"
@@ -34,18 +38,101 @@ std::string SnapshotId(uint64_t position, std::string_view writer) {
   return id;
 }
 
+// Applies `record` to `image` as every replica does, fetching the
+// placements of a staged commit in the payload form first and noting its
+// payload in `payload_ids`. A payload that does not match its record
+// (DATA_LOSS) is passed over, as replicas pass over such a record. True
+// when a record was applied or passed; the store's errors when the payload
+// cannot be fetched.
+absl::StatusOr<bool> TakeIn(SnapshotImage& image, fleet::SnapshotStore& store,
+                            const fleet::LoggedRecord& record,
+                            std::set<std::string>* payload_ids) {
+  if (record.position <= image.position()) return false;
+  ::kvindexer::fleet::v1::LogRecord decoded;
+  if (!decoded.ParseFromString(record.payload)) {
+    return image.Apply(record).has_value();
+  }
+  if (IsPayloadCommit(decoded)) {
+    payload_ids->insert(decoded.payload_id());
+    absl::StatusOr<::kvindexer::fleet::v1::LogRecord> fetched =
+        FetchCommitPayload(store, decoded);
+    if (absl::IsDataLoss(fetched.status())) {
+      spdlog::warn(
+          "fleet event log record {} names a payload that does not match "
+          "it; passed over, as every replica does: {}",
+          record.position, fetched.status().ToString());
+      image.Pass(record.position);
+      return true;
+    }
+    if (!fetched.ok()) return fetched.status();
+    decoded = *std::move(fetched);
+  }
+  return image.ApplyDecoded(record.position, record.worker_id, decoded)
+      .has_value();
+}
+
+// Removes the payloads no record after `all[threshold]` names, among those
+// stored before it was committed, once the log is trimmed past it: the
+// records that named them are gone, and a replica still reading there
+// reloads a snapshot instead. A payload named after it is listed by a newer
+// snapshot (SnapshotManifest.payload_ids) or by a record after the newest.
+// Answers how many were removed.
+absl::StatusOr<size_t> RemoveUnneededPayloads(
+    fleet::EventLog& log, fleet::SnapshotStore& store,
+    const std::vector<SnapshotManifest>& all, size_t threshold,
+    const SnapshotRoundOptions& options) {
+  const SnapshotManifest& before = all[threshold];
+  absl::StatusOr<fleet::LogBounds> bounds = log.Bounds();
+  if (!bounds.ok()) return bounds.status();
+  if (bounds->first <= before.position()) return 0;
+  absl::StatusOr<std::vector<std::string>> candidates =
+      store.PayloadsStoredBefore(before);
+  if (!candidates.ok()) return candidates.status();
+  if (candidates->empty()) return 0;
+  std::set<std::string, std::less<>> named;
+  for (size_t i = threshold + 1; i < all.size(); ++i) {
+    if (all[i].position() <= before.position()) continue;
+    named.insert(all[i].payload_ids().begin(), all[i].payload_ids().end());
+  }
+  // Read to the log's end as it is now, after the listing: a record
+  // appended before it names its payload here.
+  uint64_t next = std::max(all.back().position() + 1, bounds->first);
+  while (true) {
+    absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
+        log.Read(next, std::max<size_t>(options.read_batch, 1),
+                 std::chrono::milliseconds(0));
+    if (!records.ok()) return records.status();
+    if (records->empty()) break;
+    for (const fleet::LoggedRecord& record : *records) {
+      ::kvindexer::fleet::v1::LogRecord decoded;
+      if (decoded.ParseFromString(record.payload) && IsPayloadCommit(decoded)) {
+        named.insert(decoded.payload_id());
+      }
+      next = record.position + 1;
+    }
+  }
+  size_t removed = 0;
+  for (const std::string& id : *candidates) {
+    if (named.count(id) != 0) continue;
+    if (absl::Status s = store.DeletePayload(id); !s.ok()) return s;
+    spdlog::info(
+        "removed payload {}: stored before snapshot {} at position {} and "
+        "named by no record after it",
+        id, before.id(), before.position());
+    ++removed;
+  }
+  return removed;
+}
+
 // Keeps the newest `keep` snapshots, trims the log up to the oldest of
-// them, and removes parts abandoned before that one.
+// them, removes the payloads no kept record needs (RemoveUnneededPayloads),
+// and removes parts abandoned before the oldest kept snapshot.
 absl::Status Retain(fleet::EventLog& log, fleet::SnapshotStore& store,
                     const SnapshotRoundOptions& options, SnapshotRound& round) {
   absl::StatusOr<std::vector<SnapshotManifest>> all = store.List();
   if (!all.ok()) return all.status();
   const size_t keep = std::max<uint32_t>(options.keep, 1);
   const size_t drop = all->size() > keep ? all->size() - keep : 0;
-  for (size_t i = 0; i < drop; ++i) {
-    if (absl::Status s = store.Delete((*all)[i]); !s.ok()) return s;
-    ++round.snapshots_deleted;
-  }
   // Trimming waits until `keep` snapshots exist: the log then always
   // reaches back one interval behind the newest snapshot.
   if (options.trim_log && all->size() - drop >= keep) {
@@ -53,6 +140,23 @@ absl::Status Retain(fleet::EventLog& log, fleet::SnapshotStore& store,
     // still reading behind it finds the log intact back to the oldest.
     const uint64_t oldest_kept = (*all)[drop].position();
     if (absl::Status s = log.TrimBefore(oldest_kept + 1); !s.ok()) return s;
+  }
+  // Measured against the oldest kept snapshot, or with one kept against the
+  // one before it, which is still listed here: a payload stored before it
+  // and named by no record after it is then at least one round old.
+  if (all->size() >= 2) {
+    absl::StatusOr<size_t> removed = RemoveUnneededPayloads(
+        log, store, *all, std::min(drop, all->size() - 2), options);
+    if (removed.ok()) {
+      round.payloads_removed = *removed;
+    } else {
+      spdlog::warn("cannot remove unneeded payloads: {}",
+                   removed.status().ToString());
+    }
+  }
+  for (size_t i = 0; i < drop; ++i) {
+    if (absl::Status s = store.Delete((*all)[i]); !s.ok()) return s;
+    ++round.snapshots_deleted;
   }
   // Parts that writers which died half way left behind, once a snapshot
   // kept was committed after them. Not worth failing the round over.
@@ -122,6 +226,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   }
 
   uint64_t next = base + 1;
+  std::set<std::string> payload_ids;
   while (next <= end) {
     if (stop.load(std::memory_order_relaxed)) return Cancelled();
     absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
@@ -140,7 +245,9 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
     }
     for (const fleet::LoggedRecord& record : *records) {
       if (record.position > end) break;
-      if (image->Apply(record).has_value()) ++round.records_applied;
+      absl::StatusOr<bool> taken = TakeIn(*image, store, record, &payload_ids);
+      if (!taken.ok()) return taken.status();
+      if (*taken) ++round.records_applied;
       next = record.position + 1;
     }
   }
@@ -150,6 +257,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   manifest.set_position(end);
   manifest.set_writer(options.writer);
   manifest.set_created_unix_ms(options.now_unix_ms);
+  for (const std::string& id : payload_ids) manifest.add_payload_ids(id);
   absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> writer =
       store.Begin(manifest.id());
   if (!writer.ok()) return writer.status();

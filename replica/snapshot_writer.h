@@ -1,7 +1,9 @@
 // One round of snapshot writing (docs/fleet.md, "Snapshots"): the newest
 // snapshot plus the log after it give a snapshot at the log's current end,
 // which is stored; then only the newest `keep` snapshots are kept, and once
-// there are `keep` of them the log is trimmed up to the oldest. The replica
+// there are `keep` of them the log is trimmed up to the oldest, and the
+// payloads of large staged commits that no record after it names are
+// removed (docs/fleet.md, "Staged commits larger than one record"). The replica
 // holding the snapshot lease (replica/snapshot_lease.h) runs a round at each
 // interval; nothing of the serving index is read.
 #ifndef KVINDEXER_REPLICA_SNAPSHOT_WRITER_H_
@@ -38,6 +40,8 @@ struct SnapshotRound {
   // Snapshots never committed whose parts were removed
   // (fleet::SnapshotStore::RemoveAbandoned).
   uint64_t abandoned_removed = 0;
+  // Payloads of large staged commits no kept record needs any more.
+  uint64_t payloads_removed = 0;
   uint64_t trimmed_before = 0;  // the log's first position after the round
 };
 

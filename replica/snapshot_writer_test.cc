@@ -1,21 +1,26 @@
 // WriteSnapshotRound (replica/snapshot_writer.h): rounds build on the newest
 // snapshot, keep the newest few, trim the log behind them, refuse to build
 // over trimmed records, pass over a damaged newest snapshot, and leave
-// nothing visible when they fail.
+// nothing visible when they fail; the holder removes the payloads of large
+// staged commits that no kept record names.
 #include "replica/snapshot_writer.h"
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/stream_key.h"
 #include "fleet/memory_event_log.h"
 #include "fleet/memory_snapshot_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replica/commit_payload.h"
 #include "replica/snapshot_image.h"
 #include "replica/snapshot_reader.h"
+#include "tests/support/forwarding_snapshot_store.h"
 #include "tests/support/requests.h"
 
 namespace kvindexer::replica {
@@ -196,6 +201,126 @@ TEST_F(SnapshotWriterTest, ARoundRemovesPartsAbandonedBeforeTheOldestKept) {
   round = Round();
   ASSERT_TRUE(round.ok()) << round.status();
   EXPECT_EQ(round->abandoned_removed, 0u);
+}
+
+const StreamKey kStream{"ns", "w", 1};
+
+LogRecord ConfigureRecord() {
+  LogRecord record;
+  ::kv_indexer::v1::ExpectedWorker* w =
+      record.mutable_configure()->add_workers();
+  SetStreamId(kStream, w->mutable_stream_id());
+  w->set_worker_address("10.0.0.1:9000");
+  w->set_page_size(16);
+  record.set_producer("replica-a");
+  return record;
+}
+
+// A staged commit of `count` HBM placements of the stream.
+LogRecord CommitRecord(int count) {
+  LogRecord record;
+  state::v1::StagedSnapshotCommit* commit = record.mutable_snapshot_commit();
+  SetStreamId(kStream, commit->mutable_stream_id());
+  commit->set_worker_address("10.0.0.2:9000");
+  commit->set_worker_epoch("e1");
+  commit->set_applied_seq(42);
+  commit->mutable_metadata()->set_page_size(16);
+  ::kv_indexer::v1::TierHashes* tier = commit->add_hashes_by_tier();
+  tier->set_tier(::kv_indexer::v1::TierType(kTierHbm));
+  for (int i = 1; i <= count; ++i) tier->add_hashes(i * 7919);
+  record.set_producer("replica-a");
+  return record;
+}
+
+// Runs `before_listing` once, when payloads are next listed for removal:
+// a writer appending meanwhile.
+class HookedStore final : public test_support::ForwardingSnapshotStore {
+ public:
+  using ForwardingSnapshotStore::ForwardingSnapshotStore;
+  std::function<void()> before_listing;
+
+  absl::StatusOr<std::vector<std::string>> PayloadsStoredBefore(
+      const SnapshotManifest& snapshot) override {
+    if (before_listing) {
+      std::function<void()> hook = std::move(before_listing);
+      before_listing = nullptr;
+      hook();
+    }
+    return store_.PayloadsStoredBefore(snapshot);
+  }
+};
+
+// The lease holder removes payloads named only by records at or below the
+// oldest kept snapshot, and unnamed ones stored before it; it keeps those
+// named after it (by a newer snapshot's records or by the log's tail) and
+// those stored after it.
+TEST_F(SnapshotWriterTest, RoundsRemoveThePayloadsNoKeptRecordNames) {
+  HookedStore store(store_);
+  const std::string stream = EncodeStreamKey(kStream);
+  auto store_payload = [&](const std::string& id,
+                           int count) -> absl::StatusOr<LogRecord> {
+    return StoreCommitPayload(store, id, CommitRecord(count));
+  };
+  auto append = [&](const LogRecord& record) {
+    const std::string& worker =
+        record.has_configure() ? std::string(fleet::kConfigureLogKey) : stream;
+    ASSERT_TRUE(
+        log_.Append(worker, record.SerializeAsString(), "", std::nullopt).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(append(ConfigureRecord()));  // 1
+  absl::StatusOr<LogRecord> early = store_payload("c-early", 50);
+  ASSERT_TRUE(early.ok()) << early.status();
+  ASSERT_NO_FATAL_FAILURE(append(*early));  // 2
+  ASSERT_TRUE(store_payload("c-orphan", 5).ok());
+  absl::StatusOr<LogRecord> late = store_payload("c-late", 30);
+  ASSERT_TRUE(late.ok()) << late.status();
+
+  absl::StatusOr<SnapshotRound> round =
+      WriteSnapshotRound(log_, store, options_, stop_);
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->manifest.position(), 2u);
+  EXPECT_THAT(round->manifest.payload_ids(), ::testing::ElementsAre("c-early"));
+  EXPECT_EQ(NewestPlacements(), 50u);  // the payload's placements
+  EXPECT_EQ(round->payloads_removed, 0u);
+
+  absl::StatusOr<LogRecord> after = store_payload("c-after", 20);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_NO_FATAL_FAILURE(append(*late));  // 3
+  round = WriteSnapshotRound(log_, store, options_, stop_);
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->manifest.position(), 3u);
+  EXPECT_THAT(round->manifest.payload_ids(), ::testing::ElementsAre("c-late"));
+  EXPECT_EQ(NewestPlacements(), 30u);
+  EXPECT_EQ(round->trimmed_before, 3u);
+  // c-early's record went with the trim; c-orphan has none.
+  EXPECT_EQ(round->payloads_removed, 2u);
+  EXPECT_THAT(store_.payload_ids(),
+              ::testing::ElementsAre("c-after", "c-late"));
+
+  // The next round measures against the snapshot at 3: c-late's record is
+  // trimmed, c-after's is appended while the round runs.
+  AppendReport("w1", {1});                         // 4
+  store.before_listing = [&] { append(*after); };  // 5
+  round = WriteSnapshotRound(log_, store, options_, stop_);
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->manifest.position(), 4u);
+  EXPECT_EQ(round->trimmed_before, 4u);
+  EXPECT_EQ(round->payloads_removed, 1u);
+  EXPECT_THAT(store_.payload_ids(), ::testing::ElementsAre("c-after"));
+}
+
+// Without a trim the records that name payloads may still be read: none is
+// removed.
+TEST_F(SnapshotWriterTest, PayloadsStayWhileTheLogIsNotTrimmed) {
+  options_.trim_log = false;
+  ASSERT_TRUE(StoreCommitPayload(store_, "c-orphan", CommitRecord(5)).ok());
+  for (int64_t h = 1; h <= 3; ++h) {
+    AppendReport("w1", {h});
+    absl::StatusOr<SnapshotRound> round = Round();
+    ASSERT_TRUE(round.ok()) << round.status();
+    EXPECT_EQ(round->payloads_removed, 0u);
+  }
+  EXPECT_THAT(store_.payload_ids(), ::testing::ElementsAre("c-orphan"));
 }
 
 TEST_F(SnapshotWriterTest, AnUnavailableStoreLeavesEarlierSnapshots) {

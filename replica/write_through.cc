@@ -9,6 +9,7 @@
 #include "core/stream_key.h"
 #include "fmt/format.h"
 #include "replica/commit_capture_log.h"
+#include "replica/commit_payload.h"
 #include "replica/replica_refusal.h"
 
 namespace kvindexer::replica {
@@ -207,13 +208,34 @@ PendingAck WriteThrough::Commit(const v1::CommitExternalKvSnapshotRequest& req,
   record.set_producer(options_.producer);
   const std::string id =
       EncodeStreamKey(StreamKeyOf(record.snapshot_commit().stream_id()));
+  // Too large for one record: the placements go to the snapshot store
+  // first, and the record names them.
+  if (record.ByteSizeLong() > log_.max_payload_bytes() &&
+      options_.payloads != nullptr) {
+    absl::StatusOr<LogRecord> stored = StoreCommitPayload(
+        *options_.payloads, NewPayloadId(options_.producer), record);
+    if (!stored.ok()) {
+      return PendingAck(absl::Status(
+          stored.status().code(),
+          absl::StrCat("cannot store the staged snapshot's placements beside "
+                       "the fleet event log: ",
+                       stored.status().message())));
+    }
+    record = *std::move(stored);
+  }
   absl::StatusOr<RecordResult> result = WriteAndWait(
       id, record, absl::StrCat("commit:", req.transaction_id()), false);
   if (absl::IsResourceExhausted(result.status())) {
+    if (IsPayloadCommit(record)) {
+      (void)options_.payloads->DeletePayload(record.payload_id());
+      return PendingAck(absl::ResourceExhaustedError(fmt::format(
+          "this staged snapshot's commit does not fit in one fleet event log "
+          "record even with its placements stored beside the log ({})",
+          std::string(result.status().message()))));
+    }
     return PendingAck(absl::ResourceExhaustedError(fmt::format(
         "this staged snapshot is too large for one fleet event log record "
-        "({}); a replica does not yet write larger commits through: send "
-        "it in a Replace of the stream's bridge, or to a standalone server",
+        "({}) and this replica has no snapshot store to hold its placements",
         std::string(result.status().message()))));
   }
   // Written and decided (installed or refused where it stands in the

@@ -12,9 +12,11 @@
 //     that takes longer than `timeout` or the log refuses the append;
 //   - Begin, Append and Abort stay local: the transaction lives in this
 //     replica's staging table, and a Commit writes the staged set through
-//     as one snapshot_commit record (replica/commit_capture_log.h). A Commit
-//     too large for one record is RESOURCE_EXHAUSTED: the payload form of
-//     the log is not written yet;
+//     as one snapshot_commit record (replica/commit_capture_log.h). A
+//     Commit too large for one record first stores its placements in the
+//     snapshot store and appends the record in the payload form
+//     (replica/commit_payload.h); it is RESOURCE_EXHAUSTED only without a
+//     store, or when even that form exceeds the record limit;
 //   - any other write (seed-era applies, installs and configurations)
 //     answers the replica's FAILED_PRECONDITION (replica/replica_refusal.h);
 //   - reads go to the Indexer.
@@ -44,6 +46,7 @@
 #include "core/indexer.h"
 #include "core/request_limits.h"
 #include "fleet/event_log.h"
+#include "fleet/snapshot_store.h"
 #include "kvindexer_fleet.pb.h"
 #include "replica/applied_outcomes.h"
 
@@ -57,6 +60,10 @@ struct WriteThroughOptions {
   RequestLimits limits;
   // How long a write waits for this replica to apply its record.
   std::chrono::milliseconds timeout{10000};
+  // Where a Commit too large for one log record stores its placements
+  // (the fleet's snapshot store). Null: such a Commit is
+  // RESOURCE_EXHAUSTED. REQUIRES: outlives the WriteThrough.
+  fleet::SnapshotStore* payloads = nullptr;
 };
 
 class WriteThrough final : public IndexOperations {

@@ -1,7 +1,8 @@
 // Line-A writes through a replica (replica/write_through.h): appended to the
 // log, answered with the outcome the replica's own reader produced at that
 // position, installed on every replica of the log alike; other writes
-// refused; staged commits captured instead of installed out of log order.
+// refused; staged commits captured instead of installed out of log order,
+// and those too large for one record carried as payloads.
 #include "replica/write_through.h"
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 
 #include "core/stream_key.h"
 #include "fleet/memory_event_log.h"
+#include "fleet/memory_snapshot_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "replica/applied_outcomes.h"
 #include "replica/commit_capture_log.h"
+#include "replica/commit_payload.h"
 #include "replica/log_follower.h"
 #include "replica/record_applier.h"
 #include "tests/support/model_backend.h"
@@ -61,25 +64,31 @@ std::vector<int64_t> Held(IndexOperations& ops,
 
 // One replica: an Indexer with the capture log, its follower reporting to
 // its outcomes, and the write-through over them.
+// With `payloads`, commits too large for one record are stored there.
 struct Replica {
   explicit Replica(fleet::EventLog& log,
-                   std::chrono::milliseconds timeout = 10s, bool start = true)
-      : follower(log, indexer, Options(&outcomes)),
+                   std::chrono::milliseconds timeout = 10s, bool start = true,
+                   fleet::SnapshotStore* payloads = nullptr,
+                   std::string producer = "replica-a")
+      : follower(log, indexer, Options(&outcomes, payloads)),
         writes(indexer, log, outcomes,
-               WriteThroughOptions{.producer = "replica-a",
+               WriteThroughOptions{.producer = std::move(producer),
                                    .limits = RequestLimits{},
-                                   .timeout = timeout}) {
+                                   .timeout = timeout,
+                                   .payloads = payloads}) {
     indexer.durable_state().AttachLog(&capture);
     if (start) follower.Start();
   }
   ~Replica() { follower.Stop(); }
 
-  static LogFollowerOptions Options(AppliedOutcomes* outcomes) {
+  static LogFollowerOptions Options(AppliedOutcomes* outcomes,
+                                    fleet::SnapshotStore* payloads) {
     LogFollowerOptions options;
     options.read_wait = 20ms;
     options.retry_initial = 1ms;
     options.retry_cap = 10ms;
     options.outcomes = outcomes;
+    options.payloads = payloads;
     return options;
   }
 
@@ -233,21 +242,98 @@ TEST_F(WriteThroughTest, ACommitInstallsFromTheLogOnEveryReplica) {
             42u);
 }
 
-TEST_F(WriteThroughTest, ACommitTooLargeForOneRecordIsRefused) {
-  fleet::MemoryEventLog small(/*max_payload_bytes=*/256);
+// 100 HBM placements: about 1 KB as one record.
+std::vector<int64_t> HundredHashes() {
+  std::vector<int64_t> hashes;
+  for (int64_t h = 1; h <= 100; ++h) hashes.push_back(h * 1000003);
+  return hashes;
+}
+
+TEST_F(WriteThroughTest, ACommitTooLargeForOneRecordTravelsAsAPayload) {
+  fleet::MemoryEventLog small(/*max_payload_bytes=*/512);
+  // Parts of 512 bytes: the payload takes several.
+  fleet::MemorySnapshotStore store(/*max_part_bytes=*/512);
+  Replica replica(small, 10s, true, &store);
+  IndexOperations& ops = replica.writes;
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(ops.Configure(ConfigureStream(), &configured).Wait().ok());
+  const std::vector<int64_t> hashes = HundredHashes();
+  absl::StatusOr<std::string> tx = Begin(ops, hashes.size());
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(Stage(ops, *tx, hashes).ok());
+  absl::StatusOr<uint64_t> committed = Commit(ops, *tx);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  EXPECT_EQ(*committed, 42u);
+  // Answered as an inline commit: installed here at its position.
+  EXPECT_EQ(Held(ops, hashes), hashes);
+  const uint64_t end = small.Bounds()->last;
+  absl::StatusOr<uint64_t> again = Commit(ops, *tx);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 42u);
+  EXPECT_EQ(small.Bounds()->last, end);
+
+  // The record names the payload and carries no placement.
+  absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
+      small.Read(end, 1, 0ms);
+  ASSERT_TRUE(records.ok() && records->size() == 1u);
+  ::kvindexer::fleet::v1::LogRecord record;
+  ASSERT_TRUE(record.ParseFromString(records->front().payload));
+  EXPECT_TRUE(IsPayloadCommit(record));
+  EXPECT_EQ(record.payload_placements(), hashes.size());
+  EXPECT_GT(record.payload_parts(), 1u);
+  EXPECT_EQ(record.snapshot_commit().hashes_by_tier_size(), 0);
+  EXPECT_THAT(store.payload_ids(), ::testing::ElementsAre(record.payload_id()));
+
+  // Another replica of the log, with the store, installs it too.
+  Replica other(small, 10s, true, &store, "replica-b");
+  ASSERT_TRUE(
+      WaitUntil([&] { return other.follower.applied_position() >= end; }, 10s));
+  EXPECT_EQ(Held(other.indexer.operations(), hashes), hashes);
+  EXPECT_EQ(other.indexer.operator_view()
+                .WorkerState(EncodeStreamKey(kStream))
+                ->checkpoint->seq,
+            42u);
+}
+
+TEST_F(WriteThroughTest, ACommitTooLargeWithoutAStoreIsRefused) {
+  fleet::MemoryEventLog small(/*max_payload_bytes=*/512);
   Replica replica(small);
   IndexOperations& ops = replica.writes;
   v1::ConfigureExpectedWorkersResponse configured;
   ASSERT_TRUE(ops.Configure(ConfigureStream(), &configured).Wait().ok());
-  std::vector<int64_t> hashes;
-  for (int64_t h = 1; h <= 100; ++h) hashes.push_back(h * 1000003);
+  const std::vector<int64_t> hashes = HundredHashes();
   absl::StatusOr<std::string> tx = Begin(ops, hashes.size());
   ASSERT_TRUE(tx.ok()) << tx.status();
   ASSERT_TRUE(Stage(ops, *tx, hashes).ok());
   absl::StatusOr<uint64_t> committed = Commit(ops, *tx);
   EXPECT_EQ(committed.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(committed.status().message(), HasSubstr("too large"));
+  EXPECT_THAT(committed.status().message(), HasSubstr("no snapshot store"));
   EXPECT_TRUE(Held(ops, hashes).empty());
+}
+
+// The limit that remains: a commit record whose other fields alone exceed
+// the per-record limit, here through a long producer name, which the
+// record and its payload id both carry.
+TEST_F(WriteThroughTest, ACommitTooLargeEvenAsAPayloadIsRefused) {
+  fleet::MemoryEventLog small(/*max_payload_bytes=*/700);
+  fleet::MemorySnapshotStore store(/*max_part_bytes=*/512);
+  Replica replica(small, 10s, true, &store, std::string(300, 'r'));
+  IndexOperations& ops = replica.writes;
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(ops.Configure(ConfigureStream(), &configured).Wait().ok());
+  const std::vector<int64_t> hashes = HundredHashes();
+  absl::StatusOr<std::string> tx = Begin(ops, hashes.size());
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(Stage(ops, *tx, hashes).ok());
+  const uint64_t end = small.Bounds()->last;
+  absl::StatusOr<uint64_t> committed = Commit(ops, *tx);
+  EXPECT_EQ(committed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(committed.status().message(),
+              HasSubstr("even with its placements stored beside the log"));
+  EXPECT_TRUE(Held(ops, hashes).empty());
+  EXPECT_EQ(small.Bounds()->last, end);
+  // The payload it stored is removed again.
+  EXPECT_TRUE(store.payload_ids().empty());
 }
 
 TEST_F(WriteThroughTest, AReplicaThatDoesNotApplyAnswersUnavailable) {

@@ -116,6 +116,7 @@ class ReplicaMode final : public ServerMode {
                 },
             .reload = SnapshotReload(snapshots_, indexer, wiring_.metrics()),
             .outcomes = outcomes_,
+            .payloads = snapshots_,
         });
     health.LogFollowing(follower_->NotReadyReason());
     if (ServerMetrics* metrics = wiring_.metrics()) {
@@ -277,6 +278,7 @@ int RunReplica(ServerWiring& wiring) {
                           replica::WriteThroughOptions{
                               .producer = name,
                               .limits = wiring.config().limits,
+                              .payloads = snapshot_store.get(),
                           });
     wiring.WriteThroughLog(&*write_through);
     spdlog::info(
