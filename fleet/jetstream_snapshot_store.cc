@@ -108,6 +108,9 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   }
   // The manifest under `subject`, nullopt when there is none.
   absl::StatusOr<std::optional<Stored>> ManifestAt(const std::string& subject);
+  // The stream sequence of `manifest`'s stored manifest; NOT_FOUND when it
+  // is gone.
+  absl::StatusOr<uint64_t> ManifestSequence(const SnapshotManifest& manifest);
   // Publishes with the per-subject fence `expected_last` (0: nothing under
   // the subject yet); the stream sequence. FAILED_PRECONDITION when the
   // fence fails.
@@ -686,16 +689,22 @@ absl::Status JetStreamSnapshotStore::Delete(const SnapshotManifest& manifest) {
   return Purge(PartsSubject(manifest.id()));
 }
 
+absl::StatusOr<uint64_t> JetStreamSnapshotStore::ManifestSequence(
+    const SnapshotManifest& manifest) {
+  absl::StatusOr<std::optional<Stored>> stored =
+      ManifestAt(ManifestSubject(manifest.id()));
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot \"", manifest.id(), "\" is gone"));
+  }
+  return (*stored)->sequence;
+}
+
 absl::StatusOr<size_t> JetStreamSnapshotStore::RemoveAbandoned(
     const SnapshotManifest& oldest_kept) {
-  absl::StatusOr<std::optional<Stored>> kept =
-      ManifestAt(ManifestSubject(oldest_kept.id()));
-  if (!kept.ok()) return kept.status();
-  if (!kept->has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat("snapshot \"", oldest_kept.id(), "\" is gone"));
-  }
-  const uint64_t before = (*kept)->sequence;
+  absl::StatusOr<uint64_t> before = ManifestSequence(oldest_kept);
+  if (!before.ok()) return before.status();
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> manifests =
       SubjectsOf(absl::StrCat(snap_prefix_, "*.m"));
   if (!manifests.ok()) return manifests.status();
@@ -727,7 +736,7 @@ absl::StatusOr<size_t> JetStreamSnapshotStore::RemoveAbandoned(
     }
     // Written to after the oldest kept snapshot was committed: its writer
     // may still be at work.
-    if (natsMsg_GetSequence(last.get()) >= before) continue;
+    if (natsMsg_GetSequence(last.get()) >= *before) continue;
     if (absl::Status purged = Purge(subject); !purged.ok()) return purged;
     spdlog::info(
         "removed the {} parts of snapshot {}, abandoned before snapshot {} "
@@ -786,14 +795,8 @@ absl::Status JetStreamSnapshotStore::ReadPayload(
 
 absl::StatusOr<std::vector<std::string>>
 JetStreamSnapshotStore::PayloadsStoredBefore(const SnapshotManifest& snapshot) {
-  absl::StatusOr<std::optional<Stored>> kept =
-      ManifestAt(ManifestSubject(snapshot.id()));
-  if (!kept.ok()) return kept.status();
-  if (!kept->has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat("snapshot \"", snapshot.id(), "\" is gone"));
-  }
-  const uint64_t before = (*kept)->sequence;
+  absl::StatusOr<uint64_t> before = ManifestSequence(snapshot);
+  if (!before.ok()) return before.status();
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> subjects =
       SubjectsOf(absl::StrCat(snap_prefix_, "*.c"));
   if (!subjects.ok()) return subjects.status();
@@ -806,7 +809,7 @@ JetStreamSnapshotStore::PayloadsStoredBefore(const SnapshotManifest& snapshot) {
     }
     absl::StatusOr<std::optional<uint64_t>> last = LastSequenceOf(subject);
     if (!last.ok()) return last.status();
-    if (last->has_value() && **last < before) out.emplace_back(id);
+    if (last->has_value() && **last < *before) out.emplace_back(id);
   }
   return out;
 }
