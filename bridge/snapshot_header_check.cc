@@ -4,13 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/log_text.h"
 
 namespace kvindexer::bridge {
 namespace {
 
+// Strings in single quotes: the log lines that show the message escape
+// double quotes, and escape any unusual byte themselves.
 std::string Quoted(const std::string& value) {
-  return absl::StrCat("\"", LogText(value), "\"");
+  return absl::StrCat("'", value, "'");
 }
 std::string Quoted(uint32_t value) { return absl::StrCat(value); }
 std::string Quoted(bool value) { return value ? "true" : "false"; }

@@ -212,12 +212,12 @@ TEST(StagedInstall, AHeaderThatDiffersFromTheEntryIsRefused) {
   };
   const Case cases[] = {
       {"namespace", [](SnapshotHeaderFields* f) { f->stream_namespace = "x"; },
-       "\"x\"", "\"ns\""},
-      {"worker_id", [](SnapshotHeaderFields* f) { f->worker_id = "v"; },
-       "\"v\"", "\"w\""},
+       "'x'", "'ns'"},
+      {"worker_id", [](SnapshotHeaderFields* f) { f->worker_id = "v"; }, "'v'",
+       "'w'"},
       {"dp_rank", [](SnapshotHeaderFields* f) { f->dp_rank = 0; }, "0", "1"},
-      {"model", [](SnapshotHeaderFields* f) { f->model = "qwen"; }, "\"qwen\"",
-       "\"llama\""},
+      {"model", [](SnapshotHeaderFields* f) { f->model = "qwen"; }, "'qwen'",
+       "'llama'"},
       {"hash_schema_version",
        [](SnapshotHeaderFields* f) { f->hash_schema_version = 1; }, "1", "2"},
       {"page_size", [](SnapshotHeaderFields* f) { f->page_size = 32; }, "32",
