@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -34,10 +35,17 @@ class ConfigureBroadcaster {
       : list_(std::move(list)), epochs_(epochs) {}
 
   // Builds the list and sends it with `send`; OK without sending when the
-  // list is empty.
+  // list is empty. Waits while another Send() runs.
   absl::Status Send(const Sender& send);
+  // Send(), or nullopt at once when another Send() is running (that one
+  // carries a list at least as new): the periodic sender never waits
+  // behind a stream's call, so it keeps noticing shutdown.
+  std::optional<absl::Status> TrySend(const Sender& send);
 
  private:
+  // REQUIRES: mu_ held.
+  absl::Status SendLocked(const Sender& send);
+
   const List list_;
   IndexerEpochWatch* const epochs_;
   std::mutex mu_;  // one Configure at a time

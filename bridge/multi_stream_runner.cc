@@ -161,8 +161,12 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
       slot->worker_generation = generation;
     }
     (void)shared.configure->Send(
-        [&client](const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
-                  kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
+        [slot, &client](
+            const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
+            kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
+          if (slot->stop.triggered()) {
+            return absl::CancelledError("the stream is stopping");
+          }
           return client->Configure(r, answer);
         });
     epoch_changes_seen = shared.epochs->changes();
@@ -432,11 +436,13 @@ int MultiStreamRunner::Run() {
   };
   while (!shutdown_->triggered()) {
     expand_ranks();
-    absl::Status status = configure.Send(
+    // A stream's own Configure in flight stands for this one.
+    const std::optional<absl::Status> sent = configure.TrySend(
         [&control](const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
                    kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
           return control->Configure(r, answer);
         });
+    const absl::Status status = sent.value_or(last_configure);
     if (!status.ok() && !shutdown_->triggered() &&
         status.code() != last_configure.code()) {
       spdlog::warn(

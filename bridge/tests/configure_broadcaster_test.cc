@@ -4,6 +4,7 @@
 // empty one.
 #include "bridge/configure_broadcaster.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,39 @@ TEST(ConfigureBroadcaster, BuildsEachRequestWhenItGoesAndWatchesTheEpoch) {
   };
   EXPECT_EQ(broadcaster.Send(failing).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(epochs.epoch(), "e2");
+}
+
+// TrySend() gives up at once while a Send() runs; Send() waits for it.
+TEST(ConfigureBroadcaster, TrySendDoesNotWaitBehindASend) {
+  IndexerEpochWatch epochs;
+  ConfigureBroadcaster broadcaster(
+      [] {
+        ConfigureExpectedWorkersRequest request;
+        request.add_workers()->set_worker_id("w");
+        return request;
+      },
+      &epochs);
+  int sent = 0;
+  std::optional<absl::Status> inner;
+  const auto plain = [&](const ConfigureExpectedWorkersRequest&,
+                         ConfigureExpectedWorkersResponse*) {
+    ++sent;
+    return absl::OkStatus();
+  };
+  // The nested TrySend runs while the outer Send holds the lock.
+  EXPECT_TRUE(broadcaster
+                  .Send([&](const ConfigureExpectedWorkersRequest& r,
+                            ConfigureExpectedWorkersResponse* answer) {
+                    inner = broadcaster.TrySend(plain);
+                    return plain(r, answer);
+                  })
+                  .ok());
+  EXPECT_FALSE(inner.has_value());
+  EXPECT_EQ(sent, 1);
+  const std::optional<absl::Status> later = broadcaster.TrySend(plain);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_TRUE(later->ok());
+  EXPECT_EQ(sent, 2);
 }
 
 }  // namespace configure_broadcaster_test
