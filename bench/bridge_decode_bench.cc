@@ -52,7 +52,7 @@ void RunPipeline(benchmark::State& state, const std::string& payload) {
   ActionList actions;
   const Tier clear_tiers[] = {Tier::kHbm, Tier::kDram, Tier::kSsd};
   const ApplyHeader header{"worker-0", "http://127.0.0.1:30000", std::nullopt,
-                           std::nullopt};
+                           std::nullopt, ""};
   uint64_t seq = 0;
   size_t hashes = 0;
   for (auto _ : state) {

@@ -265,6 +265,14 @@ absl::StatusOr<BridgeConfig> LoadBridgeConfig(const EnvLookup& env) {
     if (!batches.ok()) return batches.status();
     config.live_buffer_batches = *batches;
   }
+  if (auto v = LookupTrimmed(env, "KV_INDEXER_SNAPSHOT_CONCURRENCY")) {
+    absl::StatusOr<uint32_t> limit = ParseEnvUint32(
+        "KV_INDEXER_SNAPSHOT_CONCURRENCY", *v,
+        Uint32Syntax{.min = 1, .max = 64, .allow_plus_sign = true},
+        "an integer from 1 to 64, for example 4");
+    if (!limit.ok()) return limit.status();
+    config.snapshot_concurrency = *limit;
+  }
   if (auto v = LookupTrimmed(env, "KV_INDEXER_HEARTBEAT_TTL_MS")) {
     absl::StatusOr<uint32_t> ttl = ParseEnvUint32(
         "KV_INDEXER_HEARTBEAT_TTL_MS", *v, kUint32Syntax,
@@ -338,6 +346,7 @@ std::string DescribeConfig(const BridgeConfig& config) {
         absl::StrJoin(tiers, ","), "] cache_spec: ", spec,
         " sequence_gate=", std::string(SequenceGateName(config.sequence_gate)),
         " live_buffer_batches=", config.live_buffer_batches,
+        " snapshot_concurrency=", config.snapshot_concurrency,
         " heartbeat_ttl_ms=", config.heartbeat_ttl.count(),
         " resync_clear_after_ms=", config.resync_clear_after.count(),
         " tls_ca=", config.security.root_certs_pem.empty() ? "unset" : "set",
@@ -439,6 +448,9 @@ KV_INDEXER_SEQUENCE_GATE        auto                  auto, on, off: gated recov
                                                       it; on makes that an exit 1).
 KV_INDEXER_LIVE_BUFFER_BATCHES  4096                  Live batches buffered while the bridge
                                                       waits on the server (positive).
+KV_INDEXER_SNAPSHOT_CONCURRENCY 4                     With WORKERS_JSON: snapshot fetches
+                                                      and their installs running at once
+                                                      across the streams (1..64).
 KV_INDEXER_HEARTBEAT_TTL_MS     30000                 Worker liveness: while a TCP connect to
                                                       the host:port of the worker address
                                                       succeeds, a heartbeat every TTL/3

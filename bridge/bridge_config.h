@@ -80,6 +80,9 @@ struct BridgeConfig {
   uint32_t dp_rank = 0;
   SequenceGate sequence_gate = SequenceGate::kAuto;
   size_t live_buffer_batches = kDefaultLiveBufferBatches;
+  // KV_INDEXER_SNAPSHOT_CONCURRENCY: multi-stream mode's bound on snapshot
+  // fetches with their installs running at once (1..64).
+  size_t snapshot_concurrency = 4;
   // Worker liveness ("Recovery > Worker liveness"): the TTL each heartbeat
   // asks the server for (KV_INDEXER_HEARTBEAT_TTL_MS); 0 disables them.
   std::chrono::milliseconds heartbeat_ttl = kDefaultHeartbeatTtl;

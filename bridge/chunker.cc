@@ -17,6 +17,9 @@ ApplyExternalKvBatchRequest NewRequest(const ApplyHeader& header,
     *request.mutable_cache_spec() = *header.cache_spec;
   }
   if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
+  if (!header.worker_generation.empty()) {
+    request.set_worker_generation(header.worker_generation);
+  }
   return request;
 }
 

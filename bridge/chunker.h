@@ -26,6 +26,9 @@ struct ApplyHeader {
   // Multi-stream mode: the stream key every apply and replace carries
   // (line A). Absent in single-worker mode, whose requests stay seed-era.
   std::optional<kv_indexer::v1::StreamId> stream_id;
+  // Multi-stream mode: the worker generation a snapshot-v2 header named;
+  // carried by every apply and replace once known (empty: not sent).
+  std::string worker_generation;
 };
 
 struct ChunkLimits {

@@ -148,4 +148,36 @@ absl::Status IndexerClient::Replace(
   });
 }
 
+absl::Status IndexerClient::BeginSnapshot(
+    const kv_indexer::v1::BeginExternalKvSnapshotRequest& request,
+    kv_indexer::v1::BeginExternalKvSnapshotResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->BeginExternalKvSnapshot(context, request, response);
+  });
+}
+
+absl::Status IndexerClient::AppendSnapshot(
+    const kv_indexer::v1::AppendExternalKvSnapshotRequest& request,
+    kv_indexer::v1::AppendExternalKvSnapshotResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->AppendExternalKvSnapshot(context, request, response);
+  });
+}
+
+absl::Status IndexerClient::CommitSnapshot(
+    const kv_indexer::v1::CommitExternalKvSnapshotRequest& request,
+    kv_indexer::v1::CommitExternalKvSnapshotResponse* response) {
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->CommitExternalKvSnapshot(context, request, response);
+  });
+}
+
+absl::Status IndexerClient::AbortSnapshot(
+    const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) {
+  kv_indexer::v1::AbortExternalKvSnapshotResponse response;
+  return RunCall([&](grpc::ClientContext* context) {
+    return stub_->AbortExternalKvSnapshot(context, request, &response);
+  });
+}
+
 }  // namespace kvindexer::bridge

@@ -62,6 +62,17 @@ class IndexerClient final : public KvApplier {
   absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
+  absl::Status BeginSnapshot(
+      const kv_indexer::v1::BeginExternalKvSnapshotRequest& request,
+      kv_indexer::v1::BeginExternalKvSnapshotResponse* response) override;
+  absl::Status AppendSnapshot(
+      const kv_indexer::v1::AppendExternalKvSnapshotRequest& request,
+      kv_indexer::v1::AppendExternalKvSnapshotResponse* response) override;
+  absl::Status CommitSnapshot(
+      const kv_indexer::v1::CommitExternalKvSnapshotRequest& request,
+      kv_indexer::v1::CommitExternalKvSnapshotResponse* response) override;
+  absl::Status AbortSnapshot(
+      const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) override;
   void SetFidelity(std::string value) override { fidelity_ = std::move(value); }
 
  private:

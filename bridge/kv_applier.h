@@ -40,6 +40,35 @@ class KvApplier {
   [[nodiscard]] virtual absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) = 0;
+  // The staged snapshot RPCs of line A (docs/contract.md, "Streams >
+  // Staged snapshots"); same status mapping. Appliers without them answer
+  // UNIMPLEMENTED, as a server without them does.
+  [[nodiscard]] virtual absl::Status BeginSnapshot(
+      const kv_indexer::v1::BeginExternalKvSnapshotRequest& request,
+      kv_indexer::v1::BeginExternalKvSnapshotResponse* response) {
+    (void)request;
+    (void)response;
+    return absl::UnimplementedError("BeginExternalKvSnapshot");
+  }
+  [[nodiscard]] virtual absl::Status AppendSnapshot(
+      const kv_indexer::v1::AppendExternalKvSnapshotRequest& request,
+      kv_indexer::v1::AppendExternalKvSnapshotResponse* response) {
+    (void)request;
+    (void)response;
+    return absl::UnimplementedError("AppendExternalKvSnapshot");
+  }
+  [[nodiscard]] virtual absl::Status CommitSnapshot(
+      const kv_indexer::v1::CommitExternalKvSnapshotRequest& request,
+      kv_indexer::v1::CommitExternalKvSnapshotResponse* response) {
+    (void)request;
+    (void)response;
+    return absl::UnimplementedError("CommitExternalKvSnapshot");
+  }
+  [[nodiscard]] virtual absl::Status AbortSnapshot(
+      const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("AbortExternalKvSnapshot");
+  }
 };
 
 }  // namespace kvindexer::bridge

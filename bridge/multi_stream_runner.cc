@@ -18,13 +18,16 @@
 #include "bridge/backoff.h"
 #include "bridge/bridge_runner.h"
 #include "bridge/bridge_stats.h"
+#include "bridge/configure_broadcaster.h"
 #include "bridge/indexer_client.h"
+#include "bridge/indexer_epoch_watch.h"
 #include "bridge/live_buffer.h"
 #include "bridge/live_reader.h"
 #include "bridge/multi_stream_metrics.h"
 #include "bridge/replay_client.h"
 #include "bridge/server_info_client.h"
 #include "bridge/snapshot_client.h"
+#include "bridge/snapshot_limiter.h"
 #include "bridge/stream_discovery.h"
 #include "bridge/stream_supervisor.h"
 #include "bridge/worker_address.h"
@@ -68,14 +71,25 @@ struct StreamSlot {
   // The entry as followed, for Configure: `entry` itself, or what
   // discovery made of it; nullopt until a discovery answered. Guarded by mu.
   std::optional<WorkerEntry> followed;
+  // The worker generation the stream's engine last learnt (empty: none);
+  // guarded by mu.
+  std::string worker_generation;
   std::atomic<size_t> buffered{0};  // the live buffer's depth at the last tick
+};
+
+// What the streams of one process share besides the channel.
+struct SharedByStreams {
+  ConfigureBroadcaster* configure = nullptr;
+  IndexerEpochWatch* epochs = nullptr;
+  SnapshotLimiter* snapshot_limiter = nullptr;
 };
 
 // One attempt of a stream: the reader, the engine and its sockets, made
 // anew; returns when the stream stops (OK) or fails (the engine's error).
 absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
                         zmq::context_t* context,
-                        const std::shared_ptr<grpc::Channel>& channel) {
+                        const std::shared_ptr<grpc::Channel>& channel,
+                        const SharedByStreams& shared) {
   WorkerEntry entry = slot->entry;
   if (slot->discovery) {
     absl::StatusOr<WorkerEntry> followed = slot->discovery->Resolve();
@@ -113,7 +127,8 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
                      &slot->stop, kSnapshotFetchTimeout,
                      entry.snapshot_protocol_version == 1
                          ? SnapshotProtocol::kV1
-                         : SnapshotProtocol::kV2);
+                         : SnapshotProtocol::kV2,
+                     /*compare_v2_rank=*/false);
   }
   std::unique_ptr<TcpWorkerProbe> probe;
   if (config.heartbeat_ttl.count() != 0) {
@@ -135,6 +150,38 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
   io.clock = &clock;
   io.random = [&rng] { return rng(); };
   io.stats = &slot->working;
+  // The epoch changes this stream has answered: it resynchronises when the
+  // watch counts more. Its own Configure or Begin answers bring it up to
+  // date, as its synchronisation already runs under the epoch they carry.
+  uint64_t epoch_changes_seen = shared.epochs->changes();
+  io.configure = [slot, &shared, &client,
+                  &epoch_changes_seen](const std::string& generation) {
+    {
+      std::lock_guard<std::mutex> lock(slot->mu);
+      slot->worker_generation = generation;
+    }
+    (void)shared.configure->Send(
+        [slot, &client](
+            const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
+            kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
+          if (slot->stop.triggered()) {
+            return absl::CancelledError("the stream is stopping");
+          }
+          return client->Configure(r, answer);
+        });
+    epoch_changes_seen = shared.epochs->changes();
+  };
+  io.indexer_epoch = [&shared, &epoch_changes_seen](const std::string& epoch) {
+    shared.epochs->Observe(epoch);
+    epoch_changes_seen = shared.epochs->changes();
+  };
+  io.take_resync = [&shared, &epoch_changes_seen] {
+    const uint64_t changes = shared.epochs->changes();
+    if (changes == epoch_changes_seen) return false;
+    epoch_changes_seen = changes;
+    return true;
+  };
+  io.snapshot_limiter = shared.snapshot_limiter;
   // Discovery ran just now for the first synchronisation; it runs again
   // before every later one.
   bool first_sync = true;
@@ -188,15 +235,24 @@ RecoveryOptions RecoveryOptionsForEntry(const BridgeConfig& config,
   id.set_worker_id(entry.worker_id);
   id.set_dp_rank(entry.dp_rank);
   options.header.stream_id = std::move(id);
+  StreamExpectation expected;
+  expected.stream_namespace = entry.stream_namespace;
+  expected.worker_id = entry.worker_id;
+  expected.dp_rank = entry.dp_rank;
+  expected.model = entry.model;
+  expected.hash_schema_version = entry.hash_schema_version;
+  expected.page_size = entry.page_size;
+  expected.is_bigram = entry.is_bigram;
+  options.expected = std::move(expected);
   return options;
 }
 
 kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
-    const BridgeConfig& config,
-    const std::vector<const WorkerEntry*>& entries) {
+    const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries,
+    const std::vector<std::string>& generations) {
   kv_indexer::v1::ConfigureExpectedWorkersRequest request;
-  for (const WorkerEntry* listed : entries) {
-    const WorkerEntry& entry = *listed;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const WorkerEntry& entry = *entries[i];
     kv_indexer::v1::ExpectedWorker* worker = request.add_workers();
     worker->set_worker_id(entry.worker_id);
     worker->set_worker_address(entry.worker_address);
@@ -209,6 +265,9 @@ kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
     worker->set_hash_schema_version(entry.hash_schema_version);
     worker->set_page_size(entry.page_size);
     worker->set_is_bigram(entry.is_bigram);
+    if (i < generations.size() && !generations[i].empty()) {
+      worker->set_worker_generation(generations[i]);
+    }
   }
   return request;
 }
@@ -245,6 +304,28 @@ int MultiStreamRunner::Run() {
   std::deque<StreamSlot> slots;
   std::mutex slots_mu;
   std::set<std::tuple<std::string, std::string, uint32_t>> keys;
+  // The Configure lists every stream that is not parked and whose entry is
+  // known (discovery answered), with the generation its engine learnt.
+  IndexerEpochWatch epochs;
+  ConfigureBroadcaster configure(
+      [this, &slots, &slots_mu] {
+        std::lock_guard<std::mutex> slots_lock(slots_mu);
+        std::vector<WorkerEntry> followed;
+        std::vector<std::string> generations;
+        for (const StreamSlot& slot : slots) {
+          if (slot.supervisor->parked()) continue;
+          std::lock_guard<std::mutex> lock(slot.mu);
+          if (!slot.followed) continue;
+          followed.push_back(*slot.followed);
+          generations.push_back(slot.worker_generation);
+        }
+        std::vector<const WorkerEntry*> active;
+        for (const WorkerEntry& entry : followed) active.push_back(&entry);
+        return MultiStreamConfigure(config_, active, generations);
+      },
+      &epochs);
+  SnapshotLimiter snapshot_limiter(config_.snapshot_concurrency);
+  const SharedByStreams shared{&configure, &epochs, &snapshot_limiter};
   const auto add_slot = [&](const WorkerEntry& entry) -> StreamSlot& {
     std::lock_guard<std::mutex> lock(slots_mu);
     StreamSlot& slot = slots.emplace_back();
@@ -262,8 +343,8 @@ int MultiStreamRunner::Run() {
     }
     slot.supervisor.emplace(
         slot.name,
-        [this, &slot, &context, &channel] {
-          return RunAttempt(config_, &slot, &context, channel);
+        [this, &slot, &context, &channel, &shared] {
+          return RunAttempt(config_, &slot, &context, channel, shared);
         },
         &slot.clock, park_period_);
     return slot;
@@ -355,20 +436,13 @@ int MultiStreamRunner::Run() {
   };
   while (!shutdown_->triggered()) {
     expand_ranks();
-    std::vector<WorkerEntry> followed;
-    for (const StreamSlot& slot : slots) {
-      if (slot.supervisor->parked()) continue;
-      std::lock_guard<std::mutex> lock(slot.mu);
-      if (slot.followed) followed.push_back(*slot.followed);
-    }
-    std::vector<const WorkerEntry*> active;
-    for (const WorkerEntry& entry : followed) active.push_back(&entry);
-    absl::Status status = absl::OkStatus();
-    if (!active.empty()) {
-      kv_indexer::v1::ConfigureExpectedWorkersResponse response;
-      status =
-          control->Configure(MultiStreamConfigure(config_, active), &response);
-    }
+    // A stream's own Configure in flight stands for this one.
+    const std::optional<absl::Status> sent = configure.TrySend(
+        [&control](const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
+                   kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
+          return control->Configure(r, answer);
+        });
+    const absl::Status status = sent.value_or(last_configure);
     if (!status.ok() && !shutdown_->triggered() &&
         status.code() != last_configure.code()) {
       spdlog::warn(

@@ -2,10 +2,14 @@
 // docs/bridge-events.md, "Many streams in one process"): one thread per
 // entry runs that stream's reader and recovery engine under a
 // StreamSupervisor, all over one gRPC channel to KV_INDEXER_ENDPOINT, and
-// the calling thread sends one ConfigureExpectedWorkers covering every
-// stream that is not parked at start and once a second (so a stream whose
-// key the server refuses, once parked by its own refused requests, does not
-// keep the others unconfigured), and prints the stats lines. A stream of an
+// one ConfigureExpectedWorkers covers every stream that is not parked; the
+// calling thread sends it at start and once a second and each stream at
+// its resynchronisations (so a stream whose key the server refuses, once
+// parked by its own refused requests, does not keep the others
+// unconfigured), and prints the stats lines. A change of the indexer epoch
+// in an answer makes every stream resynchronise after its own random wait;
+// at most KV_INDEXER_SNAPSHOT_CONCURRENCY snapshot fetches with their
+// installs run at a time. A stream of an
 // entry with "discover" first learns what it follows from the worker's
 // /server_info (stream_discovery.h) and is configured only then; an
 // all_dp_ranks entry gains a stream for each rank its worker advertises. A
@@ -17,6 +21,7 @@
 #define KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "bridge/bridge_config.h"
@@ -28,12 +33,15 @@ namespace kvindexer::bridge {
 
 // The Configure request of a multi-stream bridge: one expected worker per
 // entry of `entries` (the streams not parked), with its stream key and
-// metadata, and the configuration's cache spec.
+// metadata, the configuration's cache spec and, when `generations[i]` is
+// not empty, that worker generation for entries[i].
 kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
-    const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries);
+    const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries,
+    const std::vector<std::string>& generations = {});
 
 // The recovery options of one entry: the configuration's, with the entry's
-// worker id, address and stream key.
+// worker id, address and stream key, and the entry as the expectation a
+// snapshot-v2 header must meet (which also selects staged installs).
 RecoveryOptions RecoveryOptionsForEntry(const BridgeConfig& config,
                                         const WorkerEntry& entry);
 

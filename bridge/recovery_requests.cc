@@ -20,6 +20,9 @@ ApplyExternalKvBatchRequest EmptyRequest(const ApplyHeader& header,
   request.set_worker_address(header.worker_address);
   if (header.cache_spec) *request.mutable_cache_spec() = *header.cache_spec;
   if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
+  if (!header.worker_generation.empty()) {
+    request.set_worker_generation(header.worker_generation);
+  }
   return request;
 }
 
@@ -110,6 +113,9 @@ InstallRequest BuildInstallRequest(const ApplyHeader& header,
   request.set_applied_seq(applied_seq);
   if (header.cache_spec) *request.mutable_cache_spec() = *header.cache_spec;
   if (header.stream_id) *request.mutable_stream_id() = *header.stream_id;
+  if (!header.worker_generation.empty()) {
+    request.set_worker_generation(header.worker_generation);
+  }
   for (const TierHashes& entry : placement) {
     out.hashes_total += static_cast<size_t>(entry.hashes_size());
   }
@@ -141,6 +147,44 @@ InstallRequest BuildInstallRequest(const ApplyHeader& header,
       ++out.hashes_sent;
     }
   }
+  return out;
+}
+
+StagedInstallRequests BuildStagedInstall(
+    const ApplyHeader& header, std::string_view epoch, uint64_t applied_seq,
+    std::string_view snapshot_id,
+    const kv_indexer::v1::ExternalKvSnapshotMetadata& metadata,
+    std::span<const TierHashes> placement, size_t per_append) {
+  StagedInstallRequests out;
+  auto& begin = out.begin;
+  if (header.stream_id) *begin.mutable_stream_id() = *header.stream_id;
+  begin.set_worker_address(header.worker_address);
+  begin.set_worker_epoch(std::string(epoch));
+  begin.set_applied_seq(applied_seq);
+  if (header.cache_spec) *begin.mutable_cache_spec() = *header.cache_spec;
+  *begin.mutable_metadata() = metadata;
+  begin.set_snapshot_id(std::string(snapshot_id));
+  uint64_t total = 0;
+  for (const TierHashes& entry : placement) {
+    const bool side = entry.component_masks_size() > 0;
+    for (int i = 0; i < entry.hashes_size(); ++i) {
+      if (out.appends.empty() ||
+          static_cast<size_t>(out.appends.back().placements_size()) >=
+              per_append) {
+        out.appends.emplace_back();
+      }
+      kv_indexer::v1::ExternalKvSnapshotPlacement* placed =
+          out.appends.back().add_placements();
+      placed->set_block_hash(entry.hashes(i));
+      placed->set_tier(entry.tier());
+      if (side) {
+        placed->set_component_mask(entry.component_masks(i));
+        placed->set_block_size(entry.block_sizes(i));
+      }
+      ++total;
+    }
+  }
+  begin.set_expected_placements(total);
   return out;
 }
 

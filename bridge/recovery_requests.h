@@ -1,7 +1,8 @@
 // The requests of the recovery cycle (docs/bridge-events.md, "Recovery >
 // Primitives"): registration, PROBE, SEND (with the oversized-batch rule),
 // INSTALL as a ReplaceExternalKvSnapshot (with the 8 MiB truncation rule)
-// and the seed-era requests legacy mode uses instead. Pure functions.
+// or, for a snapshot-v2 in multi-stream mode, as staged snapshot RPCs, and
+// the seed-era requests legacy mode uses instead. Pure functions.
 //
 // Thread safety: pure functions.
 #ifndef KVINDEXER_BRIDGE_RECOVERY_REQUESTS_H_
@@ -69,6 +70,27 @@ InstallRequest BuildInstallRequest(
     const ApplyHeader& header, std::string_view epoch, uint64_t applied_seq,
     std::span<const kv_indexer::v1::TierHashes> placement,
     size_t max_bytes = kMaxRequestBytes);
+
+// Line A's staged INSTALL (docs/bridge-events.md, "Many streams in one
+// process > Snapshot-v2 installs"): a Begin declaring every placement, then
+// the placements in order in Appends of at most `per_append` each (none for
+// an empty placement), then a Commit of the transaction Begin opened. The
+// Appends' transaction_id is left empty for the sender to fill in.
+inline constexpr size_t kMaxPlacementsPerAppend = 16'384;
+
+struct StagedInstallRequests {
+  kv_indexer::v1::BeginExternalKvSnapshotRequest begin;
+  std::vector<kv_indexer::v1::AppendExternalKvSnapshotRequest> appends;
+};
+
+// REQUIRES: header.stream_id is set; per_append > 0. Legacy entries of
+// `placement` (no side arrays) become placements with mask and size 0.
+StagedInstallRequests BuildStagedInstall(
+    const ApplyHeader& header, std::string_view epoch, uint64_t applied_seq,
+    std::string_view snapshot_id,
+    const kv_indexer::v1::ExternalKvSnapshotMetadata& metadata,
+    std::span<const kv_indexer::v1::TierHashes> placement,
+    size_t per_append = kMaxPlacementsPerAppend);
 
 // One REPORT at HBM of `hashes` with legacy (empty) side arrays: the
 // placement a snapshot-v1 yields.

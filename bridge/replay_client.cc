@@ -11,7 +11,7 @@
 namespace kvindexer::bridge {
 namespace {
 
-constexpr uint64_t kEndMarkerSeq = ~uint64_t{0};
+constexpr uint64_t kReplayEndMarkerSeq = ~uint64_t{0};
 
 std::string BigEndian(uint64_t value) {
   std::string out(8, '\0');
@@ -123,7 +123,7 @@ ReplayClient::PageEnd ReplayClient::FetchPage(uint64_t start, bool first_page,
                                "] bytes; expected [0, 8, payload]"));
     }
     const uint64_t seq = ReadBigEndian(frames[1]);
-    if (seq == kEndMarkerSeq) {
+    if (seq == kReplayEndMarkerSeq) {
       // The ROUTER drops only while its queue to us is full, and what fills
       // the queue is delivered: a page that lost replies brought at least
       // a queue's worth. After that many, END may follow a dropped tail

@@ -36,10 +36,15 @@ class Records {
  public:
   explicit Records(uint32_t version) : version_(version) {}
 
+  // `compare_v2_rank` false: a v2 header's rank is reported in its
+  // fields, not compared.
   absl::StatusOr<SnapshotHeader> ParseHeader(absl::string_view payload,
-                                             uint32_t rank) const {
-    return version_ == 2 ? ParseSnapshotV2Header(payload, rank)
-                         : ParseSnapshotV1Header(payload, rank);
+                                             uint32_t rank,
+                                             bool compare_v2_rank) const {
+    if (version_ != 2) return ParseSnapshotV1Header(payload, rank);
+    return ParseSnapshotV2Header(payload, compare_v2_rank
+                                              ? std::optional<uint32_t>(rank)
+                                              : std::nullopt);
   }
   absl::Status AppendChunk(absl::string_view payload, SnapshotHeader* header) {
     PublisherSnapshot& s = header->snapshot;
@@ -73,13 +78,14 @@ SnapshotClient::SnapshotClient(zmq::context_t* context, std::string endpoint,
                                uint32_t replica_rank,
                                const StopRequest* shutdown,
                                std::chrono::milliseconds fetch_timeout,
-                               SnapshotProtocol protocol)
+                               SnapshotProtocol protocol, bool compare_v2_rank)
     : context_(context),
       endpoint_(std::move(endpoint)),
       replica_rank_(replica_rank),
       shutdown_(shutdown),
       fetch_timeout_(fetch_timeout),
-      protocol_(protocol) {}
+      protocol_(protocol),
+      compare_v2_rank_(compare_v2_rank) {}
 
 absl::StatusOr<PublisherSnapshot> SnapshotClient::Fetch() {
   const auto deadline = DealerRequest::Clock::now() + fetch_timeout_;
@@ -159,7 +165,7 @@ SnapshotClient::Attempt SnapshotClient::FetchVersion(
                                  "\", not a header"));
       }
       absl::StatusOr<SnapshotHeader> parsed =
-          records.ParseHeader(payload, replica_rank_);
+          records.ParseHeader(payload, replica_rank_, compare_v2_rank_);
       if (!parsed.ok()) return fail(parsed.status().message());
       header = *std::move(parsed);
       // The claim is only trusted so far before the records arrive.

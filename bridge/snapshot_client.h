@@ -44,12 +44,15 @@ class SnapshotClient final : public SnapshotSource {
   // `context` and `shutdown` must outlive the client; `shutdown` may be
   // null. `endpoint` is SGLANG_KV_SNAPSHOT_ENDPOINT for this DP rank, and
   // `replica_rank` that rank. `fetch_timeout` bounds the whole fetch, a
-  // fallback from v2 to v1 included.
+  // fallback from v2 to v1 included. `compare_v2_rank` false: a v2
+  // header naming another rank is returned (its fields carry the rank) for
+  // the caller to refuse; a v1 header's rank is always compared.
   SnapshotClient(
       zmq::context_t* context, std::string endpoint, uint32_t replica_rank,
       const StopRequest* shutdown,
       std::chrono::milliseconds fetch_timeout = kSnapshotFetchTimeout,
-      SnapshotProtocol protocol = SnapshotProtocol::kAuto);
+      SnapshotProtocol protocol = SnapshotProtocol::kAuto,
+      bool compare_v2_rank = true);
 
   absl::StatusOr<PublisherSnapshot> Fetch() override;
 
@@ -72,6 +75,7 @@ class SnapshotClient final : public SnapshotSource {
   const StopRequest* const shutdown_;
   const std::chrono::milliseconds fetch_timeout_;
   const SnapshotProtocol protocol_;
+  const bool compare_v2_rank_;
   bool warned_tier_blind_ = false;
 };
 

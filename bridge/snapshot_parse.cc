@@ -69,13 +69,13 @@ absl::string_view KeyOf(const msgpack::object& key) {
 // The checks both header versions share, after the fields are read.
 // `rank_key` is the field name the rank came from, for the message.
 absl::Status CheckFences(const SnapshotHeader& h, absl::string_view rank_key,
-                         uint64_t rank, uint32_t expected_rank) {
+                         uint64_t rank, std::optional<uint32_t> expected_rank) {
   const PublisherSnapshot& s = h.snapshot;
   if (s.epoch.empty()) return Bad("header epoch is empty");
-  if (rank != expected_rank) {
+  if (expected_rank && rank != *expected_rank) {
     return Bad(absl::StrCat(rank_key, " ", rank,
                             " does not match the configured DP rank ",
-                            expected_rank));
+                            *expected_rank));
   }
   if (s.barrier_seq == ~uint64_t{0} || s.resume_seq != s.barrier_seq + 1) {
     return Bad(absl::StrCat("resume_seq ", s.resume_seq,
@@ -120,6 +120,14 @@ struct V2HeaderKeys {
   const msgpack::object* resume_seq = nullptr;
   const msgpack::object* barrier_id = nullptr;
   const msgpack::object* record_count = nullptr;
+  // Identity and schema (SnapshotHeaderFields).
+  const msgpack::object* stream_namespace = nullptr;
+  const msgpack::object* worker_id = nullptr;
+  const msgpack::object* model = nullptr;
+  const msgpack::object* hash_schema_version = nullptr;
+  const msgpack::object* page_size = nullptr;
+  const msgpack::object* is_bigram = nullptr;
+  const msgpack::object* worker_generation = nullptr;
 };
 
 V2HeaderKeys CollectV2HeaderKeys(const msgpack::object_map& map) {
@@ -136,8 +144,67 @@ V2HeaderKeys CollectV2HeaderKeys(const msgpack::object_map& map) {
     if (key == "resume_seq") keys.resume_seq = value;
     if (key == "barrier_id") keys.barrier_id = value;
     if (key == "record_count") keys.record_count = value;
+    if (key == "namespace") keys.stream_namespace = value;
+    if (key == "worker_id") keys.worker_id = value;
+    if (key == "model") keys.model = value;
+    if (key == "hash_schema_version") keys.hash_schema_version = value;
+    if (key == "page_size") keys.page_size = value;
+    if (key == "is_bigram") keys.is_bigram = value;
+    if (key == "worker_generation") keys.worker_generation = value;
   }
   return keys;
+}
+
+// Reads the optional identity and schema keys. A key of the wrong type is
+// named in `unreadable` rather than failing the parse: whoever compares
+// the fields decides (single-worker mode ignores them).
+SnapshotHeaderFields ReadHeaderFields(const V2HeaderKeys& keys) {
+  SnapshotHeaderFields fields;
+  const auto text = [&fields](const msgpack::object* value,
+                              absl::string_view key,
+                              std::optional<std::string>* out) {
+    if (value == nullptr) return;
+    std::string read;
+    if (AsString(*value, &read)) {
+      *out = std::move(read);
+    } else {
+      fields.unreadable.emplace_back(key);
+    }
+  };
+  const auto number = [&fields](const msgpack::object* value,
+                                absl::string_view key,
+                                std::optional<uint32_t>* out) {
+    if (value == nullptr) return;
+    uint32_t read = 0;
+    if (AsUint32(*value, &read)) {
+      *out = read;
+    } else {
+      fields.unreadable.emplace_back(key);
+    }
+  };
+  text(keys.stream_namespace, "namespace", &fields.stream_namespace);
+  text(keys.worker_id, "worker_id", &fields.worker_id);
+  text(keys.model, "model", &fields.model);
+  number(keys.hash_schema_version, "hash_schema_version",
+         &fields.hash_schema_version);
+  number(keys.page_size, "page_size", &fields.page_size);
+  if (keys.is_bigram != nullptr) {
+    if (keys.is_bigram->type == msgpack::type::BOOLEAN) {
+      fields.is_bigram = keys.is_bigram->via.boolean;
+    } else {
+      fields.unreadable.emplace_back("is_bigram");
+    }
+  }
+  // A generation is a string; one upstream variant sends an integer, read
+  // as its decimal form.
+  if (uint64_t numeric = 0; keys.worker_generation != nullptr &&
+                            AsUnsigned(*keys.worker_generation, &numeric)) {
+    fields.worker_generation = absl::StrCat(numeric);
+  } else {
+    text(keys.worker_generation, "worker_generation",
+         &fields.worker_generation);
+  }
+  return fields;
 }
 
 absl::Status ReadUnsigned(const msgpack::object* value, absl::string_view key,
@@ -272,8 +339,8 @@ absl::StatusOr<SnapshotHeader> ParseSnapshotV1Header(absl::string_view payload,
   return h;
 }
 
-absl::StatusOr<SnapshotHeader> ParseSnapshotV2Header(absl::string_view payload,
-                                                     uint32_t expected_rank) {
+absl::StatusOr<SnapshotHeader> ParseSnapshotV2Header(
+    absl::string_view payload, std::optional<uint32_t> expected_rank) {
   msgpack::object_handle handle;
   if (absl::Status s = Unpack(payload, "header", &handle); !s.ok()) return s;
   const msgpack::object& root = handle.get();
@@ -319,6 +386,12 @@ absl::StatusOr<SnapshotHeader> ParseSnapshotV2Header(absl::string_view payload,
   }
   if (absl::Status s = CheckFences(h, rank_key, rank, expected_rank); !s.ok()) {
     return s;
+  }
+  h.snapshot.fields = ReadHeaderFields(keys);
+  if (rank <= std::numeric_limits<uint32_t>::max()) {
+    h.snapshot.fields.dp_rank = static_cast<uint32_t>(rank);
+  } else {
+    h.snapshot.fields.unreadable.emplace_back(rank_key);
   }
   return h;
 }

@@ -9,6 +9,7 @@
 #define KVINDEXER_BRIDGE_SNAPSHOT_SOURCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,21 @@ struct SnapshotBlock {
   bool operator==(const SnapshotBlock&) const = default;
 };
 
+// What a snapshot-v2 header says about the stream and its hashing, each
+// field only when the header carries it. `unreadable` names the keys that
+// are present with a value of the wrong type.
+struct SnapshotHeaderFields {
+  std::optional<std::string> stream_namespace;  // "namespace"
+  std::optional<std::string> worker_id;
+  std::optional<uint32_t> dp_rank;  // "dp_rank" (or "replica_rank")
+  std::optional<std::string> model;
+  std::optional<uint32_t> hash_schema_version;
+  std::optional<uint32_t> page_size;
+  std::optional<bool> is_bigram;
+  std::optional<std::string> worker_generation;
+  std::vector<std::string> unreadable;
+};
+
 struct PublisherSnapshot {
   uint32_t version = 1;  // the protocol that produced it: 1 or 2
   std::string epoch;     // non-empty
@@ -46,6 +62,8 @@ struct PublisherSnapshot {
   std::vector<int64_t> hashes;
   // Version 2: the records in record order. Empty for version 1.
   std::vector<SnapshotBlock> blocks;
+  // Version 2: the header's identity and schema fields. Empty for version 1.
+  SnapshotHeaderFields fields;
 };
 
 class SnapshotSource {

@@ -29,8 +29,9 @@ StreamRecovery::PublisherMode ModeOf(const RecoveryIo& io) {
 
 RecoveryOptions RecoveryOptionsFromConfig(const BridgeConfig& config) {
   RecoveryOptions options;
-  options.header = {config.worker_id, config.worker_address, config.cache_spec,
-                    std::nullopt};
+  options.header.worker_id = config.worker_id;
+  options.header.worker_address = config.worker_address;
+  options.header.cache_spec = config.cache_spec;
   options.clear_tiers = config.clear_tiers;
   options.gate = config.sequence_gate;
   options.heartbeat_ttl = config.heartbeat_ttl;
@@ -65,6 +66,7 @@ std::string_view PublisherModeName(StreamRecovery::PublisherMode mode) {
 StreamRecovery::StreamRecovery(RecoveryOptions options, RecoveryIo io)
     : options_(std::move(options)),
       io_(std::move(io)),
+      header_(options_.header),
       publisher_mode_(ModeOf(io_)),
       server_mode_(options_.gate == SequenceGate::kOff ? ServerMode::kLegacy
                    : options_.gate == SequenceGate::kOn
@@ -82,6 +84,12 @@ StreamRecovery::StreamRecovery(RecoveryOptions options, RecoveryIo io)
 absl::Status StreamRecovery::Run(const std::function<void()>& on_tick) {
   while (fatal_.ok() && !io_.clock->Stopping()) {
     if (on_tick) on_tick();
+    if (io_.take_resync && io_.take_resync()) {
+      spdlog::info("the indexer epoch changed; resynchronising");
+      RequestSync();
+      loss_jitter_pending_ = true;
+      SyncStateStats();
+    }
     if (need_sync_) {
       Sync();
       continue;
@@ -254,8 +262,7 @@ void StreamRecovery::HandleRestart(LiveBatch batch) {
         "publisher restarted (seq {} after {}); clearing the worker and "
         "forwarding from the new start",
         seq, watermarks_.floor().value_or(watermarks_.applied().value_or(0)));
-    if (!SendSeedEra(
-            ClearRequests(options_.header, seq, options_.clear_tiers))) {
+    if (!SendSeedEra(ClearRequests(header_, seq, options_.clear_tiers))) {
       return;
     }
     watermarks_.Clear();
@@ -323,8 +330,7 @@ void StreamRecovery::HandleGap(LiveBatch batch) {
         "sequence gap before seq {} not repaired; clearing the worker and "
         "forwarding from there (degraded)",
         seq);
-    if (!SendSeedEra(
-            ClearRequests(options_.header, seq, options_.clear_tiers))) {
+    if (!SendSeedEra(ClearRequests(header_, seq, options_.clear_tiers))) {
       return;
     }
     if (!SendBatch(batch)) return;

@@ -44,6 +44,8 @@
 #include "bridge/recovery_environment.h"
 #include "bridge/recovery_fold.h"
 #include "bridge/replay_source.h"
+#include "bridge/snapshot_header_check.h"
+#include "bridge/snapshot_limiter.h"
 #include "bridge/snapshot_source.h"
 #include "bridge/stream_watermarks.h"
 #include "common/wire_vocabulary.h"
@@ -74,6 +76,11 @@ struct RecoveryOptions {
   // "Recovery > A resync that cannot finish": after this long unsynchronised
   // with attempts failing, the worker's placement is cleared at the server.
   std::chrono::milliseconds resync_clear_after{10'000};
+  // Multi-stream mode (line A): the entry a snapshot-v2 header must match;
+  // set, a snapshot-v2 installs through the staged snapshot RPCs. Unset
+  // (single-worker mode): headers are not compared and every install is a
+  // Replace.
+  std::optional<StreamExpectation> expected;
 };
 
 // Builds the options of a configured bridge.
@@ -95,6 +102,18 @@ struct RecoveryIo {
   // Runs at the start of each synchronisation, before anything is sent;
   // an error ends Run() with it. Null: nothing runs.
   std::function<absl::Status()> before_sync;
+  // Multi-stream mode. `configure` sends the process's Configure with this
+  // stream's worker generation (empty: none known yet); it runs at the
+  // start of each synchronisation and before a staged install whose header
+  // named a new generation. `indexer_epoch` receives the indexer_epoch of
+  // each Begin answer. `take_resync` is polled by the live loop: true asks
+  // for a resynchronisation after a random wait of up to loss_jitter_max
+  // (the indexer epoch changed). `snapshot_limiter` bounds concurrent
+  // snapshot fetches with their installs. Null: none of these.
+  std::function<void(const std::string& worker_generation)> configure;
+  std::function<void(const std::string& indexer_epoch)> indexer_epoch;
+  std::function<bool()> take_resync;
+  SnapshotLimiter* snapshot_limiter = nullptr;
 };
 
 class StreamRecovery {
@@ -120,6 +139,10 @@ class StreamRecovery {
   const std::string& degraded_reason() const { return degraded_reason_; }
   std::optional<uint64_t> applied() const { return watermarks_.applied(); }
   const std::string& epoch() const { return watermarks_.epoch(); }
+  // The worker generation the requests carry (empty: none known).
+  const std::string& worker_generation() const {
+    return header_.worker_generation;
+  }
 
  private:
   struct ProbeResult {
@@ -149,6 +172,8 @@ class StreamRecovery {
   // --- synchronisation (stream_recovery_sync.cc)
   void Sync();
   bool SnapshotCycle();
+  // SnapshotCycle() between taking and giving back the snapshot permit.
+  bool FetchAndInstallSnapshot();
   bool ReplaySync();
   // Drops every queued item (markers are accounted); false on a fatal one.
   bool DiscardQueued();
@@ -170,6 +195,11 @@ class StreamRecovery {
                std::span<const kv_indexer::v1::TierHashes> placement,
                std::span<const LiveBatch> replayed,
                std::optional<DegradedBy> degraded);
+  // A snapshot-v2's INSTALL in multi-stream mode (stream_recovery_staged.cc):
+  // Begin, Appends, Commit; an Append that fails aborts the transaction
+  // and the install starts again from Begin after the RPC backoff. Falls
+  // back to Install() for good when the server has no staged RPCs.
+  bool StagedInstall(const PublisherSnapshot& snapshot);
   // SEND(batch.seq, batch) in the current mode; advances `applied`.
   bool SendBatch(const LiveBatch& batch);
   // The server no longer covers the stream while SEND(seq) ran: clears all
@@ -242,6 +272,12 @@ class StreamRecovery {
 
   const RecoveryOptions options_;
   RecoveryIo io_;
+  // options_.header, with the worker generation once a snapshot-v2 header
+  // named one.
+  ApplyHeader header_;
+  // The server answered a Begin UNIMPLEMENTED: snapshot-v2s install with
+  // Replace.
+  bool staged_unimplemented_ = false;
   PublisherMode publisher_mode_;
   ServerMode server_mode_;
 

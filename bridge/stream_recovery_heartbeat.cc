@@ -67,8 +67,8 @@ void StreamRecovery::SendHeartbeat() {
   const auto ttl = static_cast<uint32_t>(std::min<int64_t>(
       options_.heartbeat_ttl.count(), std::numeric_limits<uint32_t>::max()));
   const kv_indexer::v1::ApplyExternalKvBatchRequest request =
-      gated() ? ProbeRequest(options_.header, watermarks_.epoch())
-              : RegistrationRequest(options_.header);
+      gated() ? ProbeRequest(header_, watermarks_.epoch())
+              : RegistrationRequest(header_);
   kv_indexer::v1::ApplyExternalKvBatchResponse response;
   io_.applier->SetFidelity(FidelityHeader::Format(degraded_reason_));
   absl::Status status = io_.applier->Heartbeat(request, ttl, &response);

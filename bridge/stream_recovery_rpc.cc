@@ -71,8 +71,7 @@ bool StreamRecovery::RpcBackoff(const absl::Status& status,
 bool StreamRecovery::Register() {
   while (true) {
     ApplyExternalKvBatchResponse response;
-    absl::Status status =
-        CallApply(RegistrationRequest(options_.header), &response);
+    absl::Status status = CallApply(RegistrationRequest(header_), &response);
     if (status.ok()) {
       rpc_backoff_.Reset();
       return true;
@@ -89,8 +88,8 @@ StreamRecovery::ProbeResult StreamRecovery::Probe(std::string_view epoch) {
   while (true) {
     ++io_.stats->probes;
     ApplyExternalKvBatchResponse response;
-    absl::Status status = CallApply(ProbeRequest(options_.header, epoch),
-                                    &response, /*probe=*/true);
+    absl::Status status =
+        CallApply(ProbeRequest(header_, epoch), &response, /*probe=*/true);
     if (status.ok()) {
       rpc_backoff_.Reset();
       // Only a gated server answers a probe as a duplicate; a server
@@ -121,14 +120,14 @@ bool StreamRecovery::Install(
     std::span<const LiveBatch> replayed, std::optional<DegradedBy> degraded) {
   std::optional<DegradedBy> truncated;
   if (!gated()) {
-    if (!SendSeedEra(LegacyInstallRequests(options_.header, applied,
+    if (!SendSeedEra(LegacyInstallRequests(header_, applied,
                                            options_.clear_tiers, placement,
                                            options_.limits))) {
       return false;
     }
   } else {
     InstallRequest install = BuildInstallRequest(
-        options_.header, epoch, applied, placement, options_.max_request_bytes);
+        header_, epoch, applied, placement, options_.max_request_bytes);
     if (install.truncated()) {
       spdlog::warn(
           "snapshot truncated: {} of {} hashes fit one request; the rest are "
@@ -271,7 +270,7 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
              absl::StrCat("batch seq=", seq, " could not be decoded")});
   }
   if (!gated()) {
-    if (!SendSeedEra(SendRequests(actions_, options_.header, seq, std::nullopt,
+    if (!SendSeedEra(SendRequests(actions_, header_, seq, std::nullopt,
                                   options_.limits))) {
       return false;
     }
@@ -279,7 +278,7 @@ bool StreamRecovery::SendBatch(const LiveBatch& batch) {
     return true;
   }
   const std::vector<ApplyExternalKvBatchRequest> requests = SendRequests(
-      actions_, options_.header, seq, watermarks_.epoch(), options_.limits);
+      actions_, header_, seq, watermarks_.epoch(), options_.limits);
   // Whether a seed-era chunk of this batch may have been applied (its
   // answer lost counts): see LoseStateAfterSeedEra.
   bool seed_era_sent = false;
@@ -349,7 +348,7 @@ void StreamRecovery::LoseStateAfterSeedEra(bool seed_era_sent, uint64_t seq,
     static constexpr Tier kAllTiers[] = {Tier::kHbm, Tier::kDram, Tier::kSsd};
     // A stop or a permanent error ends the retries; the stream is then
     // unsynchronised all the same.
-    (void)SendSeedEra(ClearRequests(options_.header, seq, kAllTiers));
+    (void)SendSeedEra(ClearRequests(header_, seq, kAllTiers));
   }
   StateLoss(why);
 }

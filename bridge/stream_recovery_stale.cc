@@ -60,7 +60,7 @@ bool StreamRecovery::MaybeClearStale() {
     // Every tier, whatever KV_INDEXER_CLEAR_TIERS says: the placement may
     // be stale at any of them.
     static constexpr Tier kAllTiers[] = {Tier::kHbm, Tier::kDram, Tier::kSsd};
-    if (!SendSeedEra(ClearRequests(options_.header, applied, kAllTiers))) {
+    if (!SendSeedEra(ClearRequests(header_, applied, kAllTiers))) {
       return true;
     }
     Degrade(by);

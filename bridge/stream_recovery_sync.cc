@@ -34,6 +34,7 @@ void StreamRecovery::Sync() {
       return;
     }
   }
+  if (io_.configure) io_.configure(header_.worker_generation);
   if (gated() && !Register()) return;
   bool done = false;
   switch (publisher_mode_) {
@@ -105,6 +106,14 @@ ReplayResult StreamRecovery::DoReplay(uint64_t start,
 }
 
 bool StreamRecovery::SnapshotCycle() {
+  if (io_.snapshot_limiter == nullptr) return FetchAndInstallSnapshot();
+  if (!io_.snapshot_limiter->Acquire(io_.clock)) return false;
+  const bool done = FetchAndInstallSnapshot();
+  io_.snapshot_limiter->Release();
+  return done;
+}
+
+bool StreamRecovery::FetchAndInstallSnapshot() {
   if (io_.clock->WaitFor(options_.settle)) return false;
   // Whatever is queued now precedes the barrier the fetch publishes and is
   // covered by the snapshot; dropping it also makes room for the barrier.
@@ -117,6 +126,16 @@ bool StreamRecovery::SnapshotCycle() {
     return false;
   }
   ++io_.stats->snapshots;
+  if (snapshot->version == 2 && options_.expected) {
+    // A header that describes another stream or another hashing is never
+    // installed: the stream stops (parked) until its entry is fixed.
+    absl::Status matches =
+        CheckSnapshotHeader(snapshot->fields, *options_.expected);
+    if (!matches.ok()) {
+      Fatal(std::move(matches), "snapshot-v2 header check");
+      return false;
+    }
+  }
   // Wait for the barrier batch on the live stream: everything before it in
   // this epoch is covered by the snapshot.
   const auto deadline = io_.clock->Now() + options_.barrier_wait;
@@ -163,14 +182,18 @@ bool StreamRecovery::SnapshotCycle() {
   // snapshot-v2 names each block's tier, mask and size: the install is what
   // the live batches would have built. snapshot-v1 names hashes only: all
   // at HBM, whole blocks.
+  if (snapshot->version == 2 && options_.expected && !staged_unimplemented_ &&
+      gated()) {
+    return StagedInstall(*snapshot);
+  }
   if (snapshot->version == 2) {
-    return Install(snapshot->epoch, snapshot->barrier_seq,
-                   SnapshotV2Placement(snapshot->blocks,
-                                       options_.header.cache_spec.has_value()),
-                   {}, std::nullopt);
+    return Install(
+        snapshot->epoch, snapshot->barrier_seq,
+        SnapshotV2Placement(snapshot->blocks, header_.cache_spec.has_value()),
+        {}, std::nullopt);
   }
   std::optional<DegradedBy> degraded;
-  if (options_.header.cache_spec) {
+  if (header_.cache_spec) {
     degraded = DegradedBy{
         "snapshot_without_components",
         "a snapshot-v1 carries whole blocks only; component blocks stay "
@@ -318,7 +341,7 @@ bool StreamRecovery::LegacyReplaySync() {
   const bool from_start =
       start == 0 && (replay.batches.empty() || replay.batches.front().seq == 0);
   if (from_start &&
-      !SendSeedEra(ClearRequests(options_.header, 0, options_.clear_tiers))) {
+      !SendSeedEra(ClearRequests(header_, 0, options_.clear_tiers))) {
     return false;
   }
   // A clear at the incarnation start followed by its batches: an exact
@@ -334,8 +357,7 @@ bool StreamRecovery::LegacyReplaySync() {
         "replay starts at seq {} instead of {}: history lost; clearing the "
         "worker",
         first, start);
-    if (!SendSeedEra(
-            ClearRequests(options_.header, first, options_.clear_tiers))) {
+    if (!SendSeedEra(ClearRequests(header_, first, options_.clear_tiers))) {
       return false;
     }
     Degrade({"history_lost",

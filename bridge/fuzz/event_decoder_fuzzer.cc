@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const auto requests = kvindexer::bridge::ChunkActions(
       actions,
-      kvindexer::bridge::ApplyHeader{"w", "a", std::nullopt, std::nullopt}, 1,
+      kvindexer::bridge::ApplyHeader{"w", "a", std::nullopt, std::nullopt, ""},
+      1,
       kvindexer::bridge::ChunkLimits{64,
                                      4});  // small limits exercise splitting
   size_t total = 0;

@@ -100,6 +100,21 @@ TEST(BridgeConfig, RecoveryVariablesValidated) {
               HasSubstr("KV_INDEXER_DP_RANK"));
 }
 
+// KV_INDEXER_SNAPSHOT_CONCURRENCY: 4 by default, 1..64; anything else names
+// the variable, the value and the range.
+TEST(BridgeConfig, SnapshotConcurrency) {
+  const std::string w = "KV_INDEXER_WORKER_ID";
+  const std::string var = "KV_INDEXER_SNAPSHOT_CONCURRENCY";
+  EXPECT_EQ(MustLoad({{w, "w"}}).snapshot_concurrency, 4u);
+  EXPECT_EQ(MustLoad({{w, "w"}, {var, "1"}}).snapshot_concurrency, 1u);
+  EXPECT_EQ(MustLoad({{w, "w"}, {var, " 64 "}}).snapshot_concurrency, 64u);
+  for (const char* bad : {"0", "65", "-1", "four", "4294967296"}) {
+    const std::string error = LoadError({{w, "w"}, {var, bad}});
+    EXPECT_THAT(error, HasSubstr(var + "=\"" + bad + "\"")) << bad;
+    EXPECT_THAT(error, HasSubstr("1 to 64")) << bad;
+  }
+}
+
 // SGLANG_KV_SNAPSHOT_PROTOCOL: auto by default; auto, 2 or 1, trimmed and
 // any case; blank is the default; anything else names the variable.
 TEST(BridgeConfig, SnapshotProtocol) {

@@ -42,7 +42,8 @@ std::vector<int64_t> Range(int64_t begin, int64_t end) {
 }
 
 ApplyHeader Header() {
-  return ApplyHeader{"worker-1", "127.0.0.1:9000", std::nullopt, std::nullopt};
+  return ApplyHeader{"worker-1", "127.0.0.1:9000", std::nullopt, std::nullopt,
+                     ""};
 }
 
 TEST(Chunker, B1HeaderFields) {

@@ -81,8 +81,12 @@ absl::Status FakeGatedServer::ApplyNow(
         "stream must be configured before recovery-aware apply");
   }
   Worker& worker = it->second;
+  // Line A's generation fence: a stream-keyed gated apply must carry the
+  // stored generation.
   if (!worker.ready || !worker.epoch ||
-      *worker.epoch != request.worker_epoch()) {
+      *worker.epoch != request.worker_epoch() ||
+      (request.has_stream_id() &&
+       worker.worker_generation != request.worker_generation())) {
     return absl::FailedPreconditionError(
         "stream has no READY snapshot for this generation and epoch");
   }
@@ -170,10 +174,112 @@ absl::Status FakeGatedServer::Replace(
   worker.ready = true;
   worker.epoch = request.worker_epoch();
   worker.checkpoint = request.applied_seq();
+  if (!request.worker_generation().empty()) {
+    worker.worker_generation = request.worker_generation();
+  }
   if (fault == Fault::kLoseResponse) {
     return absl::DeadlineExceededError("injected lost response");
   }
   response->set_applied_seq(request.applied_seq());
+  return absl::OkStatus();
+}
+
+absl::Status FakeGatedServer::BeginSnapshot(
+    const kv_indexer::v1::BeginExternalKvSnapshotRequest& request,
+    kv_indexer::v1::BeginExternalKvSnapshotResponse* response) {
+  if (!staged) return absl::UnimplementedError("unknown method");
+  const Fault fault = NextFault(Call::kBegin);
+  if (fault == Fault::kFail) return absl::UnavailableError("injected failure");
+  if (fault == Fault::kQueueFull) {
+    return absl::ResourceExhaustedError("injected staging full");
+  }
+  begins.push_back(request);
+  if (!request.has_stream_id()) {
+    return absl::InvalidArgumentError("stream_id is required");
+  }
+  if (!workers_.contains(request.stream_id().worker_id())) {
+    return absl::FailedPreconditionError("stream is not configured");
+  }
+  const std::string id = absl::StrCat("tx", ++next_transaction_);
+  transactions_[id] = Transaction{request, {}};
+  response->set_transaction_id(id);
+  response->set_indexer_epoch(indexer_epoch);
+  return absl::OkStatus();
+}
+
+absl::Status FakeGatedServer::AppendSnapshot(
+    const kv_indexer::v1::AppendExternalKvSnapshotRequest& request,
+    kv_indexer::v1::AppendExternalKvSnapshotResponse* response) {
+  const Fault fault = NextFault(Call::kAppend);
+  if (fault == Fault::kFail) return absl::UnavailableError("injected failure");
+  if (fault == Fault::kRefuse) {
+    return absl::InvalidArgumentError("injected refusal");
+  }
+  if (fault == Fault::kQueueFull) {
+    return absl::ResourceExhaustedError("injected staging full");
+  }
+  appends.push_back(request);
+  auto it = transactions_.find(request.transaction_id());
+  if (it == transactions_.end()) {
+    return absl::NotFoundError("unknown transaction");
+  }
+  Transaction& tx = it->second;
+  if (tx.staged.size() + static_cast<size_t>(request.placements_size()) >
+      tx.begin.expected_placements()) {
+    return absl::InvalidArgumentError("more placements than declared");
+  }
+  tx.staged.insert(tx.staged.end(), request.placements().begin(),
+                   request.placements().end());
+  response->set_staged_placements(tx.staged.size());
+  return absl::OkStatus();
+}
+
+absl::Status FakeGatedServer::CommitSnapshot(
+    const kv_indexer::v1::CommitExternalKvSnapshotRequest& request,
+    kv_indexer::v1::CommitExternalKvSnapshotResponse* response) {
+  const Fault fault = NextFault(Call::kCommit);
+  if (fault == Fault::kFail) return absl::UnavailableError("injected failure");
+  if (fault == Fault::kQueueFull) {
+    return absl::ResourceExhaustedError("injected full apply queue");
+  }
+  commits.push_back(request.transaction_id());
+  auto it = transactions_.find(request.transaction_id());
+  if (it == transactions_.end()) {
+    return absl::NotFoundError("unknown transaction");
+  }
+  const Transaction tx = std::move(it->second);
+  transactions_.erase(it);
+  if (tx.staged.size() != tx.begin.expected_placements()) {
+    return absl::FailedPreconditionError("staged count differs");
+  }
+  auto worker_it = workers_.find(tx.begin.stream_id().worker_id());
+  if (worker_it == workers_.end()) {
+    return absl::FailedPreconditionError("stream was removed");
+  }
+  Worker& worker = worker_it->second;
+  worker.placement.clear();
+  for (const auto& placed : tx.staged) {
+    worker.placement[{placed.block_hash(), placed.tier()}] =
+        placed.component_mask();
+  }
+  worker.address = tx.begin.worker_address();
+  worker.ready = true;
+  worker.epoch = tx.begin.worker_epoch();
+  worker.checkpoint = tx.begin.applied_seq();
+  if (!tx.begin.metadata().worker_generation().empty()) {
+    worker.worker_generation = tx.begin.metadata().worker_generation();
+  }
+  if (fault == Fault::kLoseResponse) {
+    return absl::DeadlineExceededError("injected lost response");
+  }
+  response->set_applied_seq(tx.begin.applied_seq());
+  return absl::OkStatus();
+}
+
+absl::Status FakeGatedServer::AbortSnapshot(
+    const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) {
+  aborts.push_back(request.transaction_id());
+  transactions_.erase(request.transaction_id());
   return absl::OkStatus();
 }
 

@@ -25,13 +25,22 @@ namespace kvindexer::bridge::testing {
 
 class FakeGatedServer : public KvApplier {
  public:
-  enum class Call { kApply, kGatedApply, kProbe, kReplace };
+  enum class Call {
+    kApply,
+    kGatedApply,
+    kProbe,
+    kReplace,
+    kBegin,
+    kAppend,
+    kCommit
+  };
   enum class Fault {
     kNone,
     kFail,          // answer UNAVAILABLE without doing anything
     kLoseResponse,  // do it, then answer DEADLINE_EXCEEDED
     kQueueFull,     // answer RESOURCE_EXHAUSTED without doing anything, as
                     // a server whose apply queue is full does
+    kRefuse,        // staged RPCs only: answer INVALID_ARGUMENT
   };
 
   absl::Status Apply(
@@ -45,6 +54,21 @@ class FakeGatedServer : public KvApplier {
   absl::Status Replace(
       const kv_indexer::v1::ReplaceExternalKvSnapshotRequest& request,
       kv_indexer::v1::ReplaceExternalKvSnapshotResponse* response) override;
+  // The staged snapshot RPCs: Begin needs a worker record (keyed by the
+  // stream's worker_id), Append stages up to the declared count, Commit
+  // installs like Replace and stores the metadata's generation. UNIMPLEMENTED
+  // unless `staged`.
+  absl::Status BeginSnapshot(
+      const kv_indexer::v1::BeginExternalKvSnapshotRequest& request,
+      kv_indexer::v1::BeginExternalKvSnapshotResponse* response) override;
+  absl::Status AppendSnapshot(
+      const kv_indexer::v1::AppendExternalKvSnapshotRequest& request,
+      kv_indexer::v1::AppendExternalKvSnapshotResponse* response) override;
+  absl::Status CommitSnapshot(
+      const kv_indexer::v1::CommitExternalKvSnapshotRequest& request,
+      kv_indexer::v1::CommitExternalKvSnapshotResponse* response) override;
+  absl::Status AbortSnapshot(
+      const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) override;
 
   // Loses every worker record, as a restart without durable state does.
   void RestartEmpty() { workers_.clear(); }
@@ -56,6 +80,8 @@ class FakeGatedServer : public KvApplier {
   // gate fields are ignored). `fail_next` / `lose_next` apply to the next
   // calls of any kind; `fault_hook`, when set, decides per call instead.
   bool gated = true;
+  bool staged = true;
+  std::string indexer_epoch = "epoch-1";  // in Begin answers
   int fail_next = 0;
   int lose_next = 0;
   std::function<Fault(Call)> fault_hook;
@@ -67,6 +93,7 @@ class FakeGatedServer : public KvApplier {
     std::optional<uint64_t> checkpoint;
     std::string address;
     std::map<std::pair<int64_t, int>, uint32_t> placement;  // (hash, tier)
+    std::string worker_generation;                          // set by a Commit
   };
   const Worker* worker(const std::string& id) const;
   // Hashes `id` holds at any tier (empty when it has no record).
@@ -75,6 +102,10 @@ class FakeGatedServer : public KvApplier {
 
   std::vector<kv_indexer::v1::ApplyExternalKvBatchRequest> applies;
   std::vector<kv_indexer::v1::ReplaceExternalKvSnapshotRequest> replaces;
+  std::vector<kv_indexer::v1::BeginExternalKvSnapshotRequest> begins;
+  std::vector<kv_indexer::v1::AppendExternalKvSnapshotRequest> appends;
+  std::vector<std::string> commits;  // transaction ids, as received
+  std::vector<std::string> aborts;   // transaction ids
   int probes = 0;
   int gaps = 0;  // G4 outcomes
   // Every Heartbeat() call, in order (each also appears in `applies` unless
@@ -96,6 +127,12 @@ class FakeGatedServer : public KvApplier {
       Worker* worker);
 
   std::map<std::string, Worker> workers_;
+  struct Transaction {
+    kv_indexer::v1::BeginExternalKvSnapshotRequest begin;
+    std::vector<kv_indexer::v1::ExternalKvSnapshotPlacement> staged;
+  };
+  std::map<std::string, Transaction> transactions_;
+  int next_transaction_ = 0;
 };
 
 }  // namespace kvindexer::bridge::testing

@@ -88,6 +88,91 @@ TEST(MultiStreamRequests, ConfigureListsTheGivenEntriesWithMetadata) {
   EXPECT_EQ(worker.page_size(), 16u);
   EXPECT_TRUE(worker.is_bigram());
   EXPECT_TRUE(worker.has_cache_spec());
+  EXPECT_EQ(worker.worker_generation(), "");
+}
+
+// A stream's generation, once its engine learnt one, is listed with it;
+// streams without one send none.
+TEST(MultiStreamRequests, ConfigureCarriesKnownGenerations) {
+  BridgeConfig config;
+  WorkerEntry other = Entry();
+  other.worker_id = "x";
+  config.workers = {Entry(), other};
+  const auto request = MultiStreamConfigure(
+      config, {&config.workers[0], &config.workers[1]}, {"g-3", ""});
+  ASSERT_EQ(request.workers_size(), 2);
+  EXPECT_EQ(request.workers(0).worker_generation(), "g-3");
+  EXPECT_EQ(request.workers(1).worker_generation(), "");
+}
+
+// Applies, probes, registrations and replaces carry the generation once
+// the engine knows one; single-worker requests never do.
+TEST(MultiStreamRequests, RequestsCarryTheGenerationOnceKnown) {
+  BridgeConfig config;
+  config.workers = {Entry()};
+  RecoveryOptions options = RecoveryOptionsForEntry(config, Entry());
+  ASSERT_TRUE(options.expected.has_value());
+  EXPECT_EQ(options.expected->page_size, 16u);
+  EXPECT_EQ(options.expected->dp_rank, 3u);
+  EXPECT_EQ(ProbeRequest(options.header, "e").worker_generation(), "");
+  options.header.worker_generation = "g";
+  EXPECT_EQ(ProbeRequest(options.header, "e").worker_generation(), "g");
+  EXPECT_EQ(RegistrationRequest(options.header).worker_generation(), "g");
+  EXPECT_EQ(BuildInstallRequest(options.header, "e", 0, {})
+                .request.worker_generation(),
+            "g");
+  ActionList actions;
+  KvAction store;
+  actions.hashes = {1};
+  actions.masks = {0};
+  actions.sizes = {0};
+  store.hash_count = 1;
+  actions.actions.push_back(store);
+  for (const auto& request :
+       SendRequests(actions, options.header, 5, std::string("e"))) {
+    EXPECT_EQ(request.worker_generation(), "g");
+  }
+  BridgeConfig single;
+  single.worker_id = "w";
+  EXPECT_FALSE(RecoveryOptionsFromConfig(single).expected.has_value());
+}
+
+// The staged install's requests: Begin declares every placement, Appends
+// hold at most the limit each, in order, side arrays kept or zero.
+TEST(MultiStreamRequests, StagedInstallSplitsThePlacement) {
+  BridgeConfig config;
+  config.workers = {Entry()};
+  const RecoveryOptions options = RecoveryOptionsForEntry(config, Entry());
+  std::vector<kv_indexer::v1::TierHashes> placement(2);
+  placement[0].set_tier(kv_indexer::v1::TIER_HBM);
+  for (int64_t h : {1, 2, 3}) placement[0].add_hashes(h);
+  placement[1].set_tier(kv_indexer::v1::TIER_DRAM);
+  placement[1].add_hashes(9);
+  placement[1].add_component_masks(3);
+  placement[1].add_block_sizes(64);
+  kv_indexer::v1::ExternalKvSnapshotMetadata metadata;
+  metadata.set_worker_generation("g");
+  const StagedInstallRequests staged = BuildStagedInstall(
+      options.header, "ep", 41, "b7", metadata, placement, /*per_append=*/3);
+  EXPECT_EQ(staged.begin.expected_placements(), 4u);
+  EXPECT_EQ(staged.begin.applied_seq(), 41u);
+  EXPECT_EQ(staged.begin.worker_epoch(), "ep");
+  EXPECT_EQ(staged.begin.snapshot_id(), "b7");
+  EXPECT_EQ(staged.begin.stream_id().dp_rank(), 3u);
+  EXPECT_EQ(staged.begin.metadata().worker_generation(), "g");
+  ASSERT_EQ(staged.appends.size(), 2u);
+  ASSERT_EQ(staged.appends[0].placements_size(), 3);
+  ASSERT_EQ(staged.appends[1].placements_size(), 1);
+  EXPECT_EQ(staged.appends[0].placements(2).block_hash(), 3);
+  EXPECT_EQ(staged.appends[0].placements(2).component_mask(), 0u);
+  const auto& last = staged.appends[1].placements(0);
+  EXPECT_EQ(last.block_hash(), 9);
+  EXPECT_EQ(last.tier(), kv_indexer::v1::TIER_DRAM);
+  EXPECT_EQ(last.component_mask(), 3u);
+  EXPECT_EQ(last.block_size(), 64u);
+  EXPECT_FALSE(last.has_parent_block_hash());
+  EXPECT_TRUE(BuildStagedInstall(options.header, "ep", 0, "b", metadata, {})
+                  .appends.empty());
 }
 
 }  // namespace multi_stream_requests_test

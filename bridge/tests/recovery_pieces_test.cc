@@ -87,7 +87,9 @@ TEST(RecoveryFold, UndecodableBatchesAreListed) {
   EXPECT_EQ(fold.placement.size(), 1u);
 }
 
-ApplyHeader Header() { return {"w", "http://w:1", std::nullopt, std::nullopt}; }
+ApplyHeader Header() {
+  return {"w", "http://w:1", std::nullopt, std::nullopt, ""};
+}
 
 TEST(RecoveryRequests, ProbeAndRegistration) {
   auto probe = ProbeRequest(Header(), "e1");

@@ -326,6 +326,59 @@ TEST_F(SnapshotClientTest, V2AcceptsTheAlternateKeyNames) {
   EXPECT_TRUE(snapshot->blocks.empty());
 }
 
+// The identity and schema keys of a v2 header are read into its fields
+// when present, a wrong-typed one listed as unreadable; the rank is
+// compared only when one is expected.
+TEST(SnapshotV2HeaderFields, ReadWhenPresent) {
+  absl::StatusOr<SnapshotHeader> header = ParseSnapshotV2Header(
+      Pack(Mp(With(V2Fields(0), "worker_generation", Mp("g-1")))), kRank);
+  ASSERT_TRUE(header.ok()) << header.status();
+  const SnapshotHeaderFields& fields = header->snapshot.fields;
+  EXPECT_EQ(fields.stream_namespace, "ns");
+  EXPECT_EQ(fields.worker_id, "w0");
+  EXPECT_EQ(fields.dp_rank, kRank);
+  EXPECT_EQ(fields.model, "m");
+  EXPECT_EQ(fields.hash_schema_version, 1u);
+  EXPECT_EQ(fields.page_size, 16u);
+  EXPECT_EQ(fields.is_bigram, false);
+  EXPECT_EQ(fields.worker_generation, "g-1");
+  EXPECT_TRUE(fields.unreadable.empty());
+
+  header =
+      ParseSnapshotV2Header(Pack(Mp(V2Fields(0, /*alternate=*/true))), kRank);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->snapshot.fields.worker_generation, "4");
+
+  MpMap sparse = V2Fields(0);
+  for (const char* key : {"namespace", "model", "worker_id",
+                          "hash_schema_version", "page_size", "is_bigram"}) {
+    sparse = With(sparse, key, std::nullopt);
+  }
+  header = ParseSnapshotV2Header(Pack(Mp(sparse)), kRank);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_FALSE(header->snapshot.fields.stream_namespace.has_value());
+  EXPECT_FALSE(header->snapshot.fields.model.has_value());
+  EXPECT_FALSE(header->snapshot.fields.page_size.has_value());
+  EXPECT_FALSE(header->snapshot.fields.is_bigram.has_value());
+  EXPECT_FALSE(header->snapshot.fields.worker_generation.has_value());
+
+  header = ParseSnapshotV2Header(
+      Pack(Mp(
+          With(With(V2Fields(0), "page_size", Mp("16")), "worker_id", Mp(7)))),
+      kRank);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_THAT(header->snapshot.fields.unreadable,
+              ElementsAre("worker_id", "page_size"));
+}
+
+TEST(SnapshotV2HeaderFields, RankComparedOnlyWhenExpected) {
+  EXPECT_FALSE(ParseSnapshotV2Header(Pack(Mp(V2Fields(0))), kRank + 1).ok());
+  absl::StatusOr<SnapshotHeader> header =
+      ParseSnapshotV2Header(Pack(Mp(V2Fields(0))), std::nullopt);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->snapshot.fields.dp_rank, kRank);
+}
+
 TEST_F(SnapshotClientTest, EachV2ValidationFailureIsUnavailable) {
   const Reply one_record = Chunk({GoodV2Record(1)});
   auto header = [](const std::string& key, std::optional<Mp> value) {

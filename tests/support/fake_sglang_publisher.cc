@@ -457,7 +457,12 @@ std::vector<std::string> FakeSglangPublisher::SnapshotV2Payloads(
       {Mp("record_count"), Mp(static_cast<uint64_t>(records.size()))},
       {Mp("cache_spec"), Mp(nullptr)},
   };
-  if (alternate) header.push_back({Mp("worker_generation"), Mp(int64_t{1})});
+  if (options_.v2_worker_generation) {
+    header.push_back(
+        {Mp("worker_generation"), Mp(*options_.v2_worker_generation)});
+  } else if (alternate) {
+    header.push_back({Mp("worker_generation"), Mp(int64_t{1})});
+  }
   std::vector<std::string> payloads = {Pack(Mp(std::move(header)))};
   for (size_t begin = 0; begin < records.size();
        begin += kSnapshotChunkRecords) {

@@ -25,7 +25,8 @@
 //            model, worker_id, dp_rank, worker_epoch, hash_schema_version,
 //            page_size, is_bigram, barrier_seq, resume_seq, barrier_id,
 //            record_count, cache_spec: nil} (epoch, replica_rank and
-//            worker_generation instead with Options::v2_alternate_keys),
+//            worker_generation instead with Options::v2_alternate_keys; a
+//            string worker_generation with Options::v2_worker_generation),
 //            records [{block_hash, parent_block_hash, block_size, tier,
 //            component_mask}, ...]. The records are SGLang's mirrors of what
 //            was published (tests/support/fake_snapshot_mirror.h), or for v1
@@ -86,6 +87,9 @@ class FakeSglangPublisher {
     // The v2 header spells the epoch "epoch" and the rank "replica_rank"
     // and adds worker_generation (another upstream variant).
     bool v2_alternate_keys = false;
+    // A string worker_generation in the v2 header (SGLang's fork workers);
+    // with v2_alternate_keys it replaces that variant's integer.
+    std::optional<std::string> v2_worker_generation;
     // The replay ROUTER's send high-water mark: SGLang's 64; 0 is
     // unlimited (replies always arrive whole).
     int replay_sndhwm = 64;
