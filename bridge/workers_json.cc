@@ -156,10 +156,19 @@ absl::StatusOr<WorkerEntry> ReadEntry(const Struct& object, size_t index,
                          " needs \"discover\": true (the ranks come from "
                          "/server_info)"));
   }
-  if (entry.all_dp_ranks && !entry.event_endpoint.empty()) {
-    in.Fail(absl::StrCat(Where(index, "event_endpoint"),
-                         " cannot be used with \"all_dp_ranks\" (each rank "
-                         "publishes on its own port; leave it out)"));
+  if (entry.all_dp_ranks) {
+    // Each rank's publisher binds its own ports (SGLang offsets every
+    // endpoint by the rank), so one endpoint cannot serve every rank.
+    for (const auto& [key, value] :
+         {std::pair<const char*, const std::string*>{"event_endpoint",
+                                                     &entry.event_endpoint},
+          {"replay_endpoint", &entry.replay_endpoint},
+          {"snapshot_endpoint", &entry.snapshot_endpoint}}) {
+      if (value->empty()) continue;
+      in.Fail(absl::StrCat(Where(index, key),
+                           " cannot be used with \"all_dp_ranks\" (each "
+                           "rank publishes on its own port; leave it out)"));
+    }
   }
   if (!in.error().empty()) return Invalid(in.error());
   for (const std::string& key : in.UnknownKeys()) {

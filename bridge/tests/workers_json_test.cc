@@ -141,6 +141,22 @@ TEST(WorkersJson, EventEndpointOptionalWithDiscover) {
   // One endpoint cannot serve every rank.
   EXPECT_THAT(Refusal(Array(With(R"("discover":true,"all_dp_ranks":true)"))),
               HasSubstr("cannot be used with \"all_dp_ranks\""));
+  for (const char* key : {"replay_endpoint", "snapshot_endpoint"}) {
+    const std::string entry =
+        std::string(R"([{"worker_id":"w","worker_address":"http://h:1",)") +
+        R"("discover":true,"all_dp_ranks":true,")" + key +
+        R"(":"tcp://h:5600"}])";
+    EXPECT_THAT(Refusal(entry),
+                HasSubstr(std::string("\"") + key +
+                          "\" cannot be used with \"all_dp_ranks\""))
+        << entry;
+  }
+  // A null replay endpoint is no endpoint.
+  EXPECT_TRUE(
+      ParseWorkersJson(R"([{"worker_id":"w","worker_address":"http://h:1",)"
+                       R"("discover":true,"all_dp_ranks":true,)"
+                       R"("replay_endpoint":null}])")
+          .ok());
 }
 
 TEST(WorkersJson, DiscoverNeedsAWorkerUrlToRead) {
