@@ -220,6 +220,12 @@ class StreamRecovery {
   bool DecodeActions(const LiveBatch& batch);
   // Waits the next RPC backoff delay; false when the engine must stop.
   bool RpcBackoff(const absl::Status& status, std::string_view what);
+  // After an install step's refusal by `rpc`: FAILED_PRECONDITION means the
+  // server lost the stream (a resynchronisation starts, its reason naming
+  // `step`), a permanent code stops the stream, anything else waits out the
+  // backoff as RpcBackoff. True when the caller should try again.
+  bool RetryInstallStep(const absl::Status& status, std::string_view rpc,
+                        std::string_view step);
   // In the live loop: what a probe's answer (the checkpoint, or none) says
   // about the server's copy of the stream; a loss starts a resync.
   void CheckServerCheckpoint(std::optional<uint64_t> checkpoint);

@@ -11,6 +11,7 @@
 #include "bridge/recovery_requests.h"
 #include "bridge/status_classifier.h"
 #include "bridge/stream_recovery.h"
+#include "common/absl_view.h"
 #include "common/fidelity_header.h"
 #include "common/log_text.h"
 #include "spdlog/spdlog.h"
@@ -66,6 +67,21 @@ bool StreamRecovery::RpcBackoff(const absl::Status& status,
                  delay.count(), *n);
   }
   return !io_.clock->WaitFor(delay);
+}
+
+bool StreamRecovery::RetryInstallStep(const absl::Status& status,
+                                      std::string_view rpc,
+                                      std::string_view step) {
+  if (status.code() == absl::StatusCode::kFailedPrecondition) {
+    StateLoss(absl::StrCat("snapshot ", AbslView(step),
+                           " refused: ", status.message()));
+    return false;
+  }
+  if (IsPermanentStatus(status.code())) {
+    Fatal(status, rpc);
+    return false;
+  }
+  return RpcBackoff(status, rpc);
 }
 
 bool StreamRecovery::Register() {
@@ -161,15 +177,9 @@ bool StreamRecovery::Install(
         }
         return false;
       }
-      if (status.code() == absl::StatusCode::kFailedPrecondition) {
-        StateLoss(absl::StrCat("snapshot install refused: ", status.message()));
+      if (!RetryInstallStep(status, "ReplaceExternalKvSnapshot", "install")) {
         return false;
       }
-      if (IsPermanentStatus(status.code())) {
-        Fatal(status, "ReplaceExternalKvSnapshot");
-        return false;
-      }
-      if (!RpcBackoff(status, "ReplaceExternalKvSnapshot")) return false;
     }
     rpc_backoff_.Reset();
     if (server_mode_ == ServerMode::kUndecided) {

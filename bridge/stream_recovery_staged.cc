@@ -57,15 +57,9 @@ bool StreamRecovery::StagedInstall(const PublisherSnapshot& snapshot) {
         return Install(snapshot.epoch, snapshot.barrier_seq, placement, {},
                        std::nullopt);
       }
-      if (status.code() == absl::StatusCode::kFailedPrecondition) {
-        StateLoss(absl::StrCat("snapshot begin refused: ", status.message()));
+      if (!RetryInstallStep(status, "BeginExternalKvSnapshot", "begin")) {
         return false;
       }
-      if (IsPermanentStatus(status.code())) {
-        Fatal(status, "BeginExternalKvSnapshot");
-        return false;
-      }
-      if (!RpcBackoff(status, "BeginExternalKvSnapshot")) return false;
       continue;
     }
     io_.stats->NoteIndexerReached();
@@ -110,15 +104,9 @@ bool StreamRecovery::StagedInstall(const PublisherSnapshot& snapshot) {
       status = io_.applier->CommitSnapshot(commit, &committed);
       if (status.ok() || status.code() == absl::StatusCode::kNotFound) break;
       io_.stats->CountRpcFailure(static_cast<int>(status.code()));
-      if (status.code() == absl::StatusCode::kFailedPrecondition) {
-        StateLoss(absl::StrCat("snapshot commit refused: ", status.message()));
+      if (!RetryInstallStep(status, "CommitExternalKvSnapshot", "commit")) {
         return false;
       }
-      if (IsPermanentStatus(status.code())) {
-        Fatal(status, "CommitExternalKvSnapshot");
-        return false;
-      }
-      if (!RpcBackoff(status, "CommitExternalKvSnapshot")) return false;
     }
     if (status.code() == absl::StatusCode::kNotFound) {
       // The transaction is gone (the server restarted or it expired).
