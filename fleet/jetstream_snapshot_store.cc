@@ -133,6 +133,10 @@ class JetStreamSnapshotStore final : public SnapshotStore {
   absl::StatusOr<uint64_t> CountOf(const std::string& subject);
   // The stream sequence of the last message under `subject`; nullopt when
   // there is none.
+  // The last message under `subject`, null when there is none; UNAVAILABLE
+  // with `what` when the stream cannot answer.
+  absl::StatusOr<NatsMsgPtr> LastMessageOf(const std::string& subject,
+                                           const std::string& what);
   absl::StatusOr<std::optional<uint64_t>> LastSequenceOf(
       const std::string& subject);
   // Forgets an id a writer of this object had in use.
@@ -372,19 +376,12 @@ JetStreamSnapshotStore::SubjectsOf(const std::string& filter) {
 
 absl::StatusOr<std::optional<JetStreamSnapshotStore::Stored>>
 JetStreamSnapshotStore::ManifestAt(const std::string& subject) {
-  natsMsg* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  const natsStatus s = js_GetLastMsg(&raw, js_, stream_.c_str(),
-                                     subject.c_str(), nullptr, &jerr);
-  NatsMsgPtr msg(raw);
-  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
-    return std::optional<Stored>();
-  }
-  if (s != NATS_OK) {
-    return NatsUnavailable(
-        absl::StrCat("cannot read a snapshot manifest in stream ", stream_), s,
-        jerr);
-  }
+  absl::StatusOr<NatsMsgPtr> last = LastMessageOf(
+      subject,
+      absl::StrCat("cannot read a snapshot manifest in stream ", stream_));
+  if (!last.ok()) return last.status();
+  if (*last == nullptr) return std::optional<Stored>();
+  const NatsMsgPtr& msg = *last;
   Stored stored;
   stored.sequence = natsMsg_GetSequence(msg.get());
   if (!stored.manifest.ParseFromArray(natsMsg_GetData(msg.get()),
@@ -464,19 +461,23 @@ absl::StatusOr<uint64_t> JetStreamSnapshotStore::CountOf(
 
 absl::StatusOr<std::optional<uint64_t>> JetStreamSnapshotStore::LastSequenceOf(
     const std::string& subject) {
+  absl::StatusOr<NatsMsgPtr> last = LastMessageOf(
+      subject, absl::StrCat("cannot read ", subject, " in stream ", stream_));
+  if (!last.ok()) return last.status();
+  if (*last == nullptr) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(natsMsg_GetSequence(last->get()));
+}
+
+absl::StatusOr<NatsMsgPtr> JetStreamSnapshotStore::LastMessageOf(
+    const std::string& subject, const std::string& what) {
   natsMsg* raw = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetLastMsg(&raw, js_, stream_.c_str(),
                                      subject.c_str(), nullptr, &jerr);
   NatsMsgPtr last(raw);
-  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
-    return std::optional<uint64_t>();
-  }
-  if (s != NATS_OK) {
-    return NatsUnavailable(
-        absl::StrCat("cannot read ", subject, " in stream ", stream_), s, jerr);
-  }
-  return std::optional<uint64_t>(natsMsg_GetSequence(last.get()));
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return NatsMsgPtr();
+  if (s != NATS_OK) return NatsUnavailable(what, s, jerr);
+  return last;
 }
 
 void JetStreamSnapshotStore::Release(const std::string& id) {
