@@ -93,6 +93,7 @@
 #include "kv_indexer.grpc.pb.h"
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
+#include "server/prefix_hit_metrics.h"
 #include "server/queue_config.h"
 #include "server/rejection_log.h"
 #include "server/rpc_metrics.h"
@@ -223,6 +224,9 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // `apply_wait`. REQUIRES: called before the service is registered with a
   // server; both outlive the service.
   void AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait);
+  // From now on every MatchExternalKvPrefix answered OK is counted into
+  // `hits`. REQUIRES: as for AttachMetrics.
+  void CountPrefixHitsInto(PrefixHitMetrics* hits) { prefix_hits_ = hits; }
   // From now on a mutation refused by a full apply queue increments
   // `apply_rejections`, and a call refused by a full lookup queue
   // `lookup_rejections`. REQUIRES: as for AttachMetrics.
@@ -289,7 +293,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   PrefixAdmission admission_;
   PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;
-  RpcMetrics* rpc_metrics_ = nullptr;  // null: calls are not recorded
+  RpcMetrics* rpc_metrics_ = nullptr;        // null: calls are not recorded
+  PrefixHitMetrics* prefix_hits_ = nullptr;  // null: answers are not counted
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
   std::atomic<uint64_t> ack_queue_full_{0};
