@@ -13,7 +13,8 @@
 // (rounded up to a power of two), whose slots are published once by a
 // compare-and-swap and never change after: an Add for a worker that has a
 // counter costs one hash, a short probe and one relaxed atomic addition;
-// only the first Add of a worker allocates.
+// only the first Add of a worker allocates. The table itself (one pointer
+// per slot, at most 32 bytes per unit of capacity) is allocated up front.
 //
 // Thread safety: Add and Read may be called concurrently.
 #ifndef KVINDEXER_SERVER_WORKER_MATCH_COUNTERS_H_
