@@ -75,7 +75,9 @@
 //
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run
-// inline takes none and allocates nothing of its own beyond the response.
+// inline takes none and allocates nothing of its own beyond the response
+// (but for the first best match of a worker in the prefix reuse metrics,
+// server/prefix_hit_metrics.h).
 //
 // Thread safety: all methods may run concurrently (IndexOperations is
 // thread-safe).
