@@ -8,6 +8,7 @@
 #include "common/fidelity_header.h"
 #include "common/heartbeat_header.h"
 #include "core/prefix_answer.h"
+#include "core/prefix_query.h"
 #include "core/prefix_response_wire.h"
 #include "core/request_validation.h"
 #include "fmt/format.h"
@@ -564,6 +565,13 @@ grpc::Status KvIndexerService::ScanPrefix(
         // The permit bounds scans, not the encoding of their answers.
         permit.Release();
         encoded = EncodePrefixAnswer(answer, response);
+        // An answer is handed over only on OK, so an encoded one is sent.
+        if (prefix_hits_ != nullptr && encoded.ok()) {
+          prefix_hits_->Record(static_cast<uint32_t>(PrefixLimit(
+                                   static_cast<size_t>(request.hashes_size()),
+                                   request.max_blocks())),
+                               answer);
+        }
       });
   permit.Release();
   return s.ok() ? encoded : ToGrpcStatus(s);

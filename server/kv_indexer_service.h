@@ -75,7 +75,9 @@
 //
 // No thread is created per call. The only lock the service itself takes is
 // an executor's queue lock, once per call handed to it; a prefix query run
-// inline takes none and allocates nothing of its own beyond the response.
+// inline takes none and allocates nothing of its own beyond the response
+// (but for the first best match of a worker in the prefix reuse metrics,
+// server/prefix_hit_metrics.h).
 //
 // Thread safety: all methods may run concurrently (IndexOperations is
 // thread-safe).
@@ -93,6 +95,7 @@
 #include "kv_indexer.grpc.pb.h"
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
+#include "server/prefix_hit_metrics.h"
 #include "server/queue_config.h"
 #include "server/rejection_log.h"
 #include "server/rpc_metrics.h"
@@ -223,6 +226,9 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // `apply_wait`. REQUIRES: called before the service is registered with a
   // server; both outlive the service.
   void AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait);
+  // From now on every MatchExternalKvPrefix answered OK is counted into
+  // `hits`. REQUIRES: as for AttachMetrics.
+  void CountPrefixHitsInto(PrefixHitMetrics* hits) { prefix_hits_ = hits; }
   // From now on a mutation refused by a full apply queue increments
   // `apply_rejections`, and a call refused by a full lookup queue
   // `lookup_rejections`. REQUIRES: as for AttachMetrics.
@@ -289,7 +295,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   PrefixAdmission admission_;
   PrefixAdmission inline_scans_{kInlineScanSlots};
   DeadlineShedder shedder_;
-  RpcMetrics* rpc_metrics_ = nullptr;  // null: calls are not recorded
+  RpcMetrics* rpc_metrics_ = nullptr;        // null: calls are not recorded
+  PrefixHitMetrics* prefix_hits_ = nullptr;  // null: answers are not counted
   RejectionLog own_rejection_log_;
   RejectionLog* rejection_log_;
   std::atomic<uint64_t> ack_queue_full_{0};

@@ -311,6 +311,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
                              KvIndexerService& service, uint32_t worker_series,
                              const ReadAuthorizer* admin_reads)
     : rpc_(registry),
+      prefix_hits_(registry, worker_series),
       apply_wait_(
           registry.AddHistogram("kvindexer_apply_queue_wait_seconds",
                                 "Time a mutation waited for the apply thread.",
@@ -321,6 +322,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
           "ExplainPrefix calls refused with RESOURCE_EXHAUSTED: as many as "
           "allowed were queued or running.")) {
   service.AttachMetrics(&rpc_, &apply_wait_);
+  service.CountPrefixHitsInto(&prefix_hits_);
   service.CountQueueRejectionsInto(
       &QueueRejections(registry, WorkQueue::kApply),
       &QueueRejections(registry, WorkQueue::kLookup));

@@ -1,8 +1,10 @@
 // ServerMetrics: everything kv-indexer-server exposes on
 // KV_INDEXER_METRICS_ADDR (docs/metrics.md), registered in one registry.
 //
-// The RPC counts and latencies and the apply queue's wait are instruments
-// the service updates as calls run (server/rpc_metrics.h, TaskExecutor).
+// The RPC counts and latencies, the prefix answers' reuse figures and the
+// apply queue's wait are instruments the service updates as calls run
+// (server/rpc_metrics.h, server/prefix_hit_metrics.h, TaskExecutor); the
+// reuse figures' per-worker counters are capped by `worker_series` too.
 // So are the work queues' refusals (server/queue_refusal.h). Everything
 // else is read at scrape time by collectors, so the serving paths pay
 // nothing for it: the prefix admission and shed counters, the queues'
@@ -30,6 +32,7 @@
 #include "server/connection_listener.h"
 #include "server/kv_indexer_service.h"
 #include "server/metrics_config.h"
+#include "server/prefix_hit_metrics.h"
 #include "server/read_authorizer.h"
 #include "server/rpc_metrics.h"
 
@@ -81,6 +84,7 @@ class ServerMetrics {
 
  private:
   RpcMetrics rpc_;
+  PrefixHitMetrics prefix_hits_;
   Histogram& apply_wait_;
   Counter& admin_queue_rejections_;
   Counter& explain_rejections_;

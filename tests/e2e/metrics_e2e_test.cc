@@ -181,6 +181,18 @@ TEST(ServerMetricsE2eTest, ScrapeCountsKnownTraffic) {
   EXPECT_EQ(Sample(m, "kvindexer_apply_queue_depth"), 0);
   EXPECT_EQ(Sample(m, "kvindexer_prefix_admission_rejections_total"), 0);
   EXPECT_EQ(Sample(m, "kvindexer_prefix_deadline_sheds_total"), 0);
+  // Every query asked for blocks 1 and 2, which w1 holds.
+  EXPECT_EQ(Sample(m, "kvindexer_prefix_query_blocks_total"), 2 * kQueries);
+  EXPECT_EQ(Sample(m, "kvindexer_prefix_matched_blocks_total"), 2 * kQueries);
+  EXPECT_EQ(Sample(m, "kvindexer_prefix_first_block_misses_total"), 0);
+  EXPECT_EQ(
+      Sample(m, "kvindexer_prefix_best_match_fraction_bucket{le=\"0.9\"}"), 0);
+  EXPECT_EQ(Sample(m, "kvindexer_prefix_best_match_fraction_bucket{le=\"1\"}"),
+            kQueries);
+  EXPECT_EQ(
+      Sample(m,
+             "kvindexer_prefix_worker_matched_blocks_total{worker_id=\"w1\"}"),
+      2 * kQueries);
   EXPECT_EQ(Sample(m, "kvindexer_backend_placements"), 2 * kApplies);
   EXPECT_EQ(Sample(m, "kvindexer_backend_blocks"), 2 * kApplies);
   EXPECT_EQ(Sample(m, "kvindexer_workers"), 1);
