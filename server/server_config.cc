@@ -355,8 +355,9 @@ std::string UsageText(std::string_view program) {
        "host:port of /metrics, /healthz and /readyz (port 0 picks a free "
        "port); unset or empty: off"},
       {kMetricsWorkerSeriesVar, "1000",
-       "workers with /metrics series of their own, the first by id "
-       "(0..100000; 0: none)"},
+       "workers with /metrics series of their own: the first by id for "
+       "kvindexer_worker_*, the first to match best for the prefix reuse "
+       "counter (0..100000; 0: none)"},
       {"KV_INDEXER_ROBIN_MERGE_MIN_DELTA", "1024",
        "robin_sharded_snapshot: changed blocks per shard before a merge "
        "into the base table; 0..4294967295"},
