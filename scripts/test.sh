@@ -94,15 +94,15 @@ esac
 # bytes on disk: the Indexer, the default backend (robin_sharded_snapshot)
 # with its own tests and the conformance suite, and the durable store (its
 # parsers of the log and of checkpoints included); the in-process tests of
-# the server (services, admin API, metrics), of fleet mode (the event log,
-# lease register and snapshot stores, in memory and on a real nats-server,
-# and the replica: record applier, log follower, snapshots) and of the
-# bridge (decoder, actions, chunking, configuration, the replay and
-# snapshot clients, the recovery engine, its fleet sink). The reference
-# backend (one lock around abseil's map) and the end-to-end tests run under
-# the sanitizers with `full`, which a 25-minute CI run on 2 cores has no
-# room for (docs/testing.md); the bridge's event decoder is fuzzed below
-# either way.
+# fleet mode (the event log, lease register and snapshot stores, in memory
+# and on a real nats-server, and the replica: record applier, log follower,
+# snapshots) and of the bridge (decoder, actions, chunking, configuration,
+# the replay and snapshot clients, the recovery engine, its fleet sink).
+# The server's in-process tests (services, admin API, metrics), the
+# reference backend (one lock around abseil's map) and the end-to-end tests
+# run under the sanitizers with `full`, which a 25-minute CI run on 2 cores
+# has no room for (docs/testing.md); the bridge's event decoder is fuzzed
+# below either way.
 step "ASan+UBSan build and tests ($sanitizers)"
 cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
   -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \

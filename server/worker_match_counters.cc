@@ -53,13 +53,19 @@ WorkerMatchCounters::~WorkerMatchCounters() {
   }
 }
 
-bool WorkerMatchCounters::Reserve() {
-  uint32_t used = used_.load(std::memory_order_relaxed);
-  do {
-    if (used >= capacity_) return false;
-  } while (
-      !used_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed));
-  return true;
+WorkerMatchCounters::Slot* WorkerMatchCounters::Probe(uint64_t h,
+                                                      const WorkerMatchKey& key,
+                                                      size_t* empty) const {
+  // At most capacity_ slots are ever taken, half the table, so the probe
+  // always reaches the key or an empty slot.
+  for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    Slot* slot = slots_[i].load(std::memory_order_acquire);
+    if (slot == nullptr) {
+      *empty = i;
+      return nullptr;
+    }
+    if (slot->Holds(h, key)) return slot;
+  }
 }
 
 void WorkerMatchCounters::Add(const WorkerMatchKey& key, uint64_t n) {
@@ -68,38 +74,36 @@ void WorkerMatchCounters::Add(const WorkerMatchKey& key, uint64_t n) {
     return;
   }
   const uint64_t h = HashOf(key);
-  // At most capacity_ slots are ever taken, half the table, so the probe
-  // always reaches the key or an empty slot.
-  std::unique_ptr<Slot> fresh;
-  for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-    Slot* slot = slots_[i].load(std::memory_order_acquire);
-    if (slot == nullptr) {
-      if (fresh == nullptr) {
-        if (!Reserve()) {
-          omitted_.fetch_add(n, std::memory_order_relaxed);
-          return;
-        }
-        fresh = std::make_unique<Slot>();
-        fresh->hash = h;
-        fresh->worker_id = std::string(key.worker_id);
-        fresh->stream = key.stream;
-        fresh->ns = std::string(key.ns);
-        fresh->dp_rank = key.dp_rank;
-      }
-      if (slots_[i].compare_exchange_strong(slot, fresh.get(),
-                                            std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
-        fresh.release()->value.fetch_add(n, std::memory_order_relaxed);
-        return;
-      }
-      // Another worker's counter, or this one's, took the slot first.
-    }
-    if (slot->Holds(h, key)) {
-      if (fresh != nullptr) used_.fetch_sub(1, std::memory_order_relaxed);
-      slot->value.fetch_add(n, std::memory_order_relaxed);
-      return;
-    }
+  size_t empty = 0;
+  if (Slot* slot = Probe(h, key, &empty); slot != nullptr) {
+    slot->value.fetch_add(n, std::memory_order_relaxed);
+    return;
   }
+  // Counters are only ever created under insert_mu_, so a full table seen
+  // here is final.
+  if (used_.load(std::memory_order_acquire) >= capacity_) {
+    omitted_.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(insert_mu_);
+  // Another thread may have created this worker's counter meanwhile.
+  if (Slot* slot = Probe(h, key, &empty); slot != nullptr) {
+    slot->value.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  if (used_.load(std::memory_order_relaxed) >= capacity_) {
+    omitted_.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  auto fresh = std::make_unique<Slot>();
+  fresh->hash = h;
+  fresh->worker_id = std::string(key.worker_id);
+  fresh->stream = key.stream;
+  fresh->ns = std::string(key.ns);
+  fresh->dp_rank = key.dp_rank;
+  fresh->value.store(n, std::memory_order_relaxed);
+  slots_[empty].store(fresh.release(), std::memory_order_release);
+  used_.fetch_add(1, std::memory_order_release);
 }
 
 std::vector<WorkerMatchCounters::Entry> WorkerMatchCounters::Read() const {

@@ -10,10 +10,12 @@
 // the server.
 //
 // The counters live in an open-addressing table of twice the capacity
-// (rounded up to a power of two), whose slots are published once by a
-// compare-and-swap and never change after: an Add for a worker that has a
-// counter costs one hash, a short probe and one relaxed atomic addition;
-// only the first Add of a worker allocates. The table itself (one pointer
+// (rounded up to a power of two), whose slots are published once and never
+// change after: an Add for a worker that has a counter costs one hash, a
+// short probe and one relaxed atomic addition, without a lock. Only the
+// first Add of a worker takes a mutex, to create its counter, and
+// allocates; once the table holds `capacity` counters, Adds for other
+// workers go to omitted() without the mutex. The table itself (one pointer
 // per slot, at most 32 bytes per unit of capacity) is allocated up front.
 //
 // Thread safety: Add and Read may be called concurrently.
@@ -24,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,13 +78,15 @@ class WorkerMatchCounters {
     bool Holds(uint64_t h, const WorkerMatchKey& key) const;
   };
 
-  // True when one more counter may be created, which then counts.
-  bool Reserve();
+  // The slot holding `key` (hash `h`), or null with `*empty` set to the
+  // empty slot where the probe stopped.
+  Slot* Probe(uint64_t h, const WorkerMatchKey& key, size_t* empty) const;
 
   const uint32_t capacity_;
   const size_t mask_;  // table size - 1; unused when capacity_ is 0
   std::unique_ptr<std::atomic<Slot*>[]> slots_;  // owned; null: empty
-  std::atomic<uint32_t> used_{0};
+  std::mutex insert_mu_;                         // creates counters
+  std::atomic<uint32_t> used_{0};                // counters created
   std::atomic<uint64_t> omitted_{0};
 };
 
