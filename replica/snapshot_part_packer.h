@@ -10,10 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "kv_indexer_state.pb.h"
 #include "kvindexer_fleet.pb.h"
@@ -27,10 +27,11 @@ inline constexpr size_t kPlacementsPerChunk = 8192;
 
 class SnapshotPartPacker {
  public:
+  // Owned by the packer: a lambda written in the constructor's call would
+  // not outlive that statement.
   using Sink =
-      absl::FunctionRef<absl::Status(std::string_view part, uint64_t chunks)>;
+      std::function<absl::Status(std::string_view part, uint64_t chunks)>;
 
-  // REQUIRES: `sink` outlives the packer.
   SnapshotPartPacker(size_t max_part_bytes, Sink sink);
 
   // Adds `chunk` to the part being filled, first handing that part to the

@@ -109,10 +109,10 @@ cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
   "${unity[@]}"
 if [[ $sanitizers == core ]]; then
   # Longest first, so that the two lanes below end together.
-  asan_binaries=(kvindexer_robin_tests kvindexer_fleet_tests
-    kvindexer_replica_tests kvindexer_core_tests bridge_recovery_tests
-    kvindexer_durable_tests kvindexer_server_service_test bridge_io_tests
-    bridge_unit_tests kvindexer_server_tests bridge_fleet_tests)
+  asan_binaries=(kvindexer_robin_tests kvindexer_replica_tests
+    kvindexer_core_tests kvindexer_fleet_tests bridge_recovery_tests
+    kvindexer_durable_tests bridge_io_tests bridge_unit_tests
+    bridge_fleet_tests)
   cmake --build "$root/asan" -j"$jobs" --target kvindexer-conformance \
     "${asan_binaries[@]}"
   # Each of these binaries runs whole, once (scripts/run-gtest-binaries.sh):
