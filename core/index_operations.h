@@ -57,6 +57,11 @@ struct MutationOptions {
   // the mutation takes effect (advisory, for the operator); a malformed one
   // is logged once per record and ignored.
   FidelityHeader fidelity = {};
+  // Apply, Replace: when not null, set to whether the stream's record is
+  // marked evicted by the placement bound after the call (so that its
+  // bridge can be told; docs/contract.md, "Limits > The placement bound").
+  // REQUIRES: it outlives the call.
+  bool* evicted = nullptr;
 };
 
 class IndexOperations {

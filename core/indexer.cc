@@ -111,6 +111,8 @@ PendingAck Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
             ? ApplyGated(req, id, batch.view(), resp, options, Origin::kLive)
             : ApplySeedEra(req, id, batch.view(), resp, options, Origin::kLive);
   }
+  if (status.ok()) EnforceBoundLocked();
+  if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
   return AckLocked(std::move(status));
 }
 
@@ -225,6 +227,7 @@ absl::Status Indexer::ApplyGated(const v1::ApplyExternalKvBatchRequest& req,
       WorkerRecord& cleared = *workers_.FindToChange(id);
       cleared.ready = false;
       cleared.checkpoint.reset();
+      cleared.evicted = false;
       // The clear took effect; what the bridge said of a feed with a gap
       // is not kept.
       NoteTookEffect(id, cleared, FidelityHeader{}, origin);
@@ -268,6 +271,8 @@ PendingAck Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
   if (status.ok()) {
     status = ReplaceLocked(req, id, batch.view(), resp, options, Origin::kLive);
   }
+  if (status.ok()) EnforceBoundLocked();
+  if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
   return AckLocked(std::move(status));
 }
 
@@ -303,6 +308,7 @@ absl::Status Indexer::ReplaceLocked(
   record.spec = SpecOf(req.has_cache_spec(), req.cache_spec());
   record.ready = true;
   record.checkpoint = SequenceCheckpoint{req.worker_epoch(), req.applied_seq()};
+  record.evicted = false;
   MergeStreamMetadata(MetadataUpdate{.generation = &req.worker_generation()},
                       &record.meta);
   NoteTookEffect(id, record, options.fidelity, origin);
@@ -491,6 +497,7 @@ absl::Status Indexer::InvalidateLocked(const v1::InvalidateWorkerRequest& req,
   }
   record->ready = false;
   record->checkpoint.reset();
+  record->evicted = false;
   record->meta.generation.clear();
   staging_.Cancel(id);
   NoteTookEffect(id, *record, FidelityHeader{}, origin);
@@ -707,6 +714,7 @@ absl::Status Indexer::ClearExpired(const LivenessTable::Expired& expired,
     WorkerRecord& kept = *workers_.FindToChange(id);
     kept.ready = false;
     kept.checkpoint.reset();
+    kept.evicted = false;
     NoteTookEffect(id, kept, FidelityHeader{}, origin);
   } else {
     workers_.Erase(id);
@@ -855,6 +863,14 @@ WorkerSnapshot Indexer::SnapshotLocked(const std::string& worker_id,
   w.last_apply = record.last_apply;
   w.fidelity = record.fidelity;
   w.fidelity_reason = record.fidelity_reason;
+  // An eviction says more than the bridge can: the index itself dropped
+  // placements the worker holds.
+  if (record.evicted) {
+    w.fidelity = Fidelity::kDegraded;
+    w.fidelity_reason = "evicted";
+  }
+  w.evicted = record.evicted;
+  w.evicted_placements = record.evicted_placements;
   w.meta = record.meta;
   w.covered = record.covered();
   w.heartbeat_ttl = liveness_.Ttl(worker_id);
@@ -864,6 +880,8 @@ WorkerSnapshot Indexer::SnapshotLocked(const std::string& worker_id,
 }
 
 void Indexer::PublishChangedLocked() {
+  RefreshTallyLocked(nullptr);
+  tally_counted_ = 0;
   std::vector<std::string> changed = workers_.TakeChanged();
   if (changed.empty()) return;
   std::vector<WorkerSnapshot> snapshots;

@@ -52,6 +52,7 @@
 #include "core/mutation_log.h"
 #include "core/operator_view.h"
 #include "core/pending_ack.h"
+#include "core/placement_bound.h"
 #include "core/prefix_answer.h"
 #include "core/removal_reason.h"
 #include "core/request_limits.h"
@@ -146,6 +147,7 @@ class Indexer final : private IndexOperations,
   SweepResult SweepLiveness(MonotonicClock::TimePoint now) override;
   void RearmHeartbeatMarkers(MonotonicClock::TimePoint now) override;
   LivenessStats liveness_stats() const override { return liveness_.stats(); }
+  EvictionStats eviction_stats() const override;
   StagingStats staging_stats() override { return staging_.Stats(); }
   std::optional<uint64_t> StagedPlacements(
       std::string_view worker_id) override {
@@ -305,6 +307,21 @@ class Indexer final : private IndexOperations,
   absl::Status ClearExpired(const LivenessTable::Expired& expired,
                             bool* cleared, Origin origin);
 
+  // The placement bound (core/placement_bound.h). RefreshTallyLocked counts
+  // again the placements of the records noted as changed since its last
+  // call. EnforceBoundLocked, after a live mutation that can add
+  // placements, plans and applies the evictions that bring the index
+  // within the bound; EvictLocked logs one and clears the tier. Both do
+  // nothing while the bound is off. REQUIRES: mutation_mu_ held.
+  void RefreshTallyLocked(std::vector<std::string>* refreshed);
+  void EnforceBoundLocked();
+  absl::Status EvictLocked(std::string_view worker_id, uint32_t tier,
+                           EvictionReason reason, uint64_t placements,
+                           Origin origin);
+  // Whether `worker_id`'s record is marked evicted. REQUIRES: mutation_mu_
+  // held.
+  bool EvictedLocked(std::string_view worker_id) const;
+
   // backend_->Apply, with a failure recorded in backend_failures_.
   BackendStatus ApplyToBackend(const ApplyBatchView& batch);
 
@@ -347,6 +364,17 @@ class Indexer final : private IndexOperations,
   // Set under the mutex by a removal that freed a backend record; the
   // operation trims the heap once after releasing the mutex.
   std::atomic<bool> trim_wanted_{false};
+  // Every worker's placement counts while limits_.placement_bound is on;
+  // tally_counted_ is how many of workers_.changed() RefreshTallyLocked has
+  // counted since the last publication. Guarded by mutation_mu_.
+  PlacementTally tally_;
+  size_t tally_counted_ = 0;
+  // Live evictions, by EvictionReason (index = its value): tiers cleared
+  // and the placements they held. Written under mutation_mu_, read by the
+  // operator without it.
+  std::array<std::atomic<uint64_t>, kMaxEvictionReason + 1> evictions_{};
+  std::array<std::atomic<uint64_t>, kMaxEvictionReason + 1>
+      evicted_placements_{};
   // Failed backend mutations: log lines and the backend-failure rule.
   BackendFailureMonitor backend_failures_{clock_};
   // Open staged-snapshot transactions, keyed by stream backend id; never

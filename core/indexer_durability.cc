@@ -37,7 +37,8 @@ constexpr RequestLimits kShapeOnly{
     .max_worker_address_bytes = std::numeric_limits<uint32_t>::max(),
     .max_worker_epoch_bytes = std::numeric_limits<uint32_t>::max(),
     .max_workers = std::numeric_limits<uint32_t>::max(),
-    .max_prefix_answer_bytes = std::numeric_limits<uint32_t>::max()};
+    .max_prefix_answer_bytes = std::numeric_limits<uint32_t>::max(),
+    .placement_bound = {}};
 
 absl::Status Malformed(std::string_view what, std::string_view why) {
   return absl::InvalidArgumentError(
@@ -179,6 +180,24 @@ absl::Status Indexer::Replay(const WalRecord& record) {
                       std::chrono::milliseconds(marker.ttl_ms()));
       return absl::OkStatus();
     }
+    case WalRecord::kEviction: {
+      const state::v1::PlacementEviction& eviction = record.eviction();
+      if (eviction.worker_id().empty()) {
+        return Malformed("eviction", "no worker_id");
+      }
+      if (eviction.tier() < kTierHbm || eviction.tier() > kMaxTier) {
+        return Malformed("eviction", fmt::format("tier {} is not supported",
+                                                 eviction.tier()));
+      }
+      if (eviction.reason() == 0 || eviction.reason() > kMaxEvictionReason) {
+        return Malformed("eviction",
+                         fmt::format("unknown reason {}", eviction.reason()));
+      }
+      MutationLock lock(*this);
+      return EvictLocked(BackendIdOf(eviction), eviction.tier(),
+                         static_cast<EvictionReason>(eviction.reason()),
+                         /*placements=*/0, Origin::kReplay);
+    }
     case WalRecord::OP_NOT_SET:
       break;
   }
@@ -224,6 +243,7 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       }
       record.ready = state.ready();
       record.configured = state.configured();
+      record.evicted = state.evicted();
       if (state.has_checkpoint()) {
         record.checkpoint = SequenceCheckpoint{state.epoch(), state.seq()};
       }
@@ -266,6 +286,8 @@ absl::Status Indexer::Restore(const CheckpointChunk& chunk) {
       // batch the host composes does.
       const std::string id = BackendIdOf(part);
       const WorkerRecord* record = workers_.Find(id);
+      // Noted, so that the placement bound counts the worker again.
+      workers_.Touch(id);
       if (record == nullptr) {
         return Malformed(
             "checkpoint placements",
@@ -320,6 +342,7 @@ void Indexer::ExportHost(absl::FunctionRef<void(const CheckpointChunk&)> sink) {
     }
     state->set_ready(record.ready);
     state->set_configured(record.configured);
+    state->set_evicted(record.evicted);
     if (record.checkpoint.has_value()) {
       state->set_has_checkpoint(true);
       state->set_epoch(record.checkpoint->epoch);

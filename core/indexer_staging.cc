@@ -201,6 +201,7 @@ PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
     return AckLocked(std::move(s));
   }
   staging_.FinishCommit(*plan);
+  EnforceBoundLocked();
   resp->set_applied_seq(plan->applied_seq());
   return AckLocked(absl::OkStatus());
 }
@@ -234,6 +235,7 @@ absl::Status Indexer::InstallStagedLocked(const StagedSnapshotCommit& commit,
   record.ready = true;
   record.checkpoint =
       SequenceCheckpoint{commit.worker_epoch(), commit.applied_seq()};
+  record.evicted = false;
   const v1::ExternalKvSnapshotMetadata& meta = commit.metadata();
   MergeStreamMetadata(
       MetadataUpdate{.generation = &meta.worker_generation(),

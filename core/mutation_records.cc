@@ -127,6 +127,18 @@ absl::Status LogLivenessClear(MutationLog* log, std::string_view worker_id,
   return Append(log, record, end);
 }
 
+absl::Status LogEviction(MutationLog* log, std::string_view worker_id,
+                         uint32_t tier, uint32_t reason, uint64_t* end) {
+  *end = 0;
+  if (log == nullptr) return absl::OkStatus();
+  WalRecord record;
+  state::v1::PlacementEviction* eviction = record.mutable_eviction();
+  SetStreamFields(worker_id, eviction);
+  eviction->set_tier(tier);
+  eviction->set_reason(reason);
+  return Append(log, record, end);
+}
+
 absl::Status LogMarker(MutationLog* log, std::string_view worker_id,
                        std::chrono::milliseconds ttl, uint64_t* end) {
   *end = 0;

@@ -59,6 +59,11 @@ namespace kvindexer {
 [[nodiscard]] absl::Status LogLivenessClear(MutationLog* log,
                                             std::string_view worker_id,
                                             uint64_t* end);
+// The placement bound clears `worker_id`'s placements at `tier`.
+[[nodiscard]] absl::Status LogEviction(MutationLog* log,
+                                       std::string_view worker_id,
+                                       uint32_t tier, uint32_t reason,
+                                       uint64_t* end);
 // `worker_id` becomes marked, or its marker's TTL changes. REQUIRES: ttl in
 // 1..UINT32_MAX ms (HeartbeatHeader).
 [[nodiscard]] absl::Status LogMarker(MutationLog* log,

@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "core/backend_failure_monitor.h"
 #include "core/liveness_table.h"
+#include "core/placement_bound.h"
 #include "core/prefix_explain.h"
 #include "core/removal_reason.h"
 #include "core/snapshot_staging.h"
@@ -50,6 +51,14 @@
 #include "kvindexer/backend.h"
 
 namespace kvindexer {
+
+// What the placement bound evicted since the process started, by
+// EvictionReason (index = its value; [0] unused): tiers cleared, and the
+// placements they held. Replayed evictions are not counted.
+struct EvictionStats {
+  std::array<uint64_t, kMaxEvictionReason + 1> tiers{};
+  std::array<uint64_t, kMaxEvictionReason + 1> placements{};
+};
 
 class OperatorView {
  public:
@@ -131,6 +140,8 @@ class OperatorView {
   virtual void RearmHeartbeatMarkers(MonotonicClock::TimePoint now) = 0;
   // The liveness counters; never blocks.
   virtual LivenessStats liveness_stats() const = 0;
+  // The placement bound's eviction counters; never blocks.
+  virtual EvictionStats eviction_stats() const = 0;
   // The heartbeat deadline of a marked worker, nullopt when it is not
   // marked. For tests; takes the mutation mutex.
   virtual std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(

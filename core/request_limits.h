@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/placement_bound.h"
+
 namespace kvindexer {
 
 inline constexpr std::string_view kMaxWorkerIdBytesVar =
@@ -64,6 +66,9 @@ struct RequestLimits {
   uint32_t max_workers = kDefaultMaxWorkers;
   // Encoded bytes of one prefix answer; a larger answer is refused whole.
   uint32_t max_prefix_answer_bytes = kDefaultMaxPrefixAnswerBytes;
+  // Placements the index holds in all and per worker (core/placement_bound.h);
+  // unbounded by default. Not a refusal: a mutation past it evicts.
+  PlacementBound placement_bound;
 };
 
 }  // namespace kvindexer

@@ -95,12 +95,21 @@ struct WorkerRecord {
   // created again has a different one (a staged snapshot's Commit refuses a
   // record replaced since its Begin). Never persisted.
   uint64_t incarnation = 0;
+  // The placement bound evicted some of the stream's placements since they
+  // were last wholly replaced or dropped (core/placement_bound.h): the index
+  // under-reports the worker. Shown as fidelity degraded, reason
+  // "evicted"; such a stream is not covered. Kept in checkpoints.
+  bool evicted = false;
+  // Placements the bound has evicted from this record, for the operator;
+  // never persisted.
+  uint64_t evicted_placements = 0;
 
   // Whether the index covers the stream (docs/contract.md, "Streams >
   // Coverage"): ready and, for a namespaced stream, with an epoch and a
   // generation. A legacy stream is covered whenever it is ready.
   bool covered() const {
-    return ready && (!namespaced ||
+    return ready && !evicted &&
+           (!namespaced ||
                      (checkpoint.has_value() && !meta.generation.empty()));
   }
 
@@ -136,6 +145,9 @@ class WorkerSequenceTable {
   // The ids noted since the last call, sorted, each once; the ids of
   // erased records are among them.
   std::vector<std::string> TakeChanged();
+  // The ids noted since the last TakeChanged, in the order noted, with
+  // repeats; TakeChanged empties it.
+  const std::vector<std::string>& changed() const { return changed_; }
 
   size_t size() const { return records_.size(); }
   size_t ready_count() const;

@@ -42,6 +42,9 @@ struct WorkerSnapshot {
   StreamMetadata meta;
   // WorkerRecord::covered.
   bool covered = false;
+  // WorkerRecord::evicted and evicted_placements.
+  bool evicted = false;
+  uint64_t evicted_placements = 0;
   // Placements per tier (index = tier, 1..3; [0] unused), from the backend;
   // nullopt when the backend cannot count them (ABI minor < 2).
   std::optional<std::array<uint64_t, kMaxTier + 1>> placements_by_tier;

@@ -155,11 +155,23 @@ BackendStatus ImageBackend::HitCounts(HashSpan, uint64_t*) noexcept {
                           "ImageBackend answers no queries");
 }
 
-BackendStatus ImageBackend::CountPlacements(StringView, uint64_t*,
+BackendStatus ImageBackend::CountPlacements(StringView worker_id,
+                                            uint64_t* counts_by_tier,
                                             uint32_t* existed) noexcept {
   if (existed != nullptr) *existed = 0;
-  return kit::ErrorStatus(BackendCode::kInternal,
-                          "ImageBackend answers no queries");
+  if (BackendStatus s = kit::CheckCountPlacements(worker_id, counts_by_tier);
+      s.code != BackendCode::kOk) {
+    return s;
+  }
+  for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts_by_tier[tier] = 0;
+  const auto it =
+      state_->workers.find(absl::string_view(worker_id.data, worker_id.size));
+  if (it == state_->workers.end()) return kit::OkStatus();
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    counts_by_tier[tier] = it->second.tiers[tier - kTierHbm].size();
+  }
+  if (existed != nullptr) *existed = 1;
+  return kit::OkStatus();
 }
 
 void ImageBackend::GetStats(BackendStats* stats) noexcept {

@@ -2,9 +2,11 @@
 // checkpoint can be built off the serving path by replaying the previous
 // checkpoint and the log through an Indexer of its own (docs/durability.md,
 // "Checkpoints"). It answers no queries (Match, PrefixScan and HitCounts
-// fail with kInternal, and so does CountPlacements) and keeps no hit counters;
-// Apply and RemoveWorker follow backend.h exactly, so that its placements are
-// those any conforming backend would hold after the same calls.
+// fail with kInternal) and keeps no hit counters, but counts placements
+// (CountPlacements), which the placement bound of a fleet snapshot's image
+// needs (core/placement_bound.h). Apply and RemoveWorker follow backend.h
+// exactly, so that its placements are those any conforming backend would
+// hold after the same calls.
 //
 // Thread safety: none; one compaction owns it.
 #ifndef KVINDEXER_DURABLE_IMAGE_BACKEND_H_

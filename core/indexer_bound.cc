@@ -1,0 +1,110 @@
+// The placement bound's part of the Indexer (core/placement_bound.h;
+// docs/contract.md, "Limits > The placement bound").
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend_status.h"
+#include "core/indexer.h"
+#include "core/mutation_records.h"
+#include "core/stream_log_fields.h"
+#include "spdlog/spdlog.h"
+
+namespace kvindexer {
+
+void Indexer::RefreshTallyLocked(std::vector<std::string>* refreshed) {
+  if (!limits_.placement_bound.enabled()) return;
+  const std::vector<std::string>& changed = workers_.changed();
+  for (; tally_counted_ < changed.size(); ++tally_counted_) {
+    const std::string& id = changed[tally_counted_];
+    if (!workers_.Contains(id)) {
+      tally_.Erase(id);
+    } else if (const std::optional<TierCounts> counts = PlacementCounts(id);
+               counts.has_value()) {
+      tally_.Set(id, *counts);
+    }
+    if (refreshed != nullptr) refreshed->push_back(id);
+  }
+}
+
+void Indexer::EnforceBoundLocked() {
+  if (!limits_.placement_bound.enabled()) return;
+  std::vector<std::string> changed;
+  RefreshTallyLocked(&changed);
+  const std::vector<PlannedEviction> plan =
+      PlanEvictions(tally_, changed, limits_.placement_bound);
+  for (const PlannedEviction& eviction : plan) {
+    // A failure is logged and recorded as the backend's (ApplyToBackend):
+    // the mutation that came before took effect all the same, and the
+    // next one plans again.
+    if (!EvictLocked(eviction.worker_id, eviction.tier, eviction.reason,
+                     eviction.placements, Origin::kLive)
+             .ok()) {
+      break;
+    }
+  }
+  RefreshTallyLocked(nullptr);
+}
+
+absl::Status Indexer::EvictLocked(std::string_view worker_id, uint32_t tier,
+                                  EvictionReason reason, uint64_t placements,
+                                  Origin origin) {
+  const WorkerRecord* found = workers_.Find(worker_id);
+  // Replayed, a record that is gone had nothing left to evict.
+  if (found == nullptr) return absl::OkStatus();
+  MutationLog* const log = LogFor(origin);
+  uint64_t end = 0;
+  if (absl::Status s = LogEviction(log, worker_id, tier,
+                                   static_cast<uint32_t>(reason), &end);
+      !s.ok()) {
+    return s;
+  }
+  ActionView clear{};
+  clear.type = kActionClearAllAtTier;
+  clear.tier = tier;
+  ApplyBatchView batch{};
+  batch.worker_id = StringView{worker_id.data(), worker_id.size()};
+  // The backend record keeps the host's address and spec, as every batch
+  // the host composes does.
+  batch.worker_address =
+      StringView{found->address.data(), found->address.size()};
+  batch.has_cache_spec = found->spec.has_value() ? 1 : 0;
+  batch.cache_spec = found->spec.value_or(CacheSpec{});
+  batch.actions = &clear;
+  batch.action_count = 1;
+  if (absl::Status s = ToAbslStatus(ApplyToBackend(batch)); !s.ok()) {
+    TakeBack(log, end);
+    return s;
+  }
+  WorkerRecord& record = *workers_.FindToChange(worker_id);
+  record.evicted = true;
+  if (origin != Origin::kLive) return absl::OkStatus();
+  record.evicted_placements += placements;
+  const auto r = static_cast<size_t>(reason);
+  evictions_[r].fetch_add(1, std::memory_order_relaxed);
+  evicted_placements_[r].fetch_add(placements, std::memory_order_relaxed);
+  spdlog::warn(
+      "placement bound: evicted {} placements at tier {} ({}; {}={} {}={}) "
+      "{}",
+      placements, tier, EvictionReasonName(reason), kMaxPlacementsVar,
+      limits_.placement_bound.max_placements, kMaxPlacementsPerWorkerVar,
+      limits_.placement_bound.max_per_worker, StreamLogFields(worker_id));
+  return absl::OkStatus();
+}
+
+bool Indexer::EvictedLocked(std::string_view worker_id) const {
+  const WorkerRecord* record = workers_.Find(worker_id);
+  return record != nullptr && record->evicted;
+}
+
+EvictionStats Indexer::eviction_stats() const {
+  EvictionStats stats;
+  for (size_t r = 0; r <= kMaxEvictionReason; ++r) {
+    stats.tiers[r] = evictions_[r].load(std::memory_order_relaxed);
+    stats.placements[r] =
+        evicted_placements_[r].load(std::memory_order_relaxed);
+  }
+  return stats;
+}
+
+}  // namespace kvindexer

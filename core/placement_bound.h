@@ -1,0 +1,115 @@
+// The placement bound (docs/contract.md, "Limits > The placement bound"):
+// how many (worker, tier, block) placements the index may hold in all and
+// per worker, and the deterministic plan of evictions that brings it back
+// under them after a mutation.
+//
+// Eviction works on whole tiers of one worker: the planner names (worker,
+// tier) pairs whose placements all go, the least valuable tier first (SSD,
+// then host DRAM, then GPU HBM). A plan depends only on the placement
+// counts it is given, which every conforming backend reports alike after the
+// same mutations, so every replica, every replay and every backend evicts
+// the same placements. Evicting never adds a placement: the index can only
+// under-report the worker afterwards.
+//
+// Thread safety: the functions are pure; PlacementTally is not thread-safe
+// (the Indexer's mutation mutex guards it).
+#ifndef KVINDEXER_CORE_PLACEMENT_BOUND_H_
+#define KVINDEXER_CORE_PLACEMENT_BOUND_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "kvindexer/backend.h"
+
+namespace kvindexer {
+
+inline constexpr std::string_view kMaxPlacementsVar =
+    "KV_INDEXER_MAX_PLACEMENTS";
+inline constexpr std::string_view kMaxPlacementsPerWorkerVar =
+    "KV_INDEXER_MAX_PLACEMENTS_PER_WORKER";
+
+// 0 means unbounded, for each field. With max_placements set, a mutation
+// that leaves the index over it evicts from the workers holding more than
+// their fair share, max_placements / (workers holding placements), largest
+// first, never below that share: a worker within its share is never evicted
+// for another worker's growth. With max_per_worker set, a worker over it is
+// evicted down to it.
+struct PlacementBound {
+  uint64_t max_placements = 0;
+  uint64_t max_per_worker = 0;
+
+  bool enabled() const { return max_placements != 0 || max_per_worker != 0; }
+};
+
+// Why a tier was evicted. The numbers are logged (WAL op 9); never reuse one.
+enum class EvictionReason : uint32_t {
+  kWorkerBound = 1,  // the worker held more than max_per_worker
+  kIndexBound = 2,   // the index held more than max_placements
+};
+inline constexpr uint32_t kMaxEvictionReason = 2;
+
+constexpr std::string_view EvictionReasonName(EvictionReason reason) {
+  switch (reason) {
+    case EvictionReason::kWorkerBound:
+      return "worker_bound";
+    case EvictionReason::kIndexBound:
+      return "index_bound";
+  }
+  return "unknown";
+}
+
+// Placements per tier ([0] unused, as in IndexBackend::CountPlacements).
+using TierCounts = std::array<uint64_t, kMaxTier + 1>;
+
+uint64_t TotalOf(const TierCounts& counts);
+
+// The placement counts of every worker that holds any, and their sum.
+class PlacementTally {
+ public:
+  // Sets `worker_id`'s counts; all zero removes it.
+  void Set(std::string_view worker_id, const TierCounts& counts);
+  void Erase(std::string_view worker_id);
+  void Clear();
+  // Zeros when `worker_id` holds nothing.
+  TierCounts Get(std::string_view worker_id) const;
+  uint64_t total() const { return total_; }
+  // Workers holding at least one placement.
+  size_t holders() const { return counts_.size(); }
+  const absl::flat_hash_map<std::string, TierCounts>& counts() const {
+    return counts_;
+  }
+
+ private:
+  absl::flat_hash_map<std::string, TierCounts> counts_;
+  uint64_t total_ = 0;
+};
+
+// One (worker, tier) to clear, with the placements it held.
+struct PlannedEviction {
+  std::string worker_id;
+  uint32_t tier = 0;
+  uint64_t placements = 0;
+  EvictionReason reason = EvictionReason::kIndexBound;
+
+  bool operator==(const PlannedEviction&) const = default;
+};
+
+// The evictions that bring `tally` within `bound`, in the order they are to
+// be applied: first each of `changed` (in the order given; the workers the
+// mutation changed) that is over max_per_worker, down to it; then, while
+// the index is over max_placements, the workers over their fair share (the
+// share computed once, from the holders after the first step), the largest
+// first and equal ones by id, each down to the larger of its share and what
+// brings the index to the bound. Within a worker, tiers go SSD, DRAM, HBM,
+// each whole. Empty when nothing is over.
+std::vector<PlannedEviction> PlanEvictions(
+    const PlacementTally& tally, const std::vector<std::string>& changed,
+    const PlacementBound& bound);
+
+}  // namespace kvindexer
+
+#endif  // KVINDEXER_CORE_PLACEMENT_BOUND_H_
