@@ -131,6 +131,14 @@ void WriteBridgeSeries(MetricsWriter& w, const BridgeStats& s,
             "Times the worker's placement was cleared because "
             "resynchronisation kept failing.",
             D(s.stale_clears), stream);
+  w.Counter("kvindexer_bridge_evictions_reported",
+            "Indexer answers saying its placement bound evicted placements "
+            "of this stream.",
+            D(s.evictions_reported), stream);
+  w.Counter("kvindexer_bridge_eviction_resyncs",
+            "Resynchronisations (a whole snapshot) started because the "
+            "indexer evicted placements of this stream.",
+            D(s.eviction_resyncs), stream);
   w.Counter("kvindexer_bridge_heartbeats",
             "Heartbeats the indexer answered OK.", D(s.heartbeats), stream);
   w.Counter("kvindexer_bridge_heartbeat_probe_failures",

@@ -70,6 +70,10 @@ struct BridgeStats {
   uint64_t overflows = 0;     // live-buffer overflows
   // Placements cleared because resynchronisation kept failing.
   uint64_t stale_clears = 0;
+  // The indexer's placement bound: answers that said the stream's
+  // placements were evicted, and the resyncs they started.
+  uint64_t evictions_reported = 0;
+  uint64_t eviction_resyncs = 0;
   // Worker liveness ("Recovery > Worker liveness").
   uint64_t heartbeats = 0;                // heartbeats the server answered OK
   uint64_t heartbeat_probe_failures = 0;  // worker unreachable: no heartbeat

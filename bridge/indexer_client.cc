@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/eviction_header.h"
 #include "common/indexer_endpoint.h"
 
 namespace kvindexer::bridge {
@@ -109,7 +110,14 @@ absl::Status IndexerClient::RunCall(Call call, uint32_t heartbeat_ttl_ms) {
   shutdown_->SetCanceller([&context] { context.TryCancel(); });
   grpc::Status status = call(&context);
   shutdown_->ClearCanceller();
-  if (status.ok()) return absl::OkStatus();
+  if (status.ok()) {
+    const auto& trailers = context.GetServerTrailingMetadata();
+    if (trailers.find(grpc::string_ref(
+            kEvictedHeader.data(), kEvictedHeader.size())) != trailers.end()) {
+      evicted_ = true;
+    }
+    return absl::OkStatus();
+  }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "bridge/kv_applier.h"
@@ -74,6 +75,7 @@ class IndexerClient final : public KvApplier {
   absl::Status AbortSnapshot(
       const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) override;
   void SetFidelity(std::string value) override { fidelity_ = std::move(value); }
+  bool TakeEvicted() override { return std::exchange(evicted_, false); }
 
  private:
   // Runs one unary call with the RPC deadline, cancellable by shutdown,
@@ -90,6 +92,7 @@ class IndexerClient final : public KvApplier {
   std::chrono::milliseconds rpc_timeout_;
   const ClientSecurity security_;
   std::string fidelity_;  // kFidelityHeader's value; empty: not sent
+  bool evicted_ = false;  // an answer carried kEvictedHeader (TakeEvicted)
 };
 
 }  // namespace kvindexer::bridge

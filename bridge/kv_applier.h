@@ -21,6 +21,11 @@ class KvApplier {
   // those calls: the one engine that uses an applier calls both. Appliers that
   // do not send metadata ignore it.
   virtual void SetFidelity(std::string value) { (void)value; }
+  // True when an OK answer since the last call carried kEvictedHeader
+  // (common/eviction_header.h): the server's placement bound evicted
+  // placements of the stream. Clears the flag. Appliers that read no
+  // metadata say false.
+  virtual bool TakeEvicted() { return false; }
   // Sends one apply and returns the server's status, with gRPC codes mapped
   // one to one onto absl codes. On OK, *response holds the server's answer
   // (applied_seq, duplicate). REQUIRES: response != nullptr.

@@ -90,6 +90,7 @@ absl::Status StreamRecovery::Run(const std::function<void()>& on_tick) {
       loss_jitter_pending_ = true;
       SyncStateStats();
     }
+    MaybeResyncAfterEviction();
     if (need_sync_) {
       Sync();
       continue;

@@ -76,6 +76,11 @@ struct RecoveryOptions {
   // "Recovery > A resync that cannot finish": after this long unsynchronised
   // with attempts failing, the worker's placement is cleared at the server.
   std::chrono::milliseconds resync_clear_after{10'000};
+  // The indexer's placement bound evicted placements of the stream
+  // (common/eviction_header.h): with a snapshot endpoint, a resync installs
+  // a whole snapshot, at most once per this interval (a worker that holds
+  // more than the bound allows is evicted again by every install).
+  std::chrono::milliseconds eviction_resync_interval{300'000};
   // Multi-stream mode (line A): the entry a snapshot-v2 header must match;
   // set, a snapshot-v2 installs through the staged snapshot RPCs. Unset
   // (single-worker mode): headers are not compared and every install is a
@@ -245,6 +250,14 @@ class StreamRecovery {
   std::chrono::milliseconds TimeUntil(
       RecoveryClock::Clock::time_point when) const;
 
+  // --- the indexer's placement bound (stream_recovery_eviction.cc)
+  // After an OK answer: when the applier saw the eviction header, counts
+  // it and, with a snapshot endpoint and outside the interval, asks the
+  // live loop for a resync (eviction_resync_pending_).
+  void CheckEvicted();
+  // In the live loop: starts the resync CheckEvicted asked for.
+  void MaybeResyncAfterEviction();
+
   // --- worker liveness (stream_recovery_heartbeat.cc)
   // Called on every turn of the live loop and of the synchronisation's
   // waits: starts the worker probe when a heartbeat is due, and sends the
@@ -307,6 +320,8 @@ class StreamRecovery {
   // Set by RequestSync(); cleared when a synchronisation attempt starts.
   bool sync_requested_ = false;
   bool loss_jitter_pending_ = false;
+  bool eviction_resync_pending_ = false;
+  std::optional<RecoveryClock::Clock::time_point> last_eviction_resync_;
   bool restart_known_ = false;  // the next sync follows a detected restart
   // A kDisconnected was seen and no kConnected after it yet.
   bool saw_disconnect_ = false;
@@ -335,6 +350,7 @@ class StreamRecovery {
   LogThrottle rpc_throttle_;
   LogThrottle skipped_event_throttle_;
   LogThrottle worker_probe_throttle_;
+  LogThrottle eviction_throttle_;
   LogThrottle heartbeat_throttle_;
 };
 

@@ -76,6 +76,7 @@ void StreamRecovery::SendHeartbeat() {
     ++io_.stats->rpcs_sent;
     io_.stats->NoteIndexerReached();
     ++io_.stats->heartbeats;
+    CheckEvicted();
     if (!gated()) return;
     if (response.duplicate()) last_gated_ok_ = io_.clock->Now();
     // A running synchronisation finds out the server's state by itself.

@@ -53,6 +53,7 @@ absl::Status StreamRecovery::CallApply(
   }
   ++io_.stats->rpcs_sent;
   io_.stats->NoteIndexerReached();
+  CheckEvicted();
   io_.stats->actions_applied += static_cast<uint64_t>(request.actions_size());
   io_.stats->hashes_applied += HashCount(request);
   return status;
@@ -164,6 +165,7 @@ bool StreamRecovery::Install(
       absl::Status status = io_.applier->Replace(install.request, &response);
       if (status.ok()) {
         io_.stats->NoteIndexerReached();
+        CheckEvicted();
         break;
       }
       io_.stats->CountRpcFailure(static_cast<int>(status.code()));

@@ -99,6 +99,7 @@ bool Indexer::EvictedLocked(std::string_view worker_id) const {
 
 EvictionStats Indexer::eviction_stats() const {
   EvictionStats stats;
+  stats.bound = limits_.placement_bound;
   for (size_t r = 0; r <= kMaxEvictionReason; ++r) {
     stats.tiers[r] = evictions_[r].load(std::memory_order_relaxed);
     stats.placements[r] =

@@ -58,6 +58,8 @@ namespace kvindexer {
 struct EvictionStats {
   std::array<uint64_t, kMaxEvictionReason + 1> tiers{};
   std::array<uint64_t, kMaxEvictionReason + 1> placements{};
+  // The configured bound (RequestLimits::placement_bound).
+  PlacementBound bound;
 };
 
 class OperatorView {

@@ -32,6 +32,10 @@ inline constexpr std::string_view kMaxPlacementsVar =
 inline constexpr std::string_view kMaxPlacementsPerWorkerVar =
     "KV_INDEXER_MAX_PLACEMENTS_PER_WORKER";
 
+// The bound counts placements with IndexBackend::CountPlacements, which
+// backends offer from this ABI minor on.
+inline constexpr uint32_t kPlacementBoundAbiMinor = 2;
+
 // 0 means unbounded, for each field. With max_placements set, a mutation
 // that leaves the index over it evicts from the workers holding more than
 // their fair share, max_placements / (workers holding placements), largest

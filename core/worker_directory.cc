@@ -14,6 +14,7 @@ void WorkerDirectory::Count(const WorkerSnapshot& w, int64_t sign) {
   add(counts_.sequenced, w.sequence_state == SequenceState::kSequenced);
   add(counts_.configured, w.configured);
   add(counts_.heartbeating, w.heartbeat_deadline.has_value());
+  add(counts_.evicted, w.evicted);
   const auto fidelity = static_cast<size_t>(w.fidelity);
   if (fidelity < counts_.by_fidelity.size()) {
     add(counts_.by_fidelity[fidelity], true);

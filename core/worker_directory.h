@@ -46,6 +46,8 @@ struct WorkerCounts {
   uint64_t configured = 0;
   // Marked by a heartbeat (a deadline is set).
   uint64_t heartbeating = 0;
+  // Marked evicted by the placement bound (WorkerRecord::evicted).
+  uint64_t evicted = 0;
   // Indexed by Fidelity (unknown, exact, degraded).
   std::array<uint64_t, 3> by_fidelity{};
 

@@ -110,7 +110,7 @@ struct WorkerRecord {
   bool covered() const {
     return ready && !evicted &&
            (!namespaced ||
-                     (checkpoint.has_value() && !meta.generation.empty()));
+            (checkpoint.has_value() && !meta.generation.empty()));
   }
 
   SequenceState state() const {

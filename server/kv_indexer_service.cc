@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/eviction_header.h"
 #include "common/fidelity_header.h"
 #include "common/heartbeat_header.h"
 #include "core/prefix_answer.h"
@@ -92,6 +93,14 @@ FidelityHeader FidelityOf(const grpc::CallbackServerContext& context) {
   if (it == metadata.end()) return FidelityHeader{};
   return FidelityHeader::Parse(
       std::string_view(it->second.data(), it->second.size()));
+}
+
+// Tells the caller that the placement bound evicted placements of its
+// stream (common/eviction_header.h). Called on the apply thread before the
+// call is finished, which happens on the ack thread after it.
+void MarkEvicted(grpc::CallbackServerContext* context) {
+  context->AddTrailingMetadata(std::string(kEvictedHeader),
+                               std::string(kEvictedValue));
 }
 
 // Decodes `request` into `message`. Reads the slices in place.
@@ -310,13 +319,18 @@ grpc::ServerUnaryReactor* KvIndexerService::ApplyExternalKvBatch(
                   RpcMethod::kApplyExternalKvBatch),
       context, request, response,
       // The peer names the sender for duplicate-claim detection.
-      [this, peer = context->peer(), heartbeat = std::move(heartbeat),
+      [this, context, peer = context->peer(), heartbeat = std::move(heartbeat),
        fidelity = FidelityOf(*context)](
           const v1::ApplyExternalKvBatchRequest& req,
           v1::ApplyExternalKvBatchResponse* resp) {
-        return writes_->Apply(
-            req, resp,
-            {.peer = peer, .heartbeat = heartbeat, .fidelity = fidelity});
+        bool evicted = false;
+        PendingAck ack = writes_->Apply(req, resp,
+                                        {.peer = peer,
+                                         .heartbeat = heartbeat,
+                                         .fidelity = fidelity,
+                                         .evicted = &evicted});
+        if (evicted) MarkEvicted(context);
+        return ack;
       });
 }
 
@@ -330,11 +344,15 @@ grpc::ServerUnaryReactor* KvIndexerService::ReplaceExternalKvSnapshot(
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kReplaceExternalKvSnapshot),
       context, request, response,
-      [this, peer = context->peer(), fidelity = FidelityOf(*context)](
+      [this, context, peer = context->peer(), fidelity = FidelityOf(*context)](
           const v1::ReplaceExternalKvSnapshotRequest& req,
           v1::ReplaceExternalKvSnapshotResponse* resp) {
-        return writes_->Replace(req, resp,
-                                {.peer = peer, .fidelity = fidelity});
+        bool evicted = false;
+        PendingAck ack = writes_->Replace(
+            req, resp,
+            {.peer = peer, .fidelity = fidelity, .evicted = &evicted});
+        if (evicted) MarkEvicted(context);
+        return ack;
       });
 }
 

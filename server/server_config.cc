@@ -115,6 +115,25 @@ absl::StatusOr<RequestLimits> LoadRequestLimits(const EnvLookup& env) {
       *bound.value = *n;
     }
   }
+  // The placement bound: 0 (the default) leaves it off.
+  constexpr std::string_view kPlacementsAccepted =
+      "0 (unbounded) or a whole number of placements (1..4294967295), for "
+      "example 20000000";
+  uint32_t max_placements = 0;
+  uint32_t max_per_worker = 0;
+  if (absl::Status s = ReadEnvUint32(env, kMaxPlacementsVar, Uint32Syntax{},
+                                     kPlacementsAccepted, &max_placements);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadEnvUint32(env, kMaxPlacementsPerWorkerVar, Uint32Syntax{},
+                        kPlacementsAccepted, &max_per_worker);
+      !s.ok()) {
+    return s;
+  }
+  limits.placement_bound = {.max_placements = max_placements,
+                            .max_per_worker = max_per_worker};
   return limits;
 }
 
@@ -260,6 +279,12 @@ std::string UsageText(std::string_view program) {
       {kMaxPrefixAnswerBytesVar, std::to_string(kDefaultMaxPrefixAnswerBytes),
        "encoded bytes of one prefix answer (1..2147483647); larger is "
        "RESOURCE_EXHAUSTED"},
+      {kMaxPlacementsVar, "0",
+       "placements the index holds; past it, the tiers of the workers over "
+       "their fair share are evicted, SSD first; 0: unbounded"},
+      {kMaxPlacementsPerWorkerVar, "0",
+       "placements one worker (stream) holds; past it, its own tiers are "
+       "evicted, SSD first; 0: unbounded"},
       {kApplyQueueMaxVar, std::to_string(kDefaultApplyQueueMax),
        "1..1048576: mutations waiting for the apply thread; more get "
        "RESOURCE_EXHAUSTED"},

@@ -64,6 +64,10 @@ void WriteWorkerCounts(const WorkerCounts& counts, MetricsWriter& w) {
   w.Gauge("kvindexer_workers_heartbeating",
           "Workers with a record marked by a heartbeat.",
           static_cast<double>(counts.heartbeating));
+  w.Gauge("kvindexer_workers_evicted",
+          "Workers the placement bound evicted placements of since their "
+          "last whole snapshot (fidelity degraded, reason evicted).",
+          static_cast<double>(counts.evicted));
   for (const Fidelity fidelity :
        {Fidelity::kUnknown, Fidelity::kExact, Fidelity::kDegraded}) {
     w.Gauge(
@@ -110,6 +114,14 @@ void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
             "1 for the fidelity the worker's bridge last declared "
             "(exact, degraded or unknown).",
             1, std::move(fidelity));
+    w.Gauge("kvindexer_worker_evicted",
+            "1 while the placement bound has evicted placements of the "
+            "worker that no whole snapshot has replaced.",
+            worker.evicted ? 1 : 0, id);
+    w.Counter("kvindexer_worker_evicted_placements",
+              "Placements of the worker the placement bound evicted since "
+              "its record was created in this process.",
+              static_cast<double>(worker.evicted_placements), id);
     if (worker.checkpoint.has_value()) {
       w.Gauge("kvindexer_worker_checkpoint_seq",
               "The last sequence number applied for a sequenced worker.",
@@ -150,6 +162,33 @@ void WriteLiveness(const OperatorView& indexer, MetricsWriter& w) {
   w.Gauge("kvindexer_liveness_marked_workers",
           "Workers currently marked as heartbeating.",
           static_cast<double>(s.marked_workers));
+}
+
+void WriteEvictions(const OperatorView& indexer, MetricsWriter& w) {
+  const EvictionStats s = indexer.eviction_stats();
+  w.Gauge("kvindexer_max_placements",
+          "Placements the index may hold (KV_INDEXER_MAX_PLACEMENTS); 0: "
+          "unbounded.",
+          static_cast<double>(s.bound.max_placements));
+  w.Gauge("kvindexer_max_placements_per_worker",
+          "Placements one worker may hold "
+          "(KV_INDEXER_MAX_PLACEMENTS_PER_WORKER); 0: unbounded.",
+          static_cast<double>(s.bound.max_per_worker));
+  for (const EvictionReason reason :
+       {EvictionReason::kWorkerBound, EvictionReason::kIndexBound}) {
+    const auto r = static_cast<size_t>(reason);
+    const MetricLabels labels = {
+        {"reason", std::string(EvictionReasonName(reason))}};
+    w.Counter("kvindexer_placement_evictions",
+              "Worker tiers the placement bound cleared, by reason: "
+              "worker_bound (the worker was over its own bound) or "
+              "index_bound (the index was over its bound and the worker over "
+              "its fair share).",
+              static_cast<double>(s.tiers[r]), labels);
+    w.Counter("kvindexer_evicted_placements",
+              "Placements those evictions removed, by reason.",
+              static_cast<double>(s.placements[r]), labels);
+  }
 }
 
 void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
@@ -389,6 +428,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
             "continue from (grpc.health.v1 then reports NOT_SERVING).",
             indexer.BackendFailure().has_value() ? 1.0 : 0.0);
     WriteWorkers(indexer, worker_series, w);
+    WriteEvictions(indexer, w);
     WriteLiveness(indexer, w);
   });
   registry.AddCollector([this](MetricsWriter& w) {

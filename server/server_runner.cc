@@ -69,6 +69,17 @@ int RunServer(std::span<const char* const> args) {
         (*loaded)->abi_minor() + 1, descriptor.abi_major,
         (*loaded)->abi_minor());
   }
+  if (config->limits.placement_bound.enabled() &&
+      (*loaded)->abi_minor() < kPlacementBoundAbiMinor) {
+    spdlog::error(
+        "invalid configuration: {} / {} need a backend that counts "
+        "placements (backend ABI 1.{} or later); backend {} is used as ABI "
+        "1.{}: unset both or choose another backend",
+        kMaxPlacementsVar, kMaxPlacementsPerWorkerVar, kPlacementBoundAbiMinor,
+        descriptor.name != nullptr ? descriptor.name : "?",
+        (*loaded)->abi_minor());
+    return kExitUsage;
+  }
   Indexer indexer((*loaded)->backend(), /*gate_log=*/nullptr, config->limits,
                   (*loaded)->abi_minor(), /*clock=*/nullptr,
                   /*lifecycle_log=*/nullptr, config->staging);

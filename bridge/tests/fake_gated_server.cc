@@ -132,7 +132,10 @@ absl::Status FakeGatedServer::Apply(const ApplyExternalKvBatchRequest& request,
   if (fault == Fault::kLoseResponse) {
     return absl::DeadlineExceededError("injected lost response");
   }
-  if (status.ok()) *response = answer;
+  if (status.ok()) {
+    *response = answer;
+    if (evicted) evicted_answered_ = true;
+  }
   return status;
 }
 
@@ -177,9 +180,11 @@ absl::Status FakeGatedServer::Replace(
   if (!request.worker_generation().empty()) {
     worker.worker_generation = request.worker_generation();
   }
+  evicted = evict_on_install;
   if (fault == Fault::kLoseResponse) {
     return absl::DeadlineExceededError("injected lost response");
   }
+  if (evicted) evicted_answered_ = true;
   response->set_applied_seq(request.applied_seq());
   return absl::OkStatus();
 }

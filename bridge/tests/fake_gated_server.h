@@ -69,6 +69,11 @@ class FakeGatedServer : public KvApplier {
       kv_indexer::v1::CommitExternalKvSnapshotResponse* response) override;
   absl::Status AbortSnapshot(
       const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) override;
+  // True when an OK Apply, Heartbeat or Replace answer since the last call
+  // came while `evicted` was set, as the server's eviction header says.
+  bool TakeEvicted() override {
+    return std::exchange(evicted_answered_, false);
+  }
 
   // Loses every worker record, as a restart without durable state does.
   void RestartEmpty() { workers_.clear(); }
@@ -85,6 +90,12 @@ class FakeGatedServer : public KvApplier {
   int fail_next = 0;
   int lose_next = 0;
   std::function<Fault(Call)> fault_hook;
+  // The placement bound, as the server shows it to a bridge: while
+  // `evicted`, OK answers carry the eviction header. A Replace clears it, as
+  // a whole snapshot does, unless `evict_on_install` (a snapshot past the
+  // bound is evicted as it installs).
+  bool evicted = false;
+  bool evict_on_install = false;
 
   // Observations.
   struct Worker {
@@ -133,6 +144,7 @@ class FakeGatedServer : public KvApplier {
   };
   std::map<std::string, Transaction> transactions_;
   int next_transaction_ = 0;
+  bool evicted_answered_ = false;
 };
 
 }  // namespace kvindexer::bridge::testing
