@@ -2,17 +2,19 @@
 # Builds the Debian packages of a build directory and checks them
 # (docs/packaging.md): `cpack -G DEB`, the files each package must and must
 # not hold, the conffiles and Depends, `lintian --fail-on error`, the
-# environment files against the installed programs' --help, and then the
-# packages' contents unpacked (dpkg -x) into a scratch root: the installed
-# server must start from there with no environment but its listen address,
-# load the installed backend plugin and answer the installed
-# kv-indexer-ctl, and the installed conformance suite must find the other
-# installed plugin by name.
+# environment files against the installed programs' --help, the units
+# through `systemd-analyze verify`, and then both packages unpacked
+# (dpkg -x) into a scratch root: the unpacked server must start from there
+# with no environment but a loopback address and a data directory, load the
+# unpacked robin_sharded_snapshot plugin and answer the unpacked
+# kv-indexer-ctl, and the unpacked conformance suite must find the unpacked
+# absl_rwlock plugin by name.
 #
 # Usage: scripts/check-package.sh BUILD_DIR
-# The build must be complete: cpack installs from it and builds nothing
-# (the ctest package.deb runs this on the build it belongs to). Everything
-# is written under BUILD_DIR/packaging/check, which the run empties first.
+# The build should be complete: cpack first runs the build's preinstall
+# step, which builds whatever is out of date (nothing, in a complete build).
+# Everything is written under BUILD_DIR/packaging/check, which the run
+# empties first; the build's own tree is not installed into.
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -36,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in cpack dpkg-deb dpkg-shlibdeps lintian; do
+for tool in cpack dpkg-deb dpkg-shlibdeps lintian systemd-analyze; do
   command -v "$tool" >/dev/null ||
     fail "$tool is not installed (scripts/install-deps.sh installs it)"
 done
@@ -139,6 +141,22 @@ check_env_file() {
 }
 check_env_file kv-indexer-server /etc/default/kv-indexer-server
 check_env_file kv-indexer-bridge /etc/kvindexer/bridge-example.env
+
+step "systemd-analyze verify"
+# The units as installed, but for the programs' paths, which point into the
+# scratch root; an instance stands for the bridge's template. Any remark
+# (an unknown key, a bad value) fails.
+mkdir -p "$work/units"
+sed "s|/usr/bin/|$bin/|" "$root/lib/systemd/system/kv-indexer-server.service" \
+  >"$work/units/kv-indexer-server.service"
+sed "s|/usr/bin/|$bin/|" "$root/lib/systemd/system/kv-indexer-bridge@.service" \
+  >"$work/units/kv-indexer-bridge@check.service"
+for unit in "$work"/units/*.service; do
+  remarks=$(systemd-analyze verify --man=no "$unit" 2>&1) ||
+    fail "systemd-analyze verify $(basename "$unit"): $remarks"
+  [[ -z $remarks ]] || fail "systemd-analyze verify $(basename "$unit"): $remarks"
+  echo "$(basename "$unit"): no remarks"
+done
 
 step "the installed server, from $root"
 # No environment but a free port on loopback and a data directory: the
