@@ -14,6 +14,10 @@ packages=(
   # Operations (docs/operations.md): the metrics endpoint's HTTP server, TLS
   # (the tests make their certificates with the openssl command), and NATS.
   libcpp-httplib-dev openssl libssl-dev libnats-dev nats-server
+  # The Debian packages' check (scripts/check-package.sh, docs/packaging.md):
+  # lintian, and systemd-analyze for the units; dpkg-shlibdeps comes with
+  # build-essential's dpkg-dev.
+  lintian systemd
 )
 
 missing=()
