@@ -18,6 +18,9 @@ packages=(
   # lintian, and systemd-analyze for the units; dpkg-shlibdeps comes with
   # build-essential's dpkg-dev.
   lintian systemd
+  # promtool, which checks and unit-tests the alerting rules and the
+  # dashboard's queries (docs/monitoring.md).
+  prometheus
 )
 
 missing=()
@@ -39,5 +42,20 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+
+# Packages with a service (prometheus, nats-server) start it from their
+# postinst. In a container without an init system that start fails and
+# leaves the package half-configured, so unless the machine already has a
+# policy, a temporary policy-rc.d tells invoke-rc.d not to start services
+# (exit 101, "action forbidden"); the package is still fully configured.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
+
+# Finishes a package an earlier run left half-configured.
+dpkg --configure -a
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
