@@ -20,6 +20,11 @@
 #   KVINDEXER_AB_PRELOAD   placements loaded before each run (default 2000000)
 #   KVINDEXER_AB_PHASES    kv-indexer-bench phases (default
 #                          preload,ingest,query,mixed)
+#   KVINDEXER_AB_ENV_A, KVINDEXER_AB_ENV_B
+#                          more environment for A's or B's server
+#                          (kv-indexer-bench --server_env: NAME=VALUE pairs
+#                          separated by commas); with A = B, this compares
+#                          one build under two configurations
 #   KVINDEXER_JOBS         build parallelism (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,14 +85,16 @@ mkdir -p "$results"
   echo "A: $(git rev-parse "$1") ($1)"
   echo "B: $(git rev-parse "$2") ($2)"
   echo "rounds: $rounds, preload: $preload, phases: $phases, backend: ${backend:-default}"
+  echo "server env: A: ${KVINDEXER_AB_ENV_A:-(none)}; B: ${KVINDEXER_AB_ENV_B:-(none)}"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), nproc: $(nproc)"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$results/conditions.txt"
 
-run() {  # run <side> <bin> <round>
+run() {  # run <side> <bin> <round> <server env>
   echo "ab: round $3, $1"
   timeout 600 "$bench" --spawn_server="$2/kv-indexer-server" \
     ${backend:+--backend="$backend"} --phases="$phases" \
+    --server_env="$4" \
     --preload_placements="$preload" --query_rounds=1 --mixed_rounds=1 \
     --label="ab $1 round $3" --server_log="$results/server_$1_$3.log" \
     --json_out="$results/$1_$3.json" --max_run_s=580 \
@@ -97,9 +104,11 @@ a_files=()
 b_files=()
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then
-    run a "$bin_a" "$r"; run b "$bin_b" "$r"
+    run a "$bin_a" "$r" "${KVINDEXER_AB_ENV_A:-}"
+    run b "$bin_b" "$r" "${KVINDEXER_AB_ENV_B:-}"
   else
-    run b "$bin_b" "$r"; run a "$bin_a" "$r"
+    run b "$bin_b" "$r" "${KVINDEXER_AB_ENV_B:-}"
+    run a "$bin_a" "$r" "${KVINDEXER_AB_ENV_A:-}"
   fi
   a_files+=("$results/a_$r.json")
   b_files+=("$results/b_$r.json")

@@ -256,6 +256,35 @@ void BM_ApplyIndexer(benchmark::State& state, ScenarioSpec spec,
       2.0 * batch, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// BM_ApplyIndexer through an Indexer of its own over the scenario's
+// backend with a placement bound that is never reached (docs/contract.md,
+// "The placement bound"): what counting the changed worker's placements
+// after every apply costs. Compare with apply_indexer of the same run.
+void BM_ApplyIndexerBounded(benchmark::State& state, ScenarioSpec spec,
+                            uint32_t batch) {
+  BackendScenario* s = Ensure(spec, state);
+  if (s == nullptr) return;
+  RequestLimits limits;
+  limits.placement_bound = {.max_placements = UINT32_MAX,
+                            .max_per_worker = UINT32_MAX};
+  Indexer bounded(s->backend(), nullptr, limits);
+  const ChurnRing ring = MakeChurn(batch);
+  size_t i = 0;
+  for (auto _ : state) {
+    const size_t k = i++ % ring.report.size();
+    ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+    absl::Status a = bounded.operations().Apply(ring.report[k], &resp).Wait();
+    absl::Status b = bounded.operations().Apply(ring.revoke[k], &resp).Wait();
+    if (!a.ok() || !b.ok()) {
+      state.SkipWithError((a.ok() ? b : a).ToString().c_str());
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * batch);
+  state.counters["placements_per_s"] = benchmark::Counter(
+      2.0 * batch, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The views an Indexer would build, made once: the raw apply path without
 // validation or repeated-hash collapsing.
 struct RawBatch {
@@ -424,6 +453,10 @@ void RegisterAll() {
       benchmark::RegisterBenchmark(
           absl::StrCat("apply_indexer/", name, "/batch", batch).c_str(),
           BM_ApplyIndexer, spec, batch)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(
+          absl::StrCat("apply_indexer_bounded/", name, "/batch", batch).c_str(),
+          BM_ApplyIndexerBounded, spec, batch)
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(
           absl::StrCat("apply_raw/", name, "/batch", batch).c_str(),

@@ -63,6 +63,9 @@ ABSL_FLAG(std::string, spawn_server, "",
           "of --target");
 ABSL_FLAG(std::string, backend, "",
           "KV_INDEXER_BACKEND for a spawned server (empty: inherit)");
+ABSL_FLAG(std::string, server_env, "",
+          "More environment for a spawned server: NAME=VALUE pairs separated "
+          "by commas, e.g. KV_INDEXER_MAX_PLACEMENTS=4294967295");
 ABSL_FLAG(std::string, floor_target, "",
           "Address of a running kv-indexer-floor-server (loopback only)");
 ABSL_FLAG(std::string, spawn_floor, "",
@@ -238,6 +241,16 @@ absl::StatusOr<std::vector<Target>> ConnectTargets(
   std::map<std::string, std::string> server_env;
   if (!absl::GetFlag(FLAGS_backend).empty()) {
     server_env["KV_INDEXER_BACKEND"] = absl::GetFlag(FLAGS_backend);
+  }
+  for (absl::string_view pair : absl::StrSplit(absl::GetFlag(FLAGS_server_env),
+                                               ',', absl::SkipEmpty())) {
+    const size_t eq = pair.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--server_env: \"", pair, "\" is not NAME=VALUE"));
+    }
+    server_env[std::string(pair.substr(0, eq))] =
+        std::string(pair.substr(eq + 1));
   }
   if (!absl::GetFlag(FLAGS_target).empty() &&
       !absl::GetFlag(FLAGS_spawn_server).empty()) {
