@@ -79,8 +79,8 @@ absl::Status Indexer::EvictLocked(std::string_view worker_id, uint32_t tier,
   WorkerRecord& record = *workers_.FindToChange(worker_id);
   record.evicted = true;
   if (origin != Origin::kLive) return absl::OkStatus();
-  record.evicted_placements += placements;
   const auto r = static_cast<size_t>(reason);
+  record.evicted_placements[r] += placements;
   evictions_[r].fetch_add(1, std::memory_order_relaxed);
   evicted_placements_[r].fetch_add(placements, std::memory_order_relaxed);
   spdlog::warn(

@@ -137,7 +137,12 @@ TEST_F(IndexerEvictionTest, AWorkerPastItsBoundLosesItsLowestTiers) {
 
   const WorkerSnapshot a = Describe("a");
   EXPECT_TRUE(a.evicted);
-  EXPECT_EQ(a.evicted_placements, 4u);
+  EXPECT_EQ(
+      a.evicted_placements[static_cast<size_t>(EvictionReason::kWorkerBound)],
+      4u);
+  EXPECT_EQ(
+      a.evicted_placements[static_cast<size_t>(EvictionReason::kIndexBound)],
+      0u);
   EXPECT_EQ(a.fidelity, Fidelity::kDegraded);
   EXPECT_EQ(a.fidelity_reason, "evicted");
   EXPECT_FALSE(a.covered);

@@ -24,6 +24,7 @@
 #ifndef KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
 #define KVINDEXER_CORE_WORKER_SEQUENCE_TABLE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "absl/container/node_hash_map.h"
 #include "common/clock.h"
 #include "common/fidelity_header.h"
+#include "core/placement_bound.h"
 #include "core/stream_metadata.h"
 #include "core/worker_claims.h"
 #include "kvindexer/backend.h"
@@ -100,9 +102,9 @@ struct WorkerRecord {
   // under-reports the worker. Shown as fidelity degraded, reason
   // "evicted"; such a stream is not covered. Kept in checkpoints.
   bool evicted = false;
-  // Placements the bound has evicted from this record, for the operator;
-  // never persisted.
-  uint64_t evicted_placements = 0;
+  // Placements the bound has evicted from this record, by EvictionReason
+  // (index = its value; [0] unused), for the operator; never persisted.
+  std::array<uint64_t, kMaxEvictionReason + 1> evicted_placements{};
 
   // Whether the index covers the stream (docs/contract.md, "Streams >
   // Coverage"): ready and, for a namespaced stream, with an epoch and a

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/fidelity_header.h"
+#include "core/placement_bound.h"
 #include "core/stream_metadata.h"
 #include "core/worker_sequence_table.h"
 #include "kvindexer/backend.h"
@@ -44,7 +45,7 @@ struct WorkerSnapshot {
   bool covered = false;
   // WorkerRecord::evicted and evicted_placements.
   bool evicted = false;
-  uint64_t evicted_placements = 0;
+  std::array<uint64_t, kMaxEvictionReason + 1> evicted_placements{};
   // Placements per tier (index = tier, 1..3; [0] unused), from the backend;
   // nullopt when the backend cannot count them (ABI minor < 2).
   std::optional<std::array<uint64_t, kMaxTier + 1>> placements_by_tier;

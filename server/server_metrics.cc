@@ -118,10 +118,17 @@ void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
             "1 while the placement bound has evicted placements of the "
             "worker that no whole snapshot has replaced.",
             worker.evicted ? 1 : 0, id);
-    w.Counter("kvindexer_worker_evicted_placements",
-              "Placements of the worker the placement bound evicted since "
-              "its record was created in this process.",
-              static_cast<double>(worker.evicted_placements), id);
+    for (const EvictionReason reason :
+         {EvictionReason::kWorkerBound, EvictionReason::kIndexBound}) {
+      MetricLabels by_reason = id;
+      by_reason.emplace_back("reason", EvictionReasonName(reason));
+      w.Counter("kvindexer_worker_evicted_placements",
+                "Placements of the worker the placement bound evicted since "
+                "its record was created in this process, by reason.",
+                static_cast<double>(
+                    worker.evicted_placements[static_cast<size_t>(reason)]),
+                std::move(by_reason));
+    }
     if (worker.checkpoint.has_value()) {
       w.Gauge("kvindexer_worker_checkpoint_seq",
               "The last sequence number applied for a sequenced worker.",
