@@ -131,12 +131,19 @@ class JetStreamSnapshotStore final : public SnapshotStore {
       absl::FunctionRef<absl::Status(std::string_view part)> on_part);
   // The number of messages under `subject`.
   absl::StatusOr<uint64_t> CountOf(const std::string& subject);
-  // The stream sequence of the last message under `subject`; nullopt when
-  // there is none.
+  using WritingSet = std::set<std::string, std::less<>>;
+  // Claims `id` for a writer of `kind` ("snapshot" or "payload"): the id
+  // must be valid, not claimed in `writing` and not stored (`stored`, asked
+  // under mu_); on OK it is in `writing` until its writer ends. Takes mu_.
+  absl::Status Claim(std::string_view kind, std::string_view id,
+                     WritingSet& writing,
+                     absl::FunctionRef<absl::StatusOr<bool>()> stored);
   // The last message under `subject`, null when there is none; UNAVAILABLE
   // with `what` when the stream cannot answer.
   absl::StatusOr<NatsMsgPtr> LastMessageOf(const std::string& subject,
                                            const std::string& what);
+  // The stream sequence of the last message under `subject`; nullopt when
+  // there is none.
   absl::StatusOr<std::optional<uint64_t>> LastSequenceOf(
       const std::string& subject);
   // Forgets an id a writer of this object had in use.
@@ -153,9 +160,9 @@ class JetStreamSnapshotStore final : public SnapshotStore {
 
   std::mutex mu_;
   // Ids of this object's writers that are not committed or abandoned yet.
-  std::set<std::string, std::less<>> writing_;  // guarded by mu_
+  WritingSet writing_;  // guarded by mu_
   // Ids of this object's payload writers.
-  std::set<std::string, std::less<>> writing_payloads_;  // guarded by mu_
+  WritingSet writing_payloads_;  // guarded by mu_
 };
 
 class JetStreamSnapshotStore::JetStreamWriter final
@@ -492,29 +499,43 @@ void JetStreamSnapshotStore::ReleasePayload(const std::string& id) {
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::Writer>>
 JetStreamSnapshotStore::Begin(std::string_view id) {
-  if (!ValidId(id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot id \"", AbslView(id), "\" is not [A-Za-z0-9_-]+"));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (writing_.count(id) != 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("snapshot \"", AbslView(id), "\" is being written"));
-  }
-  absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> used =
-      SubjectsOf(absl::StrCat(snap_prefix_, AbslView(id), ".*"));
-  if (!used.ok()) return used.status();
-  // A payload's subject is not a snapshot's.
-  const std::string payload_subject = PayloadSubject(id);
-  if (std::any_of(used->begin(), used->end(), [&](const auto& subject) {
-        return subject.first != payload_subject;
-      })) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("snapshot \"", AbslView(id), "\" exists"));
-  }
-  writing_.emplace(id);
+  absl::Status claimed =
+      Claim("snapshot", id, writing_, [&]() -> absl::StatusOr<bool> {
+        absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> used =
+            SubjectsOf(absl::StrCat(snap_prefix_, AbslView(id), ".*"));
+        if (!used.ok()) return used.status();
+        // A payload's subject is not a snapshot's.
+        const std::string payload_subject = PayloadSubject(id);
+        return std::any_of(used->begin(), used->end(),
+                           [&](const auto& subject) {
+                             return subject.first != payload_subject;
+                           });
+      });
+  if (!claimed.ok()) return claimed;
   return std::unique_ptr<Writer>(
       std::make_unique<JetStreamWriter>(this, std::string(id)));
+}
+
+absl::Status JetStreamSnapshotStore::Claim(
+    std::string_view kind, std::string_view id, WritingSet& writing,
+    absl::FunctionRef<absl::StatusOr<bool>()> stored) {
+  if (!ValidId(id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        AbslView(kind), " id \"", AbslView(id), "\" is not [A-Za-z0-9_-]+"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (writing.count(id) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        AbslView(kind), " \"", AbslView(id), "\" is being written"));
+  }
+  absl::StatusOr<bool> exists = stored();
+  if (!exists.ok()) return exists.status();
+  if (*exists) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(AbslView(kind), " \"", AbslView(id), "\" exists"));
+  }
+  writing.emplace(id);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<SnapshotManifest>> JetStreamSnapshotStore::List() {
@@ -750,22 +771,13 @@ absl::StatusOr<size_t> JetStreamSnapshotStore::RemoveAbandoned(
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::PayloadWriter>>
 JetStreamSnapshotStore::BeginPayload(std::string_view id) {
-  if (!ValidId(id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "payload id \"", AbslView(id), "\" is not [A-Za-z0-9_-]+"));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (writing_payloads_.count(id) != 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("payload \"", AbslView(id), "\" is being written"));
-  }
-  absl::StatusOr<uint64_t> used = CountOf(PayloadSubject(id));
-  if (!used.ok()) return used.status();
-  if (*used != 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("payload \"", AbslView(id), "\" exists"));
-  }
-  writing_payloads_.emplace(id);
+  absl::Status claimed =
+      Claim("payload", id, writing_payloads_, [&]() -> absl::StatusOr<bool> {
+        absl::StatusOr<uint64_t> used = CountOf(PayloadSubject(id));
+        if (!used.ok()) return used.status();
+        return *used != 0;
+      });
+  if (!claimed.ok()) return claimed;
   return std::unique_ptr<PayloadWriter>(
       std::make_unique<JetStreamPayloadWriter>(this, std::string(id)));
 }
