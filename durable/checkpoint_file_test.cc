@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "durable/crc32c.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
@@ -238,7 +239,7 @@ TEST_F(CheckpointFileTest, AWalIsNotACheckpoint) {
 
 TEST_F(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   std::string file = WriteCheckpoint(SmallPayloads());
-  file[8] = 3;
+  file[8] = static_cast<char>(kFormatVersion + 1);
   const uint32_t crc = Crc32c(std::string_view(file).substr(0, 24));
   for (int i = 0; i < 4; ++i) {
     file[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFFu);
@@ -247,8 +248,10 @@ TEST_F(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   const ReadResult result = Read(FinalPath());
   EXPECT_EQ(result.read.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(result.read.status().message(), HasSubstr(FinalPath()));
-  EXPECT_THAT(result.read.status().message(), HasSubstr("format version 3"));
-  EXPECT_THAT(result.read.status().message(), HasSubstr("version 2"));
+  EXPECT_THAT(result.read.status().message(),
+              HasSubstr(absl::StrCat("format version ", kFormatVersion + 1)));
+  EXPECT_THAT(result.read.status().message(),
+              HasSubstr(absl::StrCat("version ", kFormatVersion)));
   EXPECT_THAT(result.payloads, IsEmpty());
   EXPECT_EQ(ReadTestFile(FinalPath()), file);
 }

@@ -26,7 +26,10 @@ namespace kvindexer::durable {
 // streams other than legacy ones (docs/contract.md, "Streams"): a binary
 // that knows only version 1 refuses them instead of merging streams that
 // share a worker id. Version 1 files are read as legacy streams only.
-inline constexpr uint32_t kFormatVersion = 2;
+// Version 3 logs may hold the placement bound's evictions (WAL op 9) and
+// its checkpoints the evicted mark: a version 2 binary refuses them rather
+// than stop at a record it does not know or drop the mark.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr size_t kFileHeaderBytes = 28;
 inline constexpr size_t kRecordHeaderBytes = 8;
 // Larger lengths are impossible: they mark a corrupt record.

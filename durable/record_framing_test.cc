@@ -30,7 +30,7 @@ TEST(FileHeaderTest, LayoutIsLittleEndianWithItsOwnCrc) {
       EncodeFileHeader(FileKind::kWal, 0x0102030405060708ull);
   ASSERT_EQ(header.size(), kFileHeaderBytes);
   EXPECT_EQ(header.substr(0, 8), "KVIXWAL1");
-  EXPECT_EQ(header.substr(8, 4), std::string("\x02\0\0\0", 4));
+  EXPECT_EQ(header.substr(8, 4), std::string("\x03\0\0\0", 4));
   EXPECT_EQ(header.substr(12, 4), std::string(4, '\0'));
   EXPECT_EQ(header.substr(16, 8), "\x08\x07\x06\x05\x04\x03\x02\x01");
   const uint32_t crc = Crc32c(header.substr(0, 24));
@@ -62,11 +62,12 @@ TEST(FileHeaderTest, ShortForeignOrCorruptIsDataLoss) {
   EXPECT_THAT(
       DecodeFileHeader(header, FileKind::kCheckpoint).status().message(),
       HasSubstr("not a checkpoint file"));
-  // Every bit outside the version field, and the one that lowers version 2
-  // to 0: the CRC or the magic catches it. (The others raise the version:
-  // a newer format, refused as such.)
+  // Every bit outside the version field, and the two that lower version 3:
+  // the CRC or the magic catches it. (The others raise the version: a newer
+  // format, refused as such.)
+  static_assert(kFormatVersion == 3);
   for (size_t bit = 0; bit < header.size() * 8; ++bit) {
-    if (bit / 8 >= 8 && bit / 8 < 12 && bit != 65) continue;
+    if (bit / 8 >= 8 && bit / 8 < 12 && bit != 64 && bit != 65) continue;
     std::string flipped = header;
     flipped[bit / 8] = static_cast<char>(flipped[bit / 8] ^ (1 << (bit % 8)));
     EXPECT_EQ(DecodeFileHeader(flipped, FileKind::kWal).status().code(),
@@ -81,8 +82,8 @@ TEST(FileHeaderTest, NewerVersionIsRefusedNamingBothVersions) {
         DecodeFileHeader(HeaderWithVersion(kind, kFormatVersion + 1), kind)
             .status();
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(status.message(), HasSubstr("format version 3"));
-    EXPECT_THAT(status.message(), HasSubstr("version 2 this binary"));
+    EXPECT_THAT(status.message(), HasSubstr("format version 4"));
+    EXPECT_THAT(status.message(), HasSubstr("version 3 this binary"));
   }
   // Even with a CRC a newer binary may compute differently.
   std::string header = HeaderWithVersion(FileKind::kWal, 7);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "durable/crc32c.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
@@ -407,7 +408,7 @@ TEST_F(WalReaderTest, WithoutRepairNothingIsKept) {
 
 TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   std::string bytes = EncodeFileHeader(FileKind::kWal, kGeneration);
-  bytes[8] = 3;
+  bytes[8] = static_cast<char>(kFormatVersion + 1);
   const uint32_t crc = Crc32c(std::string_view(bytes).substr(0, 24));
   for (int i = 0; i < 4; ++i) {
     bytes[24 + i] = static_cast<char>((crc >> (8 * i)) & 0xFFu);
@@ -417,8 +418,10 @@ TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   const ScanResult result = Scan(path(), /*repair=*/true);
   EXPECT_EQ(result.scan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(result.scan.status().message(), HasSubstr(path()));
-  EXPECT_THAT(result.scan.status().message(), HasSubstr("format version 3"));
-  EXPECT_THAT(result.scan.status().message(), HasSubstr("version 2"));
+  EXPECT_THAT(result.scan.status().message(),
+              HasSubstr(absl::StrCat("format version ", kFormatVersion + 1)));
+  EXPECT_THAT(result.scan.status().message(),
+              HasSubstr(absl::StrCat("version ", kFormatVersion)));
   EXPECT_EQ(ReadTestFile(path()), bytes);
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "durable/data_dir.h"
 #include "durable/record_framing.h"
 #include "durable/wal_failure_monitor.h"
@@ -104,12 +105,14 @@ TEST_F(WalWriterTest, RefusesToContinueAForeignOrNewerFile) {
   EXPECT_THAT(wrong_generation.message(), HasSubstr("generation 4"));
 
   std::string newer = EncodeFileHeader(FileKind::kWal, 3);
-  newer[8] = 3;  // version 3; the CRC no longer matters
+  // A newer version; the CRC no longer matters.
+  newer[8] = static_cast<char>(kFormatVersion + 1);
   WriteTestFile(WalPath(3), newer);
   const absl::Status status =
       WalWriter::Open(dir_.path(), 3, WalSync::kNone, &io_).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("format version 3"));
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("format version ", kFormatVersion + 1)));
   EXPECT_EQ(ReadTestFile(WalPath(3)), newer);
 }
 
