@@ -111,8 +111,10 @@ PendingAck Indexer::Apply(const v1::ApplyExternalKvBatchRequest& req,
             ? ApplyGated(req, id, batch.view(), resp, options, Origin::kLive)
             : ApplySeedEra(req, id, batch.view(), resp, options, Origin::kLive);
   }
-  if (status.ok()) EnforceBoundLocked();
-  if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
+  if (status.ok()) {
+    EnforceBoundLocked();
+    if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
+  }
   return AckLocked(std::move(status));
 }
 
@@ -271,8 +273,10 @@ PendingAck Indexer::Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
   if (status.ok()) {
     status = ReplaceLocked(req, id, batch.view(), resp, options, Origin::kLive);
   }
-  if (status.ok()) EnforceBoundLocked();
-  if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
+  if (status.ok()) {
+    EnforceBoundLocked();
+    if (options.evicted != nullptr) *options.evicted = EvictedLocked(id);
+  }
   return AckLocked(std::move(status));
 }
 

@@ -148,6 +148,7 @@ class Indexer final : private IndexOperations,
   void RearmHeartbeatMarkers(MonotonicClock::TimePoint now) override;
   LivenessStats liveness_stats() const override { return liveness_.stats(); }
   EvictionStats eviction_stats() const override;
+  void EnforcePlacementBound(std::string_view worker_id) override;
   StagingStats staging_stats() override { return staging_.Stats(); }
   std::optional<uint64_t> StagedPlacements(
       std::string_view worker_id) override {
@@ -313,8 +314,10 @@ class Indexer final : private IndexOperations,
   // placements, plans and applies the evictions that bring the index
   // within the bound; EvictLocked logs one and clears the tier. Both do
   // nothing while the bound is off. REQUIRES: mutation_mu_ held.
+  // `also` names streams to check against the per-worker bound besides
+  // the ones noted as changed (a change published already).
   void RefreshTallyLocked(std::vector<std::string>* refreshed);
-  void EnforceBoundLocked();
+  void EnforceBoundLocked(std::string_view also = {});
   absl::Status EvictLocked(std::string_view worker_id, uint32_t tier,
                            EvictionReason reason, uint64_t placements,
                            Origin origin);

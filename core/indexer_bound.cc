@@ -17,20 +17,30 @@ void Indexer::RefreshTallyLocked(std::vector<std::string>* refreshed) {
   const std::vector<std::string>& changed = workers_.changed();
   for (; tally_counted_ < changed.size(); ++tally_counted_) {
     const std::string& id = changed[tally_counted_];
-    if (!workers_.Contains(id)) {
-      tally_.Erase(id);
-    } else if (const std::optional<TierCounts> counts = PlacementCounts(id);
-               counts.has_value()) {
+    const std::optional<TierCounts> counts =
+        workers_.Contains(id) ? PlacementCounts(id) : std::nullopt;
+    // Uncounted (no record, or the backend could not count): left out of
+    // the plan, which then evicts less, never more.
+    if (counts.has_value()) {
       tally_.Set(id, *counts);
+    } else {
+      tally_.Erase(id);
     }
     if (refreshed != nullptr) refreshed->push_back(id);
   }
 }
 
-void Indexer::EnforceBoundLocked() {
+void Indexer::EnforceBoundLocked(std::string_view also) {
   if (!limits_.placement_bound.enabled()) return;
   std::vector<std::string> changed;
   RefreshTallyLocked(&changed);
+  if (!also.empty()) {
+    if (const std::optional<TierCounts> counts = PlacementCounts(also);
+        counts.has_value() && workers_.Contains(also)) {
+      tally_.Set(also, *counts);
+    }
+    changed.emplace_back(also);
+  }
   const std::vector<PlannedEviction> plan =
       PlanEvictions(tally_, changed, limits_.placement_bound);
   for (const PlannedEviction& eviction : plan) {
@@ -90,6 +100,16 @@ absl::Status Indexer::EvictLocked(std::string_view worker_id, uint32_t tier,
       limits_.placement_bound.max_placements, kMaxPlacementsPerWorkerVar,
       limits_.placement_bound.max_per_worker, StreamLogFields(worker_id));
   return absl::OkStatus();
+}
+
+void Indexer::EnforcePlacementBound(std::string_view worker_id) {
+  PendingAck ack;
+  {
+    MutationLock lock(*this);
+    EnforceBoundLocked(worker_id);
+    ack = AckLocked(absl::OkStatus());
+  }
+  ack.Wait().IgnoreError();
 }
 
 bool Indexer::EvictedLocked(std::string_view worker_id) const {

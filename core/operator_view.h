@@ -144,6 +144,12 @@ class OperatorView {
   virtual LivenessStats liveness_stats() const = 0;
   // The placement bound's eviction counters; never blocks.
   virtual EvictionStats eviction_stats() const = 0;
+  // Brings the index within the placement bound as a live mutation that
+  // changed `worker_id` would (docs/contract.md, "The placement bound"),
+  // logging its evictions. For a fleet replica, which installs a staged
+  // commit from the event log as a replay does (no decision) and then
+  // calls this in log order. A mutation; no-op without a bound.
+  virtual void EnforcePlacementBound(std::string_view worker_id) = 0;
   // The heartbeat deadline of a marked worker, nullopt when it is not
   // marked. For tests; takes the mutation mutex.
   virtual std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(

@@ -75,6 +75,9 @@ RecordResult ApplySnapshotCommit(
   if (absl::IsInvalidArgument(status)) {
     return Undecodable(std::string(status.message()));
   }
+  // The install, as a live Commit's, is checked against the placement
+  // bound; every replica does so at this position.
+  if (status.ok()) indexer.operator_view().EnforcePlacementBound(id);
   ::kv_indexer::v1::CommitExternalKvSnapshotResponse response;
   response.set_applied_seq(commit.applied_seq());
   return FromIndexer(std::move(status), response);

@@ -207,6 +207,20 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
                     kDataDirVar),
         fmt::format("jetstream with {} unset or empty, or grpc", kDataDirVar));
   }
+  // An index-wide bound would evict by the whole index's counts, which
+  // replicas do not share at every position (each clears silent workers on
+  // its own clock); a worker's own counts follow the log alone.
+  if (config.event_source.follows_log() &&
+      config.limits.placement_bound.max_placements != 0) {
+    return InvalidEnvValueBecause(
+        kMaxPlacementsVar,
+        std::to_string(config.limits.placement_bound.max_placements),
+        fmt::format("{} is jetstream, and fleet replicas could evict "
+                    "different workers under an index-wide bound",
+                    replica::kEventSourceVar),
+        fmt::format("0 or unset on a replica; bound each worker with {}",
+                    kMaxPlacementsPerWorkerVar));
+  }
   auto security = LoadSecurityConfig(env);
   if (!security.ok()) return security.status();
   config.security = *std::move(security);

@@ -222,6 +222,40 @@ TEST(ServerConfigBoundsTest, BadValuesNameTheVariable) {
           .ok());
 }
 
+TEST(ServerConfigBoundsTest, ThePlacementBound) {
+  auto off = LoadServerConfig(FakeEnv({}));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->limits.placement_bound.enabled());
+  auto on = LoadServerConfig(
+      FakeEnv({{"KV_INDEXER_MAX_PLACEMENTS", "20000000"},
+               {"KV_INDEXER_MAX_PLACEMENTS_PER_WORKER", "4294967295"}}));
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->limits.placement_bound.max_placements, 20000000u);
+  EXPECT_EQ(on->limits.placement_bound.max_per_worker, 4294967295u);
+  for (const char* var :
+       {"KV_INDEXER_MAX_PLACEMENTS", "KV_INDEXER_MAX_PLACEMENTS_PER_WORKER"}) {
+    for (const char* bad : {"many", "-1", "4294967296", "1e6"}) {
+      EXPECT_THAT(ErrorOf({{var, bad}}),
+                  AllOf(HasSubstr(var), HasSubstr(QuoteEnvValue(bad)),
+                        HasSubstr("0 (unbounded)")))
+          << var << "=" << bad;
+    }
+  }
+  // A replica takes a per-worker bound, not an index-wide one.
+  const std::map<std::string, std::string> replica = {
+      {"KV_INDEXER_EVENT_SOURCE", "jetstream"},
+      {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"}};
+  auto per_worker = replica;
+  per_worker["KV_INDEXER_MAX_PLACEMENTS_PER_WORKER"] = "1000";
+  EXPECT_TRUE(LoadServerConfig(FakeEnv(per_worker)).ok());
+  auto index_wide = replica;
+  index_wide["KV_INDEXER_MAX_PLACEMENTS"] = "1000";
+  EXPECT_THAT(ErrorOf(index_wide),
+              AllOf(HasSubstr("KV_INDEXER_MAX_PLACEMENTS"),
+                    HasSubstr("KV_INDEXER_EVENT_SOURCE"),
+                    HasSubstr("KV_INDEXER_MAX_PLACEMENTS_PER_WORKER")));
+}
+
 TEST(ServerConfigBoundsTest, UsageListsTheBounds) {
   const std::string usage = UsageText("kv-indexer-server");
   for (const char* needle :
