@@ -98,6 +98,14 @@ class Indexer final : private IndexOperations,
   OperatorView& operator_view() { return *this; }
   DurableState& durable_state() { return *this; }
 
+  // Applies the evictions the placement bound calls for now, with
+  // `changed_id` checked against the per-stream bound, as after a live
+  // mutation of that stream. For a mutation installed through Replay that
+  // must still be followed by live decisions: a fleet replica's staged
+  // commit from the event log (replica/record_applier.cc). Does nothing
+  // while the bound is off.
+  void EnforcePlacementBound(std::string_view changed_id);
+
  private:
   // --- IndexOperations (core/index_operations.h) ---
   PendingAck Apply(const v1::ApplyExternalKvBatchRequest& req,

@@ -46,6 +46,13 @@ void Indexer::EnforceBoundLocked() {
   RefreshTallyLocked(nullptr);
 }
 
+void Indexer::EnforcePlacementBound(std::string_view changed_id) {
+  MutationLock lock(*this);
+  if (!limits_.placement_bound.enabled()) return;
+  workers_.Touch(changed_id);
+  EnforceBoundLocked();
+}
+
 absl::Status Indexer::EvictLocked(std::string_view worker_id, uint32_t tier,
                                   EvictionReason reason, uint64_t placements,
                                   Origin origin) {

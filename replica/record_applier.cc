@@ -75,6 +75,9 @@ RecordResult ApplySnapshotCommit(
   if (absl::IsInvalidArgument(status)) {
     return Undecodable(std::string(status.message()));
   }
+  // A live Commit is followed by the evictions the placement bound calls
+  // for; a replayed one is not, so every replica decides them here.
+  if (status.ok()) indexer.EnforcePlacementBound(id);
   ::kv_indexer::v1::CommitExternalKvSnapshotResponse response;
   response.set_applied_seq(commit.applied_seq());
   return FromIndexer(std::move(status), response);
