@@ -346,6 +346,36 @@ TEST_F(RecordApplierTest, ACommitInstallsWhatTheLiveCommitInstalled) {
   EXPECT_EQ(got->meta.model, want->meta.model);
 }
 
+// A logged commit is installed as a restart installs it, which decides no
+// evictions; the replica decides those a live Commit would have.
+TEST_F(RecordApplierTest, ACommitOverThePlacementBoundEvictsAsALiveOneDoes) {
+  RequestLimits limits;
+  limits.placement_bound.max_per_worker = 2;
+  ModelBackend live_backend;
+  Indexer live{&live_backend, /*gate_log=*/nullptr, limits};
+  const state::v1::StagedSnapshotCommit commit = LiveCommit({7, 8, 9}, live);
+  ModelBackend replica_backend;
+  Indexer replica{&replica_backend, /*gate_log=*/nullptr, limits};
+
+  ASSERT_EQ(ApplyLogRecord(replica,
+                           Logged(1, kConfigureKey, ConfigureRecord(kStream)))
+                .outcome,
+            RecordOutcome::kApplied);
+  const RecordResult result =
+      ApplyLogRecord(replica, Logged(2, kStreamId, CommitRecord(commit)));
+  ASSERT_EQ(result.outcome, RecordOutcome::kApplied) << result.status;
+
+  EXPECT_TRUE(Held(live.operations(), {7, 8, 9}).empty());
+  EXPECT_TRUE(Held(replica.operations(), {7, 8, 9}).empty());
+  const std::optional<WorkerRecord> got =
+      replica.operator_view().WorkerState(kStreamId);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->evicted);
+  const auto worker_bound = static_cast<size_t>(EvictionReason::kWorkerBound);
+  EXPECT_EQ(replica.operator_view().eviction_stats().tiers[worker_bound], 1u);
+  EXPECT_EQ(live.operator_view().eviction_stats().tiers[worker_bound], 1u);
+}
+
 TEST_F(RecordApplierTest, ACommitForAnUnconfiguredStreamIsRefused) {
   ModelBackend live_backend;
   Indexer live{&live_backend};
