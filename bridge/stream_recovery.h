@@ -78,8 +78,9 @@ struct RecoveryOptions {
   std::chrono::milliseconds resync_clear_after{10'000};
   // The indexer's placement bound evicted placements of the stream
   // (common/eviction_header.h): with a snapshot endpoint, a resync installs
-  // a whole snapshot, at most once per this interval (a worker that holds
-  // more than the bound allows is evicted again by every install).
+  // a whole snapshot, at most once per this interval. A worker that holds
+  // more than the bound allows is evicted again by every install: while
+  // installs come back evicted, the interval doubles, up to 8 times.
   std::chrono::milliseconds eviction_resync_interval{300'000};
   // Multi-stream mode (line A): the entry a snapshot-v2 header must match;
   // set, a snapshot-v2 installs through the staged snapshot RPCs. Unset
@@ -253,8 +254,10 @@ class StreamRecovery {
   // --- the indexer's placement bound (stream_recovery_eviction.cc)
   // After an OK answer: when the applier saw the eviction header, counts
   // it and, with a snapshot endpoint and outside the interval, asks the
-  // live loop for a resync (eviction_resync_pending_).
-  void CheckEvicted();
+  // live loop for a resync (eviction_resync_pending_). `install`: the
+  // answer to a whole install, which resets the interval when it was not
+  // evicted and doubles it when it was.
+  void CheckEvicted(bool install = false);
   // In the live loop: starts the resync CheckEvicted asked for.
   void MaybeResyncAfterEviction();
 
@@ -322,6 +325,8 @@ class StreamRecovery {
   bool loss_jitter_pending_ = false;
   bool eviction_resync_pending_ = false;
   std::optional<RecoveryClock::Clock::time_point> last_eviction_resync_;
+  // Between eviction resyncs: options_.eviction_resync_interval times this.
+  uint32_t eviction_resync_factor_ = 1;
   bool restart_known_ = false;  // the next sync follows a detected restart
   // A kDisconnected was seen and no kConnected after it yet.
   bool saw_disconnect_ = false;

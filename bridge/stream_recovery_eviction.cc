@@ -4,12 +4,24 @@
 // whole snapshot, which makes the stream exact again at the indexer.
 #include "bridge/stream_recovery.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "spdlog/spdlog.h"
 
 namespace kvindexer::bridge {
 
-void StreamRecovery::CheckEvicted() {
-  if (!io_.applier->TakeEvicted()) return;
+void StreamRecovery::CheckEvicted(bool install) {
+  // Installs evicted again as they land (a worker over the bound) space the
+  // resyncs out; one that lands whole brings the interval back.
+  constexpr uint32_t kMaxFactor = 8;
+  if (!io_.applier->TakeEvicted()) {
+    if (install) eviction_resync_factor_ = 1;
+    return;
+  }
+  if (install && last_eviction_resync_.has_value()) {
+    eviction_resync_factor_ = std::min(kMaxFactor, eviction_resync_factor_ * 2);
+  }
   ++io_.stats->evictions_reported;
   // A synchronisation in progress installs a whole snapshot anyway (or has
   // nothing to install from).
@@ -27,7 +39,8 @@ void StreamRecovery::CheckEvicted() {
     return;
   }
   if (last_eviction_resync_.has_value() &&
-      now - *last_eviction_resync_ < options_.eviction_resync_interval) {
+      now - *last_eviction_resync_ <
+          options_.eviction_resync_interval * eviction_resync_factor_) {
     return;
   }
   eviction_resync_pending_ = true;
@@ -41,7 +54,7 @@ void StreamRecovery::MaybeResyncAfterEviction() {
   spdlog::warn(
       "the indexer evicted placements of this stream (its placement bound); "
       "resynchronising from a whole snapshot (at most once per {} ms)",
-      options_.eviction_resync_interval.count());
+      (options_.eviction_resync_interval * eviction_resync_factor_).count());
   RequestSync();
   SyncStateStats();
 }

@@ -165,7 +165,7 @@ bool StreamRecovery::Install(
       absl::Status status = io_.applier->Replace(install.request, &response);
       if (status.ok()) {
         io_.stats->NoteIndexerReached();
-        CheckEvicted();
+        CheckEvicted(/*install=*/true);
         break;
       }
       io_.stats->CountRpcFailure(static_cast<int>(status.code()));

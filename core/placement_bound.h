@@ -39,8 +39,9 @@ inline constexpr uint32_t kPlacementBoundAbiMinor = 2;
 // 0 means unbounded, for each field. With max_placements set, a mutation
 // that leaves the index over it evicts from the workers holding more than
 // their fair share, max_placements / (workers holding placements), largest
-// first, never below that share: a worker within its share is never evicted
-// for another worker's growth. With max_per_worker set, a worker over it is
+// first, each until it is at or below that share (a whole tier may take it
+// further): a worker within its share is never evicted for another
+// worker's growth. With max_per_worker set, a worker over it is
 // evicted down to it.
 struct PlacementBound {
   uint64_t max_placements = 0;

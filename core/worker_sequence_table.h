@@ -100,7 +100,8 @@ struct WorkerRecord {
   // The placement bound evicted some of the stream's placements since they
   // were last wholly replaced or dropped (core/placement_bound.h): the index
   // under-reports the worker. Shown as fidelity degraded, reason
-  // "evicted"; such a stream is not covered. Kept in checkpoints.
+  // "evicted"; like any degraded feed it stays covered. Kept in
+  // checkpoints.
   bool evicted = false;
   // Placements the bound has evicted from this record, by EvictionReason
   // (index = its value; [0] unused), for the operator; never persisted.
@@ -110,9 +111,8 @@ struct WorkerRecord {
   // Coverage"): ready and, for a namespaced stream, with an epoch and a
   // generation. A legacy stream is covered whenever it is ready.
   bool covered() const {
-    return ready && !evicted &&
-           (!namespaced ||
-            (checkpoint.has_value() && !meta.generation.empty()));
+    return ready && (!namespaced ||
+                     (checkpoint.has_value() && !meta.generation.empty()));
   }
 
   SequenceState state() const {

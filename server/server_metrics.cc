@@ -80,6 +80,7 @@ void WriteWorkerCounts(const WorkerCounts& counts, MetricsWriter& w) {
 
 // Series of their own for the first `limit` workers by id.
 void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
+  const bool bounded = indexer.eviction_stats().bound.enabled();
   const WorkerCounts counts = indexer.CountWorkers();
   WriteWorkerCounts(counts, w);
   const std::vector<WorkerSnapshot> workers =
@@ -114,20 +115,24 @@ void WriteWorkers(OperatorView& indexer, uint32_t limit, MetricsWriter& w) {
             "1 for the fidelity the worker's bridge last declared "
             "(exact, degraded or unknown).",
             1, std::move(fidelity));
-    w.Gauge("kvindexer_worker_evicted",
-            "1 while the placement bound has evicted placements of the "
-            "worker that no whole snapshot has replaced.",
-            worker.evicted ? 1 : 0, id);
-    for (const EvictionReason reason :
-         {EvictionReason::kWorkerBound, EvictionReason::kIndexBound}) {
-      MetricLabels by_reason = id;
-      by_reason.emplace_back("reason", EvictionReasonName(reason));
-      w.Counter("kvindexer_worker_evicted_placements",
-                "Placements of the worker the placement bound evicted since "
-                "its record was created in this process, by reason.",
-                static_cast<double>(
-                    worker.evicted_placements[static_cast<size_t>(reason)]),
-                std::move(by_reason));
+    // Only with a bound: without one these would be three more series per
+    // worker, always zero.
+    if (bounded) {
+      w.Gauge("kvindexer_worker_evicted",
+              "1 while the placement bound has evicted placements of the "
+              "worker that no whole snapshot has replaced.",
+              worker.evicted ? 1 : 0, id);
+      for (const EvictionReason reason :
+           {EvictionReason::kWorkerBound, EvictionReason::kIndexBound}) {
+        MetricLabels by_reason = id;
+        by_reason.emplace_back("reason", EvictionReasonName(reason));
+        w.Counter("kvindexer_worker_evicted_placements",
+                  "Placements of the worker the placement bound evicted since "
+                  "its record was created in this process, by reason.",
+                  static_cast<double>(
+                      worker.evicted_placements[static_cast<size_t>(reason)]),
+                  std::move(by_reason));
+      }
     }
     if (worker.checkpoint.has_value()) {
       w.Gauge("kvindexer_worker_checkpoint_seq",
@@ -173,11 +178,11 @@ void WriteLiveness(const OperatorView& indexer, MetricsWriter& w) {
 
 void WriteEvictions(const OperatorView& indexer, MetricsWriter& w) {
   const EvictionStats s = indexer.eviction_stats();
-  w.Gauge("kvindexer_max_placements",
+  w.Gauge("kvindexer_placement_bound_max",
           "Placements the index may hold (KV_INDEXER_MAX_PLACEMENTS); 0: "
           "unbounded.",
           static_cast<double>(s.bound.max_placements));
-  w.Gauge("kvindexer_max_placements_per_worker",
+  w.Gauge("kvindexer_placement_bound_max_per_worker",
           "Placements one worker may hold "
           "(KV_INDEXER_MAX_PLACEMENTS_PER_WORKER); 0: unbounded.",
           static_cast<double>(s.bound.max_per_worker));
@@ -186,13 +191,13 @@ void WriteEvictions(const OperatorView& indexer, MetricsWriter& w) {
     const auto r = static_cast<size_t>(reason);
     const MetricLabels labels = {
         {"reason", std::string(EvictionReasonName(reason))}};
-    w.Counter("kvindexer_placement_evictions",
+    w.Counter("kvindexer_placement_bound_tier_clears",
               "Worker tiers the placement bound cleared, by reason: "
               "worker_bound (the worker was over its own bound) or "
               "index_bound (the index was over its bound and the worker over "
               "its fair share).",
               static_cast<double>(s.tiers[r]), labels);
-    w.Counter("kvindexer_evicted_placements",
+    w.Counter("kvindexer_placement_bound_evicted_placements",
               "Placements those evictions removed, by reason.",
               static_cast<double>(s.placements[r]), labels);
   }

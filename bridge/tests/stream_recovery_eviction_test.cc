@@ -51,9 +51,25 @@ TEST(StreamRecoveryEviction, AnInstallThatIsEvictedAgainWaitsForTheInterval) {
   ASSERT_TRUE(rig.RunFor(30 * kSecond).ok());
   EXPECT_EQ(rig.stats.eviction_resyncs, 1u);
   EXPECT_GE(rig.stats.evictions_reported, 10u);
+  // Its install came back evicted: the next waits twice the interval.
+  ASSERT_TRUE(rig.RunFor(60 * kSecond).ok());
+  EXPECT_EQ(rig.stats.eviction_resyncs, 1u);
   ASSERT_TRUE(rig.RunFor(40 * kSecond).ok());
   EXPECT_EQ(rig.stats.eviction_resyncs, 2u);
+  // ... and the one after four times.
+  ASSERT_TRUE(rig.RunFor(200 * kSecond).ok());
+  EXPECT_EQ(rig.stats.eviction_resyncs, 2u);
+  ASSERT_TRUE(rig.RunFor(60 * kSecond).ok());
+  EXPECT_EQ(rig.stats.eviction_resyncs, 3u);
   EXPECT_TRUE(rig.engine->synchronised());
+  // An install that lands whole brings the interval back.
+  rig.server.evict_on_install = false;
+  ASSERT_TRUE(rig.RunFor(500 * kSecond).ok());
+  EXPECT_EQ(rig.stats.eviction_resyncs, 4u);
+  EXPECT_FALSE(rig.server.evicted);
+  rig.server.evicted = true;
+  ASSERT_TRUE(rig.RunFor(65 * kSecond).ok());
+  EXPECT_EQ(rig.stats.eviction_resyncs, 5u);
 }
 
 TEST(StreamRecoveryEviction, WithoutSnapshotsTheBridgeOnlyCounts) {

@@ -281,7 +281,10 @@ class IndexBackend {
   // ABI 1.2. The host calls it only on a backend it uses at minor >= 2; for
   // older ones it reports the counts as unknown.
   // It is an operator's figure (the admin API's ListWorkers), never on a
-  // query's path.
+  // query's path, and, with a placement bound configured, what the host's
+  // eviction decisions rest on: it is then called under the host's
+  // mutation lock after every mutation of the worker, and every conforming
+  // backend must give the same counts after the same calls.
   //
   // Counts the placements `worker_id` holds at each tier, in one consistent
   // snapshot: counts_by_tier[t] := the number of blocks with a placement

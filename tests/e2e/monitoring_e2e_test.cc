@@ -220,7 +220,9 @@ TEST(MonitoringE2eTest, EveryQueriedMetricIsScraped) {
       {"KV_INDEXER_ADMIN_READ_TOKEN_FILE", read_token},
       {"KV_INDEXER_ROUTER_URLS",
        absl::StrCat("http://127.0.0.1:", *router_port)},
-      {"KV_INDEXER_ADVERTISE_ENDPOINT", "http://127.0.0.1:50051"}};
+      {"KV_INDEXER_ADVERTISE_ENDPOINT", "http://127.0.0.1:50051"},
+      // A bound that is never reached: its series exist only with one.
+      {"KV_INDEXER_MAX_PLACEMENTS", "4294967295"}};
   absl::StatusOr<ReadyServer> server =
       StartReadyServer(std::move(server_options), /*port=*/0, kBound);
   ASSERT_TRUE(server.ok()) << server.status();

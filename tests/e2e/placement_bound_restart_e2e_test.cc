@@ -101,7 +101,8 @@ std::optional<double> Metric(DurableServer& server, const std::string& series) {
 }
 
 std::string EvictionSeries(const std::string& reason) {
-  return "kvindexer_placement_evictions_total{reason=\"" + reason + "\"}";
+  return "kvindexer_placement_bound_tier_clears_total{reason=\"" + reason +
+         "\"}";
 }
 
 class PlacementBoundRestartTest : public DurabilityTest {
