@@ -11,8 +11,7 @@
 // the same placements. Evicting never adds a placement: the index can only
 // under-report the worker afterwards.
 //
-// Thread safety: the functions are pure; PlacementTally is not thread-safe
-// (the Indexer's mutation mutex guards it).
+// Thread safety: the functions are pure.
 #ifndef KVINDEXER_CORE_PLACEMENT_BOUND_H_
 #define KVINDEXER_CORE_PLACEMENT_BOUND_H_
 
@@ -22,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "kvindexer/backend.h"
+#include "core/eviction_reason.h"
+#include "core/placement_tally.h"
 
 namespace kvindexer {
 
@@ -48,49 +47,6 @@ struct PlacementBound {
   uint64_t max_per_worker = 0;
 
   bool enabled() const { return max_placements != 0 || max_per_worker != 0; }
-};
-
-// Why a tier was evicted. The numbers are logged (WAL op 9); never reuse one.
-enum class EvictionReason : uint32_t {
-  kWorkerBound = 1,  // the worker held more than max_per_worker
-  kIndexBound = 2,   // the index held more than max_placements
-};
-inline constexpr uint32_t kMaxEvictionReason = 2;
-
-constexpr std::string_view EvictionReasonName(EvictionReason reason) {
-  switch (reason) {
-    case EvictionReason::kWorkerBound:
-      return "worker_bound";
-    case EvictionReason::kIndexBound:
-      return "index_bound";
-  }
-  return "unknown";
-}
-
-// Placements per tier ([0] unused, as in IndexBackend::CountPlacements).
-using TierCounts = std::array<uint64_t, kMaxTier + 1>;
-
-uint64_t TotalOf(const TierCounts& counts);
-
-// The placement counts of every worker that holds any, and their sum.
-class PlacementTally {
- public:
-  // Sets `worker_id`'s counts; all zero removes it.
-  void Set(std::string_view worker_id, const TierCounts& counts);
-  void Erase(std::string_view worker_id);
-  void Clear();
-  // Zeros when `worker_id` holds nothing.
-  TierCounts Get(std::string_view worker_id) const;
-  uint64_t total() const { return total_; }
-  // Workers holding at least one placement.
-  size_t holders() const { return counts_.size(); }
-  const absl::flat_hash_map<std::string, TierCounts>& counts() const {
-    return counts_;
-  }
-
- private:
-  absl::flat_hash_map<std::string, TierCounts> counts_;
-  uint64_t total_ = 0;
 };
 
 // One (worker, tier) to clear, with the placements it held.

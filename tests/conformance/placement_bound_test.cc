@@ -11,11 +11,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "conformance_fixture.h"
 #include "core/mutation_log.h"
+#include "durable/image_backend.h"
 #include "kv_indexer_state.pb.h"
 #include "tests/support/model_backend.h"
 
@@ -96,23 +98,21 @@ class PlacementBoundTest : public ConformanceTest {
 };
 KVINDEXER_INSTANTIATE_CONFORMANCE(PlacementBoundTest);
 
-// One random mutation, sent to both Indexers; their statuses must agree.
+// One random mutation, sent to every Indexer; their statuses (and whether
+// the stream is left evicted) must agree with the first's.
 class Driver {
  public:
-  Driver(uint64_t seed, Indexer& tested, Indexer& model)
-      : rng_(seed), tested_(tested), model_(model) {}
+  Driver(uint64_t seed, std::vector<Indexer*> indexers)
+      : rng_(seed), indexers_(std::move(indexers)) {}
 
   std::string Step() {
     const std::string worker = absl::StrCat("w", Below(kBoundWorkers));
     const uint64_t kind = Below(100);
     if (kind < 4) {
-      const bool a = tested_.operator_view()
-                         .RemoveWorker(worker, RemovalReason::kAdmin)
-                         .ok();
-      const bool b = model_.operator_view()
-                         .RemoveWorker(worker, RemovalReason::kAdmin)
-                         .ok();
-      EXPECT_EQ(a, b) << "remove " << worker;
+      Each([&](Indexer& indexer) {
+        return indexer.operator_view().RemoveWorker(worker,
+                                                    RemovalReason::kAdmin);
+      });
       return "remove " + worker;
     }
     if (kind < 12) {
@@ -122,11 +122,10 @@ class Driver {
           snapshot.Tier(static_cast<int>(tier), Hashes(Below(60)));
         }
       }
-      v1::ReplaceExternalKvSnapshotResponse ra;
-      v1::ReplaceExternalKvSnapshotResponse rb;
-      const absl::Status a = tested_.operations().Replace(snapshot, &ra).Wait();
-      const absl::Status b = model_.operations().Replace(snapshot, &rb).Wait();
-      EXPECT_EQ(a.code(), b.code()) << a << " / " << b;
+      Each([&](Indexer& indexer) {
+        v1::ReplaceExternalKvSnapshotResponse resp;
+        return indexer.operations().Replace(snapshot, &resp).Wait();
+      });
       return "replace " + worker;
     }
     Batch batch(worker, "addr-" + worker);
@@ -142,20 +141,31 @@ class Driver {
         batch.Clear(tier);
       }
     }
-    v1::ApplyExternalKvBatchResponse ra;
-    v1::ApplyExternalKvBatchResponse rb;
-    bool evicted_a = false;
-    bool evicted_b = false;
-    const absl::Status a =
-        tested_.operations().Apply(batch, &ra, {.evicted = &evicted_a}).Wait();
-    const absl::Status b =
-        model_.operations().Apply(batch, &rb, {.evicted = &evicted_b}).Wait();
-    EXPECT_EQ(a.code(), b.code()) << a << " / " << b;
-    EXPECT_EQ(evicted_a, evicted_b) << "apply " << worker;
+    std::vector<bool> evicted;
+    Each([&](Indexer& indexer) {
+      v1::ApplyExternalKvBatchResponse resp;
+      bool e = false;
+      absl::Status status =
+          indexer.operations().Apply(batch, &resp, {.evicted = &e}).Wait();
+      evicted.push_back(e);
+      return status;
+    });
+    for (size_t i = 1; i < evicted.size(); ++i) {
+      EXPECT_EQ(evicted[i], evicted[0]) << "apply " << worker << ", " << i;
+    }
     return "apply " + worker;
   }
 
  private:
+  // Runs `call` on every Indexer; the status codes must agree.
+  template <typename Call>
+  void Each(Call call) {
+    std::vector<absl::StatusCode> codes;
+    for (Indexer* indexer : indexers_) codes.push_back(call(*indexer).code());
+    for (size_t i = 1; i < codes.size(); ++i) {
+      EXPECT_EQ(codes[i], codes[0]) << "indexer " << i;
+    }
+  }
   uint64_t Below(uint64_t n) { return rng_() % n; }
   test_support::Hashes Hashes(uint64_t n) {
     test_support::Hashes out;
@@ -168,8 +178,7 @@ class Driver {
   }
 
   std::mt19937_64 rng_;
-  Indexer& tested_;
-  Indexer& model_;
+  std::vector<Indexer*> indexers_;
 };
 
 TEST_P(PlacementBoundTest, EveryBackendEvictsWhatTheModelEvicts) {
@@ -182,20 +191,30 @@ TEST_P(PlacementBoundTest, EveryBackendEvictsWhatTheModelEvicts) {
     Indexer tested(instance.get(), nullptr, Bounded(), abi_minor());
     ModelBackend model_backend;
     Indexer model(&model_backend, nullptr, Bounded());
+    // A checkpoint build's and a fleet snapshot image's backend, which the
+    // bound counts through too (no queries: counts and evictions only).
+    durable::ImageBackend image_backend;
+    Indexer image(&image_backend, nullptr, Bounded());
     EvictionLog tested_log;
     EvictionLog model_log;
+    EvictionLog image_log;
     tested.durable_state().AttachLog(&tested_log);
     model.durable_state().AttachLog(&model_log);
-    Driver driver(20261206 + sequence, tested, model);
+    image.durable_state().AttachLog(&image_log);
+    Driver driver(20261206 + sequence, {&tested, &model, &image});
     for (int step = 0; step < kBoundSteps; ++step) {
       const std::string what = driver.Step();
       SCOPED_TRACE(
           absl::StrCat("sequence ", sequence, " step ", step, ": ", what));
       ASSERT_EQ(tested_log.evictions, model_log.evictions);
+      ASSERT_EQ(image_log.evictions, model_log.evictions);
       ASSERT_EQ(HoldingsOf(tested), HoldingsOf(model));
       for (int w = 0; w < kBoundWorkers; ++w) {
         const std::string id = absl::StrCat("w", w);
         ASSERT_EQ(tested.operator_view().PlacementCounts(id),
+                  model.operator_view().PlacementCounts(id))
+            << id;
+        ASSERT_EQ(image.operator_view().PlacementCounts(id),
                   model.operator_view().PlacementCounts(id))
             << id;
         const auto a = tested.operator_view().DescribeWorker(id);
