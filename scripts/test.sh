@@ -93,12 +93,12 @@ esac
 # `core` builds and runs, under ASan+UBSan, what holds the index and its
 # bytes on disk: the Indexer, the default backend (robin_sharded_snapshot)
 # with its own tests and the conformance suite, and the durable store (its
-# parsers of the log and of checkpoints included); the in-process tests of
-# fleet mode (the event log, lease register and snapshot stores, in memory
-# and on a real nats-server, and the replica: record applier, log follower,
-# snapshots) and of the bridge (decoder, actions, chunking, configuration,
-# the replay and snapshot clients, the recovery engine, its fleet sink).
-# The server's in-process tests (services, admin API, metrics), the
+# parsers of the log and of checkpoints included); the replica's in-process
+# tests (record applier, log follower, snapshots and payloads) and the
+# bridge's (decoder, actions, chunking, configuration, the replay and
+# snapshot clients, the recovery engine). The server's in-process tests
+# (services, admin API, metrics), fleet mode's stores on NATS (event log,
+# lease register, snapshot store) and the bridge's fleet sink, the
 # reference backend (one lock around abseil's map) and the end-to-end tests
 # run under the sanitizers with `full`, which a 25-minute CI run on 2 cores
 # has no room for (docs/testing.md); the bridge's event decoder is fuzzed
@@ -109,10 +109,9 @@ cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
   "${unity[@]}"
 if [[ $sanitizers == core ]]; then
   # Longest first, so that the two lanes below end together.
-  asan_binaries=(kvindexer_robin_tests kvindexer_replica_tests
-    kvindexer_core_tests kvindexer_fleet_tests bridge_recovery_tests
-    kvindexer_durable_tests bridge_io_tests bridge_unit_tests
-    bridge_fleet_tests)
+  asan_binaries=(kvindexer_robin_tests kvindexer_core_tests
+    kvindexer_replica_tests bridge_recovery_tests kvindexer_durable_tests
+    bridge_io_tests bridge_unit_tests)
   cmake --build "$root/asan" -j"$jobs" --target kvindexer-conformance \
     "${asan_binaries[@]}"
   # Each of these binaries runs whole, once (scripts/run-gtest-binaries.sh):
