@@ -32,15 +32,10 @@ void Indexer::RefreshTallyLocked(std::vector<std::string>* refreshed) {
 
 void Indexer::EnforceBoundLocked(std::string_view also) {
   if (!limits_.placement_bound.enabled()) return;
+  // Noted as changed, `also` is counted and checked as the others are.
+  if (!also.empty()) workers_.Touch(also);
   std::vector<std::string> changed;
   RefreshTallyLocked(&changed);
-  if (!also.empty()) {
-    if (const std::optional<TierCounts> counts = PlacementCounts(also);
-        counts.has_value() && workers_.Contains(also)) {
-      tally_.Set(also, *counts);
-    }
-    changed.emplace_back(also);
-  }
   const std::vector<PlannedEviction> plan =
       PlanEvictions(tally_, changed, limits_.placement_bound);
   for (const PlannedEviction& eviction : plan) {
