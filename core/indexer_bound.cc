@@ -36,8 +36,11 @@ void Indexer::EnforceBoundLocked(std::string_view also) {
   if (!also.empty()) workers_.Touch(also);
   std::vector<std::string> changed;
   RefreshTallyLocked(&changed);
+  PlacementBound bound = limits_.placement_bound;
+  // The event log brings the index-wide evictions (ApplyLoggedEvictions).
+  if (bound.index_bound_from_log) bound.max_placements = 0;
   const std::vector<PlannedEviction> plan =
-      PlanEvictions(tally_, changed, limits_.placement_bound);
+      PlanEvictions(tally_, changed, bound);
   for (const PlannedEviction& eviction : plan) {
     // A failure is logged and recorded as the backend's (ApplyToBackend):
     // the mutation that came before took effect all the same, and the
@@ -105,6 +108,40 @@ void Indexer::EnforcePlacementBound(std::string_view worker_id) {
     ack = AckLocked(absl::OkStatus());
   }
   ack.Wait().IgnoreError();
+}
+
+std::vector<PlannedEviction> Indexer::PlanIndexEvictions() {
+  if (limits_.placement_bound.max_placements == 0) return {};
+  MutationLock lock(*this);
+  RefreshTallyLocked(nullptr);
+  return PlanEvictions(
+      tally_, {},
+      PlacementBound{.max_placements = limits_.placement_bound.max_placements});
+}
+
+absl::Status Indexer::ApplyLoggedEvictions(
+    const std::vector<PlannedEviction>& evictions) {
+  PendingAck ack;
+  absl::Status status;
+  {
+    MutationLock lock(*this);
+    for (const PlannedEviction& eviction : evictions) {
+      if (eviction.tier < kTierHbm || eviction.tier > kMaxTier) continue;
+      // This index's own count, which the tally may not hold when the
+      // bound is off here.
+      const std::optional<TierCounts> counts =
+          workers_.Contains(eviction.worker_id)
+              ? PlacementCounts(eviction.worker_id)
+              : std::nullopt;
+      if (!counts.has_value() || (*counts)[eviction.tier] == 0) continue;
+      status = EvictLocked(eviction.worker_id, eviction.tier, eviction.reason,
+                           (*counts)[eviction.tier], Origin::kLive);
+      if (!status.ok()) break;
+    }
+    RefreshTallyLocked(nullptr);
+    ack = AckLocked(status);
+  }
+  return ack.Wait();
 }
 
 bool Indexer::EvictedLocked(std::string_view worker_id) const {

@@ -42,9 +42,16 @@ inline constexpr uint32_t kPlacementBoundAbiMinor = 2;
 // further): a worker within its share is never evicted for another
 // worker's growth. With max_per_worker set, a worker over it is
 // evicted down to it.
+//
+// With index_bound_from_log (fleet replicas), the Indexer applies only the
+// per-worker bound by itself: the index-wide evictions come as records of
+// the fleet event log (Indexer::PlanIndexEvictions proposes them,
+// Indexer::ApplyLoggedEvictions applies them), so that every replica
+// evicts the same tiers at the same log position.
 struct PlacementBound {
   uint64_t max_placements = 0;
   uint64_t max_per_worker = 0;
+  bool index_bound_from_log = false;
 
   bool enabled() const { return max_placements != 0 || max_per_worker != 0; }
 };

@@ -41,6 +41,11 @@ struct AppendAck {
 // (core/stream_key.h, which start with 0xFF).
 inline constexpr std::string_view kConfigureLogKey = "\xfe";
 
+// The worker id index-wide placement evictions are filed under
+// (replica/eviction_proposer.h): the one byte 0xFD (subject <prefix>.w.fd),
+// which, as kConfigureLogKey, no worker id or stream key equals.
+inline constexpr std::string_view kEvictionLogKey = "\xfd";
+
 struct LoggedRecord {
   uint64_t position = 0;
   std::string worker_id;

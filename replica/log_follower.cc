@@ -149,6 +149,8 @@ void LogFollower::Run() {
   while (!stopping()) {
     if (Step()) {
       in_contact_.store(true, std::memory_order_release);
+      if (options_.after_pass)
+        options_.after_pass(applied_position(), caught_up());
       retry_delay_ = options_.retry_initial;
       if (failure_streak_ > 0) {
         spdlog::info(

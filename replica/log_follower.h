@@ -119,6 +119,11 @@ struct LogFollowerOptions {
   // fleet's snapshot store). Null: such records are undecodable.
   // REQUIRES: outlives the follower.
   fleet::SnapshotStore* payloads = nullptr;
+  // Called on the follower's thread after every pass that reached the log,
+  // with applied_position() and caught_up() (the index-wide placement
+  // bound's proposer, replica/eviction_proposer.h). Null: not called. Must
+  // not call Stop.
+  std::function<void(uint64_t applied, bool caught_up)> after_pass = nullptr;
 };
 
 // The records seen, by outcome.

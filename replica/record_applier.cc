@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <utility>
+#include <vector>
 
 #include "common/fidelity_header.h"
 #include "common/heartbeat_header.h"
+#include "core/placement_bound.h"
 #include "core/stream_key.h"
 #include "fmt/format.h"
 #include "kv_indexer_state.pb.h"
@@ -81,6 +83,37 @@ RecordResult ApplySnapshotCommit(
   ::kv_indexer::v1::CommitExternalKvSnapshotResponse response;
   response.set_applied_seq(commit.applied_seq());
   return FromIndexer(std::move(status), response);
+}
+
+RecordResult ApplyEvictions(
+    Indexer& indexer, std::string_view worker_id,
+    const ::kvindexer::fleet::v1::PlacementEvictions& record) {
+  if (worker_id != fleet::kEvictionLogKey) {
+    return Undecodable(
+        fmt::format("placement evictions filed under worker \"{}\"",
+                    StreamKeyText(DecodeStreamKey(worker_id))));
+  }
+  // Checked whole first: a malformed record evicts nothing anywhere.
+  std::vector<PlannedEviction> evictions;
+  evictions.reserve(record.evictions_size());
+  for (const ::kvindexer::state::v1::PlacementEviction& e :
+       record.evictions()) {
+    if (e.worker_id().empty() || e.tier() < kTierHbm || e.tier() > kMaxTier ||
+        e.reason() == 0 || e.reason() > kMaxEvictionReason) {
+      return Undecodable(fmt::format(
+          "a placement eviction with worker \"{}\", tier {}, reason {}",
+          e.worker_id(), e.tier(), e.reason()));
+    }
+    evictions.push_back(
+        PlannedEviction{.worker_id = BackendIdOf(e),
+                        .tier = e.tier(),
+                        .reason = static_cast<EvictionReason>(e.reason())});
+  }
+  absl::Status status = indexer.operator_view().ApplyLoggedEvictions(evictions);
+  if (!status.ok()) {
+    return RecordResult{RecordOutcome::kRefused, std::move(status), {}};
+  }
+  return RecordResult{RecordOutcome::kApplied, std::move(status), {}};
 }
 
 }  // namespace
@@ -170,6 +203,8 @@ RecordResult ApplyDecodedRecord(Indexer& indexer, std::string_view worker_id,
             "snapshot store, applied without fetching them");
       }
       return ApplySnapshotCommit(indexer, worker_id, record.snapshot_commit());
+    case LogRecord::kPlacementEvictions:
+      return ApplyEvictions(indexer, worker_id, record.placement_evictions());
     case LogRecord::BODY_NOT_SET:
       break;
   }

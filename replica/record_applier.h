@@ -16,7 +16,11 @@
 //     with FAILED_PRECONDITION and changes nothing, as a live Commit would
 //     be. The payload form (payload_id set) is undecodable here: its
 //     reader fetches the placements first (replica/commit_payload.h) and
-//     applies the inline form through ApplyDecodedRecord.
+//     applies the inline form through ApplyDecodedRecord;
+//   - placement_evictions: under kEvictionLogKey; applied as
+//     OperatorView::ApplyLoggedEvictions (replica/eviction_proposer.h
+//     proposes them). A record with an eviction that names no worker, a
+//     tier out of range or an unknown reason is undecodable as a whole.
 //
 // Thread safety: as the Indexer's mutating calls.
 #ifndef KVINDEXER_REPLICA_RECORD_APPLIER_H_
@@ -49,7 +53,8 @@ struct RecordResult {
   // ApplyExternalKvBatchResponse, ReplaceExternalKvSnapshotResponse,
   // ConfigureExpectedWorkersResponse, InvalidateWorkerResponse or
   // CommitExternalKvSnapshotResponse, by the record's body); empty
-  // otherwise. A replica that wrote the record through answers it.
+  // for placement evictions and otherwise. A replica that wrote the record
+  // through answers it.
   std::string response;
 };
 

@@ -19,6 +19,7 @@
 #include "replica/applied_outcomes.h"
 #include "replica/commit_capture_log.h"
 #include "replica/event_source_config.h"
+#include "replica/eviction_proposer.h"
 #include "replica/log_follower.h"
 #include "replica/replica_liveness.h"
 #include "replica/replica_snapshot.h"
@@ -93,10 +94,11 @@ class ReplicaMode final : public ServerMode {
         follow_from_(follow_from),
         outcomes_(outcomes),
         name_(std::move(name)) {}
-  // The metrics stop reading the follower before it goes.
+  // The metrics stop reading the follower and the proposer before they go.
   ~ReplicaMode() override {
     if (ServerMetrics* metrics = wiring_.metrics()) {
       metrics->SetLogFollower(nullptr);
+      metrics->SetEvictionProposer(nullptr);
     }
   }
 
@@ -104,6 +106,20 @@ class ReplicaMode final : public ServerMode {
     const replica::EventSourceConfig& event_source =
         wiring_.config().event_source;
     Indexer& indexer = wiring_.indexer();
+    // An index-wide bound is kept through the log (docs/fleet.md, "The
+    // placement bound on replicas").
+    std::function<void(uint64_t, bool)> after_pass;
+    if (wiring_.config().limits.placement_bound.max_placements != 0) {
+      proposer_ = std::make_unique<replica::EvictionProposer>(
+          log_, indexer.operator_view(), name_);
+      after_pass = [proposer = proposer_.get()](uint64_t applied,
+                                                bool caught_up) {
+        proposer->AfterPass(applied, caught_up);
+      };
+      if (ServerMetrics* metrics = wiring_.metrics()) {
+        metrics->SetEvictionProposer(proposer_.get());
+      }
+    }
     follower_ = std::make_unique<replica::LogFollower>(
         log_, indexer,
         replica::LogFollowerOptions{
@@ -117,6 +133,7 @@ class ReplicaMode final : public ServerMode {
             .reload = SnapshotReload(snapshots_, indexer, wiring_.metrics()),
             .outcomes = outcomes_,
             .payloads = snapshots_,
+            .after_pass = std::move(after_pass),
         });
     health.LogFollowing(follower_->NotReadyReason());
     if (ServerMetrics* metrics = wiring_.metrics()) {
@@ -191,6 +208,8 @@ class ReplicaMode final : public ServerMode {
   const uint64_t follow_from_;
   replica::AppliedOutcomes* const outcomes_;
   const std::string name_;
+  // Set by Attach with an index-wide bound; called by the follower only.
+  std::unique_ptr<replica::EvictionProposer> proposer_;
   // Set by Attach; reads log_ and goes before it.
   std::unique_ptr<replica::LogFollower> follower_;
   // Set by Start when snapshots are written.

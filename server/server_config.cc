@@ -207,19 +207,11 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const EnvLookup& env) {
                     kDataDirVar),
         fmt::format("jetstream with {} unset or empty, or grpc", kDataDirVar));
   }
-  // An index-wide bound would evict by the whole index's counts, which
-  // replicas do not share at every position (each clears silent workers on
-  // its own clock); a worker's own counts follow the log alone.
-  if (config.event_source.follows_log() &&
-      config.limits.placement_bound.max_placements != 0) {
-    return InvalidEnvValueBecause(
-        kMaxPlacementsVar,
-        std::to_string(config.limits.placement_bound.max_placements),
-        fmt::format("{} is jetstream, and fleet replicas could evict "
-                    "different workers under an index-wide bound",
-                    replica::kEventSourceVar),
-        fmt::format("0 or unset on a replica; bound each worker with {}",
-                    kMaxPlacementsPerWorkerVar));
+  // Replicas keep an index-wide bound through the event log
+  // (replica/eviction_proposer.h): each one's totals also count its own
+  // liveness clears, so none decides such evictions by itself.
+  if (config.event_source.follows_log()) {
+    config.limits.placement_bound.index_bound_from_log = true;
   }
   auto security = LoadSecurityConfig(env);
   if (!security.ok()) return security.status();

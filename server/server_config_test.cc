@@ -241,19 +241,18 @@ TEST(ServerConfigBoundsTest, ThePlacementBound) {
           << var << "=" << bad;
     }
   }
-  // A replica takes a per-worker bound, not an index-wide one.
+  EXPECT_FALSE(on->limits.placement_bound.index_bound_from_log);
+  // A replica takes both; its index-wide evictions come from the log.
   const std::map<std::string, std::string> replica = {
       {"KV_INDEXER_EVENT_SOURCE", "jetstream"},
-      {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"}};
-  auto per_worker = replica;
-  per_worker["KV_INDEXER_MAX_PLACEMENTS_PER_WORKER"] = "1000";
-  EXPECT_TRUE(LoadServerConfig(FakeEnv(per_worker)).ok());
-  auto index_wide = replica;
-  index_wide["KV_INDEXER_MAX_PLACEMENTS"] = "1000";
-  EXPECT_THAT(ErrorOf(index_wide),
-              AllOf(HasSubstr("KV_INDEXER_MAX_PLACEMENTS"),
-                    HasSubstr("KV_INDEXER_EVENT_SOURCE"),
-                    HasSubstr("KV_INDEXER_MAX_PLACEMENTS_PER_WORKER")));
+      {"KV_INDEXER_NATS_URL", "nats://127.0.0.1:4222"},
+      {"KV_INDEXER_MAX_PLACEMENTS", "1000"},
+      {"KV_INDEXER_MAX_PLACEMENTS_PER_WORKER", "100"}};
+  auto on_replica = LoadServerConfig(FakeEnv(replica));
+  ASSERT_TRUE(on_replica.ok()) << on_replica.status();
+  EXPECT_EQ(on_replica->limits.placement_bound.max_placements, 1000u);
+  EXPECT_EQ(on_replica->limits.placement_bound.max_per_worker, 100u);
+  EXPECT_TRUE(on_replica->limits.placement_bound.index_bound_from_log);
 }
 
 TEST(ServerConfigBoundsTest, UsageListsTheBounds) {

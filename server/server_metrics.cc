@@ -461,6 +461,18 @@ ServerMetrics::ServerMetrics(MetricsRegistry& registry, OperatorView& indexer,
             scheduler_.load(std::memory_order_acquire)) {
       WriteSnapshots(*scheduler, w);
     }
+    if (const replica::EvictionProposer* proposer =
+            proposer_.load(std::memory_order_acquire)) {
+      const replica::EvictionProposalCounts counts = proposer->counts();
+      CountersByResult(
+          w, "kvindexer_fleet_eviction_proposals",
+          "This replica's proposals of index-wide placement evictions to the "
+          "fleet event log: appended, fenced (another replica's came first) "
+          "or failed (retried).",
+          {{"appended", counts.appended},
+           {"fenced", counts.fenced},
+           {"failed", counts.failed}});
+    }
   });
 }
 

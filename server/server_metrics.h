@@ -27,6 +27,7 @@
 #include "common/metrics_registry.h"
 #include "core/operator_view.h"
 #include "durable/durable_store.h"
+#include "replica/eviction_proposer.h"
 #include "replica/log_follower.h"
 #include "replica/snapshot_scheduler.h"
 #include "server/connection_listener.h"
@@ -78,6 +79,11 @@ class ServerMetrics {
   void SetSnapshotScheduler(const replica::SnapshotScheduler* scheduler) {
     scheduler_.store(scheduler, std::memory_order_release);
   }
+  // A replica's proposer of index-wide evictions (present only with
+  // KV_INDEXER_MAX_PLACEMENTS); null again before it is destroyed.
+  void SetEvictionProposer(const replica::EvictionProposer* proposer) {
+    proposer_.store(proposer, std::memory_order_release);
+  }
   void SetLoadedSnapshotPosition(uint64_t position) {
     loaded_snapshot_.store(position, std::memory_order_relaxed);
   }
@@ -92,6 +98,7 @@ class ServerMetrics {
   std::atomic<const durable::DurableStore*> store_{nullptr};
   std::atomic<const replica::LogFollower*> follower_{nullptr};
   std::atomic<const replica::SnapshotScheduler*> scheduler_{nullptr};
+  std::atomic<const replica::EvictionProposer*> proposer_{nullptr};
   std::atomic<uint64_t> loaded_snapshot_{0};
 };
 

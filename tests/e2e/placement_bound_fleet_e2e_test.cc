@@ -1,14 +1,14 @@
 // The placement bound (docs/contract.md, "Limits > The placement bound") in
 // fleet mode (docs/fleet.md): a real nats-server and real kv-indexer-server
-// replicas of one log, all with the same small per-stream bound (a replica
-// refuses an index-wide one). Each replica decides
-// evictions itself while it applies the log, so replicas that applied the
-// same positions must hold the same, tier by tier and mark by mark, and
-// less than was reported. The records come in as line-A writes through one
-// replica: seeded ungated applies for several streams, and a staged
-// snapshot whose commit alone takes its stream over the per-stream bound.
-// A replica started later from the fleet snapshot (the log trimmed behind
-// it) must agree too.
+// replicas of one log, all with the same small bound. Each replica decides
+// per-stream evictions itself while it applies the log; index-wide ones are
+// proposed to the log by one replica and applied by all where the proposal
+// lies. Either way, replicas that applied the same positions must hold the
+// same, tier by tier and mark by mark, and less than was reported. The records
+// come in as line-A writes through one replica: seeded ungated applies for
+// several streams, and a staged snapshot whose commit alone takes its stream
+// over the per-stream bound. A replica started later from the fleet snapshot
+// (the log trimmed behind it) must agree too.
 //
 // No sleeps as synchronisation: effects are awaited in bounded loops.
 #include <chrono>
@@ -122,8 +122,10 @@ class PlacementBoundFleetTest : public ::testing::Test {
   }
 
   // Every replica holds what the first holds, placements included, and
-  // the first respects the bound. Returns the first's state.
-  BoundState ExpectIdentical(const std::vector<int64_t>& universe) {
+  // no stream of the first holds more than `per_stream`. Returns the
+  // first's state.
+  BoundState ExpectIdentical(const std::vector<int64_t>& universe,
+                             uint64_t per_stream = kMaxPerWorker) {
     const std::optional<BoundState> first = StateOf(*replicas_.front());
     const std::optional<ReplicaDigest> digest =
         replicas_.front()->Digest(universe);
@@ -131,7 +133,7 @@ class PlacementBoundFleetTest : public ::testing::Test {
     EXPECT_TRUE(digest.has_value());
     if (!first.has_value() || !digest.has_value()) return {};
     for (const auto& [key, stream] : first->streams) {
-      EXPECT_LE(stream.total(), kMaxPerWorker) << key;
+      EXPECT_LE(stream.total(), per_stream) << key;
     }
     for (size_t r = 1; r < replicas_.size(); ++r) {
       const std::optional<BoundState> state = StateOf(*replicas_[r]);
@@ -282,6 +284,79 @@ TEST_F(PlacementBoundFleetTest, ACommitOverTheBoundIsEvictedOnEveryReplica) {
   for (const auto& replica : replicas_) {
     EXPECT_EQ(replica->Metric(EvictionSeries("worker_bound")), 1);
   }
+}
+
+// An index-wide bound: no replica evicts index-wide by itself; proposals
+// come through the log, every replica (and the snapshot image a later one
+// loads) applies them at the same positions, and once the fleet has
+// settled the index is within the bound everywhere.
+TEST_F(PlacementBoundFleetTest, AnIndexWideBoundIsKeptThroughTheLog) {
+  constexpr uint64_t kMaxPlacements = 1200;
+  const std::map<std::string, std::string> bound = {
+      {"KV_INDEXER_MAX_PLACEMENTS", std::to_string(kMaxPlacements)}};
+  std::map<std::string, std::string> writer = bound;
+  writer["KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS"] = "1000";
+  writer["KV_INDEXER_FLEET_SNAPSHOT_KEEP"] = "1";
+  FleetReplica* a = StartReplica(writer);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(StartReplica(bound), nullptr);
+
+  const PlacementBoundFeed feed(
+      PlacementBoundFeedOptions{.seed = 20261208, .line_a = true});
+  ASSERT_GT(feed.reported(), 2 * kMaxPlacements);
+  for (size_t n = 0; n < feed.size(); ++n) {
+    v1::ApplyExternalKvBatchResponse response;
+    const grpc::Status s = a->stub().ApplyExternalKvBatch(
+        CallContext().get(), feed.request(n), &response);
+    ASSERT_TRUE(s.ok()) << "request " << n << ": " << s.error_message();
+  }
+  // Settled: every replica has applied the log's end and is within the
+  // bound there, so that no proposal is left to come.
+  std::optional<BoundState> state;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<uint64_t> end = FleetLogEnd(log_);
+        if (!end.ok()) return false;
+        for (const auto& replica : replicas_) {
+          if (replica->AppliedPosition().value_or(0) < *end) return false;
+        }
+        state = StateOf(*a);
+        return state.has_value() && state->total() <= kMaxPlacements;
+      },
+      kFleetBound, 20ms))
+      << (state.has_value() ? state->Text() : "no state");
+  ASSERT_NO_FATAL_FAILURE(Converge());
+  const BoundState settled = ExpectIdentical(feed.universe(), kMaxPlacements);
+  EXPECT_LE(settled.total(), kMaxPlacements) << settled.Text();
+  EXPECT_GT(settled.evicted(), 0u) << settled.Text();
+  double appended = 0;
+  for (const auto& replica : replicas_) {
+    EXPECT_GT(replica->Metric(EvictionSeries("index_bound")).value_or(0), 0);
+    EXPECT_EQ(replica->Metric(EvictionSeries("worker_bound")).value_or(-1), 0);
+    appended += replica
+                    ->Metric(
+                        "kvindexer_fleet_eviction_proposals_total{result="
+                        "\"appended\"}")
+                    .value_or(0);
+  }
+  EXPECT_GE(appended, 1);
+
+  // A replica that loads the snapshot image holds what the others hold.
+  std::optional<double> snapshot;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        snapshot = a->Metric("kvindexer_fleet_snapshot_last_position");
+        return snapshot.value_or(0) >= static_cast<double>(end_);
+      },
+      kFleetBound, 20ms))
+      << "last snapshot at " << snapshot.value_or(-1) << ", log end " << end_;
+  FleetReplica* joined = StartReplica(bound);
+  ASSERT_NE(joined, nullptr);
+  ASSERT_NO_FATAL_FAILURE(Converge());
+  EXPECT_GE(
+      joined->Metric("kvindexer_fleet_snapshot_loaded_position").value_or(0),
+      static_cast<double>(end_));
+  EXPECT_EQ(ExpectIdentical(feed.universe(), kMaxPlacements), settled);
 }
 
 }  // namespace placement_bound_fleet_e2e_test
