@@ -149,9 +149,9 @@ class Indexer final : private IndexOperations,
   LivenessStats liveness_stats() const override { return liveness_.stats(); }
   EvictionStats eviction_stats() const override;
   void EnforcePlacementBound(std::string_view worker_id) override;
-  std::vector<PlannedEviction> PlanIndexEvictions() override;
+  IndexEvictionPlan PlanIndexEvictions() override;
   absl::Status ApplyLoggedEvictions(
-      const std::vector<PlannedEviction>& evictions) override;
+      const std::vector<PlannedEviction>& evictions, uint64_t share) override;
   StagingStats staging_stats() override { return staging_.Stats(); }
   std::optional<uint64_t> StagedPlacements(
       std::string_view worker_id) override {

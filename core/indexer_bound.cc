@@ -1,5 +1,6 @@
 // The placement bound's part of the Indexer (core/placement_bound.h;
 // docs/contract.md, "Limits > The placement bound").
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,36 +111,48 @@ void Indexer::EnforcePlacementBound(std::string_view worker_id) {
   ack.Wait().IgnoreError();
 }
 
-std::vector<PlannedEviction> Indexer::PlanIndexEvictions() {
-  if (limits_.placement_bound.max_placements == 0) return {};
+IndexEvictionPlan Indexer::PlanIndexEvictions() {
+  const uint64_t max_placements = limits_.placement_bound.max_placements;
+  if (max_placements == 0) return {};
   MutationLock lock(*this);
   RefreshTallyLocked(nullptr);
-  return PlanEvictions(
-      tally_, {},
-      PlacementBound{.max_placements = limits_.placement_bound.max_placements});
+  IndexEvictionPlan plan;
+  plan.evictions = PlanEvictions(
+      tally_, {}, PlacementBound{.max_placements = max_placements});
+  // As PlanEvictions computes it: the bound over the streams holding any.
+  plan.share = max_placements / std::max<uint64_t>(1, tally_.holders());
+  return plan;
 }
 
 absl::Status Indexer::ApplyLoggedEvictions(
-    const std::vector<PlannedEviction>& evictions) {
+    const std::vector<PlannedEviction>& evictions, uint64_t share) {
   PendingAck ack;
-  absl::Status status;
   {
     MutationLock lock(*this);
-    for (const PlannedEviction& eviction : evictions) {
-      if (eviction.tier < kTierHbm || eviction.tier > kMaxTier) continue;
-      // This index's own count, which the tally may not hold when the
-      // bound is off here.
+    absl::Status status = CheckLogOpenLocked();
+    for (size_t i = 0; status.ok() && i < evictions.size(); ++i) {
+      const PlannedEviction& eviction = evictions[i];
+      if (eviction.tier < kTierHbm || eviction.tier > kMaxTier ||
+          !workers_.Contains(eviction.worker_id)) {
+        continue;
+      }
+      // This index's own counts, which the tally may not hold when the
+      // bound is off here. Without them the clear is applied unchecked, as
+      // on every replica with such a backend.
       const std::optional<TierCounts> counts =
-          workers_.Contains(eviction.worker_id)
-              ? PlacementCounts(eviction.worker_id)
-              : std::nullopt;
-      if (!counts.has_value() || (*counts)[eviction.tier] == 0) continue;
+          PlacementCounts(eviction.worker_id);
+      uint64_t placements = 0;
+      if (counts.has_value()) {
+        placements = (*counts)[eviction.tier];
+        if (placements == 0 || (share != 0 && TotalOf(*counts) <= share)) {
+          continue;
+        }
+      }
       status = EvictLocked(eviction.worker_id, eviction.tier, eviction.reason,
-                           (*counts)[eviction.tier], Origin::kLive);
-      if (!status.ok()) break;
+                           placements, Origin::kLive);
     }
     RefreshTallyLocked(nullptr);
-    ack = AckLocked(status);
+    ack = AckLocked(std::move(status));
   }
   return ack.Wait();
 }

@@ -151,19 +151,21 @@ class OperatorView {
   // calls this in log order. A mutation; no-op without a bound.
   virtual void EnforcePlacementBound(std::string_view worker_id) = 0;
   // The index-wide evictions the index needs now (PlanEvictions over every
-  // stream, the per-worker bound left out); empty when it is within
-  // max_placements or that is off. For a fleet replica, which proposes
-  // them to the event log instead of applying them. Takes the mutation
-  // mutex; changes nothing.
-  virtual std::vector<PlannedEviction> PlanIndexEvictions() = 0;
-  // Applies evictions the event log decided, in order: each clears the
-  // named tier of the stream where it holds placements there (nothing, and
-  // no mark, where it holds none: a replica that cleared the stream for
-  // silence has nothing to evict). Counted and logged as live evictions.
-  // Stops at the first backend failure and answers it. A mutation; works
-  // with or without a bound.
+  // stream, the per-worker bound left out) and the share they were planned
+  // against; no evictions when it is within max_placements or that is off.
+  // For a fleet replica, which proposes them to the event log instead of
+  // applying them. Takes the mutation mutex; changes nothing.
+  virtual IndexEvictionPlan PlanIndexEvictions() = 0;
+  // Applies evictions the event log decided, in order. Each clears the
+  // named tier of the stream where the stream holds more than `share`
+  // placements (0: no such check) and any at that tier; elsewhere it does
+  // nothing and marks nothing (a replica that cleared the stream for
+  // silence, a stream that shrank since the plan). A backend that cannot
+  // count (before ABI 1.2) gets the clear without the checks. Counted and
+  // logged as live evictions. Stops at the first failure and answers it.
+  // A mutation; works with or without a bound.
   [[nodiscard]] virtual absl::Status ApplyLoggedEvictions(
-      const std::vector<PlannedEviction>& evictions) = 0;
+      const std::vector<PlannedEviction>& evictions, uint64_t share) = 0;
   // The heartbeat deadline of a marked worker, nullopt when it is not
   // marked. For tests; takes the mutation mutex.
   virtual std::optional<MonotonicClock::TimePoint> HeartbeatDeadline(

@@ -66,6 +66,15 @@ struct PlannedEviction {
   bool operator==(const PlannedEviction&) const = default;
 };
 
+// Index-wide evictions proposed for the fleet event log
+// (OperatorView::PlanIndexEvictions), with the fair share they were
+// planned against: where the record is applied, a stream at or below the
+// share loses nothing.
+struct IndexEvictionPlan {
+  std::vector<PlannedEviction> evictions;
+  uint64_t share = 0;
+};
+
 // The evictions that bring `tally` within `bound`, in the order they are to
 // be applied: first each of `changed` (in the order given; the workers the
 // mutation changed) that is over max_per_worker, down to it; then, while

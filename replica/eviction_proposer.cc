@@ -11,18 +11,34 @@
 namespace kvindexer::replica {
 namespace {
 
-std::string EncodeProposal(const std::vector<PlannedEviction>& plan,
-                           uint64_t decided_at, const std::string& producer) {
+// Bytes a repeated message field adds beyond its message: the tag and a
+// length prefix of up to three bytes (records are far below 2 MiB).
+constexpr size_t kEntryOverhead = 4;
+
+// The record for the longest prefix of `plan` that fits in `max_bytes`;
+// `*proposed` is its length (0 when not even the first eviction fits).
+std::string EncodeProposal(const IndexEvictionPlan& plan, uint64_t decided_at,
+                           const std::string& producer, size_t max_bytes,
+                           size_t* proposed) {
   ::kvindexer::fleet::v1::LogRecord record;
   record.set_producer(producer);
   ::kvindexer::fleet::v1::PlacementEvictions* body =
       record.mutable_placement_evictions();
   body->set_decided_at(decided_at);
-  for (const PlannedEviction& planned : plan) {
-    ::kvindexer::state::v1::PlacementEviction* e = body->add_evictions();
-    SetStreamFields(planned.worker_id, e);
-    e->set_tier(planned.tier);
-    e->set_reason(static_cast<uint32_t>(planned.reason));
+  body->set_share(plan.share);
+  // Room for the body's own tag and length prefix.
+  size_t size = record.ByteSizeLong() + 2 * kEntryOverhead;
+  *proposed = 0;
+  for (const PlannedEviction& planned : plan.evictions) {
+    ::kvindexer::state::v1::PlacementEviction e;
+    SetStreamFields(planned.worker_id, &e);
+    e.set_tier(planned.tier);
+    e.set_reason(static_cast<uint32_t>(planned.reason));
+    const size_t entry = e.ByteSizeLong() + kEntryOverhead;
+    if (size + entry > max_bytes) break;
+    size += entry;
+    *body->add_evictions() = std::move(e);
+    ++*proposed;
   }
   return record.SerializeAsString();
 }
@@ -33,60 +49,70 @@ EvictionProposer::EvictionProposer(fleet::EventLog& log, OperatorView& view,
                                    std::string producer)
     : log_(log), view_(view), producer_(std::move(producer)) {}
 
-void EvictionProposer::AfterPass(uint64_t applied, bool caught_up) {
-  if (!caught_up || applied < awaiting_) return;
+void EvictionProposer::AfterPass(uint64_t applied, bool at_head) {
+  if (!at_head || applied < awaiting_) return;
   if (looked_ && applied == looked_at_) return;
-  const std::vector<PlannedEviction> plan = view_.PlanIndexEvictions();
-  if (plan.empty()) {
-    looked_ = true;
-    looked_at_ = applied;
-    return;
-  }
+  // Done at this position unless a call to the log fails below.
+  looked_ = true;
+  looked_at_ = applied;
+  // A backend that failed a mutation cannot continue (health says so); its
+  // clears would fail again, proposal after proposal.
+  if (view_.BackendFailure().has_value()) return;
+  const IndexEvictionPlan plan = view_.PlanIndexEvictions();
+  if (plan.evictions.empty()) return;
   absl::StatusOr<uint64_t> last = log_.LastPositionOf(fleet::kEvictionLogKey);
   if (!last.ok()) {
-    failed_.fetch_add(1, std::memory_order_relaxed);
-    looked_ = false;
+    Failed(last.status());
     return;
   }
   // An earlier proposal this replica has not applied yet: it may already
   // bring the index within the bound.
-  if (*last > applied) {
-    looked_ = true;
-    looked_at_ = applied;
+  if (*last > applied) return;
+  size_t proposed = 0;
+  const std::string payload = EncodeProposal(
+      plan, applied, producer_, log_.max_payload_bytes(), &proposed);
+  if (proposed == 0) {
+    Failed(absl::InvalidArgumentError(
+        "not one eviction fits in a record of the log's largest payload"));
     return;
   }
-  // Same state, same plan, same id: a retry of an append the log may have
-  // taken is recognised as its duplicate.
+  // Same position, same plan, same id: a retry of an append the log may
+  // have taken is recognised as its duplicate.
   const std::string dedup_id =
       absl::StrCat("evict-", producer_, "-", applied, "-", *last);
   absl::StatusOr<fleet::AppendAck> ack =
-      log_.Append(fleet::kEvictionLogKey,
-                  EncodeProposal(plan, applied, producer_), dedup_id, *last);
+      log_.Append(fleet::kEvictionLogKey, payload, dedup_id, *last);
   if (ack.ok()) {
     appended_.fetch_add(1, std::memory_order_relaxed);
     awaiting_ = ack->position;
-    looked_ = true;
-    looked_at_ = applied;
     spdlog::info(
-        "placement bound: proposed {} index-wide evictions at log position "
-        "{} (decided at {})",
-        plan.size(), ack->position, applied);
+        "placement bound: proposed {} of {} index-wide evictions (share {}) "
+        "at log position {}, planned at {}",
+        proposed, plan.evictions.size(), plan.share, ack->position, applied);
     return;
   }
   if (absl::IsFailedPrecondition(ack.status())) {
-    // Another replica's proposal is in the log now; its record comes.
     fenced_.fetch_add(1, std::memory_order_relaxed);
-    looked_ = true;
-    looked_at_ = applied;
+    // Usually another replica's proposal, which this one waits for. A
+    // fence lost to a trim of the last proposal has no winner to wait for:
+    // looked at again on the next pass.
+    absl::StatusOr<uint64_t> now = log_.LastPositionOf(fleet::kEvictionLogKey);
+    if (!now.ok() || *now <= applied) looked_ = false;
     return;
   }
+  Failed(ack.status());
+}
+
+void EvictionProposer::Failed(const absl::Status& status) {
   failed_.fetch_add(1, std::memory_order_relaxed);
-  looked_ = false;
-  if (const uint64_t n = append_failures_.Count(); n != 0) {
+  // INVALID_ARGUMENT (a record the log refuses) would be refused again at
+  // once: looked at again only when the index changes.
+  if (!absl::IsInvalidArgument(status)) looked_ = false;
+  if (const uint64_t n = failures_.Count(); n != 0) {
     spdlog::warn(
-        "placement bound: proposing evictions to the event log failed ({} "
-        "times so far; retried after the next pass): {}",
-        n, ack.status().ToString());
+        "placement bound: proposing index-wide evictions to the event log "
+        "failed ({} times so far): {}",
+        n, status.ToString());
   }
 }
 

@@ -2,25 +2,28 @@
 // bound (KV_INDEXER_MAX_PLACEMENTS; docs/fleet.md, "The placement bound on
 // replicas"). Replicas do not decide index-wide evictions where they apply
 // a record: their totals differ while their liveness sweeps, each on its
-// own clock, have cleared different workers. Instead, a caught-up replica
-// whose index is over the bound plans the evictions
+// own clock, have cleared different workers. Instead, a replica at the
+// log's end whose index is over the bound plans the evictions
 // (OperatorView::PlanIndexEvictions) and appends them to the event log as
-// one placement_evictions record (replica/record_applier.h); every replica,
-// the proposer included, applies that record where it lies in the log, so
-// all of them clear the same tiers at the same position.
+// one placement_evictions record (replica/record_applier.h) with the share
+// they were planned against; every replica, the proposer included, applies
+// that record where it lies in the log, so all of them clear the same
+// tiers at the same position, and none clears a stream that holds no more
+// than the share there.
 //
 // One proposal at a time for the whole fleet: the append is fenced on the
 // last record under kEvictionLogKey, and a replica proposes only once it
 // has applied that record. Two replicas that plan at once both read the
 // same last position; the log takes the first append and refuses the
 // other (FAILED_PRECONDITION), whose replica then waits for the winner's
-// record, applies it and plans again from there. A proposal the log could
-// not confirm (UNAVAILABLE) is retried after the next pass with the same
-// de-duplication id while nothing was applied in between.
+// record, applies it and plans again from there. A proposal whose answer
+// was lost is found in the log on the next pass and waited for. A plan too
+// large for one record is proposed in its first part (the plan is ordered,
+// so a prefix is a plan of its own); the next pass proposes the rest.
 //
 // Between the mutation that takes the index over the bound and the
-// eviction record, replicas hold more than the bound: as much as the
-// fleet appends in one round trip to the log.
+// eviction record, replicas hold more than the bound: what the fleet
+// appends during one pass of the proposer's follower and one round trip.
 //
 // Thread safety: AfterPass is called by the follower's thread only;
 // counts() from any thread.
@@ -30,6 +33,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+
+#include "absl/status/status.h"
 
 #include "common/doubling_throttle.h"
 #include "core/operator_view.h"
@@ -52,15 +57,20 @@ class EvictionProposer {
                    std::string producer);
 
   // After each pass of the log follower: `applied` is the last position it
-  // has applied, `caught_up` whether it serves. Proposes the index-wide
-  // evictions the index needs when this replica is caught up, has applied
-  // every earlier proposal and its own, and something was applied since it
-  // last looked (or that look failed).
-  void AfterPass(uint64_t applied, bool caught_up);
+  // has applied; `at_head` whether it is caught up and within one read
+  // batch of the log's end. Proposes the index-wide evictions the index
+  // needs when at_head, every earlier proposal and its own are applied,
+  // the backend has not failed, and something was applied since it last
+  // looked (or that look could not reach the log).
+  void AfterPass(uint64_t applied, bool at_head);
 
   EvictionProposalCounts counts() const;
 
  private:
+  // Counts and logs (throttled) a call to the log that failed; unless the
+  // log refused the record itself, the next pass looks again.
+  void Failed(const absl::Status& status);
+
   fleet::EventLog& log_;
   OperatorView& view_;
   const std::string producer_;
@@ -74,7 +84,7 @@ class EvictionProposer {
   std::atomic<uint64_t> appended_{0};
   std::atomic<uint64_t> fenced_{0};
   std::atomic<uint64_t> failed_{0};
-  DoublingThrottle append_failures_;
+  DoublingThrottle failures_;
 };
 
 }  // namespace kvindexer::replica

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "kvindexer_fleet.pb.h"
 #include "replica/record_applier.h"
+#include "replica/snapshot_image.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 
@@ -66,6 +67,11 @@ class ScriptedLog final : public fleet::EventLog {
     return ack;
   }
   absl::StatusOr<uint64_t> LastPositionOf(std::string_view worker_id) override {
+    if (stale_last_once.has_value()) {
+      const uint64_t stale = *stale_last_once;
+      stale_last_once.reset();
+      return stale;
+    }
     if (stale_last.has_value()) return *stale_last;
     return log_.LastPositionOf(worker_id);
   }
@@ -78,10 +84,16 @@ class ScriptedLog final : public fleet::EventLog {
   absl::Status TrimBefore(uint64_t position) override {
     return log_.TrimBefore(position);
   }
-  size_t max_payload_bytes() const override { return log_.max_payload_bytes(); }
+  size_t max_payload_bytes() const override {
+    return max_payload.value_or(log_.max_payload_bytes());
+  }
 
   bool lose_next_ack = false;
+  // Answered by LastPositionOf while set; stale_last_once only once.
   std::optional<uint64_t> stale_last;
+  std::optional<uint64_t> stale_last_once;
+  // What max_payload_bytes() tells the proposer (the log itself takes more).
+  std::optional<size_t> max_payload;
 
  private:
   fleet::MemoryEventLog log_;
@@ -344,6 +356,111 @@ TEST(EvictionProposerTest, MalformedOrMisfiledEvictionsChangeNothing) {
   EXPECT_EQ(applied_ok.outcome, RecordOutcome::kApplied) << applied_ok.status;
   EXPECT_EQ(a.CountsOf("w1"), (Counts{0, 10, 10, 0}));
   EXPECT_TRUE(a.Evicted("w1"));
+}
+
+TEST(EvictionProposerTest, AStreamWithinTheShareWhereTheRecordLiesKeepsAll) {
+  fleet::MemoryEventLog log;
+  Replica a(log, "a");
+  Feed(log);
+  ASSERT_TRUE(a.Follow(log));
+  // Before the proposal lands, w1 revokes its DRAM and SSD placements: at
+  // the record's position it holds its share (10) and loses nothing.
+  AppendApply(log, Batch("w1", "10.0.0.1:1")
+                       .Revoke(kTierDram, Consecutive(200, 10))
+                       .Revoke(kTierSsd, Consecutive(300, 10)));
+  a.proposer.AfterPass(a.applied, true);
+  ASSERT_EQ(EvictionRecords(log).size(), 1u);
+  ASSERT_TRUE(a.Follow(log));
+  EXPECT_EQ(a.CountsOf("w1"), (Counts{0, 10, 0, 0}));
+  EXPECT_FALSE(a.Evicted("w1"));
+  EXPECT_EQ(a.IndexClears(), 0u);
+}
+
+TEST(EvictionProposerTest, APlanTooLargeForOneRecordIsProposedInParts) {
+  ScriptedLog log;
+  Replica a(log, "a");
+  Feed(log);
+  ASSERT_TRUE(a.Follow(log));
+  // Room for the record and one eviction, not two.
+  log.max_payload = 40;
+  a.proposer.AfterPass(a.applied, true);
+  std::vector<fleet::LoggedRecord> records = EvictionRecords(log);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_LE(records[0].payload.size(), 40u);
+  ASSERT_TRUE(a.Follow(log));
+  EXPECT_EQ(a.CountsOf("w1"), (Counts{0, 10, 10, 0}));
+  a.proposer.AfterPass(a.applied, true);
+  ASSERT_EQ(EvictionRecords(log).size(), 2u);
+  ASSERT_TRUE(a.Follow(log));
+  EXPECT_EQ(a.CountsOf("w1"), (Counts{0, 10, 0, 0}));
+  // Not even one fits: nothing is appended, and the failure is counted.
+  AppendApply(
+      log, Batch("w2", "10.0.0.2:1").Report(kTierDram, Consecutive(600, 20)));
+  ASSERT_TRUE(a.Follow(log));
+  log.max_payload = 10;
+  a.proposer.AfterPass(a.applied, true);
+  EXPECT_EQ(EvictionRecords(log).size(), 2u);
+  EXPECT_EQ(a.proposer.counts().failed, 1u);
+}
+
+TEST(EvictionProposerTest, AFenceLostToATrimIsTriedAgain) {
+  ScriptedLog log;
+  Replica a(log, "a");
+  Feed(log);
+  ASSERT_TRUE(a.Follow(log));
+  // The proposer read a last proposal at 2 that a trim has since removed:
+  // the fence fails with no winner to wait for.
+  log.stale_last_once = 2;
+  a.proposer.AfterPass(a.applied, true);
+  EXPECT_EQ(a.proposer.counts().fenced, 1u);
+  EXPECT_TRUE(EvictionRecords(log).empty());
+  a.proposer.AfterPass(a.applied, true);
+  EXPECT_EQ(a.proposer.counts().appended, 1u);
+  EXPECT_EQ(EvictionRecords(log).size(), 1u);
+}
+
+// Exported images, serialised part after part.
+std::string ExportOf(SnapshotImage& image) {
+  std::string out;
+  const absl::Status s =
+      image.Export(1 << 20, [&](std::string_view part, uint64_t /*chunks*/) {
+        out.append(part);
+        return absl::OkStatus();
+      });
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+TEST(EvictionProposerTest, ASnapshotImageEvictsIndexWideOnlyFromTheLog) {
+  fleet::MemoryEventLog log;
+  Feed(log);
+  // Limits as a caller that forgot the flag would give them, and none.
+  RequestLimits bounded;
+  bounded.placement_bound.max_placements = kBound;
+  SnapshotImage image(bounded);
+  SnapshotImage unbounded{RequestLimits{}};
+  Replica a(log, "a");
+  ASSERT_TRUE(a.Follow(log));
+  a.proposer.AfterPass(a.applied, true);
+  absl::StatusOr<std::vector<fleet::LoggedRecord>> records =
+      log.Read(1, 1000, std::chrono::milliseconds(0));
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 4u);
+  std::string before;
+  for (const fleet::LoggedRecord& record : *records) {
+    if (record.worker_id == fleet::kEvictionLogKey) {
+      before = ExportOf(image);
+      EXPECT_EQ(before, ExportOf(unbounded));
+    }
+    for (SnapshotImage* i : {&image, &unbounded}) {
+      const std::optional<RecordResult> result = i->Apply(record);
+      ASSERT_TRUE(result.has_value());
+      EXPECT_EQ(result->outcome, RecordOutcome::kApplied) << result->status;
+    }
+  }
+  const std::string after = ExportOf(image);
+  EXPECT_EQ(after, ExportOf(unbounded));
+  EXPECT_NE(after, before);
 }
 
 }  // namespace eviction_proposer_test

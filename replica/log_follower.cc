@@ -149,8 +149,10 @@ void LogFollower::Run() {
   while (!stopping()) {
     if (Step()) {
       in_contact_.store(true, std::memory_order_release);
-      if (options_.after_pass)
-        options_.after_pass(applied_position(), caught_up());
+      if (options_.after_pass) {
+        options_.after_pass(applied_position(),
+                            caught_up() && lag() <= options_.batch_records);
+      }
       retry_delay_ = options_.retry_initial;
       if (failure_streak_ > 0) {
         spdlog::info(

@@ -120,10 +120,11 @@ struct LogFollowerOptions {
   // REQUIRES: outlives the follower.
   fleet::SnapshotStore* payloads = nullptr;
   // Called on the follower's thread after every pass that reached the log,
-  // with applied_position() and caught_up() (the index-wide placement
-  // bound's proposer, replica/eviction_proposer.h). Null: not called. Must
-  // not call Stop.
-  std::function<void(uint64_t applied, bool caught_up)> after_pass = nullptr;
+  // with applied_position() and whether the follower is caught_up() with
+  // lag() at most batch_records (the index-wide placement bound's
+  // proposer, replica/eviction_proposer.h). Null: not called. Must not
+  // call Stop.
+  std::function<void(uint64_t applied, bool at_head)> after_pass = nullptr;
 };
 
 // The records seen, by outcome.

@@ -109,7 +109,8 @@ RecordResult ApplyEvictions(
                         .tier = e.tier(),
                         .reason = static_cast<EvictionReason>(e.reason())});
   }
-  absl::Status status = indexer.operator_view().ApplyLoggedEvictions(evictions);
+  absl::Status status =
+      indexer.operator_view().ApplyLoggedEvictions(evictions, record.share());
   if (!status.ok()) {
     return RecordResult{RecordOutcome::kRefused, std::move(status), {}};
   }

@@ -20,14 +20,21 @@ namespace {
 // lifecycle lines would only repeat theirs.
 void Discard(spdlog::level::level_enum, std::string_view) {}
 
+// An image follows the log as a replica does: index-wide evictions come
+// from the log's records, whatever the limits it was given say.
+RequestLimits ImageLimits(RequestLimits limits) {
+  limits.placement_bound.index_bound_from_log = true;
+  return limits;
+}
+
 }  // namespace
 
 struct SnapshotImage::State {
   explicit State(const RequestLimits& limits)
       : gate_log(Discard),
         lifecycle_log(Discard),
-        indexer(&image, &gate_log, limits, kBackendAbiMinor, /*clock=*/nullptr,
-                &lifecycle_log) {}
+        indexer(&image, &gate_log, ImageLimits(limits), kBackendAbiMinor,
+                /*clock=*/nullptr, &lifecycle_log) {}
 
   durable::ImageBackend image;
   SequenceGateLog gate_log;

@@ -113,8 +113,8 @@ class ReplicaMode final : public ServerMode {
       proposer_ = std::make_unique<replica::EvictionProposer>(
           log_, indexer.operator_view(), name_);
       after_pass = [proposer = proposer_.get()](uint64_t applied,
-                                                bool caught_up) {
-        proposer->AfterPass(applied, caught_up);
+                                                bool at_head) {
+        proposer->AfterPass(applied, at_head);
       };
       if (ServerMetrics* metrics = wiring_.metrics()) {
         metrics->SetEvictionProposer(proposer_.get());
