@@ -11,9 +11,13 @@ namespace {
 // sizeof(BackendDescriptor) at each minor of ABI major 1. A new minor adds
 // its entry: the same size, or the larger one its appended members make.
 constexpr size_t kDescriptorSizes[] = {
-    sizeof(BackendDescriptor),  // 1.0: abi_major .. destroy
-    sizeof(BackendDescriptor),  // 1.1: unchanged (IndexBackend::RemoveWorker)
-    sizeof(BackendDescriptor),  // 1.2: unchanged (CountPlacements)
+    // 1.0: abi_major .. destroy
+    offsetof(BackendDescriptor, read_concurrency),
+    // 1.1: unchanged (IndexBackend::RemoveWorker)
+    offsetof(BackendDescriptor, read_concurrency),
+    // 1.2: unchanged (CountPlacements)
+    offsetof(BackendDescriptor, read_concurrency),
+    sizeof(BackendDescriptor),  // 1.3: read_concurrency
 };
 static_assert(std::size(kDescriptorSizes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the descriptor's size at the new "
@@ -41,6 +45,7 @@ constexpr Probe kProbes[] = {
     nullptr,                // 1.0: the ABI as first released
     &ProbeRemoveWorker,     // 1.1: IndexBackend::RemoveWorker
     &ProbeCountPlacements,  // 1.2: IndexBackend::CountPlacements
+    nullptr,                // 1.3: BackendDescriptor::read_concurrency
 };
 static_assert(std::size(kProbes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the new minor's call to kProbes "

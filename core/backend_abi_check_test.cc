@@ -77,10 +77,23 @@ TEST(BackendAbiCheck, TheDescriptorMustCoverItsMinorsLayout) {
 
 TEST(BackendAbiCheck, DescriptorSizes) {
   EXPECT_EQ(DescriptorSizeAtMinor(0), 56u);  // ABI 1.0
+  EXPECT_EQ(DescriptorSizeAtMinor(2), 56u);  // ABI 1.2: still 1.0's
+  EXPECT_EQ(DescriptorSizeAtMinor(3), 64u);  // ABI 1.3: read_concurrency
   EXPECT_EQ(DescriptorSizeAtMinor(kBackendAbiMinor), sizeof(BackendDescriptor));
   // A minor this header does not know: the newest layout it knows.
   EXPECT_EQ(DescriptorSizeAtMinor(kBackendAbiMinor + 1),
             sizeof(BackendDescriptor));
+}
+
+// A descriptor that says 1.3 must hold read_concurrency; one that says 1.2
+// may end before it.
+TEST(BackendAbiCheck, AMinor3DescriptorHoldsReadConcurrency) {
+  BackendDescriptor d = Descriptor(kBackendAbiMajor, 3);
+  d.struct_size = 56;
+  EXPECT_THAT(CheckDescriptorAbi(d).message(),
+              AllOf(HasSubstr("struct_size of 56"), HasSubstr("64 bytes")));
+  d.abi_minor = 2;
+  EXPECT_TRUE(CheckDescriptorAbi(d).ok());
 }
 
 // The five calls of ABI 1.0 and nothing else: the calls later minors added

@@ -196,4 +196,30 @@ absl::StatusOr<std::unique_ptr<LoadedBackend>> LoadedBackend::Load(
   return loaded;
 }
 
+std::string_view ReadConcurrencyName(ReadConcurrency concurrency) {
+  switch (concurrency) {
+    case ReadConcurrency::kReadersWaitForWriters:
+      return "readers_wait_for_writers";
+    case ReadConcurrency::kReadersNeverWait:
+      return "readers_never_wait";
+    case ReadConcurrency::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+ReadConcurrency LoadedBackend::read_concurrency() const {
+  // The declared minor, not abi_minor(): the member is there whenever the
+  // descriptor's minor says so, whatever calls the backend implements.
+  if (descriptor_->abi_minor < 3) return ReadConcurrency::kUnknown;
+  switch (descriptor_->read_concurrency) {
+    case ReadConcurrency::kReadersWaitForWriters:
+    case ReadConcurrency::kReadersNeverWait:
+      return descriptor_->read_concurrency;
+    case ReadConcurrency::kUnknown:
+      break;
+  }
+  return ReadConcurrency::kUnknown;
+}
+
 }  // namespace kvindexer

@@ -42,6 +42,9 @@ inline constexpr std::string_view kDefaultBackendName =
 inline constexpr std::string_view kMemoryBackendAlias = "memory";
 inline constexpr std::string_view kValkeyBackendName = "valkey";
 
+// "unknown", "readers_wait_for_writers" or "readers_never_wait", for logs.
+std::string_view ReadConcurrencyName(ReadConcurrency concurrency);
+
 // Owns the library handle and one backend created from it. The backend is
 // destroyed before the library is closed.
 class LoadedBackend {
@@ -70,6 +73,9 @@ class LoadedBackend {
   // (virtual functions, members of the structs the backend fills, descriptor
   // members) exists in the backend and may be used.
   bool SupportsAbiMinor(uint32_t minor) const { return minor <= abi_minor_; }
+  // What the descriptor says of queries and mutations (ABI 1.3, read from
+  // descriptors that declare minor 3 or later); kUnknown before that.
+  ReadConcurrency read_concurrency() const;
 
  private:
   LoadedBackend() = default;

@@ -277,7 +277,8 @@ struct KvIndexerService::PrefixCall {
 KvIndexerService::KvIndexerService(
     IndexOperations& operations, uint32_t prefix_query_max_inflight,
     const WallClock& clock, RejectionLog* rejection_log, bool read_heartbeats,
-    const WriteAuthorizer* write_authorizer, const QueueLimits& queues)
+    const WriteAuthorizer* write_authorizer, const QueueLimits& queues,
+    int apply_nice_increment)
     : operations_(&operations),
       read_heartbeats_(read_heartbeats),
       write_authorizer_(write_authorizer != nullptr &&
@@ -292,7 +293,8 @@ KvIndexerService::KvIndexerService(
       scans_(prefix_query_max_inflight, "kvidx-scan",
              prefix_query_max_inflight),
       acks_(1, "kvidx-ack", queues.apply),
-      applies_(kApplyThreads, "kvidx-apply", queues.apply, kApplyNiceIncrement),
+      applies_(kApplyThreads, "kvidx-apply", queues.apply,
+               apply_nice_increment),
       lookups_(kLookupThreads, "kvidx-lookup", queues.lookup) {}
 
 void KvIndexerService::AttachMetrics(RpcMetrics* rpc, Histogram* apply_wait) {

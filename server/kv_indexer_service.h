@@ -93,6 +93,7 @@
 #include "core/index_operations.h"
 #include "grpcpp/grpcpp.h"
 #include "kv_indexer.grpc.pb.h"
+#include "kvindexer/backend.h"
 #include "server/deadline_shedder.h"
 #include "server/prefix_admission.h"
 #include "server/prefix_hit_metrics.h"
@@ -139,7 +140,15 @@ static_assert(kApplyThreads == 1, "mutations must keep their arrival order");
 // long apply yields the CPU to prefix scans and to gRPC's threads when both
 // want it. It still runs whenever a core is free; under CPU saturation by
 // queries an apply takes longer, but it never waits for a permit or a scan.
+// Only for a backend whose queries never wait for a mutation: where a query
+// can wait for the apply, a lowered apply thread would keep every such
+// query waiting while the queries' own threads take its CPU.
 inline constexpr int kApplyNiceIncrement = 10;
+// The apply thread's nice increment for a backend that says `concurrency`.
+constexpr int ApplyNiceIncrementFor(ReadConcurrency concurrency) {
+  return concurrency == ReadConcurrency::kReadersNeverWait ? kApplyNiceIncrement
+                                                           : 0;
+}
 // Prefix queries that may run at once on gRPC's callback threads instead of
 // being handed to the scan executor. Handing a query to another thread costs
 // a wake-up and a context switch, which on a 2-core machine is several times
@@ -159,13 +168,15 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   // rejection_log means an internal one that logs through spdlog. A null
   // or disabled write_authorizer leaves the mutations open; otherwise it
   // must outlive the service. `queues` bounds the apply (and ack) and
-  // lookup queues.
+  // lookup queues; the apply thread runs `apply_nice_increment` nice levels
+  // below the server (ApplyNiceIncrementFor).
   KvIndexerService(IndexOperations& operations,
                    uint32_t prefix_query_max_inflight, const WallClock& clock,
                    RejectionLog* rejection_log = nullptr,
                    bool read_heartbeats = true,
                    const WriteAuthorizer* write_authorizer = nullptr,
-                   const QueueLimits& queues = QueueLimits{});
+                   const QueueLimits& queues = QueueLimits{},
+                   int apply_nice_increment = kApplyNiceIncrement);
   KvIndexerService(const KvIndexerService&) = delete;
   KvIndexerService& operator=(const KvIndexerService&) = delete;
 

@@ -76,7 +76,8 @@ ServerWiring::ServerWiring(const ServerConfig& config,
       service_(indexer.operations(), config.prefix_query_max_inflight,
                WallClock::Real(), /*rejection_log=*/nullptr,
                /*read_heartbeats=*/config.liveness, &write_authorizer_,
-               config.queues) {
+               config.queues,
+               ApplyNiceIncrementFor(backend.read_concurrency())) {
   // Security (docs/security.md): the write token, TLS and the warning for a
   // server reachable beyond loopback without them.
   spdlog::info("{}", SecuritySummary(config.security));
@@ -96,6 +97,12 @@ ServerWiring::ServerWiring(const ServerConfig& config,
       kMaxConcurrentStreams, descriptor.name, descriptor.version,
       backend.path(), descriptor.build_info, KVINDEXER_VERSION,
       kServerBuildInfo);
+
+  // The apply thread's priority follows what the backend says of its
+  // readers (server/kv_indexer_service.h, kApplyNiceIncrement).
+  spdlog::info("apply thread nice_increment={} (backend read_concurrency={})",
+               ApplyNiceIncrementFor(backend.read_concurrency()),
+               ReadConcurrencyName(backend.read_concurrency()));
 
   // The work queues and the gRPC runtime's bounds.
   spdlog::info(

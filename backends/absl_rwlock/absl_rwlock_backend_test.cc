@@ -261,6 +261,7 @@ TEST(AbslRwlockDescriptorTest, DescribesItselfAndCreates) {
   EXPECT_EQ(d->abi_minor, kBackendAbiMinor);
   EXPECT_EQ(d->struct_size, sizeof(BackendDescriptor));
   EXPECT_STREQ(d->name, "absl_rwlock");
+  EXPECT_EQ(d->read_concurrency, ReadConcurrency::kReadersWaitForWriters);
   EXPECT_STREQ(d->version, "0.1.0");
   EXPECT_NE(strstr(d->build_info, "compiler"), nullptr);
   char error[64] = "untouched";

@@ -15,7 +15,9 @@ constexpr char kBuildInfo[] = KVINDEXER_KIT_BUILD_INFO
 
 constexpr BackendDescriptor kDescriptor = kit::MakeDescriptor(
     "absl_rwlock", "0.1.0", kBuildInfo, &kit::CreateBackend<AbslRwlockBackend>,
-    &kit::DestroyBackend);
+    &kit::DestroyBackend,
+    // One reader-writer lock: a query waits while an apply holds it.
+    ReadConcurrency::kReadersWaitForWriters);
 
 }  // namespace
 }  // namespace kvindexer::absl_rwlock

@@ -23,7 +23,9 @@ IndexBackend* Create(char* error, size_t error_size) noexcept {
 }
 
 constexpr BackendDescriptor kDescriptor = kit::MakeDescriptor(
-    kBackendName, "0.1.0", kBuildInfo, &Create, &kit::DestroyBackend);
+    kBackendName, "0.1.0", kBuildInfo, &Create, &kit::DestroyBackend,
+    // Queries read a published snapshot and take no lock a writer holds.
+    ReadConcurrency::kReadersNeverWait);
 
 }  // namespace
 }  // namespace kvindexer::robin

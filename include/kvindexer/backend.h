@@ -45,7 +45,7 @@ namespace kvindexer {
 // not know). It accepts a backend built against an older minor, and then never
 // calls a virtual function or reads a struct member added after that minor.
 inline constexpr uint32_t kBackendAbiMajor = 1;
-inline constexpr uint32_t kBackendAbiMinor = 2;
+inline constexpr uint32_t kBackendAbiMinor = 3;
 
 // Status codes. The values are the gRPC canonical codes, so the host maps them
 // one to one.
@@ -312,6 +312,16 @@ class IndexBackend {
   }
 };
 
+// Whether a query can wait for a mutation (ABI 1.3). Performance only:
+// either way every call sees whole mutations. The host schedules its apply
+// thread by it: below the other threads only when no query can be kept
+// waiting behind it (docs/backend-abi.md, "ABI 1.3").
+enum class ReadConcurrency : uint32_t {
+  kUnknown = 0,                // not said: treated as kReadersWaitForWriters
+  kReadersWaitForWriters = 1,  // a query may wait for a running mutation
+  kReadersNeverWait = 2,       // queries never wait for a mutation
+};
+
 // Returned by the entry function. Static storage owned by the backend
 // library; valid while the library is loaded.
 struct BackendDescriptor {
@@ -326,6 +336,9 @@ struct BackendDescriptor {
   // and must release it with destroy() from the same descriptor.
   IndexBackend* (*create)(char* error, size_t error_size) noexcept;
   void (*destroy)(IndexBackend* backend) noexcept;
+  // ABI 1.3; the host reads it only from a descriptor of minor 3 or later.
+  // Sources written before 1.3 leave it out and say kUnknown.
+  ReadConcurrency read_concurrency = ReadConcurrency::kUnknown;
 };
 
 // ---------------------------------------------------------------------------
@@ -432,7 +445,7 @@ static_assert(offsetof(BackendStats, memory_bytes) == 40);
 
 static_assert(std::is_standard_layout_v<BackendDescriptor> &&
               std::is_trivially_copyable_v<BackendDescriptor>);
-static_assert(sizeof(BackendDescriptor) == 56 &&
+static_assert(sizeof(BackendDescriptor) == 64 &&
               alignof(BackendDescriptor) == 8);
 static_assert(offsetof(BackendDescriptor, abi_major) == 0);
 static_assert(offsetof(BackendDescriptor, abi_minor) == 4);
@@ -442,6 +455,8 @@ static_assert(offsetof(BackendDescriptor, version) == 24);
 static_assert(offsetof(BackendDescriptor, build_info) == 32);
 static_assert(offsetof(BackendDescriptor, create) == 40);
 static_assert(offsetof(BackendDescriptor, destroy) == 48);
+static_assert(sizeof(ReadConcurrency) == 4);
+static_assert(offsetof(BackendDescriptor, read_concurrency) == 56);
 
 }  // namespace kvindexer
 

@@ -218,10 +218,13 @@ inline void DestroyBackend(IndexBackend* backend) noexcept { delete backend; }
 
 // A descriptor for this header's ABI version. `name`, `version` and
 // `build_info` must have static storage (string literals do).
+// `read_concurrency` says whether queries can wait for mutations
+// (ReadConcurrency; unknown counts as waiting).
 constexpr BackendDescriptor MakeDescriptor(
     const char* name, const char* version, const char* build_info,
     IndexBackend* (*create)(char* error, size_t error_size) noexcept,
-    void (*destroy)(IndexBackend* backend) noexcept) noexcept {
+    void (*destroy)(IndexBackend* backend) noexcept,
+    ReadConcurrency read_concurrency = ReadConcurrency::kUnknown) noexcept {
   return BackendDescriptor{kBackendAbiMajor,
                            kBackendAbiMinor,
                            sizeof(BackendDescriptor),
@@ -229,7 +232,8 @@ constexpr BackendDescriptor MakeDescriptor(
                            version,
                            build_info,
                            create,
-                           destroy};
+                           destroy,
+                           read_concurrency};
 }
 
 }  // namespace kvindexer::kit

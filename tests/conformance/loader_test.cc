@@ -73,6 +73,8 @@ TEST(LoaderTest, RecordsTheBackendsAbiMinor) {
     EXPECT_TRUE((*loaded)->SupportsAbiMinor(minor)) << minor;
   }
   EXPECT_FALSE((*loaded)->SupportsAbiMinor(kBackendAbiMinor + 1));
+  // The fixture says nothing of its readers.
+  EXPECT_EQ((*loaded)->read_concurrency(), ReadConcurrency::kUnknown);
 }
 
 // A backend built against ABI 1.0 still loads under a 1.1 host; the host
@@ -86,6 +88,8 @@ TEST(LoaderTest, AnAbi10BackendLoadsWithoutRemoveWorker) {
   EXPECT_EQ((*loaded)->abi_minor(), 0u);
   EXPECT_TRUE((*loaded)->SupportsAbiMinor(0));
   EXPECT_FALSE((*loaded)->SupportsAbiMinor(1));
+  // Its descriptor ends before read_concurrency (ABI 1.3).
+  EXPECT_EQ((*loaded)->read_concurrency(), ReadConcurrency::kUnknown);
   IndexBackend* backend = (*loaded)->backend();
   ASSERT_NE(backend, nullptr);
   // What ABI 1.0 offers still works.

@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +20,8 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "core/backend_loader.h"
 #include "gmock/gmock.h"
@@ -271,6 +276,56 @@ TEST_P(ServerBackendE2eTest, StartupLineNamesTheBackend) {
   EXPECT_THAT(server->process().Output(),
               AllOf(HasSubstr("backend=" + loaded + " "),
                     HasSubstr("kvindexer-backend-" + loaded + ".so")));
+}
+
+// The nice value of `pid`'s thread named `name` (/proc/<pid>/task/<tid>/stat,
+// field 19); nullopt when there is none.
+std::optional<int> ThreadNice(pid_t pid, std::string_view name) {
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string thread_name;
+    std::getline(comm, thread_name);
+    if (thread_name != name) continue;
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    // Fields after the command, which ends at the last ')': state is 3rd.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    const std::vector<std::string> fields =
+        absl::StrSplit(stat.substr(close + 2), ' ');
+    int nice = 0;
+    if (fields.size() < 17 || !absl::SimpleAtoi(fields[16], &nice)) {
+      return std::nullopt;
+    }
+    return nice;
+  }
+  return std::nullopt;
+}
+
+// The apply thread runs below the server only over a backend whose queries
+// never wait for a mutation (server/kv_indexer_service.h); over one whose
+// queries can wait for it, a lowered apply thread would keep them waiting.
+TEST_P(ServerBackendE2eTest, TheApplyThreadsPriorityFollowsTheBackend) {
+  auto server = Start();
+  ASSERT_NE(server, nullptr);
+  const bool never_wait = std::string(GetParam()) != "absl_rwlock";
+  EXPECT_THAT(
+      server->process().Output(),
+      HasSubstr(never_wait ? "apply thread nice_increment=10 (backend "
+                             "read_concurrency=readers_never_wait)"
+                           : "apply thread nice_increment=0 (backend "
+                             "read_concurrency=readers_wait_for_writers)"));
+  const std::optional<int> apply =
+      ThreadNice(server->process().pid(), "kvidx-apply");
+  const std::optional<int> lookup =
+      ThreadNice(server->process().pid(), "kvidx-lookup");
+  ASSERT_TRUE(apply.has_value());
+  ASSERT_TRUE(lookup.has_value());
+  // Nice values top out at 19.
+  EXPECT_EQ(*apply, never_wait ? std::min(*lookup + 10, 19) : *lookup);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ServerBackendE2eTest,
