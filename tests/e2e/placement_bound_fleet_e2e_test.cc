@@ -111,6 +111,19 @@ class PlacementBoundFleetTest : public ::testing::Test {
     end_ = *end;
   }
 
+  // Waits until `writer` has written a fleet snapshot at the position
+  // Converge last reached, or later.
+  void WaitForSnapshotAtEnd(FleetReplica& writer) {
+    std::optional<double> snapshot;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          snapshot = writer.Metric("kvindexer_fleet_snapshot_last_position");
+          return snapshot.value_or(0) >= static_cast<double>(end_);
+        },
+        kFleetBound, 20ms))
+        << "last snapshot at " << snapshot.value_or(-1) << ", log end " << end_;
+  }
+
   std::optional<BoundState> StateOf(FleetReplica& replica) {
     const auto listed = replica.ListWorkers();
     EXPECT_TRUE(listed.has_value());
@@ -187,14 +200,7 @@ TEST_F(PlacementBoundFleetTest, ReplicasOfOneLogEvictAlike) {
   }
 
   // A replica that loads the snapshot image, evicted as the log was.
-  std::optional<double> snapshot;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        snapshot = a->Metric("kvindexer_fleet_snapshot_last_position");
-        return snapshot.value_or(0) >= static_cast<double>(end_);
-      },
-      kFleetBound, 20ms))
-      << "last snapshot at " << snapshot.value_or(-1) << ", log end " << end_;
+  ASSERT_NO_FATAL_FAILURE(WaitForSnapshotAtEnd(*a));
   absl::StatusOr<uint64_t> first = FleetLogFirst(log_);
   ASSERT_TRUE(WaitUntil(
       [&] {
@@ -342,14 +348,7 @@ TEST_F(PlacementBoundFleetTest, AnIndexWideBoundIsKeptThroughTheLog) {
   EXPECT_GE(appended, 1);
 
   // A replica that loads the snapshot image holds what the others hold.
-  std::optional<double> snapshot;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        snapshot = a->Metric("kvindexer_fleet_snapshot_last_position");
-        return snapshot.value_or(0) >= static_cast<double>(end_);
-      },
-      kFleetBound, 20ms))
-      << "last snapshot at " << snapshot.value_or(-1) << ", log end " << end_;
+  ASSERT_NO_FATAL_FAILURE(WaitForSnapshotAtEnd(*a));
   FleetReplica* joined = StartReplica(bound);
   ASSERT_NE(joined, nullptr);
   ASSERT_NO_FATAL_FAILURE(Converge());
