@@ -9,7 +9,6 @@
 // No sleeps as synchronisation: effects are awaited in bounded loops.
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,14 +19,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/fleet_e2e_harness.h"
-#include "tests/support/nats_server.h"
+#include "tests/e2e/fleet_replicas_fixture.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bridge::testing {
 // Named, not anonymous: the unity build joins test files.
 namespace fleet_writes_e2e_test {
 
-using ::kvindexer::test_support::NatsServer;
 using ::kvindexer::test_support::WaitUntil;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
@@ -88,46 +86,13 @@ int HeldCount(FleetReplica& replica) {
   return held;
 }
 
-class FleetWritesE2eTest : public ::testing::Test {
+class FleetWritesE2eTest : public FleetReplicasTest {
  protected:
-  void SetUp() override {
-    KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
-    absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
-    ASSERT_TRUE(nats.ok()) << nats.status();
-    nats_ = *std::move(nats);
-    log_ = FleetLogTarget{.urls = nats_->url(), .replicas = 1};
-  }
-
-  void TearDown() override {
-    if (!HasFailure()) return;
-    for (size_t i = 0; i < replicas_.size(); ++i) {
-      if (replicas_[i] != nullptr) {
-        std::cerr << "--- replica " << i << "\n"
-                  << replicas_[i]->process().Output();
-      }
-    }
-    if (nats_ != nullptr) std::cerr << "--- nats\n" << nats_->Output();
-  }
-
-  // Null (with the failure recorded) when the replica does not start.
-  FleetReplica* StartReplica(std::map<std::string, std::string> env = {}) {
-    absl::StatusOr<std::unique_ptr<FleetReplica>> replica =
-        FleetReplica::Start(log_, std::move(env));
-    EXPECT_TRUE(replica.ok()) << replica.status();
-    if (!replica.ok()) return nullptr;
-    replicas_.push_back(*std::move(replica));
-    return replicas_.back().get();
-  }
-
   std::string Epoch(FleetReplica& replica) {
     const auto stats = replica.Stats();
     EXPECT_TRUE(stats.has_value());
     return stats.has_value() ? stats->indexer_epoch() : "";
   }
-
-  std::unique_ptr<NatsServer> nats_;
-  FleetLogTarget log_;
-  std::vector<std::unique_ptr<FleetReplica>> replicas_;
 };
 
 // F37, second half.

@@ -13,7 +13,6 @@
 // No sleeps as synchronisation: effects are awaited in bounded loops.
 #include <chrono>
 #include <cstdint>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,8 +25,8 @@
 #include "common/eviction_header.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/fleet_e2e_harness.h"
+#include "tests/e2e/fleet_replicas_fixture.h"
 #include "tests/e2e/placement_bound_feed.h"
-#include "tests/support/nats_server.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bridge::testing {
@@ -38,7 +37,6 @@ using ::kvindexer::e2e::BoundState;
 using ::kvindexer::e2e::BoundStateOf;
 using ::kvindexer::e2e::PlacementBoundFeed;
 using ::kvindexer::e2e::PlacementBoundFeedOptions;
-using ::kvindexer::test_support::NatsServer;
 using ::kvindexer::test_support::WaitUntil;
 namespace v1 = ::kv_indexer::v1;
 
@@ -71,35 +69,8 @@ std::string EvictionSeries(const std::string& reason) {
          "\"}";
 }
 
-class PlacementBoundFleetTest : public ::testing::Test {
+class PlacementBoundFleetTest : public FleetReplicasTest {
  protected:
-  void SetUp() override {
-    KVINDEXER_SKIP_WITHOUT_NATS_SERVER();
-    absl::StatusOr<std::unique_ptr<NatsServer>> nats = NatsServer::Start();
-    ASSERT_TRUE(nats.ok()) << nats.status();
-    nats_ = *std::move(nats);
-    log_ = FleetLogTarget{.urls = nats_->url(), .replicas = 1};
-  }
-
-  void TearDown() override {
-    if (!HasFailure()) return;
-    for (size_t i = 0; i < replicas_.size(); ++i) {
-      std::cerr << "--- replica " << i << "\n"
-                << replicas_[i]->process().Output();
-    }
-    if (nats_ != nullptr) std::cerr << "--- nats\n" << nats_->Output();
-  }
-
-  // Null (with the failure recorded) when the replica does not start.
-  FleetReplica* StartReplica(std::map<std::string, std::string> env) {
-    absl::StatusOr<std::unique_ptr<FleetReplica>> replica =
-        FleetReplica::Start(log_, std::move(env));
-    EXPECT_TRUE(replica.ok()) << replica.status();
-    if (!replica.ok()) return nullptr;
-    replicas_.push_back(*std::move(replica));
-    return replicas_.back().get();
-  }
-
   // Waits until every replica has applied the log's last position.
   void Converge() {
     absl::StatusOr<uint64_t> end = FleetLogEnd(log_);
@@ -162,9 +133,6 @@ class PlacementBoundFleetTest : public ::testing::Test {
     return *first;
   }
 
-  std::unique_ptr<NatsServer> nats_;
-  FleetLogTarget log_;
-  std::vector<std::unique_ptr<FleetReplica>> replicas_;
   uint64_t end_ = 0;
 };
 
