@@ -91,6 +91,10 @@ ABSL_FLAG(std::string, checkpoint_builder, "",
           "KV_INDEXER_CHECKPOINT_BUILDER of the durable servers, process or "
           "thread (empty: the server's default, process)");
 
+ABSL_FLAG(std::string, max_replay_bytes, "",
+          "KV_INDEXER_MAX_REPLAY_BYTES of the durable servers (empty: the "
+          "server's default, four times the checkpoint size; 0: no bound)");
+
 ABSL_FLAG(uint64_t, ingest_hashes, 8'000'000,
           "Hashes in the ingest plan (16,384-hash batches)");
 ABSL_FLAG(uint32_t, ingest_rounds, 5, "Rounds of the three ingest runs");
@@ -131,8 +135,16 @@ ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
           "Rounds of idle run plus checkpoint run");
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
           "How the recovery phase ends the server before each restart: "
-          "sigterm, sigkill, or sigkill-full-log (SIGKILL once the current "
-          "log file holds 90% of the checkpoint size)");
+          "sigterm, sigkill, sigkill-full-log (SIGKILL once the current "
+          "log file holds 90% of the checkpoint size) or sigkill-after-churn "
+          "(SIGKILL after --churn_s of REPORT/REVOKE applies at full rate)");
+ABSL_FLAG(double, churn_s, 600,
+          "sigkill-after-churn: seconds of applies before the kill");
+ABSL_FLAG(uint32_t, churn_streams, 2,
+          "sigkill-after-churn: concurrent senders of the applies");
+ABSL_FLAG(uint32_t, churn_rpc_deadline_ms, 120000,
+          "sigkill-after-churn: deadline of each apply; writes may wait for "
+          "a checkpoint build at KV_INDEXER_MAX_REPLAY_BYTES");
 
 ABSL_FLAG(int64_t, max_failed_rpcs, -1,
           "Exit 1 when more RPCs than this failed (-1: no limit)");
@@ -246,6 +258,7 @@ int Run() {
   rig_options.server_log = absl::GetFlag(FLAGS_server_log);
   rig_options.checkpoint_bytes = absl::GetFlag(FLAGS_checkpoint_bytes);
   rig_options.checkpoint_builder = absl::GetFlag(FLAGS_checkpoint_builder);
+  rig_options.max_replay_bytes = absl::GetFlag(FLAGS_max_replay_bytes);
   rig_options.channels = std::max<uint32_t>(absl::GetFlag(FLAGS_channels), 1);
   if (rig_options.server_binary.empty()) {
     std::fprintf(stderr, "kv-indexer-durability-bench: --server is required\n");
@@ -308,6 +321,7 @@ int Run() {
   j.Field("workers", uint64_t{absl::GetFlag(FLAGS_workers)});
   j.Field("checkpoint_bytes", rig_options.checkpoint_bytes);
   j.Field("checkpoint_builder", rig_options.checkpoint_builder);
+  j.Field("max_replay_bytes", rig_options.max_replay_bytes);
   j.Field("ingest_hashes", absl::GetFlag(FLAGS_ingest_hashes));
   j.Field("ingest_rounds", uint64_t{absl::GetFlag(FLAGS_ingest_rounds)});
   j.Field("placements", absl::GetFlag(FLAGS_placements));
@@ -516,13 +530,20 @@ int Run() {
         if (!kind.has_value()) {
           std::fprintf(stderr,
                        "kv-indexer-durability-bench: --restarts entry '%s' is "
-                       "not sigterm, sigkill or sigkill-full-log\n",
+                       "not sigterm, sigkill, sigkill-full-log or "
+                       "sigkill-after-churn\n",
                        std::string(how).c_str());
           return 1;
         }
         std::fprintf(stderr, "== restart after %s\n", RestartKindName(*kind));
-        absl::StatusOr<RestartFigures> figures = MeasureRestart(
-            &rig, rig_options, data_dir, *kind, checkpoint_bytes, headline);
+        ChurnOptions churn;
+        churn.duration = Secs(absl::GetFlag(FLAGS_churn_s));
+        churn.streams = absl::GetFlag(FLAGS_churn_streams);
+        churn.rpc_deadline =
+            absl::Milliseconds(absl::GetFlag(FLAGS_churn_rpc_deadline_ms));
+        absl::StatusOr<RestartFigures> figures =
+            MeasureRestart(&rig, rig_options, data_dir, *kind, checkpoint_bytes,
+                           headline, churn);
         if (!figures.ok()) return Failed(figures.status());
         restarts.push_back(*std::move(figures));
       }
@@ -552,6 +573,9 @@ int Run() {
     j.Field("recovery_ms", r.recovered.ms);
     j.Field("seconds_to_listen", r.seconds_to_listen);
     j.Field("headline_ok", r.headline_ok);
+    if (r.kind == RestartKind::kSigkillAfterChurn) {
+      j.Field("churn_hashes_per_s", r.churn_hashes_per_s);
+    }
     j.EndObject();
   }
   j.EndArray();
@@ -688,6 +712,10 @@ int Run() {
         Mb(r.dir.checkpoint_bytes).c_str(), r.dir.checkpoints,
         Mb(r.dir.wal_bytes).c_str(), r.dir.wals,
         r.headline_ok ? "ok" : "WRONG");
+    if (r.kind == RestartKind::kSigkillAfterChurn) {
+      std::printf("  churn before the kill: %.2f M hashes/s\n",
+                  r.churn_hashes_per_s / 1e6);
+    }
     if (!r.headline_ok) rc = 1;
     if (previous_placements.has_value() &&
         *previous_placements != r.recovered.placements) {

@@ -1,12 +1,15 @@
 #include "durability_recovery.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/wire_vocabulary.h"
 #include "durability_log_traffic.h"
 #include "grpcpp/grpcpp.h"
 
@@ -27,11 +30,44 @@ bool WaitNoCheckpointInProgress(const std::string& dir) {
   return false;
 }
 
+// Runs churn.streams senders of log traffic for churn.duration; answers
+// the hashes applied per second.
+absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn) {
+  const LogTraffic traffic;
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + absl::ToChronoMilliseconds(churn.duration);
+  std::atomic<uint64_t> applies{0};
+  std::vector<absl::Status> results(std::max<uint32_t>(churn.streams, 1));
+  std::vector<std::thread> senders;
+  for (absl::Status& result : results) {
+    senders.emplace_back([&] {
+      result = traffic.Run(
+          pool,
+          [&] {
+            applies.fetch_add(1, std::memory_order_relaxed);
+            return std::chrono::steady_clock::now() >= end;
+          },
+          nullptr, churn.rpc_deadline);
+    });
+  }
+  for (std::thread& t : senders) t.join();
+  for (const absl::Status& result : results) {
+    if (!result.ok()) return result;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // `done` is asked once before the first apply of each sender.
+  const uint64_t sent = applies.load() - results.size();
+  return static_cast<double>(sent * kMaxHashesPerRequest) / seconds;
+}
+
 }  // namespace
 
 std::optional<RestartKind> ParseRestartKind(const std::string& name) {
-  for (RestartKind kind : {RestartKind::kSigterm, RestartKind::kSigkill,
-                           RestartKind::kSigkillFullLog}) {
+  for (RestartKind kind :
+       {RestartKind::kSigterm, RestartKind::kSigkill,
+        RestartKind::kSigkillFullLog, RestartKind::kSigkillAfterChurn}) {
     if (name == RestartKindName(kind)) return kind;
   }
   return std::nullopt;
@@ -45,6 +81,8 @@ const char* RestartKindName(RestartKind kind) {
       return "sigkill";
     case RestartKind::kSigkillFullLog:
       return "sigkill-full-log";
+    case RestartKind::kSigkillAfterChurn:
+      return "sigkill-after-churn";
   }
   return "?";
 }
@@ -52,7 +90,7 @@ const char* RestartKindName(RestartKind kind) {
 absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
     const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
-    const HeadlineCheck& headline) {
+    const HeadlineCheck& headline, const ChurnOptions& churn) {
   RestartFigures figures;
   figures.kind = kind;
   if (!WaitNoCheckpointInProgress(data_dir)) {
@@ -80,6 +118,11 @@ absl::StatusOr<RestartFigures> MeasureRestart(
           "the log rotated while it was being filled; is the checkpoint "
           "size given right?");
     }
+  }
+  if (kind == RestartKind::kSigkillAfterChurn) {
+    absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn);
+    if (!rate.ok()) return rate.status();
+    figures.churn_hashes_per_s = *rate;
   }
   if (kind == RestartKind::kSigterm) {
     if (absl::Status s = (*rig)->Stop(); !s.ok()) return s;

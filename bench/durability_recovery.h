@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "durability_rig.h"
 #include "load_client.h"
 
@@ -23,8 +24,19 @@ enum class RestartKind {
   // current log file to 90% of the checkpoint size (less for small sizes,
   // so that it does not rotate): most of a generation to replay.
   kSigkillFullLog,
+  // SIGKILL after ChurnOptions::duration of log traffic at the highest rate
+  // ChurnOptions::streams concurrent senders reach: what a restart replays
+  // after sustained writes, checkpoints being built all along.
+  kSigkillAfterChurn,
 };
-// "sigterm", "sigkill", "sigkill-full-log"; nullopt for anything else.
+
+struct ChurnOptions {
+  absl::Duration duration = absl::Minutes(10);
+  uint32_t streams = 2;
+  absl::Duration rpc_deadline = absl::Seconds(10);
+};
+// "sigterm", "sigkill", "sigkill-full-log", "sigkill-after-churn"; nullopt
+// for anything else.
 std::optional<RestartKind> ParseRestartKind(const std::string& name);
 const char* RestartKindName(RestartKind kind);
 
@@ -34,6 +46,8 @@ struct RestartFigures {
   RecoveredLine recovered;
   double seconds_to_listen = 0;
   bool headline_ok = false;  // every worker matches the whole anchor prefix
+  // kSigkillAfterChurn: hashes applied per second during the churn.
+  double churn_hashes_per_s = 0;
 };
 
 struct HeadlineCheck {
@@ -48,7 +62,7 @@ struct HeadlineCheck {
 [[nodiscard]] absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
     const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
-    const HeadlineCheck& headline);
+    const HeadlineCheck& headline, const ChurnOptions& churn);
 
 }  // namespace kvindexer::bench
 

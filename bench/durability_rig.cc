@@ -92,6 +92,9 @@ absl::StatusOr<std::unique_ptr<DurabilityRig>> DurabilityRig::Start(
     if (!options.checkpoint_builder.empty()) {
       process.env["KV_INDEXER_CHECKPOINT_BUILDER"] = options.checkpoint_builder;
     }
+    if (!options.max_replay_bytes.empty()) {
+      process.env["KV_INDEXER_MAX_REPLAY_BYTES"] = options.max_replay_bytes;
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<ListeningServer> server =

@@ -37,6 +37,8 @@ struct RigOptions {
   uint64_t checkpoint_bytes = 0;  // KV_INDEXER_CHECKPOINT_BYTES; 0: default
   // KV_INDEXER_CHECKPOINT_BUILDER; empty: the server's default.
   std::string checkpoint_builder;
+  // KV_INDEXER_MAX_REPLAY_BYTES; empty: the server's default.
+  std::string max_replay_bytes;
   uint32_t channels = 4;
   absl::Duration connect_timeout = absl::Seconds(60);
 };
