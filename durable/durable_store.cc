@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/uuid.h"
 #include "durable/build_deadline.h"
+#include "durable/build_priority.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_builder.h"
 #include "durable/checkpoint_file.h"
@@ -32,6 +34,7 @@
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/recovery_loader.h"
+#include "durable/replay_bound.h"
 #include "durable/wal_writer.h"
 #include "spdlog/spdlog.h"
 
@@ -67,6 +70,17 @@ struct DurableStore::State {
   // True from a rotation until its compaction ended; Append reads it
   // without the lock (a stale true only delays the next rotation).
   std::atomic<bool> compacting{false};
+  // Keeps what a restart replays within options.max_replay_bytes.
+  std::unique_ptr<ReplayBound> bound;
+  // Set when a write waits for the build in progress, which then runs at
+  // normal priority (durable/build_priority.h); cleared when it ends.
+  std::atomic<bool> urgent{false};
+  // A raise was refused for want of privilege: said once, not tried again.
+  std::atomic<bool> raise_refused{false};
+  // The compaction thread's id, and whether it builds the checkpoint in
+  // progress itself, for raising such a build.
+  std::atomic<pid_t> compaction_tid{0};
+  std::atomic<bool> building_in_thread{false};
   std::atomic<bool> stop{false};
 
   std::mutex mu;
@@ -127,6 +141,13 @@ struct DurableStore::State {
                              const BuildDeadline& deadline);
   absl::Status BuildInProcess(const CompactionJob& job,
                               const BuildDeadline& deadline);
+  // A write waits for the build in progress: raise it to normal priority
+  // (the compaction thread, when it builds; a builder process is raised by
+  // the wait for it).
+  void Hurry();
+  // Raises `tid` to normal priority, or says at WARN why not (a refusal
+  // for want of privilege once: it is not tried again).
+  void Raise(pid_t tid, std::string_view who);
   void CountFailure(CheckpointFailure failure) {
     std::lock_guard<std::mutex> lock(mu);
     ++failures.by_reason[static_cast<size_t>(failure)];
@@ -135,6 +156,7 @@ struct DurableStore::State {
 
 void DurableStore::State::StartCompaction() {
   const uint64_t closing = writer->generation();
+  const uint64_t closing_bytes = writer->bytes_in_generation();
   absl::Status s = writer->Rotate(closing + 1);
   if (!s.ok()) {
     // Serving goes on in the current file; the next attempt comes after
@@ -149,6 +171,7 @@ void DurableStore::State::StartCompaction() {
     return;
   }
   rotate_at = options.checkpoint_bytes;
+  bound->Rotated(closing_bytes);
   {
     std::lock_guard<std::mutex> lock(mu);
     wals.insert(closing + 1);
@@ -186,6 +209,8 @@ void LowerCompactionPriority() {
 
 void DurableStore::State::CompactionLoop() {
   LowerCompactionPriority();
+  compaction_tid.store(static_cast<pid_t>(::syscall(SYS_gettid)),
+                       std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu);
   while (true) {
     cv.wait(lock, [this] {
@@ -208,8 +233,13 @@ void DurableStore::State::CompactionLoop() {
                 "size need longer)"
               : "");
     }
+    if (urgent.exchange(false)) {
+      // Raised for a waiting write: the next build starts idle again.
+      LowerToIdle(compaction_tid.load(std::memory_order_relaxed));
+    }
     lock.lock();
     compacting.store(false, std::memory_order_relaxed);
+    bound->BuildEnded(built.ok());
     cv.notify_all();
   }
   pending.reset();
@@ -228,8 +258,14 @@ absl::Status DurableStore::State::Build(const CompactionJob& job,
 
 absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
                                                 const BuildDeadline& deadline) {
+  building_in_thread.store(true);
+  if (urgent.load()) {
+    Raise(compaction_tid.load(std::memory_order_relaxed),
+          "the checkpoint thread");
+  }
   absl::Status built = BuildCheckpoint(dir->path(), job, io, deadline,
                                        CheckpointFinish::kPublish);
+  building_in_thread.store(false);
   if (built.code() == absl::StatusCode::kCancelled &&
       !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
     return absl::DeadlineExceededError(
@@ -264,8 +300,18 @@ absl::Status DurableStore::State::BuildInProcess(
   }
   // Killed at the deadline; the store's closing kills it at once (the
   // destructor), without waiting for the next look at the deadline.
-  absl::Status built =
-      (*child)->Wait([&deadline] { return deadline.Expired(); });
+  // A child lowers its own priority as it starts; a raise is tried once it
+  // has, for as long as a write waits.
+  bool raised = false;
+  const pid_t child_pid = (*child)->pid();
+  absl::Status built = (*child)->Wait([&] {
+    if (!raised && urgent.load(std::memory_order_relaxed) &&
+        RunsBelowNormal(child_pid)) {
+      Raise(child_pid, built_by);
+      raised = true;
+    }
+    return deadline.Expired();
+  });
   {
     std::lock_guard<std::mutex> lock(mu);
     builder = nullptr;
@@ -302,6 +348,39 @@ absl::Status DurableStore::State::BuildInProcess(
   absl::Status published = PublishCheckpoint(dir->path(), job.target(), io);
   if (!published.ok()) ::unlink(tmp.c_str());
   return published;
+}
+
+void DurableStore::State::Hurry() {
+  urgent.store(true);
+  // A builder process is raised by the wait for it, at its next poll; a
+  // thread build that has not begun raises itself as it begins.
+  if (building_in_thread.load()) {
+    Raise(compaction_tid.load(std::memory_order_relaxed),
+          "the checkpoint thread");
+  }
+}
+
+void DurableStore::State::Raise(pid_t tid, std::string_view who) {
+  if (raise_refused.load(std::memory_order_relaxed)) return;
+  absl::Status s = RaiseToNormal(tid);
+  if (s.ok()) {
+    spdlog::info(
+        "checkpoint: writes wait for the build ({} bytes of log to replay, "
+        "KV_INDEXER_MAX_REPLAY_BYTES {}): {} runs at normal priority until "
+        "it ends",
+        bound->figures().tail_bytes, bound->figures().max_bytes, who);
+    return;
+  }
+  if (absl::IsPermissionDenied(s)) {
+    raise_refused.store(true, std::memory_order_relaxed);
+    spdlog::warn(
+        "checkpoint: writes wait for the build, but {} keeps its idle "
+        "priority ({}); under a busy CPU they wait longer",
+        who, std::string(s.message()));
+    return;
+  }
+  spdlog::warn("checkpoint: raising {} for waiting writes failed: {}", who,
+               std::string(s.message()));
 }
 
 absl::Status DurableStore::State::Compact(const CompactionJob& job) {
@@ -427,6 +506,8 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
   if (!recovered.ok()) return recovered.status();
 
   state->rotate_at = options.checkpoint_bytes;
+  state->bound =
+      std::make_unique<ReplayBound>(options.max_replay_bytes, &clock);
   state->base = recovered->base;
   state->checkpoints.insert(recovered->checkpoints.begin(),
                             recovered->checkpoints.end());
@@ -477,10 +558,18 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
 
   absl::StatusOr<std::unique_ptr<WalWriter>> writer =
       WalWriter::Open(state->dir->path(), wal_generation, options.sync,
-                      state->io, &state->monitor);
+                      state->io, &state->monitor, options.sync_ahead);
   if (!writer.ok()) return writer.status();
   state->writer = *std::move(writer);
   state->wals.insert(wal_generation);
+  // The files before the one continued are replayed by the next start too,
+  // until a checkpoint covers them.
+  const uint64_t continued = state->writer->bytes_in_generation();
+  state->bound->SetClosedBytes(state->base == recovered->base &&
+                                       recovered->report.log_bytes > continued
+                                   ? recovered->report.log_bytes - continued
+                                   : 0);
+  state->bound->Appended(continued);
 
   // The epoch, recorded before any request can be acknowledged under it.
   const std::string boot_id =
@@ -535,6 +624,9 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
 
 DurableStore::~DurableStore() {
   if (state_ == nullptr) return;
+  // First, so that a write waiting for a build cannot hold the Indexer's
+  // mutation mutex that detaching takes.
+  state_->bound->Stop();
   state_->indexer->AttachLog(nullptr);
   {
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -574,10 +666,25 @@ absl::StatusOr<uint64_t> DurableStore::Append(
                       std::string(refused.message()));
     return refused;
   }
-  return s.writer->Append(s.payload);
+  const auto due = [&s] {
+    return s.writer->bytes_in_generation() >= s.rotate_at &&
+           !s.compacting.load(std::memory_order_relaxed);
+  };
+  if (s.bound->WaitForRoom(s.writer->bytes_in_generation(),
+                           s.payload.size() + kRecordHeaderBytes,
+                           [&s] { s.Hurry(); }) &&
+      due()) {
+    s.StartCompaction();
+  }
+  absl::StatusOr<uint64_t> end = s.writer->Append(s.payload);
+  s.bound->Appended(s.writer->bytes_in_generation());
+  return end;
 }
 
-void DurableStore::Retract(uint64_t end) { state_->writer->Retract(end); }
+void DurableStore::Retract(uint64_t end) {
+  state_->writer->Retract(end);
+  state_->bound->Appended(state_->writer->bytes_in_generation());
+}
 
 uint64_t DurableStore::end() const { return state_->writer->end(); }
 
@@ -623,6 +730,7 @@ DurableFigures DurableStore::figures() const {
   figures.syncs = state_->writer->syncs();
   figures.log_failed = state_->monitor.poisoned();
   figures.append_refusals = state_->monitor.counts();
+  figures.replay = state_->bound->figures();
   return figures;
 }
 

@@ -47,6 +47,7 @@
 #include "durable/checkpoint_failure.h"
 #include "durable/file_io.h"
 #include "durable/recovery_report.h"
+#include "durable/replay_bound.h"
 #include "durable/wal_failure_monitor.h"
 #include "durable/wal_sync.h"
 #include "kvindexer/backend.h"
@@ -56,8 +57,17 @@ namespace kvindexer::durable {
 struct DurableOptions {
   std::string dir;
   WalSync sync = WalSync::kAlways;
+  // With kAlways: start each record's sync as it is appended, so that it
+  // overlaps the backend's apply (durable/wal_writer.h). Tests that count
+  // syncs turn it off.
+  bool sync_ahead = true;
   // The log bytes since the last checkpoint that start the next one.
   uint64_t checkpoint_bytes = 64ull << 20;
+  // The most log a restart may have to replay: a write that would pass it
+  // waits for the checkpoint build in progress (durable/replay_bound.h).
+  // 0: no bound. Below twice checkpoint_bytes a write that waited may still
+  // pass it.
+  uint64_t max_replay_bytes = 0;
   // Null: FileIo::Real(). For tests that inject write failures.
   FileIo* io = nullptr;
   // The serving Indexer's backend, read (GetStats) for the placement count
@@ -106,6 +116,7 @@ struct DurableFigures {
   uint64_t recovery_cut_bytes = 0;
   uint64_t recovery_cut_records = 0;
   bool recovery_log_damaged = false;
+  ReplayBoundFigures replay;  // the replay bound's figures
 };
 
 class DurableStore final : public MutationLog {

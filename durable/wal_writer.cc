@@ -1,6 +1,7 @@
 #include "durable/wal_writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -153,6 +154,9 @@ void LeavePoisonMarker(FileIo& io, const std::string& dir, uint64_t generation,
 struct WalWriter::State {
   std::mutex mu;
   std::condition_variable synced;
+  // Signalled by Append (a record past `durable`) and by the destructor.
+  std::condition_variable appended;
+  bool closing = false;     // guarded by mu
   UniqueFd fd;              // guarded by mu for readers; appender writes
   uint64_t generation = 0;  // appender only
   uint64_t file_size = 0;   // appender only: header included
@@ -233,11 +237,37 @@ absl::Status WalWriter::poison() const {
   return state_->poison;
 }
 
-WalWriter::~WalWriter() = default;
+WalWriter::~WalWriter() {
+  if (!sync_ahead_.joinable()) return;
+  {
+    const std::lock_guard<std::mutex> lock(state_->mu);
+    state_->closing = true;
+  }
+  state_->appended.notify_all();
+  sync_ahead_.join();
+}
+
+void WalWriter::SyncAhead() {
+  pthread_setname_np(pthread_self(), "kvidx-walsync");
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  while (true) {
+    s.appended.wait(lock, [&s] {
+      return s.closing || (s.poison.ok() && s.durable < s.end);
+    });
+    if (s.closing) return;
+    const uint64_t target = s.end;
+    lock.unlock();
+    // As any waiter: joins a sync in flight, or becomes the syncer. A
+    // failure poisons the writer, which every caller then hears of.
+    (void)WaitDurable(target);
+    lock.lock();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<WalWriter>> WalWriter::Open(
     const std::string& dir, uint64_t generation, WalSync sync, FileIo* io,
-    WalFailureMonitor* monitor) {
+    WalFailureMonitor* monitor, bool sync_ahead) {
   if (io == nullptr) io = &FileIo::Real();
   absl::StatusOr<OpenedFile> file = OpenLogFile(*io, dir, generation);
   if (!file.ok()) return file.status();
@@ -245,6 +275,10 @@ absl::StatusOr<std::unique_ptr<WalWriter>> WalWriter::Open(
   writer->state_->fd = std::move(file->fd);
   writer->state_->file_size = file->size;
   writer->state_->generation = generation;
+  if (sync == WalSync::kAlways && sync_ahead) {
+    WalWriter* w = writer.get();
+    writer->sync_ahead_ = std::thread([w] { w->SyncAhead(); });
+  }
   return writer;
 }
 
@@ -296,6 +330,7 @@ absl::StatusOr<uint64_t> WalWriter::Append(std::string_view payload) {
   s.last_size = s.frame.size();
   const std::lock_guard<std::mutex> lock(s.mu);
   s.end += s.frame.size();
+  s.appended.notify_one();
   return s.end;
 }
 

@@ -13,6 +13,13 @@
 // start does not continue that file (durable/durable_store.h), and reports
 // the poisoning, like every refused append, to its WalFailureMonitor.
 //
+// With WalSync::kAlways and `sync_ahead`, a thread of the writer syncs
+// ahead: as soon as a record is appended and no sync is running, it starts
+// one, so that the sync overlaps whatever the caller does between appending
+// and waiting (the Indexer applies the mutation to the backend meanwhile). A
+// caller that waits then finds its record durable, or a sync in flight that
+// will make it so; concurrent appends still share syncs.
+//
 // Logical offsets count every record byte appended since Open, across
 // rotations (file headers excluded).
 #ifndef KVINDEXER_DURABLE_WAL_WRITER_H_
@@ -24,6 +31,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,9 +48,12 @@ class WalWriter {
   // header; the file and the directory are synced before returning.
   // REQUIRES: io and monitor (when given) outlive the writer; a null io
   // means FileIo::Real(), a null monitor one of the writer's own.
+  // `sync_ahead` (with kAlways): see the file comment; off, a record is
+  // synced only when someone waits for it.
   static absl::StatusOr<std::unique_ptr<WalWriter>> Open(
       const std::string& dir, uint64_t generation, WalSync sync,
-      FileIo* io = nullptr, WalFailureMonitor* monitor = nullptr);
+      FileIo* io = nullptr, WalFailureMonitor* monitor = nullptr,
+      bool sync_ahead = false);
   ~WalWriter();
   WalWriter(const WalWriter&) = delete;
   WalWriter& operator=(const WalWriter&) = delete;
@@ -78,6 +89,9 @@ class WalWriter {
   // Hands a poisoning that happened since the last call to the monitor and
   // leaves the marker file. REQUIRES: the State mutex not held.
   void ReportPoison();
+  // The sync-ahead thread's body (kAlways): waits for records beyond what
+  // is durable and syncs them, until the writer closes or is poisoned.
+  void SyncAhead();
   class ReportPoisonOnReturn;
   std::string dir_;
   WalSync sync_;
@@ -88,6 +102,7 @@ class WalWriter {
   // implementer's; see wal_writer.cc.
   struct State;
   std::unique_ptr<State> state_;
+  std::thread sync_ahead_;  // kAlways only; joined by the destructor
 };
 
 }  // namespace kvindexer::durable

@@ -273,6 +273,47 @@ TEST_F(WalWriterTest, GroupCommitSharesSyncsAmongWaiters) {
       << "syncs for " << kFollowers + 1 << " waiters";
 }
 
+// With sync ahead, an append starts its own sync without anyone waiting;
+// records appended while it runs share the next one, and a waiter finds
+// its record durable (or in flight) instead of starting a sync of its own.
+TEST_F(WalWriterTest, SyncAheadStartsASyncAtEachAppend) {
+  absl::StatusOr<std::unique_ptr<WalWriter>> opened = WalWriter::Open(
+      dir_.path(), 1, WalSync::kAlways, &io_, nullptr, /*sync_ahead=*/true);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<WalWriter> writer = *std::move(opened);
+  const int at_open = io_.fdatasyncs();
+  io_.CloseSyncLatch();
+  const uint64_t first = *writer->Append("first");
+  // Nobody waits, yet the sync starts (held by the latch).
+  io_.AwaitSyncsStarted(at_open + 1);
+  const uint64_t second = *writer->Append("second");
+  const uint64_t third = *writer->Append("third");
+  io_.AllowOneSync();
+  // The first sync ends; the records appended during it go in one more.
+  io_.AwaitSyncsStarted(at_open + 2);
+  io_.OpenSyncLatch();
+  EXPECT_TRUE(writer->WaitDurable(third).ok());
+  EXPECT_TRUE(writer->WaitDurable(first).ok());
+  EXPECT_TRUE(writer->WaitDurable(second).ok());
+  EXPECT_EQ(io_.fdatasyncs(), at_open + 2);
+  EXPECT_EQ(writer->syncs(), 2u);
+  // A sync that fails poisons the writer for every caller, though the
+  // sync-ahead thread ran it.
+  io_.FailSyncs(EIO);
+  const uint64_t fourth = *writer->Append("fourth");
+  EXPECT_EQ(writer->WaitDurable(fourth).code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(writer->Append("fifth").ok());
+}
+
+// Without sync ahead (the other tests), nothing syncs until someone waits.
+TEST_F(WalWriterTest, WithoutSyncAheadAppendsDoNotSync) {
+  auto writer = OpenWriter(1, WalSync::kAlways);
+  ASSERT_NE(writer, nullptr);
+  const int at_open = io_.fdatasyncs();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(writer->Append("record").ok());
+  EXPECT_EQ(io_.fdatasyncs(), at_open);
+}
+
 TEST_F(WalWriterTest, RetractTakesBackTheLastRecord) {
   auto writer = OpenWriter(1, WalSync::kAlways);
   ASSERT_NE(writer, nullptr);

@@ -1,6 +1,9 @@
 #include "server/durability_config.h"
 
 #include <charconv>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
 
 namespace kvindexer {
 namespace {
@@ -23,6 +26,22 @@ constexpr std::string_view kCheckpointBuilderAccepted =
     "process (a process of its own, at the lowest CPU priority) or thread (a "
     "thread of the server)";
 
+// Digits only: no sign, no spaces, no suffixes; nullopt otherwise or on
+// overflow.
+std::optional<uint64_t> ParseByteCount(std::string_view value) {
+  if (value.empty() ||
+      value.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  uint64_t n = 0;
+  const auto [end, ec] =
+      std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    return std::nullopt;
+  }
+  return n;
+}
+
 }  // namespace
 
 absl::StatusOr<durable::WalSync> ParseWalSync(std::string_view value) {
@@ -32,19 +51,22 @@ absl::StatusOr<durable::WalSync> ParseWalSync(std::string_view value) {
 }
 
 absl::StatusOr<uint64_t> ParseCheckpointBytes(std::string_view value) {
-  // Digits only: no sign, no spaces, no suffixes.
-  const bool digits = !value.empty() && value.find_first_not_of("0123456789") ==
-                                            std::string_view::npos;
-  uint64_t n = 0;
-  if (digits) {
-    const auto [end, ec] =
-        std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec == std::errc() && end == value.data() + value.size() &&
-        n >= kMinCheckpointBytes) {
-      return n;
-    }
-  }
+  const std::optional<uint64_t> n = ParseByteCount(value);
+  if (n.has_value() && *n >= kMinCheckpointBytes) return *n;
   return InvalidEnvValue(kCheckpointBytesVar, value, kCheckpointBytesAccepted);
+}
+
+absl::StatusOr<uint64_t> ParseMaxReplayBytes(std::string_view value,
+                                             uint64_t checkpoint_bytes) {
+  const std::optional<uint64_t> n = ParseByteCount(value);
+  if (n.has_value() && (*n == 0 || *n / 2 >= checkpoint_bytes)) return *n;
+  return InvalidEnvValue(
+      kMaxReplayBytesVar, value,
+      absl::StrCat("0 (no bound: writes never wait for a checkpoint) or an "
+                   "integer of bytes at least twice KV_INDEXER_CHECKPOINT_"
+                   "BYTES (",
+                   checkpoint_bytes, "), that is at least ",
+                   2 * checkpoint_bytes));
 }
 
 absl::StatusOr<CheckpointBuilder> ParseCheckpointBuilder(
@@ -77,6 +99,12 @@ absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(const EnvLookup& env) {
     auto bytes = ParseCheckpointBytes(*v);
     if (!bytes.ok()) return bytes.status();
     config.checkpoint_bytes = *bytes;
+  }
+  config.max_replay_bytes = kDefaultReplayRotations * config.checkpoint_bytes;
+  if (auto v = env(kMaxReplayBytesVar)) {
+    auto bytes = ParseMaxReplayBytes(*v, config.checkpoint_bytes);
+    if (!bytes.ok()) return bytes.status();
+    config.max_replay_bytes = *bytes;
   }
   if (auto v = env(kCheckpointBuilderVar)) {
     auto builder = ParseCheckpointBuilder(*v);

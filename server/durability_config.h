@@ -7,6 +7,8 @@
 // | KV_INDEXER_CHECKPOINT_BYTES| 67108864 | integer >= 1048576               |
 // | KV_INDEXER_CHECKPOINT_BUILDER | process | process or thread            |
 // | KV_INDEXER_CHECKPOINT_TIMEOUT_MS | 600000 | 1000..86400000              |
+// | KV_INDEXER_MAX_REPLAY_BYTES | 4 x CHECKPOINT_BYTES | 0 (no bound) or an  |
+// |                            |          | integer >= 2 x CHECKPOINT_BYTES  |
 //
 // The tuning variables are checked whether or not a data directory is
 // set: a bad value is a configuration error either way (exit 2). Whether the
@@ -35,9 +37,15 @@ inline constexpr std::string_view kCheckpointBuilderVar =
     "KV_INDEXER_CHECKPOINT_BUILDER";
 inline constexpr std::string_view kCheckpointTimeoutMsVar =
     "KV_INDEXER_CHECKPOINT_TIMEOUT_MS";
+inline constexpr std::string_view kMaxReplayBytesVar =
+    "KV_INDEXER_MAX_REPLAY_BYTES";
 
 inline constexpr uint64_t kDefaultCheckpointBytes = 64ull << 20;
 inline constexpr uint64_t kMinCheckpointBytes = 1ull << 20;
+// KV_INDEXER_MAX_REPLAY_BYTES by default, in checkpoint sizes: room for a
+// bulk load of ten million placements (about 130 MiB of log) without a
+// wait, and a bound on what sustained writes leave to replay.
+inline constexpr uint64_t kDefaultReplayRotations = 4;
 // How long a checkpoint build may run before it is abandoned: ten minutes
 // by default, far beyond the seconds a build of ten million placements
 // takes; one second to one day.
@@ -56,6 +64,8 @@ struct DurabilityConfig {
   uint64_t checkpoint_bytes = kDefaultCheckpointBytes;
   CheckpointBuilder checkpoint_builder = CheckpointBuilder::kProcess;
   std::chrono::milliseconds checkpoint_timeout{kDefaultCheckpointTimeoutMs};
+  // The most log a restart replays (durable/replay_bound.h); 0: no bound.
+  uint64_t max_replay_bytes = kDefaultReplayRotations * kDefaultCheckpointBytes;
 
   bool enabled() const { return !data_dir.empty(); }
 };
@@ -70,6 +80,10 @@ struct DurabilityConfig {
     std::string_view value);
 [[nodiscard]] absl::StatusOr<std::chrono::milliseconds>
 ParseCheckpointTimeoutMs(std::string_view value);
+// `checkpoint_bytes` is the configuration's, which the bound must be at
+// least twice of (0 is accepted: no bound).
+[[nodiscard]] absl::StatusOr<uint64_t> ParseMaxReplayBytes(
+    std::string_view value, uint64_t checkpoint_bytes);
 [[nodiscard]] absl::StatusOr<DurabilityConfig> LoadDurabilityConfig(
     const EnvLookup& env);
 

@@ -1,6 +1,6 @@
 // KV_INDEXER_DATA_DIR, KV_INDEXER_WAL_SYNC, KV_INDEXER_CHECKPOINT_BYTES,
-// KV_INDEXER_CHECKPOINT_BUILDER and KV_INDEXER_CHECKPOINT_TIMEOUT_MS
-// (server/durability_config.h).
+// KV_INDEXER_CHECKPOINT_BUILDER, KV_INDEXER_CHECKPOINT_TIMEOUT_MS and
+// KV_INDEXER_MAX_REPLAY_BYTES (server/durability_config.h).
 #include "server/durability_config.h"
 
 #include <chrono>
@@ -30,6 +30,35 @@ TEST(DurabilityConfigTest, OffWithAlwaysAnd64MiBByDefault) {
   EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kProcess);
   EXPECT_EQ(config->durability.checkpoint_timeout,
             std::chrono::milliseconds(600000));
+  EXPECT_EQ(config->durability.max_replay_bytes, 4 * 67108864u);
+}
+
+TEST(DurabilityConfigTest, TheReplayBoundIsZeroOrTwiceTheCheckpointSize) {
+  // The default follows the checkpoint size.
+  auto config = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "1048576"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->durability.max_replay_bytes, 4194304u);
+  config = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "1048576"},
+                 {"KV_INDEXER_MAX_REPLAY_BYTES", "0"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->durability.max_replay_bytes, 0u);
+  config = Load({{"KV_INDEXER_MAX_REPLAY_BYTES", "536870912"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->durability.max_replay_bytes, 536870912u);
+
+  EXPECT_EQ(ParseMaxReplayBytes("2097152", 1048576).value(), 2097152u);
+  for (const char* bad :
+       {"", "2097151", "-1", "2M", " 0", "1e9", "18446744073709551616"}) {
+    EXPECT_FALSE(ParseMaxReplayBytes(bad, 1048576).ok()) << bad;
+  }
+  // Checked against the checkpoint size of the same configuration.
+  auto small = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "67108864"},
+                     {"KV_INDEXER_MAX_REPLAY_BYTES", "100000000"}});
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(small.status().message()),
+              AllOf(HasSubstr("KV_INDEXER_MAX_REPLAY_BYTES"),
+                    HasSubstr("\"100000000\""), HasSubstr("134217728")));
 }
 
 TEST(DurabilityConfigTest, ReadsAllFiveVariables) {
@@ -127,7 +156,8 @@ TEST(DurabilityConfigTest, UsageListsTheVariables) {
                            HasSubstr("KV_INDEXER_WAL_SYNC"),
                            HasSubstr("KV_INDEXER_CHECKPOINT_BYTES"),
                            HasSubstr("KV_INDEXER_CHECKPOINT_BUILDER"),
-                           HasSubstr("KV_INDEXER_CHECKPOINT_TIMEOUT_MS")));
+                           HasSubstr("KV_INDEXER_CHECKPOINT_TIMEOUT_MS"),
+                           HasSubstr("KV_INDEXER_MAX_REPLAY_BYTES")));
 }
 
 }  // namespace

@@ -238,6 +238,23 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
   }
   w.Counter("kvindexer_wal_syncs", "fdatasync calls that acknowledged writes.",
             static_cast<double>(f.syncs));
+  w.Gauge("kvindexer_wal_replay_tail_bytes",
+          "Log bytes a restart would replay now: every record after the "
+          "newest checkpoint in place.",
+          static_cast<double>(f.replay.tail_bytes));
+  w.Gauge("kvindexer_wal_replay_max_bytes",
+          "KV_INDEXER_MAX_REPLAY_BYTES: writes that would take the tail "
+          "past it wait for the checkpoint build in progress (0: no bound).",
+          static_cast<double>(f.replay.max_bytes));
+  w.Counter("kvindexer_wal_write_stalls",
+            "Writes that waited for a checkpoint build at the replay bound.",
+            static_cast<double>(f.replay.stalls));
+  w.Counter("kvindexer_wal_write_stall_seconds",
+            "Time writes spent waiting at the replay bound.",
+            f.replay.stall_seconds);
+  w.Gauge("kvindexer_wal_write_stalled",
+          "1 while a write waits for a checkpoint build at the replay bound.",
+          f.replay.stalled ? 1.0 : 0.0);
   w.Gauge("kvindexer_wal_failed",
           "1 once the write-ahead log failed (a failed fdatasync): every "
           "write is refused until a restart, and grpc.health.v1 reports "

@@ -54,9 +54,9 @@ int RunStandalone(ServerWiring& wiring) {
   if (durability.enabled()) {
     spdlog::info(
         "restart-safe state on dir={} wal_sync={} checkpoint_bytes={} "
-        "checkpoint_builder={} checkpoint_timeout_ms={}",
+        "max_replay_bytes={} checkpoint_builder={} checkpoint_timeout_ms={}",
         durability.data_dir, WalSyncName(durability.wal_sync),
-        durability.checkpoint_bytes,
+        durability.checkpoint_bytes, durability.max_replay_bytes,
         CheckpointBuilderName(durability.checkpoint_builder),
         durability.checkpoint_timeout.count());
     const LoadedBackend& backend = wiring.backend();
@@ -67,6 +67,7 @@ int RunStandalone(ServerWiring& wiring) {
             .dir = durability.data_dir,
             .sync = durability.wal_sync,
             .checkpoint_bytes = durability.checkpoint_bytes,
+            .max_replay_bytes = durability.max_replay_bytes,
             .backend = backend.backend(),
             .backend_abi_minor = backend.abi_minor(),
             .checkpoint_builder =

@@ -1,0 +1,212 @@
+// The replay bound at work in a DurableStore: with the checkpoint build
+// held back (its writes block), writes stop at the bound instead of growing
+// the log a restart replays, go on as soon as the build is in place, and a
+// restart replays no more than the bound.
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "durable/durable_store.h"
+#include "durable/file_io.h"
+#include "gtest/gtest.h"
+#include "tests/support/durable_store_fixture.h"
+
+namespace kvindexer::durable {
+namespace {
+
+// The real system calls, except that writes to checkpoint files being
+// built wait while the gate is closed.
+class GatedCheckpointIo final : public FileIo {
+ public:
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Whether a checkpoint write is waiting at the gate.
+  bool Holding() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return holding_ > 0;
+  }
+
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    if (IsCheckpointTmp(fd)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++holding_;
+      cv_.wait(lock, [this] { return open_; });
+      --holding_;
+    }
+    return FileIo::Real().Write(fd, data, size);
+  }
+  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
+  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
+  int Ftruncate(int fd, off_t length) override {
+    return FileIo::Real().Ftruncate(fd, length);
+  }
+
+ private:
+  static bool IsCheckpointTmp(int fd) {
+    char target[4096];
+    const std::string link = absl::StrCat("/proc/self/fd/", fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+    if (n <= 0) return false;
+    return std::string(target, static_cast<size_t>(n)).ends_with(".ckpt.tmp");
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int holding_ = 0;
+};
+
+// Bounded polling of a condition another thread makes true.
+template <typename F>
+bool Eventually(F condition) {
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (condition()) return true;
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+constexpr uint64_t kCheckpointBytes = 2048;
+constexpr uint64_t kMaxReplayBytes = 2 * kCheckpointBytes;
+
+class ReplayBoundStoreTest : public DurableStoreTest {
+ protected:
+  DurableOptions Bounded() {
+    DurableOptions options = Options(kCheckpointBytes);
+    options.max_replay_bytes = kMaxReplayBytes;
+    options.io = &io_;
+    return options;
+  }
+  GatedCheckpointIo io_;
+};
+
+TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
+  StartOk(Bounded());
+  Workload();
+  store().WaitForCheckpoints();
+  io_.Close();
+
+  // Applies go on until the next write would pass the bound while the
+  // build cannot finish.
+  std::atomic<uint64_t> next_seq{13};
+  std::atomic<bool> done{false};
+  auto writer = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 400; ++i) ApplyW1(next_seq++);
+    done = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  ASSERT_TRUE(io_.Holding());
+  const DurableFigures held = store().figures();
+  EXPECT_FALSE(done.load());
+  EXPECT_LE(held.replay.tail_bytes, kMaxReplayBytes);
+  EXPECT_GT(held.replay.tail_bytes, kCheckpointBytes);
+  EXPECT_EQ(held.replay.max_bytes, kMaxReplayBytes);
+  EXPECT_EQ(held.replay.stalls, 1u);
+  EXPECT_TRUE(held.checkpoint_in_progress);
+  // Stalled means stalled: the seq does not move while the gate is shut.
+  const uint64_t at_stall = next_seq.load();
+  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  EXPECT_EQ(next_seq.load(), at_stall);
+
+  io_.Open();
+  writer.get();
+  EXPECT_TRUE(done.load());
+  store().WaitForCheckpoints();
+  const DurableFigures after = store().figures();
+  EXPECT_GE(after.replay.stalls, 1u);
+  EXPECT_FALSE(after.replay.stalled);
+  EXPECT_LE(after.replay.tail_bytes, kMaxReplayBytes);
+  EXPECT_EQ(after.checkpoint_failures.of(CheckpointFailure::kBuild), 0u);
+
+  const std::string before = State();
+  const uint64_t tail = after.replay.tail_bytes;
+  Crash();
+  StartOk(Options(kCheckpointBytes));
+  EXPECT_EQ(State(), before);
+  EXPECT_EQ(store().recovery().log_bytes, tail);
+  EXPECT_LE(store().recovery().log_bytes, kMaxReplayBytes);
+  EXPECT_EQ(Probe("w1", "e1"), next_seq.load() - 1);
+}
+
+TEST_F(ReplayBoundStoreTest, TheTailStaysWithinTheBoundUnderSustainedWrites) {
+  StartOk(Bounded());
+  Workload();
+  uint64_t seq = 13;
+  uint64_t most = 0;
+  for (int i = 0; i < 600; ++i) {
+    ApplyW1(seq++);
+    most = std::max(most, store().figures().replay.tail_bytes);
+  }
+  EXPECT_LE(most, kMaxReplayBytes);
+  EXPECT_GT(store().checkpoints_written(), 2u);
+  const std::string before = State();
+  Crash();  // a checkpoint may be in progress: the crash abandons it
+  StartOk(Options(kCheckpointBytes));
+  EXPECT_LE(store().recovery().log_bytes, kMaxReplayBytes);
+  EXPECT_EQ(State(), before);
+}
+
+TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
+  StartOk(Bounded());
+  Workload();
+  store().WaitForCheckpoints();
+  io_.Close();
+  std::atomic<bool> done{false};
+  auto writer = std::async(std::launch::async, [&] {
+    for (uint64_t seq = 13; seq < 400; ++seq) {
+      // Once the store is closed, applies are refused (the log is closed).
+      const absl::Status s = Apply(
+          Batch("w1", "addr-1")
+              .Gated("e1", seq)
+              .Report(kTierHbm, Range(static_cast<int64_t>(1000 + seq), 8)));
+      EXPECT_TRUE(s.ok() || absl::IsUnavailable(s)) << s;
+    }
+    done = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  // The store is closed while the write waits and the build is held: the
+  // write is released and the closing takes the Indexer's mutation mutex
+  // from it, so every later apply is answered, all before the build could
+  // end.
+  std::thread closer([&] { node_->store.reset(); });
+  EXPECT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_TRUE(io_.Holding());
+  io_.Open();
+  closer.join();
+  writer.get();
+}
+
+TEST_F(ReplayBoundStoreTest, RecoveryCountsTheFilesBeforeTheContinuedOne) {
+  // A start that replays more than a checkpoint's worth starts a build at
+  // once; the files it covers are part of the tail until it is in place.
+  StartOk(Options());
+  Workload();
+  uint64_t seq = 13;
+  for (int i = 0; i < 60; ++i) ApplyW1(seq++);
+  Crash();
+  io_.Close();
+  StartOk(Bounded());
+  const uint64_t replayed = store().recovery().log_bytes;
+  ASSERT_GT(replayed, kCheckpointBytes);
+  EXPECT_EQ(store().figures().replay.tail_bytes, replayed);
+  io_.Open();
+  store().WaitForCheckpoints();
+  EXPECT_EQ(store().figures().replay.tail_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace kvindexer::durable
