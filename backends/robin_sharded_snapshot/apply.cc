@@ -5,13 +5,16 @@
 // (delta_merge.cc). Also the holdings logs' compaction after an apply.
 #include "robin_backend.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "block_placements.h"
 #include "kvindexer/backend_kit.h"
@@ -185,7 +188,7 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
     const ActionView& action = batch.actions[a];
     const uint32_t tier = action.tier;
     const uint32_t key = PlacementKey(ordinal, tier);
-    HoldingLog& log = state.holdings[tier];
+    HoldingLog* log = state.scanned[tier] ? nullptr : &state.holdings[tier];
     switch (action.type) {
       case kActionReport: {
         const bool has_masks = action.component_masks.size != 0;
@@ -221,6 +224,19 @@ void RobinShardedSnapshotBackend::ClearTier(uint32_t ordinal, uint32_t tier,
                                             SnapshotCopy& back) {
   if (state.live[tier] == 0) return;
   const uint32_t key = PlacementKey(ordinal, tier);
+  if (state.scanned[tier]) {
+    const std::vector<int64_t> held = ScanForKey(back, key, state.live[tier]);
+    for (size_t i = 0; i < held.size(); ++i) {
+      if (i + HoldingLog::kFar < held.size()) {
+        back.Prefetch(MixHash(held[i + HoldingLog::kFar]));
+      }
+      if (i + HoldingLog::kNear < held.size()) {
+        back.PrefetchBase(MixHash(held[i + HoldingLog::kNear]));
+      }
+      if (RevokePlacement(back, held[i], key)) --state.live[tier];
+    }
+    return;
+  }
   state.holdings[tier].ForEachAhead(
       [&](int64_t hash) {
         if (RevokePlacement(back, hash, key)) --state.live[tier];
@@ -258,7 +274,7 @@ void RobinShardedSnapshotBackend::StoreInDelta(SnapshotCopy::Map& delta,
 bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
                                                   int64_t hash, uint32_t key,
                                                   uint32_t mask, uint32_t size,
-                                                  HoldingLog& log) {
+                                                  HoldingLog* log) {
   const uint64_t mixed = MixHash(hash);
   SnapshotCopy::Map& delta = back.delta_for(mixed);
   const BlockKey block_key = BlockKey::From(hash);
@@ -283,7 +299,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
     }
     ++back.blocks;
     ++back.placements;
-    log.Append(hash);
+    if (log != nullptr) log->Append(hash);
     return true;
   }
   const BlockRecord& current = it != delta.end() ? it->second : *in_base;
@@ -320,7 +336,7 @@ bool RobinShardedSnapshotBackend::ReportPlacement(SnapshotCopy& back,
     StoreInDelta(delta, it, block_key, record);
     return false;
   }
-  log.Append(hash);
+  if (log != nullptr) log->Append(hash);
   if (n == 1) {
     Placement* array = arena_.Allocate(2);
     array[pos] = added;
@@ -408,6 +424,34 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
   return true;
 }
 
+uint64_t RobinShardedSnapshotBackend::ScanThreshold() const {
+  if (scan_divisor_ == 0) return UINT64_MAX;
+  return std::max(scan_min_, copies_[gate_.live()].placements / scan_divisor_);
+}
+
+std::vector<int64_t> RobinShardedSnapshotBackend::ScanForKey(
+    const SnapshotCopy& copy, uint32_t key, uint64_t expected) {
+  std::vector<int64_t> held;
+  held.reserve(expected);
+  const auto holds = [key](const BlockRecord& record) {
+    if (record.tombstone()) return false;
+    const uint32_t n = CountOf(record);
+    Placement single;
+    const Placement* p = PlacementsOf(record, &single);
+    const uint32_t pos = LowerBound(p, n, key);
+    return pos < n && PlacementKey(p[pos]) == key;
+  };
+  for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
+    for (const auto& [block, record] : copy.delta(shard)) {
+      if (holds(record)) held.push_back(block.hash());
+    }
+    copy.base(shard).ForEach([&](const BaseTable::Entry& entry) {
+      if (holds(entry.record)) held.push_back(entry.key.hash());
+    });
+  }
+  return held;
+}
+
 uint64_t RobinShardedSnapshotBackend::HoldingsBytes(const WorkerState& state) {
   uint64_t total = 0;
   for (const HoldingLog& log : state.holdings) total += log.bytes();
@@ -422,6 +466,12 @@ void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
     const uint64_t before = log.bytes();
     if (state.live[tier] == 0) {
       log.Clear();
+      state.scanned[tier] = false;
+    } else if (state.scanned[tier]) {
+      // Stays scanned until it holds nothing.
+    } else if (state.live[tier] >= ScanThreshold()) {
+      log.Clear();
+      state.scanned[tier] = true;
     } else if (log.size() > 2 * state.live[tier] + 4096) {
       const uint32_t key = PlacementKey(ordinal, tier);
       try {

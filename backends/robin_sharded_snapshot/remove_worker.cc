@@ -95,12 +95,12 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   }
   for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
     if (state.live[tier] != 0) {
-      // A placement its log does not list: freeing the ordinal now would
-      // give that placement to the next worker. Never expected.
+      // A placement neither its log nor a scan found: freeing the ordinal
+      // now would give that placement to the next worker. Never expected.
       roll_back();
       return ErrorStatus(BackendCode::kInternal,
                          "worker holds %llu placements at tier %u that its "
-                         "holdings log does not list; not removed",
+                         "clear did not find; not removed",
                          static_cast<unsigned long long>(state.live[tier]),
                          tier);
     }

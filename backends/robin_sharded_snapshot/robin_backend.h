@@ -65,6 +65,11 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   static constexpr size_t kMergeBaseRatio = 12;
   // The entries one apply's merges may write (about 80 MB, tens of ms).
   static constexpr size_t kMergeBudget = size_t{1} << 22;
+  // A (worker, tier) holding at least max(kScanMinPlacements, placements /
+  // kScanDivisor) drops its holdings log, and CLEAR finds its
+  // placements by a scan of the index (DESIGN.md, "Holdings").
+  static constexpr uint64_t kScanMinPlacements = 65536;
+  static constexpr uint64_t kScanDivisor = 128;
 
   RobinShardedSnapshotBackend();
   ~RobinShardedSnapshotBackend() override;
@@ -92,11 +97,14 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
                       size_t budget = kMergeBudget);
 
  private:
-  // Writer-side state of one worker: the holdings logs CLEAR needs and the
-  // number of placements at each tier. Index 0 is unused (tiers are 1..3).
+  // Writer-side state of one worker: the holdings logs CLEAR needs, the
+  // number of placements at each tier, and the tiers CLEAR finds by a scan
+  // of the index instead of a log (DESIGN.md, "Holdings"): their logs are
+  // empty and REPORT adds nothing to them. Index 0 is unused (tiers 1..3).
   struct WorkerState {
     std::array<HoldingLog, kMaxTier + 1> holdings;
     std::array<uint64_t, kMaxTier + 1> live{};
+    std::array<bool, kMaxTier + 1> scanned{};
   };
 
   struct StringHash {
@@ -135,8 +143,10 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // std::bad_alloc, leaving the delta as it was.
   void StoreInDelta(SnapshotCopy::Map& delta, SnapshotCopy::Map::iterator it,
                     BlockKey block_key, BlockRecord record);
+  // Adds the placement; a new one is appended to `log` unless it is null
+  // (a scanned tier).
   bool ReportPlacement(SnapshotCopy& back, int64_t hash, uint32_t key,
-                       uint32_t mask, uint32_t size, HoldingLog& log);
+                       uint32_t mask, uint32_t size, HoldingLog* log);
   bool RevokePlacement(SnapshotCopy& back, int64_t hash, uint32_t key);
   static bool IsPrivate(const Placement* array) {
     return SpillArena::IsPrivate(array);
@@ -177,9 +187,19 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   void FitEmptiedShards(const ShardSizes& before,
                         size_t touched_capacity) noexcept;
   // CLEAR_ALL_AT_TIER: revokes in `back` every placement the worker holds at
-  // `tier`, found through its holdings log. Throws std::bad_alloc.
+  // `tier`, found through its holdings log or, for a scanned tier, by a scan
+  // of `back`. Throws std::bad_alloc.
   void ClearTier(uint32_t ordinal, uint32_t tier, WorkerState& state,
                  SnapshotCopy& back);
+  // The blocks of `copy` that hold a placement with `key`: every shard's
+  // delta and base (a base entry the delta overrides may be listed; revoking
+  // it then finds nothing). Throws std::bad_alloc.
+  static std::vector<int64_t> ScanForKey(const SnapshotCopy& copy, uint32_t key,
+                                         uint64_t expected);
+  // Placements at one (worker, tier) from which CLEAR scans rather than
+  // keeps a log: the larger of scan_min_ and the index's placements divided
+  // by scan_divisor_ (0: never).
+  uint64_t ScanThreshold() const;
   static uint64_t HoldingsBytes(const WorkerState& state);
   void UpdateMemory() noexcept;
 
@@ -228,6 +248,8 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   uint64_t merges_ = 0;
   uint64_t worker_bytes_ = 0;  // records_ and registry_ keys, on the heap
   uint64_t holdings_bytes_ = 0;
+  uint64_t scan_min_ = kScanMinPlacements;
+  uint64_t scan_divisor_ = kScanDivisor;
   WriterHook hook_;  // empty unless a test set it
 };
 

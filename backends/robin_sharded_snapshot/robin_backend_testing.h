@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 #include "robin_backend.h"
@@ -64,6 +65,25 @@ class RobinBackendTesting {
       }
     }
     return {deltas, counters};
+  }
+  // The scan threshold of CLEAR (robin_backend.h, kScanMinPlacements):
+  // max(min, placements / divisor); divisor 0 turns scans off.
+  static void SetScanThreshold(RobinShardedSnapshotBackend& backend,
+                               uint64_t min, uint64_t divisor) {
+    backend.scan_min_ = min;
+    backend.scan_divisor_ = divisor;
+  }
+  // The tiers of `worker_id` whose CLEAR scans (bit t for tier t).
+  static uint32_t ScannedTiers(const RobinShardedSnapshotBackend& backend,
+                               std::string_view worker_id) {
+    const auto found = backend.registry_.find(worker_id);
+    if (found == backend.registry_.end()) return 0;
+    uint32_t bits = 0;
+    const auto& state = *backend.worker_states_[found->second];
+    for (uint32_t tier = 0; tier < state.scanned.size(); ++tier) {
+      if (state.scanned[tier]) bits |= 1u << tier;
+    }
+    return bits;
   }
   // Spill arrays allocated and not freed.
   static uint64_t SpillArrays(const RobinShardedSnapshotBackend& backend) {

@@ -4,7 +4,9 @@
 // at every tier, and the record no longer counted), against
 // test_support::ReferenceModel. Each seed runs under
 // three merge policies: the default (deltas of this size never merge), a
-// delta merged into the base after every apply, and merges now and then.
+// delta merged into the base after every apply, and merges now and then;
+// and each of those with CLEAR finding the placements of every (worker,
+// tier) holding three or more by a scan instead of its holdings log.
 // Deterministic per seed; the seed and policy are printed with any failure.
 #include <cstdint>
 #include <map>
@@ -47,7 +49,8 @@ void PrintTo(const MergePolicy& policy, std::ostream* os) {
 }
 
 class ModelTest
-    : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy>> {};
+    : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy, bool>> {
+};
 
 // `removed`: the workers removed since they last applied a batch, which the
 // model still has records of.
@@ -99,13 +102,17 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
 }
 
 TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
-  const auto [seed, policy] = GetParam();
+  const auto [seed, policy, scans] = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed) + ", merge policy " +
-               policy.name);
+               policy.name + (scans ? ", scanned clears" : ""));
   std::mt19937_64 rng(seed);
   auto uniform = [&](uint64_t n) { return rng() % n; };
   RobinShardedSnapshotBackend backend;
   backend.SetMergePolicy(policy.min_delta, policy.base_ratio);
+  if (scans) {
+    RobinBackendTesting::SetScanThreshold(backend, 3, UINT64_MAX);
+  }
+  bool saw_scanned = false;
   ReferenceModel model;
   std::vector<int64_t> universe;
   for (int64_t h = -40; h < 360; ++h) universe.push_back(h * 1000003);
@@ -188,6 +195,8 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
     const BackendStatus s = backend.Apply(view.view());
     ASSERT_TRUE(Ok(s)) << s.message;
     model.Store(view.view());
+    saw_scanned =
+        saw_scanned || RobinBackendTesting::ScannedTiers(backend, worker) != 0;
     if (uniform(3) == 0) {
       std::vector<int64_t> counted;
       std::set<int64_t> distinct;
@@ -214,15 +223,18 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   if (policy.min_delta == RobinShardedSnapshotBackend::kMergeMinDelta) {
     EXPECT_EQ(RobinBackendTesting::Merges(backend), 0u);
   }
+  // Without the low threshold no tier of this small index is scanned.
+  EXPECT_EQ(saw_scanned, scans);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     SeedsAndPolicies, ModelTest,
     ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
-                       ::testing::ValuesIn(kPolicies)),
+                       ::testing::ValuesIn(kPolicies), ::testing::Bool()),
     [](const ::testing::TestParamInfo<ModelTest::ParamType>& param) {
       return "seed" + std::to_string(std::get<0>(param.param)) + "_" +
-             std::get<1>(param.param).name;
+             std::get<1>(param.param).name +
+             (std::get<2>(param.param) ? "_scanned" : "");
     });
 
 }  // namespace
