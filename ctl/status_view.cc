@@ -50,6 +50,16 @@ std::string RenderStatus(const std::string& endpoint,
                           d.checkpoint_generation(), ", ",
                           d.checkpoints_written(), " checkpoints written, log ",
                           FormatBytes(d.log_bytes()))});
+    table.AddRow(
+        {"",
+         absl::StrCat(
+             "replay on restart ", FormatBytes(d.replay_tail_bytes()),
+             d.replay_max_bytes() == 0
+                 ? " (no cap)"
+                 : absl::StrCat(" of a ", FormatBytes(d.replay_max_bytes()),
+                                " cap, ", d.write_stalls(),
+                                " writes waited for a checkpoint",
+                                d.write_stalled() ? ", one waits now" : ""))});
   } else {
     table.AddRow({"data dir", "none (state is not kept across restarts)"});
   }

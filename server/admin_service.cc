@@ -570,6 +570,10 @@ grpc::Status AdminService::DoGetStats(admin_v1::GetStatsResponse* response) {
     durability->set_recovery_cut_bytes(f.recovery_cut_bytes);
     durability->set_recovery_cut_records(f.recovery_cut_records);
     durability->set_recovery_damaged(f.recovery_log_damaged);
+    durability->set_replay_max_bytes(f.replay.max_bytes);
+    durability->set_replay_tail_bytes(f.replay.tail_bytes);
+    durability->set_write_stalls(f.replay.stalls);
+    durability->set_write_stalled(f.replay.stalled);
   }
 
   if (sources_.health) {

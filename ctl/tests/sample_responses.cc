@@ -34,6 +34,10 @@ admin_v1::GetStatsResponse SampleStats() {
   d->set_checkpoint_generation(4);
   d->set_log_bytes(2048);
   d->set_checkpoints_written(3);
+  d->set_replay_max_bytes(4096);
+  d->set_replay_tail_bytes(1024);
+  d->set_write_stalls(5);
+  d->set_write_stalled(true);
   return s;
 }
 

@@ -95,6 +95,12 @@ TEST(StatusViewTest, EveryFigure) {
   EXPECT_THAT(out, HasSubstr("admission  3 of 32 prefix queries in flight\n"));
   EXPECT_THAT(out, HasSubstr("data dir   /var/lib/kvi\n"));
   EXPECT_THAT(out, HasSubstr("checkpoint generation 4"));
+  EXPECT_THAT(out, HasSubstr("replay on restart 1.0 KiB of a 4.0 KiB cap, 5 "
+                             "writes waited for a checkpoint, one waits now"));
+  auto uncapped = testing::SampleStats();
+  uncapped.mutable_durability()->set_replay_max_bytes(0);
+  EXPECT_THAT(RenderStatus("e", uncapped, "SERVING"),
+              HasSubstr("replay on restart 1.0 KiB (no cap)"));
 }
 
 TEST(StatusViewTest, FailedBackendAndDisagreeingProbe) {

@@ -31,6 +31,7 @@ namespace kvindexer::e2e {
 namespace {
 
 namespace v1 = ::kv_indexer::v1;
+namespace admin_v1 = ::kvindexer::admin::v1;
 using ::kvindexer::test_support::HttpGet;
 using ::kvindexer::test_support::HttpResponse;
 using ::kvindexer::test_support::ScrapedValue;
@@ -132,6 +133,11 @@ TEST_F(DurabilityChurnTest, TheReplayedLogStaysWithinTheBound) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_GE(sent.load(), total) << "the churn did not finish in time";
+  // The admin API says the same as the metrics.
+  const admin_v1::DurabilityInfo durability = Durability(*server);
+  EXPECT_EQ(durability.replay_max_bytes(), kMaxReplayBytes);
+  EXPECT_LE(durability.replay_tail_bytes(), kMaxReplayBytes);
+  EXPECT_GT(durability.write_stalls(), 0u);
   // Killed in the middle of the churn: applies are in flight.
   server->process().Kill();
   stop = true;

@@ -103,16 +103,6 @@ class DurabilityDamageTest : public DurabilityTest {
     if (!files.ok() || files->wals.empty()) return "";
     return WalPath(options_.data_dir, files->wals.back());
   }
-
-  static admin_v1::DurabilityInfo Durability(DurableServer& server) {
-    auto admin = admin_v1::KvIndexerAdmin::NewStub(grpc::CreateChannel(
-        server.address(), grpc::InsecureChannelCredentials()));
-    admin_v1::GetStatsResponse stats;
-    const grpc::Status s =
-        admin->GetStats(Deadline().get(), admin_v1::GetStatsRequest(), &stats);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return stats.durability();
-  }
 };
 
 TEST_F(DurabilityDamageTest,

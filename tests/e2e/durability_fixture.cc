@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
 #include "tests/support/metrics_scrape.h"
 #include "tests/support/reference_model.h"
 
@@ -38,6 +39,16 @@ void DurabilityTest::ExpectStateAt(DurableServer& server,
 
 int DurabilityTest::MetricsPort(DurableServer& server) {
   return test_support::WaitForMetricsPort(server.process(), kDurableStartBound);
+}
+
+admin::v1::DurabilityInfo DurabilityTest::Durability(DurableServer& server) {
+  auto admin = admin::v1::KvIndexerAdmin::NewStub(grpc::CreateChannel(
+      server.address(), grpc::InsecureChannelCredentials()));
+  admin::v1::GetStatsResponse stats;
+  const grpc::Status s =
+      admin->GetStats(Deadline().get(), admin::v1::GetStatsRequest(), &stats);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return stats.durability();
 }
 
 }  // namespace kvindexer::e2e

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "kvindexer_admin.grpc.pb.h"
 #include "tests/e2e/durability_client.h"
 #include "tests/e2e/durability_server.h"
 #include "tests/support/scratch_dir.h"
@@ -39,6 +40,10 @@ class DurabilityTest : public ::testing::Test {
   // The port of the server's metrics endpoint (started with
   // KV_INDEXER_METRICS_ADDR=127.0.0.1:0); 0 when it does not say.
   static int MetricsPort(DurableServer& server);
+  // The durability part of the server's admin GetStats (a failed call is a
+  // test failure and answers an empty message).
+  static ::kvindexer::admin::v1::DurabilityInfo Durability(
+      DurableServer& server);
 
   std::unique_ptr<test_support::ScratchDir> scratch_;
   DurableServerOptions options_;
