@@ -169,6 +169,12 @@ struct WalWriter::State {
   uint64_t poisoned_generation = 0;  // guarded by mu
   // Set with poison; cleared by the one ReportPoison that reports it.
   std::atomic<bool> unreported_poison{false};
+  // Set with poison, never cleared: ReportPoison's fast path.
+  std::atomic<bool> ever_poisoned{false};
+  // Held for the whole of a report, so that a caller that returns the
+  // failure does so only once it is reported (the marker written, the
+  // monitor told), whichever thread, the sync-ahead one included, found it.
+  std::mutex report_mu;
   // The last record appended, while it can still be retracted: its size,
   // or 0 after a rotation.
   uint64_t last_size = 0;  // appender only
@@ -185,6 +191,7 @@ struct WalWriter::State {
       poison = std::move(status);
       poisoned_generation = generation;
       unreported_poison.store(true, std::memory_order_release);
+      ever_poisoned.store(true, std::memory_order_release);
     }
   }
 };
@@ -214,6 +221,9 @@ WalWriter::WalWriter(std::string dir, WalSync sync, FileIo* io,
 
 void WalWriter::ReportPoison() {
   State& s = *state_;
+  if (!s.ever_poisoned.load(std::memory_order_acquire)) return;
+  // Waits for a report another thread is making.
+  const std::lock_guard<std::mutex> reporting(s.report_mu);
   if (!s.unreported_poison.load(std::memory_order_acquire)) return;
   std::string reason;
   uint64_t generation = 0;

@@ -87,7 +87,9 @@ class WalWriter {
   WalWriter(std::string dir, WalSync sync, FileIo* io,
             WalFailureMonitor* monitor);
   // Hands a poisoning that happened since the last call to the monitor and
-  // leaves the marker file. REQUIRES: the State mutex not held.
+  // leaves the marker file; once the writer is poisoned, returns only when
+  // the poisoning is reported, by this thread or another. REQUIRES: the
+  // State mutex not held.
   void ReportPoison();
   // The sync-ahead thread's body (kAlways): waits for records beyond what
   // is durable and syncs them, until the writer closes or is poisoned.

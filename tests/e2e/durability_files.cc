@@ -47,8 +47,15 @@ absl::StatusOr<DataDirFiles> ListDataDir(const std::string& dir) {
   if (!std::filesystem::exists(dir, error)) return files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file(error)) {
-      files.bytes += entry.file_size(error);
+    // The server renames and deletes files while we list: one that went
+    // between the listing and its stat is skipped, not an error.
+    std::error_code gone;
+    if (entry.is_regular_file(gone)) {
+      const uintmax_t size = entry.file_size(gone);
+      if (gone) continue;
+      files.bytes += size;
+    } else if (gone) {
+      continue;
     }
     uint64_t generation = 0;
     if (Generation(name, "checkpoint-", ".ckpt", &generation)) {
