@@ -72,15 +72,15 @@ struct DurableStore::State {
   std::atomic<bool> compacting{false};
   // Keeps what a restart replays within options.max_replay_bytes.
   std::unique_ptr<ReplayBound> bound;
-  // Set when a write waits for the build in progress, which then runs at
-  // normal priority (durable/build_priority.h); cleared when it ends.
-  std::atomic<bool> urgent{false};
   // A raise was refused for want of privilege: said once, not tried again.
   std::atomic<bool> raise_refused{false};
   // The compaction thread's id, and whether it builds the checkpoint in
-  // progress itself, for raising such a build.
+  // progress itself, for raising such a build while a write waits
+  // (durable/build_priority.h). priority_mu orders a raise from Hurry with
+  // the lowering at the end of that build.
   std::atomic<pid_t> compaction_tid{0};
-  std::atomic<bool> building_in_thread{false};
+  std::mutex priority_mu;
+  bool building_in_thread = false;  // guarded by priority_mu
   std::atomic<bool> stop{false};
 
   std::mutex mu;
@@ -233,10 +233,6 @@ void DurableStore::State::CompactionLoop() {
                 "size need longer)"
               : "");
     }
-    if (urgent.exchange(false)) {
-      // Raised for a waiting write: the next build starts idle again.
-      LowerToIdle(compaction_tid.load(std::memory_order_relaxed));
-    }
     lock.lock();
     compacting.store(false, std::memory_order_relaxed);
     bound->BuildEnded(built.ok());
@@ -258,14 +254,20 @@ absl::Status DurableStore::State::Build(const CompactionJob& job,
 
 absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
                                                 const BuildDeadline& deadline) {
-  building_in_thread.store(true);
-  if (urgent.load()) {
-    Raise(compaction_tid.load(std::memory_order_relaxed),
-          "the checkpoint thread");
+  const pid_t self = compaction_tid.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(priority_mu);
+    building_in_thread = true;
+    if (bound->stalled()) Raise(self, "the checkpoint thread");
   }
   absl::Status built = BuildCheckpoint(dir->path(), job, io, deadline,
                                        CheckpointFinish::kPublish);
-  building_in_thread.store(false);
+  {
+    // Whether or not a write raised it: the next build starts idle.
+    std::lock_guard<std::mutex> lock(priority_mu);
+    building_in_thread = false;
+    LowerToIdle(self);
+  }
   if (built.code() == absl::StatusCode::kCancelled &&
       !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
     return absl::DeadlineExceededError(
@@ -301,12 +303,11 @@ absl::Status DurableStore::State::BuildInProcess(
   // Killed at the deadline; the store's closing kills it at once (the
   // destructor), without waiting for the next look at the deadline.
   // A child lowers its own priority as it starts; a raise is tried once it
-  // has, for as long as a write waits.
+  // has, while a write waits.
   bool raised = false;
   const pid_t child_pid = (*child)->pid();
   absl::Status built = (*child)->Wait([&] {
-    if (!raised && urgent.load(std::memory_order_relaxed) &&
-        RunsBelowNormal(child_pid)) {
+    if (!raised && bound->stalled() && RunsBelowNormal(child_pid)) {
       Raise(child_pid, built_by);
       raised = true;
     }
@@ -351,10 +352,10 @@ absl::Status DurableStore::State::BuildInProcess(
 }
 
 void DurableStore::State::Hurry() {
-  urgent.store(true);
   // A builder process is raised by the wait for it, at its next poll; a
   // thread build that has not begun raises itself as it begins.
-  if (building_in_thread.load()) {
+  std::lock_guard<std::mutex> lock(priority_mu);
+  if (building_in_thread) {
     Raise(compaction_tid.load(std::memory_order_relaxed),
           "the checkpoint thread");
   }
@@ -680,6 +681,8 @@ absl::StatusOr<uint64_t> DurableStore::Append(
   s.bound->Appended(s.writer->bytes_in_generation());
   return end;
 }
+
+void DurableStore::ReleaseWaitingWrites() { state_->bound->Stop(); }
 
 void DurableStore::Retract(uint64_t end) {
   state_->writer->Retract(end);

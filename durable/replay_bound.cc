@@ -62,6 +62,11 @@ void ReplayBound::Stop() {
   cv_.notify_all();
 }
 
+bool ReplayBound::stalled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stalled_;
+}
+
 ReplayBoundFigures ReplayBound::figures() const {
   ReplayBoundFigures figures;
   std::lock_guard<std::mutex> lock(mu_);

@@ -68,6 +68,8 @@ class ReplayBound {
                    const std::function<void()>& on_stall);
   // Wakes a waiting write and makes every later one pass.
   void Stop();
+  // Whether a write waits now.
+  bool stalled() const;
 
   ReplayBoundFigures figures() const;
 

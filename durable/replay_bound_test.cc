@@ -82,6 +82,11 @@ TEST_F(ReplayBoundTest, AWriteOverTheBoundWaitsForTheBuildToEnd) {
   ASSERT_TRUE(EventuallyStalled(bound));
   EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(0)),
             std::future_status::timeout);
+  // on_stall runs just after the write is counted as stalled.
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while (hurried.load() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
   EXPECT_EQ(hurried.load(), 1);
   EXPECT_EQ(bound.figures().stalls, 1u);
   clock_.Advance(seconds(3));

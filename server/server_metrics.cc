@@ -236,7 +236,9 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
         static_cast<double>(f.checkpoint_failures.of(reason)),
         {{"reason", std::string(durable::CheckpointFailureName(reason))}});
   }
-  w.Counter("kvindexer_wal_syncs", "fdatasync calls that acknowledged writes.",
+  w.Counter("kvindexer_wal_syncs",
+            "fdatasync calls of the log (with always, started as records "
+            "are appended).",
             static_cast<double>(f.syncs));
   w.Gauge("kvindexer_wal_replay_tail_bytes",
           "Log bytes a restart would replay now: every record after the "

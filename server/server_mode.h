@@ -50,6 +50,9 @@ class ServerMode {
   // snapshot and no more than KV_INDEXER_FLEET_MAX_LAG_RECORDS behind
   // (replica::LogFollower::caught_up). Any other mode: true. Thread-safe.
   virtual bool CaughtUpWithLog() const { return true; }
+  // Shutdown has begun: calls still running should finish rather than wait
+  // (a write held at the replay cap goes on). Thread-safe.
+  virtual void Draining() {}
   // Stops what Start started and drops every callback into `health`.
   virtual void Stop() = 0;
 };

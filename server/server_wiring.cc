@@ -329,6 +329,9 @@ int ServerWiring::Serve(AdminSources admin_sources, ServerMode& mode) {
   if (reporter != nullptr) reporter->Stop();
   // Probes see NOT_SERVING while running calls finish (docs/health.md).
   health.ShuttingDown();
+  // A write waiting at the replay cap for a checkpoint would hold the
+  // apply thread through the grace period.
+  mode.Draining();
   phase_ = Phase::kStopping;
   // No new connection once shutdown begins; those open finish their calls.
   (*listener)->Stop();

@@ -32,6 +32,9 @@ class StandaloneMode final : public ServerMode {
     }
     return std::nullopt;
   }
+  void Draining() override {
+    if (store_ != nullptr) store_->ReleaseWaitingWrites();
+  }
   void Stop() override {
     if (store_ != nullptr) store_->SetOnLogFailure(nullptr);
   }
