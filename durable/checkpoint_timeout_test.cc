@@ -4,17 +4,14 @@
 // as a timeout and logged, nothing is published, and the next rotation
 // retries. The timeout runs on a fake clock that the test moves once the
 // build is known to be held.
-#include <limits.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -23,6 +20,7 @@
 #include "durable/durable_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/checkpoint_write_gate.h"
 #include "tests/support/durable_store_fixture.h"
 #include "tests/support/fake_clock.h"
 
@@ -46,53 +44,6 @@ bool WaitUntil(const std::function<bool()>& done) {
   }
   return true;
 }
-
-// The real system calls, except that writes to checkpoint-*.ckpt.tmp wait
-// while the gate is closed: a thread build held in the middle.
-class CheckpointWriteGate final : public FileIo {
- public:
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = false;
-    changed_.notify_all();
-  }
-  bool held() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_;
-  }
-
-  ssize_t Write(int fd, const void* data, size_t size) override {
-    if (IsCheckpoint(fd)) {
-      std::unique_lock<std::mutex> lock(mu_);
-      held_ = closed_;
-      changed_.wait(lock, [this] { return !closed_; });
-      held_ = false;
-    }
-    return FileIo::Real().Write(fd, data, size);
-  }
-  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
-  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
-  int Ftruncate(int fd, off_t length) override {
-    return FileIo::Real().Ftruncate(fd, length);
-  }
-
- private:
-  static bool IsCheckpoint(int fd) {
-    char target[PATH_MAX];
-    const std::string link = absl::StrCat("/proc/self/fd/", fd);
-    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
-    const std::string path(target, n > 0 ? static_cast<size_t>(n) : 0);
-    return path.ends_with(".ckpt.tmp");
-  }
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool closed_ = false;
-  bool held_ = false;
-};
 
 class CheckpointTimeoutTest : public DurableStoreTest {
  protected:
@@ -119,7 +70,14 @@ class CheckpointTimeoutTest : public DurableStoreTest {
     return (in >> pid) ? pid : 0;
   }
 
+  // The store goes first, with the gate open: it may still write through
+  // gate_ and read clock_ while it closes.
+  void TearDown() override {
+    gate_.Open();
+    Crash();
+  }
   FakeMonotonicClock clock_;
+  CheckpointWriteGate gate_;
 };
 
 TEST_F(CheckpointTimeoutTest, ABuilderProcessPastItsTimeoutIsKilledAndRetried) {
@@ -169,23 +127,22 @@ TEST_F(CheckpointTimeoutTest, ABuilderProcessPastItsTimeoutIsKilledAndRetried) {
 
 TEST_F(CheckpointTimeoutTest, AThreadBuildPastItsTimeoutStopsAtItsNextCheck) {
   TestLogCapture log;
-  CheckpointWriteGate gate;
   DurableOptions options = Timed();
-  options.io = &gate;
+  options.io = &gate_;
   StartOk(options);  // its empty checkpoint passes the open gate
-  gate.Close();
+  gate_.Close();
   Workload();
   uint64_t seq = 13;
-  for (int i = 0; i < 2000 && !gate.held(); ++i) {
+  for (int i = 0; i < 2000 && !gate_.Holding(); ++i) {
     ApplyW1(seq++);
     if (store().figures().checkpoint_in_progress) {
-      ASSERT_TRUE(WaitUntil([&] { return gate.held(); }));
+      ASSERT_TRUE(WaitUntil([&] { return gate_.Holding(); }));
     }
   }
-  ASSERT_TRUE(gate.held()) << "no checkpoint write was held";
+  ASSERT_TRUE(gate_.Holding()) << "no checkpoint write was held";
   clock_.Advance(kTimeout);
   // Stopped at its next check, after the held write: nothing published.
-  gate.Open();
+  gate_.Open();
   ASSERT_TRUE(WaitUntil([&] {
     return Failures(CheckpointFailure::kTimeout) == 1 &&
            !store().figures().checkpoint_in_progress;

@@ -2,71 +2,20 @@
 // held back (its writes block), writes stop at the bound instead of growing
 // the log a restart replays, go on as soon as the build is in place, and a
 // restart replays no more than the bound.
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <future>
-#include <mutex>
 #include <string>
 #include <thread>
 
-#include "absl/strings/str_cat.h"
 #include "durable/durable_store.h"
-#include "durable/file_io.h"
 #include "gtest/gtest.h"
+#include "tests/support/checkpoint_write_gate.h"
 #include "tests/support/durable_store_fixture.h"
 
 namespace kvindexer::durable {
 namespace {
-
-// The real system calls, except that writes to checkpoint files being
-// built wait while the gate is closed.
-class GatedCheckpointIo final : public FileIo {
- public:
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = false;
-  }
-  void Open() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  // Whether a checkpoint write is waiting at the gate.
-  bool Holding() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return holding_ > 0;
-  }
-
-  ssize_t Write(int fd, const void* data, size_t size) override {
-    if (IsCheckpointTmp(fd)) {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++holding_;
-      cv_.wait(lock, [this] { return open_; });
-      --holding_;
-    }
-    return FileIo::Real().Write(fd, data, size);
-  }
-  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
-  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
-  int Ftruncate(int fd, off_t length) override {
-    return FileIo::Real().Ftruncate(fd, length);
-  }
-
- private:
-  static bool IsCheckpointTmp(int fd) {
-    char target[4096];
-    const std::string link = absl::StrCat("/proc/self/fd/", fd);
-    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
-    if (n <= 0) return false;
-    return std::string(target, static_cast<size_t>(n)).ends_with(".ckpt.tmp");
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int holding_ = 0;
-};
 
 // Bounded polling of a condition another thread makes true.
 template <typename F>
@@ -80,19 +29,6 @@ bool Eventually(F condition) {
   return false;
 }
 
-// Opens the gate when it goes out of scope, so that a failed assertion
-// does not leave a writer waiting for a build that can never finish.
-class OpenOnExit {
- public:
-  explicit OpenOnExit(GatedCheckpointIo& io) : io_(io) {}
-  ~OpenOnExit() { io_.Open(); }
-  OpenOnExit(const OpenOnExit&) = delete;
-  OpenOnExit& operator=(const OpenOnExit&) = delete;
-
- private:
-  GatedCheckpointIo& io_;
-};
-
 constexpr uint64_t kCheckpointBytes = 2048;
 constexpr uint64_t kMaxReplayBytes = 2 * kCheckpointBytes;
 
@@ -104,14 +40,25 @@ class ReplayBoundStoreTest : public DurableStoreTest {
     options.io = &io_;
     return options;
   }
-  GatedCheckpointIo io_;
+  // Starts bounded with the workload applied and its checkpoints in place,
+  // then closes the gate: the next build stops at its first write.
+  void StartWithBuildsHeld() {
+    StartOk(Bounded());
+    Workload();
+    store().WaitForCheckpoints();
+    io_.Close();
+  }
+  // The store goes first, with the gate open: it may still write through
+  // io_ while it closes.
+  void TearDown() override {
+    io_.Open();
+    Crash();
+  }
+  CheckpointWriteGate io_;
 };
 
 TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
-  StartOk(Bounded());
-  Workload();
-  store().WaitForCheckpoints();
-  io_.Close();
+  StartWithBuildsHeld();
 
   // Applies go on until the next write would pass the bound while the
   // build cannot finish.
@@ -121,7 +68,7 @@ TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
     for (int i = 0; i < 400; ++i) ApplyW1(next_seq++);
     done = true;
   });
-  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
+  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   // The build reaches the gate (it may come after the write stalled).
   ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
@@ -172,10 +119,7 @@ TEST_F(ReplayBoundStoreTest, TheTailStaysWithinTheBoundUnderSustainedWrites) {
 }
 
 TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
-  StartOk(Bounded());
-  Workload();
-  store().WaitForCheckpoints();
-  io_.Close();
+  StartWithBuildsHeld();
   std::atomic<bool> done{false};
   auto writer = std::async(std::launch::async, [&] {
     for (uint64_t seq = 13; seq < 400; ++seq) {
@@ -188,7 +132,7 @@ TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
     }
     done = true;
   });
-  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
+  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
   // The store is closed while the write waits and the build is held: the
@@ -205,16 +149,13 @@ TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
 // Shutdown begins: a write waiting at the cap goes on at once, and no later
 // one waits, though the build is still held.
 TEST_F(ReplayBoundStoreTest, ReleasingWaitingWritesEndsTheWaitForGood) {
-  StartOk(Bounded());
-  Workload();
-  store().WaitForCheckpoints();
-  io_.Close();
+  StartWithBuildsHeld();
   std::atomic<bool> done{false};
   auto writer = std::async(std::launch::async, [&] {
     for (uint64_t seq = 13; seq < 200; ++seq) ApplyW1(seq);
     done = true;
   });
-  const OpenOnExit open_on_exit(io_);  // destroyed before `writer`
+  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   store().ReleaseWaitingWrites();
   // All of them, with the gate still shut: the build has not ended.

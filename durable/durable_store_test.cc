@@ -5,7 +5,6 @@
 // placement the backend holds.
 #include "durable/durable_store.h"
 
-#include <limits.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +33,7 @@
 #include "spdlog/spdlog.h"
 #include "tests/support/durable_store_fixture.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/forwarding_file_io.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
 #include "tests/support/test_log_capture.h"
@@ -45,7 +45,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // The real system calls, with writes to chosen files failing with ENOSPC.
-class PathFailingIo final : public FileIo {
+class PathFailingIo final : public ForwardingFileIo {
  public:
   // Writes to files whose name ends with this fail ("" fails none).
   void FailWritesTo(std::string suffix) {
@@ -58,26 +58,13 @@ class PathFailingIo final : public FileIo {
       errno = ENOSPC;
       return -1;
     }
-    return FileIo::Real().Write(fd, data, size);
-  }
-  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
-  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
-  int Ftruncate(int fd, off_t length) override {
-    return FileIo::Real().Ftruncate(fd, length);
+    return ForwardingFileIo::Write(fd, data, size);
   }
 
  private:
   bool ShouldFail(int fd) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (suffix_.empty()) return false;
-    char target[PATH_MAX];
-    const std::string link = absl::StrCat("/proc/self/fd/", fd);
-    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
-    if (n <= 0) return false;
-    const std::string path(target, static_cast<size_t>(n));
-    return path.size() >= suffix_.size() &&
-           path.compare(path.size() - suffix_.size(), suffix_.size(),
-                        suffix_) == 0;
+    return FdPathEndsWith(fd, suffix_);
   }
   std::mutex mu_;
   std::string suffix_;
@@ -448,14 +435,10 @@ TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
 // The real system calls, except that the first fsync of `dir` once
 // `file` exists in it fails with EIO: a directory sync that fails right
 // after a checkpoint was renamed into place.
-class DirSyncFailingIo final : public FileIo {
+class DirSyncFailingIo final : public ForwardingFileIo {
  public:
   DirSyncFailingIo(std::string dir, std::string file)
       : dir_(std::move(dir)), file_(std::move(file)) {}
-  ssize_t Write(int fd, const void* data, size_t size) override {
-    return FileIo::Real().Write(fd, data, size);
-  }
-  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
   int Fsync(int fd) override {
     if (!failed_.load() && IsDir(fd) &&
         ::access((dir_ + "/" + file_).c_str(), F_OK) == 0) {
@@ -463,21 +446,15 @@ class DirSyncFailingIo final : public FileIo {
       errno = EIO;
       return -1;
     }
-    return FileIo::Real().Fsync(fd);
-  }
-  int Ftruncate(int fd, off_t length) override {
-    return FileIo::Real().Ftruncate(fd, length);
+    return ForwardingFileIo::Fsync(fd);
   }
   bool failed() const { return failed_.load(); }
 
  private:
   bool IsDir(int fd) const {
-    char target[PATH_MAX];
-    const std::string link = absl::StrCat("/proc/self/fd/", fd);
-    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
     std::error_code ec;  // a deleted file's link does not resolve
-    return n > 0 && fs::equivalent(std::string(target, static_cast<size_t>(n)),
-                                   dir_, ec);
+    const std::string path = FdPath(fd);
+    return !path.empty() && fs::equivalent(path, dir_, ec);
   }
   const std::string dir_;
   const std::string file_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/support/forwarding_file_io.h"
 #include "tests/support/test_log_capture.h"
 #include "tests/support/test_temp_dir.h"
 
@@ -78,16 +79,11 @@ TEST_F(EpochFileTest, AMalformedFileIsNoEpochAndIsNamedAtWarn) {
 }
 
 // Writes fail with ENOSPC.
-class FullDiskIo final : public FileIo {
+class FullDiskIo final : public ForwardingFileIo {
  public:
   ssize_t Write(int, const void*, size_t) override {
     errno = ENOSPC;
     return -1;
-  }
-  int Fdatasync(int fd) override { return FileIo::Real().Fdatasync(fd); }
-  int Fsync(int fd) override { return FileIo::Real().Fsync(fd); }
-  int Ftruncate(int fd, off_t length) override {
-    return FileIo::Real().Ftruncate(fd, length);
   }
 };
 
