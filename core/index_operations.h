@@ -57,8 +57,8 @@ struct MutationOptions {
   // the mutation takes effect (advisory, for the operator); a malformed one
   // is logged once per record and ignored.
   FidelityHeader fidelity = {};
-  // Apply, Replace: when not null, set to whether the stream's record is
-  // marked evicted by the placement bound after the call (so that its
+  // Apply, Replace, Commit: when not null, set to whether the stream's
+  // record is marked evicted by the placement bound after the call (so that its
   // bridge can be told; docs/contract.md, "Limits > The placement bound").
   // REQUIRES: it outlives the call.
   bool* evicted = nullptr;
@@ -104,7 +104,8 @@ class IndexOperations {
   virtual PendingAck Append(const v1::AppendExternalKvSnapshotRequest& req,
                             v1::AppendExternalKvSnapshotResponse* resp) = 0;
   virtual PendingAck Commit(const v1::CommitExternalKvSnapshotRequest& req,
-                            v1::CommitExternalKvSnapshotResponse* resp) = 0;
+                            v1::CommitExternalKvSnapshotResponse* resp,
+                            const MutationOptions& options = {}) = 0;
   virtual PendingAck Abort(const v1::AbortExternalKvSnapshotRequest& req,
                            v1::AbortExternalKvSnapshotResponse* resp) = 0;
   // The indexer epoch (docs/contract.md, "Streams > Indexer epoch"): fixed

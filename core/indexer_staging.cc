@@ -167,7 +167,8 @@ PendingAck Indexer::Append(const v1::AppendExternalKvSnapshotRequest& req,
 }
 
 PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
-                           v1::CommitExternalKvSnapshotResponse* resp) {
+                           v1::CommitExternalKvSnapshotResponse* resp,
+                           const MutationOptions& options) {
   MutationLock lock(*this);
   absl::Status status = CheckLogOpenLocked();
   if (!status.ok()) return AckLocked(std::move(status));
@@ -189,6 +190,9 @@ PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
   if (!plan.ok()) return AckLocked(plan.status());
   if (plan->already_committed()) {
     resp->set_applied_seq(plan->applied_seq());
+    if (options.evicted != nullptr) {
+      *options.evicted = EvictedLocked(plan->stream_key());
+    }
     return AckLocked(absl::OkStatus());
   }
   StagedSnapshotCommit commit;
@@ -202,6 +206,9 @@ PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
   }
   staging_.FinishCommit(*plan);
   EnforceBoundLocked();
+  if (options.evicted != nullptr) {
+    *options.evicted = EvictedLocked(plan->stream_key());
+  }
   resp->set_applied_seq(plan->applied_seq());
   return AckLocked(absl::OkStatus());
 }

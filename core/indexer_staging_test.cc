@@ -121,8 +121,9 @@ v1::AppendExternalKvSnapshotRequest AppendRequest(
 
 class IndexerStagingTest : public ::testing::Test {
  protected:
-  explicit IndexerStagingTest(StagingLimits limits = StagingLimits{})
-      : indexer_(&backend_, QuietGate(), RequestLimits{},
+  explicit IndexerStagingTest(StagingLimits limits = StagingLimits{},
+                              const RequestLimits& request_limits = {})
+      : indexer_(&backend_, QuietGate(), request_limits,
                  /*backend_abi_minor=*/2, &clock_, QuietLifecycle(), limits) {}
 
   IndexOperations& ops() { return indexer_.operations(); }
@@ -155,6 +156,18 @@ class IndexerStagingTest : public ::testing::Test {
     v1::CommitExternalKvSnapshotResponse resp;
     if (absl::Status s = ops().Commit(req, &resp).Wait(); !s.ok()) return s;
     return resp.applied_seq();
+  }
+  // Commits `tx`; on success, whether the stream is marked evicted after it.
+  absl::StatusOr<bool> CommitEvicted(const std::string& tx) {
+    v1::CommitExternalKvSnapshotRequest req;
+    req.set_transaction_id(tx);
+    v1::CommitExternalKvSnapshotResponse resp;
+    bool evicted = false;
+    if (absl::Status s = ops().Commit(req, &resp, {.evicted = &evicted}).Wait();
+        !s.ok()) {
+      return s;
+    }
+    return evicted;
   }
   absl::Status Abort(const std::string& tx) {
     v1::AbortExternalKvSnapshotRequest req;
@@ -536,6 +549,43 @@ TEST(IndexerStagingLargeTest, TenMillionPlacementsCommitAsOneApply) {
   v1::CommitExternalKvSnapshotResponse done;
   ASSERT_TRUE(ops.Commit(commit, &done).Wait().ok());
   EXPECT_EQ(backend.reported, kPlacements);
+}
+
+// A commit is a whole snapshot: it clears the stream's evicted mark, and one
+// past the stream's bound is evicted as it installs. Commit says which, as
+// Replace does, so that the server can tell the bridge.
+class BoundedStagingTest : public IndexerStagingTest {
+ protected:
+  static RequestLimits PerStreamBound(uint64_t placements) {
+    RequestLimits limits;
+    limits.placement_bound = {.max_placements = 0,
+                              .max_per_worker = placements};
+    return limits;
+  }
+  BoundedStagingTest()
+      : IndexerStagingTest(StagingLimits{}, PerStreamBound(3)) {}
+};
+
+TEST_F(BoundedStagingTest, CommitSaysWhetherTheStreamIsMarkedEvicted) {
+  ASSERT_TRUE(Configure().ok());
+  absl::StatusOr<std::string> tx = Begin(BeginRequest(4));
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(
+      Append(*tx,
+             {{1, kTierHbm}, {2, kTierHbm}, {3, kTierDram}, {4, kTierDram}})
+          .ok());
+  EXPECT_EQ(CommitEvicted(*tx).value_or(false), true);
+  EXPECT_TRUE(Record()->evicted);
+  // The same transaction again: its answer, and the mark as it is now.
+  EXPECT_EQ(CommitEvicted(*tx).value_or(false), true);
+
+  v1::BeginExternalKvSnapshotRequest within = BeginRequest(2);
+  within.set_applied_seq(43);
+  tx = Begin(within);
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(Append(*tx, {{1, kTierHbm}, {2, kTierHbm}}).ok());
+  EXPECT_EQ(CommitEvicted(*tx).value_or(true), false);
+  EXPECT_FALSE(Record()->evicted);
 }
 
 }  // namespace indexer_staging_test

@@ -185,7 +185,8 @@ PendingAck WriteThrough::Append(const v1::AppendExternalKvSnapshotRequest& req,
 }
 
 PendingAck WriteThrough::Commit(const v1::CommitExternalKvSnapshotRequest& req,
-                                v1::CommitExternalKvSnapshotResponse* resp) {
+                                v1::CommitExternalKvSnapshotResponse* resp,
+                                const MutationOptions& /*options*/) {
   {
     std::lock_guard<std::mutex> lock(committed_mu_);
     if (auto it = committed_.find(req.transaction_id());

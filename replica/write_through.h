@@ -90,7 +90,8 @@ class WriteThrough final : public IndexOperations {
   PendingAck Append(const v1::AppendExternalKvSnapshotRequest& req,
                     v1::AppendExternalKvSnapshotResponse* resp) override;
   PendingAck Commit(const v1::CommitExternalKvSnapshotRequest& req,
-                    v1::CommitExternalKvSnapshotResponse* resp) override;
+                    v1::CommitExternalKvSnapshotResponse* resp,
+                    const MutationOptions& options) override;
   PendingAck Abort(const v1::AbortExternalKvSnapshotRequest& req,
                    v1::AbortExternalKvSnapshotResponse* resp) override;
   std::string IndexerEpoch() const override;

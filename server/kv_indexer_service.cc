@@ -431,9 +431,12 @@ grpc::ServerUnaryReactor* KvIndexerService::CommitExternalKvSnapshot(
       StartRecord(rpc_metrics_, shedder_.clock(),
                   RpcMethod::kCommitExternalKvSnapshot),
       context, request, response,
-      [this](const v1::CommitExternalKvSnapshotRequest& req,
-             v1::CommitExternalKvSnapshotResponse* resp) {
-        return writes_->Commit(req, resp);
+      [this, context](const v1::CommitExternalKvSnapshotRequest& req,
+                      v1::CommitExternalKvSnapshotResponse* resp) {
+        bool evicted = false;
+        PendingAck ack = writes_->Commit(req, resp, {.evicted = &evicted});
+        if (evicted) MarkEvicted(context);
+        return ack;
       });
 }
 

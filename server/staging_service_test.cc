@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/eviction_header.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "core/stream_key.h"
@@ -33,6 +34,13 @@ namespace v1 = ::kv_indexer::v1;
 // Bound on every wait in this file.
 constexpr auto kWaitBound = 10s;
 
+// Whether the OK answer of `context`'s call carried kEvictedHeader.
+bool CarriesEvictedTrailer(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  return trailers.find(grpc::string_ref(
+             kEvictedHeader.data(), kEvictedHeader.size())) != trailers.end();
+}
+
 class StagingServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,8 +48,8 @@ class StagingServiceTest : public ::testing::Test {
         LoadedBackend::Load("absl_rwlock", KVINDEXER_TEST_BACKEND_DIR);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     backend_ = *std::move(loaded);
-    indexer_ = std::make_unique<Indexer>(
-        backend_->backend(), nullptr, RequestLimits{}, backend_->abi_minor());
+    indexer_ = std::make_unique<Indexer>(backend_->backend(), nullptr, limits_,
+                                         backend_->abi_minor());
     service_ = std::make_unique<KvIndexerService>(indexer_->operations(), 8,
                                                   WallClock::Real());
     grpc::ServerBuilder builder;
@@ -84,6 +92,55 @@ class StagingServiceTest : public ::testing::Test {
     return done.get_future().get();  // the context's deadline bounds it
   }
 
+  using Placements = std::vector<std::pair<int64_t, v1::TierType>>;
+
+  void ConfigureStream(const StreamKey& key) {
+    v1::ConfigureExpectedWorkersRequest configure;
+    v1::ExpectedWorker* worker = configure.add_workers();
+    SetStreamId(key, worker->mutable_stream_id());
+    worker->set_worker_address("10.0.0.1:9000");
+    v1::ConfigureExpectedWorkersResponse configured;
+    ASSERT_TRUE(
+        stub_->ConfigureExpectedWorkers(Context().get(), configure, &configured)
+            .ok());
+  }
+  // Begins a snapshot of `expected` placements at seq 7.
+  v1::BeginExternalKvSnapshotResponse Begin(const StreamKey& key,
+                                            uint64_t expected) {
+    v1::BeginExternalKvSnapshotRequest begin;
+    SetStreamId(key, begin.mutable_stream_id());
+    begin.set_worker_address("10.0.0.1:9000");
+    begin.set_worker_epoch("e1");
+    begin.set_applied_seq(7);
+    begin.mutable_metadata()->set_worker_generation("g1");
+    begin.set_expected_placements(expected);
+    v1::BeginExternalKvSnapshotResponse begun;
+    const grpc::Status status =
+        stub_->BeginExternalKvSnapshot(Context().get(), begin, &begun);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return begun;
+  }
+  // Stages `placements` two per Append.
+  void AppendAll(const std::string& transaction_id,
+                 const Placements& placements) {
+    for (size_t first = 0; first < placements.size(); first += 2) {
+      v1::AppendExternalKvSnapshotRequest append;
+      append.set_transaction_id(transaction_id);
+      for (size_t i = first; i < std::min(first + 2, placements.size()); ++i) {
+        v1::ExternalKvSnapshotPlacement* p = append.add_placements();
+        p->set_block_hash(placements[i].first);
+        p->set_tier(placements[i].second);
+      }
+      v1::AppendExternalKvSnapshotResponse appended;
+      ASSERT_TRUE(
+          stub_->AppendExternalKvSnapshot(Context().get(), append, &appended)
+              .ok());
+      EXPECT_EQ(appended.staged_placements(),
+                std::min(first + 2, placements.size()));
+    }
+  }
+
+  RequestLimits limits_;  // set before SetUp
   std::unique_ptr<LoadedBackend> backend_;
   std::unique_ptr<Indexer> indexer_;
   std::unique_ptr<KvIndexerService> service_;
@@ -107,46 +164,13 @@ TEST_F(StagingServiceTest, PathsAreServed) {
 
 TEST_F(StagingServiceTest, BeginAppendCommitThenMatch) {
   const StreamKey key{"ns", "w", 0};
-  v1::ConfigureExpectedWorkersRequest configure;
-  v1::ExpectedWorker* worker = configure.add_workers();
-  SetStreamId(key, worker->mutable_stream_id());
-  worker->set_worker_address("10.0.0.1:9000");
-  v1::ConfigureExpectedWorkersResponse configured;
-  ASSERT_TRUE(
-      stub_->ConfigureExpectedWorkers(Context().get(), configure, &configured)
-          .ok());
-
-  v1::BeginExternalKvSnapshotRequest begin;
-  SetStreamId(key, begin.mutable_stream_id());
-  begin.set_worker_address("10.0.0.1:9000");
-  begin.set_worker_epoch("e1");
-  begin.set_applied_seq(7);
-  begin.mutable_metadata()->set_worker_generation("g1");
-  begin.set_expected_placements(3);
-  v1::BeginExternalKvSnapshotResponse begun;
-  const grpc::Status begin_status =
-      stub_->BeginExternalKvSnapshot(Context().get(), begin, &begun);
-  ASSERT_TRUE(begin_status.ok()) << begin_status.error_message();
+  ConfigureStream(key);
+  const v1::BeginExternalKvSnapshotResponse begun = Begin(key, 3);
   EXPECT_EQ(begun.transaction_id().size(), 36u);
   EXPECT_EQ(begun.indexer_epoch(), indexer_->operations().IndexerEpoch());
-
-  const std::vector<std::pair<int64_t, v1::TierType>> placements = {
+  const Placements placements = {
       {11, v1::TIER_HBM}, {12, v1::TIER_HBM}, {13, v1::TIER_DRAM}};
-  for (size_t first = 0; first < placements.size(); first += 2) {
-    v1::AppendExternalKvSnapshotRequest append;
-    append.set_transaction_id(begun.transaction_id());
-    for (size_t i = first; i < std::min(first + 2, placements.size()); ++i) {
-      v1::ExternalKvSnapshotPlacement* p = append.add_placements();
-      p->set_block_hash(placements[i].first);
-      p->set_tier(placements[i].second);
-    }
-    v1::AppendExternalKvSnapshotResponse appended;
-    ASSERT_TRUE(
-        stub_->AppendExternalKvSnapshot(Context().get(), append, &appended)
-            .ok());
-    EXPECT_EQ(appended.staged_placements(),
-              std::min(first + 2, placements.size()));
-  }
+  AppendAll(begun.transaction_id(), placements);
 
   // Nothing staged is visible yet.
   v1::MatchExternalKvRequest match;
@@ -158,10 +182,11 @@ TEST_F(StagingServiceTest, BeginAppendCommitThenMatch) {
   v1::CommitExternalKvSnapshotRequest commit;
   commit.set_transaction_id(begun.transaction_id());
   v1::CommitExternalKvSnapshotResponse committed;
+  const auto context = Context();
   ASSERT_TRUE(
-      stub_->CommitExternalKvSnapshot(Context().get(), commit, &committed)
-          .ok());
+      stub_->CommitExternalKvSnapshot(context.get(), commit, &committed).ok());
   EXPECT_EQ(committed.applied_seq(), 7u);
+  EXPECT_FALSE(CarriesEvictedTrailer(*context));
 
   v1::MatchExternalKvResponse after;
   ASSERT_TRUE(stub_->MatchExternalKv(Context().get(), match, &after).ok());
@@ -175,6 +200,31 @@ TEST_F(StagingServiceTest, BeginAppendCommitThenMatch) {
   EXPECT_EQ(held,
             (std::vector<std::pair<int64_t, int>>{
                 {11, v1::TIER_HBM}, {12, v1::TIER_HBM}, {13, v1::TIER_DRAM}}));
+}
+
+// A commit the stream's placement bound evicts as it installs says so in
+// its trailing metadata, as an apply or a Replace would, so that the bridge
+// learns at once rather than at its next probe.
+class BoundedStagingServiceTest : public StagingServiceTest {
+ protected:
+  BoundedStagingServiceTest() {
+    limits_.placement_bound = {.max_placements = 0, .max_per_worker = 2};
+  }
+};
+
+TEST_F(BoundedStagingServiceTest, ACommitPastTheBoundCarriesTheTrailer) {
+  const StreamKey key{"ns", "w", 0};
+  ConfigureStream(key);
+  const v1::BeginExternalKvSnapshotResponse begun = Begin(key, 3);
+  AppendAll(begun.transaction_id(),
+            {{11, v1::TIER_HBM}, {12, v1::TIER_HBM}, {13, v1::TIER_DRAM}});
+  v1::CommitExternalKvSnapshotRequest commit;
+  commit.set_transaction_id(begun.transaction_id());
+  v1::CommitExternalKvSnapshotResponse committed;
+  const auto context = Context();
+  ASSERT_TRUE(
+      stub_->CommitExternalKvSnapshot(context.get(), commit, &committed).ok());
+  EXPECT_TRUE(CarriesEvictedTrailer(*context));
 }
 
 }  // namespace staging_service_test
