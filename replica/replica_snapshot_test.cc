@@ -16,12 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "durable/record_framing.h"
 #include "fleet/memory_event_log.h"
 #include "fleet/memory_snapshot_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "replica/log_follower.h"
 #include "replica/snapshot_writer.h"
+#include "tests/support/forged_snapshot.h"
 #include "tests/support/forwarding_snapshot_store.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
@@ -219,6 +222,51 @@ TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
   EXPECT_EQ(Held(indexer), expected);
 }
 
+// A snapshot in a newer checkpoint format is refused, not passed over: the
+// replica stops with an error naming both versions and holds nothing of it.
+// One written before manifests said their version is read.
+TEST_F(ReplicaSnapshotTest, ASnapshotOfANewerFormatIsRefused) {
+  Report("w1", {1});
+  ::kvindexer::fleet::v1::SnapshotManifest written;
+  ASSERT_NO_FATAL_FAILURE(WriteFirstSnapshot(&written));
+  EXPECT_EQ(written.format_version(), durable::kFormatVersion);
+  ::kvindexer::fleet::v1::SnapshotManifest newer = written;
+  newer.set_id("newer");
+  newer.set_position(written.position() + 1);
+  newer.set_format_version(durable::kFormatVersion + 1);
+  ASSERT_TRUE(test_support::CommitForgedSnapshot(store_, written, newer).ok());
+  {
+    test_support::ModelBackend backend;
+    Indexer indexer(&backend);
+    absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+        store_, indexer.durable_state(), indexer.operator_view());
+    ASSERT_FALSE(start.ok());
+    EXPECT_EQ(start.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(start.status().message(), HasSubstr("\"newer\""));
+    EXPECT_THAT(
+        start.status().message(),
+        HasSubstr(absl::StrCat("format ", durable::kFormatVersion + 1,
+                               ", newer than the ", durable::kFormatVersion)));
+    EXPECT_TRUE(Held(indexer).empty());
+  }
+
+  ::kvindexer::fleet::v1::SnapshotManifest unversioned = written;
+  unversioned.set_id("unversioned");
+  unversioned.set_position(written.position() + 2);
+  unversioned.clear_format_version();
+  ASSERT_TRUE(
+      test_support::CommitForgedSnapshot(store_, written, unversioned).ok());
+  test_support::ModelBackend backend;
+  Indexer indexer(&backend);
+  absl::StatusOr<ReplicaStart> start = LoadNewestSnapshot(
+      store_, indexer.durable_state(), indexer.operator_view());
+  ASSERT_TRUE(start.ok()) << start.status();
+  ASSERT_TRUE(start->snapshot.has_value());
+  EXPECT_EQ(start->snapshot->id(), "unversioned");
+  const std::set<std::pair<std::string, int64_t>> expected = {{"w1", 1}};
+  EXPECT_EQ(Held(indexer), expected);
+}
+
 // A damaged newest snapshot is passed over for the one before it; with
 // none that loads, the error names the newest.
 TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
@@ -230,17 +278,7 @@ TEST_F(ReplicaSnapshotTest, ADamagedSnapshotFallsBackToTheOneBeforeIt) {
   forged.set_id("forged");
   forged.set_position(forged.position() + 1);
   forged.set_chunks(forged.chunks() + 5);
-  {
-    auto writer = store_.Begin("forged");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE(store_
-                    .ReadParts(intact,
-                               [&](std::string_view part) {
-                                 return (*writer)->AddPart(part);
-                               })
-                    .ok());
-    ASSERT_TRUE((*writer)->Commit(forged).ok());
-  }
+  ASSERT_TRUE(test_support::CommitForgedSnapshot(store_, intact, forged).ok());
   {
     test_support::ModelBackend backend;
     Indexer indexer(&backend);

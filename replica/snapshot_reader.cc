@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "durable/record_framing.h"
 
 namespace kvindexer::replica {
 
@@ -11,6 +12,12 @@ absl::Status ReadSnapshotChunks(
     const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
     absl::FunctionRef<absl::Status(const state::v1::CheckpointChunk& chunk)>
         on_chunk) {
+  if (manifest.format_version() > durable::kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "snapshot \"", manifest.id(), "\" was written in checkpoint format ",
+        manifest.format_version(), ", newer than the ", durable::kFormatVersion,
+        " this binary reads; run a version that reads it"));
+  }
   uint64_t parts = 0;
   uint64_t chunks = 0;
   ::kvindexer::fleet::v1::SnapshotPart part;

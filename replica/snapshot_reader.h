@@ -15,7 +15,9 @@
 namespace kvindexer::replica {
 
 // Hands every chunk of `manifest`'s snapshot to `on_chunk`, in order.
-// DATA_LOSS when a part does not parse or the chunk count differs from the
+// FAILED_PRECONDITION, before anything is read, when the manifest's format
+// version is newer than this binary's (durable::kFormatVersion); DATA_LOSS
+// when a part does not parse or the chunk count differs from the
 // manifest's; the store's errors; the first error of `on_chunk`.
 [[nodiscard]] absl::Status ReadSnapshotChunks(
     fleet::SnapshotStore& store,

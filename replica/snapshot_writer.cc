@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "durable/record_framing.h"
 #include "replica/commit_payload.h"
 #include "replica/snapshot_image.h"
 #include "replica/snapshot_reader.h"
@@ -257,6 +258,7 @@ absl::StatusOr<SnapshotRound> WriteSnapshotRound(
   manifest.set_position(end);
   manifest.set_writer(options.writer);
   manifest.set_created_unix_ms(options.now_unix_ms);
+  manifest.set_format_version(durable::kFormatVersion);
   for (const std::string& id : payload_ids) manifest.add_payload_ids(id);
   absl::StatusOr<std::unique_ptr<fleet::SnapshotStore::Writer>> writer =
       store.Begin(manifest.id());

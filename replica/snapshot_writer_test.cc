@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/stream_key.h"
+#include "durable/record_framing.h"
 #include "fleet/memory_event_log.h"
 #include "fleet/memory_snapshot_store.h"
 #include "gmock/gmock.h"
@@ -20,6 +21,7 @@
 #include "replica/commit_payload.h"
 #include "replica/snapshot_image.h"
 #include "replica/snapshot_reader.h"
+#include "tests/support/forged_snapshot.h"
 #include "tests/support/forwarding_snapshot_store.h"
 #include "tests/support/requests.h"
 
@@ -165,17 +167,8 @@ TEST_F(SnapshotWriterTest, ADamagedNewestIsDeletedAndTheOneBeforeItUsed) {
   forged.set_id("forged");
   forged.set_position(3);
   forged.set_chunks(forged.chunks() + 5);
-  {
-    auto writer = store_.Begin("forged");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE(store_
-                    .ReadParts(all->back(),
-                               [&](std::string_view part) {
-                                 return (*writer)->AddPart(part);
-                               })
-                    .ok());
-    ASSERT_TRUE((*writer)->Commit(forged).ok());
-  }
+  ASSERT_TRUE(
+      test_support::CommitForgedSnapshot(store_, all->back(), forged).ok());
   AppendReport("w1", {4});
   absl::StatusOr<SnapshotRound> round = Round();
   ASSERT_TRUE(round.ok()) << round.status();
@@ -186,6 +179,27 @@ TEST_F(SnapshotWriterTest, ADamagedNewestIsDeletedAndTheOneBeforeItUsed) {
   absl::StatusOr<std::vector<SnapshotManifest>> left = store_.List();
   ASSERT_TRUE(left.ok()) << left.status();
   for (const SnapshotManifest& m : *left) EXPECT_NE(m.id(), "forged");
+}
+
+// A newest snapshot in a newer checkpoint format is neither built on nor
+// deleted: the round fails saying so, and the store keeps what it had.
+TEST_F(SnapshotWriterTest, ANewerFormatNewestStopsTheRound) {
+  AppendReport("w1", {1});
+  ASSERT_TRUE(Round().ok());
+  absl::StatusOr<std::vector<SnapshotManifest>> all = store_.List();
+  ASSERT_TRUE(all.ok() && all->size() == 1);
+  EXPECT_EQ(all->back().format_version(), durable::kFormatVersion);
+  SnapshotManifest newer = all->back();
+  newer.set_id("newer");
+  newer.set_position(2);
+  newer.set_format_version(durable::kFormatVersion + 1);
+  AppendReport("w1", {2});
+  ASSERT_TRUE(
+      test_support::CommitForgedSnapshot(store_, all->back(), newer).ok());
+  AppendReport("w1", {3});
+  absl::StatusOr<SnapshotRound> round = Round();
+  EXPECT_EQ(round.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Positions(), (std::vector<uint64_t>{1, 2}));
 }
 
 // Parts a writer that died half way left go once a kept snapshot was
