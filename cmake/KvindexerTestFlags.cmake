@@ -1,0 +1,36 @@
+# KVINDEXER_TEST_CXX_FLAGS: compile flags added to the test programs' own
+# sources, that is every executable target that links GoogleTest; the
+# libraries and programs they test keep the build type's flags.
+# scripts/test.sh passes -O0 for its -Werror build: test code is mostly
+# gtest and gmock templates, which compile about a third faster unoptimised,
+# while what the tests exercise (the libraries, the server, the bridge and
+# the backends) is still built as the build type says (docs/testing.md).
+set(KVINDEXER_TEST_CXX_FLAGS "" CACHE STRING
+    "Extra compile flags for the sources of test executables")
+
+# The targets defined in `dir` and every directory below it.
+function(kvindexer_targets_below dir out)
+  get_property(found DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    kvindexer_targets_below(${sub} below)
+    list(APPEND found ${below})
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+# Called once every directory is added.
+function(kvindexer_test_flags_finish)
+  if(KVINDEXER_TEST_CXX_FLAGS STREQUAL "")
+    return()
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${KVINDEXER_TEST_CXX_FLAGS}")
+  kvindexer_targets_below(${PROJECT_SOURCE_DIR} targets)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(libs ${target} LINK_LIBRARIES)
+    if(type STREQUAL "EXECUTABLE" AND "${libs}" MATCHES "GTest::")
+      target_compile_options(${target} PRIVATE ${flags})
+    endif()
+  endforeach()
+endfunction()
