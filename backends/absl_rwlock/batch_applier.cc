@@ -18,6 +18,12 @@ using kit::OkStatus;
 // Buffers above this many entries are released after the batch.
 constexpr size_t kKeptBufferEntries = size_t{1} << 16;
 
+// How many hashes ahead of the one being applied the tables' slots are
+// fetched. A block map of millions of entries misses the cache on nearly
+// every lookup; fetching ahead overlaps those misses, which shortens the
+// time the batch holds the exclusive lock and queries wait.
+constexpr size_t kPrefetchAhead = 8;
+
 // Makes room for `extra` more elements, growing geometrically so that a run
 // of small calls stays amortised O(1). May throw std::bad_alloc; then `v` is
 // unchanged.
@@ -60,7 +66,13 @@ BackendStatus BatchApplier::Apply(const ApplyBatchView& batch,
         case kActionReport: {
           const bool has_masks = action.component_masks.size != 0;
           const bool has_sizes = action.block_sizes.size != 0;
+          const HoldingSet& held = workers_->at(worker).Holdings(action.tier);
           for (size_t i = 0; i < action.hashes.size; ++i) {
+            if (i + kPrefetchAhead < action.hashes.size) {
+              const int64_t ahead = action.hashes.data[i + kPrefetchAhead];
+              blocks_->Prefetch(ahead);
+              held.prefetch(ahead);
+            }
             Report(worker, action.tier, action.hashes.data[i],
                    has_masks ? action.component_masks.data[i] : 0,
                    has_sizes ? action.block_sizes.data[i] : 0);
@@ -69,6 +81,9 @@ BackendStatus BatchApplier::Apply(const ApplyBatchView& batch,
         }
         case kActionRevoke:
           for (size_t i = 0; i < action.hashes.size; ++i) {
+            if (i + kPrefetchAhead < action.hashes.size) {
+              blocks_->Prefetch(action.hashes.data[i + kPrefetchAhead]);
+            }
             Revoke(worker, action.tier, action.hashes.data[i]);
           }
           break;
@@ -213,7 +228,13 @@ void BatchApplier::Commit(uint32_t worker, const ApplyBatchView& batch,
   w.address.swap(address);
   w.has_cache_spec = batch.has_cache_spec != 0 ? 1 : 0;
   w.cache_spec = w.has_cache_spec ? batch.cache_spec : CacheSpec{};
-  for (const Removal& removal : removals_) {
+  for (size_t i = 0; i < removals_.size(); ++i) {
+    if (i + kPrefetchAhead < removals_.size()) {
+      const Removal& ahead = removals_[i + kPrefetchAhead];
+      blocks_->Prefetch(ahead.hash);
+      w.Holdings(ahead.tier).prefetch(ahead.hash);
+    }
+    const Removal& removal = removals_[i];
     // A block emptied at any point of the batch lost its counter then, even
     // if a later action of the batch reported it again.
     if (removal.emptied) hits_->Erase(removal.hash);

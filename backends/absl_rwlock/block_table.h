@@ -68,6 +68,10 @@ class BlockTable {
     return it == map_.end() ? nullptr : &it->second;
   }
 
+  // Starts loading the memory a lookup of `hash` will read, so that a batch
+  // can overlap the cache misses of later hashes with the work on this one.
+  void Prefetch(int64_t hash) const noexcept { map_.prefetch(hash); }
+
   // Returns the record of `hash`, creating an empty one (and setting
   // *created) when there is none. May throw std::bad_alloc. The reference
   // is valid until the next insertion into the table.
