@@ -116,6 +116,10 @@ bool StreamRecovery::StagedInstall(const PublisherSnapshot& snapshot) {
     }
     break;
   }
+  // An install past the indexer's placement bound is evicted as it lands,
+  // and the Commit's answer says so, as a Replace's does.
+  io_.stats->NoteIndexerReached();
+  CheckEvicted(/*install=*/true);
   rpc_backoff_.Reset();
   if (server_mode_ == ServerMode::kUndecided) {
     server_mode_ = ServerMode::kGated;

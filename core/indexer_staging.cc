@@ -188,11 +188,16 @@ PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
         return CheckSnapshotMetadata(record->meta, info.metadata);
       });
   if (!plan.ok()) return AckLocked(plan.status());
-  if (plan->already_committed()) {
-    resp->set_applied_seq(plan->applied_seq());
+  // Whether the stream is marked evicted once the commit is in (so that
+  // the bridge can be told, as after a Replace).
+  const auto note_evicted = [&] {
     if (options.evicted != nullptr) {
       *options.evicted = EvictedLocked(plan->stream_key());
     }
+  };
+  if (plan->already_committed()) {
+    resp->set_applied_seq(plan->applied_seq());
+    note_evicted();
     return AckLocked(absl::OkStatus());
   }
   StagedSnapshotCommit commit;
@@ -206,9 +211,7 @@ PendingAck Indexer::Commit(const v1::CommitExternalKvSnapshotRequest& req,
   }
   staging_.FinishCommit(*plan);
   EnforceBoundLocked();
-  if (options.evicted != nullptr) {
-    *options.evicted = EvictedLocked(plan->stream_key());
-  }
+  note_evicted();
   resp->set_applied_seq(plan->applied_seq());
   return AckLocked(absl::OkStatus());
 }

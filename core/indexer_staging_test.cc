@@ -574,17 +574,23 @@ TEST_F(BoundedStagingTest, CommitSaysWhetherTheStreamIsMarkedEvicted) {
       Append(*tx,
              {{1, kTierHbm}, {2, kTierHbm}, {3, kTierDram}, {4, kTierDram}})
           .ok());
-  EXPECT_EQ(CommitEvicted(*tx).value_or(false), true);
+  absl::StatusOr<bool> evicted = CommitEvicted(*tx);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  EXPECT_TRUE(*evicted);
   EXPECT_TRUE(Record()->evicted);
   // The same transaction again: its answer, and the mark as it is now.
-  EXPECT_EQ(CommitEvicted(*tx).value_or(false), true);
+  evicted = CommitEvicted(*tx);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  EXPECT_TRUE(*evicted);
 
   v1::BeginExternalKvSnapshotRequest within = BeginRequest(2);
   within.set_applied_seq(43);
   tx = Begin(within);
   ASSERT_TRUE(tx.ok());
   ASSERT_TRUE(Append(*tx, {{1, kTierHbm}, {2, kTierHbm}}).ok());
-  EXPECT_EQ(CommitEvicted(*tx).value_or(true), false);
+  evicted = CommitEvicted(*tx);
+  ASSERT_TRUE(evicted.ok()) << evicted.status();
+  EXPECT_FALSE(*evicted);
   EXPECT_FALSE(Record()->evicted);
 }
 

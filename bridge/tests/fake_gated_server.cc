@@ -274,9 +274,11 @@ absl::Status FakeGatedServer::CommitSnapshot(
   if (!tx.begin.metadata().worker_generation().empty()) {
     worker.worker_generation = tx.begin.metadata().worker_generation();
   }
+  evicted = evict_on_install;
   if (fault == Fault::kLoseResponse) {
     return absl::DeadlineExceededError("injected lost response");
   }
+  if (evicted) evicted_answered_ = true;
   response->set_applied_seq(tx.begin.applied_seq());
   return absl::OkStatus();
 }

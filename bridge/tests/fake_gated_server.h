@@ -69,8 +69,9 @@ class FakeGatedServer : public KvApplier {
       kv_indexer::v1::CommitExternalKvSnapshotResponse* response) override;
   absl::Status AbortSnapshot(
       const kv_indexer::v1::AbortExternalKvSnapshotRequest& request) override;
-  // True when an OK Apply, Heartbeat or Replace answer since the last call
-  // came while `evicted` was set, as the server's eviction header says.
+  // True when an OK Apply, Heartbeat, Replace or Commit answer since the
+  // last call came while `evicted` was set, as the server's eviction header
+  // says.
   bool TakeEvicted() override {
     return std::exchange(evicted_answered_, false);
   }
@@ -91,9 +92,9 @@ class FakeGatedServer : public KvApplier {
   int lose_next = 0;
   std::function<Fault(Call)> fault_hook;
   // The placement bound, as the server shows it to a bridge: while
-  // `evicted`, OK answers carry the eviction header. A Replace clears it, as
-  // a whole snapshot does, unless `evict_on_install` (a snapshot past the
-  // bound is evicted as it installs).
+  // `evicted`, OK answers carry the eviction header. A Replace or a Commit
+  // clears it, as a whole snapshot does, unless `evict_on_install` (a
+  // snapshot past the bound is evicted as it installs).
   bool evicted = false;
   bool evict_on_install = false;
 

@@ -190,6 +190,29 @@ TEST(StagedInstall, AppendsOfAtMost16384ThenCommitAndTheGenerationAfter) {
   EXPECT_EQ(rig.stats.state_losses, 0u);
 }
 
+// A Commit whose answer carries the eviction header (an install past the
+// indexer's placement bound) is an install that came back evicted: it is
+// counted as it lands, not only by the calls after it.
+TEST(StagedInstall, AnEvictedCommitIsCountedAsItLands) {
+  StagedRig rig;
+  for (int64_t h = 1; h <= 10; ++h) rig.publisher.Hold(h);
+  rig.server.evict_on_install = true;
+  // Calls the indexer answered after the Commit, which also carry the
+  // header once the install is in.
+  bool committed = false;
+  int calls_after_commit = 0;
+  rig.server.fault_hook = [&](FakeGatedServer::Call call) {
+    if (committed) ++calls_after_commit;
+    if (call == FakeGatedServer::Call::kCommit) committed = true;
+    return FakeGatedServer::Fault::kNone;
+  };
+  rig.Start();
+  ASSERT_TRUE(rig.RunFor(1s).ok());
+  ASSERT_THAT(rig.server.commits, ElementsAre("tx1"));
+  EXPECT_EQ(rig.stats.evictions_reported,
+            static_cast<uint64_t>(1 + calls_after_commit));
+}
+
 TEST(StagedInstall, AnEmptySnapshotIsABeginAndACommit) {
   StagedRig rig;
   rig.Start();
