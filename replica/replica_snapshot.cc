@@ -79,6 +79,9 @@ absl::StatusOr<std::optional<SnapshotManifest>> LoadNewestWhole(
     absl::Status newest_failure;
     bool vanished = false;
     for (auto it = all->rbegin(); it != all->rend(); ++it) {
+      // Before the index is emptied: a replica that cannot read the newest
+      // snapshot keeps what it holds.
+      if (absl::Status s = CheckSnapshotFormat(*it); !s.ok()) return s;
       if (empty) {
         if (absl::Status s = EmptyIndex(workers); !s.ok()) return s;
       }

@@ -32,9 +32,11 @@ struct ReplicaStart {
 // logged and passed over for the next older, the index emptied of what it
 // left (RemovalReason::kReload). Errors name the snapshot (its id and
 // position): the store's (UNAVAILABLE), returned at once with the Indexer
-// partly loaded, and DATA_LOSS naming the newest when snapshots exist but
-// none loads. After an error the Indexer must not serve. REQUIRES: the
-// Indexer has applied nothing and does not serve yet.
+// partly loaded; FAILED_PRECONDITION (CheckSnapshotFormat) when the next
+// snapshot to try is of a newer format, returned before it is read or the
+// index emptied for it; and DATA_LOSS naming the newest when snapshots
+// exist but none loads. After an error the Indexer must not serve. REQUIRES:
+// the Indexer has applied nothing and does not serve yet.
 [[nodiscard]] absl::StatusOr<ReplicaStart> LoadNewestSnapshot(
     fleet::SnapshotStore& store, DurableState& state, OperatorView& workers);
 
@@ -43,7 +45,8 @@ struct ReplicaStart {
 // of `store`; when there are any, removes every worker of the Indexer
 // (RemovalReason::kReload) and loads the newest that loads whole, as
 // LoadNewestSnapshot does. Answers it, or nullopt when the store holds none
-// (the index then untouched). Errors as LoadNewestSnapshot's; a failed
+// (the index then untouched, as it is when the newest is of a newer
+// format). Errors as LoadNewestSnapshot's; a failed
 // removal is INTERNAL. After an error the index may be partly emptied or
 // partly loaded: call again. Queries meanwhile see the index as it is at
 // that moment, and health must say NOT_SERVING. REQUIRES: nothing else

@@ -249,6 +249,22 @@ TEST_F(ReplicaSnapshotTest, ASnapshotOfANewerFormatIsRefused) {
                                ", newer than the ", durable::kFormatVersion)));
     EXPECT_TRUE(Held(indexer).empty());
   }
+  {
+    // A running replica that must reload keeps what it holds.
+    test_support::ModelBackend backend;
+    Indexer indexer(&backend);
+    ::kv_indexer::v1::ApplyExternalKvBatchResponse applied;
+    ASSERT_TRUE(
+        indexer.operations()
+            .Apply(Batch("w9", "10.0.0.9:80").Report(kTierHbm, {2}), &applied)
+            .Wait()
+            .ok());
+    auto reloaded = ReloadNewestSnapshot(store_, indexer.durable_state(),
+                                         indexer.operator_view());
+    EXPECT_EQ(reloaded.status().code(), absl::StatusCode::kFailedPrecondition);
+    const std::set<std::pair<std::string, int64_t>> kept = {{"w9", 2}};
+    EXPECT_EQ(Held(indexer), kept);
+  }
 
   ::kvindexer::fleet::v1::SnapshotManifest unversioned = written;
   unversioned.set_id("unversioned");

@@ -7,17 +7,23 @@
 
 namespace kvindexer::replica {
 
+absl::Status CheckSnapshotFormat(
+    const ::kvindexer::fleet::v1::SnapshotManifest& manifest) {
+  if (manifest.format_version() <= durable::kFormatVersion) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "snapshot \"", manifest.id(), "\" was written in checkpoint format ",
+      manifest.format_version(), ", newer than the ", durable::kFormatVersion,
+      " this binary reads; run a version that reads it"));
+}
+
 absl::Status ReadSnapshotChunks(
     fleet::SnapshotStore& store,
     const ::kvindexer::fleet::v1::SnapshotManifest& manifest,
     absl::FunctionRef<absl::Status(const state::v1::CheckpointChunk& chunk)>
         on_chunk) {
-  if (manifest.format_version() > durable::kFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot \"", manifest.id(), "\" was written in checkpoint format ",
-        manifest.format_version(), ", newer than the ", durable::kFormatVersion,
-        " this binary reads; run a version that reads it"));
-  }
+  if (absl::Status s = CheckSnapshotFormat(manifest); !s.ok()) return s;
   uint64_t parts = 0;
   uint64_t chunks = 0;
   ::kvindexer::fleet::v1::SnapshotPart part;

@@ -14,9 +14,14 @@
 
 namespace kvindexer::replica {
 
+// FAILED_PRECONDITION naming both versions when `manifest` says a
+// checkpoint format newer than this binary's (durable::kFormatVersion);
+// 0, from manifests written before the field, passes.
+[[nodiscard]] absl::Status CheckSnapshotFormat(
+    const ::kvindexer::fleet::v1::SnapshotManifest& manifest);
+
 // Hands every chunk of `manifest`'s snapshot to `on_chunk`, in order.
-// FAILED_PRECONDITION, before anything is read, when the manifest's format
-// version is newer than this binary's (durable::kFormatVersion); DATA_LOSS
+// CheckSnapshotFormat's error before anything is read; DATA_LOSS
 // when a part does not parse or the chunk count differs from the
 // manifest's; the store's errors; the first error of `on_chunk`.
 [[nodiscard]] absl::Status ReadSnapshotChunks(
