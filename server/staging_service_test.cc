@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/eviction_header.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "core/stream_key.h"
@@ -19,6 +18,7 @@
 #include "kv_indexer.grpc.pb.h"
 #include "server/kv_indexer_service.h"
 #include "server/transport_settings.h"
+#include "tests/support/evicted_trailer.h"
 
 #ifndef KVINDEXER_TEST_BACKEND_DIR
 #error "KVINDEXER_TEST_BACKEND_DIR must name the directory of backend plugins"
@@ -34,12 +34,7 @@ namespace v1 = ::kv_indexer::v1;
 // Bound on every wait in this file.
 constexpr auto kWaitBound = 10s;
 
-// Whether the OK answer of `context`'s call carried kEvictedHeader.
-bool CarriesEvictedTrailer(const grpc::ClientContext& context) {
-  const auto& trailers = context.GetServerTrailingMetadata();
-  return trailers.find(grpc::string_ref(
-             kEvictedHeader.data(), kEvictedHeader.size())) != trailers.end();
-}
+using test_support::CarriesEvictedTrailer;
 
 class StagingServiceTest : public ::testing::Test {
  protected:

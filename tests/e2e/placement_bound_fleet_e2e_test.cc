@@ -17,16 +17,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/eviction_header.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/fleet_e2e_harness.h"
 #include "tests/e2e/fleet_replicas_fixture.h"
 #include "tests/e2e/placement_bound_feed.h"
+#include "tests/support/evicted_trailer.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bridge::testing {
@@ -55,14 +54,7 @@ std::unique_ptr<grpc::ClientContext> CallContext() {
   return context;
 }
 
-bool CarriesEvictedTrailer(const grpc::ClientContext& context) {
-  for (const auto& [name, value] : context.GetServerTrailingMetadata()) {
-    if (std::string_view(name.data(), name.size()) == kEvictedHeader) {
-      return true;
-    }
-  }
-  return false;
-}
+using test_support::CarriesEvictedTrailer;
 
 std::string EvictionSeries(const std::string& reason) {
   return "kvindexer_placement_bound_tier_clears_total{reason=\"" + reason +

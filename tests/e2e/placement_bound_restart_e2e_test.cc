@@ -30,6 +30,7 @@
 #include "tests/e2e/durability_fixture.h"
 #include "tests/e2e/durability_server.h"
 #include "tests/e2e/placement_bound_feed.h"
+#include "tests/support/evicted_trailer.h"
 #include "tests/support/http_get.h"
 #include "tests/support/metrics_scrape.h"
 
@@ -62,16 +63,12 @@ absl::StatusOr<bool> ApplyWithTrailer(
     return absl::UnavailableError(
         absl::StrCat("apply failed: ", s.error_message()));
   }
-  bool evicted = false;
-  for (const auto& [name, value] : context->GetServerTrailingMetadata()) {
-    if (std::string_view(name.data(), name.size()) != kEvictedHeader) continue;
-    if (std::string_view(value.data(), value.size()) != kEvictedValue) {
-      return absl::InternalError(std::string(kEvictedHeader) + ": " +
-                                 std::string(value.data(), value.size()));
-    }
-    evicted = true;
+  const std::optional<std::string> trailer =
+      test_support::EvictedTrailer(*context);
+  if (trailer.has_value() && *trailer != kEvictedValue) {
+    return absl::InternalError(std::string(kEvictedHeader) + ": " + *trailer);
   }
-  return evicted;
+  return trailer.has_value();
 }
 
 absl::StatusOr<BoundState> ReadBoundState(DurableServer& server) {

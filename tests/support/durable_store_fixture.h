@@ -96,6 +96,20 @@ class DurableStoreTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s;
   }
   void Crash() { node_.reset(); }
+  // Closes the store when it goes out of scope. A test that hands the store
+  // a FileIo of its own declares one right after it, so that the store is
+  // gone before the object it writes through, even when a failed assertion
+  // ends the test early.
+  class CloseOnExit {
+   public:
+    explicit CloseOnExit(DurableStoreTest& test) : test_(test) {}
+    ~CloseOnExit() { test_.Crash(); }
+    CloseOnExit(const CloseOnExit&) = delete;
+    CloseOnExit& operator=(const CloseOnExit&) = delete;
+
+   private:
+    DurableStoreTest& test_;
+  };
 
   Indexer& indexer() { return node_->indexer; }
   DurableStore& store() { return *node_->store; }
