@@ -1,10 +1,10 @@
 # KVINDEXER_TEST_CXX_FLAGS: compile flags added to the test programs' own
-# sources, that is every executable target that links GoogleTest; the
-# libraries and programs they test keep the build type's flags.
-# scripts/test.sh passes -O0 for its -Werror build: test code is mostly
-# gtest and gmock templates, which compile about a third faster unoptimised,
-# while what the tests exercise (the libraries, the server, the bridge and
-# the backends) is still built as the build type says (docs/testing.md).
+# sources, that is every executable target that names GoogleTest among its
+# own link libraries; the libraries and programs they test keep the build
+# type's flags, and so does kvindexer-conformance, an installed program that
+# gets GoogleTest through its support library. scripts/test.sh passes -O0
+# for its -Werror build: test code is mostly gtest and gmock templates,
+# which compile about a third faster unoptimised (docs/testing.md).
 set(KVINDEXER_TEST_CXX_FLAGS "" CACHE STRING
     "Extra compile flags for the sources of test executables")
 

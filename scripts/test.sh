@@ -83,15 +83,45 @@ cmake -S . -B "$root/ci" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVINDEXER_WERROR=ON
   "${unity[@]}"
 cmake --build "$root/ci" -j"$jobs"
 
+sanitizers=${KVINDEXER_SANITIZERS:-core}
+case $sanitizers in
+  0 | off | core | full | 1) ;;
+  *) echo "KVINDEXER_SANITIZERS=$sanitizers: use core, full or 0" >&2; exit 2 ;;
+esac
+
+# The ASan+UBSan build starts now, at nice 19, beside the ctest stage: most
+# tests wait on sockets and child processes, and ctest leaves about a third
+# of the two cores idle, which the build takes without taking CPU time from
+# the tests (they keep priority). Its output goes to a log, printed when
+# the stage below waits for it.
+asan_binaries=(kvindexer_robin_tests kvindexer_core_tests
+  kvindexer_replica_tests bridge_recovery_tests kvindexer_durable_tests
+  bridge_io_tests bridge_unit_tests)
+asan_build_pid=
+if [[ $sanitizers != 0 && $sanitizers != off ]]; then
+  cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
+    -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \
+    "${unity[@]}"
+  asan_targets=()
+  if [[ $sanitizers == core ]]; then
+    asan_targets=(--target kvindexer-conformance "${asan_binaries[@]}")
+  fi
+  asan_build_log=$(mktemp)
+  # In a process group of its own, so that a failing stage can stop the
+  # whole build (make and compilers included) rather than leave it running.
+  setsid nice -n 19 cmake --build "$root/asan" -j"$jobs" "${asan_targets[@]}" \
+    >"$asan_build_log" 2>&1 &
+  asan_build_pid=$!
+  trap 'kill -- -"$asan_build_pid" 2>/dev/null || true' EXIT
+fi
+
 step "ctest (all tests)"
 run_ctest --test-dir "$root/ci" --output-on-failure -j"$jobs" --timeout 300
 
-sanitizers=${KVINDEXER_SANITIZERS:-core}
-case $sanitizers in
-  0 | off) summary; exit 0 ;;
-  core | full | 1) ;;
-  *) echo "KVINDEXER_SANITIZERS=$sanitizers: use core, full or 0" >&2; exit 2 ;;
-esac
+if [[ -z $asan_build_pid ]]; then
+  summary
+  exit 0
+fi
 
 # `core` builds and runs, under ASan+UBSan, what holds the index and its
 # bytes on disk: the Indexer, the default backend (robin_sharded_snapshot)
@@ -106,20 +136,18 @@ esac
 # run under the sanitizers with `full`, which a 25-minute CI run on 2 cores
 # has no room for (docs/testing.md); the bridge's event decoder is fuzzed
 # below either way.
-step "ASan+UBSan build and tests ($sanitizers)"
-cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
-  -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \
-  "${unity[@]}"
+step "ASan+UBSan build (the rest of it) and tests ($sanitizers)"
+asan_build_rc=0
+wait "$asan_build_pid" || asan_build_rc=$?
+trap - EXIT
+cat "$asan_build_log"
+rm -f "$asan_build_log"
+[[ $asan_build_rc -eq 0 ]] || exit "$asan_build_rc"
 if [[ $sanitizers == core ]]; then
-  # Longest first, so that the two lanes below end together.
-  asan_binaries=(kvindexer_robin_tests kvindexer_core_tests
-    kvindexer_replica_tests bridge_recovery_tests kvindexer_durable_tests
-    bridge_io_tests bridge_unit_tests)
-  cmake --build "$root/asan" -j"$jobs" --target kvindexer-conformance \
-    "${asan_binaries[@]}"
-  # Each of these binaries runs whole, once (scripts/run-gtest-binaries.sh):
-  # one process per test, as ctest runs them, costs an ASan start-up each,
-  # about three minutes over the stage. Only the conformance suite, which
+  # The binaries run longest first (asan_binaries above), so that the two
+  # lanes below end together, and each runs whole, once
+  # (scripts/run-gtest-binaries.sh): one process per test, as ctest runs
+  # them, costs an ASan start-up each, about three minutes over the stage. Only the conformance suite, which
   # takes its backend from ctest's environment, goes through ctest.
   asan_log=$(mktemp)
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -131,7 +159,6 @@ if [[ $sanitizers == core ]]; then
   rm -f "$asan_log"
   asan_tests=(-R '^conformance\.robin_sharded_snapshot$')
 else
-  cmake --build "$root/asan" -j"$jobs"
   asan_tests=(-E '^(bench\.|conformance\.out_of_tree|conformance\.robin_sharded_snapshot\.merging|bridge\.fleet_e2e\.)')
 fi
 # The recovery engine's randomised fault test runs 1,500 seeds in the plain
