@@ -55,7 +55,7 @@ class FailedLogTest : public DurableStoreTest {
 // visible to readers although its caller got UNAVAILABLE.
 TEST_F(FailedLogTest, TheStoreReportsTheFailureAndReadsSeeTheMutation) {
   TestFileIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   DurableOptions options = Options();
   options.io = &io;
   StartOk(options);
@@ -100,7 +100,7 @@ TEST_F(FailedLogTest, TheStoreReportsTheFailureAndReadsSeeTheMutation) {
 // log goes on in a new file; the file that failed is never written again.
 TEST_F(FailedLogTest, TheNextStartClosesTheFailedLogBehindACheckpoint) {
   TestFileIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   const std::string before_crash = PoisonAfterWorkload(io);
   Crash();
   const uint64_t failed_size = FileSize(WalFileName(1));
@@ -141,12 +141,12 @@ TEST_F(FailedLogTest, TheNextStartClosesTheFailedLogBehindACheckpoint) {
 // so the start after that tries again.
 TEST_F(FailedLogTest, AStartThatCannotCloseTheFailedLogFails) {
   TestFileIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   const std::string before_crash = PoisonAfterWorkload(io);
   Crash();
 
   TestFileIo full;
-  const CloseOnExit close_store_too(*this);
+  const auto close_store_too = CloseOnExit();
   full.FailWritesAfter(0, ENOSPC);
   DurableOptions options = Options();
   options.io = &full;
@@ -188,7 +188,7 @@ TEST_F(FailedLogTest, AStaleMarkerIsDeleted) {
 // not failed by them.
 TEST_F(FailedLogTest, AFullDiskIsCountedButDoesNotFailTheLog) {
   TestFileIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   DurableOptions options = Options();
   options.io = &io;
   StartOk(options);

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "durable/durable_store.h"
 #include "gtest/gtest.h"
 #include "tests/support/checkpoint_write_gate.h"
@@ -68,7 +69,8 @@ TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
     for (int i = 0; i < 400; ++i) ApplyW1(next_seq++);
     done = true;
   });
-  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
+  // Destroyed before `writer`: the gate opens before the writer is awaited.
+  const absl::Cleanup open_on_exit = [this] { io_.Open(); };
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   // The build reaches the gate (it may come after the write stalled).
   ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
@@ -132,7 +134,8 @@ TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
     }
     done = true;
   });
-  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
+  // Destroyed before `writer`: the gate opens before the writer is awaited.
+  const absl::Cleanup open_on_exit = [this] { io_.Open(); };
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
   // The store is closed while the write waits and the build is held: the
@@ -155,7 +158,8 @@ TEST_F(ReplayBoundStoreTest, ReleasingWaitingWritesEndsTheWaitForGood) {
     for (uint64_t seq = 13; seq < 200; ++seq) ApplyW1(seq);
     done = true;
   });
-  const OpenGateOnExit open_on_exit(io_);  // destroyed before `writer`
+  // Destroyed before `writer`: the gate opens before the writer is awaited.
+  const absl::Cleanup open_on_exit = [this] { io_.Open(); };
   ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
   store().ReleaseWaitingWrites();
   // All of them, with the gate still shut: the build has not ended.

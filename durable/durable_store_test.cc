@@ -368,7 +368,7 @@ TEST_F(DurableStoreTest, SecondOpenNamesTheHolder) {
 
 TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
   PathFailingIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   DurableOptions options = Options();
   options.io = &io;
   StartOk(options);
@@ -409,7 +409,7 @@ TEST_F(DurableStoreTest, WriteFailureRefusesTheMutationAndLosesNothing) {
 
 TEST_F(DurableStoreTest, CheckpointFailureIsRetriedAndNeverRefusesApplies) {
   PathFailingIo io;
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   DurableOptions options = Options(/*checkpoint_bytes=*/2048);
   options.io = &io;
   StartOk(options);
@@ -467,7 +467,7 @@ class DirSyncFailingIo final : public ForwardingFileIo {
 // tracked like any other: later checkpoints delete it in turn.
 TEST_F(DurableStoreTest, CheckpointInPlaceWithAFailedDirectorySyncIsKept) {
   DirSyncFailingIo io(dir_.path(), CheckpointFileName(2));
-  const CloseOnExit close_store(*this);
+  const auto close_store = CloseOnExit();
   DurableOptions options = Options(/*checkpoint_bytes=*/2048);
   options.io = &io;
   TestLogCapture log;

@@ -78,6 +78,18 @@ class ReplicaSnapshotTest : public ::testing::Test {
     *written = all->front();
   }
 
+  // Gives `indexer` the placement (worker, hash) at HBM by a seed-era
+  // apply, as if a replica had applied it from the log.
+  static void HoldDirectly(Indexer& indexer, const std::string& worker,
+                           int64_t hash) {
+    ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
+    ASSERT_TRUE(
+        indexer.operations()
+            .Apply(Batch(worker, "10.0.0.1:80").Report(kTierHbm, {hash}), &resp)
+            .Wait()
+            .ok());
+  }
+
   // (worker, hash) pairs the indexer holds among hashes 1..20.
   static std::set<std::pair<std::string, int64_t>> Held(Indexer& indexer) {
     ::kv_indexer::v1::MatchExternalKvResponse resp;
@@ -202,12 +214,7 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
 TEST_F(ReplicaSnapshotTest, AReloadWithoutASnapshotLeavesTheIndexAlone) {
   test_support::ModelBackend backend;
   Indexer indexer(&backend);
-  ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
-  ASSERT_TRUE(
-      indexer.operations()
-          .Apply(Batch("w1", "10.0.0.1:80").Report(kTierHbm, {1}), &resp)
-          .Wait()
-          .ok());
+  ASSERT_NO_FATAL_FAILURE(HoldDirectly(indexer, "w1", 1));
   auto reloaded = ReloadNewestSnapshot(store_, indexer.durable_state(),
                                        indexer.operator_view());
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
@@ -253,12 +260,7 @@ TEST_F(ReplicaSnapshotTest, ASnapshotOfANewerFormatIsRefused) {
     // A running replica that must reload keeps what it holds.
     test_support::ModelBackend backend;
     Indexer indexer(&backend);
-    ::kv_indexer::v1::ApplyExternalKvBatchResponse applied;
-    ASSERT_TRUE(
-        indexer.operations()
-            .Apply(Batch("w9", "10.0.0.9:80").Report(kTierHbm, {2}), &applied)
-            .Wait()
-            .ok());
+    ASSERT_NO_FATAL_FAILURE(HoldDirectly(indexer, "w9", 2));
     auto reloaded = ReloadNewestSnapshot(store_, indexer.durable_state(),
                                          indexer.operator_view());
     EXPECT_EQ(reloaded.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -135,6 +135,20 @@ class StagingServiceTest : public ::testing::Test {
     }
   }
 
+  // Commits `transaction_id`, expecting OK; answers the call's context,
+  // whose trailing metadata the caller may read.
+  std::unique_ptr<grpc::ClientContext> Commit(
+      const std::string& transaction_id,
+      v1::CommitExternalKvSnapshotResponse* committed) {
+    v1::CommitExternalKvSnapshotRequest commit;
+    commit.set_transaction_id(transaction_id);
+    std::unique_ptr<grpc::ClientContext> context = Context();
+    const grpc::Status status =
+        stub_->CommitExternalKvSnapshot(context.get(), commit, committed);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return context;
+  }
+
   RequestLimits limits_;  // set before SetUp
   std::unique_ptr<LoadedBackend> backend_;
   std::unique_ptr<Indexer> indexer_;
@@ -174,12 +188,9 @@ TEST_F(StagingServiceTest, BeginAppendCommitThenMatch) {
   ASSERT_TRUE(stub_->MatchExternalKv(Context().get(), match, &before).ok());
   EXPECT_EQ(before.matches_size(), 0);
 
-  v1::CommitExternalKvSnapshotRequest commit;
-  commit.set_transaction_id(begun.transaction_id());
   v1::CommitExternalKvSnapshotResponse committed;
-  const auto context = Context();
-  ASSERT_TRUE(
-      stub_->CommitExternalKvSnapshot(context.get(), commit, &committed).ok());
+  const std::unique_ptr<grpc::ClientContext> context =
+      Commit(begun.transaction_id(), &committed);
   EXPECT_EQ(committed.applied_seq(), 7u);
   EXPECT_FALSE(CarriesEvictedTrailer(*context));
 
@@ -213,13 +224,9 @@ TEST_F(BoundedStagingServiceTest, ACommitPastTheBoundCarriesTheTrailer) {
   const v1::BeginExternalKvSnapshotResponse begun = Begin(key, 3);
   AppendAll(begun.transaction_id(),
             {{11, v1::TIER_HBM}, {12, v1::TIER_HBM}, {13, v1::TIER_DRAM}});
-  v1::CommitExternalKvSnapshotRequest commit;
-  commit.set_transaction_id(begun.transaction_id());
   v1::CommitExternalKvSnapshotResponse committed;
-  const auto context = Context();
-  ASSERT_TRUE(
-      stub_->CommitExternalKvSnapshot(context.get(), commit, &committed).ok());
-  EXPECT_TRUE(CarriesEvictedTrailer(*context));
+  EXPECT_TRUE(
+      CarriesEvictedTrailer(*Commit(begun.transaction_id(), &committed)));
 }
 
 }  // namespace staging_service_test

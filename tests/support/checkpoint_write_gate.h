@@ -1,9 +1,9 @@
 // CheckpointWriteGate: the real system calls, except that while the gate is
 // closed every write to a checkpoint being built (checkpoint-*.ckpt.tmp)
 // waits for it to open: a build held in the middle, for as long as a test
-// needs, without timing. OpenGateOnExit opens it when a test leaves its
-// scope, so that a failed assertion cannot leave a build, and whatever
-// waits for it, blocked for good.
+// needs, without timing. A test that closes it opens it again as it leaves
+// its scope (absl::Cleanup), so that a failed assertion cannot leave a
+// build, and whatever waits for it, blocked for good.
 #ifndef KVINDEXER_TESTS_SUPPORT_CHECKPOINT_WRITE_GATE_H_
 #define KVINDEXER_TESTS_SUPPORT_CHECKPOINT_WRITE_GATE_H_
 
@@ -51,17 +51,6 @@ class CheckpointWriteGate final : public ForwardingFileIo {
   std::condition_variable changed_;
   bool open_ = true;
   int holding_ = 0;
-};
-
-class OpenGateOnExit {
- public:
-  explicit OpenGateOnExit(CheckpointWriteGate& gate) : gate_(gate) {}
-  ~OpenGateOnExit() { gate_.Open(); }
-  OpenGateOnExit(const OpenGateOnExit&) = delete;
-  OpenGateOnExit& operator=(const OpenGateOnExit&) = delete;
-
- private:
-  CheckpointWriteGate& gate_;
 };
 
 }  // namespace kvindexer::durable

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/heartbeat_header.h"
 #include "common/wire_vocabulary.h"
@@ -96,20 +97,13 @@ class DurableStoreTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s;
   }
   void Crash() { node_.reset(); }
-  // Closes the store when it goes out of scope. A test that hands the store
-  // a FileIo of its own declares one right after it, so that the store is
-  // gone before the object it writes through, even when a failed assertion
-  // ends the test early.
-  class CloseOnExit {
-   public:
-    explicit CloseOnExit(DurableStoreTest& test) : test_(test) {}
-    ~CloseOnExit() { test_.Crash(); }
-    CloseOnExit(const CloseOnExit&) = delete;
-    CloseOnExit& operator=(const CloseOnExit&) = delete;
-
-   private:
-    DurableStoreTest& test_;
-  };
+  // Closes the store when the scope it is declared in ends. A test that
+  // hands the store a FileIo of its own declares one right after it, so
+  // that the store is gone before the object it writes through, even when a
+  // failed assertion ends the test early.
+  auto CloseOnExit() {
+    return absl::MakeCleanup([this] { Crash(); });
+  }
 
   Indexer& indexer() { return node_->indexer; }
   DurableStore& store() { return *node_->store; }
