@@ -85,6 +85,10 @@ class RobinBackendTesting {
     }
     return bits;
   }
+  // Bytes held by every worker's holdings logs.
+  static uint64_t HoldingsBytes(const RobinShardedSnapshotBackend& backend) {
+    return backend.holdings_bytes_;
+  }
   // Spill arrays allocated and not freed.
   static uint64_t SpillArrays(const RobinShardedSnapshotBackend& backend) {
     return backend.arena_.arrays();
