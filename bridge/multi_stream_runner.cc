@@ -160,16 +160,19 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
       std::lock_guard<std::mutex> lock(slot->mu);
       slot->worker_generation = generation;
     }
-    (void)shared.configure->Send(
-        [slot, &client](
+    bool listed = false;
+    const absl::Status sent = shared.configure->Send(
+        [slot, &client, &listed](
             const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
             kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
           if (slot->stop.triggered()) {
             return absl::CancelledError("the stream is stopping");
           }
+          listed = ListsStream(r, slot->entry);
           return client->Configure(r, answer);
         });
     epoch_changes_seen = shared.epochs->changes();
+    return sent.ok() && listed;
   };
   io.indexer_epoch = [&shared, &epoch_changes_seen](const std::string& epoch) {
     shared.epochs->Observe(epoch);
@@ -270,6 +273,18 @@ kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
     }
   }
   return request;
+}
+
+bool ListsStream(const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
+                 const WorkerEntry& entry) {
+  for (const kv_indexer::v1::ExpectedWorker& worker : request.workers()) {
+    const kv_indexer::v1::StreamId& id = worker.stream_id();
+    if (id.namespace_() == entry.stream_namespace &&
+        id.worker_id() == entry.worker_id && id.dp_rank() == entry.dp_rank) {
+      return true;
+    }
+  }
+  return false;
 }
 
 MultiStreamRunner::MultiStreamRunner(BridgeConfig config, StopRequest* shutdown,

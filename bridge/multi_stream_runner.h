@@ -39,6 +39,11 @@ kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
     const BridgeConfig& config, const std::vector<const WorkerEntry*>& entries,
     const std::vector<std::string>& generations = {});
 
+// Whether `request` lists the stream of `entry` (its namespace, worker id
+// and DP rank).
+bool ListsStream(const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
+                 const WorkerEntry& entry);
+
 // The recovery options of one entry: the configuration's, with the entry's
 // worker id, address and stream key, and the entry as the expectation a
 // snapshot-v2 header must meet (which also selects staged installs).

@@ -111,12 +111,14 @@ struct RecoveryIo {
   // Multi-stream mode. `configure` sends the process's Configure with this
   // stream's worker generation (empty: none known yet); it runs at the
   // start of each synchronisation and before a staged install whose header
-  // named a new generation. `indexer_epoch` receives the indexer_epoch of
-  // each Begin answer. `take_resync` is polled by the live loop: true asks
-  // for a resynchronisation after a random wait of up to loss_jitter_max
-  // (the indexer epoch changed). `snapshot_limiter` bounds concurrent
-  // snapshot fetches with their installs. Null: none of these.
-  std::function<void(const std::string& worker_generation)> configure;
+  // named a new generation. It answers true when the indexer accepted a
+  // Configure that listed this stream: the stream's record then exists and
+  // the synchronisation sends no registration apply. `indexer_epoch` receives
+  // the indexer_epoch of each Begin answer. `take_resync` is polled by the live
+  // loop: true asks for a resynchronisation after a random wait of up to
+  // loss_jitter_max (the indexer epoch changed). `snapshot_limiter` bounds
+  // concurrent snapshot fetches with their installs. Null: none of these.
+  std::function<bool(const std::string& worker_generation)> configure;
   std::function<void(const std::string& indexer_epoch)> indexer_epoch;
   std::function<bool()> take_resync;
   SnapshotLimiter* snapshot_limiter = nullptr;

@@ -30,7 +30,7 @@ bool StreamRecovery::StagedInstall(const PublisherSnapshot& snapshot) {
     header_.worker_generation = *snapshot.fields.worker_generation;
     spdlog::info("worker generation \"{}\" (snapshot-v2 header)",
                  LogText(header_.worker_generation));
-    if (io_.configure) io_.configure(header_.worker_generation);
+    if (io_.configure) (void)io_.configure(header_.worker_generation);
   }
   const std::vector<kv_indexer::v1::TierHashes> placement =
       SnapshotV2Placement(snapshot.blocks, header_.cache_spec.has_value());

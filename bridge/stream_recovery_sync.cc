@@ -34,8 +34,13 @@ void StreamRecovery::Sync() {
       return;
     }
   }
-  if (io_.configure) io_.configure(header_.worker_generation);
-  if (gated() && !Register()) return;
+  // A Configure that listed the stream created its record; without one (a
+  // single-worker bridge), or when the indexer refused the process's list,
+  // the stream registers alone, so that an entry the indexer refuses parks
+  // only its own stream.
+  const bool configured =
+      io_.configure && io_.configure(header_.worker_generation);
+  if (gated() && !configured && !Register()) return;
   bool done = false;
   switch (publisher_mode_) {
     case PublisherMode::kSnapshot:

@@ -63,6 +63,16 @@ void FakeGatedServer::ApplyActions(const ApplyExternalKvBatchRequest& request,
   }
 }
 
+absl::Status FakeGatedServer::Configure(const std::string& worker_id,
+                                        const std::string& address) {
+  ++configures;
+  if (refuse_configure) {
+    return absl::InvalidArgumentError("an entry of the list is refused");
+  }
+  workers_[worker_id].address = address;
+  return absl::OkStatus();
+}
+
 absl::Status FakeGatedServer::ApplyNow(
     const ApplyExternalKvBatchRequest& request,
     ApplyExternalKvBatchResponse* response) {

@@ -76,6 +76,14 @@ class FakeGatedServer : public KvApplier {
     return std::exchange(evicted_answered_, false);
   }
 
+  // ConfigureExpectedWorkers as it reaches the server for this one stream
+  // (a multi-stream bridge's process Configure lists it): creates the
+  // worker's record, not ready, or updates its address. While
+  // `refuse_configure`, answers INVALID_ARGUMENT and changes nothing, as
+  // the server does when any entry of the list breaks a rule.
+  absl::Status Configure(const std::string& worker_id,
+                         const std::string& address);
+
   // Loses every worker record, as a restart without durable state does.
   void RestartEmpty() { workers_.clear(); }
   // Deletes one worker record with its placement, as a liveness sweep or a
@@ -97,6 +105,7 @@ class FakeGatedServer : public KvApplier {
   // snapshot past the bound is evicted as it installs).
   bool evicted = false;
   bool evict_on_install = false;
+  bool refuse_configure = false;
 
   // Observations.
   struct Worker {
@@ -118,6 +127,7 @@ class FakeGatedServer : public KvApplier {
   std::vector<kv_indexer::v1::AppendExternalKvSnapshotRequest> appends;
   std::vector<std::string> commits;  // transaction ids, as received
   std::vector<std::string> aborts;   // transaction ids
+  int configures = 0;                // Configure() calls, refused ones included
   int probes = 0;
   int gaps = 0;  // G4 outcomes
   // Every Heartbeat() call, in order (each also appears in `applies` unless

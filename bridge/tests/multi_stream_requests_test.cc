@@ -105,6 +105,24 @@ TEST(MultiStreamRequests, ConfigureCarriesKnownGenerations) {
   EXPECT_EQ(request.workers(1).worker_generation(), "");
 }
 
+// A stream counts as listed only under its whole key: namespace, worker id
+// and DP rank.
+TEST(MultiStreamRequests, AStreamIsListedOnlyUnderItsWholeKey) {
+  BridgeConfig config;
+  WorkerEntry other = Entry();
+  other.worker_id = "x";
+  config.workers = {Entry(), other};
+  const auto request = MultiStreamConfigure(config, {&config.workers[1]});
+  EXPECT_TRUE(ListsStream(request, other));
+  EXPECT_FALSE(ListsStream(request, Entry()));
+  WorkerEntry rank = other;
+  rank.dp_rank = other.dp_rank + 1;
+  EXPECT_FALSE(ListsStream(request, rank));
+  WorkerEntry space = other;
+  space.stream_namespace = "other";
+  EXPECT_FALSE(ListsStream(request, space));
+}
+
 // Applies, probes, registrations and replaces carry the generation once
 // the engine knows one; single-worker requests never do.
 TEST(MultiStreamRequests, RequestsCarryTheGenerationOnceKnown) {

@@ -2,8 +2,10 @@
 // streams in one process > Snapshot-v2 installs"): Begin, Appends of at most
 // 16,384 placements and Commit, the worker generation on every later
 // request, the header check that parks the stream, Abort and retry after a
-// failed Append, the Replace fallback, and the resynchronisation a new
-// indexer epoch asks for, after its random wait.
+// failed Append, the Replace fallback, the resynchronisation a new indexer
+// epoch asks for, after its random wait, and the registration apply sent
+// only when the process's Configure was refused.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -108,6 +110,7 @@ struct StagedRig {
     io.stats = &stats;
     io.configure = [this](const std::string& generation) {
       configured.push_back(generation);
+      return server.Configure(Entry().worker_id, Entry().worker_address).ok();
     };
     io.indexer_epoch = [this](const std::string& epoch) {
       epochs.push_back(epoch);
@@ -188,6 +191,47 @@ TEST(StagedInstall, AppendsOfAtMost16384ThenCommitAndTheGenerationAfter) {
   EXPECT_TRUE(rig.server.Held("w").contains(50'001));
   EXPECT_TRUE(rig.engine->exact());
   EXPECT_EQ(rig.stats.state_losses, 0u);
+}
+
+// Registration applies the server received: seed-era applies with no
+// actions and sequence 0.
+int Registrations(const FakeGatedServer& server) {
+  return static_cast<int>(std::count_if(
+      server.applies.begin(), server.applies.end(), [](const auto& apply) {
+        return !apply.enforce_sequence() && apply.actions_size() == 0 &&
+               apply.seq() == 0;
+      }));
+}
+
+// The process's Configure lists the stream, which creates its record: the
+// synchronisation sends no registration apply of its own.
+TEST(StagedInstall, AnAcceptedConfigureIsTheOnlyRegistration) {
+  StagedRig rig;
+  for (int64_t h = 1; h <= 10; ++h) rig.publisher.Hold(h);
+  rig.Start();
+  ASSERT_TRUE(rig.RunFor(1s).ok());
+  ASSERT_TRUE(rig.engine->exact());
+  EXPECT_GE(rig.server.configures, 1);
+  EXPECT_EQ(Registrations(rig.server), 0);
+  EXPECT_EQ(rig.server.Held("w").size(), 10u);
+}
+
+// When the indexer refuses the process's list (another entry breaks one of
+// its rules), the stream registers alone, so that only a stream the indexer
+// refuses by itself is parked; this one installs.
+TEST(StagedInstall, ARefusedConfigureFallsBackToARegistrationApply) {
+  StagedRig rig;
+  for (int64_t h = 1; h <= 10; ++h) rig.publisher.Hold(h);
+  rig.server.refuse_configure = true;
+  rig.Start();
+  ASSERT_TRUE(rig.RunFor(1s).ok());
+  ASSERT_TRUE(rig.engine->exact());
+  EXPECT_GE(rig.server.configures, 1);
+  EXPECT_EQ(Registrations(rig.server), 1);
+  const auto& first = rig.server.applies.front();
+  EXPECT_EQ(first.stream_id().worker_id(), "w");
+  EXPECT_EQ(first.worker_address(), "http://w:1");
+  EXPECT_EQ(rig.server.Held("w").size(), 10u);
 }
 
 // A Commit whose answer carries the eviction header (an install past the
