@@ -126,6 +126,7 @@ class BaseTable {
   }
 
  private:
+  friend class BaseTableTesting;
   BaseTable() = default;
 
   uint64_t Slot(uint64_t mixed) const {

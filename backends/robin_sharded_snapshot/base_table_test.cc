@@ -52,6 +52,32 @@ void ExpectHolds(const BaseTable& table,
   });
 }
 
+}  // namespace
+
+// Reads what a table's directory says against its entries.
+class BaseTableTesting {
+ public:
+  // True when every directory slot holds the index of the first entry whose
+  // slot is that one or later (the end for none), and the last holds the
+  // size: what BuildDirectory would write.
+  static bool DirectoryIsExact(const BaseTable& table) {
+    const std::vector<uint32_t>& directory = table.directory_;
+    const size_t slots = directory.size() - 1;
+    if (directory[slots] != table.size_) return false;
+    size_t e = 0;
+    for (size_t slot = 0; slot < slots; ++slot) {
+      while (e < table.size_ &&
+             table.Slot(MixHash(table.entries_[e].key.hash())) < slot) {
+        ++e;
+      }
+      if (directory[slot] != e) return false;
+    }
+    return true;
+  }
+};
+
+namespace {
+
 TEST(BaseTableTest, TheEmptyTableFindsNothing) {
   const BaseTable& empty = BaseTable::Empty();
   EXPECT_EQ(empty.size(), 0u);
@@ -112,9 +138,59 @@ TEST(BaseTableTest, RandomMergesAgreeWithAMap) {
       if (model.count(h) == 0) absent.push_back(h);
     }
     SCOPED_TRACE(round);
+    EXPECT_TRUE(BaseTableTesting::DirectoryIsExact(*current));
     ExpectHolds(*current, model, absent);
     if (HasFailure()) return;
   }
+}
+
+// Small merges into a large table keep its directory's size, and copy the
+// old entries between two changes as one run: changes that replace, delete
+// and add entries at any place (first and last slot, empty slots, next to
+// each other) leave a table whose directory is exact and that agrees with
+// the model.
+TEST(BaseTableTest, SmallMergesIntoALargeTableAgreeWithAMap) {
+  std::mt19937_64 rng(5);
+  std::map<int64_t, uint32_t> model;
+  std::vector<BaseTable::Change> changes;
+  for (int64_t hash = 0; hash < 60000; hash += 2) {
+    changes.push_back(ChangeOf(hash, Single(1, uint32_t(hash % 7) + 1)));
+    model[hash] = uint32_t(hash % 7) + 1;
+  }
+  std::vector<Placement*> released;
+  std::unique_ptr<BaseTable> table =
+      BaseTable::Merge(BaseTable::Empty(), changes, &released);
+  ASSERT_TRUE(BaseTableTesting::DirectoryIsExact(*table));
+  for (int round = 0; round < 200; ++round) {
+    changes.clear();
+    std::set<int64_t> keys;
+    const size_t count = 1 + rng() % 300;
+    while (keys.size() < count) keys.insert(int64_t(rng() % 60002));
+    std::map<int64_t, uint32_t> next = model;
+    for (const int64_t hash : keys) {
+      if (rng() % 2 == 0) {
+        changes.push_back(ChangeOf(hash, BlockRecord::Tombstone()));
+        next.erase(hash);
+      } else {
+        const uint32_t tokens = uint32_t(rng() % 1000) + 1;
+        changes.push_back(ChangeOf(hash, Single(3, tokens)));
+        next[hash] = tokens;
+      }
+    }
+    std::unique_ptr<BaseTable> merged =
+        BaseTable::Merge(*table, changes, &released);
+    model = std::move(next);
+    SCOPED_TRACE(round);
+    ASSERT_TRUE(BaseTableTesting::DirectoryIsExact(*merged));
+    std::vector<int64_t> absent;
+    for (int64_t h = 1; h < 60002; h += 10) {
+      if (model.count(h) == 0) absent.push_back(h);
+    }
+    ExpectHolds(*merged, model, absent);
+    if (HasFailure()) return;
+    table = std::move(merged);
+  }
+  EXPECT_TRUE(released.empty());  // no spilled records in this test
 }
 
 TEST(BaseTableTest, ReleasesTheArraysOfReplacedAndDeletedEntries) {
