@@ -154,7 +154,7 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
   // watch counts more. Its own Configure or Begin answers bring it up to
   // date, as its synchronisation already runs under the epoch they carry.
   uint64_t epoch_changes_seen = shared.epochs->changes();
-  io.configure = [slot, &shared, &client,
+  io.configure = [slot, &shared, &client, &entry,
                   &epoch_changes_seen](const std::string& generation) {
     {
       std::lock_guard<std::mutex> lock(slot->mu);
@@ -162,13 +162,13 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
     }
     bool listed = false;
     const absl::Status sent = shared.configure->Send(
-        [slot, &client, &listed](
+        [slot, &client, &entry, &listed](
             const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
             kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
           if (slot->stop.triggered()) {
             return absl::CancelledError("the stream is stopping");
           }
-          listed = ListsStream(r, slot->entry);
+          listed = ListsStream(r, entry);
           return client->Configure(r, answer);
         });
     epoch_changes_seen = shared.epochs->changes();

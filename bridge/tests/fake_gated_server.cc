@@ -20,6 +20,13 @@ absl::Status Validate(const ApplyExternalKvBatchRequest& request) {
   return absl::OkStatus();
 }
 
+// Line A (a request that carries stream_id) needs a record that a
+// Configure listed; other requests need a record only.
+template <typename Request>
+bool Configured(const Request& request, const FakeGatedServer::Worker& worker) {
+  return !request.has_stream_id() || worker.configured;
+}
+
 }  // namespace
 
 FakeGatedServer::Fault FakeGatedServer::NextFault(Call call) {
@@ -66,10 +73,13 @@ void FakeGatedServer::ApplyActions(const ApplyExternalKvBatchRequest& request,
 absl::Status FakeGatedServer::Configure(const std::string& worker_id,
                                         const std::string& address) {
   ++configures;
-  if (refuse_configure) {
+  if (refuse_configures > 0) {
+    --refuse_configures;
     return absl::InvalidArgumentError("an entry of the list is refused");
   }
-  workers_[worker_id].address = address;
+  Worker& worker = workers_[worker_id];
+  worker.address = address;
+  worker.configured = true;
   return absl::OkStatus();
 }
 
@@ -86,7 +96,7 @@ absl::Status FakeGatedServer::ApplyNow(
     return absl::OkStatus();
   }
   auto it = workers_.find(request.worker_id());
-  if (it == workers_.end()) {
+  if (it == workers_.end() || !Configured(request, it->second)) {
     return absl::FailedPreconditionError(
         "stream must be configured before recovery-aware apply");
   }
@@ -171,7 +181,7 @@ absl::Status FakeGatedServer::Replace(
     return absl::InvalidArgumentError("worker_id must not be empty");
   }
   auto it = workers_.find(request.worker_id());
-  if (it == workers_.end()) {
+  if (it == workers_.end() || !Configured(request, it->second)) {
     return absl::FailedPreconditionError(
         "stream must be configured before snapshot replacement");
   }
@@ -212,7 +222,8 @@ absl::Status FakeGatedServer::BeginSnapshot(
   if (!request.has_stream_id()) {
     return absl::InvalidArgumentError("stream_id is required");
   }
-  if (!workers_.contains(request.stream_id().worker_id())) {
+  auto it = workers_.find(request.stream_id().worker_id());
+  if (it == workers_.end() || !it->second.configured) {
     return absl::FailedPreconditionError("stream is not configured");
   }
   const std::string id = absl::StrCat("tx", ++next_transaction_);

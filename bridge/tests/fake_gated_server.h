@@ -1,7 +1,9 @@
 // A test double of kv-indexer-server for one bridge: a KvApplier that keeps
 // one map of (hash, tier) -> component mask per worker and implements the
 // sequence gate and ReplaceExternalKvSnapshot as docs/contract.md describes
-// them (seed-era applies, gated applies G1-G5, Replace V4 and its install),
+// them (seed-era applies, gated applies G1-G5, Replace V4 and its install;
+// a line-A request, one with stream_id, also needs a record that a
+// Configure listed),
 // with knobs for the faults the recovery engine must survive: failing calls,
 // lost responses, a restart that loses everything, and a server without the
 // recovery RPCs.
@@ -78,9 +80,10 @@ class FakeGatedServer : public KvApplier {
 
   // ConfigureExpectedWorkers as it reaches the server for this one stream
   // (a multi-stream bridge's process Configure lists it): creates the
-  // worker's record, not ready, or updates its address. While
-  // `refuse_configure`, answers INVALID_ARGUMENT and changes nothing, as
-  // the server does when any entry of the list breaks a rule.
+  // worker's record, not ready, or updates its address, and marks it
+  // configured. While `refuse_configures` > 0, answers INVALID_ARGUMENT,
+  // changes nothing and counts down, as the server does while another entry
+  // of the list breaks a rule (until that entry's stream is parked).
   absl::Status Configure(const std::string& worker_id,
                          const std::string& address);
 
@@ -105,7 +108,7 @@ class FakeGatedServer : public KvApplier {
   // snapshot past the bound is evicted as it installs).
   bool evicted = false;
   bool evict_on_install = false;
-  bool refuse_configure = false;
+  int refuse_configures = 0;
 
   // Observations.
   struct Worker {
@@ -115,6 +118,9 @@ class FakeGatedServer : public KvApplier {
     std::string address;
     std::map<std::pair<int64_t, int>, uint32_t> placement;  // (hash, tier)
     std::string worker_generation;                          // set by a Commit
+    // Listed by a Configure since the record was created: what a line-A
+    // gated apply, Replace or Begin needs besides the record.
+    bool configured = false;
   };
   const Worker* worker(const std::string& id) const;
   // Hashes `id` holds at any tier (empty when it has no record).
