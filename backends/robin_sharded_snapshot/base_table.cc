@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
-#include <cstring>
 #include <new>
-#include <type_traits>
 
 namespace kvindexer::robin {
 namespace {
@@ -13,9 +10,6 @@ namespace {
 // Where a table without entries points, so that a lookup's empty scan never
 // does arithmetic on a null pointer.
 BaseTable::Entry no_entries[1];
-
-static_assert(std::is_trivially_copyable_v<BaseTable::Entry>,
-              "runs of entries are copied with memcpy");
 
 uint64_t KeyBits(BlockKey key) { return static_cast<uint64_t>(key.hash()); }
 
@@ -88,12 +82,23 @@ std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
     out[n++] = entry;
   };
   size_t i = 0;
+  size_t j = 0;
   const Entry* const old = base.entries_;
-  // A change goes in after the old entries that sort before it (written by
-  // then) and replaces or deletes old entry i when that has its key.
-  auto take_change = [&](const Change& c) {
-    const BlockRecord& change = c.entry.record;
-    if (i < base.size_ && old[i].key == c.entry.key) {
+  uint64_t old_mixed = base.size_ != 0 ? MixHash(old[0].key.hash()) : 0;
+  auto next_old = [&] {
+    ++i;
+    if (i < base.size_) old_mixed = MixHash(old[i].key.hash());
+  };
+  while (i < base.size_ || j < changes.size()) {
+    if (j == changes.size() ||
+        (i < base.size_ && Before(old_mixed, old[i].key, changes[j].mixed,
+                                  changes[j].entry.key))) {
+      emit(old[i], old_mixed);
+      next_old();
+      continue;
+    }
+    const BlockRecord& change = changes[j].entry.record;
+    if (i < base.size_ && old[i].key == changes[j].entry.key) {
       // Delta arrays are never base arrays (the writer copies an array when
       // it moves a block into the delta), but check rather than free twice.
       const BlockRecord& replaced = old[i].record;
@@ -101,64 +106,11 @@ std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
                                  change.spill() != replaced.spill())) {
         released->push_back(replaced.spill());
       }
-      ++i;
+      next_old();
     }
     // A tombstone of a block the base does not hold deletes nothing.
-    if (!change.tombstone()) emit(c.entry, c.mixed);
-  };
-  if (base.size_ != 0 && base.directory_shift_ == table->directory_shift_) {
-    // The directory has as many slots as the old one: the old entries
-    // between two changes are copied as one run, and the slots starting in
-    // a run take their offsets from the old directory, so that no old entry
-    // is hashed again. The old entries a change goes in among are those of
-    // its own slot.
-    const uint32_t* const old_directory = base.directory_.data();
-    auto copy_run = [&](size_t end) {
-      if (end <= i) return;
-      std::memcpy(out + n, old + i, (end - i) * sizeof(Entry));
-      // Slot s starts at the first entry whose slot is s or more: in the
-      // new table the old entry old_directory[s] (or i, when that one went
-      // before i) unless it lies past the run.
-      while (next_slot < slots) {
-        const size_t first = std::max<size_t>(old_directory[next_slot], i);
-        if (first >= end) break;
-        directory[next_slot++] = static_cast<uint32_t>(n + (first - i));
-      }
-      n += end - i;
-      i = end;
-    };
-    for (const Change& c : changes) {
-      const uint64_t slot = table->Slot(c.mixed);
-      size_t end = std::max<size_t>(old_directory[slot], i);
-      const size_t slot_end = old_directory[slot + 1];
-      while (end < slot_end && Before(MixHash(old[end].key.hash()),
-                                      old[end].key, c.mixed, c.entry.key)) {
-        ++end;
-      }
-      copy_run(end);
-      take_change(c);
-    }
-    copy_run(base.size_);
-  } else {
-    // Entry by entry, each old entry hashed once.
-    size_t j = 0;
-    size_t hashed = SIZE_MAX;  // the old entry old_mixed belongs to
-    uint64_t old_mixed = 0;
-    while (i < base.size_ || j < changes.size()) {
-      if (i < base.size_ && hashed != i) {
-        old_mixed = MixHash(old[i].key.hash());
-        hashed = i;
-      }
-      if (j == changes.size() ||
-          (i < base.size_ && Before(old_mixed, old[i].key, changes[j].mixed,
-                                    changes[j].entry.key))) {
-        emit(old[i], old_mixed);
-        ++i;
-      } else {
-        take_change(changes[j]);
-        ++j;
-      }
-    }
+    if (!change.tombstone()) emit(changes[j].entry, changes[j].mixed);
+    ++j;
   }
   while (next_slot <= slots) directory[next_slot++] = static_cast<uint32_t>(n);
 

@@ -144,11 +144,10 @@ TEST(BaseTableTest, RandomMergesAgreeWithAMap) {
   }
 }
 
-// Small merges into a large table keep its directory's size, and copy the
-// old entries between two changes as one run: changes that replace, delete
-// and add entries at any place (first and last slot, empty slots, next to
-// each other) leave a table whose directory is exact and that agrees with
-// the model.
+// Small merges into a large table (the common case: a delta is merged at
+// about a twelfth of its base): changes that replace, delete and add entries
+// at any place (first and last slot, empty slots, next to each other) leave
+// a table whose directory is exact and that agrees with the model.
 TEST(BaseTableTest, SmallMergesIntoALargeTableAgreeWithAMap) {
   std::mt19937_64 rng(5);
   std::map<int64_t, uint32_t> model;
