@@ -26,6 +26,29 @@ BaseTable::Change ChangeOf(int64_t hash, const BlockRecord& record) {
   return {MixHash(hash), {BlockKey::From(hash), record}};
 }
 
+// `count` distinct keys drawn from [first, first + span), each made a
+// tombstone one time in `delete_one_in` and otherwise a record of `worker`
+// with random tokens; `model` gets the same changes.
+std::vector<BaseTable::Change> RandomChanges(
+    std::mt19937_64& rng, size_t count, int64_t first, uint64_t span,
+    uint64_t delete_one_in, uint32_t worker,
+    std::map<int64_t, uint32_t>* model) {
+  std::set<int64_t> keys;
+  while (keys.size() < count) keys.insert(first + int64_t(rng() % span));
+  std::vector<BaseTable::Change> changes;
+  for (const int64_t hash : keys) {
+    if (rng() % delete_one_in == 0) {
+      changes.push_back(ChangeOf(hash, BlockRecord::Tombstone()));
+      model->erase(hash);
+    } else {
+      const uint32_t tokens = uint32_t(rng() % 1000) + 1;
+      changes.push_back(ChangeOf(hash, Single(worker, tokens)));
+      (*model)[hash] = tokens;
+    }
+  }
+  return changes;
+}
+
 // Every key of `model` is found with its record; `absent` keys are not.
 void ExpectHolds(const BaseTable& table,
                  const std::map<int64_t, uint32_t>& model,
@@ -113,21 +136,10 @@ TEST(BaseTableTest, RandomMergesAgreeWithAMap) {
   std::unique_ptr<BaseTable> table;
   const BaseTable* current = &BaseTable::Empty();
   for (int round = 0; round < 40; ++round) {
-    std::vector<BaseTable::Change> changes;
-    std::set<int64_t> keys;
-    const size_t count = 1 + rng() % 3000;
-    while (keys.size() < count) keys.insert(int64_t(rng() % 20000) - 10000);
     std::map<int64_t, uint32_t> next = model;
-    for (const int64_t hash : keys) {
-      if (rng() % 3 == 0) {
-        changes.push_back(ChangeOf(hash, BlockRecord::Tombstone()));
-        next.erase(hash);
-      } else {
-        const uint32_t tokens = uint32_t(rng() % 1000) + 1;
-        changes.push_back(ChangeOf(hash, Single(2, tokens)));
-        next[hash] = tokens;
-      }
-    }
+    std::vector<BaseTable::Change> changes =
+        RandomChanges(rng, 1 + rng() % 3000, -10000, 20000, /*delete_one_in=*/3,
+                      /*worker=*/2, &next);
     std::vector<Placement*> released;
     table = BaseTable::Merge(*current, changes, &released);
     EXPECT_TRUE(released.empty());  // no spilled records in this test
@@ -161,21 +173,9 @@ TEST(BaseTableTest, SmallMergesIntoALargeTableAgreeWithAMap) {
       BaseTable::Merge(BaseTable::Empty(), changes, &released);
   ASSERT_TRUE(BaseTableTesting::DirectoryIsExact(*table));
   for (int round = 0; round < 200; ++round) {
-    changes.clear();
-    std::set<int64_t> keys;
-    const size_t count = 1 + rng() % 300;
-    while (keys.size() < count) keys.insert(int64_t(rng() % 60002));
     std::map<int64_t, uint32_t> next = model;
-    for (const int64_t hash : keys) {
-      if (rng() % 2 == 0) {
-        changes.push_back(ChangeOf(hash, BlockRecord::Tombstone()));
-        next.erase(hash);
-      } else {
-        const uint32_t tokens = uint32_t(rng() % 1000) + 1;
-        changes.push_back(ChangeOf(hash, Single(3, tokens)));
-        next[hash] = tokens;
-      }
-    }
+    changes = RandomChanges(rng, 1 + rng() % 300, 0, 60002,
+                            /*delete_one_in=*/2, /*worker=*/3, &next);
     std::unique_ptr<BaseTable> merged =
         BaseTable::Merge(*table, changes, &released);
     model = std::move(next);
