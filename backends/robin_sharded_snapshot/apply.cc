@@ -212,37 +212,57 @@ void RobinShardedSnapshotBackend::RunActions(const ApplyBatchView& batch,
           }
         }
         break;
-      case kActionClearAllAtTier:
-        ClearTier(ordinal, tier, state, back);
+      case kActionClearAllAtTier: {
+        // Clears in a row (a worker's restart clears each of its tiers)
+        // are one step: their scanned tiers share one scan of the index.
+        uint32_t tiers = 1u << tier;
+        while (a + 1 < batch.action_count &&
+               batch.actions[a + 1].type == kActionClearAllAtTier) {
+          ++a;
+          tiers |= 1u << batch.actions[a].tier;
+        }
+        ClearTiers(ordinal, tiers, state, back);
         break;
+      }
     }
   }
 }
 
-void RobinShardedSnapshotBackend::ClearTier(uint32_t ordinal, uint32_t tier,
-                                            WorkerState& state,
-                                            SnapshotCopy& back) {
-  if (state.live[tier] == 0) return;
-  const uint32_t key = PlacementKey(ordinal, tier);
-  if (state.scanned[tier]) {
-    const std::vector<int64_t> held = ScanForKey(back, key, state.live[tier]);
-    for (size_t i = 0; i < held.size(); ++i) {
-      if (i + HoldingLog::kFar < held.size()) {
-        back.Prefetch(MixHash(held[i + HoldingLog::kFar]));
-      }
-      if (i + HoldingLog::kNear < held.size()) {
-        back.PrefetchBase(MixHash(held[i + HoldingLog::kNear]));
-      }
-      if (RevokePlacement(back, held[i], key)) --state.live[tier];
+void RobinShardedSnapshotBackend::ClearTiers(uint32_t ordinal, uint32_t tiers,
+                                             WorkerState& state,
+                                             SnapshotCopy& back) {
+  uint32_t scanned = 0;
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    if ((tiers >> tier & 1u) != 0 && state.live[tier] != 0 &&
+        state.scanned[tier]) {
+      scanned |= 1u << tier;
     }
-    return;
   }
-  state.holdings[tier].ForEachAhead(
-      [&](int64_t hash) {
-        if (RevokePlacement(back, hash, key)) --state.live[tier];
-      },
-      [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
-      [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
+  HeldByTier held;
+  if (scanned != 0) held = ScanForKeys(back, ordinal, scanned, state.live);
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    if ((tiers >> tier & 1u) == 0 || state.live[tier] == 0) continue;
+    const uint32_t key = PlacementKey(ordinal, tier);
+    if ((scanned >> tier & 1u) != 0) {
+      const std::vector<int64_t>& hashes = held[tier];
+      for (size_t i = 0; i < hashes.size(); ++i) {
+        if (i + HoldingLog::kFar < hashes.size()) {
+          back.Prefetch(MixHash(hashes[i + HoldingLog::kFar]));
+        }
+        if (i + HoldingLog::kNear < hashes.size()) {
+          back.PrefetchBase(MixHash(hashes[i + HoldingLog::kNear]));
+        }
+        if (RevokePlacement(back, hashes[i], key)) --state.live[tier];
+      }
+      continue;
+    }
+    state.holdings[tier].ForEachAhead(
+        [&](int64_t hash) {
+          if (RevokePlacement(back, hash, key)) --state.live[tier];
+        },
+        [&](int64_t hash) { back.Prefetch(MixHash(hash)); },
+        [&](int64_t hash) { back.PrefetchBase(MixHash(hash)); });
+  }
 }
 
 void RobinShardedSnapshotBackend::StoreInDelta(SnapshotCopy::Map& delta,
@@ -429,24 +449,34 @@ uint64_t RobinShardedSnapshotBackend::ScanThreshold() const {
   return std::max(scan_min_, copies_[gate_.live()].placements / scan_divisor_);
 }
 
-std::vector<int64_t> RobinShardedSnapshotBackend::ScanForKey(
-    const SnapshotCopy& copy, uint32_t key, uint64_t expected) {
-  std::vector<int64_t> held;
-  held.reserve(expected);
-  const auto holds = [key](const BlockRecord& record) {
-    if (record.tombstone()) return false;
+RobinShardedSnapshotBackend::HeldByTier
+RobinShardedSnapshotBackend::ScanForKeys(
+    const SnapshotCopy& copy, uint32_t ordinal, uint32_t tiers,
+    const std::array<uint64_t, kMaxTier + 1>& expected) {
+  ++scans_;
+  HeldByTier held;
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    if ((tiers >> tier & 1u) != 0) held[tier].reserve(expected[tier]);
+  }
+  // A block's placements are sorted by key, worker first: the worker's are
+  // adjacent, from the first key at or past its lowest tier.
+  const uint32_t first = PlacementKey(ordinal, 0);
+  const auto collect = [&](int64_t hash, const BlockRecord& record) {
+    if (record.tombstone()) return;
     const uint32_t n = CountOf(record);
     Placement single;
     const Placement* p = PlacementsOf(record, &single);
-    const uint32_t pos = LowerBound(p, n, key);
-    return pos < n && PlacementKey(p[pos]) == key;
+    for (uint32_t i = LowerBound(p, n, first); i < n && p[i].worker == ordinal;
+         ++i) {
+      if ((tiers >> p[i].tier & 1u) != 0) held[p[i].tier].push_back(hash);
+    }
   };
   for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
     for (const auto& [block, record] : copy.delta(shard)) {
-      if (holds(record)) held.push_back(block.hash());
+      collect(block.hash(), record);
     }
     copy.base(shard).ForEach([&](const BaseTable::Entry& entry) {
-      if (holds(entry.record)) held.push_back(entry.key.hash());
+      collect(entry.key.hash(), entry.record);
     });
   }
   return held;

@@ -77,9 +77,11 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
     UpdateMemory();
   };
   try {
+    uint32_t every_tier = 0;
     for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
-      ClearTier(ordinal, tier, state, back);
+      every_tier |= 1u << tier;
     }
+    ClearTiers(ordinal, every_tier, state, back);
   } catch (const std::bad_alloc&) {
     roll_back();
     if (poisoned_) {

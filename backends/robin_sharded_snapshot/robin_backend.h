@@ -186,16 +186,22 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // grew beyond `touched_capacity` (shrink_after_removal.cc).
   void FitEmptiedShards(const ShardSizes& before,
                         size_t touched_capacity) noexcept;
-  // CLEAR_ALL_AT_TIER: revokes in `back` every placement the worker holds at
-  // `tier`, found through its holdings log or, for a scanned tier, by a scan
-  // of `back`. Throws std::bad_alloc.
-  void ClearTier(uint32_t ordinal, uint32_t tier, WorkerState& state,
-                 SnapshotCopy& back);
-  // The blocks of `copy` that hold a placement with `key`: every shard's
-  // delta and base (a base entry the delta overrides may be listed; revoking
-  // it then finds nothing). Throws std::bad_alloc.
-  static std::vector<int64_t> ScanForKey(const SnapshotCopy& copy, uint32_t key,
-                                         uint64_t expected);
+  // CLEAR_ALL_AT_TIER for every tier in `tiers` (bit t: tier t): revokes in
+  // `back` every placement the worker holds at those tiers, found through
+  // their holdings logs or, for scanned tiers, by one scan of `back` that
+  // serves all of them (clearing one tier moves no placement of another).
+  // Throws std::bad_alloc.
+  void ClearTiers(uint32_t ordinal, uint32_t tiers, WorkerState& state,
+                  SnapshotCopy& back);
+  // The blocks of `copy` holding a placement of worker `ordinal`, per tier
+  // in `tiers` (bit t: tier t; held[t] for tier t), from one pass over every
+  // shard's delta and base (a base entry the delta overrides may be listed;
+  // revoking it then finds nothing). `expected` sizes the lists. Throws
+  // std::bad_alloc.
+  using HeldByTier = std::array<std::vector<int64_t>, kMaxTier + 1>;
+  HeldByTier ScanForKeys(const SnapshotCopy& copy, uint32_t ordinal,
+                         uint32_t tiers,
+                         const std::array<uint64_t, kMaxTier + 1>& expected);
   // Placements at one (worker, tier) from which CLEAR scans rather than
   // keeps a log: the larger of scan_min_ and the index's placements divided
   // by scan_divisor_ (0: never).
@@ -246,6 +252,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   size_t merge_base_ratio_ = kMergeBaseRatio;
   size_t merge_budget_ = kMergeBudget;
   uint64_t merges_ = 0;
+  uint64_t scans_ = 0;         // passes of ScanForKeys over the index
   uint64_t worker_bytes_ = 0;  // records_ and registry_ keys, on the heap
   uint64_t holdings_bytes_ = 0;
   uint64_t scan_min_ = kScanMinPlacements;

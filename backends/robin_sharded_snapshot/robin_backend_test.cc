@@ -5,8 +5,10 @@
 #include "robin_backend.h"
 #include "robin_backend_testing.h"
 
+#include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -589,6 +591,79 @@ TEST_F(RobinBackendTest, LargeHoldersClearByScanWithoutALog) {
   after = Stats();
   EXPECT_EQ(after.placements, 1000u);
   EXPECT_EQ(after.workers, 1u);
+}
+
+// A run of CLEARs in one batch and RemoveWorker scan the index once for all
+// the scanned tiers they clear; a clear after a REPORT in the same batch
+// scans again and so also takes what that REPORT added.
+TEST_F(RobinBackendTest, ClearsOfScannedTiersShareOneScan) {
+  RobinBackendTesting::SetScanThreshold(backend_, 1000, UINT64_MAX);
+  std::vector<int64_t> hbm(5000);
+  std::vector<int64_t> dram(4000);
+  std::vector<int64_t> ssd(3000);
+  for (size_t i = 0; i < hbm.size(); ++i) hbm[i] = int64_t(i) * 31 + 7;
+  // Half of DRAM's blocks are HBM's too, so placements share arrays.
+  for (size_t i = 0; i < dram.size(); ++i) dram[i] = int64_t(i) * 62 + 7;
+  for (size_t i = 0; i < ssd.size(); ++i) ssd[i] = int64_t(i) * 93 + 1000003;
+  const std::vector<int64_t> shared(hbm.begin(), hbm.begin() + 1500);
+  const auto load = [&] {
+    Apply(Batch("big", "a")
+              .Report(kTierHbm, hbm)
+              .Report(kTierDram, dram)
+              .Report(kTierSsd, ssd));
+  };
+  Apply(Batch("other", "b").Report(kTierHbm, shared));
+  load();
+  const uint32_t all_three =
+      (1u << kTierHbm) | (1u << kTierDram) | (1u << kTierSsd);
+  ASSERT_EQ(RobinBackendTesting::ScannedTiers(backend_, "big"), all_three);
+  const auto counts = [&](const char* id) {
+    std::array<uint64_t, kMaxTier + 1> by_tier{};
+    uint32_t existed = 0;
+    EXPECT_TRUE(Ok(backend_.CountPlacements(StringView{id, std::strlen(id)},
+                                            by_tier.data(), &existed)));
+    return by_tier;
+  };
+
+  uint64_t scans = RobinBackendTesting::Scans(backend_);
+  Apply(Batch("big", "a").Clear(kTierHbm).Clear(kTierDram));
+  EXPECT_EQ(RobinBackendTesting::Scans(backend_), scans + 1);
+  EXPECT_EQ(counts("big"), (std::array<uint64_t, kMaxTier + 1>{0, 0, 0, 3000}));
+  EXPECT_EQ(counts("other")[kTierHbm], shared.size());
+  EXPECT_EQ(Stats().placements, shared.size() + ssd.size());
+
+  // A REPORT between two CLEARs ends the run: the second clear scans again
+  // and takes the placements the REPORT made.
+  load();
+  scans = RobinBackendTesting::Scans(backend_);
+  Apply(Batch("big", "a")
+            .Clear(kTierHbm)
+            .Report(kTierDram, {11, 12, 13})
+            .Clear(kTierDram));
+  EXPECT_EQ(RobinBackendTesting::Scans(backend_), scans + 2);
+  EXPECT_EQ(counts("big"), (std::array<uint64_t, kMaxTier + 1>{0, 0, 0, 3000}));
+  for (const auto& block : Match({11, 12, 13}).blocks) {
+    EXPECT_TRUE(block.placements.empty()) << block.index;
+  }
+
+  // RemoveWorker: one scan for its three scanned tiers.
+  load();
+  ASSERT_EQ(RobinBackendTesting::ScannedTiers(backend_, "big"), all_three);
+  scans = RobinBackendTesting::Scans(backend_);
+  uint32_t existed = 0;
+  ASSERT_TRUE(Ok(backend_.RemoveWorker(StringView{"big", 3}, &existed)));
+  EXPECT_EQ(existed, 1u);
+  EXPECT_EQ(RobinBackendTesting::Scans(backend_), scans + 1);
+  const BackendStats after = Stats();
+  EXPECT_EQ(after.placements, shared.size());
+  EXPECT_EQ(after.workers, 1u);
+  const RecordingVisitor v = Match(shared);
+  ASSERT_EQ(v.blocks.size(), shared.size());
+  for (const auto& block : v.blocks) {
+    ASSERT_EQ(block.placements.size(), 1u);
+    EXPECT_EQ(block.placements.begin()->first,
+              std::make_pair(std::string("other"), uint32_t{kTierHbm}));
+  }
 }
 
 // Blocks read the same through the delta over a base and after the merge:

@@ -46,6 +46,11 @@ class RobinBackendTesting {
   static uint64_t Merges(const RobinShardedSnapshotBackend& backend) {
     return backend.merges_;
   }
+  // Scans of the whole index made to find a worker's placements (CLEAR of
+  // scanned tiers, RemoveWorker), each serving every tier it was for.
+  static uint64_t Scans(const RobinShardedSnapshotBackend& backend) {
+    return backend.scans_;
+  }
   // The length of the live copy's worker table: one past the highest ordinal
   // ever taken, which ordinal reuse keeps at the most workers present at once.
   static size_t WorkerTableLength(RobinShardedSnapshotBackend& backend) {
