@@ -160,19 +160,14 @@ absl::Status RunAttempt(const BridgeConfig& config, StreamSlot* slot,
       std::lock_guard<std::mutex> lock(slot->mu);
       slot->worker_generation = generation;
     }
-    bool listed = false;
-    const absl::Status sent = shared.configure->Send(
-        [slot, &client, &entry, &listed](
-            const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
-            kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
-          if (slot->stop.triggered()) {
-            return absl::CancelledError("the stream is stopping");
-          }
-          listed = ListsStream(r, entry);
+    const bool registered = ConfigureStream(
+        *shared.configure, entry, [slot] { return slot->stop.triggered(); },
+        [&client](const kv_indexer::v1::ConfigureExpectedWorkersRequest& r,
+                  kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
           return client->Configure(r, answer);
         });
     epoch_changes_seen = shared.epochs->changes();
-    return sent.ok() && listed;
+    return registered;
   };
   io.indexer_epoch = [&shared, &epoch_changes_seen](const std::string& epoch) {
     shared.epochs->Observe(epoch);
@@ -285,6 +280,21 @@ bool ListsStream(const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
     }
   }
   return false;
+}
+
+bool ConfigureStream(ConfigureBroadcaster& broadcaster,
+                     const WorkerEntry& entry,
+                     const std::function<bool()>& stopping,
+                     const ConfigureBroadcaster::Sender& send) {
+  bool listed = false;
+  const absl::Status sent = broadcaster.Send(
+      [&](const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
+          kv_indexer::v1::ConfigureExpectedWorkersResponse* answer) {
+        if (stopping()) return absl::CancelledError("the stream is stopping");
+        listed = ListsStream(request, entry);
+        return send(request, answer);
+      });
+  return sent.ok() && listed;
 }
 
 MultiStreamRunner::MultiStreamRunner(BridgeConfig config, StopRequest* shutdown,

@@ -21,10 +21,12 @@
 #define KVINDEXER_BRIDGE_MULTI_STREAM_RUNNER_H_
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "bridge/bridge_config.h"
+#include "bridge/configure_broadcaster.h"
 #include "bridge/stop_request.h"
 #include "bridge/stream_recovery.h"
 #include "kv_indexer.pb.h"
@@ -43,6 +45,19 @@ kv_indexer::v1::ConfigureExpectedWorkersRequest MultiStreamConfigure(
 // and DP rank).
 bool ListsStream(const kv_indexer::v1::ConfigureExpectedWorkersRequest& request,
                  const WorkerEntry& entry);
+
+// A stream's own Configure (its RecoveryIo::configure, sent as it starts a
+// resynchronisation): the process's current list through `broadcaster`,
+// sent with `send` unless `stopping()` says the stream is stopping (then
+// CANCELLED, nothing sent). True only when the server accepted a list that
+// names `entry`'s stream: that Configure registered the stream, and the
+// engine sends no registration apply of its own. False when the list was
+// refused or did not get through, left the stream out (parked, or not yet
+// followed), or was empty (nothing sent).
+bool ConfigureStream(ConfigureBroadcaster& broadcaster,
+                     const WorkerEntry& entry,
+                     const std::function<bool()>& stopping,
+                     const ConfigureBroadcaster::Sender& send);
 
 // The recovery options of one entry: the configuration's, with the entry's
 // worker id, address and stream key, and the entry as the expectation a

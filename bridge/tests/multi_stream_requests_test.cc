@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "bridge/bridge_config.h"
+#include "bridge/configure_broadcaster.h"
+#include "bridge/indexer_epoch_watch.h"
 #include "bridge/multi_stream_runner.h"
 #include "bridge/recovery_requests.h"
 #include "bridge/stream_recovery.h"
@@ -121,6 +124,58 @@ TEST(MultiStreamRequests, AStreamIsListedOnlyUnderItsWholeKey) {
   WorkerEntry space = other;
   space.stream_namespace = "other";
   EXPECT_FALSE(ListsStream(request, space));
+}
+
+// A stream's own Configure counts as its registration only when the server
+// accepted a list naming it; a refused or empty list, one that leaves it
+// out, or a stream that is stopping (nothing sent) does not.
+TEST(MultiStreamRequests, AStreamIsRegisteredOnlyByAnAcceptedListNamingIt) {
+  BridgeConfig config;
+  WorkerEntry other = Entry();
+  other.worker_id = "x";
+  config.workers = {Entry(), other};
+  std::vector<const WorkerEntry*> listed = {&config.workers[0],
+                                            &config.workers[1]};
+  IndexerEpochWatch epochs;
+  ConfigureBroadcaster broadcaster(
+      [&] { return MultiStreamConfigure(config, listed); }, &epochs);
+  int sends = 0;
+  absl::Status answer = absl::OkStatus();
+  const auto send = [&](const kv_indexer::v1::ConfigureExpectedWorkersRequest&,
+                        kv_indexer::v1::ConfigureExpectedWorkersResponse*) {
+    ++sends;
+    return answer;
+  };
+  bool stopping = false;
+  const auto configure = [&](const WorkerEntry& entry) {
+    return ConfigureStream(
+        broadcaster, entry, [&] { return stopping; }, send);
+  };
+
+  EXPECT_TRUE(configure(Entry()));
+  EXPECT_TRUE(configure(other));
+  EXPECT_EQ(sends, 2);
+
+  answer = absl::InvalidArgumentError("refused");  // the whole list
+  EXPECT_FALSE(configure(Entry()));
+  answer = absl::UnavailableError("no server");
+  EXPECT_FALSE(configure(Entry()));
+  EXPECT_EQ(sends, 4);
+
+  answer = absl::OkStatus();
+  listed = {&config.workers[1]};  // the first stream parked
+  EXPECT_FALSE(configure(Entry()));
+  EXPECT_TRUE(configure(other));
+  EXPECT_EQ(sends, 6);
+
+  stopping = true;
+  EXPECT_FALSE(configure(other));
+  EXPECT_EQ(sends, 6);
+
+  stopping = false;
+  listed.clear();  // every stream parked: nothing to send
+  EXPECT_FALSE(configure(other));
+  EXPECT_EQ(sends, 6);
 }
 
 // Applies, probes, registrations and replaces carry the generation once
