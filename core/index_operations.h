@@ -26,6 +26,7 @@
 #ifndef KVINDEXER_CORE_INDEX_OPERATIONS_H_
 #define KVINDEXER_CORE_INDEX_OPERATIONS_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -86,6 +87,20 @@ class IndexOperations {
   // record is cleared and deleted. REQUIRES: as Apply.
   virtual PendingAck Configure(const v1::ConfigureExpectedWorkersRequest& req,
                                v1::ConfigureExpectedWorkersResponse* resp) = 0;
+  // Configure's answer to a request that would change nothing (a bridge's
+  // heartbeat), given without waiting: only when the mutation mutex is
+  // free at once, the request is valid and the records already hold what
+  // it lists. nullopt otherwise, with nothing changed and *resp untouched:
+  // the caller then makes the ordinary Configure call, which decides it.
+  // For a caller that must not block (the server's callback thread).
+  // Default: always nullopt. REQUIRES: as Apply.
+  virtual std::optional<PendingAck> ConfigureIfUnchanged(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp) {
+    (void)req;
+    (void)resp;
+    return std::nullopt;
+  }
   // InvalidateWorker: the stream loses its placements, readiness, epoch,
   // checkpoint and generation; its record and the rest of its metadata
   // stay (docs/contract.md, "Streams > InvalidateWorker"). REQUIRES: as

@@ -336,6 +336,31 @@ PendingAck Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
   return AckLocked(std::move(status));
 }
 
+std::optional<PendingAck> Indexer::ConfigureIfUnchanged(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    v1::ConfigureExpectedWorkersResponse* resp) {
+  std::vector<StreamKey> keys;
+  if (!ValidateConfigure(req, limits_, &keys).ok()) return std::nullopt;
+  const ListedStreams listed(keys);
+  // Not MutationLock: nothing changes here, so nothing is published.
+  std::unique_lock<std::mutex> lock(mutation_mu_, std::try_to_lock);
+  if (!lock.owns_lock() || !CheckLogOpenLocked().ok() ||
+      !ConfigureChangesNothingLocked(req, listed)) {
+    return std::nullopt;
+  }
+  FillUnchangedConfigureLocked(resp);
+  if (IsLineA(req)) resp->set_indexer_epoch(indexer_epoch_);
+  return AckLocked(absl::OkStatus());
+}
+
+void Indexer::FillUnchangedConfigureLocked(
+    v1::ConfigureExpectedWorkersResponse* resp) const {
+  // The directory holds every earlier mutation's result (each publishes
+  // before releasing the lock), so its counts are current and O(1).
+  resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
+  resp->set_ready_workers(static_cast<uint32_t>(directory_.counts().covered));
+}
+
 Indexer::ListedStreams::ListedStreams(const std::vector<StreamKey>& keys) {
   ids.reserve(keys.size());
   for (const StreamKey& key : keys) ids.push_back(EncodeStreamKey(key));
@@ -387,11 +412,8 @@ absl::Status Indexer::ConfigureLocked(
   // every second as a heartbeat) is answered like a probe: nothing is
   // logged, the backend is not called and no record is touched, not even
   // its last_apply (docs/durability.md, "What is logged").
-  // The directory holds every earlier mutation's result (each publishes
-  // before releasing the lock), so its counts are current and O(1).
   if (ConfigureChangesNothingLocked(req, listed)) {
-    resp->set_total_workers(static_cast<uint32_t>(workers_.size()));
-    resp->set_ready_workers(static_cast<uint32_t>(directory_.counts().covered));
+    FillUnchangedConfigureLocked(resp);
     return absl::OkStatus();
   }
   // Each step below changes the backend first, then the table, so that a

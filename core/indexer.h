@@ -108,6 +108,9 @@ class Indexer final : private IndexOperations,
                      const MutationOptions& options) override;
   PendingAck Configure(const v1::ConfigureExpectedWorkersRequest& req,
                        v1::ConfigureExpectedWorkersResponse* resp) override;
+  std::optional<PendingAck> ConfigureIfUnchanged(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp) override;
   absl::Status Match(const v1::MatchExternalKvRequest& req,
                      v1::MatchExternalKvResponse* resp) override;
   PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
@@ -277,6 +280,10 @@ class Indexer final : private IndexOperations,
   bool ConfigureChangesNothingLocked(
       const v1::ConfigureExpectedWorkersRequest& req,
       const ListedStreams& listed) const;
+  // The counts of an unchanged Configure's answer. REQUIRES: mutation_mu_
+  // held.
+  void FillUnchangedConfigureLocked(
+      v1::ConfigureExpectedWorkersResponse* resp) const;
   absl::Status ConfigureLocked(const v1::ConfigureExpectedWorkersRequest& req,
                                const ListedStreams& listed,
                                v1::ConfigureExpectedWorkersResponse* resp,

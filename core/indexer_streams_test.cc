@@ -2,6 +2,7 @@
 // coverage-aware prefix answers (docs/contract.md, "Streams").
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,56 @@ TEST_F(IndexerStreamsTest, ASeedEraConfigureAnswersWithoutAnEpoch) {
       Configure(test_support::ExpectedWorkers().Worker("w", "http://a"), &resp)
           .ok());
   EXPECT_TRUE(resp.indexer_epoch().empty());
+}
+
+// ConfigureIfUnchanged answers only a valid Configure the records already
+// hold, as Configure would (counts, and the epoch on line A); anything else
+// is left to Configure, with nothing changed.
+TEST_F(IndexerStreamsTest, OnlyAnUnchangedConfigureIsAnsweredAtOnce) {
+  TwoCoveredStreams();
+  const v1::ConfigureExpectedWorkersRequest same =
+      ::kvindexer::indexer_streams_test::Configure(
+          {{a_, "http://a", "g1"}, {b_, "http://b", "g2"}});
+  v1::ConfigureExpectedWorkersResponse resp;
+  std::optional<PendingAck> ack = ops_.ConfigureIfUnchanged(same, &resp);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->Wait().ok());
+  v1::ConfigureExpectedWorkersResponse full;
+  ASSERT_TRUE(Configure(same, &full).ok());
+  EXPECT_EQ(resp.SerializeAsString(), full.SerializeAsString());
+  EXPECT_EQ(resp.total_workers(), 2u);
+  EXPECT_EQ(resp.ready_workers(), 2u);
+  EXPECT_EQ(resp.indexer_epoch(), ops_.IndexerEpoch());
+
+  // A new address, a stream left out, a new generation, an invalid list:
+  // declined, and nothing changed (both streams still answer for block 1).
+  const std::vector<v1::ConfigureExpectedWorkersRequest> declined = {
+      ::kvindexer::indexer_streams_test::Configure(
+          {{a_, "http://moved", "g1"}, {b_, "http://b", "g2"}}),
+      ::kvindexer::indexer_streams_test::Configure({{a_, "http://a", "g1"}}),
+      ::kvindexer::indexer_streams_test::Configure(
+          {{a_, "http://a", "g9"}, {b_, "http://b", "g2"}}),
+      ::kvindexer::indexer_streams_test::Configure(
+          {{a_, "http://a", "g1"}, {a_, "http://a", "g1"}}),
+  };
+  for (const auto& req : declined) {
+    v1::ConfigureExpectedWorkersResponse untouched;
+    EXPECT_FALSE(ops_.ConfigureIfUnchanged(req, &untouched).has_value())
+        << req.ShortDebugString();
+    EXPECT_EQ(untouched.ByteSizeLong(), 0u);
+  }
+  EXPECT_EQ(Match({1}).matches_size(), 2);
+  EXPECT_EQ(indexer_.operator_view().CountWorkers().total, 2u);
+
+  // Seed era: the same answer without an epoch.
+  ASSERT_TRUE(
+      Configure(test_support::ExpectedWorkers().Worker("w", "http://a")).ok());
+  v1::ConfigureExpectedWorkersResponse seed_era;
+  ack = ops_.ConfigureIfUnchanged(
+      test_support::ExpectedWorkers().Worker("w", "http://a"), &seed_era);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(seed_era.total_workers(), 1u);
+  EXPECT_TRUE(seed_era.indexer_epoch().empty());
 }
 
 TEST_F(IndexerStreamsTest, DuplicateStreamsAreNamedByKey) {

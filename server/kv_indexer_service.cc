@@ -2,7 +2,9 @@
 
 #include <climits>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "common/eviction_header.h"
@@ -188,6 +190,48 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor, WorkQueue queue,
   return reactor;
 }
 
+// What a mutation without an answer at once passes to ServeMutationOn.
+struct NeverAtOnce {
+  template <typename Request, typename Response>
+  std::optional<PendingAck> operator()(const Request&, Response*) const {
+    return std::nullopt;
+  }
+};
+
+// Answers on the callback thread a mutation that `at_once` can answer
+// without waiting for the mutation mutex (an unchanged Configure:
+// IndexOperations::ConfigureIfUnchanged). REQUIRES: every mutation accepted
+// before it has finished. An answer that waits for the log
+// goes to `acks`, as one from the apply thread does. False, with nothing
+// changed and nothing sent, when `at_once` declines, the request does not
+// decode, or `acks` is full: the call then takes the apply queue, which
+// decides it (and reports a decoding error).
+template <typename Request, typename Response, typename AtOnce>
+bool AnswerAtOnce(TaskExecutor& acks, const CallRecord& record,
+                  grpc::ServerUnaryReactor* reactor,
+                  const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                  AtOnce& at_once) {
+  alignas(8) char initial_block[kInitialArenaBlockBytes];
+  pb::Arena arena(InitialBlock(initial_block, sizeof(initial_block)));
+  auto* req = pb::Arena::CreateMessage<Request>(&arena);
+  if (!Decode(request, req).ok()) return false;
+  auto* resp = pb::Arena::CreateMessage<Response>(&arena);
+  std::optional<PendingAck> ack = at_once(*req, resp);
+  if (!ack.has_value()) return false;
+  if (!ack->waits()) {
+    const absl::Status s = ack->Wait();
+    record.Finish(reactor, s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
+    return true;
+  }
+  // Nothing was changed, so a full ack queue can still hand the call over.
+  grpc::Status encoded = Encode(*resp, response);
+  return acks.TrySubmit(
+      [record, reactor, ack = *std::move(ack), encoded = std::move(encoded)] {
+        const absl::Status s = ack.Wait();
+        record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
+      });
+}
+
 // A mutation: like ServeUnaryOn on `applies`, but `serve` returns a
 // PendingAck. An answer that must wait for the log to be durable is
 // encoded at once (the request and response messages live on the apply
@@ -197,15 +241,17 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor, WorkQueue queue,
 // dropped: when `acks` is full, the apply thread waits and answers itself
 // (counted in `ack_queue_full`).
 // `authorizer` (null: open) runs first, on the callback thread; then a
-// replica refuses (replica/replica_refusal.h); then the size check and the
-// apply queue's bound.
-template <typename Request, typename Response, typename Serve>
+// replica refuses (replica/replica_refusal.h); then the size check, an
+// answer at once when `at_once` gives one (AnswerAtOnce), and the apply
+// queue's bound.
+template <typename Request, typename Response, typename Serve,
+          typename AtOnce = NeverAtOnce>
 grpc::ServerUnaryReactor* ServeMutationOn(
     TaskExecutor& applies, TaskExecutor& acks,
     std::atomic<uint64_t>& ack_queue_full, const WriteAuthorizer* authorizer,
     bool replica, std::string_view method, const CallRecord& record,
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response, Serve serve) {
+    grpc::ByteBuffer* response, Serve serve, AtOnce at_once = AtOnce()) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorizer != nullptr) {
     if (grpc::Status s = authorizer->Check(*context, method); !s.ok()) {
@@ -220,6 +266,15 @@ grpc::ServerUnaryReactor* ServeMutationOn(
   if (grpc::Status s = CheckRequestSize(*request); !s.ok()) {
     record.Finish(reactor, std::move(s));
     return reactor;
+  }
+  if constexpr (!std::is_same_v<AtOnce, NeverAtOnce>) {
+    // Only behind no mutation received before it: mutations take effect in
+    // the order they were received, a decision at once included.
+    if (applies.unfinished() == 0 &&
+        AnswerAtOnce<Request, Response>(acks, record, reactor, *request,
+                                        response, at_once)) {
+      return reactor;
+    }
   }
   const bool accepted =
       applies.TrySubmit([&acks, &ack_queue_full, record, reactor, request,
@@ -371,6 +426,12 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
       [this](const v1::ConfigureExpectedWorkersRequest& req,
              v1::ConfigureExpectedWorkersResponse* resp) {
         return writes_->Configure(req, resp);
+      },
+      // A heartbeat that changes nothing is answered here when the
+      // mutation mutex is free, without the hand-off to the apply thread.
+      [this](const v1::ConfigureExpectedWorkersRequest& req,
+             v1::ConfigureExpectedWorkersResponse* resp) {
+        return writes_->ConfigureIfUnchanged(req, resp);
       });
 }
 

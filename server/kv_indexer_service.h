@@ -31,7 +31,11 @@
 //     threads), which prefix queries never occupy, so a mutation never waits
 //     for a prefix permit or a scan. With one thread, mutations run one at a
 //     time in the order their requests were received (docs/contract.md,
-//     "Recovery > One writer"). With a data directory a mutation's answer
+//     "Recovery > One writer"). The exception is a Configure that changes
+//     nothing: it is answered on the callback thread when no mutation
+//     received before it is unfinished and the mutation mutex is free
+//     (IndexOperations::ConfigureIfUnchanged), so the order of effects
+//     stays the same. With a data directory a mutation's answer
 //     waits for its log record to be durable; that wait runs on the ack
 //     executor (one thread, answers in order), so that the apply thread
 //     logs the next mutation while a sync runs and one sync acknowledges

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/metrics_histogram.h"
 #include "core/backend_loader.h"
 #include "core/indexer.h"
 #include "gmock/gmock.h"
@@ -631,6 +632,55 @@ TEST_F(ServiceOverProbeBackendTest, QueriesAreServedWhileAppliesAreInBackend) {
     EXPECT_TRUE(s.ok()) << s.error_message();
   }
   EXPECT_EQ(backend_.applies.load(), kApplies);
+}
+
+// A Configure that changes nothing (a bridge's heartbeat) is answered on
+// the callback thread when the mutation mutex is free: the apply executor,
+// whose queue waits are observed, runs none of them. One that changes
+// something, or that finds the mutex held by an apply, goes through the
+// apply thread and is answered as before.
+TEST_F(ServiceOverProbeBackendTest, AnUnchangedConfigureSkipsTheApplyThread) {
+  Start(/*prefix_limit=*/2);
+  Histogram apply_waits(kLatencyBucketsSeconds);
+  server_->service().AttachMetrics(nullptr, &apply_waits);
+  const auto configure = [this](const char* address) {
+    ConfigureExpectedWorkersResponse resp;
+    const grpc::Status s = Configure(
+        *server_, ExpectedWorkers().Worker("w1", address), &resp, kWaitBound);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.total_workers(), 1u);
+    return s.ok();
+  };
+
+  ASSERT_TRUE(configure("http://a"));  // creates the record
+  EXPECT_EQ(apply_waits.Read().count, 1u);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(configure("http://a"));
+  EXPECT_EQ(apply_waits.Read().count, 1u);
+  ASSERT_TRUE(configure("http://b"));  // a new address
+  EXPECT_EQ(apply_waits.Read().count, 2u);
+
+  // An apply held in the backend holds the mutation mutex: the unchanged
+  // Configure queues behind it and is answered once it is released.
+  backend_.HoldApplies();
+  std::thread applier([this] {
+    EXPECT_TRUE(
+        Apply(*server_, Batch("w1", "http://b").Report(kTierHbm, {1})).ok());
+  });
+  ASSERT_TRUE(backend_.WaitForApplyEntries(1));
+  std::thread heartbeat([&] { EXPECT_TRUE(configure("http://b")); });
+  // Bounded: the Configure joins the apply queue once it found the mutex
+  // held.
+  const auto until = std::chrono::steady_clock::now() + kWaitBound;
+  while (server_->service().apply_queue_depth() != 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(server_->service().apply_queue_depth(), 1u);
+  backend_.Release();
+  applier.join();
+  heartbeat.join();
+  EXPECT_EQ(backend_.applies.load(), 1);
+  EXPECT_EQ(apply_waits.Read().count, 4u);  // the apply, then the Configure
 }
 
 // The apply thread runs kApplyNiceIncrement nice levels below the test's

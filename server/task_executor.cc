@@ -62,6 +62,7 @@ bool TaskExecutor::TrySubmit(std::function<void()> task) {
       return false;  // `queued` and its task are destroyed unrun
     }
     tasks_.push_back(std::move(queued));
+    unfinished_.fetch_add(1, std::memory_order_release);
   }
   ready_.notify_one();
   return true;
@@ -89,6 +90,7 @@ void TaskExecutor::Run() {
                             queued.submitted);
     }
     queued.task();
+    unfinished_.fetch_sub(1, std::memory_order_release);
   }
 }
 

@@ -70,6 +70,11 @@ class TaskExecutor {
   size_t capacity() const { return capacity_; }
   // Tasks accepted and not yet started. Takes the queue lock.
   size_t depth() const;
+  // Tasks accepted and not yet finished (waiting or running): 0 when every
+  // task accepted before the call has finished.
+  size_t unfinished() const {
+    return unfinished_.load(std::memory_order_acquire);
+  }
   // Tasks refused so far.
   uint64_t rejected_total() const {
     return rejected_.load(std::memory_order_relaxed);
@@ -101,6 +106,7 @@ class TaskExecutor {
   std::atomic<Histogram*> wait_{nullptr};
   std::atomic<Counter*> rejections_{nullptr};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<size_t> unfinished_{0};
   bool stopping_ = false;  // guarded by mu_
   std::vector<std::thread> threads_;
 };

@@ -109,6 +109,36 @@ TEST(TaskExecutorTest, AFullQueueRefusesWithoutRunningTheTask) {
   EXPECT_THAT(log.ran(), ::testing::ElementsAre(0, 1, 2, 5));
 }
 
+// unfinished() counts accepted tasks until each has run to its end: the
+// running one and the queued ones, not the refused ones.
+TEST(TaskExecutorTest, UnfinishedCountsTasksUntilTheyHaveRun) {
+  Gate gate;
+  RunLog log;
+  TaskExecutor executor(1, "test-exec", /*capacity=*/2);
+  EXPECT_EQ(executor.unfinished(), 0u);
+  ASSERT_TRUE(executor.TrySubmit([&] {
+    gate.Pass();
+    log.Ran(0);
+  }));
+  ASSERT_TRUE(gate.WaitForArrivals(1));
+  EXPECT_EQ(executor.unfinished(), 1u);  // running, not queued
+  EXPECT_EQ(executor.depth(), 0u);
+  EXPECT_TRUE(executor.TrySubmit([&] { log.Ran(1); }));
+  EXPECT_TRUE(executor.TrySubmit([&] { log.Ran(2); }));
+  EXPECT_FALSE(executor.TrySubmit([&] { log.Ran(3); }));
+  EXPECT_EQ(executor.unfinished(), 3u);
+
+  gate.Open();
+  ASSERT_TRUE(log.WaitForRuns(3));
+  // The count drops once a task has returned, just after it logged.
+  const auto until = std::chrono::steady_clock::now() + kWaitBound;
+  while (executor.unfinished() != 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(executor.unfinished(), 0u);
+}
+
 TEST(TaskExecutorTest, EveryAcceptedTaskRunsInOrder) {
   RunLog log;
   constexpr int kTasks = 1000;
