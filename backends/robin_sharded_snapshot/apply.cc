@@ -254,6 +254,7 @@ void RobinShardedSnapshotBackend::ClearTiers(uint32_t ordinal, uint32_t tiers,
         }
         if (RevokePlacement(back, hashes[i], key)) --state.live[tier];
       }
+      std::vector<int64_t>().swap(held[tier]);  // before the next tier's
       continue;
     }
     state.holdings[tier].ForEachAhead(

@@ -1,6 +1,7 @@
 // RobinShardedSnapshotBackend::RemoveWorker (ABI 1.1; DESIGN.md, "Workers"):
 // one writer step that revokes every placement of the worker at every tier in
-// the non-live copy (as CLEAR_ALL_AT_TIER does, through its holdings logs),
+// the non-live copy (as CLEAR_ALL_AT_TIER does: through its holdings logs,
+// and one scan of the index for all its scanned tiers),
 // takes its record out of that copy's worker table and publishes both at
 // once. Its ordinal is freed only after the publish, and the next writer
 // finishes the other copy's catch-up before it may hand the ordinal out
@@ -60,8 +61,9 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   ReserveOneMore(retired_records_);
   ordinals_.ReserveRelease();
 
-  // Pass one: every placement goes from the non-live copy. The logs hold
-  // every live placement (and maybe stale entries, which revoke nothing).
+  // Pass one: every placement goes from the non-live copy. The logs and the
+  // scan find every live placement (and maybe stale entries, which revoke
+  // nothing).
   const std::array<uint64_t, kMaxTier + 1> saved_live = state.live;
   const ShardSizes sizes_before = SizesOfShards();
   const size_t touched_capacity = touched_.capacity();
