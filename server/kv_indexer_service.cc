@@ -198,6 +198,19 @@ struct NeverAtOnce {
   }
 };
 
+// A Configure's answer at once (IndexOperations::ConfigureIfUnchanged),
+// tried only where it can be given: a replica's write-through never gives
+// one, so its calls are not decoded twice.
+struct ConfigureAtOnce {
+  IndexOperations* writes;
+  bool enabled;
+  std::optional<PendingAck> operator()(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp) const {
+    return writes->ConfigureIfUnchanged(req, resp);
+  }
+};
+
 // Answers on the callback thread a mutation that `at_once` can answer
 // without waiting for the mutation mutex (an unchanged Configure:
 // IndexOperations::ConfigureIfUnchanged). REQUIRES: every mutation accepted
@@ -270,7 +283,7 @@ grpc::ServerUnaryReactor* ServeMutationOn(
   if constexpr (!std::is_same_v<AtOnce, NeverAtOnce>) {
     // Only behind no mutation received before it: mutations take effect in
     // the order they were received, a decision at once included.
-    if (applies.unfinished() == 0 &&
+    if (at_once.enabled && applies.unfinished() == 0 &&
         AnswerAtOnce<Request, Response>(acks, record, reactor, *request,
                                         response, at_once)) {
       return reactor;
@@ -427,12 +440,9 @@ grpc::ServerUnaryReactor* KvIndexerService::ConfigureExpectedWorkers(
              v1::ConfigureExpectedWorkersResponse* resp) {
         return writes_->Configure(req, resp);
       },
-      // A heartbeat that changes nothing is answered here when the
-      // mutation mutex is free, without the hand-off to the apply thread.
-      [this](const v1::ConfigureExpectedWorkersRequest& req,
-             v1::ConfigureExpectedWorkersResponse* resp) {
-        return writes_->ConfigureIfUnchanged(req, resp);
-      });
+      // A heartbeat that changes nothing is decided here when nothing is
+      // ahead of it, without the hand-off to the apply thread.
+      ConfigureAtOnce{.writes = writes_, .enabled = writes_ == operations_});
 }
 
 grpc::ServerUnaryReactor* KvIndexerService::InvalidateWorker(

@@ -32,10 +32,11 @@
 //     for a prefix permit or a scan. With one thread, mutations run one at a
 //     time in the order their requests were received (docs/contract.md,
 //     "Recovery > One writer"). The exception is a Configure that changes
-//     nothing: it is answered on the callback thread when no mutation
+//     nothing: it is decided on the callback thread when no mutation
 //     received before it is unfinished and the mutation mutex is free
-//     (IndexOperations::ConfigureIfUnchanged), so the order of effects
-//     stays the same. With a data directory a mutation's answer
+//     (IndexOperations::ConfigureIfUnchanged), and answered there, or by
+//     the ack executor when the log must catch up first. With a data
+//     directory a mutation's answer
 //     waits for its log record to be durable; that wait runs on the ack
 //     executor (one thread, answers in order), so that the apply thread
 //     logs the next mutation while a sync runs and one sync acknowledges
@@ -263,6 +264,8 @@ class KvIndexerService final : public internal::RawKvIndexerService {
   void WriteThroughLog(IndexOperations* writes) { writes_ = writes; }
   // Mutations waiting for the apply thread.
   size_t apply_queue_depth() const { return applies_.depth(); }
+  // Mutations accepted by the apply executor and not yet finished.
+  size_t apply_unfinished() const { return applies_.unfinished(); }
   // Answers waiting for the log's sync.
   size_t ack_queue_depth() const { return acks_.depth(); }
   // Calls waiting for a lookup thread.

@@ -293,6 +293,74 @@ struct LoggedLine {
   std::string text;
 };
 
+// The Indexer's operations as the service sees them, counting the calls
+// of ConfigureIfUnchanged (the answer at once the service may try).
+class CountingOperations final : public IndexOperations {
+ public:
+  explicit CountingOperations(IndexOperations& inner) : inner_(inner) {}
+  int at_once_calls() const { return at_once_calls_.load(); }
+
+  PendingAck Apply(const v1::ApplyExternalKvBatchRequest& req,
+                   v1::ApplyExternalKvBatchResponse* resp,
+                   const MutationOptions& options) override {
+    return inner_.Apply(req, resp, options);
+  }
+  PendingAck Replace(const v1::ReplaceExternalKvSnapshotRequest& req,
+                     v1::ReplaceExternalKvSnapshotResponse* resp,
+                     const MutationOptions& options) override {
+    return inner_.Replace(req, resp, options);
+  }
+  PendingAck Configure(const v1::ConfigureExpectedWorkersRequest& req,
+                       v1::ConfigureExpectedWorkersResponse* resp) override {
+    return inner_.Configure(req, resp);
+  }
+  std::optional<PendingAck> ConfigureIfUnchanged(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp) override {
+    at_once_calls_.fetch_add(1);
+    return inner_.ConfigureIfUnchanged(req, resp);
+  }
+  PendingAck Invalidate(const v1::InvalidateWorkerRequest& req,
+                        v1::InvalidateWorkerResponse* resp) override {
+    return inner_.Invalidate(req, resp);
+  }
+  PendingAck Begin(const v1::BeginExternalKvSnapshotRequest& req,
+                   v1::BeginExternalKvSnapshotResponse* resp) override {
+    return inner_.Begin(req, resp);
+  }
+  PendingAck Append(const v1::AppendExternalKvSnapshotRequest& req,
+                    v1::AppendExternalKvSnapshotResponse* resp) override {
+    return inner_.Append(req, resp);
+  }
+  PendingAck Commit(const v1::CommitExternalKvSnapshotRequest& req,
+                    v1::CommitExternalKvSnapshotResponse* resp,
+                    const MutationOptions& options) override {
+    return inner_.Commit(req, resp, options);
+  }
+  PendingAck Abort(const v1::AbortExternalKvSnapshotRequest& req,
+                   v1::AbortExternalKvSnapshotResponse* resp) override {
+    return inner_.Abort(req, resp);
+  }
+  std::string IndexerEpoch() const override { return inner_.IndexerEpoch(); }
+  absl::Status Match(const v1::MatchExternalKvRequest& req,
+                     v1::MatchExternalKvResponse* resp) override {
+    return inner_.Match(req, resp);
+  }
+  absl::Status MatchPrefix(
+      const v1::MatchExternalKvPrefixRequest& req,
+      absl::FunctionRef<void(const PrefixAnswer&)> deliver) override {
+    return inner_.MatchPrefix(req, deliver);
+  }
+  absl::Status HitCounts(const v1::GetExternalKvHitCountsRequest& req,
+                         v1::GetExternalKvHitCountsResponse* resp) override {
+    return inner_.HitCounts(req, resp);
+  }
+
+ private:
+  IndexOperations& inner_;
+  std::atomic<int> at_once_calls_{0};
+};
+
 class InProcessServer {
  public:
   InProcessServer(IndexBackend* backend, uint32_t prefix_limit,
@@ -305,8 +373,10 @@ class InProcessServer {
               std::lock_guard<std::mutex> lock(log_mu_);
               log_lines_.push_back({level, std::string(text)});
             }),
-        service_(indexer_.operations(), prefix_limit, clock_, &rejection_log_,
+        operations_(indexer_.operations()),
+        service_(operations_, prefix_limit, clock_, &rejection_log_,
                  read_heartbeats) {
+    service_.AttachMetrics(nullptr, &apply_waits_);
     grpc::ServerBuilder builder;
     ApplyTransportSettings(builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -339,6 +409,9 @@ class InProcessServer {
   SkewedClock& clock() { return clock_; }
   Indexer& indexer() { return indexer_; }
   KvIndexerService& service() { return service_; }
+  const CountingOperations& operations() const { return operations_; }
+  // How long each task waited for the apply executor: one per task it ran.
+  const Histogram& apply_waits() const { return apply_waits_; }
   CallObserver& observer() { return observer_; }
   std::vector<LoggedLine> log_lines() {
     std::lock_guard<std::mutex> lock(log_mu_);
@@ -351,6 +424,8 @@ class InProcessServer {
   std::mutex log_mu_;
   std::vector<LoggedLine> log_lines_;
   RejectionLog rejection_log_;
+  Histogram apply_waits_{kLatencyBucketsSeconds};
+  CountingOperations operations_;
   KvIndexerService service_;
   CallObserver observer_;
   int port_ = 0;
@@ -634,53 +709,121 @@ TEST_F(ServiceOverProbeBackendTest, QueriesAreServedWhileAppliesAreInBackend) {
   EXPECT_EQ(backend_.applies.load(), kApplies);
 }
 
-// A Configure that changes nothing (a bridge's heartbeat) is answered on
-// the callback thread when the mutation mutex is free: the apply executor,
-// whose queue waits are observed, runs none of them. One that changes
-// something, or that finds the mutex held by an apply, goes through the
-// apply thread and is answered as before.
+// Waits, bounded, until the apply executor has finished every task it
+// accepted (an answer is sent before its task returns).
+bool WaitForIdleApplies(InProcessServer& server) {
+  const auto until = std::chrono::steady_clock::now() + kWaitBound;
+  while (server.service().apply_unfinished() != 0) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Waits, bounded, until `n` apply tasks are unfinished.
+bool WaitForUnfinishedApplies(InProcessServer& server, size_t n) {
+  const auto until = std::chrono::steady_clock::now() + kWaitBound;
+  while (server.service().apply_unfinished() != n) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+grpc::Status ConfigureOne(InProcessServer& server, const char* address,
+                          uint32_t* total = nullptr) {
+  ConfigureExpectedWorkersResponse resp;
+  const grpc::Status s = Configure(
+      server, ExpectedWorkers().Worker("w1", address), &resp, kWaitBound);
+  if (total != nullptr) *total = resp.total_workers();
+  return s;
+}
+
+// A Configure that changes nothing (a bridge's heartbeat) is decided on
+// the callback thread when the apply executor has nothing unfinished: the
+// executor, whose queue waits are observed, runs none of them. One that
+// changes something goes through the apply thread; one that arrives while
+// an apply is unfinished is not even tried at once and queues behind it.
 TEST_F(ServiceOverProbeBackendTest, AnUnchangedConfigureSkipsTheApplyThread) {
   Start(/*prefix_limit=*/2);
-  Histogram apply_waits(kLatencyBucketsSeconds);
-  server_->service().AttachMetrics(nullptr, &apply_waits);
-  const auto configure = [this](const char* address) {
-    ConfigureExpectedWorkersResponse resp;
-    const grpc::Status s = Configure(
-        *server_, ExpectedWorkers().Worker("w1", address), &resp, kWaitBound);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(resp.total_workers(), 1u);
-    return s.ok();
-  };
+  uint32_t total = 0;
+  ASSERT_TRUE(ConfigureOne(*server_, "http://a", &total).ok());  // a record
+  EXPECT_EQ(total, 1u);
+  EXPECT_EQ(server_->apply_waits().Read().count, 1u);
+  ASSERT_TRUE(WaitForIdleApplies(*server_));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(ConfigureOne(*server_, "http://a", &total).ok());
+    EXPECT_EQ(total, 1u);
+  }
+  EXPECT_EQ(server_->apply_waits().Read().count, 1u);
+  EXPECT_EQ(server_->operations().at_once_calls(), 6);   // the first declined
+  ASSERT_TRUE(ConfigureOne(*server_, "http://b").ok());  // a new address
+  EXPECT_EQ(server_->apply_waits().Read().count, 2u);
+  ASSERT_TRUE(WaitForIdleApplies(*server_));
 
-  ASSERT_TRUE(configure("http://a"));  // creates the record
-  EXPECT_EQ(apply_waits.Read().count, 1u);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(configure("http://a"));
-  EXPECT_EQ(apply_waits.Read().count, 1u);
-  ASSERT_TRUE(configure("http://b"));  // a new address
-  EXPECT_EQ(apply_waits.Read().count, 2u);
-
-  // An apply held in the backend holds the mutation mutex: the unchanged
-  // Configure queues behind it and is answered once it is released.
   backend_.HoldApplies();
   std::thread applier([this] {
     EXPECT_TRUE(
         Apply(*server_, Batch("w1", "http://b").Report(kTierHbm, {1})).ok());
   });
   ASSERT_TRUE(backend_.WaitForApplyEntries(1));
-  std::thread heartbeat([&] { EXPECT_TRUE(configure("http://b")); });
-  // Bounded: the Configure joins the apply queue once it found the mutex
-  // held.
-  const auto until = std::chrono::steady_clock::now() + kWaitBound;
-  while (server_->service().apply_queue_depth() != 1 &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::yield();
-  }
+  const int tried = server_->operations().at_once_calls();
+  std::thread heartbeat(
+      [this] { EXPECT_TRUE(ConfigureOne(*server_, "http://b").ok()); });
+  EXPECT_TRUE(WaitForUnfinishedApplies(*server_, 2));
   EXPECT_EQ(server_->service().apply_queue_depth(), 1u);
   backend_.Release();
   applier.join();
   heartbeat.join();
+  EXPECT_EQ(server_->operations().at_once_calls(), tried);
   EXPECT_EQ(backend_.applies.load(), 1);
-  EXPECT_EQ(apply_waits.Read().count, 4u);  // the apply, then the Configure
+  EXPECT_EQ(server_->apply_waits().Read().count, 4u);  // the apply, then it
+}
+
+// With the apply executor idle but the mutation mutex held by someone else
+// (here a checkpoint's export of the records), an unchanged Configure does
+// not wait on the callback thread: it queues, and is answered once the
+// mutex is free.
+TEST_F(ServiceOverProbeBackendTest, AHeldMutexSendsTheConfigureToTheQueue) {
+  Start(/*prefix_limit=*/2);
+  ASSERT_TRUE(ConfigureOne(*server_, "http://a").ok());
+  ASSERT_TRUE(WaitForIdleApplies(*server_));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool exporting = false;
+  bool release = false;
+  std::thread exporter([&] {
+    server_->indexer().durable_state().ExportHost(
+        [&](const state::v1::CheckpointChunk&) {
+          std::unique_lock<std::mutex> lock(mu);
+          exporting = true;
+          cv.notify_all();
+          cv.wait_for(lock, kWaitBound, [&] { return release; });
+        });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, kWaitBound, [&] { return exporting; }));
+  }
+  std::atomic<bool> answered{false};
+  std::thread heartbeat([&] {
+    EXPECT_TRUE(ConfigureOne(*server_, "http://a").ok());
+    answered = true;
+  });
+  // Tried at once, refused by the held mutex, then taken by the apply
+  // thread, which waits for the mutex.
+  EXPECT_TRUE(WaitForUnfinishedApplies(*server_, 1));
+  EXPECT_FALSE(answered.load());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  exporter.join();
+  heartbeat.join();
+  EXPECT_TRUE(answered.load());
+  EXPECT_EQ(server_->operations().at_once_calls(), 2);
+  EXPECT_EQ(server_->apply_waits().Read().count, 2u);
 }
 
 // The apply thread runs kApplyNiceIncrement nice levels below the test's
