@@ -1,5 +1,6 @@
 #include "replica/write_through.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -154,6 +155,17 @@ PendingAck WriteThrough::Configure(
   if (!IsLineA(req)) return PendingAck(ReplicaRefusalStatus(kConfigureMethod));
   if (absl::Status s = ValidateConfigure(req, options_.limits); !s.ok()) {
     return PendingAck(std::move(s));
+  }
+  // A bridge's heartbeat: a list this replica's records already hold, with
+  // every record the log held when the call came applied here, changes
+  // nothing at any position from there on, so it is answered as a
+  // standalone server answers an unchanged Configure, and appends nothing.
+  // Behind the log, or with the mutex busy, it goes through the log.
+  if (absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
+      bounds.ok() && outcomes_.passed() >= bounds->last) {
+    if (std::optional<PendingAck> ack = ops_.ConfigureIfUnchanged(req, resp)) {
+      return *std::move(ack);
+    }
   }
   LogRecord record;
   *record.mutable_configure() = req;

@@ -187,6 +187,39 @@ TEST_F(WriteThroughTest, ConfigureAndInvalidateGoThroughTheLog) {
   EXPECT_TRUE(record->configured);
 }
 
+// A heartbeat (the list the records already hold) appends nothing once the
+// replica has applied the whole log: answered as a standalone server's
+// unchanged Configure. A change, or a replica behind the log, appends.
+TEST_F(WriteThroughTest, AnUnchangedConfigureAppendsNothing) {
+  Replica replica(log_);
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  ASSERT_EQ(log_.Bounds()->last, 1u);
+  for (int i = 0; i < 5; ++i) {
+    v1::ConfigureExpectedWorkersResponse again;
+    ASSERT_TRUE(
+        replica.writes.Configure(ConfigureStream(), &again).Wait().ok());
+    EXPECT_EQ(again.SerializeAsString(), configured.SerializeAsString());
+  }
+  EXPECT_EQ(log_.Bounds()->last, 1u);
+
+  v1::ConfigureExpectedWorkersRequest moved = ConfigureStream();
+  moved.mutable_workers(0)->set_worker_address("10.0.0.9:9000");
+  ASSERT_TRUE(replica.writes.Configure(moved, &configured).Wait().ok());
+  EXPECT_EQ(log_.Bounds()->last, 2u);
+
+  // A replica that has not applied the log: its own records hold the list
+  // (configured directly), but the log may hold a change it has not seen,
+  // so the call is written through (and, never applied here, times out).
+  Replica behind(log_, /*timeout=*/50ms, /*start=*/false, nullptr, "replica-b");
+  ASSERT_TRUE(
+      behind.indexer.operations().Configure(moved, &configured).Wait().ok());
+  EXPECT_EQ(behind.writes.Configure(moved, &configured).Wait().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(log_.Bounds()->last, 3u);
+}
+
 TEST_F(WriteThroughTest, SeedEraWritesAreRefusedAndNotLogged) {
   Replica replica(log_);
   v1::ApplyExternalKvBatchResponse applied;
