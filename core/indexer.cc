@@ -339,11 +339,28 @@ PendingAck Indexer::Configure(const v1::ConfigureExpectedWorkersRequest& req,
 std::optional<PendingAck> Indexer::ConfigureIfUnchanged(
     const v1::ConfigureExpectedWorkersRequest& req,
     v1::ConfigureExpectedWorkersResponse* resp) {
+  return ConfigureIfUnchangedImpl(req, resp, /*wait=*/false);
+}
+
+std::optional<PendingAck> Indexer::ConfigureIfUnchangedWaiting(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    v1::ConfigureExpectedWorkersResponse* resp) {
+  return ConfigureIfUnchangedImpl(req, resp, /*wait=*/true);
+}
+
+std::optional<PendingAck> Indexer::ConfigureIfUnchangedImpl(
+    const v1::ConfigureExpectedWorkersRequest& req,
+    v1::ConfigureExpectedWorkersResponse* resp, bool wait) {
   std::vector<StreamKey> keys;
   if (!ValidateConfigure(req, limits_, &keys).ok()) return std::nullopt;
   const ListedStreams listed(keys);
   // Not MutationLock: nothing changes here, so nothing is published.
-  std::unique_lock<std::mutex> lock(mutation_mu_, std::try_to_lock);
+  std::unique_lock<std::mutex> lock(mutation_mu_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else {
+    (void)lock.try_lock();
+  }
   if (!lock.owns_lock() || !CheckLogOpenLocked().ok() ||
       !ConfigureChangesNothingLocked(req, listed)) {
     return std::nullopt;

@@ -98,6 +98,13 @@ class Indexer final : private IndexOperations,
   OperatorView& operator_view() { return *this; }
   DurableState& durable_state() { return *this; }
 
+  // IndexOperations::ConfigureIfUnchanged, waiting for the mutation mutex
+  // instead of declining when it is busy: for a caller that may block (a
+  // replica's write-through, on the apply thread).
+  std::optional<PendingAck> ConfigureIfUnchangedWaiting(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp);
+
  private:
   // --- IndexOperations (core/index_operations.h) ---
   PendingAck Apply(const v1::ApplyExternalKvBatchRequest& req,
@@ -280,6 +287,11 @@ class Indexer final : private IndexOperations,
   bool ConfigureChangesNothingLocked(
       const v1::ConfigureExpectedWorkersRequest& req,
       const ListedStreams& listed) const;
+  // ConfigureIfUnchanged with the mutex taken at once (`wait` false) or
+  // waited for.
+  std::optional<PendingAck> ConfigureIfUnchangedImpl(
+      const v1::ConfigureExpectedWorkersRequest& req,
+      v1::ConfigureExpectedWorkersResponse* resp, bool wait);
   // The counts of an unchanged Configure's answer. REQUIRES: mutation_mu_
   // held.
   void FillUnchangedConfigureLocked(

@@ -157,13 +157,16 @@ PendingAck WriteThrough::Configure(
     return PendingAck(std::move(s));
   }
   // A bridge's heartbeat: a list this replica's records already hold, with
-  // every record the log held when the call came applied here, changes
-  // nothing at any position from there on, so it is answered as a
+  // exactly the records the log held when the call came applied here,
+  // changes nothing at any position from there on, so it is answered as a
   // standalone server answers an unchanged Configure, and appends nothing.
-  // Behind the log, or with the mutex busy, it goes through the log.
+  // Otherwise (behind the log, or a log that no longer matches what was
+  // applied, such as a recreated stream) it goes through the log.
+  const uint64_t passed = outcomes_.passed();
   if (absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
-      bounds.ok() && outcomes_.passed() >= bounds->last) {
-    if (std::optional<PendingAck> ack = ops_.ConfigureIfUnchanged(req, resp)) {
+      bounds.ok() && passed == bounds->last) {
+    if (std::optional<PendingAck> ack =
+            indexer_.ConfigureIfUnchangedWaiting(req, resp)) {
       return *std::move(ack);
     }
   }

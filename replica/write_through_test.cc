@@ -218,6 +218,13 @@ TEST_F(WriteThroughTest, AnUnchangedConfigureAppendsNothing) {
   EXPECT_EQ(behind.writes.Configure(moved, &configured).Wait().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(log_.Bounds()->last, 3u);
+
+  // A replica that has passed more of a log than the log now holds (a
+  // stream deleted and created again) is not caught up with it either.
+  const uint64_t before = log_.Bounds()->last;
+  replica.outcomes.Passed(1000);
+  (void)replica.writes.Configure(moved, &configured).Wait();
+  EXPECT_EQ(log_.Bounds()->last, before + 1);
 }
 
 TEST_F(WriteThroughTest, SeedEraWritesAreRefusedAndNotLogged) {
