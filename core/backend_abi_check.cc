@@ -18,6 +18,7 @@ constexpr size_t kDescriptorSizes[] = {
     // 1.2: unchanged (CountPlacements)
     offsetof(BackendDescriptor, read_concurrency),
     sizeof(BackendDescriptor),  // 1.3: read_concurrency
+    sizeof(BackendDescriptor),  // 1.4: unchanged (SetWriteMode)
 };
 static_assert(std::size(kDescriptorSizes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the descriptor's size at the new "
@@ -38,6 +39,11 @@ BackendCode ProbeCountPlacements(IndexBackend& backend) {
   return backend.CountPlacements(kNoWorker, counts.data(), &existed).code;
 }
 
+// kServing is the mode a backend starts in, so setting it is a no-op.
+BackendCode ProbeSetWriteMode(IndexBackend& backend) {
+  return backend.SetWriteMode(WriteMode::kServing).code;
+}
+
 // At each minor of ABI major 1, a call to the virtual function it added, or
 // null when it added none. A new minor adds its entry.
 using Probe = BackendCode (*)(IndexBackend& backend);
@@ -46,6 +52,7 @@ constexpr Probe kProbes[] = {
     &ProbeRemoveWorker,     // 1.1: IndexBackend::RemoveWorker
     &ProbeCountPlacements,  // 1.2: IndexBackend::CountPlacements
     nullptr,                // 1.3: BackendDescriptor::read_concurrency
+    &ProbeSetWriteMode,     // 1.4: IndexBackend::SetWriteMode
 };
 static_assert(std::size(kProbes) == kBackendAbiMinor + 1,
               "kBackendAbiMinor changed: add the new minor's call to kProbes "

@@ -139,14 +139,24 @@ class Abi11Backend : public Abi10Backend {
   BackendCode code_;
 };
 
-// Implements both later calls.
-class Abi12Backend final : public Abi11Backend {
+// Implements RemoveWorker and CountPlacements; SetWriteMode is the default.
+class Abi12Backend : public Abi11Backend {
  public:
   BackendStatus CountPlacements(StringView worker_id, uint64_t* counts,
                                 uint32_t* existed) noexcept override {
     Record("CountPlacements", worker_id);
     for (uint32_t tier = 0; tier <= kMaxTier; ++tier) counts[tier] = 0;
     *existed = 0;
+    return Ok();
+  }
+};
+
+// Implements every later call.
+class Abi14Backend final : public Abi12Backend {
+ public:
+  BackendStatus SetWriteMode(WriteMode mode) noexcept override {
+    calls.push_back(mode == WriteMode::kServing ? "SetWriteMode(serving)"
+                                                : "SetWriteMode(bulk)");
     return Ok();
   }
 };
@@ -181,6 +191,10 @@ TEST(ImplementedAbiMinor, TheHeadersDefaultsChangeNothingAndSayUnimplemented) {
   EXPECT_EQ(existed, 0u);
   EXPECT_EQ(backend.CountPlacements(StringView{"w", 1}, nullptr, nullptr).code,
             BackendCode::kUnimplemented);
+
+  s = backend.SetWriteMode(WriteMode::kBulkLoad);
+  EXPECT_EQ(s.code, BackendCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message), HasSubstr("SetWriteMode"));
 }
 
 // A 1.0 source rebuilt against this header says this header's minor.
@@ -193,7 +207,7 @@ TEST(ImplementedAbiMinor, AllDefaultsMeanAbi10) {
 
 TEST(ImplementedAbiMinor, ABackendThatImplementsEverythingKeepsItsMinor) {
   for (uint32_t declared = 0; declared <= kBackendAbiMinor; ++declared) {
-    Abi12Backend backend;
+    Abi14Backend backend;
     EXPECT_EQ(ImplementedAbiMinor(backend, declared), declared);
   }
 }
@@ -210,11 +224,18 @@ TEST(ImplementedAbiMinor, CallsOnlyWhatTheDeclaredMinorHasWithTheEmptyId) {
   Abi12Backend at2;
   EXPECT_EQ(ImplementedAbiMinor(at2, 2), 2u);
   EXPECT_THAT(at2.calls, ElementsAre("RemoveWorker()", "CountPlacements()"));
+  // 1.3 added no call; 1.4's is made with the mode a backend starts in.
+  Abi14Backend at4;
+  EXPECT_EQ(ImplementedAbiMinor(at4, 4), 4u);
+  EXPECT_THAT(at4.calls, ElementsAre("RemoveWorker()", "CountPlacements()",
+                                     "SetWriteMode(serving)"));
 }
 
 TEST(ImplementedAbiMinor, TheFirstDefaultSetsTheMinor) {
   Abi11Backend counts_by_default;
   EXPECT_EQ(ImplementedAbiMinor(counts_by_default, 2), 1u);
+  Abi12Backend no_write_mode;
+  EXPECT_EQ(ImplementedAbiMinor(no_write_mode, 4), 3u);
   // Oldest first: without RemoveWorker the backend is a 1.0 one, whatever it
   // implements besides, and nothing later is called.
   CountsOnlyBackend removes_by_default;

@@ -71,12 +71,14 @@ struct DurableOptions {
   // Null: FileIo::Real(). For tests that inject write failures.
   FileIo* io = nullptr;
   // The serving Indexer's backend, read (GetStats) for the placement count
-  // of the recovery line, and asked by compactions how large their image
-  // will be (durable/compactor.h). Null: the checkpoint's count is
-  // reported, and the image grows as it goes.
+  // of the recovery line, asked by compactions how large their image will
+  // be (durable/compactor.h) and, from ABI minor 4, told to take recovery as
+  // a bulk load (durable/recovery_bulk_load.h). Null: the checkpoint's
+  // count is reported, and the image grows as it goes.
   IndexBackend* backend = nullptr;
   // The ABI minor the Indexer uses `backend` at (LoadedBackend::abi_minor()):
-  // from 2 compactions ask it for placement counts (CountPlacements).
+  // from 2 compactions ask it for placement counts (CountPlacements), from
+  // 4 recovery sets its write mode (SetWriteMode).
   uint32_t backend_abi_minor = kBackendAbiMinor;
   // Empty: checkpoints are built by a thread of this process. Otherwise an
   // executable that runs RunCheckpointBuilder when called with

@@ -193,6 +193,44 @@ TEST_F(DurableStoreTest, LongLogIsCheckpointedRightAfterRecovery) {
   EXPECT_EQ(State(), before);
 }
 
+// Recovery fills a backend of ABI 1.4 as a bulk load: the load begins
+// before the first recovered mutation and ends, published, before Open
+// returns; after it the store's own mutations come in service.
+TEST_F(DurableStoreTest, RecoveryIsOneBulkLoadOfTheBackend) {
+  StartOk(Options());
+  EXPECT_EQ(node_->backend.mode_changes.size(), 2u) << "a fresh directory";
+  Workload();
+  const std::string before = State();
+  Crash();
+
+  StartOk(Options());
+  const std::vector<ModelBackend::ModeChange>& changes =
+      node_->backend.mode_changes;
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].mode, WriteMode::kBulkLoad);
+  EXPECT_EQ(changes[0].applies_before, 0u);
+  EXPECT_EQ(changes[1].mode, WriteMode::kServing);
+  EXPECT_EQ(changes[1].applies_before, node_->backend.applies.size());
+  EXPECT_GT(changes[1].applies_before, 0u) << "recovery applied nothing";
+  EXPECT_EQ(State(), before);
+  ApplyOk(Batch("w1", "addr-1").Gated("e1", 13).Report(kTierHbm, {40}));
+  EXPECT_EQ(node_->backend.mode_changes.size(), 2u);
+}
+
+// A backend used at an older minor is never asked: it has no SetWriteMode.
+TEST_F(DurableStoreTest, RecoveryWithoutABulkLoad) {
+  StartOk(Options());
+  Workload();
+  const std::string before = State();
+  Crash();
+
+  DurableOptions older = Options();
+  older.backend_abi_minor = 3;
+  StartOk(older);
+  EXPECT_TRUE(node_->backend.mode_changes.empty());
+  EXPECT_EQ(State(), before);
+}
+
 // Closing the store abandons a checkpoint in progress and leaves no
 // temporary file; whichever way the race went, the state comes back.
 TEST_F(DurableStoreTest, ClosingDuringACheckpointLeavesNoTemporaryFile) {

@@ -179,4 +179,22 @@ BackendStatus AbslRwlockBackend::CountPlacements(StringView worker_id,
   return OkStatus();
 }
 
+BackendStatus AbslRwlockBackend::SetWriteMode(WriteMode mode) noexcept {
+  if (mode != WriteMode::kServing && mode != WriteMode::kBulkLoad) {
+    return ErrorStatus(BackendCode::kInvalidArgument, "unknown write mode %u",
+                       static_cast<unsigned>(mode));
+  }
+  WriterGuard lock(&mu_);
+  const bool bulk = mode == WriteMode::kBulkLoad;
+  if (bulk == bulk_load_) return OkStatus();
+  if (bulk && workers_.size() != 0) {
+    return ErrorStatus(BackendCode::kFailedPrecondition,
+                       "a bulk load starts only on a backend that holds no "
+                       "worker; this one holds %llu",
+                       static_cast<unsigned long long>(workers_.size()));
+  }
+  bulk_load_ = bulk;
+  return OkStatus();
+}
+
 }  // namespace kvindexer::absl_rwlock

@@ -7,6 +7,7 @@
 //   Match without counting, PrefixScan,
 //   HitCounts, GetStats,
 //   CountPlacements                     shared, for the whole call
+//   SetWriteMode                        exclusive (it only records the mode)
 //
 // so every call sees one consistent snapshot and an Apply is all or nothing.
 // Visitor callbacks run while the lock is held; a visitor must not call back
@@ -48,6 +49,9 @@ class AbslRwlockBackend final : public IndexBackend {
                              uint32_t* existed) noexcept override;
   BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
                                 uint32_t* existed) noexcept override;
+  // ABI 1.4. Every mutation takes the writer lock either way, so a bulk
+  // load changes nothing here; the mode is only checked and remembered.
+  BackendStatus SetWriteMode(WriteMode mode) noexcept override;
 
   // Test hook: sets the hit counter of `hash` to `count` whether or not the
   // block exists. Not part of the ABI.
@@ -67,6 +71,7 @@ class AbslRwlockBackend final : public IndexBackend {
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   HitCounterTable hits_ ABSL_GUARDED_BY(mu_);
   BatchApplier applier_ ABSL_GUARDED_BY(mu_);
+  bool bulk_load_ ABSL_GUARDED_BY(mu_) = false;  // SetWriteMode's mode
 };
 
 }  // namespace kvindexer::absl_rwlock

@@ -109,10 +109,16 @@ BackendStatus RobinShardedSnapshotBackend::ApplyLocked(
   try {
     RunActions(batch, ordinal, state, back);
   } catch (const std::bad_alloc&) {
-    try {
-      RollBack(state, saved_live);
-    } catch (const std::bad_alloc&) {
+    if (bulk_) {
+      // A bulk load keeps no second copy to roll back from (backend.h
+      // allows INTERNAL here).
       poisoned_ = true;
+    } else {
+      try {
+        RollBack(state, saved_live);
+      } catch (const std::bad_alloc&) {
+        poisoned_ = true;
+      }
     }
     if (new_worker) {
       registry_.erase(id);
@@ -447,7 +453,7 @@ bool RobinShardedSnapshotBackend::RevokePlacement(SnapshotCopy& back,
 
 uint64_t RobinShardedSnapshotBackend::ScanThreshold() const {
   if (scan_divisor_ == 0) return UINT64_MAX;
-  return std::max(scan_min_, copies_[gate_.live()].placements / scan_divisor_);
+  return std::max(scan_min_, Current().placements / scan_divisor_);
 }
 
 RobinShardedSnapshotBackend::HeldByTier
@@ -491,7 +497,7 @@ uint64_t RobinShardedSnapshotBackend::HoldingsBytes(const WorkerState& state) {
 
 void RobinShardedSnapshotBackend::CompactHoldings(uint32_t ordinal,
                                                   WorkerState& state) noexcept {
-  const SnapshotCopy& front = copies_[gate_.live()];
+  const SnapshotCopy& front = Current();
   for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
     HoldingLog& log = state.holdings[tier];
     const uint64_t before = log.bytes();

@@ -18,15 +18,21 @@ void RobinShardedSnapshotBackend::SetMergePolicy(size_t min_delta,
   merge_min_delta_ = min_delta;
   merge_base_ratio_ = base_ratio;
   merge_budget_ = budget;
+  bulk_merge_base_ratio_ = std::max<size_t>(1, base_ratio / kBulkRatioDivisor);
 }
 
-size_t RobinShardedSnapshotBackend::MergeLimit(const BaseTable& base) const {
-  return std::max<size_t>(merge_min_delta_, base.size() / merge_base_ratio_);
+size_t RobinShardedSnapshotBackend::MergeLimitAt(const BaseTable& base,
+                                                 size_t ratio) const {
+  return std::max<size_t>(merge_min_delta_, base.size() / ratio);
 }
 
-void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
+bool RobinShardedSnapshotBackend::MergeDeltas(size_t ratio,
+                                              size_t budget) noexcept {
   SnapshotCopy& front = copies_[gate_.live()];
   SnapshotCopy& back = copies_[1 - gate_.live()];
+  // The copy the merges read: the live one, equal to the other here, or the
+  // one a bulk load fills (the live one is then pristine and stays so).
+  const SnapshotCopy& source = Current();
   std::vector<uint32_t> shards;
   std::vector<std::unique_ptr<BaseTable>> built;
   std::vector<Placement*> released;
@@ -39,8 +45,8 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
     // merged, so a backlog always shrinks.
     std::vector<std::pair<double, uint32_t>> due;
     for (uint32_t shard = 0; shard < SnapshotCopy::kShards; ++shard) {
-      const size_t limit = MergeLimit(front.base(shard));
-      const size_t size = front.delta(shard).size();
+      const size_t limit = MergeLimitAt(source.base(shard), ratio);
+      const size_t size = source.delta(shard).size();
       if (size > limit) {
         due.emplace_back(double(size) / double(std::max<size_t>(limit, 1)),
                          shard);
@@ -50,10 +56,9 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
     std::vector<BaseTable::Change> changes;
     size_t written = 0;
     for (const auto& [excess, shard] : due) {
-      const SnapshotCopy::Map& delta = front.delta(shard);
-      const BaseTable& base = front.base(shard);
-      if (written != 0 &&
-          written + base.size() + delta.size() > merge_budget_) {
+      const SnapshotCopy::Map& delta = source.delta(shard);
+      const BaseTable& base = source.base(shard);
+      if (written != 0 && written + base.size() + delta.size() > budget) {
         break;
       }
       written += base.size() + delta.size();
@@ -68,17 +73,31 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
       shards.push_back(shard);
     }
   } catch (const std::bad_alloc&) {
-    return;  // merging is an optimisation; the layers stay as they are
+    return false;  // merging is an optimisation; the layers stay as they are
   }
-  if (shards.empty()) return;
+  if (shards.empty()) return true;
+  if (bulk_) {
+    // The delta's arrays were the filled copy's alone, edited in place; in
+    // a base they are shared, as a merge in service finds them.
+    for (const uint32_t shard : shards) {
+      for (const auto& [key, record] : back.delta(shard)) {
+        if (!record.tombstone() && record.spilled()) {
+          SpillArena::ClearPrivate(record.spill());
+        }
+      }
+    }
+  }
   // Readers of either copy see the same blocks before and after: the new
   // base holds exactly what the old base and the delta held together.
   for (size_t k = 0; k < shards.size(); ++k) {
-    back.InstallBase(shards[k], built[k].get(), MergeLimit(*built[k]));
+    back.InstallBase(shards[k], built[k].get(), MergeLimitAt(*built[k], ratio));
   }
-  gate_.PublishAndDrain({});
-  for (size_t k = 0; k < shards.size(); ++k) {
-    front.InstallBase(shards[k], built[k].get(), MergeLimit(*built[k]));
+  if (!bulk_) {
+    gate_.PublishAndDrain({});
+    for (size_t k = 0; k < shards.size(); ++k) {
+      front.InstallBase(shards[k], built[k].get(),
+                        MergeLimitAt(*built[k], ratio));
+    }
   }
   // No reader can reach the old tables or the arrays of replaced entries.
   for (Placement* array : released) arena_.Free(array);
@@ -86,6 +105,7 @@ void RobinShardedSnapshotBackend::MergeLargeDeltas() noexcept {
     bases_[shards[k]] = std::move(built[k]);
   }
   ++merges_;
+  return true;
 }
 
 }  // namespace kvindexer::robin

@@ -28,6 +28,16 @@ void RobinShardedSnapshotBackend::Publish() noexcept {
   SnapshotCopy& back = copies_[1 - gate_.live()];
   back.version = front.version + 1;
   RunHook(WriterPhase::kBackCopyApplied);
+  if (bulk_) {
+    // The filled copy stays unpublished; the live one, pristine, references
+    // no record or array this step replaced, so they go now.
+    retired_records_.clear();
+    touched_.clear();
+    counted_.clear();
+    worker_changes_.clear();
+    RunHook(WriterPhase::kDone);
+    return;
+  }
   gate_.PublishAndDrain(hook_ ? std::function<void()>([this] {
     RunHook(WriterPhase::kPublished);
   })

@@ -165,6 +165,11 @@ BackendStatus RobinShardedSnapshotBackend::CountingMatch(
   if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
     return ready;
   }
+  if (bulk_) {
+    return ErrorStatus(BackendCode::kFailedPrecondition,
+                       "a counting Match during a bulk load (backend.h, "
+                       "SetWriteMode)");
+  }
   // The non-live copy equals the live one here and only this thread touches
   // it: read the blocks from it and raise its counters.
   SnapshotCopy& back = copies_[1 - gate_.live()];

@@ -71,10 +71,14 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   counted_.clear();
   worker_changes_.clear();
   const auto roll_back = [&] {
-    try {
-      RollBack(state, saved_live);
-    } catch (const std::bad_alloc&) {
-      poisoned_ = true;
+    if (bulk_) {
+      poisoned_ = true;  // nothing to roll back from (backend.h)
+    } else {
+      try {
+        RollBack(state, saved_live);
+      } catch (const std::bad_alloc&) {
+        poisoned_ = true;
+      }
     }
     UpdateMemory();
   };
@@ -127,8 +131,9 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
   ordinals_.Release(ordinal);
   if (!pending_sync_) {
     // Before the merges: a shard they empty keeps the buckets its policy
-    // wants, and a shard the removal emptied should not.
-    FitEmptiedShards(sizes_before, touched_capacity);
+    // wants, and a shard the removal emptied should not. (Not during a bulk
+    // load: fitting publishes.)
+    if (!bulk_) FitEmptiedShards(sizes_before, touched_capacity);
     MergeLargeDeltas();
   }
   UpdateMemory();

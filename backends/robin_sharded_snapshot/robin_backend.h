@@ -23,7 +23,8 @@
 // The class is defined by concern (DESIGN.md, "Files"): robin_backend.cc
 // (construction), apply.cc (Apply: the worker, pass one, holdings),
 // publish.cc (publish, catch-up and rollback of the other copy),
-// delta_merge.cc (the merge policy and merges), queries.cc (Match,
+// delta_merge.cc (the merge policy and merges), bulk_load.cc
+// (SetWriteMode: filling a new backend unpublished), queries.cc (Match,
 // PrefixScan, HitCounts), remove_worker.cc (RemoveWorker),
 // count_placements.cc (CountPlacements),
 // shrink_after_removal.cc (giving back what a removal emptied), stats.cc
@@ -63,6 +64,11 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // max(kMergeMinDelta, base size / kMergeBaseRatio) blocks (DESIGN.md).
   static constexpr size_t kMergeMinDelta = 1024;
   static constexpr size_t kMergeBaseRatio = 12;
+  // While a bulk load fills the index (bulk_load.cc) the ratio is divided
+  // by this: only one copy of the deltas exists then, so a delta twice as
+  // large costs the memory the two copies cost in service, and each block
+  // is rewritten by fewer merges while the index grows.
+  static constexpr size_t kBulkRatioDivisor = 2;
   // The entries one apply's merges may write (about 80 MB, tens of ms).
   static constexpr size_t kMergeBudget = size_t{1} << 22;
   // A (worker, tier) holding at least max(kScanMinPlacements, placements /
@@ -88,11 +94,13 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
                              uint32_t* existed) noexcept override;
   BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
                                 uint32_t* existed) noexcept override;
+  BackendStatus SetWriteMode(WriteMode mode) noexcept override;
 
   // Merge a shard's delta into its base table once the delta holds more
   // than max(min_delta, base size / base_ratio) blocks (base_ratio > 0),
   // writing at most `budget` entries after one apply (but always merging at
-  // least one due shard). Call before any concurrent use.
+  // least one due shard); during a bulk load the ratio is base_ratio /
+  // kBulkRatioDivisor (at least 1). Call before any concurrent use.
   void SetMergePolicy(size_t min_delta, size_t base_ratio,
                       size_t budget = kMergeBudget);
 
@@ -130,8 +138,22 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // failure; false when it still cannot.
   bool FinishPendingSync() noexcept;
   // Makes the non-live copy (holding the changes listed in touched_ and
-  // counted_) live, then brings the other copy up to date.
+  // counted_) live, then brings the other copy up to date. During a bulk
+  // load the non-live copy stays where it is (CommitBulkStep).
   void Publish() noexcept;
+  // The copy that holds every mutation made so far: the live one, or during
+  // a bulk load the non-live one the load fills.
+  const SnapshotCopy& Current() const {
+    return copies_[bulk_ ? 1 - gate_.live() : gate_.live()];
+  }
+  // Bulk loading (bulk_load.cc; DESIGN.md, "Bulk loading"). True when both
+  // copies are as a new backend's: no block, no delta entry, no base, no
+  // worker record, so that the live copy references nothing a load frees.
+  bool Pristine() const;
+  // Ends a bulk load: merges the deltas past the serving policy, publishes
+  // the filled copy and makes the other one equal to it. Throws
+  // std::bad_alloc (the caller then poisons the backend).
+  void EndBulkLoad();
 
   // Pass one: the batch's effect on `back`. Throws std::bad_alloc.
   void RunActions(const ApplyBatchView& batch, uint32_t ordinal,
@@ -164,11 +186,25 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   // Undoes pass one on the non-live copy after an allocation failure.
   void RollBack(WorkerState& state,
                 const std::array<uint64_t, kMaxTier + 1>& saved_live);
-  // REQUIRES: both copies in step. Folds every delta that has grown past the
-  // merge policy into a new base table and installs it in both copies.
-  void MergeLargeDeltas() noexcept;
+  // REQUIRES: both copies in step, or a bulk load. Folds every delta that
+  // has grown past the merge policy into a new base table and installs it
+  // in both copies (during a bulk load in the copy the load fills only).
+  void MergeLargeDeltas() noexcept { MergeDeltas(MergeRatio(), merge_budget_); }
+  // MergeLargeDeltas with the limits given: deltas past
+  // max(merge_min_delta_, base size / ratio), at most `budget` entries
+  // written (at least one shard merged). False when out of memory (nothing
+  // merged).
+  bool MergeDeltas(size_t ratio, size_t budget) noexcept;
+  // The ratio in force: merge_base_ratio_, or bulk_merge_base_ratio_ during
+  // a bulk load.
+  size_t MergeRatio() const {
+    return bulk_ ? bulk_merge_base_ratio_ : merge_base_ratio_;
+  }
   // The delta size past which a shard over `base` is merged.
-  size_t MergeLimit(const BaseTable& base) const;
+  size_t MergeLimit(const BaseTable& base) const {
+    return MergeLimitAt(base, MergeRatio());
+  }
+  size_t MergeLimitAt(const BaseTable& base, size_t ratio) const;
   void CompactHoldings(uint32_t ordinal, WorkerState& state) noexcept;
   // RemoveWorker with writer_mu_ held and the writer ready. Throws
   // std::bad_alloc.
@@ -231,6 +267,12 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   std::mutex writer_mu_;
   bool poisoned_ = false;
   bool pending_sync_ = false;
+  // The mode SetWriteMode last set is kBulkLoad.
+  bool bulk_mode_ = false;
+  // A bulk load is filling the non-live copy, which is not published until
+  // it ends; the live copy stays pristine meanwhile. False in kBulkLoad
+  // mode when the load began on a backend that was not pristine.
+  bool bulk_ = false;
   SpillArena arena_;
   // The workers present: id -> ordinal, and by ordinal (nullptr for a free
   // one) their writer-side state and current record. Both vectors are at
@@ -251,6 +293,7 @@ class RobinShardedSnapshotBackend final : public IndexBackend {
   size_t merge_min_delta_ = kMergeMinDelta;
   size_t merge_base_ratio_ = kMergeBaseRatio;
   size_t merge_budget_ = kMergeBudget;
+  size_t bulk_merge_base_ratio_ = kMergeBaseRatio / kBulkRatioDivisor;
   uint64_t merges_ = 0;
   uint64_t scans_ = 0;         // passes of ScanForKeys over the index
   uint64_t worker_bytes_ = 0;  // records_ and registry_ keys, on the heap

@@ -7,8 +7,13 @@
 // delta merged into the base after every apply, and merges now and then;
 // and, for half the seeds, each of those with CLEAR finding the placements
 // of every (worker, tier) holding three or more by a scan instead of its
-// holdings log.
+// holdings log. Bulk-load runs make the first 200 steps in WriteMode::kBulkLoad
+// (ABI 1.4; no counting Match then), checking that readers still see the
+// empty index and CountPlacements the model's, and then the rest in service
+// (the first reads after kServing, and the later applies, which catch up the
+// copy the end of the load filled, show what it got wrong).
 // Deterministic per seed; the seed and policy are printed with any failure.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -49,9 +54,40 @@ void PrintTo(const MergePolicy& policy, std::ostream* os) {
   *os << policy.name;
 }
 
-class ModelTest
-    : public ::testing::TestWithParam<std::tuple<uint64_t, MergePolicy, bool>> {
-};
+class ModelTest : public ::testing::TestWithParam<
+                      std::tuple<uint64_t, MergePolicy, bool, bool>> {};
+
+constexpr int kBulkSteps = 200;
+
+// During a bulk load: readers see the index as before the load (empty),
+// the writer's counts follow the model.
+void CheckDuringBulkLoad(RobinShardedSnapshotBackend& backend,
+                         const ReferenceModel& model,
+                         const std::set<std::string>& removed,
+                         const std::vector<int64_t>& universe) {
+  BackendStats stats{};
+  stats.struct_size = sizeof(stats);
+  backend.GetStats(&stats);
+  EXPECT_EQ(stats.blocks, 0u);
+  EXPECT_EQ(stats.workers, 0u);
+  RecordingVisitor v;
+  ASSERT_TRUE(
+      Ok(backend.PrefixScan(HashSpan{universe.data(), universe.size()}, &v)));
+  for (const auto& b : v.blocks) EXPECT_TRUE(b.placements.empty());
+  for (const auto& [id, worker] : model.workers()) {
+    std::array<uint64_t, kMaxTier + 1> counts{};
+    uint32_t existed = 0;
+    ASSERT_TRUE(Ok(backend.CountPlacements(StringView{id.data(), id.size()},
+                                           counts.data(), &existed)));
+    EXPECT_EQ(existed, removed.count(id) == 0 ? 1u : 0u) << id;
+    for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+      const auto held = worker.holdings.find(tier);
+      EXPECT_EQ(counts[tier],
+                held == worker.holdings.end() ? 0 : held->second.size())
+          << id << " tier " << tier;
+    }
+  }
+}
 
 // `removed`: the workers removed since they last applied a batch, which the
 // model still has records of.
@@ -103,9 +139,10 @@ void CheckAgainstModel(RobinShardedSnapshotBackend& backend,
 }
 
 TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
-  const auto [seed, policy, scans] = GetParam();
+  const auto [seed, policy, scans, bulk] = GetParam();
   SCOPED_TRACE("seed " + std::to_string(seed) + ", merge policy " +
-               policy.name + (scans ? ", scanned clears" : ""));
+               policy.name + (scans ? ", scanned clears" : "") +
+               (bulk ? ", bulk load" : ""));
   std::mt19937_64 rng(seed);
   auto uniform = [&](uint64_t n) { return rng() % n; };
   RobinShardedSnapshotBackend backend;
@@ -120,7 +157,30 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   const std::vector<std::string> addresses = {"", "10.0.0.1:1", "10.0.0.2:2"};
 
   std::set<std::string> removed;
+  bool loading = false;
+  uint64_t merges_in_load = 0;
+  if (bulk) {
+    ASSERT_TRUE(Ok(backend.SetWriteMode(WriteMode::kBulkLoad)));
+    loading = true;
+  }
+  const auto check = [&] {
+    if (loading) {
+      CheckDuringBulkLoad(backend, model, removed, universe);
+    } else {
+      CheckAgainstModel(backend, model, removed, universe);
+    }
+  };
   for (int step = 0; step < 300; ++step) {
+    if (loading && step == kBulkSteps) {
+      merges_in_load = RobinBackendTesting::Merges(backend);
+      ASSERT_TRUE(Ok(backend.SetWriteMode(WriteMode::kServing)));
+      loading = false;
+      CheckAgainstModel(backend, model, removed, universe);
+      if (HasFailure()) {
+        ADD_FAILURE() << "divergence at the end of the bulk load";
+        return;
+      }
+    }
     const std::string worker = "w" + std::to_string(uniform(6));
     if (uniform(12) == 0) {
       uint32_t existed = 7;
@@ -138,7 +198,7 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
         model.Store(test_support::BatchView(clear).view());
         removed.insert(worker);
       }
-      CheckAgainstModel(backend, model, removed, universe);
+      check();
       if (HasFailure()) {
         ADD_FAILURE() << "first divergence after removal at step " << step;
         return;
@@ -198,7 +258,7 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
     model.Store(view.view());
     saw_scanned =
         saw_scanned || RobinBackendTesting::ScannedTiers(backend, worker) != 0;
-    if (uniform(3) == 0) {
+    if (uniform(3) == 0 && !loading) {
       std::vector<int64_t> counted;
       std::set<int64_t> distinct;
       for (int i = 0; i < 20; ++i) {
@@ -210,7 +270,7 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
           backend.Match(HashSpan{counted.data(), counted.size()}, true, &v)));
       model.CountHits(counted);
     }
-    CheckAgainstModel(backend, model, removed, universe);
+    check();
     if (HasFailure()) {
       ADD_FAILURE() << "first divergence after step " << step;
       return;
@@ -226,26 +286,39 @@ TEST_P(ModelTest, RandomApplySequencesAgreeWithAMapModel) {
   }
   // Without the low threshold no tier of this small index is scanned.
   EXPECT_EQ(saw_scanned, scans);
+  // The load merged into base tables of its own copy.
+  if (bulk && policy.min_delta < RobinShardedSnapshotBackend::kMergeMinDelta) {
+    EXPECT_GT(merges_in_load, 10u);
+  }
 }
 
 std::string ModelTestName(
     const ::testing::TestParamInfo<ModelTest::ParamType>& param) {
   return "seed" + std::to_string(std::get<0>(param.param)) + "_" +
          std::get<1>(param.param).name +
-         (std::get<2>(param.param) ? "_scanned" : "");
+         (std::get<2>(param.param) ? "_scanned" : "") +
+         (std::get<3>(param.param) ? "_bulk" : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(SeedsAndPolicies, ModelTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 6,
-                                                              7, 8),
-                                            ::testing::ValuesIn(kPolicies),
-                                            ::testing::Values(false)),
-                         ModelTestName);
+INSTANTIATE_TEST_SUITE_P(
+    SeedsAndPolicies, ModelTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
+                       ::testing::ValuesIn(kPolicies), ::testing::Values(false),
+                       ::testing::Values(false)),
+    ModelTestName);
 // Half the seeds with scanned clears: they share every code path but CLEAR
 // with the others, and CI runs these under the sanitizers too.
 INSTANTIATE_TEST_SUITE_P(ScannedClears, ModelTest,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4),
                                             ::testing::ValuesIn(kPolicies),
+                                            ::testing::Values(true),
+                                            ::testing::Values(false)),
+                         ModelTestName);
+// Bulk loads (ABI 1.4), with log-found and scanned clears.
+INSTANTIATE_TEST_SUITE_P(BulkLoads, ModelTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::ValuesIn(kPolicies),
+                                            ::testing::Bool(),
                                             ::testing::Values(true)),
                          ModelTestName);
 

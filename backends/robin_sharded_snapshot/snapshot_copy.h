@@ -106,6 +106,8 @@ class SnapshotCopy {
     return *shards_[ShardOf(mixed)].base;
   }
   const Map& delta(uint32_t shard) const { return shards_[shard].delta; }
+  // REQUIRES: the copy is not live.
+  Map& delta(uint32_t shard) { return shards_[shard].delta; }
   const BaseTable& base(uint32_t shard) const { return *shards_[shard].base; }
 
   // Makes `base` the shard's base table and empties its delta (not freeing
@@ -132,6 +134,8 @@ class SnapshotCopy {
   const CounterMap& counters(uint32_t shard) const {
     return shards_[shard].counters;
   }
+  // REQUIRES: the copy is not live.
+  CounterMap& counters(uint32_t shard) { return shards_[shard].counters; }
 
   // Rebuilds the shard's delta (or counter table) with only the buckets its
   // entries need; an empty one keeps none. Nothing a reader could see

@@ -45,7 +45,7 @@ namespace kvindexer {
 // not know). It accepts a backend built against an older minor, and then never
 // calls a virtual function or reads a struct member added after that minor.
 inline constexpr uint32_t kBackendAbiMajor = 1;
-inline constexpr uint32_t kBackendAbiMinor = 3;
+inline constexpr uint32_t kBackendAbiMinor = 4;
 
 // Status codes. The values are the gRPC canonical codes, so the host maps them
 // one to one.
@@ -202,6 +202,12 @@ struct BackendStats {
   uint64_t memory_bytes;  // the backend's own accounting of heap in use
 };
 
+// How the backend takes mutations (ABI 1.4; IndexBackend::SetWriteMode).
+enum class WriteMode : uint32_t {
+  kServing = 0,   // every mutation is visible to readers when it returns
+  kBulkLoad = 1,  // mutations may stay invisible until kServing is set again
+};
+
 class IndexBackend {
  public:
   virtual ~IndexBackend() = default;
@@ -308,6 +314,34 @@ class IndexBackend {
     if (existed != nullptr) *existed = 0;
     return BackendStatus{BackendCode::kUnimplemented,
                          "CountPlacements (backend ABI 1.2) is not implemented "
+                         "by this backend"};
+  }
+
+  // ABI 1.4. The host calls it only on a backend it uses at minor >= 4; for
+  // older ones it loads a data directory through ordinary mutations.
+  // A hint that lets a backend fill an index faster when nobody is reading
+  // it yet (docs/backend-abi.md, "ABI 1.4: bulk loading").
+  //
+  // kBulkLoad: allowed only while the backend holds no worker (one just
+  // created, or emptied by RemoveWorker); otherwise kFailedPrecondition and
+  // nothing changes. Until kServing is set again the host calls only Apply,
+  // RemoveWorker, CountPlacements and the non-counting reads (Match with
+  // count_as_hit false, PrefixScan, HitCounts, GetStats), never two
+  // mutations at once. Mutations take effect as always (each one whole,
+  // CountPlacements follows them), but a read may see any state from the
+  // one before the load up to the last mutation, each mutation whole. A
+  // backend may answer a mutation that fails during the load with kInternal
+  // (it need not keep what it would roll back from).
+  // kServing: every mutation made so far is visible to every read that
+  // starts after the call returns; from then on the ordinary contract holds.
+  // Setting the mode already in force changes nothing and returns OK. A
+  // backend that cannot finish the switch for lack of memory returns
+  // kInternal (its state can no longer be trusted).
+  //
+  // Default: kUnimplemented; nothing changes.
+  virtual BackendStatus SetWriteMode(WriteMode /*mode*/) noexcept {
+    return BackendStatus{BackendCode::kUnimplemented,
+                         "SetWriteMode (backend ABI 1.4) is not implemented "
                          "by this backend"};
   }
 };
@@ -456,6 +490,7 @@ static_assert(offsetof(BackendDescriptor, build_info) == 32);
 static_assert(offsetof(BackendDescriptor, create) == 40);
 static_assert(offsetof(BackendDescriptor, destroy) == 48);
 static_assert(sizeof(ReadConcurrency) == 4);
+static_assert(sizeof(WriteMode) == 4);
 static_assert(offsetof(BackendDescriptor, read_concurrency) == 56);
 
 }  // namespace kvindexer

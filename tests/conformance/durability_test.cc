@@ -53,6 +53,7 @@ class DurabilityTest : public ConformanceTest {
     options.dir = dir_.path();
     options.checkpoint_bytes = checkpoint_bytes;
     options.backend = server_->instance->get();
+    options.backend_abi_minor = abi_minor();
     absl::StatusOr<std::unique_ptr<durable::DurableStore>> store =
         durable::DurableStore::Open(options,
                                     &server_->indexer->durable_state());

@@ -165,4 +165,17 @@ BackendStatus ModelBackend::CountPlacements(StringView worker_id,
   return BackendOk();
 }
 
+BackendStatus ModelBackend::SetWriteMode(WriteMode mode) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  mode_changes.push_back({mode, applies.size(), removed_workers.size()});
+  if (fail_with) return *fail_with;
+  const bool bulk = mode == WriteMode::kBulkLoad;
+  if (bulk && !bulk_load_ && model_.worker_count() != 0) {
+    return BackendStatus{BackendCode::kFailedPrecondition,
+                         "a bulk load needs a backend with no worker"};
+  }
+  bulk_load_ = bulk;
+  return BackendOk();
+}
+
 }  // namespace kvindexer::test_support

@@ -51,6 +51,15 @@ class ModelBackend final : public IndexBackend {
   std::vector<std::string> removed_workers;  // RemoveWorker's ids
   // CountPlacements's ids (ABI 1.2); not in calls(): it never changes state.
   std::vector<std::string> counted_workers;
+  // SetWriteMode's calls (ABI 1.4), each with the number of applies and
+  // removals received before it; not in calls(): the model has one state
+  // either way, every mutation visible at once.
+  struct ModeChange {
+    WriteMode mode;
+    size_t applies_before;
+    size_t removals_before;
+  };
+  std::vector<ModeChange> mode_changes;
   size_t blocks_visited = 0;  // OnBlock calls made by the last PrefixScan
   // When set, every call fails with this status and changes nothing.
   std::optional<BackendStatus> fail_with;
@@ -78,6 +87,9 @@ class ModelBackend final : public IndexBackend {
   // ABI 1.2: from the model's holdings.
   BackendStatus CountPlacements(StringView worker_id, uint64_t* counts_by_tier,
                                 uint32_t* existed) noexcept override;
+  // ABI 1.4: recorded; kBulkLoad is refused while a worker exists, as
+  // backend.h requires.
+  BackendStatus SetWriteMode(WriteMode mode) noexcept override;
 
  private:
   // Calls visitor->OnBlock for hashes[0..) until it returns false, each
@@ -87,6 +99,7 @@ class ModelBackend final : public IndexBackend {
 
   std::mutex mu_;
   ReferenceModel model_;
+  bool bulk_load_ = false;  // the mode SetWriteMode last set
 };
 
 }  // namespace kvindexer::test_support
