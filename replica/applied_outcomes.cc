@@ -21,6 +21,7 @@ void AppliedOutcomes::Applied(uint64_t position, const RecordResult& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     passed_ = std::max(passed_, position);
+    if (current_.has_value()) current_ = position;
     if (watches_ > 0) {
       kept_.insert_or_assign(position, result);
       while (kept_.size() > kMaxKept) kept_.erase(kept_.begin());
@@ -29,10 +30,20 @@ void AppliedOutcomes::Applied(uint64_t position, const RecordResult& result) {
   moved_.notify_all();
 }
 
-void AppliedOutcomes::Passed(uint64_t position) {
+void AppliedOutcomes::Skipped(uint64_t position) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     passed_ = std::max(passed_, position);
+    current_.reset();
+  }
+  moved_.notify_all();
+}
+
+void AppliedOutcomes::Reloaded(uint64_t position) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    passed_ = std::max(passed_, position);
+    current_ = position;
   }
   moved_.notify_all();
 }
@@ -63,6 +74,11 @@ absl::StatusOr<RecordResult> AppliedOutcomes::WaitFor(
 uint64_t AppliedOutcomes::passed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return passed_;
+}
+
+std::optional<uint64_t> AppliedOutcomes::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
 }
 
 }  // namespace kvindexer::replica

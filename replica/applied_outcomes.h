@@ -9,7 +9,8 @@
 // (trimmed) or covered it by a reloaded snapshot. Results are kept only
 // while a watch is open, since only a writer that opened one before it
 // appended can ask for them, and at most kMaxKept of them (the oldest go
-// first).
+// first). It also tracks the log position the replica's index holds
+// exactly, which a skip loses and a reloaded snapshot gives back.
 //
 // Thread safety: every method may be called from any thread.
 #ifndef KVINDEXER_REPLICA_APPLIED_OUTCOMES_H_
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "replica/record_applier.h"
@@ -46,8 +48,12 @@ class AppliedOutcomes {
   // The follower applied the record at `position` with `result`.
   void Applied(uint64_t position, const RecordResult& result);
   // The follower went past every position up to `position` without
-  // applying them (trimmed, or covered by a reloaded snapshot).
-  void Passed(uint64_t position);
+  // applying them (trimmed, with no snapshot to reload): the index now
+  // matches no position of the log.
+  void Skipped(uint64_t position);
+  // The index was replaced by a snapshot of the log at `position` (which
+  // may be below a position already passed).
+  void Reloaded(uint64_t position);
 
   // Waits up to `timeout` for the follower to pass `position`, and answers
   // its result. UNAVAILABLE when it did not pass it in time, or passed it
@@ -59,11 +65,16 @@ class AppliedOutcomes {
 
   // The highest position passed.
   uint64_t passed() const;
+  // The log position whose state the index holds exactly: the last record
+  // applied or snapshot reloaded, or 0 at first. nullopt after a skip,
+  // until a snapshot is reloaded.
+  std::optional<uint64_t> current() const;
 
  private:
   mutable std::mutex mu_;
   std::condition_variable moved_;
   uint64_t passed_ = 0;
+  std::optional<uint64_t> current_ = 0;
   size_t watches_ = 0;
   std::map<uint64_t, RecordResult> kept_;
 };

@@ -348,7 +348,7 @@ LogFollower::GapOutcome LogFollower::CloseGap(uint64_t position) {
   next_ = covered + 1;
   // May go back: the index is now the snapshot's, whatever it held before.
   applied_.store(covered, std::memory_order_release);
-  if (options_.outcomes != nullptr) options_.outcomes->Passed(covered);
+  if (options_.outcomes != nullptr) options_.outcomes->Reloaded(covered);
   // Positions the snapshot does not reach are gone all the same: without
   // this a snapshot older than the gap would be reloaded again and again.
   if (next_ < position) SkipTrimmed(position);
@@ -366,7 +366,7 @@ void LogFollower::SkipTrimmed(uint64_t position) {
       next_, position - 1, position, skipped);
   next_ = position;
   applied_.store(position - 1, std::memory_order_release);
-  if (options_.outcomes != nullptr) options_.outcomes->Passed(position - 1);
+  if (options_.outcomes != nullptr) options_.outcomes->Skipped(position - 1);
 }
 
 void LogFollower::Heard(MonotonicClock::TimePoint now) {

@@ -290,6 +290,8 @@ TEST_F(LogFollowerTest, TellsItsOutcomesWhatItAppliedAndWhatItSkipped) {
   EXPECT_EQ(outcomes.WaitFor(2, 10s).status().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(outcomes.passed(), 4u);
+  // Without the skipped records the index matches no position of the log.
+  EXPECT_EQ(outcomes.current(), std::nullopt);
 }
 
 TEST_F(LogFollowerTest, AWhollyTrimmedLogIsSkippedFromItsBounds) {
@@ -352,8 +354,16 @@ class ReloadingFollowerTest : public LogFollowerTest {
 
 TEST_F(ReloadingFollowerTest, AGapLoadsTheSnapshotAndReadsOnAfterIt) {
   AppendTenTrimmedBeforeSeven();
-  StartFollower(ReloadingOptions(6));
+  AppliedOutcomes outcomes;
+  LogFollowerOptions options = ReloadingOptions(6);
+  options.outcomes = &outcomes;
+  StartFollower(std::move(options));
   ASSERT_TRUE(WaitForPosition(10));
+  // The snapshot put the index at a position again, and the records after
+  // it carried it to the end (the outcomes hear of position 10 just after
+  // the follower moves its own).
+  EXPECT_TRUE(WaitUntil([&] { return outcomes.current() == 10u; }))
+      << "current " << outcomes.current().value_or(0);
   EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
   const LogFollowerCounts counts = follower_->counts();
   EXPECT_EQ(counts.reloads, 1u);

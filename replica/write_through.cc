@@ -157,14 +157,15 @@ PendingAck WriteThrough::Configure(
     return PendingAck(std::move(s));
   }
   // A bridge's heartbeat: a list this replica's records already hold, with
-  // exactly the records the log held when the call came applied here,
-  // changes nothing at any position from there on, so it is answered as a
-  // standalone server answers an unchanged Configure, and appends nothing.
-  // Otherwise (behind the log, or a log that no longer matches what was
-  // applied, such as a recreated stream) it goes through the log.
-  const uint64_t passed = outcomes_.passed();
+  // the index holding exactly the state at the log's end when the call
+  // came, changes nothing at any position from there on, so it is answered
+  // as a standalone server answers an unchanged Configure, and appends
+  // nothing. Otherwise (behind the log, past records skipped without a
+  // snapshot, or a log that no longer matches what was applied, such as a
+  // recreated stream) it goes through the log.
+  const std::optional<uint64_t> current = outcomes_.current();
   if (absl::StatusOr<fleet::LogBounds> bounds = log_.Bounds();
-      bounds.ok() && passed == bounds->last) {
+      current.has_value() && bounds.ok() && *current == bounds->last) {
     if (std::optional<PendingAck> ack =
             indexer_.ConfigureIfUnchangedWaiting(req, resp)) {
       return *std::move(ack);

@@ -221,10 +221,47 @@ TEST_F(WriteThroughTest, AnUnchangedConfigureAppendsNothing) {
 
   // A replica that has passed more of a log than the log now holds (a
   // stream deleted and created again) is not caught up with it either.
-  const uint64_t before = log_.Bounds()->last;
-  replica.outcomes.Passed(1000);
+  uint64_t before = log_.Bounds()->last;
+  replica.outcomes.Reloaded(1000);
   (void)replica.writes.Configure(moved, &configured).Wait();
   EXPECT_EQ(log_.Bounds()->last, before + 1);
+}
+
+// A replica that skipped records (trimmed, no snapshot to reload) holds a
+// state of no position of the log: even at the log's end its heartbeats
+// go through the log, until a reloaded snapshot puts it at a position
+// again, and one that reloaded an older snapshot is behind.
+TEST_F(WriteThroughTest, AReplicaThatSkippedRecordsWritesHeartbeatsThrough) {
+  Replica replica(log_);
+  v1::ConfigureExpectedWorkersResponse configured;
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  const uint64_t end = log_.Bounds()->last;
+  ASSERT_EQ(replica.outcomes.current(), end);
+
+  // Each Configure written through waits until this replica applied it.
+  replica.outcomes.Skipped(end);
+  EXPECT_EQ(replica.outcomes.current(), std::nullopt);
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  EXPECT_EQ(log_.Bounds()->last, end + 1);
+  // Applying the appended record gives no position back.
+  EXPECT_EQ(replica.outcomes.current(), std::nullopt);
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  EXPECT_EQ(log_.Bounds()->last, end + 2);
+
+  // A snapshot of an older position: behind the log, still written through.
+  replica.outcomes.Reloaded(end);
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  EXPECT_EQ(log_.Bounds()->last, end + 3);
+
+  // Holding the log's end again, the replica answers heartbeats itself.
+  EXPECT_EQ(replica.outcomes.current(), end + 3);
+  ASSERT_TRUE(
+      replica.writes.Configure(ConfigureStream(), &configured).Wait().ok());
+  EXPECT_EQ(log_.Bounds()->last, end + 3);
 }
 
 TEST_F(WriteThroughTest, SeedEraWritesAreRefusedAndNotLogged) {
@@ -405,7 +442,7 @@ TEST(AppliedOutcomesTest, PositionsPassedWithoutAResultAreUnknown) {
   AppliedOutcomes outcomes;
   const AppliedOutcomes::Watch watch(outcomes);
   outcomes.Applied(1, RecordResult{});
-  outcomes.Passed(5);
+  outcomes.Skipped(5);
   EXPECT_TRUE(outcomes.WaitFor(1, 0ms).ok());
   EXPECT_EQ(outcomes.WaitFor(3, 0ms).status().code(),
             absl::StatusCode::kUnavailable);
