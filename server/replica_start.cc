@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "durable/recovery_bulk_load.h"
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
 #include "fleet/fleet_epoch.h"
@@ -257,14 +258,19 @@ int RunReplica(ServerWiring& wiring) {
         indexer.operations().IndexerEpoch(), identity->stream,
         identity->subject_prefix, identity->created_unix_ns);
   }
-  // The newest snapshot goes in before the address is bound; the log is
-  // followed from the position after it.
-  absl::StatusOr<replica::ReplicaStart> start =
-      snapshot_store != nullptr
-          ? replica::LoadNewestSnapshot(*snapshot_store,
-                                        indexer.durable_state(),
-                                        indexer.operator_view())
-          : absl::StatusOr<replica::ReplicaStart>(replica::ReplicaStart{});
+  // The newest snapshot goes in before the address is bound, as a bulk
+  // load of the backend (nobody can read it yet); the log is followed from
+  // the position after it.
+  absl::StatusOr<replica::ReplicaStart> start = replica::ReplicaStart{};
+  if (snapshot_store != nullptr) {
+    durable::RecoveryBulkLoad bulk_load(wiring.backend().backend(),
+                                        wiring.backend().abi_minor());
+    start = replica::LoadNewestSnapshot(
+        *snapshot_store, indexer.durable_state(), indexer.operator_view());
+    if (absl::Status published = bulk_load.Finish(); !published.ok()) {
+      start = std::move(published);
+    }
+  }
   if (!start.ok()) {
     spdlog::error("{}=jetstream: {}", replica::kEventSourceVar,
                   start.status().ToString());
@@ -290,6 +296,11 @@ int RunReplica(ServerWiring& wiring) {
   // the follower tells the write-through what it applied.
   replica::CommitCaptureLog capture_log;
   replica::AppliedOutcomes outcomes;
+  // The index holds the snapshot's position exactly: a heartbeat arriving
+  // before any later record is applied is answered here.
+  if (start->snapshot.has_value()) {
+    outcomes.Reloaded(start->snapshot->position());
+  }
   std::optional<replica::WriteThrough> write_through;
   if (event_source.line_a_writes) {
     indexer.durable_state().AttachLog(&capture_log);

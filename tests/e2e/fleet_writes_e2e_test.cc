@@ -216,6 +216,44 @@ TEST_F(FleetWritesE2eTest, WritesSentToOneReplicaAreSeenOnTheOther) {
   EXPECT_THAT(s.error_message(), HasSubstr("KV_INDEXER_EVENT_SOURCE"));
 }
 
+// A replica that starts on a snapshot of the log's end holds exactly that
+// position: it answers a heartbeat itself before any record follows.
+TEST_F(FleetWritesE2eTest,
+       AReplicaStartedOnASnapshotOfTheEndAnswersHeartbeats) {
+  FleetReplica* started_a =
+      StartReplica({{"KV_INDEXER_FLEET_SNAPSHOT_INTERVAL_MS", "1000"}});
+  ASSERT_NE(started_a, nullptr);
+  v1::ConfigureExpectedWorkersResponse configured;
+  grpc::Status s = started_a->stub().ConfigureExpectedWorkers(
+      CallContext().get(), ConfigureLineA(), &configured);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const absl::StatusOr<uint64_t> end = FleetLogEnd(log_);
+  ASSERT_TRUE(end.ok()) << end.status();
+  std::optional<double> snapshot;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        snapshot = started_a->Metric("kvindexer_fleet_snapshot_last_position");
+        return snapshot.value_or(0) >= static_cast<double>(*end);
+      },
+      kFleetBound))
+      << "no snapshot of position " << *end << " (last "
+      << snapshot.value_or(-1) << ")";
+
+  FleetReplica* started_b = StartReplica();
+  ASSERT_NE(started_b, nullptr);
+  FleetReplica& b = *started_b;
+  ASSERT_GE(b.Metric("kvindexer_fleet_snapshot_loaded_position").value_or(0),
+            static_cast<double>(*end));
+  for (int i = 0; i < 3; ++i) {
+    v1::ConfigureExpectedWorkersResponse again;
+    s = b.stub().ConfigureExpectedWorkers(CallContext().get(), ConfigureLineA(),
+                                          &again);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(again.total_workers(), 1u);
+  }
+  EXPECT_EQ(FleetLogEnd(log_).value_or(0), *end);
+}
+
 TEST_F(FleetWritesE2eTest, LineAWritesCanBeTurnedOff) {
   FleetReplica* a = StartReplica({{"KV_INDEXER_FLEET_LINE_A_WRITES", "0"}});
   ASSERT_NE(a, nullptr);
