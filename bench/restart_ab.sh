@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Restart time of two builds on the same data directory: each round starts
-# A's server and then B's on a fresh copy of the directory, reads the
-# recovery time from the server's "recovered ... in <ms> ms" line and its
-# peak RSS from /proc once it listens, and stops it with SIGTERM. Pairing
-# the runs round by round lets a difference show against the machine's
-# drift.
+# both servers, one after the other (A first in odd rounds, B first in even
+# ones), each on a fresh copy of the directory, reads the recovery time from
+# the server's "recovered ... in <ms> ms" line and its peak RSS from /proc
+# as soon as it listens (a checkpoint build that recovery starts may add to
+# it), and stops it with SIGTERM. Pairing the runs round by round lets a
+# difference show against the machine's drift.
 #
 # Usage: bash bench/restart_ab.sh <data dir> <server A> <server B>
 #
@@ -83,21 +84,30 @@ run() {
     waited=$((waited + 1))
   done
   local ms kb
-  ms=$(grep -o 'recovered .* in [0-9]* ms' "$log" | grep -o '[0-9]* ms$' |
-    cut -d' ' -f1)
   kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+  ms=$(sed -n 's/.*recovered .* in \([0-9]*\) ms.*/\1/p' "$log" | head -1)
+  if [[ -z $ms ]]; then
+    echo "restart_ab: $label logged no recovery line; see $log" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+    exit 1
+  fi
   kill -TERM "$pid"
   wait "$pid" || true
   pid=
-  echo "$label ${ms:-?} $kb" >>"$work/results"
-  echo "$round $label ${ms:-?} $kb"
+  echo "$label $ms $kb" >>"$work/results"
+  echo "$round $label $ms $kb"
 }
 
 echo "round build recovery_ms peak_rss_kB"
 : >"$work/results"
 for ((round = 1; round <= rounds; round++)); do
-  run A "${servers[0]}" "${backends[0]}"
-  run B "${servers[1]}" "${backends[1]}"
+  if ((round % 2 == 1)); then
+    run A "${servers[0]}" "${backends[0]}"
+    run B "${servers[1]}" "${backends[1]}"
+  else
+    run B "${servers[1]}" "${backends[1]}"
+    run A "${servers[0]}" "${backends[0]}"
+  fi
 done
 awk '
   { ms[$1] = ms[$1] " " $2; kb[$1] = kb[$1] " " $3 }
@@ -109,7 +119,9 @@ awk '
   }
   END {
     ma = median(ms["A"]); mb = median(ms["B"])
-    printf "median recovery: A %d ms, B %d ms, B/A %.3f\n", ma, mb, mb / ma
-    printf "median peak RSS: A %d kB, B %d kB, B/A %.3f\n",
-      median(kb["A"]), median(kb["B"]), median(kb["B"]) / median(kb["A"])
+    ka = median(kb["A"]); kb_ = median(kb["B"])
+    printf "median recovery: A %d ms, B %d ms, B/A %s\n", ma, mb,
+      (ma > 0 ? sprintf("%.3f", mb / ma) : "n/a")
+    printf "median peak RSS: A %d kB, B %d kB, B/A %s\n", ka, kb_,
+      (ka > 0 ? sprintf("%.3f", kb_ / ka) : "n/a")
   }' "$work/results"

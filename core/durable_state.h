@@ -17,6 +17,7 @@
 #define KVINDEXER_CORE_DURABLE_STATE_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -68,6 +69,10 @@ class DurableState {
   // Worker records held, for the lines that report a recovery or a
   // snapshot load. Takes the mutation mutex.
   virtual size_t worker_count() = 0;
+  // The first backend failure (a mutation the backend answered INTERNAL:
+  // it cannot continue), as OperatorView::BackendFailure says it; nullopt
+  // while there is none.
+  virtual std::optional<std::string> BackendFailure() const = 0;
   // Sets the indexer epoch (IndexOperations::IndexerEpoch), which otherwise
   // is a random one chosen at construction. REQUIRES: before serving.
   virtual void SetIndexerEpoch(std::string epoch) = 0;

@@ -508,10 +508,9 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
   RecoveryBulkLoad bulk_load(options.backend, options.backend_abi_minor);
   absl::StatusOr<RecoveredDirectory> recovered =
       RecoverDirectory(*state->dir, indexer, state->io);
-  if (absl::Status published = bulk_load.Finish(); !published.ok()) {
-    return published;
-  }
+  const absl::Status published = bulk_load.Finish();
   if (!recovered.ok()) return recovered.status();
+  if (!published.ok()) return published;
 
   state->rotate_at = options.checkpoint_bytes;
   state->bound =

@@ -217,6 +217,41 @@ TEST_F(DurableStoreTest, RecoveryIsOneBulkLoadOfTheBackend) {
   EXPECT_EQ(node_->backend.mode_changes.size(), 2u);
 }
 
+// A record the backend refuses at replay is skipped (it was being taken
+// back when the process died), but a backend that fails (INTERNAL: it
+// cannot continue) stops the start at the first such record instead of
+// refusing every later one.
+TEST_F(DurableStoreTest, ABackendThatFailsDuringReplayStopsTheStart) {
+  StartOk(Options());
+  Workload();
+  Crash();
+
+  node_ = std::make_unique<Node>();
+  node_->backend.fail_with =
+      BackendStatus{BackendCode::kInternal, "out of memory"};
+  DurableOptions options = Options();
+  options.backend = &node_->backend;
+  absl::StatusOr<std::unique_ptr<DurableStore>> store =
+      DurableStore::Open(options, &node_->indexer.durable_state());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(store.status().message(), HasSubstr(": the backend failed: "));
+  EXPECT_THAT(store.status().message(), HasSubstr("out of memory"));
+  EXPECT_EQ(node_->backend.applies.size(), 1u) << "one record tried";
+  node_.reset();
+
+  node_ = std::make_unique<Node>();
+  node_->backend.fail_with = BackendStatus{BackendCode::kUnavailable, "busy"};
+  options.backend = &node_->backend;
+  TestLogCapture log;
+  store = DurableStore::Open(options, &node_->indexer.durable_state());
+  ASSERT_TRUE(store.ok()) << store.status();
+  node_->store = *std::move(store);
+  EXPECT_GT(node_->backend.applies.size(), 1u);
+  EXPECT_TRUE(Logged(log, spdlog::level::warn,
+                     "skipped: the backend refused it at replay"));
+}
+
 // A backend used at an older minor is never asked: it has no SetWriteMode.
 TEST_F(DurableStoreTest, RecoveryWithoutABulkLoad) {
   StartOk(Options());

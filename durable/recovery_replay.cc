@@ -1,5 +1,7 @@
 #include "durable/recovery_replay.h"
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +77,16 @@ absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
           return absl::InternalError(absl::StrCat(
               "wal ", path, ": record ", index,
               " was refused: ", LogText(s.ToString(), kLogMessageBytes)));
+        }
+        if (!s.ok()) {
+          if (std::optional<std::string> failed = indexer->BackendFailure()) {
+            // The backend itself failed (backend.h: it cannot continue, as
+            // robin_sharded_snapshot does when it runs out of memory in a
+            // bulk load): every later record would fail the same way.
+            return absl::InternalError(absl::StrCat(
+                "wal ", path, ": record ", index,
+                ": the backend failed: ", LogText(*failed, kLogMessageBytes)));
+          }
         }
         if (!s.ok()) {
           // The backend refused the mutation. Live, such a refusal takes its

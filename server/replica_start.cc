@@ -267,7 +267,8 @@ int RunReplica(ServerWiring& wiring) {
                                         wiring.backend().abi_minor());
     start = replica::LoadNewestSnapshot(
         *snapshot_store, indexer.durable_state(), indexer.operator_view());
-    if (absl::Status published = bulk_load.Finish(); !published.ok()) {
+    if (absl::Status published = bulk_load.Finish();
+        !published.ok() && start.ok()) {
       start = std::move(published);
     }
   }

@@ -18,8 +18,13 @@ using kit::OkStatus;
 BackendStatus RobinShardedSnapshotBackend::SetWriteMode(
     WriteMode mode) noexcept {
   std::lock_guard<std::mutex> lock(writer_mu_);
-  if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
-    return ready;
+  // Only starting or ending a load that fills the non-live copy needs the
+  // writer in order; the rest only records the mode.
+  const bool writes = mode == WriteMode::kBulkLoad ? !bulk_mode_ : bulk_;
+  if (writes) {
+    if (BackendStatus ready = WriterReady(); ready.code != BackendCode::kOk) {
+      return ready;
+    }
   }
   switch (mode) {
     case WriteMode::kBulkLoad:

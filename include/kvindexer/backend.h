@@ -322,9 +322,10 @@ class IndexBackend {
   // A hint that lets a backend fill an index faster when nobody is reading
   // it yet (docs/backend-abi.md, "ABI 1.4: bulk loading").
   //
-  // kBulkLoad: allowed only while the backend holds no worker (one just
-  // created, or emptied by RemoveWorker); otherwise kFailedPrecondition and
-  // nothing changes. Until kServing is set again the host calls only Apply,
+  // kBulkLoad: starts a load, allowed only while the backend holds no
+  // worker (one just created, or emptied by RemoveWorker); otherwise
+  // kFailedPrecondition and nothing changes (unless a load is already in
+  // force: see below). Until kServing is set again the host calls only Apply,
   // RemoveWorker, CountPlacements and the non-counting reads (Match with
   // count_as_hit false, PrefixScan, HitCounts, GetStats), never two
   // mutations at once. Mutations take effect as always (each one whole,
@@ -334,9 +335,10 @@ class IndexBackend {
   // (it need not keep what it would roll back from).
   // kServing: every mutation made so far is visible to every read that
   // starts after the call returns; from then on the ordinary contract holds.
-  // Setting the mode already in force changes nothing and returns OK. A
-  // backend that cannot finish the switch for lack of memory returns
-  // kInternal (its state can no longer be trusted).
+  // Setting the mode already in force changes nothing and returns OK, even
+  // kBulkLoad once the load has added workers. A backend that cannot end a
+  // load for lack of memory returns kInternal (its state can no longer be
+  // trusted).
   //
   // Default: kUnimplemented; nothing changes.
   virtual BackendStatus SetWriteMode(WriteMode /*mode*/) noexcept {
