@@ -190,6 +190,36 @@ grpc::ServerUnaryReactor* ServeUnaryOn(TaskExecutor& executor, WorkQueue queue,
   return reactor;
 }
 
+// The answer of a mutation whose log is not durable yet: encoded at once
+// (the messages live on the arena of the task that decided it), sent once
+// the log is durable up to the mutation, or the failure instead.
+struct DeferredAnswer {
+  CallRecord record;
+  grpc::ServerUnaryReactor* reactor;
+  PendingAck ack;
+  grpc::Status encoded;
+
+  void operator()() const {
+    const absl::Status s = ack.Wait();
+    record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
+  }
+};
+
+// Finishes a decided mutation's call now when `ack` needs no wait (nullopt);
+// otherwise returns its deferred answer, for the ack executor.
+template <typename Response>
+std::optional<DeferredAnswer> AnswerNowOrDefer(
+    const CallRecord& record, grpc::ServerUnaryReactor* reactor, PendingAck ack,
+    const Response& resp, grpc::ByteBuffer* response) {
+  if (!ack.waits()) {
+    const absl::Status s = ack.Wait();
+    record.Finish(reactor, s.ok() ? Encode(resp, response) : ToGrpcStatus(s));
+    return std::nullopt;
+  }
+  grpc::Status encoded = Encode(resp, response);
+  return DeferredAnswer{record, reactor, std::move(ack), std::move(encoded)};
+}
+
 // What a mutation without an answer at once passes to ServeMutationOn.
 struct NeverAtOnce {
   template <typename Request, typename Response>
@@ -231,18 +261,10 @@ bool AnswerAtOnce(TaskExecutor& acks, const CallRecord& record,
   auto* resp = pb::Arena::CreateMessage<Response>(&arena);
   std::optional<PendingAck> ack = at_once(*req, resp);
   if (!ack.has_value()) return false;
-  if (!ack->waits()) {
-    const absl::Status s = ack->Wait();
-    record.Finish(reactor, s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
-    return true;
-  }
+  std::optional<DeferredAnswer> later =
+      AnswerNowOrDefer(record, reactor, *std::move(ack), *resp, response);
   // Nothing was changed, so a full ack queue can still hand the call over.
-  grpc::Status encoded = Encode(*resp, response);
-  return acks.TrySubmit(
-      [record, reactor, ack = *std::move(ack), encoded = std::move(encoded)] {
-        const absl::Status s = ack.Wait();
-        record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
-      });
+  return !later.has_value() || acks.TrySubmit(*std::move(later));
 }
 
 // A mutation: like ServeUnaryOn on `applies`, but `serve` returns a
@@ -300,23 +322,11 @@ grpc::ServerUnaryReactor* ServeMutationOn(
           return;
         }
         auto* resp = pb::Arena::CreateMessage<Response>(&arena);
-        PendingAck ack = serve(*req, resp);
-        if (!ack.waits()) {
-          absl::Status s = ack.Wait();
-          record.Finish(reactor,
-                        s.ok() ? Encode(*resp, response) : ToGrpcStatus(s));
-          return;
-        }
-        // The answer is encoded now; whether it may be sent is known once the
-        // log is durable.
-        grpc::Status encoded = Encode(*resp, response);
-        auto answer = [record, reactor, ack = std::move(ack), encoded] {
-          const absl::Status s = ack.Wait();
-          record.Finish(reactor, s.ok() ? encoded : ToGrpcStatus(s));
-        };
-        if (!acks.TrySubmit(answer)) {
+        const std::optional<DeferredAnswer> later = AnswerNowOrDefer(
+            record, reactor, serve(*req, resp), *resp, response);
+        if (later.has_value() && !acks.TrySubmit(*later)) {
           ack_queue_full.fetch_add(1, std::memory_order_relaxed);
-          answer();
+          (*later)();
         }
       });
   if (!accepted) {

@@ -83,11 +83,9 @@ BackendStatus RobinShardedSnapshotBackend::RemoveWorkerLocked(
     UpdateMemory();
   };
   try {
-    uint32_t every_tier = 0;
-    for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
-      every_tier |= 1u << tier;
-    }
-    ClearTiers(ordinal, every_tier, state, back);
+    // Bit t for each tier t from kTierHbm to kMaxTier.
+    constexpr uint32_t kEveryTier = (2u << kMaxTier) - (1u << kTierHbm);
+    ClearTiers(ordinal, kEveryTier, state, back);
   } catch (const std::bad_alloc&) {
     roll_back();
     if (poisoned_) {
