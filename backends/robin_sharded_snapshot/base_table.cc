@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <new>
+#include <vector>
 
 namespace kvindexer::robin {
 namespace {
@@ -22,6 +23,41 @@ bool Before(uint64_t mixed_a, BlockKey a, uint64_t mixed_b, BlockKey b) {
   const uint64_t order_b = mixed_b << kShardBits;
   if (order_a != order_b) return order_a < order_b;
   return KeyBits(a) < KeyBits(b);
+}
+
+// Sorts `changes` into table order. Mixed hashes are uniform, so a counting
+// pass on their leading table-order bits puts about four changes in each
+// bucket, and only the buckets are sorted: two linear passes and many tiny
+// sorts instead of one sort of the whole delta (which took about a fifth of
+// a merge's time).
+void SortChanges(std::vector<BaseTable::Change>& changes) {
+  const auto before = [](const BaseTable::Change& a,
+                         const BaseTable::Change& b) {
+    return Before(a.mixed, a.entry.key, b.mixed, b.entry.key);
+  };
+  const size_t n = changes.size();
+  if (n < 256) {
+    std::sort(changes.begin(), changes.end(), before);
+    return;
+  }
+  const int bits = std::min(static_cast<int>(std::bit_width(n / 4)) - 1, 20);
+  const int shift = 64 - bits;
+  const auto bucket_of = [&](const BaseTable::Change& c) {
+    return static_cast<size_t>((c.mixed << kShardBits) >> shift);
+  };
+  std::vector<uint32_t> starts((size_t{1} << bits) + 1, 0);
+  for (const BaseTable::Change& c : changes) ++starts[bucket_of(c) + 1];
+  for (size_t b = 1; b < starts.size(); ++b) starts[b] += starts[b - 1];
+  std::vector<BaseTable::Change> sorted(n);
+  std::vector<uint32_t> next(starts.begin(), starts.end() - 1);
+  for (const BaseTable::Change& c : changes) sorted[next[bucket_of(c)]++] = c;
+  for (size_t b = 0; b + 1 < starts.size(); ++b) {
+    if (starts[b + 1] - starts[b] > 1) {
+      std::sort(sorted.begin() + starts[b], sorted.begin() + starts[b + 1],
+                before);
+    }
+  }
+  changes.swap(sorted);
 }
 
 }  // namespace
@@ -50,10 +86,7 @@ std::unique_ptr<BaseTable> BaseTable::Merge(const BaseTable& base,
                                             std::vector<Change>& changes,
                                             std::vector<Placement*>* released,
                                             MappingPool* pool) {
-  std::sort(changes.begin(), changes.end(),
-            [](const Change& a, const Change& b) {
-              return Before(a.mixed, a.entry.key, b.mixed, b.entry.key);
-            });
+  SortChanges(changes);
   const size_t most = base.size_ + changes.size();
   if (most > UINT32_MAX) throw std::bad_alloc();
   std::unique_ptr<BaseTable> table(new BaseTable());

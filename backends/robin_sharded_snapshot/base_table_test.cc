@@ -97,6 +97,21 @@ class BaseTableTesting {
     }
     return true;
   }
+  // True when the entries are strictly in table order: by the mixed hash
+  // without its shard bits, then by the hash.
+  static bool InTableOrder(const BaseTable& table) {
+    for (size_t e = 1; e < table.size_; ++e) {
+      const int64_t a = table.entries_[e - 1].key.hash();
+      const int64_t b = table.entries_[e].key.hash();
+      const uint64_t order_a = MixHash(a) << kShardBits;
+      const uint64_t order_b = MixHash(b) << kShardBits;
+      if (order_a > order_b ||
+          (order_a == order_b && uint64_t(a) >= uint64_t(b))) {
+        return false;
+      }
+    }
+    return true;
+  }
 };
 
 namespace {
@@ -126,6 +141,7 @@ TEST(BaseTableTest, BuildsTablesOfEverySizeAroundDirectoryBoundaries) {
     auto table = BaseTable::Merge(BaseTable::Empty(), changes, &released);
     SCOPED_TRACE(n);
     ExpectHolds(*table, model, absent);
+    EXPECT_TRUE(BaseTableTesting::InTableOrder(*table));
     EXPECT_TRUE(released.empty());
   }
 }
@@ -151,6 +167,7 @@ TEST(BaseTableTest, RandomMergesAgreeWithAMap) {
     }
     SCOPED_TRACE(round);
     EXPECT_TRUE(BaseTableTesting::DirectoryIsExact(*current));
+    EXPECT_TRUE(BaseTableTesting::InTableOrder(*current));
     ExpectHolds(*current, model, absent);
     if (HasFailure()) return;
   }
