@@ -316,7 +316,7 @@ INSTANTIATE_TEST_SUITE_P(ScannedClears, ModelTest,
                          ModelTestName);
 // Bulk loads (ABI 1.4), with log-found and scanned clears.
 INSTANTIATE_TEST_SUITE_P(BulkLoads, ModelTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                         ::testing::Combine(::testing::Values(1, 2),
                                             ::testing::ValuesIn(kPolicies),
                                             ::testing::Bool(),
                                             ::testing::Values(true)),
