@@ -470,6 +470,9 @@ TEST_F(JetStreamEventLogTest, AReplicatedStreamKeepsAckedRecordsWhenANodeDies) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   EventLogConfig config = FreshConfig((*cluster)->url_list());
   config.replicas = 3;
+  // Creating a replicated stream elects a group on three nodes: on a loaded
+  // machine that takes longer than the 2 s one node needs.
+  config.nats.timeout_ms = 15000;
   absl::StatusOr<std::unique_ptr<EventLog>> log = OpenJetStreamEventLog(config);
   ASSERT_TRUE(log.ok()) << log.status();
   // The contract's order holds on a replicated stream too: a retried

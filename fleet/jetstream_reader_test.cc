@@ -32,6 +32,9 @@ EventLogConfig ConfigFor(std::vector<std::string> urls, uint32_t replicas) {
   EventLogConfig config =
       test_support::FreshEventLogConfig(std::move(urls), "KVREADER");
   config.replicas = replicas;
+  // Creating a replicated stream elects a group on several nodes: on a
+  // loaded machine that takes longer than the 2 s one node needs.
+  if (replicas > 1) config.nats.timeout_ms = 15000;
   return config;
 }
 
