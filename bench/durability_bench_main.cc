@@ -142,9 +142,10 @@ ABSL_FLAG(double, churn_s, 600,
           "sigkill-after-churn: seconds of applies before the kill");
 ABSL_FLAG(uint32_t, churn_streams, 2,
           "sigkill-after-churn: concurrent senders of the applies");
-ABSL_FLAG(uint32_t, churn_rpc_deadline_ms, 120000,
-          "sigkill-after-churn: deadline of each apply; writes may wait for "
-          "a checkpoint build at KV_INDEXER_MAX_REPLAY_BYTES");
+ABSL_FLAG(uint32_t, write_rpc_deadline_ms, 120000,
+          "Deadline of each write of the ingest runs, the preload and the "
+          "churn; a write may wait for a checkpoint build at "
+          "KV_INDEXER_MAX_REPLAY_BYTES, as long as the build takes");
 
 ABSL_FLAG(int64_t, max_failed_rpcs, -1,
           "Exit 1 when more RPCs than this failed (-1: no limit)");
@@ -301,6 +302,8 @@ int Run() {
   const absl::Duration progress = Secs(absl::GetFlag(FLAGS_progress_s));
   const absl::Duration rpc_deadline =
       absl::Milliseconds(absl::GetFlag(FLAGS_rpc_deadline_ms));
+  const absl::Duration write_deadline =
+      absl::Milliseconds(absl::GetFlag(FLAGS_write_rpc_deadline_ms));
   const std::string data_root = absl::GetFlag(FLAGS_data_root);
 
   const MachineInfo machine = ReadMachineInfo();
@@ -346,7 +349,7 @@ int Run() {
     options.load.max_outstanding =
         std::min(absl::GetFlag(FLAGS_ingest_max_outstanding), fc.workers);
     options.load.max_duration = Secs(absl::GetFlag(FLAGS_ingest_max_s));
-    options.load.rpc_deadline = rpc_deadline * 5;
+    options.load.rpc_deadline = write_deadline;
     options.load.progress_every = progress;
     absl::StatusOr<std::vector<IngestModeFigures>> figures =
         CompareIngest(rig_options, options, plan, &report);
@@ -384,7 +387,7 @@ int Run() {
     preload_load.max_outstanding =
         std::min(absl::GetFlag(FLAGS_ingest_max_outstanding), fc.workers);
     preload_load.max_duration = absl::Seconds(600);
-    preload_load.rpc_deadline = rpc_deadline * 5;
+    preload_load.rpc_deadline = write_deadline;
     preload_load.progress_every = progress;
     const IngestResult preload =
         PreloadFleet(&fleet, rig->pool(), placements, preload_load);
@@ -539,8 +542,7 @@ int Run() {
         ChurnOptions churn;
         churn.duration = Secs(absl::GetFlag(FLAGS_churn_s));
         churn.streams = absl::GetFlag(FLAGS_churn_streams);
-        churn.rpc_deadline =
-            absl::Milliseconds(absl::GetFlag(FLAGS_churn_rpc_deadline_ms));
+        churn.rpc_deadline = write_deadline;
         absl::StatusOr<RestartFigures> figures =
             MeasureRestart(&rig, rig_options, data_dir, *kind, checkpoint_bytes,
                            headline, churn);
