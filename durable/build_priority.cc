@@ -43,8 +43,4 @@ absl::Status RaiseToNormal(pid_t tid) {
   return absl::OkStatus();
 }
 
-void LowerToIdle(pid_t tid) {
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
-}
-
 }  // namespace kvindexer::durable

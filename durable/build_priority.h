@@ -20,9 +20,6 @@ bool RunsBelowNormal(pid_t tid);
 // PERMISSION_DENIED and the thread keeps its priority.
 absl::Status RaiseToNormal(pid_t tid);
 
-// Back to nice 19 (always allowed), for a builder thread that is reused.
-void LowerToIdle(pid_t tid);
-
 }  // namespace kvindexer::durable
 
 #endif  // KVINDEXER_DURABLE_BUILD_PRIORITY_H_

@@ -28,6 +28,7 @@ struct BuilderCall {
   std::string dir;
   CompactionJob job;
   pid_t parent = 0;
+  BuildPriority priority = BuildPriority::kIdle;
 };
 
 // Arrays, not string_views: Debian's Abseil has a string_view of its own.
@@ -36,6 +37,8 @@ constexpr char kBase[] = "base=";
 constexpr char kLastWal[] = "last_wal=";
 constexpr char kReserveBlocks[] = "reserve_blocks=";
 constexpr char kParent[] = "parent=";
+constexpr char kPriorityIdle[] = "priority=idle";
+constexpr char kPriorityNormal[] = "priority=normal";
 
 std::optional<uint64_t> Number(std::string_view arg, std::string_view key) {
   uint64_t value = 0;
@@ -52,7 +55,7 @@ std::optional<uint64_t> Number(std::string_view arg, std::string_view key) {
 
 // Exactly the shape CheckpointBuilderCommand produces, in its order.
 std::optional<BuilderCall> Parse(std::span<const char* const> args) {
-  if (args.size() != 7 || args[1] != kCheckpointBuilderFlag) {
+  if (args.size() != 8 || args[1] != kCheckpointBuilderFlag) {
     return std::nullopt;
   }
   const std::string_view dir = args[2];
@@ -64,8 +67,9 @@ std::optional<BuilderCall> Parse(std::span<const char* const> args) {
   const std::optional<uint64_t> last_wal = Number(args[4], kLastWal);
   const std::optional<uint64_t> reserve = Number(args[5], kReserveBlocks);
   const std::optional<uint64_t> parent = Number(args[6], kParent);
-  if (!base || !last_wal || !reserve || !parent || *last_wal < *base ||
-      *parent == 0) {
+  const std::optional<BuildPriority> priority = BuilderCallPriority(args);
+  if (!base || !last_wal || !reserve || !parent || !priority ||
+      *last_wal < *base || *parent == 0) {
     return std::nullopt;
   }
   BuilderCall call;
@@ -74,6 +78,7 @@ std::optional<BuilderCall> Parse(std::span<const char* const> args) {
   call.job.last_wal = *last_wal;
   call.job.reserve_blocks = *reserve;
   call.parent = static_cast<pid_t>(*parent);
+  call.priority = *priority;
   return call;
 }
 
@@ -117,21 +122,32 @@ int Fail(const std::string& why) {
 
 std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
                                                   const CompactionJob& job,
-                                                  pid_t parent) {
+                                                  pid_t parent,
+                                                  BuildPriority priority) {
   return {"kv-indexer-server",
           std::string(kCheckpointBuilderFlag),
           absl::StrCat(kDir, dir),
           absl::StrCat(kBase, job.base),
           absl::StrCat(kLastWal, job.last_wal),
           absl::StrCat(kReserveBlocks, job.reserve_blocks),
-          absl::StrCat(kParent, parent)};
+          absl::StrCat(kParent, parent),
+          priority == BuildPriority::kIdle ? kPriorityIdle : kPriorityNormal};
+}
+
+std::optional<BuildPriority> BuilderCallPriority(
+    std::span<const char* const> args) {
+  if (args.size() < 8) return std::nullopt;
+  const std::string_view arg = args[7];
+  if (arg == kPriorityIdle) return BuildPriority::kIdle;
+  if (arg == kPriorityNormal) return BuildPriority::kNormal;
+  return std::nullopt;
 }
 
 bool IsCheckpointBuilderCall(std::span<const char* const> args) {
   return args.size() >= 2 && args[1] == kCheckpointBuilderFlag;
 }
 
-bool PrepareBuilderProcess(pid_t parent) {
+bool PrepareBuilderProcess(pid_t parent, BuildPriority priority) {
   // Only the server ends a build (SIGKILL, directly or as the parent-death
   // signal): a SIGTERM meant for the whole service (systemd signals every
   // process of its control group) must not make a clean shutdown look like
@@ -146,7 +162,7 @@ bool PrepareBuilderProcess(pid_t parent) {
   }
   // What top shows: an exec of /proc/self/exe would be called "exe".
   prctl(PR_SET_NAME, "kvidx-ckpt", 0, 0, 0);
-  LowerPriority();
+  if (priority == BuildPriority::kIdle) LowerPriority();
   VolunteerForTheOomKiller();
   return true;
 }
@@ -156,7 +172,8 @@ int RunCheckpointBuilder(std::span<const char* const> args) {
   if (!call) {
     std::fprintf(stderr,
                  "kv-indexer-checkpoint: usage: %s %s dir=<path> base=<g> "
-                 "last_wal=<g> reserve_blocks=<n> parent=<pid>\n",
+                 "last_wal=<g> reserve_blocks=<n> parent=<pid> "
+                 "priority=idle|normal\n",
                  args.empty() ? "kv-indexer-server" : args[0],
                  std::string(kCheckpointBuilderFlag).c_str());
     return kBuilderUsage;
@@ -171,7 +188,7 @@ int RunCheckpointBuilder(std::span<const char* const> args) {
                   absl::StrCat("checkpoint builder ", getpid(), ": %v"));
   spdlog::default_logger()->set_pattern(pattern,
                                         spdlog::pattern_time_type::utc);
-  if (!PrepareBuilderProcess(call->parent)) {
+  if (!PrepareBuilderProcess(call->parent, call->priority)) {
     return Fail(absl::StrCat("the server (pid ", call->parent,
                              ") that asked for this checkpoint is gone"));
   }

@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,12 +34,23 @@ inline constexpr int kBuilderSealed = 0;  // checkpoint-<target>.ckpt.tmp sealed
 inline constexpr int kBuilderFailed = 1;  // the reason went to standard output
 inline constexpr int kBuilderUsage = 2;   // a malformed command line
 
+// The CPU priority a builder process gives itself as it starts. kIdle is
+// every build's; kNormal is for a build that writes already wait for when
+// the server cannot raise an idle one (that needs CAP_SYS_NICE, while a
+// process that never lowered itself needs nothing).
+enum class BuildPriority { kIdle, kNormal };
+
 // The argv (argv[0] is "kv-indexer-server", what ps shows) that builds
 // `job` (its `sizes` is not used: reserve_blocks is) in `dir`, for a parent
-// `parent`.
-std::vector<std::string> CheckpointBuilderCommand(const std::string& dir,
-                                                  const CompactionJob& job,
-                                                  pid_t parent);
+// `parent`, at `priority`.
+std::vector<std::string> CheckpointBuilderCommand(
+    const std::string& dir, const CompactionJob& job, pid_t parent,
+    BuildPriority priority = BuildPriority::kIdle);
+
+// The priority= argument of a builder call (args[7]); nullopt when it is
+// missing or malformed.
+std::optional<BuildPriority> BuilderCallPriority(
+    std::span<const char* const> args);
 
 // True when `args` (argv) is a command line of CheckpointBuilderCommand.
 bool IsCheckpointBuilderCall(std::span<const char* const> args);
@@ -46,10 +58,10 @@ bool IsCheckpointBuilderCall(std::span<const char* const> args);
 // What a builder process does to itself before it builds: it ignores
 // SIGTERM, SIGINT and SIGHUP (the server ends it with SIGKILL), dies with
 // its parent (PR_SET_PDEATHSIG, armed for the spawning thread), names
-// itself kvidx-ckpt, lowers itself to SCHED_IDLE at nice 19 and raises its
-// OOM score to the maximum (the kernel kills it before the server). False
-// when `parent` is already gone.
-bool PrepareBuilderProcess(pid_t parent);
+// itself kvidx-ckpt, lowers itself to SCHED_IDLE at nice 19 when `priority`
+// is kIdle and raises its OOM score to the maximum (the kernel kills it
+// before the server). False when `parent` is already gone.
+bool PrepareBuilderProcess(pid_t parent, BuildPriority priority);
 
 // The builder's main: PrepareBuilderProcess (exit 1 at once when the parent
 // is gone), then a build with CheckpointFinish::kSealOnly; on failure it

@@ -8,18 +8,22 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "durable/build_priority.h"
 #include "durable/builder_process.h"
 #include "durable/checkpoint_file.h"
 #include "durable/data_dir.h"
@@ -38,6 +42,20 @@ constexpr char kBuilder[] = KVINDEXER_TEST_CHECKPOINT_BUILDER;
 std::string ProcFile(pid_t pid, const std::string& name) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/", name));
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Reads the PID a held builder (test-hold) writes; 0 when none came within
+// 30 s.
+pid_t HeldBuilderPid(const std::string& pid_file) {
+  pid_t pid = 0;
+  for (int i = 0; i < 3000 && pid == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (!(in >> pid)) {
+      pid = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return pid;
 }
 
 class CheckpointBuilderTest : public DurableStoreTest {
@@ -65,6 +83,14 @@ TEST(CheckpointBuilderCommandTest, RoundTripsAndRejectsOtherShapes) {
   EXPECT_TRUE(IsCheckpointBuilderCall(argv));
   EXPECT_EQ(cmd[2], "dir=/data dir");
   EXPECT_EQ(cmd[6], "parent=42");
+  EXPECT_EQ(cmd[7], "priority=idle");
+  EXPECT_EQ(BuilderCallPriority(argv), BuildPriority::kIdle);
+  const std::vector<std::string> normal =
+      CheckpointBuilderCommand("/d", job, 42, BuildPriority::kNormal);
+  EXPECT_EQ(normal[7], "priority=normal");
+  std::vector<const char*> normal_argv;
+  for (const std::string& arg : normal) normal_argv.push_back(arg.c_str());
+  EXPECT_EQ(BuilderCallPriority(normal_argv), BuildPriority::kNormal);
 
   const char* server[] = {"kv-indexer-server"};
   EXPECT_FALSE(IsCheckpointBuilderCall(server));
@@ -75,8 +101,20 @@ TEST(CheckpointBuilderCommandTest, RoundTripsAndRejectsOtherShapes) {
   const char* bad[] = {"kv",         "--kvindexer-build-checkpoint",
                        "dir=/d",     "base=5",
                        "last_wal=4", "reserve_blocks=0",
-                       "parent=1"};
+                       "parent=1",   "priority=idle"};
   EXPECT_EQ(RunCheckpointBuilder(bad), kBuilderUsage);
+  const char* bad_priority[] = {"kv",         "--kvindexer-build-checkpoint",
+                                "dir=/d",     "base=4",
+                                "last_wal=4", "reserve_blocks=0",
+                                "parent=1",   "priority=high"};
+  EXPECT_EQ(BuilderCallPriority(bad_priority), std::nullopt);
+  EXPECT_EQ(RunCheckpointBuilder(bad_priority), kBuilderUsage);
+  // The shape of builds before the priority argument.
+  const char* seven[] = {"kv",         "--kvindexer-build-checkpoint",
+                         "dir=/d",     "base=4",
+                         "last_wal=4", "reserve_blocks=0",
+                         "parent=1"};
+  EXPECT_EQ(RunCheckpointBuilder(seven), kBuilderUsage);
   const char* short_call[] = {"kv", "--kvindexer-build-checkpoint"};
   EXPECT_EQ(RunCheckpointBuilder(short_call), kBuilderUsage);
 }
@@ -200,14 +238,7 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   const std::string hold = Path("test-hold.pid");
   // The replayed log is past 1 KiB: a checkpoint starts at once.
   StartOk(WithBuilder(kBuilder, /*checkpoint_bytes=*/1024));
-  pid_t pid = 0;
-  for (int i = 0; i < 3000 && pid == 0; ++i) {
-    std::ifstream in(hold);
-    if (!(in >> pid)) {
-      pid = 0;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
+  const pid_t pid = HeldBuilderPid(hold);
   ASSERT_GT(pid, 0) << "the builder never started";
   EXPECT_EQ(::kill(pid, 0), 0);
   ASSERT_TRUE(HasTemporaryFile());
@@ -234,6 +265,101 @@ TEST_F(CheckpointBuilderTest, ClosingKillsABuildInProgress) {
   EXPECT_EQ(State(), before);
 }
 
+// A builder called at normal priority keeps the priority it was started
+// with (its spawner's); one called at idle priority lowers itself.
+TEST_F(CheckpointBuilderTest, ABuilderLowersItselfOnlyWhenCalledIdle) {
+  std::ofstream(Path("test-hold")).put('1');
+  const std::string hold = Path("test-hold.pid");
+  errno = 0;
+  const int own_nice = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  for (const BuildPriority priority :
+       {BuildPriority::kNormal, BuildPriority::kIdle}) {
+    std::filesystem::remove(hold);
+    absl::StatusOr<std::unique_ptr<BuilderProcess>> child =
+        BuilderProcess::Spawn(
+            kBuilder, CheckpointBuilderCommand(
+                          dir_.path(), CompactionJob{.base = 1, .last_wal = 1},
+                          ::getpid(), priority));
+    ASSERT_TRUE(child.ok()) << child.status();
+    const pid_t pid = HeldBuilderPid(hold);
+    ASSERT_GT(pid, 0) << "the builder never started";
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(pid));
+    ASSERT_EQ(errno, 0);
+    if (priority == BuildPriority::kNormal) {
+      EXPECT_EQ(::sched_getscheduler(pid), SCHED_OTHER);
+      EXPECT_EQ(nice, own_nice);
+      EXPECT_FALSE(RunsBelowNormal(pid) && own_nice <= 0);
+    } else {
+      EXPECT_EQ(::sched_getscheduler(pid), SCHED_IDLE);
+      EXPECT_EQ(nice, 19);
+      EXPECT_TRUE(RunsBelowNormal(pid));
+    }
+    (*child)->Kill();
+  }
+  std::filesystem::remove(hold);
+  std::filesystem::remove(Path("test-hold"));
+}
+
+// Where raising a build is refused (no CAP_SYS_NICE, as in most
+// containers), writes that wait for an idle build starved of CPU do not wait
+// for its deadline: the build starts over in a process at normal priority,
+// the writes go on, and the tail stays within the bound. The test builder
+// stands for the starved build: called idle, it holds until killed.
+TEST_F(CheckpointBuilderTest, AnIdleBuildThatCannotBeRaisedStartsOverAtNormal) {
+  TestLogCapture log;
+  DurableOptions options = WithBuilder(kBuilder, /*checkpoint_bytes=*/2048);
+  options.max_replay_bytes = 4096;
+  options.raise_priority = [](pid_t) {
+    return absl::PermissionDeniedError("test: no CAP_SYS_NICE");
+  };
+  StartOk(options);
+  Workload();
+  store().WaitForCheckpoints();
+  const uint64_t checkpoints = store().checkpoints_written();
+  std::ofstream(Path("test-hold-idle")).put('1');
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> next_seq{13};
+  auto writer = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 300; ++i) ApplyW1(next_seq++);
+    done = true;
+  });
+  // Before the fix the writes waited for the held build until its
+  // deadline (ten minutes here).
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done.load() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  if (!done.load()) {
+    // Builds from now on do not hold, and killing the held one fails it
+    // (it is retried): the writer ends.
+    std::filesystem::remove(Path("test-hold-idle"));
+    const pid_t held = HeldBuilderPid(Path("test-hold.pid"));
+    if (held > 0) ::kill(held, SIGKILL);
+    writer.get();
+    FAIL() << "writes waited for the idle build";
+  }
+  writer.get();
+  // Not WaitForCheckpoints: a build that starts while no write waits is
+  // idle, and held.
+  const DurableFigures figures = store().figures();
+  EXPECT_GE(figures.replay.stalls, 1u);
+  EXPECT_GT(figures.checkpoints_written, checkpoints);
+  EXPECT_LE(figures.replay.tail_bytes, 4096u);
+  EXPECT_EQ(figures.checkpoint_failures.of(CheckpointFailure::kBuild), 0u);
+  EXPECT_EQ(figures.checkpoint_failures.of(CheckpointFailure::kTimeout), 0u);
+  EXPECT_TRUE(Logged(log, spdlog::level::warn, "cannot be raised"));
+  EXPECT_TRUE(Logged(log, spdlog::level::info,
+                     "starts over in a builder process at normal priority"));
+  const std::string before = State();
+  Crash();
+  StartOk(Options());
+  EXPECT_EQ(State(), before);
+  EXPECT_EQ(Probe("w1", "e1"), next_seq.load() - 1);
+}
+
 // A builder dies with the thread that started it (PR_SET_PDEATHSIG; in the
 // server, the store's compaction thread), so a server that dies, however it
 // dies, leaves no builder behind.
@@ -252,13 +378,7 @@ TEST_F(CheckpointBuilderTest, ABuilderDiesWithTheThreadThatStartedIt) {
     child = *std::move(spawned);
     // The builder writes its PID once it has armed the signal: only then
     // may this thread end.
-    for (int i = 0; i < 3000 && pid == 0; ++i) {
-      std::ifstream in(hold);
-      if (!(in >> pid)) {
-        pid = 0;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    }
+    pid = HeldBuilderPid(hold);
   });
   spawner.join();
   ASSERT_NE(child, nullptr);

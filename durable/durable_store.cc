@@ -75,13 +75,12 @@ struct DurableStore::State {
   std::unique_ptr<ReplayBound> bound;
   // A raise was refused for want of privilege: said once, not tried again.
   std::atomic<bool> raise_refused{false};
-  // The compaction thread's id, and whether it builds the checkpoint in
-  // progress itself, for raising such a build while a write waits
+  // The thread that builds the checkpoint in progress in this process, if
+  // one does, for raising it while a write waits
   // (durable/build_priority.h). priority_mu orders a raise from Hurry with
-  // the lowering at the end of that build.
-  std::atomic<pid_t> compaction_tid{0};
+  // the end of that thread.
   std::mutex priority_mu;
-  bool building_in_thread = false;  // guarded by priority_mu
+  pid_t build_tid = 0;  // guarded by priority_mu; 0: no thread build
   std::atomic<bool> stop{false};
 
   std::mutex mu;
@@ -140,15 +139,20 @@ struct DurableStore::State {
   absl::Status Build(const CompactionJob& job, const BuildDeadline& deadline);
   absl::Status BuildInThread(const CompactionJob& job,
                              const BuildDeadline& deadline);
+  // A builder process that starts at `priority`. One at idle priority that
+  // writes come to wait for and that cannot be raised is killed, and the
+  // build starts over in a process at normal priority.
   absl::Status BuildInProcess(const CompactionJob& job,
-                              const BuildDeadline& deadline);
+                              const BuildDeadline& deadline,
+                              BuildPriority priority);
   // A write waits for the build in progress: raise it to normal priority
-  // (the compaction thread, when it builds; a builder process is raised by
-  // the wait for it).
+  // (the build thread, when this process builds; a builder process is
+  // raised by the wait for it).
   void Hurry();
-  // Raises `tid` to normal priority, or says at WARN why not (a refusal
-  // for want of privilege once: it is not tried again).
-  void Raise(pid_t tid, std::string_view who);
+  // Raises `tid` to normal priority and says so at INFO; false when it
+  // could not, said at WARN (a refusal for want of privilege once: it is
+  // not tried again).
+  bool Raise(pid_t tid, std::string_view who);
   void CountFailure(CheckpointFailure failure) {
     std::lock_guard<std::mutex> lock(mu);
     ++failures.by_reason[static_cast<size_t>(failure)];
@@ -190,7 +194,8 @@ CompactionJob DurableStore::State::JobUpTo(uint64_t last_wal) const {
                                             options.backend_abi_minor >= 2};
 }
 
-// Checkpoints are built at the lowest nice value: a build takes a core for
+// Checkpoints built by a thread of the server run at the lowest nice value (a
+// thread of their own, which ends with the build): a build takes a core for
 // seconds (ten million placements: about five), and at normal priority it
 // tripled prefix p99 on a 2-core machine (BENCHMARKS.md, "Restart-safe
 // state", which also has what was tried besides). Not SCHED_IDLE: a thread
@@ -209,9 +214,9 @@ void LowerCompactionPriority() {
 }  // namespace
 
 void DurableStore::State::CompactionLoop() {
-  LowerCompactionPriority();
-  compaction_tid.store(static_cast<pid_t>(::syscall(SYS_gettid)),
-                       std::memory_order_relaxed);
+  // At the server's priority, which the builder processes it spawns
+  // inherit: the build thread lowers only itself.
+  pthread_setname_np(pthread_self(), "kvidx-compact");
   std::unique_lock<std::mutex> lock(mu);
   while (true) {
     cv.wait(lock, [this] {
@@ -250,25 +255,30 @@ absl::Status DurableStore::State::Build(const CompactionJob& job,
   if (options.checkpoint_builder.empty() || builder_refused) {
     return BuildInThread(job, deadline);
   }
-  return BuildInProcess(job, deadline);
+  // Writes already wait, and an idle build could not be raised: this one
+  // does not lower itself in the first place.
+  const bool hurried =
+      raise_refused.load(std::memory_order_relaxed) && bound->stalled();
+  return BuildInProcess(
+      job, deadline, hurried ? BuildPriority::kNormal : BuildPriority::kIdle);
 }
 
 absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
                                                 const BuildDeadline& deadline) {
-  const pid_t self = compaction_tid.load(std::memory_order_relaxed);
-  {
+  absl::Status built;
+  std::thread build_thread([&] {
+    LowerCompactionPriority();
+    {
+      std::lock_guard<std::mutex> lock(priority_mu);
+      build_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      if (bound->stalled()) Raise(build_tid, "the checkpoint thread");
+    }
+    built = BuildCheckpoint(dir->path(), job, io, deadline,
+                            CheckpointFinish::kPublish);
     std::lock_guard<std::mutex> lock(priority_mu);
-    building_in_thread = true;
-    if (bound->stalled()) Raise(self, "the checkpoint thread");
-  }
-  absl::Status built = BuildCheckpoint(dir->path(), job, io, deadline,
-                                       CheckpointFinish::kPublish);
-  {
-    // Whether or not a write raised it: the next build starts idle.
-    std::lock_guard<std::mutex> lock(priority_mu);
-    building_in_thread = false;
-    LowerToIdle(self);
-  }
+    build_tid = 0;
+  });
+  build_thread.join();
   if (built.code() == absl::StatusCode::kCancelled &&
       !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
     return absl::DeadlineExceededError(
@@ -278,8 +288,9 @@ absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
   return built;
 }
 
-absl::Status DurableStore::State::BuildInProcess(
-    const CompactionJob& job, const BuildDeadline& deadline) {
+absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
+                                                 const BuildDeadline& deadline,
+                                                 BuildPriority priority) {
   CompactionJob sized = job;
   if (job.sizes != nullptr) {
     BackendStats stats{};
@@ -289,7 +300,7 @@ absl::Status DurableStore::State::BuildInProcess(
   }
   absl::StatusOr<std::unique_ptr<BuilderProcess>> child = BuilderProcess::Spawn(
       options.checkpoint_builder,
-      CheckpointBuilderCommand(dir->path(), sized, ::getpid()));
+      CheckpointBuilderCommand(dir->path(), sized, ::getpid(), priority));
   if (!child.ok()) {
     spdlog::warn("checkpoint: {}; building in the server process instead",
                  std::string(child.status().message()));
@@ -303,14 +314,20 @@ absl::Status DurableStore::State::BuildInProcess(
   }
   // Killed at the deadline; the store's closing kills it at once (the
   // destructor), without waiting for the next look at the deadline.
-  // A child lowers its own priority as it starts; a raise is tried once it
-  // has, while a write waits.
-  bool raised = false;
+  // An idle child lowers its own priority as it starts; a raise is tried
+  // once it has, while a write waits. When the raise fails, the child is
+  // killed and the build starts over at normal priority: a process that
+  // never lowered itself needs no privilege, and under a busy CPU an idle
+  // one could keep the writes waiting until its deadline. What it built so
+  // far was made of CPU time nobody else wanted.
+  bool tried = false;
+  bool start_over = false;
   const pid_t child_pid = (*child)->pid();
   absl::Status built = (*child)->Wait([&] {
-    if (!raised && bound->stalled() && RunsBelowNormal(child_pid)) {
-      Raise(child_pid, built_by);
-      raised = true;
+    if (!tried && bound->stalled() && RunsBelowNormal(child_pid)) {
+      tried = true;
+      start_over = !Raise(child_pid, built_by);
+      if (start_over) return true;
     }
     return deadline.Expired();
   });
@@ -327,6 +344,13 @@ absl::Status DurableStore::State::BuildInProcess(
   }
   if (!built.ok()) {
     ::unlink(tmp.c_str());
+    if (start_over && !deadline.timed_out()) {
+      spdlog::info(
+          "checkpoint: writes wait for {}, which cannot be raised; the build "
+          "starts over in a builder process at normal priority",
+          built_by);
+      return BuildInProcess(job, deadline, BuildPriority::kNormal);
+    }
     if (deadline.timed_out()) {
       return absl::DeadlineExceededError(
           absl::StrCat(built_by, " was killed: ", deadline.Why(), " (",
@@ -356,33 +380,34 @@ void DurableStore::State::Hurry() {
   // A builder process is raised by the wait for it, at its next poll; a
   // thread build that has not begun raises itself as it begins.
   std::lock_guard<std::mutex> lock(priority_mu);
-  if (building_in_thread) {
-    Raise(compaction_tid.load(std::memory_order_relaxed),
-          "the checkpoint thread");
-  }
+  if (build_tid != 0) Raise(build_tid, "the checkpoint thread");
 }
 
-void DurableStore::State::Raise(pid_t tid, std::string_view who) {
-  if (raise_refused.load(std::memory_order_relaxed)) return;
-  absl::Status s = RaiseToNormal(tid);
+bool DurableStore::State::Raise(pid_t tid, std::string_view who) {
+  if (raise_refused.load(std::memory_order_relaxed)) return false;
+  absl::Status s =
+      options.raise_priority ? options.raise_priority(tid) : RaiseToNormal(tid);
   if (s.ok()) {
     spdlog::info(
         "checkpoint: writes wait for the build ({} bytes of log to replay, "
         "KV_INDEXER_MAX_REPLAY_BYTES {}): {} runs at normal priority until "
         "it ends",
         bound->figures().tail_bytes, bound->figures().max_bytes, who);
-    return;
+    return true;
   }
   if (absl::IsPermissionDenied(s)) {
     raise_refused.store(true, std::memory_order_relaxed);
     spdlog::warn(
-        "checkpoint: writes wait for the build, but {} keeps its idle "
-        "priority ({}); under a busy CPU they wait longer",
+        "checkpoint: writes wait for the build, but {} cannot be raised to "
+        "normal priority ({}); builds in a builder process start over at "
+        "normal priority when writes wait, a build in a thread keeps its "
+        "idle priority",
         who, std::string(s.message()));
-    return;
+    return false;
   }
   spdlog::warn("checkpoint: raising {} for waiting writes failed: {}", who,
                std::string(s.message()));
+  return false;
 }
 
 absl::Status DurableStore::State::Compact(const CompactionJob& job) {

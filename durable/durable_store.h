@@ -33,8 +33,11 @@
 #ifndef KVINDEXER_DURABLE_DURABLE_STORE_H_
 #define KVINDEXER_DURABLE_DURABLE_STORE_H_
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +93,10 @@ struct DurableOptions {
   // How long one checkpoint build may run (from its start to its
   // publication) before it is abandoned and counted as a failure.
   std::chrono::milliseconds checkpoint_timeout = std::chrono::minutes(10);
+  // Raises a build (thread or process id) to normal priority while writes
+  // wait for it; null: RaiseToNormal (durable/build_priority.h). Tests
+  // refuse it to stand for a server without CAP_SYS_NICE.
+  std::function<absl::Status(pid_t)> raise_priority = nullptr;
   // The clock of that timeout and of build durations, and the one of the
   // last checkpoint's timestamp; null: the real ones.
   const MonotonicClock* clock = nullptr;

@@ -7,6 +7,10 @@
 //              file, writes our PID to test-hold.pid and waits to be killed
 //              (dying with the parent, and after 120 s at most), so that a
 //              test can catch a build in progress;
+//   test-hold-idle
+//              holds as test-hold does when called at idle priority and
+//              builds as usual at normal priority: an idle build starved of
+//              CPU for as long as the test likes;
 //   test-fail  builds and seals as usual, then exits 1, so that a test sees
 //              a failure that leaves a sealed file behind.
 #include <signal.h>
@@ -25,13 +29,16 @@
 
 namespace {
 
+using kvindexer::durable::BuilderCallPriority;
+using kvindexer::durable::BuildPriority;
 using kvindexer::durable::CheckpointTmpPath;
 using kvindexer::durable::IsCheckpointBuilderCall;
 using kvindexer::durable::PrepareBuilderProcess;
 using kvindexer::durable::RunCheckpointBuilder;
 
-[[noreturn]] void Hold(const std::string& dir, uint64_t target) {
-  if (!PrepareBuilderProcess(getppid())) std::exit(1);
+[[noreturn]] void Hold(const std::string& dir, uint64_t target,
+                       BuildPriority priority) {
+  if (!PrepareBuilderProcess(getppid(), priority)) std::exit(1);
   alarm(120);
   std::ofstream(CheckpointTmpPath(dir, target)) << "half a checkpoint";
   const std::string pid_file = dir + "/test-hold.pid";
@@ -58,7 +65,12 @@ int main(int argc, char** argv) {
   const auto present = [&dir](const char* name) {
     return ::access((dir + "/" + name).c_str(), F_OK) == 0;
   };
-  if (present("test-hold")) Hold(dir, last_wal + 1);
+  const BuildPriority priority =
+      BuilderCallPriority(args).value_or(BuildPriority::kIdle);
+  if (present("test-hold") ||
+      (present("test-hold-idle") && priority == BuildPriority::kIdle)) {
+    Hold(dir, last_wal + 1, priority);
+  }
   const int code = RunCheckpointBuilder(args);
   if (code == 0 && present("test-fail")) {
     std::printf("test: failing after the seal\n");
