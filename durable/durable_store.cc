@@ -33,7 +33,7 @@
 #include "durable/indexer_epoch_file.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
-#include "durable/recovery_bulk_load.h"
+#include "durable/startup_bulk_load.h"
 #include "durable/recovery_loader.h"
 #include "durable/replay_bound.h"
 #include "durable/wal_writer.h"
@@ -530,7 +530,7 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
 
   // No client can reach the Indexer yet (the server listens only after
   // Open returns), so the backend may fill itself as a bulk load.
-  RecoveryBulkLoad bulk_load(options.backend, options.backend_abi_minor);
+  StartupBulkLoad bulk_load(options.backend, options.backend_abi_minor);
   absl::StatusOr<RecoveredDirectory> recovered =
       RecoverDirectory(*state->dir, indexer, state->io);
   const absl::Status published = bulk_load.Finish();

@@ -76,7 +76,7 @@ struct DurableOptions {
   // The serving Indexer's backend, read (GetStats) for the placement count
   // of the recovery line, asked by compactions how large their image will
   // be (durable/compactor.h) and, from ABI minor 4, told to take recovery as
-  // a bulk load (durable/recovery_bulk_load.h). Null: the checkpoint's
+  // a bulk load (durable/startup_bulk_load.h). Null: the checkpoint's
   // count is reported, and the image grows as it goes.
   IndexBackend* backend = nullptr;
   // The ABI minor the Indexer uses `backend` at (LoadedBackend::abi_minor()):

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "durable/recovery_bulk_load.h"
+#include "durable/startup_bulk_load.h"
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
 #include "fleet/fleet_epoch.h"
@@ -263,7 +263,7 @@ int RunReplica(ServerWiring& wiring) {
   // the position after it.
   absl::StatusOr<replica::ReplicaStart> start = replica::ReplicaStart{};
   if (snapshot_store != nullptr) {
-    durable::RecoveryBulkLoad bulk_load(wiring.backend().backend(),
+    durable::StartupBulkLoad bulk_load(wiring.backend().backend(),
                                         wiring.backend().abi_minor());
     start = replica::LoadNewestSnapshot(
         *snapshot_store, indexer.durable_state(), indexer.operator_view());

@@ -1,4 +1,4 @@
-#include "durable/recovery_bulk_load.h"
+#include "durable/startup_bulk_load.h"
 
 #include <string>
 
@@ -13,7 +13,7 @@ constexpr uint32_t kWriteModeAbiMinor = 4;
 
 }  // namespace
 
-RecoveryBulkLoad::RecoveryBulkLoad(IndexBackend* backend, uint32_t abi_minor) {
+StartupBulkLoad::StartupBulkLoad(IndexBackend* backend, uint32_t abi_minor) {
   if (backend == nullptr || abi_minor < kWriteModeAbiMinor) return;
   const BackendStatus status = backend->SetWriteMode(WriteMode::kBulkLoad);
   if (status.code != BackendCode::kOk) {
@@ -24,13 +24,13 @@ RecoveryBulkLoad::RecoveryBulkLoad(IndexBackend* backend, uint32_t abi_minor) {
   backend_ = backend;
 }
 
-RecoveryBulkLoad::~RecoveryBulkLoad() {
+StartupBulkLoad::~StartupBulkLoad() {
   if (absl::Status s = Finish(); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
   }
 }
 
-absl::Status RecoveryBulkLoad::Finish() {
+absl::Status StartupBulkLoad::Finish() {
   if (backend_ == nullptr) return absl::OkStatus();
   IndexBackend* const backend = backend_;
   backend_ = nullptr;

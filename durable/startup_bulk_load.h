@@ -1,9 +1,11 @@
-// Recovery as a bulk load (backend ABI 1.4, IndexBackend::SetWriteMode;
-// docs/durability.md, "Recovery"): no client can reach the index before
-// start-up recovery ends, so the serving backend is told to fill itself
-// unpublished and to publish once, at the end.
-#ifndef KVINDEXER_DURABLE_RECOVERY_BULK_LOAD_H_
-#define KVINDEXER_DURABLE_RECOVERY_BULK_LOAD_H_
+// A start-up fill as a bulk load (backend ABI 1.4,
+// IndexBackend::SetWriteMode): no client can reach the index while the
+// server recovers its data directory (docs/durability.md, "Recovery") or a
+// fleet replica loads its first snapshot (docs/fleet.md), so the serving
+// backend is told to fill itself unpublished and to publish once, at the
+// end.
+#ifndef KVINDEXER_DURABLE_STARTUP_BULK_LOAD_H_
+#define KVINDEXER_DURABLE_STARTUP_BULK_LOAD_H_
 
 #include <cstdint>
 
@@ -12,16 +14,16 @@
 
 namespace kvindexer::durable {
 
-class RecoveryBulkLoad {
+class StartupBulkLoad {
  public:
   // Sets WriteMode::kBulkLoad on `backend` when it is used at ABI minor 4
   // or later (null, or an older minor: nothing is asked). A backend that
   // declines is loaded as before, with an INFO line saying why.
-  RecoveryBulkLoad(IndexBackend* backend, uint32_t abi_minor);
+  StartupBulkLoad(IndexBackend* backend, uint32_t abi_minor);
   // Finishes the load if Finish was not called.
-  ~RecoveryBulkLoad();
-  RecoveryBulkLoad(const RecoveryBulkLoad&) = delete;
-  RecoveryBulkLoad& operator=(const RecoveryBulkLoad&) = delete;
+  ~StartupBulkLoad();
+  StartupBulkLoad(const StartupBulkLoad&) = delete;
+  StartupBulkLoad& operator=(const StartupBulkLoad&) = delete;
 
   // Sets WriteMode::kServing when the load began (once; later calls return
   // OK). An error is INTERNAL naming the backend's reason: the backend's
@@ -36,4 +38,4 @@ class RecoveryBulkLoad {
 
 }  // namespace kvindexer::durable
 
-#endif  // KVINDEXER_DURABLE_RECOVERY_BULK_LOAD_H_
+#endif  // KVINDEXER_DURABLE_STARTUP_BULK_LOAD_H_
