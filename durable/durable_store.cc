@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -33,9 +34,9 @@
 #include "durable/indexer_epoch_file.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
-#include "durable/startup_bulk_load.h"
 #include "durable/recovery_loader.h"
 #include "durable/replay_bound.h"
+#include "durable/startup_bulk_load.h"
 #include "durable/wal_writer.h"
 #include "spdlog/spdlog.h"
 
@@ -91,6 +92,7 @@ struct DurableStore::State {
   std::set<uint64_t> checkpoints;
   std::set<uint64_t> wals;
   uint64_t checkpoints_written = 0;
+  uint64_t checkpoint_restarts = 0;
   MonotonicClock::Duration last_checkpoint{};
   std::optional<WallClock::TimePoint> last_checkpoint_at;
   CheckpointFailureCounts failures;
@@ -149,10 +151,10 @@ struct DurableStore::State {
   // (the build thread, when this process builds; a builder process is
   // raised by the wait for it).
   void Hurry();
-  // Raises `tid` to normal priority and says so at INFO; false when it
-  // could not, said at WARN (a refusal for want of privilege once: it is
-  // not tried again).
-  bool Raise(pid_t tid, std::string_view who);
+  // Raises `tid` to normal priority and says so at INFO. Otherwise says
+  // why at WARN and answers it: PERMISSION_DENIED for want of privilege
+  // (said once, and answered without a try from then on).
+  absl::Status Raise(pid_t tid, std::string_view who);
   void CountFailure(CheckpointFailure failure) {
     std::lock_guard<std::mutex> lock(mu);
     ++failures.by_reason[static_cast<size_t>(failure)];
@@ -215,7 +217,9 @@ void LowerCompactionPriority() {
 
 void DurableStore::State::CompactionLoop() {
   // At the server's priority, which the builder processes it spawns
-  // inherit: the build thread lowers only itself.
+  // inherit: the build thread lowers only itself. What this thread does
+  // around a build (asking the backend for sizes, publishing, deleting old
+  // files) is short and mostly waits for the disk.
   pthread_setname_np(pthread_self(), "kvidx-compact");
   std::unique_lock<std::mutex> lock(mu);
   while (true) {
@@ -266,18 +270,24 @@ absl::Status DurableStore::State::Build(const CompactionJob& job,
 absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
                                                 const BuildDeadline& deadline) {
   absl::Status built;
-  std::thread build_thread([&] {
-    LowerCompactionPriority();
-    {
+  std::thread build_thread;
+  try {
+    build_thread = std::thread([&] {
+      LowerCompactionPriority();
+      {
+        std::lock_guard<std::mutex> lock(priority_mu);
+        build_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+        if (bound->stalled()) (void)Raise(build_tid, "the checkpoint thread");
+      }
+      built = BuildCheckpoint(dir->path(), job, io, deadline,
+                              CheckpointFinish::kPublish);
       std::lock_guard<std::mutex> lock(priority_mu);
-      build_tid = static_cast<pid_t>(::syscall(SYS_gettid));
-      if (bound->stalled()) Raise(build_tid, "the checkpoint thread");
-    }
-    built = BuildCheckpoint(dir->path(), job, io, deadline,
-                            CheckpointFinish::kPublish);
-    std::lock_guard<std::mutex> lock(priority_mu);
-    build_tid = 0;
-  });
+      build_tid = 0;
+    });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot start the checkpoint thread: ", e.what()));
+  }
   build_thread.join();
   if (built.code() == absl::StatusCode::kCancelled &&
       !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
@@ -315,18 +325,21 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
   // Killed at the deadline; the store's closing kills it at once (the
   // destructor), without waiting for the next look at the deadline.
   // An idle child lowers its own priority as it starts; a raise is tried
-  // once it has, while a write waits. When the raise fails, the child is
-  // killed and the build starts over at normal priority: a process that
-  // never lowered itself needs no privilege, and under a busy CPU an idle
-  // one could keep the writes waiting until its deadline. What it built so
-  // far was made of CPU time nobody else wanted.
+  // once it has, while a write waits. When the raise is refused for want
+  // of privilege, the idle child is killed and the build starts over, once,
+  // at normal priority: a process that never lowered itself needs no
+  // privilege, and under a busy CPU an idle one could keep the writes
+  // waiting until its deadline. What it built so far was made of CPU time
+  // nobody else wanted. (A normal child of a niced server runs below nice
+  // 0 too; it is not started over.)
   bool tried = false;
   bool start_over = false;
   const pid_t child_pid = (*child)->pid();
   absl::Status built = (*child)->Wait([&] {
     if (!tried && bound->stalled() && RunsBelowNormal(child_pid)) {
       tried = true;
-      start_over = !Raise(child_pid, built_by);
+      start_over = priority == BuildPriority::kIdle &&
+                   absl::IsPermissionDenied(Raise(child_pid, built_by));
       if (start_over) return true;
     }
     return deadline.Expired();
@@ -345,6 +358,10 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
   if (!built.ok()) {
     ::unlink(tmp.c_str());
     if (start_over && !deadline.timed_out()) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++checkpoint_restarts;
+      }
       spdlog::info(
           "checkpoint: writes wait for {}, which cannot be raised; the build "
           "starts over in a builder process at normal priority",
@@ -380,11 +397,13 @@ void DurableStore::State::Hurry() {
   // A builder process is raised by the wait for it, at its next poll; a
   // thread build that has not begun raises itself as it begins.
   std::lock_guard<std::mutex> lock(priority_mu);
-  if (build_tid != 0) Raise(build_tid, "the checkpoint thread");
+  if (build_tid != 0) (void)Raise(build_tid, "the checkpoint thread");
 }
 
-bool DurableStore::State::Raise(pid_t tid, std::string_view who) {
-  if (raise_refused.load(std::memory_order_relaxed)) return false;
+absl::Status DurableStore::State::Raise(pid_t tid, std::string_view who) {
+  if (raise_refused.load(std::memory_order_relaxed)) {
+    return absl::PermissionDeniedError("raising a build was refused before");
+  }
   absl::Status s =
       options.raise_priority ? options.raise_priority(tid) : RaiseToNormal(tid);
   if (s.ok()) {
@@ -393,7 +412,7 @@ bool DurableStore::State::Raise(pid_t tid, std::string_view who) {
         "KV_INDEXER_MAX_REPLAY_BYTES {}): {} runs at normal priority until "
         "it ends",
         bound->figures().tail_bytes, bound->figures().max_bytes, who);
-    return true;
+    return absl::OkStatus();
   }
   if (absl::IsPermissionDenied(s)) {
     raise_refused.store(true, std::memory_order_relaxed);
@@ -403,11 +422,11 @@ bool DurableStore::State::Raise(pid_t tid, std::string_view who) {
         "normal priority when writes wait, a build in a thread keeps its "
         "idle priority",
         who, std::string(s.message()));
-    return false;
+    return s;
   }
   spdlog::warn("checkpoint: raising {} for waiting writes failed: {}", who,
                std::string(s.message()));
-  return false;
+  return s;
 }
 
 absl::Status DurableStore::State::Compact(const CompactionJob& job) {
@@ -745,6 +764,7 @@ DurableFigures DurableStore::figures() const {
     std::lock_guard<std::mutex> lock(state_->mu);
     figures.checkpoint_generation = state_->base;
     figures.checkpoints_written = state_->checkpoints_written;
+    figures.checkpoint_restarts = state_->checkpoint_restarts;
     figures.last_checkpoint_seconds =
         std::chrono::duration<double>(state_->last_checkpoint).count();
     if (state_->last_checkpoint_at.has_value()) {

@@ -17,8 +17,9 @@ StartupBulkLoad::StartupBulkLoad(IndexBackend* backend, uint32_t abi_minor) {
   if (backend == nullptr || abi_minor < kWriteModeAbiMinor) return;
   const BackendStatus status = backend->SetWriteMode(WriteMode::kBulkLoad);
   if (status.code != BackendCode::kOk) {
-    spdlog::info("recovery: the backend fills its index as in service ({})",
-                 status.message);
+    spdlog::info(
+        "start-up load: the backend fills its index as in service ({})",
+        status.message);
     return;
   }
   backend_ = backend;
@@ -37,7 +38,8 @@ absl::Status StartupBulkLoad::Finish() {
   const BackendStatus status = backend->SetWriteMode(WriteMode::kServing);
   if (status.code == BackendCode::kOk) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(
-      "the backend could not publish the recovered index: ", status.message));
+      "the backend could not publish the index it loaded at start-up: ",
+      status.message));
 }
 
 }  // namespace kvindexer::durable

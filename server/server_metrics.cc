@@ -236,6 +236,11 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
         static_cast<double>(f.checkpoint_failures.of(reason)),
         {{"reason", std::string(durable::CheckpointFailureName(reason))}});
   }
+  w.Counter("kvindexer_checkpoint_restarts",
+            "Idle checkpoint builds that writes waited for and that could "
+            "not be raised to normal priority (no CAP_SYS_NICE): killed and "
+            "started over in a builder process at normal priority.",
+            static_cast<double>(f.checkpoint_restarts));
   w.Counter("kvindexer_wal_syncs",
             "fdatasync calls of the log (with always, started as records "
             "are appended).",

@@ -248,6 +248,7 @@ TEST(ServerMetricsE2eTest, DataDirectoryFigures) {
   EXPECT_GE(Sample(m, "kvindexer_wal_syncs_total").value_or(0), 1) << m;
   EXPECT_TRUE(Sample(m, "kvindexer_checkpoint_generation").has_value()) << m;
   EXPECT_EQ(Sample(m, "kvindexer_checkpoints_written_total"), 0);
+  EXPECT_EQ(Sample(m, "kvindexer_checkpoint_restarts_total"), 0);
   stub.reset();
   EXPECT_TRUE(server->process->Stop(kBound).ok()) << server->process->Output();
 }
