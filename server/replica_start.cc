@@ -264,7 +264,7 @@ int RunReplica(ServerWiring& wiring) {
   absl::StatusOr<replica::ReplicaStart> start = replica::ReplicaStart{};
   if (snapshot_store != nullptr) {
     durable::StartupBulkLoad bulk_load(wiring.backend().backend(),
-                                        wiring.backend().abi_minor());
+                                       wiring.backend().abi_minor());
     start = replica::LoadNewestSnapshot(
         *snapshot_store, indexer.durable_state(), indexer.operator_view());
     if (absl::Status published = bulk_load.Finish();
