@@ -16,7 +16,7 @@ bool BuildDeadline::Expired() const {
   if (closing_ != nullptr && closing_->load(std::memory_order_relaxed)) {
     return true;
   }
-  if (timed_out()) return true;
+  if (timed_out() || abandoned()) return true;
   if (clock_ == nullptr || clock_->Now() < deadline_) return false;
   timed_out_.store(true, std::memory_order_relaxed);
   return true;
@@ -30,6 +30,7 @@ std::string BuildDeadline::Why() const {
     return absl::StrCat("it ran longer than its timeout of ", timeout_.count(),
                         " ms");
   }
+  if (abandoned()) return "it was abandoned, to start over at normal priority";
   return "it was stopped";
 }
 

@@ -32,6 +32,13 @@ class BuildDeadline {
   // passed (and the store not closing) makes timed_out() true for good.
   bool Expired() const;
   bool timed_out() const { return timed_out_.load(std::memory_order_relaxed); }
+  // Stops the build at its next check, neither timed out nor closing: an
+  // idle build in a thread that is to start over at normal priority.
+  // Resume() clears it for the build that starts over, which keeps the
+  // timeout counted from the first.
+  void Abandon() const { abandoned_.store(true, std::memory_order_relaxed); }
+  void Resume() const { abandoned_.store(false, std::memory_order_relaxed); }
+  bool abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
   // Why Expired said yes, for messages: "the store is closing" or "it ran
   // longer than its timeout of <n> ms".
   std::string Why() const;
@@ -43,6 +50,7 @@ class BuildDeadline {
   std::chrono::milliseconds timeout_{0};
   MonotonicClock::TimePoint deadline_{};
   mutable std::atomic<bool> timed_out_{false};
+  mutable std::atomic<bool> abandoned_{false};
 };
 
 }  // namespace kvindexer::durable

@@ -35,6 +35,24 @@ TEST(BuildDeadlineTest, ExpiresWhenTheTimeoutHasPassedOnItsClock) {
   EXPECT_TRUE(deadline.Expired());
 }
 
+TEST(BuildDeadlineTest, AbandonExpiresItUntilResumedAndKeepsTheTimeout) {
+  FakeMonotonicClock clock;
+  const std::atomic<bool> closing{false};
+  const BuildDeadline deadline(&closing, &clock, 1000ms);
+  deadline.Abandon();
+  EXPECT_TRUE(deadline.abandoned());
+  EXPECT_TRUE(deadline.Expired());
+  EXPECT_FALSE(deadline.timed_out());
+  EXPECT_THAT(deadline.Why(), HasSubstr("abandoned"));
+  deadline.Resume();
+  EXPECT_FALSE(deadline.abandoned());
+  EXPECT_FALSE(deadline.Expired());
+  // The build that starts over has what is left of the first's time.
+  clock.Advance(1000ms);
+  EXPECT_TRUE(deadline.Expired());
+  EXPECT_TRUE(deadline.timed_out());
+}
+
 TEST(BuildDeadlineTest, ClosingExpiresItWithoutATimeout) {
   FakeMonotonicClock clock;
   std::atomic<bool> closing{false};

@@ -77,11 +77,13 @@ struct DurableStore::State {
   // A raise was refused for want of privilege: said once, not tried again.
   std::atomic<bool> raise_refused{false};
   // The thread that builds the checkpoint in progress in this process, if
-  // one does, for raising it while a write waits
-  // (durable/build_priority.h). priority_mu orders a raise from Hurry with
-  // the end of that thread.
+  // one does, its priority and its deadline, for raising it while a write
+  // waits (durable/build_priority.h), or abandoning it when it cannot be
+  // raised. priority_mu orders Hurry with the start and end of that thread.
   std::mutex priority_mu;
   pid_t build_tid = 0;  // guarded by priority_mu; 0: no thread build
+  BuildPriority build_priority = BuildPriority::kIdle;  // priority_mu
+  const BuildDeadline* build_deadline = nullptr;        // priority_mu
   std::atomic<bool> stop{false};
 
   std::mutex mu;
@@ -139,8 +141,17 @@ struct DurableStore::State {
   // killed then, a thread stops at its next check); CANCELLED when the
   // store closes.
   absl::Status Build(const CompactionJob& job, const BuildDeadline& deadline);
+  // A thread of its own that starts at `priority`. One at idle priority
+  // that writes come to wait for and that cannot be raised is abandoned at
+  // its next check, and the build starts over in a thread at normal
+  // priority.
   absl::Status BuildInThread(const CompactionJob& job,
-                             const BuildDeadline& deadline);
+                             const BuildDeadline& deadline,
+                             BuildPriority priority);
+  // Raises the thread build in progress, or abandons it when it is idle and
+  // the raise is refused for want of privilege. REQUIRES: priority_mu held,
+  // build_tid != 0.
+  void HurryThreadLocked();
   // A builder process that starts at `priority`. One at idle priority that
   // writes come to wait for and that cannot be raised is killed, and the
   // build starts over in a process at normal priority.
@@ -256,39 +267,65 @@ void DurableStore::State::CompactionLoop() {
 absl::Status DurableStore::State::Build(const CompactionJob& job,
                                         const BuildDeadline& deadline) {
   built_by = "a thread of the server";
-  if (options.checkpoint_builder.empty() || builder_refused) {
-    return BuildInThread(job, deadline);
-  }
   // Writes already wait, and an idle build could not be raised: this one
   // does not lower itself in the first place.
-  const bool hurried =
-      raise_refused.load(std::memory_order_relaxed) && bound->stalled();
-  return BuildInProcess(
-      job, deadline, hurried ? BuildPriority::kNormal : BuildPriority::kIdle);
+  const BuildPriority priority =
+      raise_refused.load(std::memory_order_relaxed) && bound->stalled()
+          ? BuildPriority::kNormal
+          : BuildPriority::kIdle;
+  if (options.checkpoint_builder.empty() || builder_refused) {
+    return BuildInThread(job, deadline, priority);
+  }
+  return BuildInProcess(job, deadline, priority);
 }
 
 absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
-                                                const BuildDeadline& deadline) {
+                                                const BuildDeadline& deadline,
+                                                BuildPriority priority) {
   absl::Status built;
   std::thread build_thread;
   try {
     build_thread = std::thread([&] {
-      LowerCompactionPriority();
+      if (priority == BuildPriority::kIdle) {
+        LowerCompactionPriority();
+      } else {
+        pthread_setname_np(pthread_self(), "kvidx-ckpt");
+      }
       {
         std::lock_guard<std::mutex> lock(priority_mu);
         build_tid = static_cast<pid_t>(::syscall(SYS_gettid));
-        if (bound->stalled()) (void)Raise(build_tid, "the checkpoint thread");
+        build_priority = priority;
+        build_deadline = &deadline;
+        if (bound->stalled()) HurryThreadLocked();
       }
       built = BuildCheckpoint(dir->path(), job, io, deadline,
                               CheckpointFinish::kPublish);
       std::lock_guard<std::mutex> lock(priority_mu);
       build_tid = 0;
+      build_deadline = nullptr;
     });
   } catch (const std::system_error& e) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot start the checkpoint thread: ", e.what()));
   }
   build_thread.join();
+  // Abandoned but done before its next check: published, nothing to redo.
+  // Otherwise it stopped at that check, or failed on the way; what it
+  // wrote is a temporary file the next build replaces.
+  const bool start_over = deadline.abandoned() && !built.ok() &&
+                          !stop.load(std::memory_order_relaxed) &&
+                          !deadline.timed_out();
+  deadline.Resume();
+  if (start_over) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++checkpoint_restarts;
+    }
+    spdlog::info(
+        "checkpoint: the build in an idle thread stopped; it starts over "
+        "in a thread at normal priority");
+    return BuildInThread(job, deadline, BuildPriority::kNormal);
+  }
   if (built.code() == absl::StatusCode::kCancelled &&
       !stop.load(std::memory_order_relaxed) && deadline.timed_out()) {
     return absl::DeadlineExceededError(
@@ -314,7 +351,7 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
   if (!child.ok()) {
     spdlog::warn("checkpoint: {}; building in the server process instead",
                  std::string(child.status().message()));
-    return BuildInThread(job, deadline);
+    return BuildInThread(job, deadline, priority);
   }
   built_by = absl::StrCat("builder process ", (*child)->pid());
   {
@@ -382,7 +419,7 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
           "in the server process from now on",
           options.checkpoint_builder, std::string(built.message()));
       built_by = "a thread of the server";
-      return BuildInThread(job, deadline);
+      return BuildInThread(job, deadline, priority);
     }
     return built;
   }
@@ -397,7 +434,21 @@ void DurableStore::State::Hurry() {
   // A builder process is raised by the wait for it, at its next poll; a
   // thread build that has not begun raises itself as it begins.
   std::lock_guard<std::mutex> lock(priority_mu);
-  if (build_tid != 0) (void)Raise(build_tid, "the checkpoint thread");
+  if (build_tid != 0) HurryThreadLocked();
+}
+
+void DurableStore::State::HurryThreadLocked() {
+  const absl::Status raised = Raise(build_tid, "the checkpoint thread");
+  if (build_priority != BuildPriority::kIdle ||
+      !absl::IsPermissionDenied(raised) || build_deadline == nullptr ||
+      build_deadline->abandoned()) {
+    return;
+  }
+  build_deadline->Abandon();
+  spdlog::info(
+      "checkpoint: writes wait for the checkpoint thread, which cannot be "
+      "raised; it stops at its next check and the build starts over at "
+      "normal priority");
 }
 
 absl::Status DurableStore::State::Raise(pid_t tid, std::string_view who) {

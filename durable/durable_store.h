@@ -111,8 +111,8 @@ struct DurableFigures {
   uint64_t log_end = 0;  // logical log offset: bytes of records appended
   uint64_t checkpoint_generation = 0;  // the newest committed checkpoint
   uint64_t checkpoints_written = 0;    // by this process
-  // Idle builds that writes waited for and that could not be raised, killed
-  // and started over at normal priority, by this process.
+  // Idle builds that writes waited for and that could not be raised,
+  // stopped and started over at normal priority, by this process.
   uint64_t checkpoint_restarts = 0;
   double last_checkpoint_seconds = 0;  // 0 before the first
   // When the last checkpoint of this process was in place, in seconds since

@@ -238,8 +238,8 @@ void WriteDurable(const durable::DurableStore& store, MetricsWriter& w) {
   }
   w.Counter("kvindexer_checkpoint_restarts",
             "Idle checkpoint builds that writes waited for and that could "
-            "not be raised to normal priority (no CAP_SYS_NICE): killed and "
-            "started over in a builder process at normal priority.",
+            "not be raised to normal priority (no CAP_SYS_NICE): stopped and "
+            "started over at normal priority.",
             static_cast<double>(f.checkpoint_restarts));
   w.Counter("kvindexer_wal_syncs",
             "fdatasync calls of the log (with always, started as records "
