@@ -20,6 +20,10 @@
 //               that load the machine in one way each (--interferers:
 //               spin, random, stream; durability_interferer.h); not in the
 //               default --phases;
+//   preload     only the preload of that server, timed: with a replay
+//               bound below the preload's log (--checkpoint_bytes,
+//               --max_replay_bytes) its writes wait for checkpoint builds;
+//               not in the default --phases;
 //   recovery    that server stopped (SIGTERM), killed (SIGKILL), and killed
 //               with a nearly full log, each time restarted on its
 //               directory: recovery time, disk bytes, and the headline
@@ -270,11 +274,11 @@ int Run() {
   for (const std::string& phase : phases) {
     if (phase != "ingest" && phase != "checkpoint" &&
         phase != "checkpoint-paired" && phase != "interferer-paired" &&
-        phase != "recovery") {
+        phase != "preload" && phase != "recovery") {
       std::fprintf(stderr,
                    "kv-indexer-durability-bench: --phases: unknown phase "
                    "'%s' (ingest, checkpoint, checkpoint-paired, "
-                   "interferer-paired, recovery)\n",
+                   "interferer-paired, preload, recovery)\n",
                    phase.c_str());
       return 1;
     }
@@ -368,7 +372,7 @@ int Run() {
   std::optional<RecoveredLine> first_start;
   j.BeginArray("checkpoint");
   if (wants("checkpoint") || wants("checkpoint-paired") ||
-      wants("interferer-paired") || wants("recovery")) {
+      wants("interferer-paired") || wants("recovery") || wants("preload")) {
     absl::StatusOr<std::unique_ptr<ScratchDir>> dir =
         ScratchDir::Create("kvindexer-durability-bench-", data_root);
     if (!dir.ok()) return Failed(dir.status());
@@ -394,6 +398,12 @@ int Run() {
     report.failed_rpcs += preload.status.failed();
     fleet_placements = fleet.placements();
     preload_hashes_per_s = preload.hashes_per_s;
+    std::printf(
+        "preload: %llu placements in %.2f s (%.0f hashes/s), %llu "
+        "RPCs failed\n",
+        static_cast<unsigned long long>(fleet_placements), preload.seconds,
+        preload.hashes_per_s,
+        static_cast<unsigned long long>(preload.status.failed()));
 
     std::vector<v1::MatchExternalKvPrefixRequest> queries;
     for (uint32_t i = 0;
