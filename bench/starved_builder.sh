@@ -14,13 +14,18 @@
 # STARVED_SPIN_S (how long the busy loops run at most, 120: a preload still
 # waiting then goes on once they end, so its time shows the wait),
 # STARVED_BENCH_FLAGS (more flags for the bench, e.g. --max_replay_bytes=0
-# for a control run whose writes never wait).
+# for a control run whose writes never wait, or
+# --checkpoint_builder=thread).
 # Needs root (setpriv drops the capability from the bounding set).
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
   echo "usage: $0 <kv-indexer-durability-bench> <server>..." >&2
   exit 2
+fi
+if ! setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice true; then
+  echo "$0: setpriv cannot drop CAP_SYS_NICE here (run as root)" >&2
+  exit 1
 fi
 bench=$1
 shift
@@ -32,8 +37,8 @@ read -r -a extra_flags <<<"${STARVED_BENCH_FLAGS:-}"
 work=$(mktemp -d)
 spinners=()
 stop_spinners() {
-  for pid in "${spinners[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${spinners[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in ${spinners[@]+"${spinners[@]}"}; do kill "$pid" 2>/dev/null || true; done
+  for pid in ${spinners[@]+"${spinners[@]}"}; do wait "$pid" 2>/dev/null || true; done
   spinners=()
 }
 trap 'stop_spinners; rm -rf "$work"' EXIT
@@ -45,16 +50,23 @@ for ((round = 1; round <= rounds; ++round)); do
       spinners+=($!)
     done
     log=$work/server.log
+    progress=$work/bench.stderr
     rm -f "$log"
     line=$(setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice \
       "$bench" --server="$server" --data_root="$work" --server_log="$log" \
       --phases=preload --workers=8 --placements="$placements" \
       --checkpoint_bytes="$checkpoint_bytes" --progress_s=600 \
-      --max_run_s=$((2 * spin_s + 60)) "${extra_flags[@]}" 2>/dev/null | grep '^preload:' || true)
+      --max_run_s=$((2 * spin_s + 60)) ${extra_flags[@]+"${extra_flags[@]}"} \
+      2>"$progress" | grep '^preload:' || true)
     stop_spinners
-    restarts=$(grep -c 'starts over in a builder process' "$log" || true)
-    stalls=$(grep -c 'writes wait for' "$log" || true)
-    printf 'round %d  %s  %s  (server log: %s lines on waits, %s starts over)\n' \
-      "$round" "$server" "${line:-preload: no result}" "$stalls" "$restarts"
+    restarts=0
+    if [[ -f $log ]]; then
+      restarts=$(grep -cE 'starts over in a (builder process|thread)' "$log" || true)
+    fi
+    if [[ -z $line ]]; then
+      line="preload: no result; the bench said: $(tail -1 "$progress")"
+    fi
+    printf 'round %d  %s  %s  (builds started over: %s)\n' \
+      "$round" "$server" "$line" "$restarts"
   done
 done

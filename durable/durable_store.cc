@@ -309,12 +309,13 @@ absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
         absl::StrCat("cannot start the checkpoint thread: ", e.what()));
   }
   build_thread.join();
-  // Abandoned but done before its next check: published, nothing to redo.
-  // Otherwise it stopped at that check, or failed on the way; what it
-  // wrote is a temporary file the next build replaces.
-  const bool start_over = deadline.abandoned() && !built.ok() &&
-                          !stop.load(std::memory_order_relaxed) &&
-                          !deadline.timed_out();
+  // Abandoned but done before its next check: published, nothing to redo;
+  // one that failed for a reason of its own is a failure as any other.
+  // Otherwise it stopped at that check, and what it wrote is a temporary
+  // file the next build replaces.
+  const bool start_over =
+      deadline.abandoned() && built.code() == absl::StatusCode::kCancelled &&
+      !stop.load(std::memory_order_relaxed) && !deadline.timed_out();
   deadline.Resume();
   if (start_over) {
     {
@@ -469,9 +470,8 @@ absl::Status DurableStore::State::Raise(pid_t tid, std::string_view who) {
     raise_refused.store(true, std::memory_order_relaxed);
     spdlog::warn(
         "checkpoint: writes wait for the build, but {} cannot be raised to "
-        "normal priority ({}); builds in a builder process start over at "
-        "normal priority when writes wait, a build in a thread keeps its "
-        "idle priority",
+        "normal priority ({}); from now on an idle build that writes wait "
+        "for starts over at normal priority",
         who, std::string(s.message()));
     return s;
   }
