@@ -170,6 +170,10 @@ struct DurableStore::State {
     std::lock_guard<std::mutex> lock(mu);
     ++failures.by_reason[static_cast<size_t>(failure)];
   }
+  void CountRestart() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++checkpoint_restarts;
+  }
 };
 
 void DurableStore::State::StartCompaction() {
@@ -318,10 +322,7 @@ absl::Status DurableStore::State::BuildInThread(const CompactionJob& job,
       !stop.load(std::memory_order_relaxed) && !deadline.timed_out();
   deadline.Resume();
   if (start_over) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++checkpoint_restarts;
-    }
+    CountRestart();
     spdlog::info(
         "checkpoint: the build in an idle thread stopped; it starts over "
         "in a thread at normal priority");
@@ -396,10 +397,7 @@ absl::Status DurableStore::State::BuildInProcess(const CompactionJob& job,
   if (!built.ok()) {
     ::unlink(tmp.c_str());
     if (start_over && !deadline.timed_out()) {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++checkpoint_restarts;
-      }
+      CountRestart();
       spdlog::info(
           "checkpoint: writes wait for {}, which cannot be raised; the build "
           "starts over in a builder process at normal priority",
