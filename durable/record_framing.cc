@@ -104,6 +104,10 @@ void AppendRecord(std::string_view payload, std::string* out) {
   out->append(payload);
 }
 
+uint32_t RecordPayloadLength(std::string_view bytes) {
+  return GetFixed32(bytes.substr(0, 4));
+}
+
 RecordRead ReadRecord(std::string_view bytes) {
   RecordRead read;
   if (bytes.empty()) {

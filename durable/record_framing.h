@@ -68,6 +68,9 @@ struct RecordRead {
   size_t size = 0;
 };
 RecordRead ReadRecord(std::string_view bytes);
+// The payload length the record header at the start of `bytes` gives,
+// valid or not. REQUIRES: bytes.size() >= kRecordHeaderBytes.
+uint32_t RecordPayloadLength(std::string_view bytes);
 // What went wrong, for messages: "record cut short", ...
 std::string_view DescribeOutcome(RecordRead::Outcome outcome);
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "durable/file_io.h"
+#include "durable/file_window.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/wal_damage.h"
@@ -58,13 +59,20 @@ absl::Status CutFile(const std::string& path, uint64_t size,
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record) {
-  std::string bytes;
-  if (absl::Status read = ReadWholeFile(path, &bytes); !read.ok()) {
-    return read;
-  }
+  return ScanWalInPieces(path, expected_generation, repair, on_record,
+                         kFileWindowPieceBytes);
+}
+
+absl::StatusOr<WalScan> ScanWalInPieces(
+    const std::string& path, uint64_t expected_generation, bool repair,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    size_t piece_bytes) {
+  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes);
+  if (!window.ok()) return window.status();
   WalScan scan;
-  const std::string_view file = bytes;
-  absl::StatusOr<FileHeader> header = DecodeFileHeader(file, FileKind::kWal);
+  absl::StatusOr<std::string_view> head = window->Hold(0, kFileHeaderBytes);
+  if (!head.ok()) return head.status();
+  absl::StatusOr<FileHeader> header = DecodeFileHeader(*head, FileKind::kWal);
   if (!header.ok()) {
     if (header.status().code() != absl::StatusCode::kDataLoss) {
       return absl::Status(
@@ -75,6 +83,9 @@ absl::StatusOr<WalScan> ScanWal(
     // created when the process died (the header is synced before any
     // record is written); a whole header that is bad was damaged later, or
     // the file is not ours.
+    absl::StatusOr<std::string_view> whole = window->Hold(0, window->size());
+    if (!whole.ok()) return whole.status();
+    const std::string_view file = *whole;
     scan.generation = expected_generation;
     scan.torn = true;
     scan.torn_offset = 0;
@@ -115,10 +126,22 @@ absl::StatusOr<WalScan> ScanWal(
         ", its name says ", expected_generation));
   }
   scan.generation = header->generation;
-  size_t pos = kFileHeaderBytes;
+  uint64_t pos = kFileHeaderBytes;
   RecordRead read;
   while (true) {
-    read = ReadRecord(file.substr(pos));
+    // The record's header, then the whole record as its length says (a
+    // length ReadRecord refuses needs no more bytes to be refused).
+    absl::StatusOr<std::string_view> held =
+        window->Hold(pos, kRecordHeaderBytes);
+    if (!held.ok()) return held.status();
+    if (held->size() >= kRecordHeaderBytes) {
+      const uint32_t length = RecordPayloadLength(*held);
+      if (length != 0 && length <= kMaxRecordBytes) {
+        held = window->Hold(pos, kRecordHeaderBytes + length);
+        if (!held.ok()) return held.status();
+      }
+    }
+    read = ReadRecord(*held);
     if (read.outcome != RecordRead::Outcome::kOk) break;
     if (absl::Status handed = on_record(read.payload); !handed.ok()) {
       return handed;
@@ -130,15 +153,19 @@ absl::StatusOr<WalScan> ScanWal(
   if (read.outcome == RecordRead::Outcome::kEnd) return scan;
   scan.torn = true;
   scan.torn_offset = pos;
-  scan.dropped_bytes = file.size() - pos;
+  scan.dropped_bytes = window->size() - pos;
   if (!repair) return scan;
+  absl::StatusOr<std::string_view> rest =
+      window->Hold(pos, window->size() - pos);
+  if (!rest.ok()) return rest.status();
+  scan.dropped_bytes = rest->size();
   // The bad record itself starts at `pos`; records behind it start later.
-  const IntactRecords after = FindIntactRecords(file.substr(pos + 1));
+  const IntactRecords after = FindIntactRecords(rest->substr(1));
   if (after.any()) {
     scan.damaged = true;
     scan.dropped_records = after.records;
     absl::StatusOr<std::string> kept =
-        KeepCutBytes(path, pos, file.substr(pos), FileIo::Real());
+        KeepCutBytes(path, pos, *rest, FileIo::Real());
     if (!kept.ok()) return kept.status();
     scan.kept_copy = *std::move(kept);
   }

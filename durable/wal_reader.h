@@ -3,6 +3,7 @@
 #ifndef KVINDEXER_DURABLE_WAL_READER_H_
 #define KVINDEXER_DURABLE_WAL_READER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -47,9 +48,18 @@ struct WalScan {
 // alone); the first non-OK status of `on_record`, which stops the scan;
 // INTERNAL for I/O errors, and when the bytes to be dropped cannot be kept
 // (the file is then not cut).
+// The file is read a piece at a time (durable/file_window.h): only a piece,
+// or the record at hand when it is larger, is held in memory, and records
+// are handed over as they are read, so a read error can come after some.
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record);
+
+// ScanWal, reading `piece_bytes` at a time (tests read in tiny pieces).
+absl::StatusOr<WalScan> ScanWalInPieces(
+    const std::string& path, uint64_t expected_generation, bool repair,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    size_t piece_bytes);
 
 }  // namespace kvindexer::durable
 

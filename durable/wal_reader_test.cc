@@ -55,13 +55,19 @@ struct ScanResult {
   std::vector<std::string> payloads;
 };
 
+// The piece size of the scans of the test being run (0: ScanWal's own).
+size_t scan_piece_bytes = 0;
+
 ScanResult Scan(const std::string& path, bool repair) {
   ScanResult result{WalScan{}, {}};
+  auto keep = [&](std::string_view payload) {
+    result.payloads.emplace_back(payload);
+    return absl::OkStatus();
+  };
   result.scan =
-      ScanWal(path, kGeneration, repair, [&](std::string_view payload) {
-        result.payloads.emplace_back(payload);
-        return absl::OkStatus();
-      });
+      scan_piece_bytes == 0
+          ? ScanWal(path, kGeneration, repair, keep)
+          : ScanWalInPieces(path, kGeneration, repair, keep, scan_piece_bytes);
   return result;
 }
 
@@ -122,13 +128,21 @@ void ExpectRepairedTo(const std::string& path, const SampleLog& log,
   EXPECT_EQ(second.payloads, prefix);
 }
 
-class WalReaderTest : public ::testing::Test {
+// Every test runs with ScanWal's pieces and with pieces small enough that
+// headers, lengths and payloads are split across reads.
+class WalReaderTest : public ::testing::TestWithParam<size_t> {
  protected:
+  void SetUp() override { scan_piece_bytes = GetParam(); }
+  void TearDown() override { scan_piece_bytes = 0; }
   std::string path() const { return dir_.Sub(WalFileName(kGeneration)); }
   TestTempDir dir_;
 };
 
-TEST_F(WalReaderTest, ReadsAnIntactLog) {
+INSTANTIATE_TEST_SUITE_P(Pieces, WalReaderTest,
+                         ::testing::Values(size_t{0}, size_t{1}, size_t{5},
+                                           size_t{64}));
+
+TEST_P(WalReaderTest, ReadsAnIntactLog) {
   const SampleLog log = MakeSampleLog();
   WriteTestFile(path(), log.bytes);
   const ScanResult result = Scan(path(), /*repair=*/true);
@@ -141,7 +155,7 @@ TEST_F(WalReaderTest, ReadsAnIntactLog) {
   EXPECT_EQ(ReadTestFile(path()), log.bytes);
 }
 
-TEST_F(WalReaderTest, AnEmptyLogHasNoRecords) {
+TEST_P(WalReaderTest, AnEmptyLogHasNoRecords) {
   WriteTestFile(path(), EncodeFileHeader(FileKind::kWal, kGeneration));
   const ScanResult result = Scan(path(), /*repair=*/true);
   ASSERT_TRUE(result.scan.ok()) << result.scan.status();
@@ -151,7 +165,7 @@ TEST_F(WalReaderTest, AnEmptyLogHasNoRecords) {
 }
 
 // docs/durability.md, "Recovery": a crash mid-append leaves a cut record.
-TEST_F(WalReaderTest, ACutAtEveryByteOfTheLastThreeRecords) {
+TEST_P(WalReaderTest, ACutAtEveryByteOfTheLastThreeRecords) {
   const SampleLog log = MakeSampleLog();
   const size_t records = log.payloads.size();
   for (size_t record = records - 3; record < records; ++record) {
@@ -176,7 +190,7 @@ TEST_F(WalReaderTest, ACutAtEveryByteOfTheLastThreeRecords) {
 // Every bit of the last three records, their headers (length, CRC) and
 // their payloads. A bad last record is a torn tail; a bad one before it is
 // damage, since intact records follow it.
-TEST_F(WalReaderTest, AFlippedBitAnywhereInTheLastThreeRecords) {
+TEST_P(WalReaderTest, AFlippedBitAnywhereInTheLastThreeRecords) {
   const SampleLog log = MakeSampleLog();
   const size_t records = log.payloads.size();
   for (size_t record = records - 3; record < records; ++record) {
@@ -192,7 +206,7 @@ TEST_F(WalReaderTest, AFlippedBitAnywhereInTheLastThreeRecords) {
   }
 }
 
-TEST_F(WalReaderTest, RecordsAfterABadOneAreNeverHandedOver) {
+TEST_P(WalReaderTest, RecordsAfterABadOneAreNeverHandedOver) {
   const SampleLog log = MakeSampleLog();
   std::string bytes = log.bytes;
   // Damage the payload of the second record; four good ones follow it.
@@ -207,7 +221,7 @@ TEST_F(WalReaderTest, RecordsAfterABadOneAreNeverHandedOver) {
   EXPECT_EQ(ReadTestFile(path()), bytes);
 }
 
-TEST_F(WalReaderTest, RepairLogsAWarningNamingFileOffsetAndBytes) {
+TEST_P(WalReaderTest, RepairLogsAWarningNamingFileOffsetAndBytes) {
   const SampleLog log = MakeSampleLog();
   WriteTestFile(path(), log.bytes.substr(0, log.bytes.size() - 3));
   const TestLogCapture capture;
@@ -220,7 +234,7 @@ TEST_F(WalReaderTest, RepairLogsAWarningNamingFileOffsetAndBytes) {
                   std::to_string(log.bytes.size() - 3 - offset))));
 }
 
-TEST_F(WalReaderTest, ZerosAfterTheLastRecordAreATornTail) {
+TEST_P(WalReaderTest, ZerosAfterTheLastRecordAreATornTail) {
   const SampleLog log = MakeSampleLog();
   const std::string zeros = log.bytes + std::string(4096, '\0');
   WriteTestFile(path(), zeros);
@@ -230,7 +244,7 @@ TEST_F(WalReaderTest, ZerosAfterTheLastRecordAreATornTail) {
 
 // A file shorter than a header was being created when the process died:
 // torn, and rewritten as an empty log.
-TEST_F(WalReaderTest, AShortHeaderTearsTheWholeFile) {
+TEST_P(WalReaderTest, AShortHeaderTearsTheWholeFile) {
   const std::string header = EncodeFileHeader(FileKind::kWal, kGeneration);
   for (size_t cut = 0; cut < header.size(); ++cut) {
     const std::string bytes = header.substr(0, cut);
@@ -260,7 +274,7 @@ TEST_F(WalReaderTest, AShortHeaderTearsTheWholeFile) {
 // A whole header is synced before any record is written: when it is bad,
 // the file was damaged later (or is not a log). Its bytes are kept, the
 // loss is an ERROR, and the file is rewritten as an empty log.
-TEST_F(WalReaderTest, ABadWholeHeaderIsDamageAndTheFileIsKept) {
+TEST_P(WalReaderTest, ABadWholeHeaderIsDamageAndTheFileIsKept) {
   const SampleLog log = MakeSampleLog();
   std::string bad_crc = log.bytes;
   bad_crc[20] ^= 1;  // generation
@@ -298,7 +312,7 @@ TEST_F(WalReaderTest, ABadWholeHeaderIsDamageAndTheFileIsKept) {
 
 // The case the ERROR exists for: intact, acknowledged records after a
 // damaged one are cut with it, so their bytes are kept first.
-TEST_F(WalReaderTest, DamageInTheMiddleIsKeptAndLoggedAtError) {
+TEST_P(WalReaderTest, DamageInTheMiddleIsKeptAndLoggedAtError) {
   const SampleLog log = MakeSampleLog();
   std::string bytes = log.bytes;
   bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x40;  // its one payload byte
@@ -333,7 +347,7 @@ TEST_F(WalReaderTest, DamageInTheMiddleIsKeptAndLoggedAtError) {
 
 // A damaged length sends the reader nowhere near the next record; the
 // records behind it are still found.
-TEST_F(WalReaderTest, DamageToALengthStillFindsTheRecordsBehindIt) {
+TEST_P(WalReaderTest, DamageToALengthStillFindsTheRecordsBehindIt) {
   const SampleLog log = MakeSampleLog();
   // Record 2's length (200) as 16, which fits but fails the checksum, and
   // with a high byte that makes it cut short or impossible.
@@ -357,7 +371,7 @@ TEST_F(WalReaderTest, DamageToALengthStillFindsTheRecordsBehindIt) {
 
 // A second damage at the same offset (the copy of the first is still
 // there) is kept beside it, never over it.
-TEST_F(WalReaderTest, AKeptCopyIsNeverOverwritten) {
+TEST_P(WalReaderTest, AKeptCopyIsNeverOverwritten) {
   const SampleLog log = MakeSampleLog();
   std::string bytes = log.bytes;
   bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
@@ -375,7 +389,7 @@ TEST_F(WalReaderTest, AKeptCopyIsNeverOverwritten) {
 }
 
 // Without its copy nothing is cut: the start fails instead, naming why.
-TEST_F(WalReaderTest, DamageThatCannotBeKeptIsNotCut) {
+TEST_P(WalReaderTest, DamageThatCannotBeKeptIsNotCut) {
   const SampleLog log = MakeSampleLog();
   std::string bytes = log.bytes;
   bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
@@ -394,7 +408,7 @@ TEST_F(WalReaderTest, DamageThatCannotBeKeptIsNotCut) {
 
 // Repair is recovery's; a scan without it (a compaction's) reads and
 // reports, and neither classifies nor keeps.
-TEST_F(WalReaderTest, WithoutRepairNothingIsKept) {
+TEST_P(WalReaderTest, WithoutRepairNothingIsKept) {
   const SampleLog log = MakeSampleLog();
   std::string bytes = log.bytes;
   bytes[log.starts[1] + kRecordHeaderBytes] ^= 0x01;
@@ -406,7 +420,7 @@ TEST_F(WalReaderTest, WithoutRepairNothingIsKept) {
   EXPECT_THAT(CopiesOf(path()), IsEmpty());
 }
 
-TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
+TEST_P(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   std::string bytes = EncodeFileHeader(FileKind::kWal, kGeneration);
   bytes[8] = static_cast<char>(kFormatVersion + 1);
   const uint32_t crc = Crc32c(std::string_view(bytes).substr(0, 24));
@@ -425,7 +439,7 @@ TEST_F(WalReaderTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   EXPECT_EQ(ReadTestFile(path()), bytes);
 }
 
-TEST_F(WalReaderTest, AMisnamedLogIsAnErrorNotATear) {
+TEST_P(WalReaderTest, AMisnamedLogIsAnErrorNotATear) {
   const std::string bytes = EncodeFileHeader(FileKind::kWal, kGeneration + 1);
   WriteTestFile(path(), bytes);
   const ScanResult result = Scan(path(), /*repair=*/true);
@@ -433,7 +447,7 @@ TEST_F(WalReaderTest, AMisnamedLogIsAnErrorNotATear) {
   EXPECT_EQ(ReadTestFile(path()), bytes);
 }
 
-TEST_F(WalReaderTest, TheCallbacksErrorStopsTheScan) {
+TEST_P(WalReaderTest, TheCallbacksErrorStopsTheScan) {
   const SampleLog log = MakeSampleLog();
   WriteTestFile(path(), log.bytes);
   int calls = 0;
@@ -446,7 +460,7 @@ TEST_F(WalReaderTest, TheCallbacksErrorStopsTheScan) {
   EXPECT_EQ(calls, 2);
 }
 
-TEST_F(WalReaderTest, AMissingFileIsNotFound) {
+TEST_P(WalReaderTest, AMissingFileIsNotFound) {
   EXPECT_EQ(Scan(path(), true).scan.status().code(),
             absl::StatusCode::kNotFound);
 }
