@@ -1,5 +1,7 @@
 #include "durable/checkpoint_file.h"
 
+#include "durable/file_window.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "durable/data_dir.h"
+#include "durable/file_window.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 
@@ -166,57 +169,83 @@ absl::Status PublishCheckpoint(const std::string& dir, uint64_t generation,
 absl::StatusOr<CheckpointRead> ReadCheckpoint(
     const std::string& path,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record) {
-  std::string bytes;
-  if (absl::Status read = ReadWholeFile(path, &bytes); !read.ok()) {
-    return read;
-  }
-  const std::string_view file = bytes;
+  return ReadCheckpointInPieces(path, on_record, kFileWindowPieceBytes);
+}
+
+absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
+    const std::string& path,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    size_t piece_bytes) {
+  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes);
+  if (!window.ok()) return window.status();
+  absl::StatusOr<std::string_view> head = window->Hold(0, kFileHeaderBytes);
+  if (!head.ok()) return head.status();
   absl::StatusOr<FileHeader> header =
-      DecodeFileHeader(file, FileKind::kCheckpoint);
+      DecodeFileHeader(*head, FileKind::kCheckpoint);
   if (!header.ok()) {
     return absl::Status(
         header.status().code(),
         absl::StrCat("checkpoint ", path, ": ", header.status().message()));
   }
   // Check everything before handing anything over: a checkpoint is applied
-  // whole or not at all.
-  std::vector<std::string_view> payloads;
-  size_t pos = kFileHeaderBytes;
+  // whole or not at all. The first pass checks, the second hands over; only
+  // a piece of the file is in memory at a time.
+  uint64_t records = 0;
+  uint64_t pos = kFileHeaderBytes;
   while (true) {
-    const RecordRead read = ReadRecord(file.substr(pos));
-    if (read.outcome == RecordRead::Outcome::kEnd) {
-      return absl::DataLossError(absl::StrCat(
-          "checkpoint ", path, ": no trailer after ", payloads.size(),
-          " records (file ends at byte ", pos, "): incomplete"));
+    absl::StatusOr<RecordRead> read = ReadRecordAt(*window, pos);
+    if (!read.ok()) return read.status();
+    if (read->outcome == RecordRead::Outcome::kEnd) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", path, ": no trailer after ", records,
+                       " records (file ends at byte ", pos, "): incomplete"));
     }
-    if (read.outcome != RecordRead::Outcome::kOk) {
-      return absl::DataLossError(absl::StrCat(
-          "checkpoint ", path, ": ", std::string(DescribeOutcome(read.outcome)),
-          " at byte ", pos, " after ", payloads.size(), " records"));
+    if (read->outcome != RecordRead::Outcome::kOk) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", path, ": ",
+                       std::string(DescribeOutcome(read->outcome)), " at byte ",
+                       pos, " after ", records, " records"));
     }
-    pos += read.size;
-    if (const auto count = DecodeCheckpointTrailer(read.payload)) {
-      if (*count != payloads.size()) {
+    pos += read->size;
+    if (const auto count = DecodeCheckpointTrailer(read->payload)) {
+      if (*count != records) {
         return absl::DataLossError(
             absl::StrCat("checkpoint ", path, ": trailer counts ", *count,
-                         " records, the file holds ", payloads.size()));
+                         " records, the file holds ", records));
       }
-      if (pos != file.size()) {
+      if (pos != window->size()) {
         return absl::DataLossError(absl::StrCat("checkpoint ", path, ": ",
-                                                file.size() - pos,
+                                                window->size() - pos,
                                                 " bytes after the trailer"));
       }
       break;
     }
-    payloads.push_back(read.payload);
+    ++records;
   }
-  for (const std::string_view payload : payloads) {
-    if (absl::Status handed = on_record(payload); !handed.ok()) return handed;
+  const uint64_t file_bytes = pos;
+  window->Rewind();
+  pos = kFileHeaderBytes;
+  for (uint64_t i = 0; i < records; ++i) {
+    absl::StatusOr<RecordRead> read = ReadRecordAt(*window, pos);
+    if (!read.ok()) return read.status();
+    if (read->outcome != RecordRead::Outcome::kOk) {
+      // Nothing writes a checkpoint in place: this is a disk returning
+      // other bytes than a moment ago. Part of it was handed over, so this
+      // is no DATA_LOSS that an older checkpoint could stand in for.
+      return absl::InternalError(
+          absl::StrCat("checkpoint ", path, ": record ", i, " at byte ", pos,
+                       " read intact and then ",
+                       std::string(DescribeOutcome(read->outcome))));
+    }
+    if (absl::Status handed = on_record(read->payload); !handed.ok()) {
+      return handed;
+    }
+    pos += read->size;
   }
   CheckpointRead result;
   result.generation = header->generation;
-  result.records = payloads.size();
-  result.bytes = file.size();
+  result.records = records;
+  result.bytes = file_bytes;
   return result;
 }
 

@@ -64,13 +64,23 @@ struct CheckpointRead {
 
 // Hands every record of the checkpoint file `path` to `on_record`, in
 // order, after checking the whole file (header, every CRC, the trailer):
-// nothing is handed over from a corrupt file. Errors: DATA_LOSS for a bad
-// magic, a bad CRC, a cut or a missing trailer; FAILED_PRECONDITION for a
-// newer format version; the first non-OK status of `on_record`; INTERNAL
-// for I/O errors.
+// nothing is handed over from a corrupt file. The file is read twice, a
+// piece at a time (durable/file_window.h): once to check it, once to hand
+// it over, so that only a piece of it is in memory. Errors: DATA_LOSS for
+// a bad magic, a bad CRC, a cut or a missing trailer; FAILED_PRECONDITION
+// for a newer format version; the first non-OK status of `on_record`;
+// INTERNAL for I/O errors, and when a record that passed the first read
+// fails the second (some records were handed over by then).
 absl::StatusOr<CheckpointRead> ReadCheckpoint(
     const std::string& path,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record);
+
+// ReadCheckpoint, reading `piece_bytes` at a time (tests read in tiny
+// pieces).
+absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
+    const std::string& path,
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    size_t piece_bytes);
 
 }  // namespace kvindexer::durable
 

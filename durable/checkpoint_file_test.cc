@@ -1,6 +1,8 @@
 #include "durable/checkpoint_file.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,8 @@
 namespace kvindexer::durable {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -27,17 +31,29 @@ struct ReadResult {
   std::vector<std::string> payloads;
 };
 
+// The piece size of the reads of the test being run (0: ReadCheckpoint's
+// own).
+size_t read_piece_bytes = 0;
+
 ReadResult Read(const std::string& path) {
   ReadResult result{CheckpointRead{}, {}};
-  result.read = ReadCheckpoint(path, [&](std::string_view payload) {
+  auto keep = [&](std::string_view payload) {
     result.payloads.emplace_back(payload);
     return absl::OkStatus();
-  });
+  };
+  result.read = read_piece_bytes == 0
+                    ? ReadCheckpoint(path, keep)
+                    : ReadCheckpointInPieces(path, keep, read_piece_bytes);
   return result;
 }
 
-class CheckpointFileTest : public ::testing::Test {
+// Every test runs with ReadCheckpoint's pieces and with pieces small enough
+// that records are split across reads.
+class CheckpointFileTest : public ::testing::TestWithParam<size_t> {
  protected:
+  void SetUp() override { read_piece_bytes = GetParam(); }
+  void TearDown() override { read_piece_bytes = 0; }
+
   std::string FinalPath() const {
     return dir_.Sub(CheckpointFileName(kGeneration));
   }
@@ -63,7 +79,10 @@ class CheckpointFileTest : public ::testing::Test {
   TestFileIo io_;
 };
 
-TEST_F(CheckpointFileTest, CommitPutsTheFileInPlaceAndItReadsBack) {
+INSTANTIATE_TEST_SUITE_P(Pieces, CheckpointFileTest,
+                         ::testing::Values(size_t{0}, size_t{1}, size_t{9}));
+
+TEST_P(CheckpointFileTest, CommitPutsTheFileInPlaceAndItReadsBack) {
   std::vector<std::string> payloads;
   // Enough to cross several 1 MiB blocks.
   for (int i = 0; i < 40; ++i) {
@@ -99,7 +118,7 @@ TEST_F(CheckpointFileTest, CommitPutsTheFileInPlaceAndItReadsBack) {
   EXPECT_EQ(result.read->bytes, bytes);
 }
 
-TEST_F(CheckpointFileTest, AnEmptyCheckpointIsValid) {
+TEST_P(CheckpointFileTest, AnEmptyCheckpointIsValid) {
   WriteCheckpoint({});
   const ReadResult result = Read(FinalPath());
   ASSERT_TRUE(result.read.ok()) << result.read.status();
@@ -107,7 +126,7 @@ TEST_F(CheckpointFileTest, AnEmptyCheckpointIsValid) {
   EXPECT_THAT(result.payloads, IsEmpty());
 }
 
-TEST_F(CheckpointFileTest, WithoutCommitTheTemporaryFileIsRemoved) {
+TEST_P(CheckpointFileTest, WithoutCommitTheTemporaryFileIsRemoved) {
   {
     auto writer = CheckpointWriter::Begin(dir_.path(), kGeneration, &io_);
     ASSERT_TRUE(writer.ok());
@@ -117,14 +136,14 @@ TEST_F(CheckpointFileTest, WithoutCommitTheTemporaryFileIsRemoved) {
   EXPECT_FALSE(TestFileExists(FinalPath()));
 }
 
-TEST_F(CheckpointFileTest, AStaleTemporaryFileIsReplaced) {
+TEST_P(CheckpointFileTest, AStaleTemporaryFileIsReplaced) {
   WriteTestFile(TmpPath(), std::string(5000, 'z'));
   const std::string file = WriteCheckpoint({"fresh"});
   EXPECT_EQ(file.size(), kFileHeaderBytes + 8 + 5 + 8 + 16);
   ASSERT_TRUE(Read(FinalPath()).read.ok());
 }
 
-TEST_F(CheckpointFileTest, AFullDiskFailsAndLeavesNothingBehind) {
+TEST_P(CheckpointFileTest, AFullDiskFailsAndLeavesNothingBehind) {
   for (const bool fail_in_commit : {false, true}) {
     SCOPED_TRACE(fail_in_commit ? "in Commit" : "in Add");
     auto writer = CheckpointWriter::Begin(dir_.path(), kGeneration, &io_);
@@ -150,7 +169,7 @@ TEST_F(CheckpointFileTest, AFullDiskFailsAndLeavesNothingBehind) {
   }
 }
 
-TEST_F(CheckpointFileTest, AFailedFsyncDoesNotCommit) {
+TEST_P(CheckpointFileTest, AFailedFsyncDoesNotCommit) {
   auto writer = CheckpointWriter::Begin(dir_.path(), kGeneration, &io_);
   ASSERT_TRUE(writer.ok());
   ASSERT_TRUE((*writer)->Add("x").ok());
@@ -161,7 +180,7 @@ TEST_F(CheckpointFileTest, AFailedFsyncDoesNotCommit) {
   EXPECT_FALSE(TestFileExists(FinalPath()));
 }
 
-TEST_F(CheckpointFileTest, RejectsEmptyAndTrailerShapedRecords) {
+TEST_P(CheckpointFileTest, RejectsEmptyAndTrailerShapedRecords) {
   auto writer = CheckpointWriter::Begin(dir_.path(), kGeneration, &io_);
   ASSERT_TRUE(writer.ok());
   EXPECT_EQ((*writer)->Add("").code(), absl::StatusCode::kInvalidArgument);
@@ -171,7 +190,7 @@ TEST_F(CheckpointFileTest, RejectsEmptyAndTrailerShapedRecords) {
 
 // Nothing of a damaged checkpoint may be applied: every check runs before
 // the first record is handed over.
-TEST_F(CheckpointFileTest, AFlippedBitAnywhereIsDataLossWithNothingHandedOver) {
+TEST_P(CheckpointFileTest, AFlippedBitAnywhereIsDataLossWithNothingHandedOver) {
   const std::string file = WriteCheckpoint(SmallPayloads());
   for (size_t bit = 0; bit < file.size() * 8; ++bit) {
     // Bit 64 and bits 66..95 raise the version field (2): checked below as a
@@ -188,7 +207,7 @@ TEST_F(CheckpointFileTest, AFlippedBitAnywhereIsDataLossWithNothingHandedOver) {
   }
 }
 
-TEST_F(CheckpointFileTest, ACutAnywhereIsDataLossWithNothingHandedOver) {
+TEST_P(CheckpointFileTest, ACutAnywhereIsDataLossWithNothingHandedOver) {
   const std::string file = WriteCheckpoint(SmallPayloads());
   for (size_t cut = 0; cut < file.size(); ++cut) {
     WriteTestFile(FinalPath(), file.substr(0, cut));
@@ -199,7 +218,7 @@ TEST_F(CheckpointFileTest, ACutAnywhereIsDataLossWithNothingHandedOver) {
   }
 }
 
-TEST_F(CheckpointFileTest, AMissingTrailerIsDataLoss) {
+TEST_P(CheckpointFileTest, AMissingTrailerIsDataLoss) {
   std::string file = EncodeFileHeader(FileKind::kCheckpoint, kGeneration);
   for (const std::string& payload : SmallPayloads()) {
     AppendRecord(payload, &file);
@@ -211,7 +230,7 @@ TEST_F(CheckpointFileTest, AMissingTrailerIsDataLoss) {
   EXPECT_THAT(result.payloads, IsEmpty());
 }
 
-TEST_F(CheckpointFileTest, AWrongTrailerCountOrRecordsAfterItAreDataLoss) {
+TEST_P(CheckpointFileTest, AWrongTrailerCountOrRecordsAfterItAreDataLoss) {
   std::string miscounted = EncodeFileHeader(FileKind::kCheckpoint, kGeneration);
   AppendRecord("one", &miscounted);
   AppendRecord(EncodeCheckpointTrailer(2), &miscounted);
@@ -230,14 +249,14 @@ TEST_F(CheckpointFileTest, AWrongTrailerCountOrRecordsAfterItAreDataLoss) {
   EXPECT_THAT(result.payloads, IsEmpty());
 }
 
-TEST_F(CheckpointFileTest, AWalIsNotACheckpoint) {
+TEST_P(CheckpointFileTest, AWalIsNotACheckpoint) {
   WriteTestFile(FinalPath(), EncodeFileHeader(FileKind::kWal, kGeneration));
   const ReadResult result = Read(FinalPath());
   EXPECT_EQ(result.read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(result.read.status().message(), HasSubstr("bad magic"));
 }
 
-TEST_F(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
+TEST_P(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   std::string file = WriteCheckpoint(SmallPayloads());
   file[8] = static_cast<char>(kFormatVersion + 1);
   const uint32_t crc = Crc32c(std::string_view(file).substr(0, 24));
@@ -256,7 +275,7 @@ TEST_F(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
   EXPECT_EQ(ReadTestFile(FinalPath()), file);
 }
 
-TEST_F(CheckpointFileTest, TheCallbacksErrorStopsTheRead) {
+TEST_P(CheckpointFileTest, TheCallbacksErrorStopsTheRead) {
   WriteCheckpoint(SmallPayloads());
   int calls = 0;
   const absl::StatusOr<CheckpointRead> read =
@@ -266,6 +285,38 @@ TEST_F(CheckpointFileTest, TheCallbacksErrorStopsTheRead) {
       });
   EXPECT_EQ(read.status(), absl::InvalidArgumentError("cannot apply"));
   EXPECT_EQ(calls, 2);
+}
+
+// The second read hands over what the first checked. A record that reads
+// differently by then (nothing writes a checkpoint in place; a failing disk
+// could) is INTERNAL, not DATA_LOSS: records were handed over already, so an
+// older checkpoint must not be loaded on top of them.
+TEST_P(CheckpointFileTest, ARecordChangedBetweenTheTwoReadsIsInternal) {
+  // A default piece would hold this small file whole from the first read.
+  const size_t piece = std::max<size_t>(GetParam(), 1);
+  const std::string file = WriteCheckpoint(SmallPayloads());
+  // The third record's last payload byte.
+  const size_t third_end = file.find(std::string(100, 'p')) + 99;
+  std::vector<std::string> handed;
+  const absl::StatusOr<CheckpointRead> read = ReadCheckpointInPieces(
+      FinalPath(),
+      [&](std::string_view payload) {
+        handed.emplace_back(payload);
+        if (handed.size() == 1) {
+          // In place: the reader holds the file open.
+          std::fstream out(FinalPath(),
+                           std::ios::binary | std::ios::in | std::ios::out);
+          out.seekp(static_cast<std::streamoff>(third_end));
+          out.put('q');
+        }
+        return absl::OkStatus();
+      },
+      piece);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(read.status().message(),
+              AllOf(HasSubstr(FinalPath()), HasSubstr("record 2"),
+                    HasSubstr("read intact and then")));
+  EXPECT_THAT(handed, ElementsAre("worker a", "worker b"));
 }
 
 }  // namespace

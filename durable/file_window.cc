@@ -79,4 +79,18 @@ absl::StatusOr<std::string_view> FileWindow::Hold(uint64_t offset,
   return std::string_view(buffer_.get() + skip, held_ - skip);
 }
 
+absl::StatusOr<RecordRead> ReadRecordAt(FileWindow& window, uint64_t offset) {
+  absl::StatusOr<std::string_view> held =
+      window.Hold(offset, kRecordHeaderBytes);
+  if (!held.ok()) return held.status();
+  if (held->size() >= kRecordHeaderBytes) {
+    const uint32_t length = RecordPayloadLength(*held);
+    if (length != 0 && length <= kMaxRecordBytes) {
+      held = window.Hold(offset, kRecordHeaderBytes + length);
+      if (!held.ok()) return held.status();
+    }
+  }
+  return ReadRecord(*held);
+}
+
 }  // namespace kvindexer::durable

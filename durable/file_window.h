@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "durable/posix_file.h"
+#include "durable/record_framing.h"
 
 namespace kvindexer::durable {
 
@@ -44,6 +45,12 @@ class FileWindow {
   // size(). A call invalidates the views earlier calls returned.
   absl::StatusOr<std::string_view> Hold(uint64_t offset, size_t want);
 
+  // Starts over at the beginning of the file, keeping the buffer.
+  void Rewind() {
+    start_ = 0;
+    held_ = 0;
+  }
+
   // The memory the window holds for bytes: at most the larger of a piece
   // and the largest `want`, with room to grow by half.
   size_t buffer_bytes() const { return capacity_; }
@@ -67,6 +74,12 @@ class FileWindow {
   uint64_t start_ = 0;  // file offset of buffer_[0]
   size_t held_ = 0;     // bytes of the file in buffer_
 };
+
+// Reads the framed record (record_framing.h) at `offset` through `window`:
+// its header, then as many bytes as its length gives (a length ReadRecord
+// refuses needs none). The outcome is ReadRecord's on the rest of the file
+// from `offset`; the payload is valid until the window's next call.
+absl::StatusOr<RecordRead> ReadRecordAt(FileWindow& window, uint64_t offset);
 
 }  // namespace kvindexer::durable
 

@@ -129,19 +129,9 @@ absl::StatusOr<WalScan> ScanWalInPieces(
   uint64_t pos = kFileHeaderBytes;
   RecordRead read;
   while (true) {
-    // The record's header, then the whole record as its length says (a
-    // length ReadRecord refuses needs no more bytes to be refused).
-    absl::StatusOr<std::string_view> held =
-        window->Hold(pos, kRecordHeaderBytes);
-    if (!held.ok()) return held.status();
-    if (held->size() >= kRecordHeaderBytes) {
-      const uint32_t length = RecordPayloadLength(*held);
-      if (length != 0 && length <= kMaxRecordBytes) {
-        held = window->Hold(pos, kRecordHeaderBytes + length);
-        if (!held.ok()) return held.status();
-      }
-    }
-    read = ReadRecord(*held);
+    absl::StatusOr<RecordRead> next = ReadRecordAt(*window, pos);
+    if (!next.ok()) return next.status();
+    read = *next;
     if (read.outcome != RecordRead::Outcome::kOk) break;
     if (absl::Status handed = on_record(read.payload); !handed.ok()) {
       return handed;
