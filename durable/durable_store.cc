@@ -702,11 +702,19 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     report.placements = stats.placements;
   }
   report.elapsed_ms = MillisecondsSince(clock, start);
+  // The log's rate tells an operator what a full replay bound would cost
+  // (docs/durability.md, "The replay bound").
+  const double log_mb_per_s =
+      report.log_ms == 0 ? 0.0
+                         : static_cast<double>(report.log_bytes) / 1e3 /
+                               static_cast<double>(report.log_ms);
   spdlog::info(
       "recovered {} workers, {} placements from checkpoint {} plus {} log "
-      "records ({} bytes) in {} ms",
+      "records ({} bytes) in {} ms (checkpoint {} ms, log {} ms: {:.1f} "
+      "MB/s)",
       report.workers, report.placements, report.checkpoint_generation,
-      report.log_records, report.log_bytes, report.elapsed_ms);
+      report.log_records, report.log_bytes, report.elapsed_ms,
+      report.checkpoint_ms, report.log_ms, log_mb_per_s);
 
   State* s = state.get();
   store->state_ = std::move(state);

@@ -105,6 +105,11 @@ TEST_F(DurableStoreTest, RestartRestoresRecordsPlacementsAndGate) {
                           " workers, ", store().recovery().placements,
                           " placements from checkpoint 1 plus ",
                           store().recovery().log_records, " log records")));
+  // Where the time went, and the log's rate.
+  EXPECT_TRUE(
+      Logged(log, spdlog::level::info,
+             absl::StrCat("(checkpoint ", store().recovery().checkpoint_ms,
+                          " ms, log ", store().recovery().log_ms, " ms: ")));
 
   // Gate continuity: the checkpoint survives, the next seq is accepted, a
   // repeat is a duplicate and a gap still invalidates.

@@ -16,6 +16,12 @@ struct RecoveryReport {
   uint64_t log_records = 0;  // replayed
   uint64_t log_bytes = 0;    // record bytes replayed (file headers excluded)
   uint64_t elapsed_ms = 0;
+  // Of elapsed_ms: loading the checkpoint (damaged ones tried first
+  // included) and replaying the log after it. The rest is listing and
+  // setting files aside, the backend's end of the start-up load and the
+  // epoch.
+  uint64_t checkpoint_ms = 0;
+  uint64_t log_ms = 0;
   bool torn_tail = false;  // a log tail was cut off
   // Log bytes cut off or set aside (whole files after a cut or a missing
   // generation, and the logs of a directory that started empty), and the
