@@ -33,6 +33,12 @@ BackendStatus AbslRwlockBackend::Apply(const ApplyBatchView& batch) noexcept {
                        "out of memory copying worker_address (%zu bytes)",
                        batch.worker_address.size);
   }
+  {
+    // The batch's cache misses are taken here, beside queries; the
+    // exclusive section below then holds them off for less time.
+    ReaderGuard shared(&mu_);
+    applier_.Warm(batch);
+  }
   WriterGuard lock(&mu_);
   return applier_.Apply(batch, address);
 }

@@ -53,6 +53,13 @@ class BatchApplier {
   BackendStatus Apply(const ApplyBatchView& batch,
                       std::string& address) noexcept;
 
+  // Reads what Apply(batch) will read (each hash's slot and placement list,
+  // the worker's holdings) and changes nothing, so that the cache misses
+  // are taken under a shared lock, beside queries, and Apply's exclusive
+  // section finds the lines in cache. REQUIRES: a shared or exclusive lock
+  // on the tables.
+  void Warm(const ApplyBatchView& batch) const noexcept;
+
   // Heap held by the reusable journal and queue between calls.
   uint64_t MemoryBytes() const noexcept;
 
