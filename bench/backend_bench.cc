@@ -21,11 +21,15 @@
 // the wall-clock time is reported alongside. The fill rate of the memory
 // cases is given both ways.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -366,6 +370,170 @@ void BM_ApplyRaw(benchmark::State& state, ScenarioSpec spec, uint32_t batch) {
       2.0 * batch, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A thread that applies the raw churn back to back, and can be paused: Pause
+// returns once no apply is in progress, so that a window measured after it
+// sees none.
+class ChurnThread {
+ public:
+  explicit ChurnThread(IndexBackend* backend, uint32_t batch)
+      : backend_(backend) {
+    const ChurnRing ring = MakeChurn(batch);
+    for (size_t k = 0; k < ring.report.size(); ++k) {
+      requests_.push_back(ring.report[k]);
+      requests_.push_back(ring.revoke[k]);
+    }
+    for (const auto& r : requests_) raw_.push_back(MakeRaw(r));
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ChurnThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      paused_ = false;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void Pause() {
+    std::unique_lock<std::mutex> lock(mu_);
+    paused_ = true;
+    cv_.wait(lock, [this] { return !applying_; });
+  }
+  void Resume() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paused_ = false;
+    }
+    cv_.notify_all();
+  }
+  uint64_t applies() const { return applies_.load(); }
+  bool failed() const { return failed_.load(); }
+
+ private:
+  void Run() {
+    size_t k = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        applying_ = false;
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return stop_ || !paused_; });
+        if (stop_) return;
+        applying_ = true;
+      }
+      // Report then revoke of one ring entry, so the index keeps its size.
+      for (int i = 0; i < 2; ++i) {
+        if (backend_->Apply(raw_[k].view).code != BackendCode::kOk) {
+          failed_ = true;
+        }
+        k = (k + 1) % raw_.size();
+        ++applies_;
+      }
+    }
+  }
+
+  IndexBackend* backend_;
+  std::vector<v1::ApplyExternalKvBatchRequest> requests_;
+  std::vector<RawBatch> raw_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool paused_ = true;
+  bool applying_ = false;
+  bool stop_ = false;
+  std::atomic<uint64_t> applies_{0};
+  std::atomic<bool> failed_{false};
+  std::thread thread_;
+};
+
+double PercentileUs(std::vector<double>& ns, double q) {
+  if (ns.empty()) return 0;
+  const size_t at = std::min(
+      ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())));
+  std::nth_element(ns.begin(), ns.begin() + static_cast<ptrdiff_t>(at),
+                   ns.end());
+  return ns[at] / 1e3;
+}
+
+// What back-to-back applies cost a prefix scan that arrives beside them:
+// the headline scan's latency (wall clock) in windows of 200 scans,
+// alternating between the churn thread paused and applying 16,384-hash
+// batches. Over a backend whose readers wait for its writer, the applying
+// windows' tail is about the time an apply holds them off, and a writer
+// that takes the lock again at once can keep a scan waiting for several.
+// Counters: mean, p50 and p99 of both kinds of window and the applying
+// windows' longest scan, in microseconds, the p99 ratio, and the applies
+// per second while applying.
+void BM_PrefixBesideApplies(benchmark::State& state, ScenarioSpec spec,
+                            uint32_t batch) {
+  BackendScenario* s = Ensure(spec, state);
+  if (s == nullptr) return;
+  const std::vector<int64_t> hashes = HeadlineHashes();
+  const HashSpan span{hashes.data(), hashes.size()};
+  ChurnThread churn(s->backend(), batch);
+  constexpr uint64_t kWindow = 200;
+  std::vector<double> idle_ns, busy_ns;
+  using Clock = std::chrono::steady_clock;
+  Clock::duration busy_time{};
+  Clock::time_point busy_since{};
+  uint64_t busy_applies_start = 0, busy_applies = 0;
+  bool busy = false;
+  uint64_t n = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    if (n++ % kWindow == 0) {
+      if (busy) {
+        churn.Pause();
+        busy_time += Clock::now() - busy_since;
+        busy_applies += churn.applies() - busy_applies_start;
+      } else {
+        busy_applies_start = churn.applies();
+        busy_since = Clock::now();
+        churn.Resume();
+      }
+      busy = !busy;
+    }
+    SumVisitor v;
+    const auto t0 = Clock::now();
+    const BackendStatus st = s->backend()->PrefixScan(span, &v);
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(st);
+    sum += v.sum();
+    (busy ? busy_ns : idle_ns)
+        .push_back(static_cast<double>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0)
+                .count()));
+  }
+  if (busy) {
+    churn.Pause();
+    busy_time += Clock::now() - busy_since;
+    busy_applies += churn.applies() - busy_applies_start;
+  }
+  benchmark::DoNotOptimize(sum);
+  if (churn.failed()) {
+    state.SkipWithError("backend Apply failed");
+    return;
+  }
+  const auto mean_us = [](const std::vector<double>& ns) {
+    double total = 0;
+    for (const double v : ns) total += v;
+    return ns.empty() ? 0.0 : total / static_cast<double>(ns.size()) / 1e3;
+  };
+  state.counters["idle_mean_us"] = mean_us(idle_ns);
+  state.counters["applying_mean_us"] = mean_us(busy_ns);
+  state.counters["applying_max_us"] = PercentileUs(busy_ns, 1.0);
+  const double idle_p99 = PercentileUs(idle_ns, 0.99);
+  const double busy_p99 = PercentileUs(busy_ns, 0.99);
+  state.counters["idle_p50_us"] = PercentileUs(idle_ns, 0.5);
+  state.counters["idle_p99_us"] = idle_p99;
+  state.counters["applying_p50_us"] = PercentileUs(busy_ns, 0.5);
+  state.counters["applying_p99_us"] = busy_p99;
+  state.counters["p99_ratio"] = idle_p99 > 0 ? busy_p99 / idle_p99 : 0;
+  const double busy_s = std::chrono::duration<double>(busy_time).count();
+  state.counters["applies_per_s"] =
+      busy_s > 0 ? static_cast<double>(busy_applies) / busy_s : 0;
+}
+
 void BM_LookupFloor(benchmark::State& state, ScenarioSpec spec) {
   if (g_floor == nullptr) {
     g_scenario.reset();  // make room
@@ -487,6 +655,12 @@ void RegisterAll() {
           BM_ApplyRaw, spec, batch)
           ->Unit(benchmark::kMicrosecond);
     }
+    benchmark::RegisterBenchmark(
+        absl::StrCat("prefix_beside_applies/", name, "/batch16384").c_str(),
+        BM_PrefixBesideApplies, spec, 16384u)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->Iterations(6000);  // 15 windows of each kind
   }
   benchmark::RegisterBenchmark(
       absl::StrCat("lookup_floor/robin_map/", tag).c_str(), BM_LookupFloor,
