@@ -1,14 +1,11 @@
 #include "durable/checkpoint_file.h"
 
-#include "durable/file_window.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "durable/data_dir.h"
@@ -192,6 +189,7 @@ absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
   // a piece of the file is in memory at a time.
   uint64_t records = 0;
   uint64_t pos = kFileHeaderBytes;
+  uint64_t trailer_at = 0;
   while (true) {
     absl::StatusOr<RecordRead> read = ReadRecordAt(*window, pos);
     if (!read.ok()) return read.status();
@@ -206,8 +204,9 @@ absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
                        std::string(DescribeOutcome(read->outcome)), " at byte ",
                        pos, " after ", records, " records"));
     }
-    pos += read->size;
     if (const auto count = DecodeCheckpointTrailer(read->payload)) {
+      trailer_at = pos;
+      pos += read->size;
       if (*count != records) {
         return absl::DataLossError(
             absl::StrCat("checkpoint ", path, ": trailer counts ", *count,
@@ -220,6 +219,7 @@ absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
       }
       break;
     }
+    pos += read->size;
     ++records;
   }
   const uint64_t file_bytes = pos;
@@ -241,6 +241,11 @@ absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
       return handed;
     }
     pos += read->size;
+  }
+  if (pos != trailer_at) {
+    return absl::InternalError(absl::StrCat(
+        "checkpoint ", path, ": its records read intact twice but end at byte ",
+        pos, " the second time, not at the trailer's byte ", trailer_at));
   }
   CheckpointRead result;
   result.generation = header->generation;

@@ -80,7 +80,8 @@ class CheckpointFileTest : public ::testing::TestWithParam<size_t> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Pieces, CheckpointFileTest,
-                         ::testing::Values(size_t{0}, size_t{1}, size_t{9}));
+                         ::testing::Values(size_t{0}, size_t{1}, size_t{9},
+                                           size_t{64}, size_t{1000}));
 
 TEST_P(CheckpointFileTest, CommitPutsTheFileInPlaceAndItReadsBack) {
   std::vector<std::string> payloads;
@@ -278,11 +279,14 @@ TEST_P(CheckpointFileTest, ANewerFormatVersionIsRefusedAndLeftAlone) {
 TEST_P(CheckpointFileTest, TheCallbacksErrorStopsTheRead) {
   WriteCheckpoint(SmallPayloads());
   int calls = 0;
+  auto second_fails = [&](std::string_view) {
+    return ++calls == 2 ? absl::InvalidArgumentError("cannot apply")
+                        : absl::OkStatus();
+  };
   const absl::StatusOr<CheckpointRead> read =
-      ReadCheckpoint(FinalPath(), [&](std::string_view) {
-        return ++calls == 2 ? absl::InvalidArgumentError("cannot apply")
-                            : absl::OkStatus();
-      });
+      GetParam() == 0
+          ? ReadCheckpoint(FinalPath(), second_fails)
+          : ReadCheckpointInPieces(FinalPath(), second_fails, GetParam());
   EXPECT_EQ(read.status(), absl::InvalidArgumentError("cannot apply"));
   EXPECT_EQ(calls, 2);
 }
@@ -292,8 +296,9 @@ TEST_P(CheckpointFileTest, TheCallbacksErrorStopsTheRead) {
 // could) is INTERNAL, not DATA_LOSS: records were handed over already, so an
 // older checkpoint must not be loaded on top of them.
 TEST_P(CheckpointFileTest, ARecordChangedBetweenTheTwoReadsIsInternal) {
-  // A default piece would hold this small file whole from the first read.
-  const size_t piece = std::max<size_t>(GetParam(), 1);
+  // The change must come after the second pass's first read: a piece of
+  // the default size or of 1,000 bytes holds this small file whole.
+  const size_t piece = GetParam() == 0 || GetParam() > 64 ? 7 : GetParam();
   const std::string file = WriteCheckpoint(SmallPayloads());
   // The third record's last payload byte.
   const size_t third_end = file.find(std::string(100, 'p')) + 99;

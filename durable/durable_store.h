@@ -136,7 +136,8 @@ class DurableStore final : public MutationLog {
   // Recovers `indexer` (which must have applied nothing) from options.dir,
   // sets its indexer epoch (kept or new, durable/epoch_choice.h) and
   // rewrites the directory's INDEXER_EPOCH file, logs "recovered W workers, P
-  // placements from checkpoint G plus R log records (B bytes) in T ms" at INFO
+  // placements from checkpoint G plus R log records (B bytes) in T ms
+  // (checkpoint C ms, log L ms: X MB/s)" at INFO
   // and attaches the store to it. A damaged checkpoint or log tail is set aside
   // as recovery_loader.h describes; the report says what happened. Errors that
   // must stop the server (exit 1): the directory cannot be created or locked

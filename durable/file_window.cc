@@ -46,8 +46,12 @@ void FileWindow::Reserve(size_t bytes) {
 
 absl::StatusOr<std::string_view> FileWindow::Hold(uint64_t offset,
                                                   size_t want) {
-  const uint64_t left = offset < size_ ? size_ - offset : 0;
-  const uint64_t end = offset + std::min<uint64_t>(want, left);
+  if (offset < start_ || offset > size_) {
+    return absl::InternalError(absl::StrCat("reading ", path_, ": offset ",
+                                            offset, " is outside the window's ",
+                                            start_, " to ", size_));
+  }
+  const uint64_t end = offset + std::min<uint64_t>(want, size_ - offset);
   if (end > start_ + held_) {
     // Drop what lies before `offset`, keep the rest, then read on.
     const uint64_t drop = std::min<uint64_t>(offset - start_, held_);

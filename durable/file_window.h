@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "durable/posix_file.h"
@@ -22,6 +23,7 @@ namespace kvindexer::durable {
 // Bytes read per piece by default.
 inline constexpr size_t kFileWindowPieceBytes = size_t{4} << 20;
 
+// Not thread-safe: one reader at a time.
 class FileWindow {
  public:
   // Opens the state file `path` (OpenStateFile). NOT_FOUND when it does not
@@ -40,9 +42,9 @@ class FileWindow {
   // Holds bytes [offset, offset + want) of the file, or as many of them as
   // it has, and returns everything held from `offset` on: at least
   // min(want, size() - offset) bytes. Reads a piece at a time. INTERNAL
-  // naming the path when a read fails.
-  // REQUIRES: `offset` is not below any earlier call's, and not above
-  // size(). A call invalidates the views earlier calls returned.
+  // naming the path when a read fails, and when `offset` is below an
+  // earlier call's (the window only moves forward) or above size().
+  // A call invalidates the views earlier calls returned.
   absl::StatusOr<std::string_view> Hold(uint64_t offset, size_t want);
 
   // Starts over at the beginning of the file, keeping the buffer.

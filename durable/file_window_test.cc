@@ -87,6 +87,23 @@ TEST_F(FileWindowTest, AFileThatShrankEndsWhereItNowEnds) {
   EXPECT_EQ(window->size(), 1000u);
 }
 
+TEST_F(FileWindowTest, AnOffsetBehindTheWindowOrPastTheEndIsAnError) {
+  WriteTestFile(path(), Pattern(5000));
+  absl::StatusOr<FileWindow> window = FileWindow::Open(path(), 64);
+  ASSERT_TRUE(window.ok());
+  ASSERT_TRUE(window->Hold(1000, 10).ok());
+  const absl::StatusOr<std::string_view> behind = window->Hold(999, 1);
+  EXPECT_EQ(behind.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(behind.status().message(), HasSubstr(path()));
+  const absl::StatusOr<std::string_view> past = window->Hold(5001, 1);
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kInternal);
+  // Neither moved the window: what it held is still there.
+  absl::StatusOr<std::string_view> held = window->Hold(1000, 10);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->substr(0, 10),
+            std::string_view(Pattern(5000)).substr(1000, 10));
+}
+
 TEST_F(FileWindowTest, AMissingFileIsNotFoundAndALinkIsRefused) {
   absl::StatusOr<FileWindow> missing = FileWindow::Open(path());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

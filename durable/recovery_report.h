@@ -17,9 +17,11 @@ struct RecoveryReport {
   uint64_t log_bytes = 0;    // record bytes replayed (file headers excluded)
   uint64_t elapsed_ms = 0;
   // Of elapsed_ms: loading the checkpoint (damaged ones tried first
-  // included) and replaying the log after it. The rest is listing and
-  // setting files aside, the backend's end of the start-up load and the
-  // epoch.
+  // included) and replaying the log after it, on the steady clock (figures
+  // for operators; elapsed_ms follows the store's clock). The rest is
+  // mostly the backend's end of the start-up load (StartupBulkLoad), then
+  // listing and setting files aside and the epoch. Both 0 when recovery
+  // started empty.
   uint64_t checkpoint_ms = 0;
   uint64_t log_ms = 0;
   bool torn_tail = false;  // a log tail was cut off

@@ -451,11 +451,14 @@ TEST_P(WalReaderTest, TheCallbacksErrorStopsTheScan) {
   const SampleLog log = MakeSampleLog();
   WriteTestFile(path(), log.bytes);
   int calls = 0;
+  auto second_fails = [&](std::string_view) {
+    return ++calls == 2 ? absl::InvalidArgumentError("bad record")
+                        : absl::OkStatus();
+  };
   const absl::StatusOr<WalScan> scan =
-      ScanWal(path(), kGeneration, true, [&](std::string_view) {
-        return ++calls == 2 ? absl::InvalidArgumentError("bad record")
-                            : absl::OkStatus();
-      });
+      GetParam() == 0 ? ScanWal(path(), kGeneration, true, second_fails)
+                      : ScanWalInPieces(path(), kGeneration, true, second_fails,
+                                        GetParam());
   EXPECT_EQ(scan.status(), absl::InvalidArgumentError("bad record"));
   EXPECT_EQ(calls, 2);
 }

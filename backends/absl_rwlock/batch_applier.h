@@ -24,7 +24,8 @@
 //   2b. Otherwise commit: set the worker's address and spec, then run the
 //      queue, which only erases. Commit cannot fail.
 //
-// Thread safety: none; the caller holds the backend's exclusive lock.
+// Thread safety: Apply needs the backend's exclusive lock; Warm reads only
+// and needs the lock shared (several may run at once).
 #ifndef KVINDEXER_BACKENDS_ABSL_RWLOCK_BATCH_APPLIER_H_
 #define KVINDEXER_BACKENDS_ABSL_RWLOCK_BATCH_APPLIER_H_
 
@@ -53,11 +54,13 @@ class BatchApplier {
   BackendStatus Apply(const ApplyBatchView& batch,
                       std::string& address) noexcept;
 
-  // Reads what Apply(batch) will read (each hash's slot and placement list,
-  // the worker's holdings) and changes nothing, so that the cache misses
-  // are taken under a shared lock, beside queries, and Apply's exclusive
-  // section finds the lines in cache. REQUIRES: a shared or exclusive lock
-  // on the tables.
+  // Reads most of what Apply(batch) will read (each reported or revoked
+  // hash's slot and placement list, and an existing worker's holdings of
+  // its tier) and changes nothing, so that those cache misses are taken
+  // under a shared lock, beside queries, and Apply's exclusive section finds
+  // the lines in cache. Not read ahead: CLEAR_ALL_AT_TIER's walk, hit
+  // counters, and a table's growth, which Apply still does exclusively.
+  // REQUIRES: a shared or exclusive lock on the tables.
   void Warm(const ApplyBatchView& batch) const noexcept;
 
   // Heap held by the reusable journal and queue between calls.
