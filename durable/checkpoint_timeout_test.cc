@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "durable/checkpoint_failure.h"
+#include "durable/data_dir.h"
 #include "durable/durable_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
