@@ -1,7 +1,6 @@
 #include "durable/file_window.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,22 +14,11 @@ namespace kvindexer::durable {
 
 absl::StatusOr<FileWindow> FileWindow::Open(const std::string& path,
                                             size_t piece_bytes) {
-  UniqueFd fd(OpenStateFile(path, O_RDONLY));
-  if (!fd.valid()) {
-    const int err = errno;
-    const std::string message =
-        absl::StrCat("cannot open ", path, ": ", OpenErrorText(err));
-    return err == ENOENT ? absl::NotFoundError(message)
-                         : absl::InternalError(message);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot stat ", path, ": ", ErrnoText(errno)));
-  }
+  absl::StatusOr<FileForReading> file = OpenForReading(path);
+  if (!file.ok()) return file.status();
   // Only a hint for the kernel's read-ahead; its failure changes nothing.
-  (void)::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  return FileWindow(path, std::move(fd), static_cast<uint64_t>(st.st_size),
+  (void)::posix_fadvise(file->fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  return FileWindow(path, std::move(file->fd), file->size,
                     std::max<size_t>(piece_bytes, 1));
 }
 

@@ -120,10 +120,10 @@ absl::Status ReplaceFileDurably(FileIo& io, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::Status ReadWholeFile(const std::string& path, std::string* out) {
-  out->clear();
-  const UniqueFd fd(OpenStateFile(path, O_RDONLY));
-  if (!fd.valid()) {
+absl::StatusOr<FileForReading> OpenForReading(const std::string& path) {
+  FileForReading file;
+  file.fd = UniqueFd(OpenStateFile(path, O_RDONLY));
+  if (!file.fd.valid()) {
     const int err = errno;
     const std::string message =
         absl::StrCat("cannot open ", path, ": ", OpenErrorText(err));
@@ -131,11 +131,20 @@ absl::Status ReadWholeFile(const std::string& path, std::string* out) {
                          : absl::InternalError(message);
   }
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
+  if (::fstat(file.fd.get(), &st) != 0) {
     return absl::InternalError(
         absl::StrCat("cannot stat ", path, ": ", ErrnoText(errno)));
   }
-  out->resize(static_cast<size_t>(st.st_size));
+  file.size = static_cast<uint64_t>(st.st_size);
+  return file;
+}
+
+absl::Status ReadWholeFile(const std::string& path, std::string* out) {
+  out->clear();
+  absl::StatusOr<FileForReading> file = OpenForReading(path);
+  if (!file.ok()) return file.status();
+  const UniqueFd& fd = file->fd;
+  out->resize(static_cast<size_t>(file->size));
   size_t done = 0;
   while (done < out->size()) {
     const ssize_t n = ::read(fd.get(), out->data() + done, out->size() - done);

@@ -5,10 +5,12 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "durable/file_io.h"
 
 namespace kvindexer::durable {
@@ -84,6 +86,17 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// A state file opened for reading, and its size when it was opened.
+struct FileForReading {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+
+// Opens the state file `path` for reading (OpenStateFile) and reads its
+// size. NOT_FOUND when it does not exist, INTERNAL for other errors (a
+// symbolic link among them); both name the path.
+absl::StatusOr<FileForReading> OpenForReading(const std::string& path);
 
 }  // namespace kvindexer::durable
 
