@@ -165,15 +165,16 @@ absl::Status PublishCheckpoint(const std::string& dir, uint64_t generation,
 
 absl::StatusOr<CheckpointRead> ReadCheckpoint(
     const std::string& path,
-    absl::FunctionRef<absl::Status(std::string_view payload)> on_record) {
-  return ReadCheckpointInPieces(path, on_record, kFileWindowPieceBytes);
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    FileIo& io) {
+  return ReadCheckpointInPieces(path, on_record, kFileWindowPieceBytes, io);
 }
 
 absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
     const std::string& path,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
-    size_t piece_bytes) {
-  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes);
+    size_t piece_bytes, FileIo& io) {
+  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes, io);
   if (!window.ok()) return window.status();
   absl::StatusOr<std::string_view> head = window->Hold(0, kFileHeaderBytes);
   if (!head.ok()) return head.status();

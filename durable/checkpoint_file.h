@@ -70,17 +70,19 @@ struct CheckpointRead {
 // a bad magic, a bad CRC, a cut or a missing trailer; FAILED_PRECONDITION
 // for a newer format version; the first non-OK status of `on_record`;
 // INTERNAL for I/O errors, and when a record that passed the first read
-// fails the second (some records were handed over by then).
+// fails the second (some records were handed over by then). Reads go
+// through `io`.
 absl::StatusOr<CheckpointRead> ReadCheckpoint(
     const std::string& path,
-    absl::FunctionRef<absl::Status(std::string_view payload)> on_record);
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    FileIo& io = FileIo::Real());
 
 // ReadCheckpoint, reading `piece_bytes` at a time (tests read in tiny
 // pieces).
 absl::StatusOr<CheckpointRead> ReadCheckpointInPieces(
     const std::string& path,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
-    size_t piece_bytes);
+    size_t piece_bytes, FileIo& io = FileIo::Real());
 
 }  // namespace kvindexer::durable
 

@@ -80,13 +80,13 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
   DurableState& indexer_state = indexer.durable_state();
 
   absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(
-      JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop);
+      JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop, *io);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.Expired()) return Cancelled(stop);
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop);
+        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, *io);
     if (!scan.ok()) return scan.status();
     // A closed log was synced whole before the next one began; a bad
     // record in it is damage, which recovery, not a compaction, handles.

@@ -17,6 +17,9 @@ class RealFileIo final : public FileIo {
   int Ftruncate(int fd, off_t length) override {
     return ::ftruncate(fd, length);
   }
+  ssize_t Pread(int fd, void* data, size_t size, off_t offset) override {
+    return ::pread(fd, data, size, offset);
+  }
 };
 
 }  // namespace

@@ -13,13 +13,13 @@
 namespace kvindexer::durable {
 
 absl::StatusOr<FileWindow> FileWindow::Open(const std::string& path,
-                                            size_t piece_bytes) {
+                                            size_t piece_bytes, FileIo& io) {
   absl::StatusOr<FileForReading> file = OpenForReading(path);
   if (!file.ok()) return file.status();
   // Only a hint for the kernel's read-ahead; its failure changes nothing.
   (void)::posix_fadvise(file->fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   return FileWindow(path, std::move(file->fd), file->size,
-                    std::max<size_t>(piece_bytes, 1));
+                    std::max<size_t>(piece_bytes, 1), &io);
 }
 
 void FileWindow::Reserve(size_t bytes) {
@@ -53,8 +53,8 @@ absl::StatusOr<std::string_view> FileWindow::Hold(uint64_t offset,
     Reserve(target);
     while (held_ < target) {
       const ssize_t n =
-          ::pread(fd_.get(), buffer_.get() + held_, target - held_,
-                  static_cast<off_t>(start_ + held_));
+          io_->Pread(fd_.get(), buffer_.get() + held_, target - held_,
+                     static_cast<off_t>(start_ + held_));
       if (n < 0) {
         if (errno == EINTR) continue;
         return absl::InternalError(

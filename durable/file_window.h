@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "durable/file_io.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 
@@ -26,11 +27,13 @@ inline constexpr size_t kFileWindowPieceBytes = size_t{4} << 20;
 // Not thread-safe: one reader at a time.
 class FileWindow {
  public:
-  // Opens the state file `path` (OpenStateFile). NOT_FOUND when it does not
-  // exist, INTERNAL for other errors (a symbolic link among them); both
-  // name the path. REQUIRES: piece_bytes > 0.
+  // Opens the state file `path` (OpenStateFile), to be read through `io`.
+  // NOT_FOUND when it does not exist, INTERNAL for other errors (a symbolic
+  // link among them); both name the path. REQUIRES: piece_bytes > 0; `io`
+  // outlives the window.
   static absl::StatusOr<FileWindow> Open(
-      const std::string& path, size_t piece_bytes = kFileWindowPieceBytes);
+      const std::string& path, size_t piece_bytes = kFileWindowPieceBytes,
+      FileIo& io = FileIo::Real());
 
   FileWindow(FileWindow&&) = default;
   FileWindow& operator=(FileWindow&&) = default;
@@ -58,11 +61,13 @@ class FileWindow {
   size_t buffer_bytes() const { return capacity_; }
 
  private:
-  FileWindow(std::string path, UniqueFd fd, uint64_t size, size_t piece_bytes)
+  FileWindow(std::string path, UniqueFd fd, uint64_t size, size_t piece_bytes,
+             FileIo* io)
       : path_(std::move(path)),
         fd_(std::move(fd)),
         size_(size),
-        piece_bytes_(piece_bytes) {}
+        piece_bytes_(piece_bytes),
+        io_(io) {}
 
   // Makes room for `bytes` in the buffer, keeping what it holds.
   void Reserve(size_t bytes);
@@ -71,6 +76,7 @@ class FileWindow {
   UniqueFd fd_;
   uint64_t size_ = 0;
   size_t piece_bytes_ = 0;
+  FileIo* io_ = nullptr;
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;
   uint64_t start_ = 0;  // file offset of buffer_[0]

@@ -169,7 +169,8 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
   const auto checkpoint_start = std::chrono::steady_clock::now();
   while (!checkpoints.empty()) {
     const std::string path = dir.CheckpointPath(checkpoints.back());
-    absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(path, indexer);
+    absl::StatusOr<CheckpointLoad> load =
+        LoadCheckpoint(path, indexer, /*stop=*/nullptr, *io);
     if (load.ok()) {
       base = checkpoints.back();
       out.report.placements = load->placements;
@@ -208,7 +209,8 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
       after_hole.push_back(path);
       continue;
     }
-    absl::StatusOr<WalScan> scan = ReplayWal(path, w, /*repair=*/true, indexer);
+    absl::StatusOr<WalScan> scan = ReplayWal(path, w, /*repair=*/true, indexer,
+                                             /*stop=*/nullptr, *io);
     if (!scan.ok()) return scan.status();
     out.report.log_records += scan->records;
     out.report.log_bytes +=

@@ -27,11 +27,13 @@ absl::Status Cancelled(const std::string& path, const BuildDeadline* stop) {
 
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
                                               DurableState* indexer,
-                                              const BuildDeadline* stop) {
+                                              const BuildDeadline* stop,
+                                              FileIo& io) {
   CheckpointLoad load;
   state::v1::CheckpointChunk chunk;
-  absl::StatusOr<CheckpointRead> read =
-      ReadCheckpoint(path, [&](std::string_view payload) -> absl::Status {
+  absl::StatusOr<CheckpointRead> read = ReadCheckpoint(
+      path,
+      [&](std::string_view payload) -> absl::Status {
         if (Stopped(stop)) return Cancelled(path, stop);
         if (!chunk.ParseFromArray(payload.data(),
                                   static_cast<int>(payload.size()))) {
@@ -51,18 +53,20 @@ absl::StatusOr<CheckpointLoad> LoadCheckpoint(const std::string& path,
         }
         ++load.records;
         return absl::OkStatus();
-      });
+      },
+      io);
   if (!read.ok()) return read.status();
   return load;
 }
 
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
                                   bool repair, DurableState* indexer,
-                                  const BuildDeadline* stop) {
+                                  const BuildDeadline* stop, FileIo& io) {
   state::v1::WalRecord record;
   uint64_t index = 0;
   return ScanWal(
-      path, generation, repair, [&](std::string_view payload) -> absl::Status {
+      path, generation, repair,
+      [&](std::string_view payload) -> absl::Status {
         if (Stopped(stop)) return Cancelled(path, stop);
         if (!record.ParseFromArray(payload.data(),
                                    static_cast<int>(payload.size()))) {
@@ -101,7 +105,8 @@ absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
         }
         ++index;
         return absl::OkStatus();
-      });
+      },
+      io);
 }
 
 }  // namespace kvindexer::durable

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "core/durable_state.h"
 #include "durable/build_deadline.h"
+#include "durable/file_io.h"
 #include "durable/wal_reader.h"
 
 namespace kvindexer::durable {
@@ -30,18 +31,20 @@ struct CheckpointLoad {
 // was restored; FAILED_PRECONDITION for a newer format version; INTERNAL for
 // I/O), and INTERNAL for a part that does not parse or that Restore refuses
 // (the Indexer then holds the parts before it). When `stop` (if given)
-// expires the load ends early with CANCELLED saying why.
+// expires the load ends early with CANCELLED saying why. The file is read
+// through `io`.
 absl::StatusOr<CheckpointLoad> LoadCheckpoint(
     const std::string& path, DurableState* indexer,
-    const BuildDeadline* stop = nullptr);
+    const BuildDeadline* stop = nullptr, FileIo& io = FileIo::Real());
 
 // Replays every intact record of wal-<generation>.log at `path` into
 // `indexer`; `repair` as for ScanWal. Errors: ScanWal's, and INTERNAL for a
 // record that does not parse or that Replay refuses; CANCELLED as for
-// LoadCheckpoint.
+// LoadCheckpoint; read through `io`.
 absl::StatusOr<WalScan> ReplayWal(const std::string& path, uint64_t generation,
                                   bool repair, DurableState* indexer,
-                                  const BuildDeadline* stop = nullptr);
+                                  const BuildDeadline* stop = nullptr,
+                                  FileIo& io = FileIo::Real());
 
 }  // namespace kvindexer::durable
 

@@ -58,16 +58,17 @@ absl::Status CutFile(const std::string& path, uint64_t size,
 
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
-    absl::FunctionRef<absl::Status(std::string_view payload)> on_record) {
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    FileIo& io) {
   return ScanWalInPieces(path, expected_generation, repair, on_record,
-                         kFileWindowPieceBytes);
+                         kFileWindowPieceBytes, io);
 }
 
 absl::StatusOr<WalScan> ScanWalInPieces(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
-    size_t piece_bytes) {
-  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes);
+    size_t piece_bytes, FileIo& io) {
+  absl::StatusOr<FileWindow> window = FileWindow::Open(path, piece_bytes, io);
   if (!window.ok()) return window.status();
   WalScan scan;
   absl::StatusOr<std::string_view> head = window->Hold(0, kFileHeaderBytes);

@@ -11,6 +11,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "durable/file_io.h"
 
 namespace kvindexer::durable {
 
@@ -51,15 +52,18 @@ struct WalScan {
 // The file is read a piece at a time (durable/file_window.h): only a piece,
 // or the record at hand when it is larger, is held in memory, and records
 // are handed over as they are read, so a read error can come after some.
+// A failed read is never taken for damage: nothing is cut then. Reads go
+// through `io`.
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
-    absl::FunctionRef<absl::Status(std::string_view payload)> on_record);
+    absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
+    FileIo& io = FileIo::Real());
 
 // ScanWal, reading `piece_bytes` at a time (tests read in tiny pieces).
 absl::StatusOr<WalScan> ScanWalInPieces(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record,
-    size_t piece_bytes);
+    size_t piece_bytes, FileIo& io = FileIo::Real());
 
 }  // namespace kvindexer::durable
 

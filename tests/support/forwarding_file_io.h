@@ -27,6 +27,9 @@ class ForwardingFileIo : public FileIo {
   int Ftruncate(int fd, off_t length) override {
     return FileIo::Real().Ftruncate(fd, length);
   }
+  ssize_t Pread(int fd, void* data, size_t size, off_t offset) override {
+    return FileIo::Real().Pread(fd, data, size, offset);
+  }
 };
 
 // The path `fd` was opened with, read from /proc/self/fd; empty when it

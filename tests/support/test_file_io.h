@@ -133,6 +133,9 @@ class TestFileIo final : public FileIo {
     }
     return FileIo::Real().Ftruncate(fd, length);
   }
+  ssize_t Pread(int fd, void* data, size_t size, off_t offset) override {
+    return FileIo::Real().Pread(fd, data, size, offset);
+  }
 
  private:
   mutable std::mutex mu_;
