@@ -18,26 +18,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/raw_http_client.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer {
 namespace bounded_http_listener_test {
 
 using namespace std::chrono_literals;
 using ::kvindexer::test_support::RawHttpClient;
+using ::kvindexer::test_support::WaitUntil;
 using ::testing::StartsWith;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr auto kBound = 5s;
-
-bool Eventually(const std::function<bool()>& condition,
-                std::chrono::milliseconds timeout = kBound) {
-  const SteadyClock::time_point give_up = SteadyClock::now() + timeout;
-  while (!condition()) {
-    if (SteadyClock::now() >= give_up) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // A listener on 127.0.0.1 whose dispatched connections the test holds.
 class Harness {
@@ -154,8 +146,8 @@ TEST(BoundedHttpListenerTest, AnEndlessRequestLineIsCutAtTheHeadCap) {
   EXPECT_LT(sent, 64u << 20);
   EXPECT_TRUE(endless.WaitForClose(kBound));
   EXPECT_EQ(harness.dispatched_count(), 0u);
-  EXPECT_TRUE(
-      Eventually([&] { return harness.listener().open_connections() == 0; }));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return harness.listener().open_connections() == 0; }, kBound, 1ms));
 }
 
 TEST(BoundedHttpListenerTest, ABodyIsRefused) {
@@ -241,9 +233,9 @@ TEST(BoundedHttpListenerTest, AtTheCapTheLongestWaitingConnectionMakesRoom) {
   std::vector<RawHttpClient> idle;
   for (size_t i = 0; i < 4; ++i) {
     idle.push_back(harness.Connect());
-    ASSERT_TRUE(Eventually([&] {
-      return listener.open_connections() == i + 1;
-    })) << listener.open_connections();
+    ASSERT_TRUE(WaitUntil([&] { return listener.open_connections() == i + 1; },
+                          kBound, 1ms))
+        << listener.open_connections();
   }
   // A fifth takes the place of the first.
   RawHttpClient probe = harness.Connect();
@@ -294,8 +286,8 @@ TEST(BoundedHttpListenerTest, AtTheCapWithNoneWaitingANewConnectionCloses) {
 TEST(BoundedHttpListenerTest, StopClosesWaitingConnectionsAndThePort) {
   Harness harness(MetricsHttpLimits{});
   RawHttpClient idle = harness.Connect();
-  ASSERT_TRUE(
-      Eventually([&] { return harness.listener().open_connections() == 1; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return harness.listener().open_connections() == 1; }, kBound, 1ms));
   const int port = harness.port();
   harness.listener().Stop();
   harness.listener().Stop();  // idempotent

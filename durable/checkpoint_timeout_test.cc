@@ -24,27 +24,19 @@
 #include "tests/support/checkpoint_write_gate.h"
 #include "tests/support/durable_store_fixture.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::durable {
 namespace checkpoint_timeout_test {
 
 using namespace std::chrono_literals;
+using ::kvindexer::test_support::WaitUntil;
 
 constexpr char kBuilder[] = KVINDEXER_TEST_CHECKPOINT_BUILDER;
 constexpr std::chrono::milliseconds kTimeout = 10min;
 // Bound of the waits for what the store's threads do; they normally take
 // milliseconds.
 constexpr std::chrono::seconds kWaitBound{60};
-
-// Polls `done` until it holds or kWaitBound passes.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitBound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 class CheckpointTimeoutTest : public DurableStoreTest {
  protected:
@@ -93,7 +85,8 @@ TEST_F(CheckpointTimeoutTest, ABuilderProcessPastItsTimeoutIsKilledAndRetried) {
   for (int i = 0; i < 2000 && pid == 0; ++i) {
     ApplyW1(seq++);
     if (store().figures().checkpoint_in_progress) {
-      ASSERT_TRUE(WaitUntil([&] { return (pid = HeldBuilder()) != 0; }))
+      ASSERT_TRUE(WaitUntil([&] { return (pid = HeldBuilder()) != 0; },
+                            kWaitBound, 5ms))
           << "the builder never started";
     }
   }
@@ -102,10 +95,12 @@ TEST_F(CheckpointTimeoutTest, ABuilderProcessPastItsTimeoutIsKilledAndRetried) {
 
   EXPECT_EQ(Failures(CheckpointFailure::kTimeout), 0u);
   clock_.Advance(kTimeout);
-  ASSERT_TRUE(WaitUntil([&] {
-    return Failures(CheckpointFailure::kTimeout) == 1 &&
-           !store().figures().checkpoint_in_progress;
-  }));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Failures(CheckpointFailure::kTimeout) == 1 &&
+               !store().figures().checkpoint_in_progress;
+      },
+      kWaitBound, 5ms));
   EXPECT_NE(::kill(pid, 0), 0);
   EXPECT_EQ(errno, ESRCH) << "killed and reaped";
   EXPECT_FALSE(HasTemporaryFile());
@@ -137,17 +132,19 @@ TEST_F(CheckpointTimeoutTest, AThreadBuildPastItsTimeoutStopsAtItsNextCheck) {
   for (int i = 0; i < 2000 && !gate_.Holding(); ++i) {
     ApplyW1(seq++);
     if (store().figures().checkpoint_in_progress) {
-      ASSERT_TRUE(WaitUntil([&] { return gate_.Holding(); }));
+      ASSERT_TRUE(WaitUntil([&] { return gate_.Holding(); }, kWaitBound, 5ms));
     }
   }
   ASSERT_TRUE(gate_.Holding()) << "no checkpoint write was held";
   clock_.Advance(kTimeout);
   // Stopped at its next check, after the held write: nothing published.
   gate_.Open();
-  ASSERT_TRUE(WaitUntil([&] {
-    return Failures(CheckpointFailure::kTimeout) == 1 &&
-           !store().figures().checkpoint_in_progress;
-  }));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Failures(CheckpointFailure::kTimeout) == 1 &&
+               !store().figures().checkpoint_in_progress;
+      },
+      kWaitBound, 5ms));
   EXPECT_FALSE(HasTemporaryFile());
   EXPECT_EQ(store().checkpoints_written(), 0u);
   EXPECT_FALSE(Files().count(CheckpointFileName(2)));

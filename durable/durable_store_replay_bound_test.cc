@@ -14,21 +14,12 @@
 #include "gtest/gtest.h"
 #include "tests/support/checkpoint_write_gate.h"
 #include "tests/support/durable_store_fixture.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::durable {
 namespace {
 
-// Bounded polling of a condition another thread makes true.
-template <typename F>
-bool Eventually(F condition) {
-  const auto give_up =
-      std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (condition()) return true;
-    std::this_thread::yield();
-  }
-  return false;
-}
+using test_support::WaitUntil;
 
 constexpr uint64_t kCheckpointBytes = 2048;
 constexpr uint64_t kMaxReplayBytes = 2 * kCheckpointBytes;
@@ -71,9 +62,12 @@ TEST_F(ReplayBoundStoreTest, WritesWaitForTheBuildAtTheBound) {
   });
   // Destroyed before `writer`: the gate opens before the writer is awaited.
   const absl::Cleanup open_on_exit = [this] { io_.Open(); };
-  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  ASSERT_TRUE(WaitUntil([&] { return store().figures().replay.stalled; },
+                        std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   // The build reaches the gate (it may come after the write stalled).
-  ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
+  ASSERT_TRUE(WaitUntil([&] { return io_.Holding(); }, std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   const DurableFigures held = store().figures();
   EXPECT_FALSE(done.load());
   EXPECT_LE(held.replay.tail_bytes, kMaxReplayBytes);
@@ -136,14 +130,18 @@ TEST_F(ReplayBoundStoreTest, ClosingTheStoreReleasesAWaitingWrite) {
   });
   // Destroyed before `writer`: the gate opens before the writer is awaited.
   const absl::Cleanup open_on_exit = [this] { io_.Open(); };
-  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
-  ASSERT_TRUE(Eventually([&] { return io_.Holding(); }));
+  ASSERT_TRUE(WaitUntil([&] { return store().figures().replay.stalled; },
+                        std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
+  ASSERT_TRUE(WaitUntil([&] { return io_.Holding(); }, std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   // The store is closed while the write waits and the build is held: the
   // write is released and the closing takes the Indexer's mutation mutex
   // from it, so every later apply is answered, all before the build could
   // end.
   std::thread closer([&] { node_->store.reset(); });
-  EXPECT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_TRUE(WaitUntil([&] { return done.load(); }, std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   io_.Open();
   closer.join();
   writer.get();
@@ -160,10 +158,13 @@ TEST_F(ReplayBoundStoreTest, ReleasingWaitingWritesEndsTheWaitForGood) {
   });
   // Destroyed before `writer`: the gate opens before the writer is awaited.
   const absl::Cleanup open_on_exit = [this] { io_.Open(); };
-  ASSERT_TRUE(Eventually([&] { return store().figures().replay.stalled; }));
+  ASSERT_TRUE(WaitUntil([&] { return store().figures().replay.stalled; },
+                        std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   store().ReleaseWaitingWrites();
   // All of them, with the gate still shut: the build has not ended.
-  EXPECT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_TRUE(WaitUntil([&] { return done.load(); }, std::chrono::seconds(60),
+                        std::chrono::milliseconds(1)));
   EXPECT_FALSE(store().figures().replay.stalled);
   EXPECT_TRUE(store().figures().checkpoint_in_progress);
 }

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/fake_clock.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::durable {
 namespace {
@@ -15,12 +16,8 @@ using std::chrono::seconds;
 
 // Bounded: a wait that cannot end fails the test instead of hanging it.
 bool EventuallyStalled(const ReplayBound& bound) {
-  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (bound.figures().stalled) return true;
-    std::this_thread::yield();
-  }
-  return false;
+  return test_support::WaitUntil([&] { return bound.figures().stalled; },
+                                 seconds(30), std::chrono::milliseconds(1));
 }
 
 class ReplayBoundTest : public ::testing::Test {

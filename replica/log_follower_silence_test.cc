@@ -25,12 +25,14 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::replica {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace log_follower_silence_test {
 
 using namespace std::chrono_literals;
+using ::kvindexer::test_support::WaitUntil;
 using test_support::Batch;
 using test_support::ModelBackend;
 using ::testing::HasSubstr;
@@ -38,16 +40,6 @@ using ::testing::HasSubstr;
 constexpr auto kWaitBound = 10s;
 constexpr auto kMaxSilence = 1000ms;
 constexpr char kSilenceText[] = "no answer from the fleet event log";
-
-// Polls `done` until it holds or kWaitBound passes.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitBound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // Records the readiness decisions the follower reports.
 class ReadinessLog {
@@ -138,14 +130,16 @@ TEST_F(LogFollowerSilenceTest, ALogThatFailsIsNotReadyBeyondTheBound) {
   fleet::MemoryEventLog& log = memory_log_;
   Append(log, 1);
   Follow(log);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsReady(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsReady(); }, kWaitBound, 1ms));
 
   log.SetUnavailable(true);
   // Once two calls have failed, no call that began earlier can still
   // answer: every answer so far came at the clock's first reading.
-  ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().read_failures >= 2; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 2; },
+                        kWaitBound, 1ms));
   clock_.Advance(kMaxSilence);
   EXPECT_TRUE(follower_->caught_up()) << "at the bound, not beyond it";
   EXPECT_EQ(follower_->NotReadyReason(), std::nullopt);
@@ -157,12 +151,15 @@ TEST_F(LogFollowerSilenceTest, ALogThatFailsIsNotReadyBeyondTheBound) {
   EXPECT_THAT(*follower_->NotReadyReason(),
               HasSubstr("KV_INDEXER_FLEET_MAX_SILENCE_MS=1000"));
   // Reported by the watch thread, the follower's own retrying or not.
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsSilence(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsSilence(); }, kWaitBound, 1ms));
   EXPECT_TRUE(Holds(1)) << "reads go on";
 
   log.SetUnavailable(false);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsReady(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsReady(); }, kWaitBound, 1ms));
   const auto decisions = readiness_.decisions();
   ASSERT_EQ(decisions.size(), 4u);
   EXPECT_THAT(decisions[0].value_or(""), HasSubstr("catching up"));
@@ -176,14 +173,17 @@ TEST_F(LogFollowerSilenceTest, TheBoundHoldsWhileACallHangsAndMissedRecords) {
   PausableEventLog& log = pausable_log_;
   Append(log, 1);
   Follow(log);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
 
   log.HangCalls(true);
-  ASSERT_TRUE(WaitUntil([&] { return log.hung_calls() >= 1; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return log.hung_calls() >= 1; }, kWaitBound, 1ms));
   // The follower's thread now waits in a call that does not return.
   for (int64_t i = 2; i <= 4; ++i) Append(log, i);
   clock_.Advance(kMaxSilence + 1ms);
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsSilence(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsSilence(); }, kWaitBound, 1ms));
   EXPECT_FALSE(follower_->caught_up());
   EXPECT_TRUE(Holds(1));
   EXPECT_FALSE(Holds(2));
@@ -193,7 +193,8 @@ TEST_F(LogFollowerSilenceTest, TheBoundHoldsWhileACallHangsAndMissedRecords) {
   // still not ready, as the replica has not read what it missed.
   log.PauseReads(true);
   log.HangCalls(false);
-  ASSERT_TRUE(WaitUntil([&] { return log.paused_reads() >= 2; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return log.paused_reads() >= 2; }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->lag(), 3u);
   EXPECT_FALSE(follower_->caught_up());
   ASSERT_TRUE(follower_->NotReadyReason().has_value());
@@ -202,9 +203,11 @@ TEST_F(LogFollowerSilenceTest, TheBoundHoldsWhileACallHangsAndMissedRecords) {
                         "position 1 of 4"));
 
   log.PauseReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->applied_position(), 4u);
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsReady(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsReady(); }, kWaitBound, 1ms));
   EXPECT_TRUE(Holds(4));
 }
 
@@ -214,18 +217,22 @@ TEST_F(LogFollowerSilenceTest, ALateReadEndsTheSilenceButNotTheCatchUp) {
   PausableEventLog& log = pausable_log_;
   Append(log, 1);
   Follow(log);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
 
   log.HangReads(true);
-  ASSERT_TRUE(WaitUntil([&] { return log.hung_calls() >= 1; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return log.hung_calls() >= 1; }, kWaitBound, 1ms));
   for (int64_t i = 2; i <= 4; ++i) Append(log, i);
   clock_.Advance(kMaxSilence + 1ms);
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsSilence(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsSilence(); }, kWaitBound, 1ms));
 
   // The late read answers nothing; every later read too, for now.
   log.PauseReads(true);
   log.HangReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return log.paused_reads() >= 2; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return log.paused_reads() >= 2; }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->silence(), 0ms);
   EXPECT_EQ(follower_->lag(), 3u);
   EXPECT_FALSE(follower_->caught_up());
@@ -234,9 +241,11 @@ TEST_F(LogFollowerSilenceTest, ALateReadEndsTheSilenceButNotTheCatchUp) {
   EXPECT_FALSE(LastDecisionIsReady());
 
   log.PauseReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->applied_position(), 4u);
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsReady(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsReady(); }, kWaitBound, 1ms));
   const auto decisions = readiness_.decisions();
   ASSERT_EQ(decisions.size(), 4u);
   EXPECT_THAT(decisions[2].value_or(""), HasSubstr(kSilenceText));
@@ -246,14 +255,16 @@ TEST_F(LogFollowerSilenceTest, ALogThatAnswersWithoutRecordsIsNoSilence) {
   PausableEventLog& log = pausable_log_;
   Append(log, 1);
   Follow(log);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   // Reads answer nothing; five steps of 600 ms, each followed by answers
   // at its end, make 3 s on the clock.
   log.PauseReads(true);
   for (int step = 0; step < 5; ++step) {
     clock_.Advance(600ms);
     const uint64_t before = log.paused_reads();
-    ASSERT_TRUE(WaitUntil([&] { return log.paused_reads() >= before + 2; }));
+    ASSERT_TRUE(WaitUntil([&] { return log.paused_reads() >= before + 2; },
+                          kWaitBound, 1ms));
     EXPECT_TRUE(follower_->caught_up()) << "step " << step;
   }
   EXPECT_EQ(readiness_.size(), 2u);
@@ -266,8 +277,8 @@ TEST_F(LogFollowerSilenceTest, TheSilenceCountsFromStart) {
   follower_ = std::make_unique<LogFollower>(log, indexer_, Options(1000ms));
   clock_.Advance(1h);
   follower_->Start();
-  ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().read_failures >= 2; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 2; },
+                        kWaitBound, 1ms));
   // Never answered: catching up, then silent.
   ASSERT_TRUE(follower_->NotReadyReason().has_value());
   EXPECT_THAT(*follower_->NotReadyReason(), HasSubstr("catching up"));
@@ -278,22 +289,26 @@ TEST_F(LogFollowerSilenceTest, TheSilenceCountsFromStart) {
   EXPECT_EQ(readiness_.size(), 1u);
 
   log.SetUnavailable(false);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
-  ASSERT_TRUE(WaitUntil([&] { return LastDecisionIsReady(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
+  ASSERT_TRUE(
+      WaitUntil([&] { return LastDecisionIsReady(); }, kWaitBound, 1ms));
 }
 
 TEST_F(LogFollowerSilenceTest, ZeroKeepsAFailingLogReady) {
   fleet::MemoryEventLog& log = memory_log_;
   Append(log, 1);
   Follow(log, /*max_silence=*/0ms);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
-  log.SetUnavailable(true);
   ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().read_failures >= 2; }));
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
+  log.SetUnavailable(true);
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 2; },
+                        kWaitBound, 1ms));
   clock_.Advance(24h);
   const uint64_t failures = follower_->counts().read_failures;
   ASSERT_TRUE(WaitUntil(
-      [&] { return follower_->counts().read_failures >= failures + 2; }));
+      [&] { return follower_->counts().read_failures >= failures + 2; },
+      kWaitBound, 1ms));
   EXPECT_TRUE(follower_->caught_up());
   EXPECT_EQ(follower_->NotReadyReason(), std::nullopt);
   EXPECT_EQ(readiness_.size(), 2u);

@@ -21,12 +21,14 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::replica {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace log_follower_test {
 
 using namespace std::chrono_literals;
+using ::kvindexer::test_support::WaitUntil;
 using test_support::Batch;
 using test_support::ModelBackend;
 using test_support::Snapshot;
@@ -35,16 +37,6 @@ using ::testing::HasSubstr;
 using LogRecord = ::kvindexer::fleet::v1::LogRecord;
 
 constexpr auto kWaitBound = 10s;
-
-// Polls `done` until it holds or kWaitBound passes.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitBound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 LogRecord ApplyRecord(const ::kv_indexer::v1::ApplyExternalKvBatchRequest& r) {
   LogRecord record;
@@ -91,7 +83,8 @@ class LogFollowerTest : public ::testing::Test {
     follower_->Start();
   }
   bool WaitForPosition(uint64_t position) {
-    return WaitUntil([&] { return follower_->applied_position() >= position; });
+    return WaitUntil([&] { return follower_->applied_position() >= position; },
+                     kWaitBound, 1ms);
   }
 
   std::vector<std::string> Holders(Indexer& indexer, int64_t hash) {
@@ -225,13 +218,16 @@ TEST_F(LogFollowerTest, AnUnreachableLogIsRetriedWithoutLoss) {
   Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {1})));
   StartFollower();
   ASSERT_TRUE(WaitForPosition(1));
-  EXPECT_TRUE(WaitUntil([&] { return follower_->in_contact(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->in_contact(); }, kWaitBound, 1ms));
   log_.SetUnavailable(true);
-  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 3; }))
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 3; },
+                        kWaitBound, 1ms))
       << "the follower retries while the log is unreachable";
   EXPECT_FALSE(follower_->in_contact());
   log_.SetUnavailable(false);
-  EXPECT_TRUE(WaitUntil([&] { return follower_->in_contact(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->in_contact(); }, kWaitBound, 1ms));
   uint64_t last = 0;
   for (int64_t i = 2; i <= 20; ++i) {
     last = Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i})));
@@ -246,14 +242,15 @@ TEST_F(LogFollowerTest, AnUnreachableLogIsRetriedWithoutLoss) {
 TEST_F(LogFollowerTest, AFailedStartIsRetriedToo) {
   log_.SetUnavailable(true);
   StartFollower();
-  ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().read_failures >= 2; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 2; },
+                        kWaitBound, 1ms));
   EXPECT_FALSE(follower_->caught_up());
   log_.SetUnavailable(false);
   const uint64_t last =
       Append(ApplyRecord(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {1})));
   ASSERT_TRUE(WaitForPosition(last));
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
 }
 
 TEST_F(LogFollowerTest, TrimmedRecordsAreCountedAndSkipped) {
@@ -268,7 +265,8 @@ TEST_F(LogFollowerTest, TrimmedRecordsAreCountedAndSkipped) {
   EXPECT_EQ(counts.applied, 4u);
   EXPECT_TRUE(Holders(indexer_, 6).empty());
   EXPECT_EQ(Holders(indexer_, 7).size(), 1u);
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
 }
 
 TEST_F(LogFollowerTest, TellsItsOutcomesWhatItAppliedAndWhatItSkipped) {
@@ -300,7 +298,8 @@ TEST_F(LogFollowerTest, AWhollyTrimmedLogIsSkippedFromItsBounds) {
   }
   ASSERT_TRUE(log_.TrimBefore(6).ok());
   StartFollower();
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->applied_position(), 5u);
   EXPECT_EQ(follower_->counts().trimmed, 5u);
   EXPECT_EQ(follower_->counts().applied, 0u);
@@ -362,9 +361,11 @@ TEST_F(ReloadingFollowerTest, AGapLoadsTheSnapshotAndReadsOnAfterIt) {
   // The snapshot put the index at a position again, and the records after
   // it carried it to the end (the outcomes hear of position 10 just after
   // the follower moves its own).
-  EXPECT_TRUE(WaitUntil([&] { return outcomes.current() == 10u; }))
+  EXPECT_TRUE(
+      WaitUntil([&] { return outcomes.current() == 10u; }, kWaitBound, 1ms))
       << "current " << outcomes.current().value_or(0);
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   const LogFollowerCounts counts = follower_->counts();
   EXPECT_EQ(counts.reloads, 1u);
   EXPECT_EQ(counts.trimmed, 0u);
@@ -381,7 +382,8 @@ TEST_F(ReloadingFollowerTest, AGapInAWhollyTrimmedLogReloadsToo) {
   }
   ASSERT_TRUE(log_.TrimBefore(6).ok());
   StartFollower(ReloadingOptions(5));
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->applied_position(), 5u);
   EXPECT_EQ(follower_->counts().reloads, 1u);
   EXPECT_EQ(follower_->counts().trimmed, 0u);
@@ -393,7 +395,8 @@ TEST_F(ReloadingFollowerTest, AFailedReloadIsRetriedAndTheReplicaWaitsUnready) {
   failures_left_ = 1000;
   StartFollower(ReloadingOptions(6));
   ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().reload_failures >= 3; }));
+      WaitUntil([&] { return follower_->counts().reload_failures >= 3; },
+                kWaitBound, 1ms));
   EXPECT_FALSE(follower_->caught_up());
   const std::optional<std::string> reason = follower_->NotReadyReason();
   ASSERT_TRUE(reason.has_value());
@@ -403,7 +406,8 @@ TEST_F(ReloadingFollowerTest, AFailedReloadIsRetriedAndTheReplicaWaitsUnready) {
   EXPECT_TRUE(Holders(indexer_, 8).empty());
   failures_left_ = 0;
   ASSERT_TRUE(WaitForPosition(10));
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower_->counts().reloads, 1u);
   EXPECT_EQ(follower_->counts().trimmed, 0u);
   EXPECT_EQ(follower_->NotReadyReason(), std::nullopt);
@@ -419,7 +423,8 @@ TEST_F(ReloadingFollowerTest, NoSnapshotToReloadSkipsTheGap) {
   EXPECT_EQ(counts.applied, 4u);
   EXPECT_EQ(reload_calls_.load(), 1);
   EXPECT_TRUE(Holders(indexer_, 6).empty());
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
 }
 
 TEST_F(ReloadingFollowerTest,
@@ -427,7 +432,8 @@ TEST_F(ReloadingFollowerTest,
   AppendTenTrimmedBeforeSeven();
   StartFollower(ReloadingOptions(3));
   ASSERT_TRUE(WaitForPosition(10));
-  EXPECT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   const LogFollowerCounts counts = follower_->counts();
   EXPECT_EQ(counts.reloads, 1u);
   EXPECT_EQ(counts.trimmed, 3u);  // positions 4 to 6
@@ -485,8 +491,10 @@ TEST_F(LogFollowerTest, AnEmptyLogIsCaughtUpAtOnce) {
     readiness.Add(std::move(behind));
   };
   StartFollower(std::move(options));
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
-  ASSERT_TRUE(WaitUntil([&] { return readiness.decisions().size() >= 2; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
+  ASSERT_TRUE(WaitUntil([&] { return readiness.decisions().size() >= 2; },
+                        kWaitBound, 1ms));
   const auto decisions = readiness.decisions();
   ASSERT_EQ(decisions.size(), 2u);
   ASSERT_TRUE(decisions[0].has_value());
@@ -514,19 +522,20 @@ TEST_F(LogFollowerTest, CaughtUpFollowsTheLagBothWays) {
   };
   LogFollower follower(log, indexer_, std::move(options));
   follower.Start();
-  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
+  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }, kWaitBound, 1ms));
   EXPECT_EQ(follower.applied_position(), 5u);
 
   log.PauseReads(true);
   // Once one read has found the log paused, no read in progress can take
   // the records appended next.
-  ASSERT_TRUE(WaitUntil([&] { return log.paused_reads() >= 1; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return log.paused_reads() >= 1; }, kWaitBound, 1ms));
   for (int64_t i = 6; i <= 8; ++i) append(i);
   // At the bound: still caught up.
-  ASSERT_TRUE(WaitUntil([&] { return follower.lag() == 3; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower.lag() == 3; }, kWaitBound, 1ms));
   EXPECT_TRUE(follower.caught_up());
   append(9);  // beyond it
-  ASSERT_TRUE(WaitUntil([&] { return follower.lag() == 4; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower.lag() == 4; }, kWaitBound, 1ms));
   EXPECT_FALSE(follower.caught_up());
   EXPECT_EQ(follower.log_last_position(), 9u);
   ASSERT_TRUE(follower.NotReadyReason().has_value());
@@ -534,9 +543,11 @@ TEST_F(LogFollowerTest, CaughtUpFollowsTheLagBothWays) {
               HasSubstr("KV_INDEXER_FLEET_MAX_LAG_RECORDS=3"));
 
   log.PauseReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return follower.applied_position() == 9; }));
-  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
-  ASSERT_TRUE(WaitUntil([&] { return readiness.decisions().size() == 4; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower.applied_position() == 9; },
+                        kWaitBound, 1ms));
+  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }, kWaitBound, 1ms));
+  ASSERT_TRUE(WaitUntil([&] { return readiness.decisions().size() == 4; },
+                        kWaitBound, 1ms));
   follower.Stop();
   const auto decisions = readiness.decisions();
   ASSERT_EQ(decisions.size(), 4u);
@@ -552,7 +563,8 @@ TEST_F(LogFollowerTest, StopIsPromptWhileAReadWaits) {
   LogFollowerOptions options = FastOptions();
   options.read_wait = 200ms;
   StartFollower(std::move(options));
-  ASSERT_TRUE(WaitUntil([&] { return follower_->caught_up(); }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return follower_->caught_up(); }, kWaitBound, 1ms));
   // The follower now sits in Read, waiting up to 200 ms for a record.
   const auto start = std::chrono::steady_clock::now();
   follower_->Stop();
@@ -565,8 +577,8 @@ TEST_F(LogFollowerTest, StopIsPromptWhileARetryWaits) {
   options.retry_initial = 60s;
   options.retry_cap = 60s;
   StartFollower(std::move(options));
-  ASSERT_TRUE(
-      WaitUntil([&] { return follower_->counts().read_failures >= 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return follower_->counts().read_failures >= 1; },
+                        kWaitBound, 1ms));
   const auto start = std::chrono::steady_clock::now();
   follower_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);

@@ -28,6 +28,7 @@
 #include "tests/support/forwarding_snapshot_store.h"
 #include "tests/support/model_backend.h"
 #include "tests/support/requests.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::replica {
 namespace replica_snapshot_test {
@@ -35,16 +36,7 @@ namespace replica_snapshot_test {
 using test_support::Batch;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-// Polls `done` for up to ten seconds.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return done();
-}
+using ::kvindexer::test_support::WaitUntil;
 
 class ReplicaSnapshotTest : public ::testing::Test {
  protected:
@@ -148,8 +140,8 @@ TEST_F(ReplicaSnapshotTest, SnapshotThenTheLogAfterItEqualsTheWholeLog) {
   replica.follower =
       std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
-  ASSERT_TRUE(
-      WaitUntil([&] { return replica.follower->applied_position() >= 4; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return replica.follower->applied_position() >= 4; }, 10s, 1ms));
   replica.follower->Stop();
   EXPECT_EQ(replica.follower->counts().trimmed, 0u);
   const std::set<std::pair<std::string, int64_t>> expected = {
@@ -170,8 +162,8 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   replica.follower =
       std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
-  ASSERT_TRUE(
-      WaitUntil([&] { return replica.follower->applied_position() >= 2; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return replica.follower->applied_position() >= 2; }, 10s, 1ms));
   replica.follower->Stop();
   // Something the log never held, which a reload must not keep.
   ::kv_indexer::v1::ApplyExternalKvBatchResponse resp;
@@ -198,8 +190,8 @@ TEST_F(ReplicaSnapshotTest, AReplicaBehindTheTrimmedLogReloadsTheSnapshot) {
   replica.follower =
       std::make_unique<LogFollower>(log_, replica.indexer, options);
   replica.follower->Start();
-  ASSERT_TRUE(
-      WaitUntil([&] { return replica.follower->applied_position() >= 5; }));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return replica.follower->applied_position() >= 5; }, 10s, 1ms));
   replica.follower->Stop();
   EXPECT_EQ(replica.follower->counts().reloads, 1u);
   EXPECT_EQ(replica.follower->counts().trimmed, 0u);

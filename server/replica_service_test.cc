@@ -34,12 +34,14 @@
 #include "tests/support/model_backend.h"
 #include "tests/support/pausable_event_log.h"
 #include "tests/support/requests.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer {
 // Named rather than anonymous: unity builds merge anonymous namespaces.
 namespace replica_service_test {
 
 using namespace std::chrono_literals;
+using ::kvindexer::test_support::WaitUntil;
 namespace v1 = ::kv_indexer::v1;
 using test_support::Batch;
 using test_support::ModelBackend;
@@ -51,16 +53,6 @@ const std::string kBearer = std::string("Bearer ") + kToken;
 
 constexpr uint64_t kServing = test_support::kHealthServing;
 constexpr uint64_t kNotServing = test_support::kHealthNotServing;
-
-// Polls `done` until it holds or kWaitBound passes.
-bool WaitUntil(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitBound;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 std::string ApplyPayload(const v1::ApplyExternalKvBatchRequest& request) {
   ::kvindexer::fleet::v1::LogRecord record;
@@ -235,8 +227,8 @@ TEST(ReplicaServiceTest, MutationsAreRefusedAndReadsAnswerFromTheLog) {
   const uint64_t last =
       s.Append(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {1, 2, 3}));
   s.StartFollowing();
-  ASSERT_TRUE(
-      WaitUntil([&] { return s.follower().applied_position() >= last; }));
+  ASSERT_TRUE(WaitUntil([&] { return s.follower().applied_position() >= last; },
+                        kWaitBound, 1ms));
 
   ExpectAll(Mutate(s, nullptr), grpc::StatusCode::FAILED_PRECONDITION);
   // Nothing of the refused calls reached the index.
@@ -304,26 +296,31 @@ TEST(ReplicaServiceTest, NotServingUntilCaughtUpAndWhileLagging) {
   // Reads paused: the follower sees the log's end but cannot reach it.
   s.log().PauseReads(true);
   s.StartFollowing();
-  ASSERT_TRUE(WaitUntil([&] { return s.log().paused_reads() >= 2; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return s.log().paused_reads() >= 2; }, kWaitBound, 1ms));
   EXPECT_EQ(s.Health(), kNotServing);
 
   s.log().PauseReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return s.Health() == kServing; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return s.Health() == kServing; }, kWaitBound, 1ms));
   EXPECT_EQ(s.follower().applied_position(), 3u);
   EXPECT_FALSE(s.health().reason().has_value());
 
   // Falls behind by more than 2 records: NOT_SERVING until it catches up.
   s.log().PauseReads(true);
   const uint64_t paused = s.log().paused_reads();
-  ASSERT_TRUE(WaitUntil([&] { return s.log().paused_reads() > paused; }));
+  ASSERT_TRUE(WaitUntil([&] { return s.log().paused_reads() > paused; },
+                        kWaitBound, 1ms));
   for (int64_t i = 4; i <= 6; ++i) {
     s.Append(Batch("w1", "10.0.0.1:1").Report(kTierHbm, {i}));
   }
-  ASSERT_TRUE(WaitUntil([&] { return s.Health() == kNotServing; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return s.Health() == kNotServing; }, kWaitBound, 1ms));
   ASSERT_TRUE(s.health().reason().has_value());
   EXPECT_THAT(*s.health().reason(), HasSubstr("by 3 records"));
   s.log().PauseReads(false);
-  ASSERT_TRUE(WaitUntil([&] { return s.Health() == kServing; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return s.Health() == kServing; }, kWaitBound, 1ms));
   EXPECT_EQ(s.follower().applied_position(), 6u);
 }
 
@@ -374,7 +371,7 @@ TEST(ReplicaServiceTest, MetricsShowPositionLagAndRecords) {
   replica::LogFollower follower(log, indexer, std::move(options));
   metrics.SetLogFollower(&follower);
   follower.Start();
-  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }));
+  ASSERT_TRUE(WaitUntil([&] { return follower.caught_up(); }, kWaitBound, 1ms));
   ASSERT_EQ(follower.applied_position(), 6u);
   const std::string text = RenderPrometheusText(registry.Collect());
   metrics.SetLogFollower(nullptr);

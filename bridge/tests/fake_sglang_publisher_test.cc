@@ -23,12 +23,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/msgpack_builders.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::bridge::testing {
 namespace {
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
+using ::kvindexer::test_support::WaitUntil;
 using ::testing::ElementsAre;
 
 constexpr auto kBound = 10s;
@@ -258,22 +260,13 @@ TEST(FakeSglangPublisherTest, StopLiveBuffersAndStartLiveRebindsThePort) {
   EXPECT_GT(SeqOf(back[1]), hidden);
 }
 
-// Polls `condition` every 10 ms for at most kBound.
-bool Eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
-
 TEST(FakeSglangPublisherTest, SubscriptionsTellWhenASubscriberHasJoined) {
   FakeSglangPublisher publisher;
   zmq::context_t context(1);
   EXPECT_EQ(publisher.subscriptions(), 0u);
   Subscriber sub(context, publisher.pub_endpoint());
-  ASSERT_TRUE(Eventually([&] { return publisher.subscriptions() >= 1; }));
+  ASSERT_TRUE(
+      WaitUntil([&] { return publisher.subscriptions() >= 1; }, kBound));
   // Joined: a single send arrives.
   publisher.Publish("once");
   std::vector<std::string> once = sub.Next();
@@ -285,10 +278,12 @@ TEST(FakeSglangPublisherTest, SubscriptionsTellWhenASubscriberHasJoined) {
   const size_t before = publisher.subscriptions();
   publisher.StopLive();
   publisher.StartLive();
-  ASSERT_TRUE(Eventually([&] {
-    EXPECT_TRUE(sub.Next(10ms).empty());
-    return publisher.subscriptions() > before;
-  }));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        EXPECT_TRUE(sub.Next(10ms).empty());
+        return publisher.subscriptions() > before;
+      },
+      kBound));
   publisher.Publish("again");
   std::vector<std::string> again = sub.Next();
   ASSERT_EQ(again.size(), 3u);

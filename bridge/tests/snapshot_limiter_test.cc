@@ -9,11 +9,13 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::bridge {
 namespace snapshot_limiter_test {
 
 using namespace std::chrono_literals;
+using ::kvindexer::test_support::WaitUntil;
 
 class FlagClock final : public RecoveryClock {
  public:
@@ -23,17 +25,6 @@ class FlagClock final : public RecoveryClock {
   std::atomic<bool> stop{false};
 };
 
-// Spins (yielding) until `done` holds or 10 s passed; true when it held.
-template <typename Done>
-bool Eventually(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 TEST(SnapshotLimiter, AWaiterGetsThePermitAGivenBackOne) {
   SnapshotLimiter limiter(2);
   FlagClock clock;
@@ -42,11 +33,11 @@ TEST(SnapshotLimiter, AWaiterGetsThePermitAGivenBackOne) {
   EXPECT_EQ(limiter.held(), 2u);
   std::atomic<bool> acquired{false};
   std::thread waiter([&] { acquired = limiter.Acquire(&clock, 5ms); });
-  ASSERT_TRUE(Eventually([&] { return limiter.waiting() == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return limiter.waiting() == 1; }, 10s, 1ms));
   EXPECT_FALSE(acquired.load());
   EXPECT_EQ(limiter.held(), 2u);
   limiter.Release();
-  ASSERT_TRUE(Eventually([&] { return acquired.load(); }));
+  ASSERT_TRUE(WaitUntil([&] { return acquired.load(); }, 10s, 1ms));
   waiter.join();
   EXPECT_EQ(limiter.held(), 2u);
   EXPECT_EQ(limiter.waiting(), 0u);
@@ -58,7 +49,7 @@ TEST(SnapshotLimiter, AWaiterLeavesWithoutAPermitOnStop) {
   ASSERT_TRUE(limiter.Acquire(&clock));
   std::atomic<int> outcome{-1};
   std::thread waiter([&] { outcome = limiter.Acquire(&clock, 5ms) ? 1 : 0; });
-  ASSERT_TRUE(Eventually([&] { return limiter.waiting() == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return limiter.waiting() == 1; }, 10s, 1ms));
   clock.stop = true;
   waiter.join();
   EXPECT_EQ(outcome.load(), 0);

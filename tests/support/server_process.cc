@@ -334,17 +334,6 @@ double ServerProcess::CpuSeconds() const {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-bool WaitUntil(const std::function<bool()>& condition,
-               std::chrono::milliseconds timeout,
-               std::chrono::milliseconds interval) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(interval);
-  }
-}
-
 std::optional<std::string> LogField(std::string_view line,
                                     std::string_view key) {
   const std::string pattern = std::string(key) + "=";

@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tests/support/wait_until.h"
 
 namespace kvindexer::test_support {
 
@@ -143,12 +144,6 @@ bool IsLeakSanitizerTracerCrash(const ExitStatus& exit,
 // exit.ok(), or the tracer crash above (then noted on stderr): what a test
 // expects of a child that was asked to stop.
 bool EndedCleanly(const ExitStatus& exit, std::string_view output);
-
-// Calls `condition` every `interval` until it returns true (then true) or
-// until `timeout` has passed (then false).
-bool WaitUntil(
-    const std::function<bool()>& condition, std::chrono::milliseconds timeout,
-    std::chrono::milliseconds interval = std::chrono::milliseconds(10));
 
 // The value of `key` in a "key=value key2=value2" log line: the text after
 // "key=" up to the next space, or, when it starts with a double quote, up to
