@@ -10,11 +10,11 @@
 #include <cstddef>
 #include <mutex>
 
-#include "durable/file_io.h"
+#include "tests/support/forwarding_file_io.h"
 
 namespace kvindexer::durable {
 
-class TestFileIo final : public FileIo {
+class TestFileIo final : public ForwardingFileIo {
  public:
   // Faults. Each errno is 0 for none.
   void FailWritesAfter(size_t bytes, int err) {
@@ -93,7 +93,7 @@ class TestFileIo final : public FileIo {
         write_budget_ -= size;
       }
     }
-    return FileIo::Real().Write(fd, data, size);
+    return ForwardingFileIo::Write(fd, data, size);
   }
 
   int Fdatasync(int fd) override {
@@ -108,7 +108,7 @@ class TestFileIo final : public FileIo {
         return -1;
       }
     }
-    return FileIo::Real().Fdatasync(fd);
+    return ForwardingFileIo::Fdatasync(fd);
   }
 
   int Fsync(int fd) override {
@@ -120,7 +120,7 @@ class TestFileIo final : public FileIo {
         return -1;
       }
     }
-    return FileIo::Real().Fsync(fd);
+    return ForwardingFileIo::Fsync(fd);
   }
 
   int Ftruncate(int fd, off_t length) override {
@@ -131,10 +131,7 @@ class TestFileIo final : public FileIo {
         return -1;
       }
     }
-    return FileIo::Real().Ftruncate(fd, length);
-  }
-  ssize_t Pread(int fd, void* data, size_t size, off_t offset) override {
-    return FileIo::Real().Pread(fd, data, size, offset);
+    return ForwardingFileIo::Ftruncate(fd, length);
   }
 
  private:
