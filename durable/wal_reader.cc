@@ -17,10 +17,9 @@ namespace kvindexer::durable {
 namespace {
 
 // Cuts `path` to `size` bytes, then appends `tail` (a fresh header when the
-// old one was bad), and syncs the file.
+// old one was bad), and syncs the file, through `io`.
 absl::Status CutFile(const std::string& path, uint64_t size,
-                     std::string_view tail) {
-  FileIo& io = FileIo::Real();
+                     std::string_view tail, FileIo& io) {
   const UniqueFd fd(OpenStateFile(path, O_WRONLY));
   auto failed = [&path](const char* what, int err) {
     return absl::InternalError(absl::StrCat("wal: cannot repair ", path, ": ",
@@ -97,14 +96,13 @@ absl::StatusOr<WalScan> ScanWalInPieces(
       scan.damaged = true;
       scan.dropped_records =
           FindIntactRecords(file.substr(kFileHeaderBytes)).records;
-      absl::StatusOr<std::string> kept =
-          KeepCutBytes(path, 0, file, FileIo::Real());
+      absl::StatusOr<std::string> kept = KeepCutBytes(path, 0, file, io);
       if (!kept.ok()) return kept.status();
       scan.kept_copy = *std::move(kept);
     }
     const std::string fresh =
         EncodeFileHeader(FileKind::kWal, expected_generation);
-    if (absl::Status cut = CutFile(path, 0, fresh); !cut.ok()) return cut;
+    if (absl::Status cut = CutFile(path, 0, fresh, io); !cut.ok()) return cut;
     if (scan.damaged) {
       spdlog::error(
           "wal: damaged file header file={} dropped_bytes={} "
@@ -155,12 +153,11 @@ absl::StatusOr<WalScan> ScanWalInPieces(
   if (after.any()) {
     scan.damaged = true;
     scan.dropped_records = after.records;
-    absl::StatusOr<std::string> kept =
-        KeepCutBytes(path, pos, *rest, FileIo::Real());
+    absl::StatusOr<std::string> kept = KeepCutBytes(path, pos, *rest, io);
     if (!kept.ok()) return kept.status();
     scan.kept_copy = *std::move(kept);
   }
-  if (absl::Status cut = CutFile(path, pos, ""); !cut.ok()) return cut;
+  if (absl::Status cut = CutFile(path, pos, "", io); !cut.ok()) return cut;
   if (scan.damaged) {
     spdlog::error(
         "wal: damaged record in the middle of the log file={} offset={} "

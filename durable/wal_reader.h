@@ -52,8 +52,8 @@ struct WalScan {
 // The file is read a piece at a time (durable/file_window.h): only a piece,
 // or the record at hand when it is larger, is held in memory, and records
 // are handed over as they are read, so a read error can come after some.
-// A failed read is never taken for damage: nothing is cut then. Reads go
-// through `io`.
+// A failed read is never taken for damage: nothing is cut then. Reads,
+// and the writes of a repair, go through `io`.
 absl::StatusOr<WalScan> ScanWal(
     const std::string& path, uint64_t expected_generation, bool repair,
     absl::FunctionRef<absl::Status(std::string_view payload)> on_record,

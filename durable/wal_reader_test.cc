@@ -1,6 +1,7 @@
 #include "durable/wal_reader.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "durable/record_framing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_file_io.h"
 #include "tests/support/test_files.h"
 #include "tests/support/test_log_capture.h"
 #include "tests/support/test_temp_dir.h"
@@ -404,6 +406,30 @@ TEST_P(WalReaderTest, DamageThatCannotBeKeptIsNotCut) {
               AllOf(HasSubstr("cannot keep the"), HasSubstr(path()),
                     HasSubstr("nothing was cut")));
   EXPECT_EQ(ReadTestFile(path()), bytes);
+}
+
+// The cut goes through the scan's FileIo: when the disk refuses it, the
+// scan fails naming the file, and a later scan on a healthy disk finds the
+// same torn tail and cuts it.
+TEST_P(WalReaderTest, ACutTheDiskRefusesFailsAndIsMadeLater) {
+  const SampleLog log = MakeSampleLog();
+  const size_t last = log.payloads.size() - 1;
+  const std::string torn = log.bytes.substr(0, log.bytes.size() - 3);
+  WriteTestFile(path(), torn);
+  TestFileIo io;
+  io.FailTruncates(EIO);
+  const auto keep = [](std::string_view) { return absl::OkStatus(); };
+  const absl::StatusOr<WalScan> refused =
+      scan_piece_bytes == 0
+          ? ScanWal(path(), kGeneration, /*repair=*/true, keep, io)
+          : ScanWalInPieces(path(), kGeneration, /*repair=*/true, keep,
+                            scan_piece_bytes, io);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(refused.status().message(),
+              AllOf(HasSubstr("cannot repair"), HasSubstr(path()),
+                    HasSubstr("ftruncate")));
+  EXPECT_EQ(ReadTestFile(path()), torn);
+  ExpectRepairedTo(path(), log, torn, last, /*damaged=*/false, "healed");
 }
 
 // Repair is recovery's; a scan without it (a compaction's) reads and
