@@ -1,6 +1,12 @@
 #include "durable/crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+#define KVINDEXER_CRC32C_SSE42 1
+#endif
 
 namespace kvindexer::durable {
 namespace {
@@ -40,9 +46,56 @@ uint32_t LoadLittleEndian32(const unsigned char* p) {
          (static_cast<uint32_t>(p[3]) << 24);
 }
 
+#ifdef KVINDEXER_CRC32C_SSE42
+// SSE 4.2's crc32 instruction computes exactly this CRC, eight bytes at a
+// time and several times faster than the tables. Compiled for SSE 4.2 in
+// this function only and called only when the CPU has it, so the binary
+// still runs on any x86-64.
+__attribute__((target("sse4.2"))) uint32_t HardwareCrc32c(std::string_view data,
+                                                          uint32_t crc) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t c = ~crc;
+  while (n >= 8) {
+    uint64_t word;
+    memcpy(&word, p, sizeof(word));
+    c = _mm_crc32_u64(c, word);
+    p += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (n > 0) {
+    c32 = _mm_crc32_u8(c32, static_cast<unsigned char>(*p));
+    ++p;
+    --n;
+  }
+  return ~c32;
+}
+
+bool CpuHasCrc32c() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
 }  // namespace
 
+bool Crc32cInHardware() {
+#ifdef KVINDEXER_CRC32C_SSE42
+  return CpuHasCrc32c();
+#else
+  return false;
+#endif
+}
+
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
+#ifdef KVINDEXER_CRC32C_SSE42
+  if (CpuHasCrc32c()) return HardwareCrc32c(data, crc);
+#endif
+  return Crc32cPortable(data, crc);
+}
+
+uint32_t Crc32cPortable(std::string_view data, uint32_t crc) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
   uint32_t c = ~crc;
