@@ -3,19 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "core/indexer.h"
-#include "core/request_limits.h"
-#include "core/sequence_gate_log.h"
 #include "core/stream_key.h"
-#include "core/worker_lifecycle_log.h"
 #include "durable/checkpoint_file.h"
+#include "durable/checkpoint_merge.h"
+#include "durable/compaction_indexer.h"
 #include "durable/data_dir.h"
 #include "durable/image_backend.h"
 #include "durable/posix_file.h"
@@ -25,65 +22,54 @@
 namespace kvindexer::durable {
 namespace {
 
-// Placements per TierPlacements part (kv_indexer_state.proto).
-constexpr size_t kHashesPerPart = 65536;
-
-// The compaction's Indexer replays what the serving one already did and
-// logged: its gate and lifecycle lines would only repeat them.
-void Discard(spdlog::level::level_enum, std::string_view) {}
-
-// Replay and Restore ignore the limits; they are set wide so that nothing a
-// serving Indexer accepted under its own limits could trip them here.
-RequestLimits WideLimits() {
-  RequestLimits limits;
-  limits.max_worker_id_bytes = std::numeric_limits<uint32_t>::max();
-  limits.max_worker_address_bytes = std::numeric_limits<uint32_t>::max();
-  limits.max_worker_epoch_bytes = std::numeric_limits<uint32_t>::max();
-  limits.max_workers = std::numeric_limits<uint32_t>::max();
-  return limits;
-}
-
-absl::Status Cancelled(const BuildDeadline& stop) {
-  return absl::CancelledError(
-      absl::StrCat("checkpoint abandoned: ", stop.Why()));
-}
-
-}  // namespace
-
-absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
-                             FileIo* io, const BuildDeadline& stop,
-                             CheckpointFinish finish) {
-  ImageBackend image;
+// Makes room in `image` for what the job's sizes say it will hold.
+void SizeImage(const CompactionJob& job, ImageBackend& image) {
   if (job.sizes == nullptr) {
     if (job.reserve_blocks > 0) image.ReserveBlocks(job.reserve_blocks);
-  } else {
-    BackendStats stats{};
-    stats.struct_size = sizeof(BackendStats);
-    job.sizes->GetStats(&stats);
-    image.ReserveBlocks(stats.blocks + stats.blocks / 8);
-    if (job.counts_placements) {
-      image.SetHoldingSizes([&job](std::string_view worker, uint64_t* counts) {
-        // Only a count the backend vouches for is used: after a failure
-        // the holding grows as it goes.
-        const BackendStatus s = job.sizes->CountPlacements(
-            StringView{worker.data(), worker.size()}, counts, nullptr);
-        if (s.code != BackendCode::kOk) {
-          std::fill(counts, counts + kMaxTier + 1, uint64_t{0});
-        }
-      });
-    }
+    return;
   }
-  SequenceGateLog gate_log(Discard);
-  WorkerLifecycleLog lifecycle_log(Discard);
-  Indexer indexer(&image, &gate_log, WideLimits(), kBackendAbiMinor,
-                  /*clock=*/nullptr, &lifecycle_log);
-  DurableState& indexer_state = indexer.durable_state();
+  BackendStats stats{};
+  stats.struct_size = sizeof(BackendStats);
+  job.sizes->GetStats(&stats);
+  image.ReserveBlocks(stats.blocks + stats.blocks / 8);
+  if (!job.counts_placements) return;
+  image.SetHoldingSizes([&job](std::string_view worker, uint64_t* counts) {
+    // Only a count the backend vouches for is used: after a failure the
+    // holding grows as it goes.
+    const BackendStatus s = job.sizes->CountPlacements(
+        StringView{worker.data(), worker.size()}, counts, nullptr);
+    if (s.code != BackendCode::kOk) {
+      std::fill(counts, counts + kMaxTier + 1, uint64_t{0});
+    }
+  });
+}
+
+// The most blocks the logs may name for a merge: half the serving index,
+// as far as the job tells its size (0: not known, no limit).
+uint64_t MergeLimit(const CompactionJob& job) {
+  if (job.sizes == nullptr) return job.reserve_blocks / 2;
+  BackendStats stats{};
+  stats.struct_size = sizeof(BackendStats);
+  job.sizes->GetStats(&stats);
+  return stats.blocks / 2;
+}
+
+// The whole image: the base checkpoint and the closed logs replayed into
+// it, then all of it written through a new writer (*out).
+absl::Status WriteWholeCheckpoint(const std::string& dir,
+                                  const CompactionJob& job, FileIo* io,
+                                  const BuildDeadline& stop,
+                                  std::unique_ptr<CheckpointWriter>* out) {
+  ImageBackend image;
+  SizeImage(job, image);
+  CompactionIndexer indexer(&image);
+  DurableState& indexer_state = indexer.state();
 
   absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(
       JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop, *io);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
-    if (stop.Expired()) return Cancelled(stop);
+    if (stop.Expired()) return BuildCancelled(stop);
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
         ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, *io);
@@ -100,21 +86,9 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
       CheckpointWriter::Begin(dir, job.target(), io);
   if (!writer.ok()) return writer.status();
-  absl::Status status;
-  std::string payload;
-  auto add = [&](const state::v1::CheckpointChunk& chunk) {
-    if (!status.ok()) return;
-    if (stop.Expired()) {
-      status = Cancelled(stop);
-      return;
-    }
-    if (!chunk.SerializeToString(&payload)) {
-      status = absl::InternalError("a checkpoint part does not serialise");
-      return;
-    }
-    status = (*writer)->Add(payload);
-  };
-  indexer_state.ExportHost(add);
+  ChunkWriter chunks(writer->get(), stop);
+  indexer_state.ExportHost(
+      [&](const state::v1::CheckpointChunk& chunk) { chunks.Add(chunk); });
   state::v1::CheckpointChunk chunk;
   image.ForEachTier(kHashesPerPart, [&](const ImageBackend::TierView& view) {
     state::v1::TierPlacements* part = chunk.mutable_placements();
@@ -128,16 +102,37 @@ absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
         view.component_masks.data + view.component_masks.size);
     part->mutable_block_sizes()->Add(
         view.block_sizes.data, view.block_sizes.data + view.block_sizes.size);
-    add(chunk);
+    chunks.Add(chunk);
   });
-  if (!status.ok()) return status;
+  if (!chunks.status().ok()) return chunks.status();
+  *out = *std::move(writer);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
+                             FileIo* io, const BuildDeadline& stop,
+                             CheckpointFinish finish, BuildMethod method) {
+  std::unique_ptr<CheckpointWriter> writer;
+  bool merged = false;
+  if (method == BuildMethod::kMergeWhenPossible) {
+    absl::StatusOr<MergeOutcome> outcome =
+        WriteMergedCheckpoint(dir, job, io, stop, MergeLimit(job), &writer);
+    if (!outcome.ok()) return outcome.status();
+    merged = *outcome == MergeOutcome::kWritten;
+  }
+  if (!merged) {
+    absl::Status s = WriteWholeCheckpoint(dir, job, io, stop, &writer);
+    if (!s.ok()) return s;
+  }
   // Sealed, then asked once more: the last write and the sync can take long
   // on a slow disk, and a build that expired meanwhile publishes nothing.
   const std::string tmp = CheckpointTmpPath(dir, job.target());
-  if (absl::Status sealed = (*writer)->Seal(); !sealed.ok()) return sealed;
+  if (absl::Status sealed = writer->Seal(); !sealed.ok()) return sealed;
   if (stop.Expired()) {
     ::unlink(tmp.c_str());
-    return Cancelled(stop);
+    return BuildCancelled(stop);
   }
   if (finish == CheckpointFinish::kSealOnly) return absl::OkStatus();
   absl::Status published = PublishCheckpoint(dir, job.target(), io);

@@ -6,7 +6,9 @@
 // and the checkpoint they start from describe the cut exactly; a compaction
 // replays them through an Indexer of its own over an ImageBackend and
 // writes what that holds as the checkpoint of the new generation. Queries
-// and applies go on meanwhile.
+// and applies go on meanwhile. It merges when it can: only the blocks the
+// logs name are rebuilt in memory, and the rest of the previous checkpoint
+// is copied in order (durable/checkpoint_merge.h).
 #ifndef KVINDEXER_DURABLE_COMPACTOR_H_
 #define KVINDEXER_DURABLE_COMPACTOR_H_
 
@@ -39,6 +41,12 @@ struct CompactionJob {
   uint64_t target() const { return last_wal + 1; }
 };
 
+// How a build makes the checkpoint.
+enum class BuildMethod {
+  kMergeWhenPossible,  // merge, or rebuild the whole image when it cannot
+  kWhole,              // rebuild the whole image (tests compare the two)
+};
+
 // What a build does with the checkpoint it wrote.
 enum class CheckpointFinish {
   kPublish,   // renames it into place (CheckpointWriter::Commit)
@@ -52,9 +60,10 @@ enum class CheckpointFinish {
 // Errors name the file at fault; nothing of the serving state depends on
 // them. REQUIRES: the job's files exist and no other compaction runs on
 // `dir`.
-absl::Status BuildCheckpoint(const std::string& dir, const CompactionJob& job,
-                             FileIo* io, const BuildDeadline& stop,
-                             CheckpointFinish finish);
+absl::Status BuildCheckpoint(
+    const std::string& dir, const CompactionJob& job, FileIo* io,
+    const BuildDeadline& stop, CheckpointFinish finish,
+    BuildMethod method = BuildMethod::kMergeWhenPossible);
 
 // Commits checkpoint-<generation>.ckpt holding nothing: the state of a
 // fresh directory.

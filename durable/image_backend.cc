@@ -31,6 +31,27 @@ struct ImageBackend::State {
   absl::flat_hash_map<int64_t, Block> blocks;
   absl::flat_hash_map<std::string, Worker> workers;
   uint64_t placements = 0;
+  // RestrictTo's: the blocks allowed (null: all), whether a batch asked
+  // for another, and each worker's cleared tiers (bit `tier`).
+  const absl::flat_hash_set<int64_t>* allowed = nullptr;
+  bool touched_outside = false;
+  absl::flat_hash_map<std::string, uint32_t> cleared;
+
+  // Whether every REPORT and REVOKE of `batch` stays in `allowed`.
+  bool Allowed(const ApplyBatchView& batch) const {
+    if (allowed == nullptr) return true;
+    for (size_t a = 0; a < batch.action_count; ++a) {
+      const ActionView& action = batch.actions[a];
+      if (action.type == kActionClearAllAtTier) continue;
+      for (size_t i = 0; i < action.hashes.size; ++i) {
+        if (!allowed->contains(action.hashes.data[i])) return false;
+      }
+    }
+    return true;
+  }
+  void NoteCleared(absl::string_view id, uint32_t tiers) {
+    if (allowed != nullptr) cleared[id] |= tiers;
+  }
   std::function<void(std::string_view, uint64_t*)> holding_sizes;
 
   Worker& Add(absl::string_view id) {
@@ -99,6 +120,11 @@ ImageBackend::~ImageBackend() = default;
 BackendStatus ImageBackend::Apply(const ApplyBatchView& batch) noexcept {
   // Checked whole before anything changes: a refused batch changes nothing.
   if (BackendStatus s = kit::CheckApplyBatch(batch); !kit::IsOk(s)) return s;
+  if (!state_->Allowed(batch)) {
+    state_->touched_outside = true;
+    return kit::ErrorStatus(BackendCode::kFailedPrecondition,
+                            "the batch touches a block outside the image");
+  }
   const absl::string_view id(batch.worker_id.data, batch.worker_id.size);
   const auto it = state_->workers.find(id);
   State::Worker& worker =
@@ -124,6 +150,7 @@ BackendStatus ImageBackend::Apply(const ApplyBatchView& batch) noexcept {
         break;
       default:  // kActionClearAllAtTier; CheckApplyBatch allows no other
         state_->Clear(worker, action.tier);
+        state_->NoteCleared(id, uint32_t{1} << action.tier);
         break;
     }
   }
@@ -132,6 +159,18 @@ BackendStatus ImageBackend::Apply(const ApplyBatchView& batch) noexcept {
 
 void ImageBackend::ReserveBlocks(size_t blocks) {
   state_->blocks.reserve(blocks);
+}
+
+void ImageBackend::RestrictTo(const absl::flat_hash_set<int64_t>* blocks) {
+  state_->allowed = blocks;
+}
+
+bool ImageBackend::touched_outside() const { return state_->touched_outside; }
+
+bool ImageBackend::Cleared(std::string_view worker_id, uint32_t tier) const {
+  const auto it = state_->cleared.find(
+      absl::string_view(worker_id.data(), worker_id.size()));
+  return it != state_->cleared.end() && (it->second >> tier & 1) != 0;
 }
 
 void ImageBackend::SetHoldingSizes(
@@ -188,8 +227,11 @@ BackendStatus ImageBackend::RemoveWorker(StringView worker_id,
   if (BackendStatus s = kit::CheckRemoveWorker(worker_id); !kit::IsOk(s)) {
     return s;
   }
-  const auto it =
-      state_->workers.find(absl::string_view(worker_id.data, worker_id.size));
+  const absl::string_view id(worker_id.data, worker_id.size);
+  // Noted even for a worker the image does not hold: its placements in the
+  // previous checkpoint go all the same.
+  state_->NoteCleared(id, ~uint32_t{0});
+  const auto it = state_->workers.find(id);
   if (it == state_->workers.end()) return kit::OkStatus();
   for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
     state_->Clear(it->second, tier);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string_view>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "kvindexer/backend.h"
 
@@ -51,6 +52,21 @@ class ImageBackend final : public IndexBackend {
   void SetHoldingSizes(
       std::function<void(std::string_view worker_id, uint64_t* counts_by_tier)>
           sizes);
+
+  // Limits the image to the blocks in `blocks`, for a checkpoint built by
+  // merging (durable/checkpoint_merge.h), which takes every other block
+  // from the previous checkpoint as it is. Apply refuses a batch that
+  // would REPORT or REVOKE another hash (kFailedPrecondition, changing
+  // nothing) and notes it (touched_outside). Each CLEAR_ALL_AT_TIER and
+  // removal is noted too (Cleared), since it also takes away placements of
+  // blocks the image does not hold. REQUIRES: called before any mutation;
+  // `blocks` outlives the image.
+  void RestrictTo(const absl::flat_hash_set<int64_t>* blocks);
+  // Since RestrictTo: whether a batch touched a hash outside the blocks.
+  bool touched_outside() const;
+  // Since RestrictTo: whether the worker's placements at `tier` were
+  // cleared, or the worker removed, at any point.
+  bool Cleared(std::string_view worker_id, uint32_t tier) const;
 
   // One worker's placements at one tier, as the parallel arrays of a REPORT
   // action (sizes: each block's token count, 0 when unknown).

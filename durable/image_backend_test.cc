@@ -148,6 +148,37 @@ TEST(ImageBackendTest, AMalformedBatchIsRefusedWholeAndChangesNothing) {
   EXPECT_EQ(Export(image, 0).holdings, ModelHoldings(model));
 }
 
+// A merge's image (durable/checkpoint_merge.h): a batch that reaches
+// outside its blocks is refused whole and noted; clears and removals are
+// noted per worker and tier, whether or not the image holds the worker.
+TEST(ImageBackendTest, ARestrictedImageRefusesOtherBlocksAndNotesClears) {
+  const absl::flat_hash_set<int64_t> blocks = {1, 2, 3};
+  ImageBackend image;
+  image.RestrictTo(&blocks);
+  ReferenceModel model;
+  Apply(image, model,
+        Batch("w1").Report(kTierHbm, {1, 2}).Revoke(kTierSsd, {3}));
+  EXPECT_FALSE(image.touched_outside());
+  const v1::ApplyExternalKvBatchRequest outside =
+      Batch("w1").Revoke(kTierHbm, {1}).Report(kTierHbm, {4});
+  const BatchView view(outside);
+  EXPECT_EQ(image.Apply(view.view()).code, BackendCode::kFailedPrecondition);
+  EXPECT_TRUE(image.touched_outside());
+  EXPECT_EQ(Export(image, 0).holdings, ModelHoldings(model));
+
+  EXPECT_FALSE(image.Cleared("w1", kTierDram));
+  Apply(image, model, Batch("w1").Clear(kTierDram));
+  EXPECT_TRUE(image.Cleared("w1", kTierDram));
+  EXPECT_FALSE(image.Cleared("w1", kTierHbm));
+  EXPECT_FALSE(image.Cleared("w9", kTierHbm));
+  ASSERT_EQ(image.RemoveWorker(StringView{"w9", 2}, nullptr).code,
+            BackendCode::kOk);
+  for (uint32_t tier = kTierHbm; tier <= kMaxTier; ++tier) {
+    EXPECT_TRUE(image.Cleared("w9", tier));
+  }
+  EXPECT_FALSE(image.Cleared("w1", kTierHbm));
+}
+
 TEST(ImageBackendTest, AnswersNoQueries) {
   ImageBackend image;
   const int64_t hash = 1;
