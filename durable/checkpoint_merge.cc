@@ -1,6 +1,7 @@
 #include "durable/checkpoint_merge.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,10 +27,13 @@ void AddAll(const Hashes& hashes, Blocks& blocks) {
   for (const int64_t hash : hashes) blocks.insert(hash);
 }
 
-// Step 1: every hash the closed logs name.
-absl::StatusOr<Blocks> BlocksNamed(const std::string& dir,
-                                   const CompactionJob& job, FileIo& io,
-                                   const BuildDeadline& stop) {
+// Step 1: every hash the closed logs name; nullopt as soon as they are more
+// than `max_blocks` (0: no limit).
+absl::StatusOr<std::optional<Blocks>> BlocksNamed(const std::string& dir,
+                                                  const CompactionJob& job,
+                                                  FileIo& io,
+                                                  const BuildDeadline& stop,
+                                                  uint64_t max_blocks) {
   Blocks blocks;
   state::v1::WalRecord record;
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
@@ -59,9 +63,13 @@ absl::StatusOr<Blocks> BlocksNamed(const std::string& dir,
               AddAll(tier.hashes(), blocks);
             }
           }
+          if (max_blocks > 0 && blocks.size() > max_blocks) {
+            return absl::ResourceExhaustedError("too many blocks to merge");
+          }
           return absl::OkStatus();
         },
         io);
+    if (absl::IsResourceExhausted(scan.status())) return std::nullopt;
     if (!scan.ok()) return scan.status();
     if (scan->torn) {
       return absl::DataLossError(absl::StrCat("closed log ", wal,
@@ -92,9 +100,14 @@ class OrderCheck {
   bool Next(const std::string& id, const state::v1::TierPlacements& part) {
     if (started_) {
       if (id == key_.id && part.tier() == key_.tier) {
-        if (part.hashes_size() > 0 && part.hashes(0) <= last_) return false;
+        if (last_.has_value() && part.hashes_size() > 0 &&
+            part.hashes(0) <= *last_) {
+          return false;
+        }
       } else if (!key_.Before(id, part.tier())) {
         return false;
+      } else {
+        last_.reset();
       }
     }
     started_ = true;
@@ -110,8 +123,31 @@ class OrderCheck {
  private:
   bool started_ = false;
   PartKey key_;
-  int64_t last_ = 0;
+  std::optional<int64_t> last_;  // the key's last hash so far
 };
+
+// What Restore would refuse in a placements part, checked here for the
+// parts the merge copies without restoring them, so that the merge refuses
+// what the whole build refuses: a tier outside 1..3, side arrays neither
+// empty nor as long as the hashes, a worker without a record.
+std::optional<std::string> Malformed(
+    const state::v1::TierPlacements& part, const std::string& id,
+    const absl::flat_hash_set<std::string>& workers) {
+  const int n = part.hashes_size();
+  if (part.tier() < kTierHbm || part.tier() > kMaxTier) {
+    return absl::StrCat("tier ", part.tier(), " is not supported");
+  }
+  const auto aligned = [n](int size) { return size == 0 || size == n; };
+  if (!aligned(part.component_masks_size()) ||
+      !aligned(part.block_sizes_size())) {
+    return absl::StrCat(n, " hashes with ", part.component_masks_size(),
+                        " masks and ", part.block_sizes_size(), " sizes");
+  }
+  if (!workers.contains(id)) {
+    return absl::StrCat("worker ", part.worker_id(), " has no record");
+  }
+  return std::nullopt;
+}
 
 // One (worker, tier) of the image, as the whole build would write it.
 struct ImageHolding {
@@ -275,11 +311,12 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
     const std::string& dir, const CompactionJob& job, FileIo* io,
     const BuildDeadline& stop, uint64_t max_blocks,
     std::unique_ptr<CheckpointWriter>* out) {
-  absl::StatusOr<Blocks> blocks = BlocksNamed(dir, job, *io, stop);
-  if (!blocks.ok()) return blocks.status();
-  if (max_blocks > 0 && blocks->size() > max_blocks) {
-    return MergeOutcome::kNotMergeable;
-  }
+  FileIo& files = io != nullptr ? *io : FileIo::Real();
+  absl::StatusOr<std::optional<Blocks>> named =
+      BlocksNamed(dir, job, files, stop, max_blocks);
+  if (!named.ok()) return named.status();
+  if (!named->has_value()) return MergeOutcome::kNotMergeable;
+  const Blocks* const blocks = &**named;
 
   ImageBackend image;
   image.ReserveBlocks(blocks->size());
@@ -287,12 +324,17 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
   CompactionIndexer indexer(&image);
   DurableState& indexer_state = indexer.state();
 
-  // Step 2. A part out of order ends the read (ABORTED, not an error).
+  // Step 2. A part out of order, or more than half the placements in listed
+  // blocks, ends the read (ABORTED, not an error): the whole build is then
+  // the one to run (and the cheaper).
   const std::string base = JoinPath(dir, CheckpointFileName(job.base));
   state::v1::CheckpointChunk chunk;
   state::v1::CheckpointChunk kept;
   OrderCheck order;
+  absl::flat_hash_set<std::string> workers;
   uint64_t index = 0;
+  uint64_t placements = 0;
+  uint64_t listed_placements = 0;
   absl::StatusOr<CheckpointRead> read = ReadCheckpoint(
       base,
       [&](std::string_view payload) -> absl::Status {
@@ -303,11 +345,15 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
                            "passed its checksum but does not parse");
         }
         const state::v1::CheckpointChunk* restore = &chunk;
+        if (chunk.has_worker()) workers.insert(BackendIdOf(chunk.worker()));
         if (chunk.has_placements()) {
           const state::v1::TierPlacements& part = chunk.placements();
-          if (!order.Next(BackendIdOf(part), part)) {
-            return absl::AbortedError("out of order");
+          const std::string id = BackendIdOf(part);
+          if (std::optional<std::string> bad = Malformed(part, id, workers)) {
+            return PartError(base, index, absl::StrCat("was refused: ", *bad));
           }
+          if (!order.Next(id, part)) return absl::AbortedError("out of order");
+          placements += static_cast<uint64_t>(part.hashes_size());
           state::v1::TierPlacements* listed = kept.mutable_placements();
           listed->Clear();
           listed->set_worker_id(part.worker_id());
@@ -323,6 +369,7 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
             if (masks) listed->add_component_masks(part.component_masks(i));
             if (sizes) listed->add_block_sizes(part.block_sizes(i));
           }
+          listed_placements += static_cast<uint64_t>(listed->hashes_size());
           restore = listed->hashes_size() > 0 ? &kept : nullptr;
         }
         if (restore != nullptr) {
@@ -335,16 +382,25 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
         ++index;
         return absl::OkStatus();
       },
-      *io);
+      files);
   if (absl::IsAborted(read.status())) return MergeOutcome::kNotMergeable;
   if (!read.ok()) return read.status();
+  // Blocks shared by many workers can hold most placements while being few:
+  // the image would then hold most of the index, and more than a whole
+  // build's in all (the list and the merge's copy of it come on top). Below
+  // a part's worth of placements it does not matter.
+  if (listed_placements > placements / 2 &&
+      listed_placements > kHashesPerPart) {
+    return MergeOutcome::kNotMergeable;
+  }
+  const CheckpointRead first_read = *read;
 
   // Step 3.
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.Expired()) return BuildCancelled(stop);
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, *io);
+        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, files);
     if (!scan.ok()) return scan.status();
     if (scan->torn) {
       return absl::DataLossError(absl::StrCat("closed log ", wal,
@@ -368,6 +424,7 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
       base,
       [&](std::string_view payload) -> absl::Status {
         if (!chunks.status().ok()) return chunks.status();
+        if (stop.Expired()) return BuildCancelled(stop);
         if (!chunk.ParseFromArray(payload.data(),
                                   static_cast<int>(payload.size()))) {
           return PartError(base, index,
@@ -384,8 +441,12 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
         merge.Part(id, chunk.placements());
         return absl::OkStatus();
       },
-      *io);
+      files);
   if (!read.ok()) return read.status();
+  if (read->records != first_read.records || read->bytes != first_read.bytes) {
+    return absl::InternalError(absl::StrCat(
+        "checkpoint ", base, " changed between two reads of one build"));
+  }
   merge.Finish();
   if (!chunks.status().ok()) return chunks.status();
   *out = *std::move(writer);

@@ -36,14 +36,17 @@ enum class MergeOutcome {
   kNotMergeable,  // nothing was written; the whole build must run
 };
 
-// Writes the checkpoint of `job` by merging, through a new writer (*out).
-// kNotMergeable when the logs name more than `max_blocks` blocks (0: no
-// limit; past about half the index the whole build is the cheaper), when
-// the base's placements are not in the order every build writes (worker
-// backend id, tier, then hash, ascending), or when the replay touched a
-// block that step 1 did not list. Errors as for
-// BuildCheckpoint (DATA_LOSS for a bad record in a closed log, INTERNAL for
-// parts that do not parse or restore, CANCELLED when `stop` expires).
+// Writes the checkpoint of `job` by merging, through a new writer (*out);
+// `io` (null: the real calls) reads and writes the files. kNotMergeable,
+// with nothing written, when the logs name more than `max_blocks` blocks
+// (0: no limit; past about half the index the whole build is the cheaper),
+// when the listed blocks hold more than half the base's placements (then
+// too), when the base's placements are not in the order every build writes
+// (worker backend id, tier, then hash, ascending), or when the replay
+// touched a block that step 1 did not list. Errors as for BuildCheckpoint
+// (DATA_LOSS for a bad record in a closed log, INTERNAL for parts that do
+// not parse or that the whole build's restore would refuse, and for a base
+// that reads differently the second time; CANCELLED when `stop` expires).
 [[nodiscard]] absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
     const std::string& dir, const CompactionJob& job, FileIo* io,
     const BuildDeadline& stop, uint64_t max_blocks,

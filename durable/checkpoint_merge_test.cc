@@ -8,8 +8,10 @@
 #include "durable/checkpoint_merge.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -207,6 +209,155 @@ TEST(CheckpointMergeOrderTest, ABaseOutOfOrderIsLeftToTheWholeBuild) {
                               CheckpointFinish::kPublish, BuildMethod::kWhole)
                   .ok());
   EXPECT_EQ(built, ReadTestFile(dir.Sub(CheckpointFileName(2))));
+}
+
+// A log file of generation `g` in `dir` holding `batches` as applies.
+void WriteLog(const TestTempDir& dir, uint64_t g,
+              const std::vector<test_support::Batch>& batches) {
+  std::string log = EncodeFileHeader(FileKind::kWal, g);
+  state::v1::WalRecord record;
+  for (const test_support::Batch& batch : batches) {
+    *record.mutable_apply() = batch.request();
+    AppendRecord(record.SerializeAsString(), &log);
+  }
+  WriteTestFile(dir.Sub(WalFileName(g)), log);
+}
+
+// Hashes first, first + step, ... (count of them).
+std::vector<int64_t> Hashes(int64_t first, int64_t count, int64_t step = 1) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < count; ++i) out.push_back(first + i * step);
+  return out;
+}
+
+// Applies of `worker` reporting (or revoking) `hashes` at `tier`, at most
+// a request's 16,384 hashes each.
+std::vector<test_support::Batch> Applies(const std::string& worker,
+                                         uint32_t tier,
+                                         const std::vector<int64_t>& hashes,
+                                         bool revoke = false) {
+  std::vector<test_support::Batch> out;
+  for (size_t at = 0; at < hashes.size(); at += 16'384) {
+    const std::vector<int64_t> piece(
+        hashes.begin() + static_cast<std::ptrdiff_t>(at),
+        hashes.begin() +
+            static_cast<std::ptrdiff_t>(std::min(hashes.size(), at + 16'384)));
+    test_support::Batch batch(worker, "addr");
+    if (revoke) {
+      batch.Revoke(tier, piece);
+    } else {
+      batch.Report(tier, piece);
+    }
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+std::vector<test_support::Batch> Concat(
+    std::initializer_list<std::vector<test_support::Batch>> lists) {
+  std::vector<test_support::Batch> out;
+  for (const auto& list : lists)
+    out.insert(out.end(), list.begin(), list.end());
+  return out;
+}
+
+// Checkpoint 2 (the whole build of `batches` over an empty checkpoint 1),
+// ready to be the base of checkpoint 3 over wal-2.
+void WriteBase(const TestTempDir& dir,
+               const std::vector<test_support::Batch>& batches) {
+  ASSERT_TRUE(WriteEmptyCheckpoint(dir.path(), 1, &FileIo::Real()).ok());
+  WriteLog(dir, 1, batches);
+  CompactionJob job;
+  job.base = 1;
+  job.last_wal = 1;
+  const BuildDeadline never;
+  const absl::Status built =
+      BuildCheckpoint(dir.path(), job, &FileIo::Real(), never,
+                      CheckpointFinish::kPublish, BuildMethod::kWhole);
+  ASSERT_TRUE(built.ok()) << built;
+}
+
+// A holding of three parts (65,536 placements each but the last), edited
+// at and around the parts' edges, merged into, and joined by a worker
+// before it and one after it.
+TEST(CheckpointMergeLargeTest, AHoldingOfSeveralPartsMergesAtTheirEdges) {
+  TestTempDir dir;
+  WriteBase(
+      dir,
+      Concat({Applies("w1", kTierHbm, Hashes(0, 150'000, 2)),
+              {test_support::Batch("w2", "a2").Report(kTierDram, {1, 3})}}));
+  const int64_t edge = 2 * 65'536;  // the second part's first hash
+  WriteLog(
+      dir, 2,
+      {test_support::Batch("w1", "a1")
+           .Revoke(kTierHbm, {edge - 2, edge, 2 * edge - 2, 2 * edge, 0}),
+       test_support::Batch("w1", "a1")
+           .Report(kTierHbm, {edge - 1, edge + 1, 2 * edge + 1, -5, 300'001},
+                   {}, {16, 16, 16, 16, 16}),
+       test_support::Batch("w0", "a0").Report(kTierHbm, {edge + 1, 7}),
+       test_support::Batch("w9", "a9").Report(kTierSsd, {edge})});
+  CompactionJob job;
+  job.base = 2;
+  job.last_wal = 2;
+  const auto [whole, merged] = BuildBothWays(dir.path(), job);
+  EXPECT_EQ(merged, whole);
+}
+
+// Copied parts are checked as the whole build's restore checks them, so
+// both refuse the same base.
+TEST(CheckpointMergeOrderTest, APartTheWholeBuildRefusesIsRefused) {
+  for (const bool misaligned : {false, true}) {
+    SCOPED_TRACE(misaligned ? "misaligned masks" : "no worker record");
+    TestTempDir dir;
+    auto writer = CheckpointWriter::Begin(dir.path(), 1, &FileIo::Real());
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    state::v1::CheckpointChunk chunk;
+    chunk.mutable_worker()->set_worker_id("a");
+    ASSERT_TRUE((*writer)->Add(chunk.SerializeAsString()).ok());
+    chunk.mutable_placements()->set_worker_id(misaligned ? "a" : "z");
+    chunk.mutable_placements()->set_tier(kTierHbm);
+    chunk.mutable_placements()->add_hashes(7);
+    chunk.mutable_placements()->add_hashes(8);
+    chunk.mutable_placements()->add_component_masks(misaligned ? 1 : 0);
+    if (!misaligned) chunk.mutable_placements()->add_component_masks(0);
+    ASSERT_TRUE((*writer)->Add(chunk.SerializeAsString()).ok());
+    ASSERT_TRUE((*writer)->Commit().ok());
+    WriteLog(dir, 1, {});
+    CompactionJob job;
+    job.base = 1;
+    job.last_wal = 1;
+    const BuildDeadline never;
+    std::unique_ptr<CheckpointWriter> merged;
+    const absl::StatusOr<MergeOutcome> outcome = WriteMergedCheckpoint(
+        dir.path(), job, &FileIo::Real(), never, /*max_blocks=*/0, &merged);
+    EXPECT_EQ(outcome.status().code(), absl::StatusCode::kInternal);
+    EXPECT_EQ(BuildCheckpoint(dir.path(), job, &FileIo::Real(), never,
+                              CheckpointFinish::kSealOnly, BuildMethod::kWhole)
+                  .code(),
+              absl::StatusCode::kInternal);
+  }
+}
+
+// A few blocks that most placements share: naming them names most of the
+// index, and the whole build is the one to run.
+TEST(CheckpointMergeLargeTest, BlocksHoldingMostPlacementsAreNotMerged) {
+  TestTempDir dir;
+  const std::vector<int64_t> shared = Hashes(0, 40'000);
+  WriteBase(dir, Concat({Applies("w1", kTierHbm, shared),
+                         Applies("w2", kTierHbm, shared),
+                         Applies("w3", kTierHbm, shared),
+                         Applies("w4", kTierHbm, Hashes(100'000, 40'000))}));
+  WriteLog(dir, 2, Applies("w1", kTierHbm, shared, /*revoke=*/true));
+  CompactionJob job;
+  job.base = 2;
+  job.last_wal = 2;
+  const BuildDeadline never;
+  std::unique_ptr<CheckpointWriter> merged;
+  const absl::StatusOr<MergeOutcome> outcome = WriteMergedCheckpoint(
+      dir.path(), job, &FileIo::Real(), never, /*max_blocks=*/0, &merged);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(*outcome, MergeOutcome::kNotMergeable);
+  EXPECT_EQ(merged, nullptr);
 }
 
 // Past the limit (about half the index) the whole build is the cheaper.

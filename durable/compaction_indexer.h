@@ -24,7 +24,9 @@ inline constexpr size_t kHashesPerPart = 65536;
 // An Indexer over a build's image. It replays what the serving Indexer
 // already did and logged, so its gate and lifecycle lines (which would only
 // repeat those) go nowhere, and its limits are wide: nothing a serving
-// Indexer accepted under its own limits can trip them.
+// Indexer accepted under its own limits can trip them. Its placement bound
+// stays off (a replay applies the logged evictions and decides none), so it
+// never reads the image's counts: a merge's image holds only some blocks.
 class CompactionIndexer {
  public:
   explicit CompactionIndexer(IndexBackend* image);

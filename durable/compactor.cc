@@ -60,19 +60,21 @@ absl::Status WriteWholeCheckpoint(const std::string& dir,
                                   const CompactionJob& job, FileIo* io,
                                   const BuildDeadline& stop,
                                   std::unique_ptr<CheckpointWriter>* out) {
+  FileIo& files = io != nullptr ? *io : FileIo::Real();
   ImageBackend image;
   SizeImage(job, image);
   CompactionIndexer indexer(&image);
   DurableState& indexer_state = indexer.state();
 
-  absl::StatusOr<CheckpointLoad> load = LoadCheckpoint(
-      JoinPath(dir, CheckpointFileName(job.base)), &indexer_state, &stop, *io);
+  absl::StatusOr<CheckpointLoad> load =
+      LoadCheckpoint(JoinPath(dir, CheckpointFileName(job.base)),
+                     &indexer_state, &stop, files);
   if (!load.ok()) return load.status();
   for (uint64_t g = job.base; g <= job.last_wal; ++g) {
     if (stop.Expired()) return BuildCancelled(stop);
     const std::string wal = JoinPath(dir, WalFileName(g));
     absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, *io);
+        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, files);
     if (!scan.ok()) return scan.status();
     // A closed log was synced whole before the next one began; a bad
     // record in it is damage, which recovery, not a compaction, handles.

@@ -53,8 +53,9 @@ enum class CheckpointFinish {
   kSealOnly,  // leaves it sealed as checkpoint-<target>.ckpt.tmp
 };
 
-// Builds the job's checkpoint in the data directory `dir` and finishes it
-// as `finish` says. `stop` is asked between records, between checkpoint
+// Builds the job's checkpoint in the data directory `dir`, reading and
+// writing through `io` (null: the real calls), and finishes it as `finish`
+// says. `stop` is asked between records, between checkpoint
 // parts and once more after the file is sealed: when it has expired the
 // work is abandoned (CANCELLED saying why; the temporary file is deleted).
 // Errors name the file at fault; nothing of the serving state depends on
