@@ -22,6 +22,7 @@
 #include "tests/support/durable_store_fixture.h"
 #include "tests/support/forwarding_file_io.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_log_capture.h"
 #include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
@@ -243,6 +244,28 @@ TEST_F(ReadFailureStoreTest, AFailedReadStopsTheStartAndChangesNoFile) {
   EXPECT_FALSE(store().recovery().checkpoint_fallback);
   EXPECT_FALSE(store().recovery().torn_tail);
   EXPECT_EQ(State(), before);
+}
+
+// A log file set aside behind a missing one is read to count what is lost;
+// when that read fails it is not taken to hold nothing: an ERROR says so,
+// and the file is still renamed, not deleted.
+TEST_F(ReadFailureStoreTest, ALogSetAsideThatCannotBeReadIsAnError) {
+  WriteStateAndCrash();
+  std::string bytes = EncodeFileHeader(FileKind::kWal, 3);
+  AppendRecord("a record", &bytes);
+  WriteTestFile(Path(WalFileName(3)), bytes);
+  // The header's version check reads; the count does not.
+  ReadFailingIo io(WalFileName(3), /*healthy=*/1);
+  DurableOptions options = Options();
+  options.io = &io;
+  TestLogCapture log;
+  StartOk(options);
+  auto close = CloseOnExit();
+  EXPECT_GE(io.failures(), 1);
+  EXPECT_TRUE(store().recovery().log_damaged);
+  EXPECT_TRUE(Logged(log, spdlog::level::err, "could not be read"));
+  EXPECT_FALSE(Logged(log, spdlog::level::warn, "holds no record"));
+  EXPECT_EQ(ReadTestFile(Path(WalFileName(3) + ".corrupt")), bytes);
 }
 
 }  // namespace read_failure_test

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "durable/compactor.h"
+#include "durable/file_window.h"
 #include "durable/posix_file.h"
 #include "durable/record_framing.h"
 #include "durable/recovery_replay.h"
@@ -24,18 +25,22 @@
 namespace kvindexer::durable {
 namespace {
 
-// The format version in the header of `path`; FAILED_PRECONDITION, naming
-// `path`, when it is newer than this build's. 0 for a short or damaged
-// header, which is left to the reader that handles damage.
-absl::StatusOr<uint32_t> FormatVersionOf(const std::string& path,
-                                         FileKind kind) {
+// The format version in the header of `path`, read through `io`;
+// FAILED_PRECONDITION, naming `path`, when it is newer than this build's. 0
+// for a short or damaged header, which is left to the reader that handles
+// damage.
+absl::StatusOr<uint32_t> FormatVersionOf(const std::string& path, FileKind kind,
+                                         FileIo& io) {
   const int fd = OpenStateFile(path, O_RDONLY);
   if (fd < 0) {
     return absl::InternalError(
         absl::StrCat("cannot open ", path, ": ", OpenErrorText(errno)));
   }
   char header[kFileHeaderBytes];
-  const ssize_t n = ::pread(fd, header, sizeof(header), 0);
+  ssize_t n;
+  do {
+    n = io.Pread(fd, header, sizeof(header), 0);
+  } while (n < 0 && errno == EINTR);
   const int read_errno = errno;
   ::close(fd);
   if (n < 0) {
@@ -55,18 +60,32 @@ absl::StatusOr<uint32_t> FormatVersionOf(const std::string& path,
 // counting what it holds into `report`. A file with records is logged at
 // ERROR (`why` says why it is set aside); an empty one at WARN.
 absl::Status SetAsideLog(DataDir& dir, const std::string& path,
-                         std::string_view why, RecoveryReport* report) {
-  std::string bytes;
+                         std::string_view why, RecoveryReport* report,
+                         FileIo& io) {
   uint64_t records = 0;
-  if (ReadWholeFile(path, &bytes).ok() && bytes.size() > kFileHeaderBytes) {
-    records =
-        FindIntactRecords(std::string_view(bytes).substr(kFileHeaderBytes))
-            .records;
-    report->cut_bytes += bytes.size() - kFileHeaderBytes;
+  absl::Status read;
+  {
+    absl::StatusOr<FileWindow> window =
+        FileWindow::Open(path, kFileWindowPieceBytes, io);
+    absl::StatusOr<std::string_view> bytes =
+        window.ok() ? window->Hold(0, window->size())
+                    : absl::StatusOr<std::string_view>(window.status());
+    read = bytes.status();
+    if (bytes.ok() && bytes->size() > kFileHeaderBytes) {
+      records = FindIntactRecords(bytes->substr(kFileHeaderBytes)).records;
+      report->cut_bytes += bytes->size() - kFileHeaderBytes;
+    }
   }
   report->cut_records += records;
   if (absl::Status s = dir.MarkCorrupt(path); !s.ok()) return s;
-  if (records > 0) {
+  if (!read.ok()) {
+    // What it holds is not known: taken for the worst.
+    report->log_damaged = true;
+    spdlog::error(
+        "wal: {} {}; it could not be read ({}), so it is renamed {}.corrupt "
+        "and whatever mutations it holds are lost",
+        path, why, std::string(read.message()), path);
+  } else if (records > 0) {
     report->log_damaged = true;
     spdlog::error(
         "wal: {} {}; its {} records would apply after lost ones, so it is "
@@ -99,8 +118,9 @@ absl::StatusOr<RecoveredDirectory> StartEmpty(
   std::vector<std::string> orphans;
   for (uint64_t w : listing.wals) {
     orphans.push_back(dir.WalPath(w));
-    if (absl::Status m = SetAsideLog(
-            dir, orphans.back(), "has no checkpoint to apply to", &out.report);
+    if (absl::Status m =
+            SetAsideLog(dir, orphans.back(), "has no checkpoint to apply to",
+                        &out.report, *io);
         !m.ok()) {
       return m;
     }
@@ -139,12 +159,12 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
   std::map<uint64_t, uint32_t> wal_versions;
   for (uint64_t c : listing->checkpoints) {
     absl::StatusOr<uint32_t> version =
-        FormatVersionOf(dir.CheckpointPath(c), FileKind::kCheckpoint);
+        FormatVersionOf(dir.CheckpointPath(c), FileKind::kCheckpoint, *io);
     if (!version.ok()) return version.status();
   }
   for (uint64_t w : listing->wals) {
     absl::StatusOr<uint32_t> version =
-        FormatVersionOf(dir.WalPath(w), FileKind::kWal);
+        FormatVersionOf(dir.WalPath(w), FileKind::kWal, *io);
     if (!version.ok()) return version.status();
     wal_versions[w] = *version;
   }
@@ -228,7 +248,7 @@ absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
   out.report.log_ms = MillisecondsSince(log_start);
   for (const std::string& path : after_hole) {
     absl::Status s = SetAsideLog(dir, path, "follows a cut or missing log file",
-                                 &out.report);
+                                 &out.report, *io);
     if (!s.ok()) return s;
     out.report.torn_tail = true;
     out.report.logs_set_aside = true;

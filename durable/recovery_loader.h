@@ -55,6 +55,7 @@ struct RecoveredDirectory {
 // must not start): FAILED_PRECONDITION for a file of a newer format version;
 // INTERNAL for I/O errors and for records that parse or apply wrongly
 // (durable/recovery_replay.h), after which `indexer` holds part of the state.
+// Every file is read and written through `io` (not null).
 absl::StatusOr<RecoveredDirectory> RecoverDirectory(DataDir& dir,
                                                     DurableState* indexer,
                                                     FileIo* io);
