@@ -40,7 +40,9 @@ name() { printf '%016d' "$1"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target=$(name $((last + 1)))
-reference=
+# The first build's file; every later one must equal it. A file, not a
+# variable: each build runs in a subshell.
+reference=$work/reference.ckpt
 
 # One build in a fresh copy; prints "<wall s> <user s> <sys s>".
 build() {
@@ -59,8 +61,7 @@ build() {
     tail -1)
   local file=$copy/checkpoint-$target.ckpt.tmp
   [[ -f $file ]] || { echo "$server wrote no checkpoint" >&2; exit 1; }
-  if [[ -z $reference ]]; then
-    reference=$work/reference.ckpt
+  if [[ ! -f $reference ]]; then
     mv "$file" "$reference"
   elif ! cmp -s "$file" "$reference"; then
     echo "$server wrote a different checkpoint" >&2
@@ -76,7 +77,9 @@ for ((r = 1; r <= rounds; r++)); do
   ((r % 2 == 0)) && order=(1 0)
   for i in "${order[@]}"; do
     label=$([[ $i -eq 0 ]] && echo A || echo B)
-    read -r wall user sys < <(build "${servers[$i]}")
+    # In the main shell's substitution, so that a failed build stops here.
+    measured=$(build "${servers[$i]}")
+    read -r wall user sys <<<"$measured"
     echo "$r $label $wall $user $sys"
     walls[$label]+="$wall "
   done
