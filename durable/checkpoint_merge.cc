@@ -13,6 +13,7 @@
 #include "durable/compaction_indexer.h"
 #include "durable/data_dir.h"
 #include "durable/image_backend.h"
+#include "durable/posix_file.h"
 #include "durable/recovery_replay.h"
 #include "durable/wal_reader.h"
 #include "kv_indexer_state.pb.h"
@@ -396,17 +397,10 @@ absl::StatusOr<MergeOutcome> WriteMergedCheckpoint(
   const CheckpointRead first_read = *read;
 
   // Step 3.
-  for (uint64_t g = job.base; g <= job.last_wal; ++g) {
-    if (stop.Expired()) return BuildCancelled(stop);
-    const std::string wal = JoinPath(dir, WalFileName(g));
-    absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, files);
-    if (!scan.ok()) return scan.status();
-    if (scan->torn) {
-      return absl::DataLossError(absl::StrCat("closed log ", wal,
-                                              " has a bad record at offset ",
-                                              scan->torn_offset));
-    }
+  if (absl::Status replayed =
+          indexer.ReplayClosedLogs(dir, job.base, job.last_wal, stop, files);
+      !replayed.ok()) {
+    return replayed;
   }
   if (image.touched_outside()) return MergeOutcome::kNotMergeable;
 

@@ -5,6 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/request_limits.h"
+#include "durable/data_dir.h"
+#include "durable/posix_file.h"
+#include "durable/recovery_replay.h"
 
 namespace kvindexer::durable {
 namespace {
@@ -28,6 +31,25 @@ CompactionIndexer::CompactionIndexer(IndexBackend* image)
       lifecycle_log_(Discard),
       indexer_(image, &gate_log_, WideLimits(), kBackendAbiMinor,
                /*clock=*/nullptr, &lifecycle_log_) {}
+
+absl::Status CompactionIndexer::ReplayClosedLogs(const std::string& dir,
+                                                 uint64_t first, uint64_t last,
+                                                 const BuildDeadline& stop,
+                                                 FileIo& io) {
+  for (uint64_t g = first; g <= last; ++g) {
+    if (stop.Expired()) return BuildCancelled(stop);
+    const std::string wal = JoinPath(dir, WalFileName(g));
+    absl::StatusOr<WalScan> scan =
+        ReplayWal(wal, g, /*repair=*/false, &state(), &stop, io);
+    if (!scan.ok()) return scan.status();
+    if (scan->torn) {
+      return absl::DataLossError(absl::StrCat("closed log ", wal,
+                                              " has a bad record at offset ",
+                                              scan->torn_offset));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status BuildCancelled(const BuildDeadline& stop) {
   return absl::CancelledError(

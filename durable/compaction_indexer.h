@@ -5,6 +5,7 @@
 #define KVINDEXER_DURABLE_COMPACTION_INDEXER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -13,6 +14,7 @@
 #include "core/worker_lifecycle_log.h"
 #include "durable/build_deadline.h"
 #include "durable/checkpoint_file.h"
+#include "durable/file_io.h"
 #include "kv_indexer_state.pb.h"
 #include "kvindexer/backend.h"
 
@@ -34,6 +36,15 @@ class CompactionIndexer {
   CompactionIndexer& operator=(const CompactionIndexer&) = delete;
 
   DurableState& state() { return indexer_.durable_state(); }
+
+  // Replays the closed logs wal-<first>.log to wal-<last>.log of `dir`, in
+  // order, read through `io`. A bad record in one is DATA_LOSS: a closed
+  // log was synced whole before the next one began, so that is damage,
+  // which recovery handles, not a build. CANCELLED when `stop` expires;
+  // ReplayWal's other errors.
+  absl::Status ReplayClosedLogs(const std::string& dir, uint64_t first,
+                                uint64_t last, const BuildDeadline& stop,
+                                FileIo& io);
 
  private:
   SequenceGateLog gate_log_;

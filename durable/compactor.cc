@@ -70,19 +70,10 @@ absl::Status WriteWholeCheckpoint(const std::string& dir,
       LoadCheckpoint(JoinPath(dir, CheckpointFileName(job.base)),
                      &indexer_state, &stop, files);
   if (!load.ok()) return load.status();
-  for (uint64_t g = job.base; g <= job.last_wal; ++g) {
-    if (stop.Expired()) return BuildCancelled(stop);
-    const std::string wal = JoinPath(dir, WalFileName(g));
-    absl::StatusOr<WalScan> scan =
-        ReplayWal(wal, g, /*repair=*/false, &indexer_state, &stop, files);
-    if (!scan.ok()) return scan.status();
-    // A closed log was synced whole before the next one began; a bad
-    // record in it is damage, which recovery, not a compaction, handles.
-    if (scan->torn) {
-      return absl::DataLossError(absl::StrCat("closed log ", wal,
-                                              " has a bad record at offset ",
-                                              scan->torn_offset));
-    }
+  if (absl::Status replayed =
+          indexer.ReplayClosedLogs(dir, job.base, job.last_wal, stop, files);
+      !replayed.ok()) {
+    return replayed;
   }
 
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
