@@ -495,16 +495,24 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
   natsStatus s = NATS_OK;
   // A no-wait pull with an expiry: the server sends what it holds at once
   // (up to the batch), or the first record that arrives before the
-  // expiry. A fetch can also end early, on the expiry notice of an earlier
-  // fetch that the client gave up on first: fetch again until the
-  // deadline.
+  // expiry, and then ends the request.
+  //
+  // The client gives up on a fetch when its own clock says so, which can
+  // be before the server has ended the request: that request stays open on
+  // the server for a while. A record arriving meanwhile goes to it; it
+  // reaches the fetch then running, but the end of that stale request does
+  // not end this one, and a fetch for a batch waits for its own request's
+  // end. So only the first fetch, bounded by the shortest wait, asks for a
+  // batch; the waiting that follows asks for one record, and a fetch for
+  // one ends with the first record it gets, whichever request brought it.
+  // A fetch can also end early on an earlier request's notices: fetch
+  // again until the deadline.
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::max<std::chrono::milliseconds>(wait, kMinFetchWait);
-  for (;;) {
-    const auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
+  for (bool first = true;; first = false) {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
     // Fetch dropped a consumer that lost a delivery: start where it was.
     if (sub_ == nullptr) {
@@ -514,7 +522,11 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
     }
     jsFetchRequest request;
     jsFetchRequest_Init(&request);
-    request.Batch = static_cast<int>(std::min(max_records, kMaxFetchBatch));
+    request.Batch = 1;
+    if (first) {
+      request.Batch = static_cast<int>(std::min(max_records, kMaxFetchBatch));
+      remaining = std::min(remaining, kMinFetchWait);
+    }
     request.MaxBytes = kMaxFetchBytes;
     request.NoWait = true;
     request.Expires = remaining.count() * int64_t{1000000};

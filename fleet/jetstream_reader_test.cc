@@ -5,14 +5,17 @@
 #include <nats/nats.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "fleet/event_log.h"
 #include "fleet/fleet_config.h"
 #include "fleet/jetstream_event_log.h"
+#include "fleet/nats_connection.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/jetstream_test_stream.h"
@@ -26,7 +29,9 @@ using namespace std::chrono_literals;
 using test_support::NatsCluster;
 using test_support::NatsServer;
 using test_support::WaitUntil;
+using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using ::testing::IsEmpty;
 
 EventLogConfig ConfigFor(std::vector<std::string> urls, uint32_t replicas) {
   EventLogConfig config =
@@ -130,6 +135,18 @@ std::vector<std::string> Numbered(const std::string& prefix, int n) {
   return out;
 }
 
+// How many messages `nc` has published, requests included.
+uint64_t MessagesSent(natsConnection* nc) {
+  natsStatistics* stats = nullptr;
+  uint64_t sent = 0;
+  if (natsStatistics_Create(&stats) == NATS_OK &&
+      natsConnection_GetStats(nc, stats) == NATS_OK) {
+    natsStatistics_GetCounts(stats, nullptr, nullptr, &sent, nullptr, nullptr);
+  }
+  natsStatistics_Destroy(stats);
+  return sent;
+}
+
 class JetStreamReaderTest : public ::testing::Test {
  protected:
   void SetUp() override { KVINDEXER_SKIP_WITHOUT_NATS_SERVER(); }
@@ -188,6 +205,54 @@ TEST_F(JetStreamReaderTest, AReaderReadsOnWhenTheNodeOfItsConsumerDies) {
   const std::vector<std::string> after = Numbered("b", 50);
   ASSERT_NO_FATAL_FAILURE(AppendAll(**writer, after));
   EXPECT_THAT(ReadPayloads(**reader, 21, 50, 30s), ElementsAreArray(after));
+}
+
+// A fetch the client gave up on while the server did not answer is still
+// registered on the server once it answers again, until its expiry. A
+// record arriving then goes to that request; the next waiting read must
+// still end with it, not when its own fetch expires.
+TEST_F(JetStreamReaderTest, ARecordThatGoesToAnAbandonedFetchEndsTheNextRead) {
+  absl::StatusOr<std::unique_ptr<NatsServer>> server = NatsServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const EventLogConfig config = ConfigFor({(*server)->url()}, 1);
+  absl::StatusOr<std::shared_ptr<NatsClient>> client =
+      NatsClient::Connect(config.nats);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::unique_ptr<EventLog>> reader =
+      OpenJetStreamEventLogOn(*client, config);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<std::unique_ptr<EventLog>> writer =
+      OpenJetStreamEventLog(config);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_NO_FATAL_FAILURE(AppendAll(**writer, {"a"}));
+  ASSERT_THAT(ReadPayloads(**reader, 1, 1, 15s), ElementsAre("a"));
+
+  // With the server stopped, a read sends its fetch, gives up on it, and
+  // asks for the stream's bounds: two messages sent. The server takes
+  // both once it runs again, the fetch first.
+  natsConnection* nc = (*client)->connection();
+  const uint64_t sent = MessagesSent(nc);
+  ASSERT_TRUE((*server)->Pause());
+  absl::StatusOr<std::vector<LoggedRecord>> abandoned;
+  std::thread first([&] { abandoned = (*reader)->Read(2, 99, 0ms); });
+  const bool gave_up =
+      WaitUntil([&] { return MessagesSent(nc) >= sent + 2; }, 10s);
+  ASSERT_TRUE((*server)->Resume());
+  first.join();
+  ASSERT_TRUE(gave_up);
+  ASSERT_TRUE(abandoned.ok()) << abandoned.status();
+  EXPECT_THAT(*abandoned, IsEmpty());
+
+  ASSERT_NO_FATAL_FAILURE(AppendAll(**writer, {"b"}));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<LoggedRecord>> records =
+      (*reader)->Read(2, 10, 20s);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ(records->front().payload, "b");
+  // Far below the 20 s wait: the record, not the wait, ended the read.
+  EXPECT_LT(elapsed, 10s);
 }
 
 }  // namespace jetstream_reader_test
