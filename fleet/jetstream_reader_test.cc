@@ -1,6 +1,7 @@
 // The JetStream event log's reader when its consumer goes: deleted on the
 // server, or on a node of an R=3 cluster that dies. Reads must go on from
-// where they were, over real nats-server processes.
+// where they were, over real nats-server processes. And when a fetch it
+// gave up on takes a record, the next read must still end with it.
 
 #include <nats/nats.h>
 
