@@ -499,14 +499,15 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
   //
   // The client gives up on a fetch when its own clock says so, which can
   // be before the server has ended the request: that request stays open on
-  // the server for a while. A record arriving meanwhile goes to it; it
-  // reaches the fetch then running, but the end of that stale request does
-  // not end this one, and a fetch for a batch waits for its own request's
-  // end. So only the first fetch, bounded by the shortest wait, asks for a
-  // batch; the waiting that follows asks for one record, and a fetch for
-  // one ends with the first record it gets, whichever request brought it.
-  // A fetch can also end early on an earlier request's notices: fetch
-  // again until the deadline.
+  // the server until its expiry, and a record arriving meanwhile goes to
+  // it, followed by the request's end notice. Both wait in the
+  // subscription. A fetch takes queued records first and drops queued
+  // notices; one that asks for a batch then sends a request for the rest
+  // and waits for that request's end, up to the whole wait, while one that
+  // asks for one record and finds it queued sends nothing. So only the
+  // first fetch, which waits at most kMinFetchWait, asks for a batch; the
+  // fetches after it ask for one record. A fetch can also end early on an
+  // earlier request's notice: fetch again until the deadline.
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::max<std::chrono::milliseconds>(wait, kMinFetchWait);
@@ -515,10 +516,12 @@ absl::StatusOr<std::vector<LoggedRecord>> JetStreamEventLog::ReadLocked(
         deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
     // Fetch dropped a consumer that lost a delivery: start where it was.
+    // A new consumer has no stale request, and a batch is safe again.
     if (sub_ == nullptr) {
       if (absl::Status started = StartConsumer(next_); !started.ok()) {
         return started;
       }
+      first = true;
     }
     jsFetchRequest request;
     jsFetchRequest_Init(&request);

@@ -238,8 +238,9 @@ TEST_F(JetStreamReaderTest, ARecordThatGoesToAnAbandonedFetchEndsTheNextRead) {
   std::thread first([&] { abandoned = (*reader)->Read(2, 99, 0ms); });
   const bool gave_up =
       WaitUntil([&] { return MessagesSent(nc) >= sent + 2; }, 10s);
-  ASSERT_TRUE((*server)->Resume());
+  const bool resumed = (*server)->Resume();
   first.join();
+  ASSERT_TRUE(resumed);
   ASSERT_TRUE(gave_up);
   ASSERT_TRUE(abandoned.ok()) << abandoned.status();
   EXPECT_THAT(*abandoned, IsEmpty());

@@ -19,18 +19,22 @@ bash scripts/install-deps.sh
 # checkout, so a fresh clone in another folder reuses the objects of an
 # earlier build on this machine. A cache that holds nothing yet only costs:
 # every miss hashes the file and all it includes and stores the result,
-# about a sixth more compile time (a fifth in ccache's default mode), which
-# a CI machine that builds once never gets back. KVINDEXER_CCACHE=auto, the
-# default, therefore uses the cache only when it holds objects of an
-# earlier build on this machine; `on` and `off` decide without looking. A
+# about an eighth more compile time (a fifth in ccache's default mode),
+# which a CI machine that builds once never gets back. KVINDEXER_CCACHE=auto,
+# the default, therefore uses the cache only when it holds objects of an
+# earlier build on this machine (scripts/run-server.sh's build fills it, or
+# a run with KVINDEXER_CCACHE=on); `on` and `off` decide without looking. A
 # second run in the same checkout rebuilds only what changed either way.
 ccache_mode=${KVINDEXER_CCACHE:-auto}
 case $ccache_mode in
   on | off) ;;
   auto)
     ccache_mode=off
-    cached=$(ccache --print-stats 2>/dev/null |
-      awk '$1 == "files_in_cache" { print $2 }')
+    cached=0
+    if command -v ccache >/dev/null; then
+      cached=$(ccache --print-stats 2>/dev/null |
+        awk '$1 == "files_in_cache" { print $2 }') || cached=0
+    fi
     if [[ ${cached:-0} -gt 0 ]]; then ccache_mode=on; fi
     ;;
   *) echo "KVINDEXER_CCACHE=$ccache_mode: use auto, on or off" >&2; exit 2 ;;
@@ -43,10 +47,11 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 # Depend mode: a miss does not run the preprocessor a second time, the
 # compiler's dependency file names the headers. The test programs' shared
 # precompiled header (below): ccache caches what is compiled with it only
-# when told that the header's own macros and time stamps may be taken as
-# they are.
+# when told to take the header's macros and __DATE__/__TIME__ as they are,
+# and a header built a moment before its users as it is (this replaces any
+# sloppiness configured elsewhere).
 export CCACHE_DEPEND=true
-export CCACHE_SLOPPINESS=pch_defines,time_macros
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 echo "compiler cache: $ccache_mode (KVINDEXER_CCACHE=${KVINDEXER_CCACHE:-auto})"
 
 # Each stage prints how long the one before it took, and the summary the
