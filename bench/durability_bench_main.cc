@@ -6,7 +6,8 @@
 //   ingest      the same plan of 16,384-hash applies against a fresh server
 //               with no data directory, with KV_INDEXER_WAL_SYNC=none and
 //               with =always, in rounds (hashes/s, medians over rounds);
-//   checkpoint  a wal-always server preloaded to --placements placements:
+//   checkpoint  a server preloaded to --placements placements (wal-always
+//               unless --loaded_wal_sync=none):
 //               MatchExternalKvPrefix p99 at fixed offered loads while a
 //               checkpoint is built and while it is written, against the
 //               same load idle (durability_checkpoint_latency.h);
@@ -27,12 +28,15 @@
 //   recovery    that server stopped (SIGTERM), killed (SIGKILL), and killed
 //               with a nearly full log, each time restarted on its
 //               directory: recovery time, disk bytes, and the headline
-//               query answered as before.
+//               query answered as before; --restarts adds kills after
+//               sustained churn, and at the replay bound's worst moment.
 //
 // Output: a table on stdout, JSON to --json_out, progress on stderr. Exit 1
 // when more RPCs failed than --max_failed_rpcs allows, when a restarted
 // server answers the headline query wrongly or recovers a different number
-// of placements than the previous start; 2 when --max_run_s is exceeded.
+// of placements than the previous start (not checked after a kill at the
+// cap, which may fall between a REPORT and its REVOKE); 2 when --max_run_s
+// is exceeded.
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,7 +101,7 @@ ABSL_FLAG(std::string, checkpoint_builder, "",
 
 ABSL_FLAG(std::string, max_replay_bytes, "",
           "KV_INDEXER_MAX_REPLAY_BYTES of the durable servers (empty: the "
-          "server's default, four times the checkpoint size; 0: no bound)");
+          "server's default, twice the checkpoint size; 0: no bound)");
 
 ABSL_FLAG(uint64_t, ingest_hashes, 8'000'000,
           "Hashes in the ingest plan (16,384-hash batches)");
@@ -140,12 +144,27 @@ ABSL_FLAG(uint32_t, checkpoint_rounds, 3,
 ABSL_FLAG(std::string, restarts, "sigterm,sigkill,sigkill-full-log",
           "How the recovery phase ends the server before each restart: "
           "sigterm, sigkill, sigkill-full-log (SIGKILL once the current "
-          "log file holds 90% of the checkpoint size) or sigkill-after-churn "
-          "(SIGKILL after --churn_s of REPORT/REVOKE applies at full rate)");
+          "log file holds 90% of the checkpoint size), sigkill-after-churn "
+          "(SIGKILL after --churn_s of REPORT/REVOKE applies at full rate) "
+          "or sigkill-at-cap (the same applies go on until the log a restart "
+          "replays is at KV_INDEXER_MAX_REPLAY_BYTES, or for --cap_wait_s, "
+          "and SIGKILL then)");
 ABSL_FLAG(double, churn_s, 600,
-          "sigkill-after-churn: seconds of applies before the kill");
+          "sigkill-after-churn and sigkill-at-cap: seconds of applies before "
+          "the kill");
+ABSL_FLAG(double, cap_wait_s, 120,
+          "sigkill-at-cap: the most seconds the applies go on after "
+          "--churn_s waiting for the log to reach the replay cap");
+ABSL_FLAG(bool, stall_builds, false,
+          "sigkill-at-cap: after --churn_s, SIGSTOP the server's checkpoint "
+          "builder processes (the default builder), so that the log reaches "
+          "the replay cap");
+ABSL_FLAG(std::string, loaded_wal_sync, "always",
+          "KV_INDEXER_WAL_SYNC of the loaded server the checkpoint, preload "
+          "and recovery phases share, and of its restarts: always or none");
 ABSL_FLAG(uint32_t, churn_streams, 2,
-          "sigkill-after-churn: concurrent senders of the applies");
+          "sigkill-after-churn and sigkill-at-cap: concurrent senders of the "
+          "applies");
 ABSL_FLAG(uint32_t, write_rpc_deadline_ms, 120000,
           "Deadline of each write of the ingest runs, the preload and the "
           "churn; a write may wait for a checkpoint build at "
@@ -162,8 +181,11 @@ namespace {
 
 using ::kvindexer::test_support::ScratchDir;
 
-// The server's KV_INDEXER_CHECKPOINT_BYTES when the variable is unset.
+// The server's KV_INDEXER_CHECKPOINT_BYTES when the variable is unset, and
+// its KV_INDEXER_MAX_REPLAY_BYTES then, in checkpoint sizes
+// (server/durability_config.h).
 constexpr uint64_t kServerDefaultCheckpointBytes = 64ull << 20;
+constexpr uint64_t kServerDefaultReplayRotations = 2;
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
@@ -300,6 +322,15 @@ int Run() {
                  "or nice\n");
     return 1;
   }
+  const std::string loaded_sync = absl::GetFlag(FLAGS_loaded_wal_sync);
+  if (loaded_sync != "always" && loaded_sync != "none") {
+    std::fprintf(stderr,
+                 "kv-indexer-durability-bench: --loaded_wal_sync must be "
+                 "always or none\n");
+    return 1;
+  }
+  const DurabilityMode loaded_mode =
+      loaded_sync == "always" ? DurabilityMode::kAlways : DurabilityMode::kNone;
   const auto wants = [&](const std::string& p) {
     return std::find(phases.begin(), phases.end(), p) != phases.end();
   };
@@ -362,7 +393,7 @@ int Run() {
   }
   j.EndArray();
 
-  // Checkpoint and recovery share one loaded wal-always server.
+  // Checkpoint and recovery share one loaded server (--loaded_wal_sync).
   std::vector<CheckpointLatencyFigures> latency;  // one per offered load
   std::vector<PairedCheckpointFigures> paired;    // one per offered load
   double saturation_qps = 0;
@@ -378,7 +409,7 @@ int Run() {
     if (!dir.ok()) return Failed(dir.status());
     const std::string data_dir = (*dir)->Sub("data");
     absl::StatusOr<std::unique_ptr<DurabilityRig>> started =
-        DurabilityRig::Start(rig_options, DurabilityMode::kAlways, data_dir);
+        DurabilityRig::Start(rig_options, loaded_mode, data_dir);
     if (!started.ok()) return Failed(started.status());
     std::unique_ptr<DurabilityRig> rig = *std::move(started);
     const uint64_t placements = absl::GetFlag(FLAGS_placements);
@@ -533,9 +564,20 @@ int Run() {
       headline.workers = fc.workers;
       headline.prefix_blocks = fc.anchor_blocks;
       first_start = rig->recovered();
-      const uint64_t checkpoint_bytes = rig_options.checkpoint_bytes > 0
-                                            ? rig_options.checkpoint_bytes
-                                            : kServerDefaultCheckpointBytes;
+      LogSizes sizes;
+      sizes.checkpoint_bytes = rig_options.checkpoint_bytes > 0
+                                   ? rig_options.checkpoint_bytes
+                                   : kServerDefaultCheckpointBytes;
+      sizes.max_replay_bytes =
+          kServerDefaultReplayRotations * sizes.checkpoint_bytes;
+      if (!rig_options.max_replay_bytes.empty() &&
+          !absl::SimpleAtoi(rig_options.max_replay_bytes,
+                            &sizes.max_replay_bytes)) {
+        std::fprintf(stderr,
+                     "kv-indexer-durability-bench: --max_replay_bytes is not "
+                     "a number of bytes\n");
+        return 1;
+      }
       for (const absl::string_view how : absl::StrSplit(
                absl::GetFlag(FLAGS_restarts), ',', absl::SkipEmpty())) {
         const std::optional<RestartKind> kind =
@@ -543,19 +585,20 @@ int Run() {
         if (!kind.has_value()) {
           std::fprintf(stderr,
                        "kv-indexer-durability-bench: --restarts entry '%s' is "
-                       "not sigterm, sigkill, sigkill-full-log or "
-                       "sigkill-after-churn\n",
+                       "not sigterm, sigkill, sigkill-full-log, "
+                       "sigkill-after-churn or sigkill-at-cap\n",
                        std::string(how).c_str());
           return 1;
         }
         std::fprintf(stderr, "== restart after %s\n", RestartKindName(*kind));
         ChurnOptions churn;
         churn.duration = Secs(absl::GetFlag(FLAGS_churn_s));
+        churn.cap_wait = Secs(absl::GetFlag(FLAGS_cap_wait_s));
+        churn.stall_builds = absl::GetFlag(FLAGS_stall_builds);
         churn.streams = absl::GetFlag(FLAGS_churn_streams);
         churn.rpc_deadline = write_deadline;
-        absl::StatusOr<RestartFigures> figures =
-            MeasureRestart(&rig, rig_options, data_dir, *kind, checkpoint_bytes,
-                           headline, churn);
+        absl::StatusOr<RestartFigures> figures = MeasureRestart(
+            &rig, rig_options, data_dir, *kind, sizes, headline, churn);
         if (!figures.ok()) return Failed(figures.status());
         restarts.push_back(*std::move(figures));
       }
@@ -583,10 +626,17 @@ int Run() {
     j.Field("recovered_log_records", r.recovered.log_records);
     j.Field("recovered_log_bytes", r.recovered.log_bytes);
     j.Field("recovery_ms", r.recovered.ms);
+    j.Field("recovery_checkpoint_ms", r.recovered.checkpoint_ms);
+    j.Field("recovery_log_ms", r.recovered.log_ms);
     j.Field("seconds_to_listen", r.seconds_to_listen);
     j.Field("headline_ok", r.headline_ok);
-    if (r.kind == RestartKind::kSigkillAfterChurn) {
+    j.Field("tail_bytes", r.dir.tail_bytes);
+    if (r.kind == RestartKind::kSigkillAfterChurn ||
+        r.kind == RestartKind::kSigkillAtCap) {
       j.Field("churn_hashes_per_s", r.churn_hashes_per_s);
+    }
+    if (r.kind == RestartKind::kSigkillAtCap) {
+      j.Field("reached_cap", r.reached_cap);
     }
     j.EndObject();
   }
@@ -707,17 +757,21 @@ int Run() {
     std::printf("fleet placements %llu\n",
                 static_cast<unsigned long long>(fleet_placements));
   }
-  std::optional<uint64_t> previous_placements;
+  bool have_previous = false;
+  uint64_t previous_placements = 0;
   for (const RestartFigures& r : restarts) {
     std::printf(
         "restart after %-16s recovered %llu placements, %llu workers in %llu "
-        "ms (listening after %.2f s) from checkpoint %llu plus %llu records "
-        "(%s); dir %s (checkpoints %s in %u files, logs %s in %u); headline "
-        "%s\n",
+        "ms (checkpoint %llu ms, log %llu ms; listening after %.2f s) from "
+        "checkpoint %llu plus %llu records (%s); dir %s (checkpoints %s in %u "
+        "files, logs %s in %u); headline %s\n",
         RestartKindName(r.kind),
         static_cast<unsigned long long>(r.recovered.placements),
         static_cast<unsigned long long>(r.recovered.workers),
-        static_cast<unsigned long long>(r.recovered.ms), r.seconds_to_listen,
+        static_cast<unsigned long long>(r.recovered.ms),
+        static_cast<unsigned long long>(r.recovered.checkpoint_ms),
+        static_cast<unsigned long long>(r.recovered.log_ms),
+        r.seconds_to_listen,
         static_cast<unsigned long long>(r.recovered.checkpoint),
         static_cast<unsigned long long>(r.recovered.log_records),
         Mb(r.recovered.log_bytes).c_str(), Mb(r.dir.bytes).c_str(),
@@ -728,17 +782,29 @@ int Run() {
       std::printf("  churn before the kill: %.2f M hashes/s\n",
                   r.churn_hashes_per_s / 1e6);
     }
+    if (r.kind == RestartKind::kSigkillAtCap) {
+      std::printf(
+          "  churn before the kill: %.2f M hashes/s; log to replay at the "
+          "kill %s, %s\n",
+          r.churn_hashes_per_s / 1e6, Mb(r.dir.tail_bytes).c_str(),
+          r.reached_cap ? "at the cap"
+                        : "below the cap (--cap_wait_s ran out)");
+    }
     if (!r.headline_ok) rc = 1;
-    if (previous_placements.has_value() &&
-        *previous_placements != r.recovered.placements) {
+    // A kill in the middle of the traffic may fall between a REPORT and the
+    // REVOKE that takes its placements back: such a start is not compared.
+    const bool comparable = r.kind != RestartKind::kSigkillAtCap;
+    if (comparable && have_previous &&
+        previous_placements != r.recovered.placements) {
       std::fprintf(stderr,
                    "kv-indexer-durability-bench: the restart after %s "
                    "recovered %llu placements, the one before %llu\n",
                    RestartKindName(r.kind),
                    static_cast<unsigned long long>(r.recovered.placements),
-                   static_cast<unsigned long long>(*previous_placements));
+                   static_cast<unsigned long long>(previous_placements));
       rc = 1;
     }
+    have_previous = comparable;
     previous_placements = r.recovered.placements;
   }
   std::fflush(stdout);

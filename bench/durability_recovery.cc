@@ -1,9 +1,15 @@
 #include "durability_recovery.h"
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -30,13 +36,39 @@ bool WaitNoCheckpointInProgress(const std::string& dir) {
   return false;
 }
 
+// What a churn that ends at the replay cap watches and kills.
+struct CapKill {
+  std::string data_dir;
+  uint64_t threshold = 0;  // tail bytes that count as the cap
+  test_support::ServerProcess* server = nullptr;
+  bool stall_builds = false;  // SIGSTOP the server's builder processes
+  bool reached = false;       // set by Churn
+};
+
+// The processes `pid`'s threads started (checkpoint builders).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code error;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream in(task.path() / "children");
+    pid_t child = 0;
+    while (in >> child) children.push_back(child);
+  }
+  return children;
+}
+
 // Runs churn.streams senders of log traffic for churn.duration; answers
-// the hashes applied per second.
-absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn) {
+// the hashes applied per second. With `cap`, the senders go on until the
+// log a restart would replay reaches cap->threshold or churn.cap_wait
+// passes, and the server is SIGKILLed then, in the middle of the traffic.
+absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn,
+                             CapKill* cap) {
   const LogTraffic traffic;
   const auto start = std::chrono::steady_clock::now();
   const auto end = start + absl::ToChronoMilliseconds(churn.duration);
   std::atomic<uint64_t> applies{0};
+  std::atomic<bool> killed{false};
   std::vector<absl::Status> results(std::max<uint32_t>(churn.streams, 1));
   std::vector<std::thread> senders;
   for (absl::Status& result : results) {
@@ -44,19 +76,49 @@ absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn) {
       result = traffic.Run(
           pool,
           [&] {
+            if (killed.load()) return true;
             applies.fetch_add(1, std::memory_order_relaxed);
-            return std::chrono::steady_clock::now() >= end;
+            return cap == nullptr && std::chrono::steady_clock::now() >= end;
           },
           nullptr, churn.rpc_deadline);
     });
   }
-  for (std::thread& t : senders) t.join();
-  for (const absl::Status& result : results) {
-    if (!result.ok()) return result;
+  std::chrono::steady_clock::time_point stopped;
+  if (cap != nullptr) {
+    std::this_thread::sleep_until(end);
+    const auto give_up = end + absl::ToChronoMilliseconds(churn.cap_wait);
+    std::vector<pid_t> stalled;
+    const auto stall = [&] {
+      if (!cap->stall_builds) return;
+      for (const pid_t child : ChildrenOf(cap->server->pid())) {
+        if (std::find(stalled.begin(), stalled.end(), child) != stalled.end()) {
+          continue;
+        }
+        if (::kill(child, SIGSTOP) == 0) stalled.push_back(child);
+      }
+    };
+    for (stall(); std::chrono::steady_clock::now() < give_up &&
+                  MeasureDir(cap->data_dir).tail_bytes < cap->threshold;
+         stall()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    cap->reached = MeasureDir(cap->data_dir).tail_bytes >= cap->threshold;
+    stopped = std::chrono::steady_clock::now();
+    killed.store(true);
+    cap->server->Kill();
+    // A stopped builder would otherwise outlive its server until resumed.
+    for (const pid_t child : stalled) ::kill(child, SIGKILL);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  for (std::thread& t : senders) t.join();
+  if (cap == nullptr) {
+    stopped = std::chrono::steady_clock::now();
+    for (const absl::Status& result : results) {
+      if (!result.ok()) return result;
+    }
+  }
+  // Applies cut off by the kill fail, as they should; the rate counts
+  // every apply begun before it.
+  const double seconds = std::chrono::duration<double>(stopped - start).count();
   // `done` is asked once before the first apply of each sender.
   const uint64_t sent = applies.load() - results.size();
   return static_cast<double>(sent * kMaxHashesPerRequest) / seconds;
@@ -67,7 +129,8 @@ absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn) {
 std::optional<RestartKind> ParseRestartKind(const std::string& name) {
   for (RestartKind kind :
        {RestartKind::kSigterm, RestartKind::kSigkill,
-        RestartKind::kSigkillFullLog, RestartKind::kSigkillAfterChurn}) {
+        RestartKind::kSigkillFullLog, RestartKind::kSigkillAfterChurn,
+        RestartKind::kSigkillAtCap}) {
     if (name == RestartKindName(kind)) return kind;
   }
   return std::nullopt;
@@ -83,24 +146,30 @@ const char* RestartKindName(RestartKind kind) {
       return "sigkill-full-log";
     case RestartKind::kSigkillAfterChurn:
       return "sigkill-after-churn";
+    case RestartKind::kSigkillAtCap:
+      return "sigkill-at-cap";
   }
   return "?";
 }
 
 absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
-    const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
+    const std::string& data_dir, RestartKind kind, const LogSizes& sizes,
     const HeadlineCheck& headline, const ChurnOptions& churn) {
+  const uint64_t checkpoint_bytes = sizes.checkpoint_bytes;
+  // Room for the records the traffic may still add (a REVOKE always
+  // follows a REPORT); a record of 16,384 hashes is about 131 KB.
+  constexpr uint64_t kRecordRoom = 3 * 140'000;
+  const DurabilityMode mode = (*rig)->mode();
   RestartFigures figures;
   figures.kind = kind;
   if (!WaitNoCheckpointInProgress(data_dir)) {
     return absl::DeadlineExceededError("a checkpoint did not finish");
   }
   if (kind == RestartKind::kSigkillFullLog) {
-    // 90% of the checkpoint size, and room for the two records the traffic
-    // may still add (a REVOKE always follows a REPORT): the log rotates
-    // once it holds more than the checkpoint size.
-    constexpr uint64_t kRecordRoom = 3 * 140'000;
+    // 90% of the checkpoint size, and room for the records the traffic may
+    // still add: the log rotates once it holds more than the checkpoint
+    // size.
     const uint64_t target = std::min(
         checkpoint_bytes / 10 * 9,
         checkpoint_bytes > kRecordRoom ? checkpoint_bytes - kRecordRoom : 0);
@@ -120,20 +189,36 @@ absl::StatusOr<RestartFigures> MeasureRestart(
     }
   }
   if (kind == RestartKind::kSigkillAfterChurn) {
-    absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn);
+    absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn, nullptr);
     if (!rate.ok()) return rate.status();
     figures.churn_hashes_per_s = *rate;
   }
+  if (kind == RestartKind::kSigkillAtCap) {
+    if (sizes.max_replay_bytes <= kRecordRoom) {
+      return absl::InvalidArgumentError(
+          "sigkill-at-cap needs a replay cap (KV_INDEXER_MAX_REPLAY_BYTES) "
+          "above 420,000 bytes");
+    }
+    CapKill cap;
+    cap.data_dir = data_dir;
+    cap.threshold = sizes.max_replay_bytes - kRecordRoom;
+    cap.server = &(*rig)->process();
+    cap.stall_builds = churn.stall_builds;
+    absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn, &cap);
+    if (!rate.ok()) return rate.status();
+    figures.churn_hashes_per_s = *rate;
+    figures.reached_cap = cap.reached;
+  }
   if (kind == RestartKind::kSigterm) {
     if (absl::Status s = (*rig)->Stop(); !s.ok()) return s;
-  } else {
+  } else if (kind != RestartKind::kSigkillAtCap) {
     (*rig)->process().Kill();
   }
   rig->reset();
   figures.dir = MeasureDir(data_dir);
 
   absl::StatusOr<std::unique_ptr<DurabilityRig>> restarted =
-      DurabilityRig::Start(rig_options, DurabilityMode::kAlways, data_dir);
+      DurabilityRig::Start(rig_options, mode, data_dir);
   if (!restarted.ok()) return restarted.status();
   *rig = *std::move(restarted);
   figures.seconds_to_listen = (*rig)->seconds_to_listen();

@@ -28,15 +28,30 @@ enum class RestartKind {
   // ChurnOptions::streams concurrent senders reach: what a restart replays
   // after sustained writes, checkpoints being built all along.
   kSigkillAfterChurn,
+  // The same churn, which then goes on until the log a restart would
+  // replay is within three records of KV_INDEXER_MAX_REPLAY_BYTES (writes
+  // then wait for the build in progress), or until ChurnOptions::cap_wait
+  // has passed; SIGKILL at once: the bound's worst moment, which a server
+  // whose builds keep up with the writes never reaches unless
+  // ChurnOptions::stall_builds holds them back.
+  kSigkillAtCap,
 };
 
 struct ChurnOptions {
   absl::Duration duration = absl::Minutes(10);
   uint32_t streams = 2;
   absl::Duration rpc_deadline = absl::Seconds(10);
+  // kSigkillAtCap: how long the churn goes on after `duration` waiting for
+  // the log to reach the cap.
+  absl::Duration cap_wait = absl::Minutes(2);
+  // kSigkillAtCap: after `duration`, stop (SIGSTOP) every checkpoint
+  // builder process the server starts, so that the log reaches the cap
+  // however fast builds are: a build that cannot finish in time (a starved
+  // CPU, a slow disk) at its worst.
+  bool stall_builds = false;
 };
-// "sigterm", "sigkill", "sigkill-full-log", "sigkill-after-churn"; nullopt
-// for anything else.
+// "sigterm", "sigkill", "sigkill-full-log", "sigkill-after-churn",
+// "sigkill-at-cap"; nullopt for anything else.
 std::optional<RestartKind> ParseRestartKind(const std::string& name);
 const char* RestartKindName(RestartKind kind);
 
@@ -46,8 +61,11 @@ struct RestartFigures {
   RecoveredLine recovered;
   double seconds_to_listen = 0;
   bool headline_ok = false;  // every worker matches the whole anchor prefix
-  // kSigkillAfterChurn: hashes applied per second during the churn.
+  // kSigkillAfterChurn and kSigkillAtCap: hashes applied per second during
+  // the churn.
   double churn_hashes_per_s = 0;
+  // kSigkillAtCap: whether the log reached the cap before cap_wait ran out.
+  bool reached_cap = false;
 };
 
 struct HeadlineCheck {
@@ -56,12 +74,18 @@ struct HeadlineCheck {
   uint32_t prefix_blocks = 0;  // each one over this many blocks
 };
 
-// Ends `*rig` as `kind` says, starts a new wal-always server on `data_dir`
-// in its place and checks it. `checkpoint_bytes` is the server's
-// KV_INDEXER_CHECKPOINT_BYTES.
+// The server's log sizes: KV_INDEXER_CHECKPOINT_BYTES and
+// KV_INDEXER_MAX_REPLAY_BYTES (0: no bound).
+struct LogSizes {
+  uint64_t checkpoint_bytes = 0;
+  uint64_t max_replay_bytes = 0;
+};
+
+// Ends `*rig` as `kind` says, starts a new server on `data_dir` in its
+// place, in the mode `*rig` ran in, and checks it.
 [[nodiscard]] absl::StatusOr<RestartFigures> MeasureRestart(
     std::unique_ptr<DurabilityRig>* rig, const RigOptions& rig_options,
-    const std::string& data_dir, RestartKind kind, uint64_t checkpoint_bytes,
+    const std::string& data_dir, RestartKind kind, const LogSizes& sizes,
     const HeadlineCheck& headline, const ChurnOptions& churn);
 
 }  // namespace kvindexer::bench

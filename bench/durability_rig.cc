@@ -7,6 +7,7 @@
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -47,17 +48,22 @@ std::optional<RecoveredLine> FindRecoveredLine(const std::string& output) {
   size_t at = 0;
   while ((at = output.find("recovered ", at)) != std::string::npos) {
     RecoveredLine r;
-    unsigned long long w = 0, p = 0, g = 0, n = 0, b = 0, t = 0;
-    if (std::sscanf(output.c_str() + at,
-                    "recovered %llu workers, %llu placements from checkpoint "
-                    "%llu plus %llu log records (%llu bytes) in %llu ms",
-                    &w, &p, &g, &n, &b, &t) == 6) {
+    unsigned long long w = 0, p = 0, g = 0, n = 0, b = 0, t = 0, c = 0, l = 0;
+    const int read = std::sscanf(
+        output.c_str() + at,
+        "recovered %llu workers, %llu placements from checkpoint %llu plus "
+        "%llu log records (%llu bytes) in %llu ms (checkpoint %llu ms, log "
+        "%llu ms",
+        &w, &p, &g, &n, &b, &t, &c, &l);
+    if (read >= 6) {
       r.workers = w;
       r.placements = p;
       r.checkpoint = g;
       r.log_records = n;
       r.log_bytes = b;
       r.ms = t;
+      r.checkpoint_ms = c;
+      r.log_ms = l;
       return r;
     }
     ++at;
@@ -75,7 +81,8 @@ absl::StatusOr<std::unique_ptr<DurabilityRig>> DurabilityRig::Start(
   process.output_path = options.server_log;
   process.unset_env = {"KV_INDEXER_DATA_DIR", "KV_INDEXER_WAL_SYNC",
                        "KV_INDEXER_CHECKPOINT_BYTES",
-                       "KV_INDEXER_CHECKPOINT_BUILDER"};
+                       "KV_INDEXER_CHECKPOINT_BUILDER",
+                       "KV_INDEXER_MAX_REPLAY_BYTES"};
   // The recovery line is INFO.
   process.env["KV_INDEXER_LOG_LEVEL"] = "info";
   if (!options.backend.empty()) {
@@ -130,6 +137,7 @@ absl::Status DurabilityRig::Stop() {
 
 DirUsage MeasureDir(const std::string& dir) {
   DirUsage usage;
+  std::vector<std::pair<uint64_t, uint64_t>> wals;  // generation, bytes
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     std::error_code entry_error;
@@ -146,6 +154,7 @@ DirUsage MeasureDir(const std::string& dir) {
     } else if (Generation(name, "wal-", ".log", &generation)) {
       usage.wal_bytes += size;
       ++usage.wals;
+      wals.emplace_back(generation, size);
       if (generation >= usage.newest_wal) {
         usage.newest_wal = generation;
         usage.newest_wal_bytes = size;
@@ -154,6 +163,9 @@ DirUsage MeasureDir(const std::string& dir) {
                absl::EndsWith(name, ".tmp")) {
       usage.writing_checkpoint = true;
     }
+  }
+  for (const auto& [generation, size] : wals) {
+    if (generation >= usage.newest_checkpoint) usage.tail_bytes += size;
   }
   return usage;
 }

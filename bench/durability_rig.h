@@ -44,7 +44,8 @@ struct RigOptions {
 };
 
 // "recovered W workers, P placements from checkpoint G plus R log records
-// (B bytes) in T ms".
+// (B bytes) in T ms (checkpoint C ms, log L ms: ...)"; C and L stay 0 for
+// a server that does not print them.
 struct RecoveredLine {
   uint64_t workers = 0;
   uint64_t placements = 0;
@@ -52,6 +53,8 @@ struct RecoveredLine {
   uint64_t log_records = 0;
   uint64_t log_bytes = 0;
   uint64_t ms = 0;
+  uint64_t checkpoint_ms = 0;
+  uint64_t log_ms = 0;
 };
 std::optional<RecoveredLine> FindRecoveredLine(const std::string& output);
 
@@ -92,9 +95,12 @@ struct DirUsage {
   uint64_t wal_bytes = 0;
   uint32_t checkpoints = 0;
   uint32_t wals = 0;
-  uint64_t newest_checkpoint = 0;   // generation; 0 when none
-  uint64_t newest_wal = 0;          // generation; 0 when none
-  uint64_t newest_wal_bytes = 0;    // its size
+  uint64_t newest_checkpoint = 0;  // generation; 0 when none
+  uint64_t newest_wal = 0;         // generation; 0 when none
+  uint64_t newest_wal_bytes = 0;   // its size
+  // The log files from the newest checkpoint's generation on: what a
+  // restart would replay (all of them when there is no checkpoint).
+  uint64_t tail_bytes = 0;
   bool writing_checkpoint = false;  // a checkpoint-*.tmp exists
 };
 DirUsage MeasureDir(const std::string& dir);
