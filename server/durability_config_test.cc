@@ -30,14 +30,14 @@ TEST(DurabilityConfigTest, OffWithAlwaysAnd64MiBByDefault) {
   EXPECT_EQ(config->durability.checkpoint_builder, CheckpointBuilder::kProcess);
   EXPECT_EQ(config->durability.checkpoint_timeout,
             std::chrono::milliseconds(600000));
-  EXPECT_EQ(config->durability.max_replay_bytes, 4 * 67108864u);
+  EXPECT_EQ(config->durability.max_replay_bytes, 2 * 67108864u);
 }
 
 TEST(DurabilityConfigTest, TheReplayBoundIsZeroOrTwiceTheCheckpointSize) {
   // The default follows the checkpoint size.
   auto config = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "1048576"}});
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->durability.max_replay_bytes, 4194304u);
+  EXPECT_EQ(config->durability.max_replay_bytes, 2097152u);
   config = Load({{"KV_INDEXER_CHECKPOINT_BYTES", "1048576"},
                  {"KV_INDEXER_MAX_REPLAY_BYTES", "0"}});
   ASSERT_TRUE(config.ok()) << config.status();
