@@ -34,9 +34,10 @@
 // Output: a table on stdout, JSON to --json_out, progress on stderr. Exit 1
 // when more RPCs failed than --max_failed_rpcs allows, when a restarted
 // server answers the headline query wrongly or recovers a different number
-// of placements than the previous start (not checked after a kill at the
-// cap, which may fall between a REPORT and its REVOKE); 2 when --max_run_s
-// is exceeded.
+// of placements than the previous start (a start after a kill at the cap,
+// which may fall between a REPORT and its REVOKE, is not compared with the
+// one before it), or when --stall_builds did not bring the log to the cap;
+// 2 when --max_run_s is exceeded.
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +73,7 @@
 #include "json_writer.h"
 #include "load_client.h"
 #include "machine_info.h"
+#include "server/durability_config.h"
 #include "synthetic_fleet.h"
 #include "tests/support/scratch_dir.h"
 
@@ -182,10 +184,11 @@ namespace {
 using ::kvindexer::test_support::ScratchDir;
 
 // The server's KV_INDEXER_CHECKPOINT_BYTES when the variable is unset, and
-// its KV_INDEXER_MAX_REPLAY_BYTES then, in checkpoint sizes
-// (server/durability_config.h).
-constexpr uint64_t kServerDefaultCheckpointBytes = 64ull << 20;
-constexpr uint64_t kServerDefaultReplayRotations = 2;
+// its KV_INDEXER_MAX_REPLAY_BYTES then, in checkpoint sizes.
+constexpr uint64_t kServerDefaultCheckpointBytes =
+    ::kvindexer::kDefaultCheckpointBytes;
+constexpr uint64_t kServerDefaultReplayRotations =
+    ::kvindexer::kDefaultReplayRotations;
 
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
@@ -327,6 +330,13 @@ int Run() {
     std::fprintf(stderr,
                  "kv-indexer-durability-bench: --loaded_wal_sync must be "
                  "always or none\n");
+    return 1;
+  }
+  if (absl::GetFlag(FLAGS_stall_builds) &&
+      rig_options.checkpoint_builder == "thread") {
+    std::fprintf(stderr,
+                 "kv-indexer-durability-bench: --stall_builds stops builder "
+                 "processes; --checkpoint_builder=thread has none\n");
     return 1;
   }
   const DurabilityMode loaded_mode =
@@ -791,6 +801,14 @@ int Run() {
                         : "below the cap (--cap_wait_s ran out)");
     }
     if (!r.headline_ok) rc = 1;
+    if (r.kind == RestartKind::kSigkillAtCap && !r.reached_cap &&
+        absl::GetFlag(FLAGS_stall_builds)) {
+      std::fprintf(stderr,
+                   "kv-indexer-durability-bench: with its builds stopped, "
+                   "the log did not reach the replay cap within "
+                   "--cap_wait_s\n");
+      rc = 1;
+    }
     // A kill in the middle of the traffic may fall between a REPORT and the
     // REVOKE that takes its placements back: such a start is not compared.
     const bool comparable = r.kind != RestartKind::kSigkillAtCap;

@@ -1,17 +1,15 @@
 #include "durability_checkpoint_paired.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "builder_signals.h"
 #include "durability_log_traffic.h"
 #include "seconds_since.h"
 
@@ -19,44 +17,6 @@ namespace kvindexer::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
-pid_t ParentOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 1));
-  char state = 0;
-  pid_t ppid = 0;
-  if (!(fields >> state >> ppid)) return 0;
-  return ppid;
-}
-
-// A child of `parent`, or 0 when it has none.
-pid_t ChildOf(pid_t parent) {
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return 0;
-  pid_t found = 0;
-  while (const dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    if (ParentOf(static_cast<pid_t>(pid)) == parent) {
-      found = static_cast<pid_t>(pid);
-      break;
-    }
-  }
-  ::closedir(proc);
-  return found;
-}
-
-// Signals the builder only while it is still the server's child: once the
-// server has reaped it, its PID may belong to anyone.
-bool SignalBuilder(pid_t builder, pid_t server, int signal) {
-  return ParentOf(builder) == server && ::kill(builder, signal) == 0;
-}
 
 // Whatever happens, a builder this tool paused runs again.
 class ResumeOnExit {
@@ -123,7 +83,8 @@ absl::StatusOr<PairedCheckpointFigures> MeasurePairedCheckpoint(
     pid_t builder = 0;
     while (builder == 0 && !done(MeasureDir(data_dir)) &&
            SecondsSince(start) < 10) {
-      builder = ChildOf(server);
+      const std::vector<pid_t> children = ChildrenOf(server);
+      builder = children.empty() ? 0 : children.front();
       if (builder == 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }

@@ -1,20 +1,15 @@
 #include "durability_recovery.h"
 
-#include <signal.h>
-#include <sys/types.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "builder_signals.h"
 #include "common/wire_vocabulary.h"
 #include "durability_log_traffic.h"
 #include "grpcpp/grpcpp.h"
@@ -41,22 +36,9 @@ struct CapKill {
   std::string data_dir;
   uint64_t threshold = 0;  // tail bytes that count as the cap
   test_support::ServerProcess* server = nullptr;
-  bool stall_builds = false;  // SIGSTOP the server's builder processes
-  bool reached = false;       // set by Churn
+  bool stall_builds = false;    // SIGSTOP the server's builder processes
+  size_t builders_stopped = 0;  // set by Churn
 };
-
-// The processes `pid`'s threads started (checkpoint builders).
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> children;
-  std::error_code error;
-  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
-  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
-    std::ifstream in(task.path() / "children");
-    pid_t child = 0;
-    while (in >> child) children.push_back(child);
-  }
-  return children;
-}
 
 // Runs churn.streams senders of log traffic for churn.duration; answers
 // the hashes applied per second. With `cap`, the senders go on until the
@@ -69,59 +51,66 @@ absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn,
   const auto end = start + absl::ToChronoMilliseconds(churn.duration);
   std::atomic<uint64_t> applies{0};
   std::atomic<bool> killed{false};
-  std::vector<absl::Status> results(std::max<uint32_t>(churn.streams, 1));
+  std::atomic<size_t> ended{0};
+  const size_t streams = std::max<uint32_t>(churn.streams, 1);
+  std::vector<absl::Status> results(streams);
+  // Whether each sender stopped before the kill: its error is the run's.
+  std::vector<char> ended_first(streams, 0);
   std::vector<std::thread> senders;
-  for (absl::Status& result : results) {
-    senders.emplace_back([&] {
-      result = traffic.Run(
+  for (size_t i = 0; i < streams; ++i) {
+    senders.emplace_back([&, i] {
+      results[i] = traffic.Run(
           pool,
           [&] {
+            // Asked before every apply; an apply follows each false.
             if (killed.load()) return true;
+            if (cap == nullptr && std::chrono::steady_clock::now() >= end) {
+              return true;
+            }
             applies.fetch_add(1, std::memory_order_relaxed);
-            return cap == nullptr && std::chrono::steady_clock::now() >= end;
+            return false;
           },
           nullptr, churn.rpc_deadline);
+      ended_first[i] = killed.load() ? 0 : 1;
+      ended.fetch_add(1);
     });
   }
   std::chrono::steady_clock::time_point stopped;
   if (cap != nullptr) {
-    std::this_thread::sleep_until(end);
     const auto give_up = end + absl::ToChronoMilliseconds(churn.cap_wait);
-    std::vector<pid_t> stalled;
-    const auto stall = [&] {
-      if (!cap->stall_builds) return;
-      for (const pid_t child : ChildrenOf(cap->server->pid())) {
-        if (std::find(stalled.begin(), stalled.end(), child) != stalled.end()) {
-          continue;
-        }
-        if (::kill(child, SIGSTOP) == 0) stalled.push_back(child);
+    BuilderStall stall(cap->server->pid());
+    // Builders are looked for every 10 ms (a build of ten million
+    // placements runs for a second or more), the log every 2 ms: the
+    // watching must not take the CPU the measured server needs.
+    auto next_look = end;
+    const auto waiting = [&] {
+      if (ended.load() == streams) return false;  // every sender failed
+      const auto now = std::chrono::steady_clock::now();
+      if (now < end) return true;
+      if (cap->stall_builds && now >= next_look) {
+        stall.StopNew();
+        next_look = now + std::chrono::milliseconds(10);
       }
+      return now < give_up &&
+             MeasureDir(cap->data_dir).tail_bytes < cap->threshold;
     };
-    for (stall(); std::chrono::steady_clock::now() < give_up &&
-                  MeasureDir(cap->data_dir).tail_bytes < cap->threshold;
-         stall()) {
+    while (waiting()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    cap->reached = MeasureDir(cap->data_dir).tail_bytes >= cap->threshold;
     stopped = std::chrono::steady_clock::now();
     killed.store(true);
     cap->server->Kill();
-    // A stopped builder would otherwise outlive its server until resumed.
-    for (const pid_t child : stalled) ::kill(child, SIGKILL);
+    cap->builders_stopped = stall.stopped();
+    // `stall` SIGKILLs the builders it stopped as it goes.
   }
   for (std::thread& t : senders) t.join();
-  if (cap == nullptr) {
-    stopped = std::chrono::steady_clock::now();
-    for (const absl::Status& result : results) {
-      if (!result.ok()) return result;
-    }
+  if (cap == nullptr) stopped = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < streams; ++i) {
+    // Applies cut off by the kill fail, as they should.
+    if (ended_first[i] && !results[i].ok()) return results[i];
   }
-  // Applies cut off by the kill fail, as they should; the rate counts
-  // every apply begun before it.
   const double seconds = std::chrono::duration<double>(stopped - start).count();
-  // `done` is asked once before the first apply of each sender.
-  const uint64_t sent = applies.load() - results.size();
-  return static_cast<double>(sent * kMaxHashesPerRequest) / seconds;
+  return static_cast<double>(applies.load() * kMaxHashesPerRequest) / seconds;
 }
 
 }  // namespace
@@ -161,6 +150,7 @@ absl::StatusOr<RestartFigures> MeasureRestart(
   // follows a REPORT); a record of 16,384 hashes is about 131 KB.
   constexpr uint64_t kRecordRoom = 3 * 140'000;
   const DurabilityMode mode = (*rig)->mode();
+  uint64_t cap_threshold = 0;  // kSigkillAtCap
   RestartFigures figures;
   figures.kind = kind;
   if (!WaitNoCheckpointInProgress(data_dir)) {
@@ -207,7 +197,12 @@ absl::StatusOr<RestartFigures> MeasureRestart(
     absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn, &cap);
     if (!rate.ok()) return rate.status();
     figures.churn_hashes_per_s = *rate;
-    figures.reached_cap = cap.reached;
+    if (churn.stall_builds && cap.builders_stopped == 0) {
+      return absl::FailedPreconditionError(
+          "--stall_builds found no checkpoint builder process to stop: is "
+          "KV_INDEXER_CHECKPOINT_BUILDER=process?");
+    }
+    cap_threshold = cap.threshold;
   }
   if (kind == RestartKind::kSigterm) {
     if (absl::Status s = (*rig)->Stop(); !s.ok()) return s;
@@ -216,6 +211,10 @@ absl::StatusOr<RestartFigures> MeasureRestart(
   }
   rig->reset();
   figures.dir = MeasureDir(data_dir);
+  // Decided after the kill: a build that ended just before it shrank the
+  // tail the restart replays.
+  figures.reached_cap = kind == RestartKind::kSigkillAtCap &&
+                        figures.dir.tail_bytes >= cap_threshold;
 
   absl::StatusOr<std::unique_ptr<DurabilityRig>> restarted =
       DurabilityRig::Start(rig_options, mode, data_dir);

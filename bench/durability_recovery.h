@@ -64,7 +64,7 @@ struct RestartFigures {
   // kSigkillAfterChurn and kSigkillAtCap: hashes applied per second during
   // the churn.
   double churn_hashes_per_s = 0;
-  // kSigkillAtCap: whether the log reached the cap before cap_wait ran out.
+  // kSigkillAtCap: whether the log the restart replays was at the cap.
   bool reached_cap = false;
 };
 

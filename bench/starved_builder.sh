@@ -10,7 +10,8 @@
 #
 # usage: bench/starved_builder.sh <kv-indexer-durability-bench> <server>...
 # Variables: STARVED_ROUNDS (3), STARVED_PLACEMENTS (2000000),
-# STARVED_CHECKPOINT_BYTES (4194304; the bound is four times it),
+# STARVED_CHECKPOINT_BYTES (4194304; the bound is four times it, given
+# explicitly since the server's default is twice),
 # STARVED_SPIN_S (how long the busy loops run at most, 120: a preload still
 # waiting then goes on once they end, so its time shows the wait),
 # STARVED_BENCH_FLAGS (more flags for the bench, e.g. --max_replay_bytes=0
@@ -56,6 +57,7 @@ for ((round = 1; round <= rounds; ++round)); do
       "$bench" --server="$server" --data_root="$work" --server_log="$log" \
       --phases=preload --workers=8 --placements="$placements" \
       --checkpoint_bytes="$checkpoint_bytes" --progress_s=600 \
+      --max_replay_bytes=$((4 * checkpoint_bytes)) \
       --max_run_s=$((2 * spin_s + 60)) ${extra_flags[@]+"${extra_flags[@]}"} \
       2>"$progress" | grep '^preload:' || true)
     stop_spinners

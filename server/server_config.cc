@@ -333,7 +333,7 @@ std::string UsageText(std::string_view program) {
       {kCheckpointTimeoutMsVar, std::to_string(kDefaultCheckpointTimeoutMs),
        "ms a checkpoint build may run (1000..86400000); a longer one is "
        "abandoned, counted as failed and retried"},
-      {kMaxReplayBytesVar, "4 x KV_INDEXER_CHECKPOINT_BYTES",
+      {kMaxReplayBytesVar, "2 x KV_INDEXER_CHECKPOINT_BYTES",
        "most log bytes a restart replays: writes wait for the checkpoint "
        "build at that point; 0 (no bound) or at least twice "
        "KV_INDEXER_CHECKPOINT_BYTES"},

@@ -37,7 +37,8 @@ ProcessOptions ServerOptions(const DurableServerOptions& options) {
                        "KV_INDEXER_WAL_SYNC",
                        "KV_INDEXER_CHECKPOINT_BYTES",
                        "KV_INDEXER_CHECKPOINT_BUILDER",
-                       "KV_INDEXER_CHECKPOINT_TIMEOUT_MS"};
+                       "KV_INDEXER_CHECKPOINT_TIMEOUT_MS",
+                       "KV_INDEXER_MAX_REPLAY_BYTES"};
   // The recovery line is INFO.
   process.env["KV_INDEXER_LOG_LEVEL"] = "info";
   if (!options.data_dir.empty()) {
