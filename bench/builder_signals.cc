@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -14,17 +15,26 @@
 
 namespace kvindexer::bench {
 
-pid_t ParentOf(pid_t pid) {
+namespace {
+
+// The state letter and parent of `pid` from /proc/<pid>/stat; false when
+// it is gone.
+bool ReadStat(pid_t pid, char* state, pid_t* parent) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), {});
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
   const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return false;
   std::istringstream fields(stat.substr(close + 1));
+  return static_cast<bool>(fields >> *state >> *parent);
+}
+
+}  // namespace
+
+pid_t ParentOf(pid_t pid) {
   char state = 0;
-  pid_t ppid = 0;
-  if (!(fields >> state >> ppid)) return 0;
-  return ppid;
+  pid_t parent = 0;
+  return ReadStat(pid, &state, &parent) ? parent : 0;
 }
 
 std::vector<pid_t> ChildrenOf(pid_t parent) {
@@ -66,6 +76,7 @@ bool SignalBuilder(pid_t builder, pid_t server, int signal) {
 
 BuilderStall::~BuilderStall() {
   for (const Stopped& s : stopped_) {
+    if (s.pidfd < 0) continue;  // its parent-death signal ends it
     // Through the pidfd: the process may have been reparented, or have
     // ended and its PID been reused, since it was stopped.
     ::syscall(SYS_pidfd_send_signal, s.pidfd, SIGKILL, nullptr, 0);
@@ -82,10 +93,23 @@ void BuilderStall::StopNew() {
     // The pidfd first, then the parent check: a pidfd taken after the
     // check could name a process that took a reaped builder's PID.
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
-    if (pidfd < 0) continue;  // already gone
-    if (ParentOf(child) != server_ ||
-        ::syscall(SYS_pidfd_send_signal, pidfd, SIGSTOP, nullptr, 0) != 0) {
-      ::close(pidfd);
+    if (pidfd < 0 && errno == ESRCH) continue;  // already gone
+    char state = 0;
+    pid_t parent = 0;
+    // An exited builder the server has not reaped yet holds nothing.
+    const bool running =
+        ReadStat(child, &state, &parent) && parent == server_ && state != 'Z';
+    bool stopped = false;
+    if (running) {
+      stopped = pidfd >= 0
+                    ? ::syscall(SYS_pidfd_send_signal, pidfd, SIGSTOP, nullptr,
+                                0) == 0
+                    // No pidfd here (a kernel before 5.3, or a filter that
+                    // refuses it): by PID, as the paired measurement does.
+                    : ::kill(child, SIGSTOP) == 0;
+    }
+    if (!stopped) {
+      if (pidfd >= 0) ::close(pidfd);
       continue;
     }
     stopped_.push_back({child, pidfd});

@@ -6,7 +6,8 @@
 // A builder's PID is only signalled while the builder is still the
 // server's child: once the server has reaped it, the PID may belong to
 // anyone. BuilderStall keeps a pidfd of every process it stopped, so that
-// it can end them later even after the server is gone.
+// it can end them later even after the server is gone (where the kernel
+// gives pidfds; elsewhere by PID while the parent check holds).
 //
 // Thread safety: a BuilderStall is driven by one thread.
 #ifndef KVINDEXER_BENCH_BUILDER_SIGNALS_H_
@@ -29,8 +30,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent);
 bool SignalBuilder(pid_t builder, pid_t server, int signal);
 
 // Stops (SIGSTOP) the builders of one server, and SIGKILLs them when
-// destroyed: a stopped builder whose server was killed would otherwise
-// wait, stopped, for ever.
+// destroyed. A builder arms a parent-death SIGKILL as it starts, which ends
+// it stopped or not when its server dies; one stopped before that (within
+// the spawn) would wait, stopped, for ever, and its server with it.
 class BuilderStall {
  public:
   explicit BuilderStall(pid_t server) : server_(server) {}

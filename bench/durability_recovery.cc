@@ -62,7 +62,8 @@ absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn,
       results[i] = traffic.Run(
           pool,
           [&] {
-            // Asked before every apply; an apply follows each false.
+            // Asked before every apply; an apply follows each false (and
+            // a REVOKE closing a REPORT follows the last true, uncounted).
             if (killed.load()) return true;
             if (cap == nullptr && std::chrono::steady_clock::now() >= end) {
               return true;
