@@ -183,13 +183,6 @@ namespace {
 
 using ::kvindexer::test_support::ScratchDir;
 
-// The server's KV_INDEXER_CHECKPOINT_BYTES when the variable is unset, and
-// its KV_INDEXER_MAX_REPLAY_BYTES then, in checkpoint sizes.
-constexpr uint64_t kServerDefaultCheckpointBytes =
-    ::kvindexer::kDefaultCheckpointBytes;
-constexpr uint64_t kServerDefaultReplayRotations =
-    ::kvindexer::kDefaultReplayRotations;
-
 absl::Duration Secs(double s) { return absl::Milliseconds(s * 1000.0); }
 
 // Says why the run stops, and gives its exit code.
@@ -577,9 +570,8 @@ int Run() {
       LogSizes sizes;
       sizes.checkpoint_bytes = rig_options.checkpoint_bytes > 0
                                    ? rig_options.checkpoint_bytes
-                                   : kServerDefaultCheckpointBytes;
-      sizes.max_replay_bytes =
-          kServerDefaultReplayRotations * sizes.checkpoint_bytes;
+                                   : kDefaultCheckpointBytes;
+      sizes.max_replay_bytes = kDefaultReplayRotations * sizes.checkpoint_bytes;
       if (!rig_options.max_replay_bytes.empty() &&
           !absl::SimpleAtoi(rig_options.max_replay_bytes,
                             &sizes.max_replay_bytes)) {

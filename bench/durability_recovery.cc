@@ -36,7 +36,6 @@ struct CapKill {
   std::string data_dir;
   uint64_t threshold = 0;  // tail bytes that count as the cap
   test_support::ServerProcess* server = nullptr;
-  bool stall_builds = false;    // SIGSTOP the server's builder processes
   size_t builders_stopped = 0;  // set by Churn
 };
 
@@ -88,7 +87,7 @@ absl::StatusOr<double> Churn(ChannelPool* pool, const ChurnOptions& churn,
       if (ended.load() == streams) return false;  // every sender failed
       const auto now = std::chrono::steady_clock::now();
       if (now < end) return true;
-      if (cap->stall_builds && now >= next_look) {
+      if (churn.stall_builds && now >= next_look) {
         stall.StopNew();
         next_look = now + std::chrono::milliseconds(10);
       }
@@ -194,7 +193,6 @@ absl::StatusOr<RestartFigures> MeasureRestart(
     cap.data_dir = data_dir;
     cap.threshold = sizes.max_replay_bytes - kRecordRoom;
     cap.server = &(*rig)->process();
-    cap.stall_builds = churn.stall_builds;
     absl::StatusOr<double> rate = Churn((*rig)->side_pool(), churn, &cap);
     if (!rate.ok()) return rate.status();
     figures.churn_hashes_per_s = *rate;
