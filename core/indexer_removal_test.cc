@@ -17,6 +17,7 @@
 #include "tests/support/requests.h"
 
 namespace kvindexer {
+namespace indexer_removal_test {
 namespace {
 
 using test_support::Batch;
@@ -209,4 +210,5 @@ TEST_P(IndexerRemovalTest, ConfigurationMarksWorkersAsConfigured) {
 }
 
 }  // namespace
+}  // namespace indexer_removal_test
 }  // namespace kvindexer

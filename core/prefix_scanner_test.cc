@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace kvindexer {
+namespace prefix_scanner_test {
 namespace {
 
 constexpr uint32_t F = kComponentFull;
@@ -355,4 +356,5 @@ TEST(PrefixScanner, RunAfterSwaHoleCountsEveryTokenOfTheRun) {
 }
 
 }  // namespace
+}  // namespace prefix_scanner_test
 }  // namespace kvindexer

@@ -8,6 +8,7 @@
 #include "tests/support/requests.h"
 
 namespace kvindexer {
+namespace request_validation_test {
 namespace {
 
 namespace v1 = ::kv_indexer::v1;
@@ -509,4 +510,5 @@ TEST(CheckNewWorkerCapacity, RefusesAtTheLimit) {
 }
 
 }  // namespace
+}  // namespace request_validation_test
 }  // namespace kvindexer

@@ -7,6 +7,7 @@
 #include <vector>
 
 namespace kvindexer {
+namespace sequence_gate_log_test {
 namespace {
 
 struct Line {
@@ -55,4 +56,5 @@ TEST_F(SequenceGateLogTest, EveryGapLogsAWarning) {
 }
 
 }  // namespace
+}  // namespace sequence_gate_log_test
 }  // namespace kvindexer

@@ -19,6 +19,7 @@
 #include "tests/support/test_temp_dir.h"
 
 namespace kvindexer::durable {
+namespace wal_reader_test {
 namespace {
 
 using ::testing::AllOf;
@@ -495,4 +496,5 @@ TEST_P(WalReaderTest, AMissingFileIsNotFound) {
 }
 
 }  // namespace
+}  // namespace wal_reader_test
 }  // namespace kvindexer::durable

@@ -29,6 +29,7 @@
 #endif
 
 namespace kvindexer {
+namespace bounds_service_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -365,4 +366,5 @@ TEST_F(BoundsServiceTest, DuplicateClaimsFromTwoConnectionsAreLogged) {
 }
 
 }  // namespace
+}  // namespace bounds_service_test
 }  // namespace kvindexer

@@ -8,6 +8,7 @@
 #include "server/server_config.h"
 
 namespace kvindexer {
+namespace liveness_config_test {
 namespace {
 
 using ::testing::AllOf;
@@ -74,4 +75,5 @@ TEST(LivenessConfigTest, UsageListsBothVariables) {
 }
 
 }  // namespace
+}  // namespace liveness_config_test
 }  // namespace kvindexer

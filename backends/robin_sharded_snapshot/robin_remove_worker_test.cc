@@ -24,6 +24,7 @@
 #include "thread_rendezvous.h"
 
 namespace kvindexer::robin {
+namespace robin_remove_worker_test {
 namespace {
 
 using test_support::Batch;
@@ -587,4 +588,5 @@ TEST_F(RemoveWorkerTest, TheTablesARemovalEmptiesShrinkAtOnce) {
 }
 
 }  // namespace
+}  // namespace robin_remove_worker_test
 }  // namespace kvindexer::robin

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 namespace kvindexer::bridge {
+namespace replay_client_test {
 namespace {
 
 using ::kvindexer::bridge::testing::FakeRouter;
@@ -293,4 +294,5 @@ TEST_F(ReplayClientTest, UnusableEndpointIsIncomplete) {
 }
 
 }  // namespace
+}  // namespace replay_client_test
 }  // namespace kvindexer::bridge

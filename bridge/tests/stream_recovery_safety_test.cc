@@ -15,6 +15,7 @@
 #include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
+namespace stream_recovery_safety_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -306,4 +307,5 @@ TEST(StreamRecoverySafety, FailedReplayWithQuietPublisherReplaysAgain) {
 }
 
 }  // namespace
+}  // namespace stream_recovery_safety_test
 }  // namespace kvindexer::bridge::testing

@@ -13,6 +13,7 @@
 #include "tests/support/msgpack_builders.h"
 
 namespace kvindexer::bridge::testing {
+namespace stream_recovery_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -647,4 +648,5 @@ TEST(StreamRecovery, StateLossWaitsJitterFromRng) {
 }
 
 }  // namespace
+}  // namespace stream_recovery_test
 }  // namespace kvindexer::bridge::testing

@@ -20,6 +20,7 @@
 #include "tests/support/parking_visitor.h"
 
 namespace kvindexer::conformance {
+namespace concurrency_test {
 namespace {
 
 class ConcurrencyTest : public ConformanceTest {};
@@ -305,4 +306,5 @@ TEST_P(ConcurrencyTest, ReadsCompleteWhileAPrefixScanIsHeld) {
 }
 
 }  // namespace
+}  // namespace concurrency_test
 }  // namespace kvindexer::conformance

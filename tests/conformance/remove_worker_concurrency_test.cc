@@ -37,6 +37,7 @@
 #include "tests/support/model_backend.h"
 
 namespace kvindexer::conformance {
+namespace remove_worker_concurrency_test {
 namespace {
 
 constexpr int kSlots = 3;
@@ -404,4 +405,5 @@ TEST(ChurnAuditTest, TheRaceCatchesATornRemoval) {
 }
 
 }  // namespace
+}  // namespace remove_worker_concurrency_test
 }  // namespace kvindexer::conformance
