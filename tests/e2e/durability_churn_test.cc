@@ -28,6 +28,7 @@
 #include "tests/support/metrics_scrape.h"
 
 namespace kvindexer::e2e {
+namespace durability_churn_test {
 namespace {
 
 namespace v1 = ::kv_indexer::v1;
@@ -168,4 +169,5 @@ TEST_F(DurabilityChurnTest, TheReplayedLogStaysWithinTheBound) {
 }
 
 }  // namespace
+}  // namespace durability_churn_test
 }  // namespace kvindexer::e2e

@@ -29,6 +29,7 @@
 #include "tests/support/scratch_dir.h"
 
 namespace kvindexer::e2e {
+namespace durability_faults_test {
 namespace {
 
 using ::kvindexer::test_support::PrefixRequest;
@@ -304,4 +305,5 @@ TEST_F(DurabilityFaultsTest, ConfigurationErrorsStopTheServer) {
 }
 
 }  // namespace
+}  // namespace durability_faults_test
 }  // namespace kvindexer::e2e

@@ -16,7 +16,8 @@
 // Runs: KV_INDEXER_DURABILITY_RUNS (default 6, for CI); run i uses seed
 // KV_INDEXER_DURABILITY_SEED (default 20261201) + i, printed with every
 // failure. The soak (BENCHMARKS.md, "Restart-safe state"):
-//   KV_INDEXER_DURABILITY_RUNS=60 build/dev/bin/kvindexer_durability_kill_test
+//   KV_INDEXER_DURABILITY_RUNS=60 build/dev/bin/kvindexer_durability_e2e_tests
+//   --gtest_filter='DurabilityKillTest.*' (one command line)
 //
 // The kill delay is drawn from the run's seed and waited on the clock: it is
 // the fault being injected, not a synchronisation. Everything else waits on
@@ -44,6 +45,7 @@
 #include "tests/support/scratch_dir.h"
 
 namespace kvindexer::e2e {
+namespace durability_kill_test {
 namespace {
 
 using ::kvindexer::test_support::Batch;
@@ -269,4 +271,5 @@ TEST(DurabilityKillTest, AcknowledgedAppliesSurviveSigkillAtRandomInstants) {
 }
 
 }  // namespace
+}  // namespace durability_kill_test
 }  // namespace kvindexer::e2e
