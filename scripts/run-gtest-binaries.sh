@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs GoogleTest binaries whole, each once, at most JOBS at a time, and
 # prints one line per binary and, last, the number of tests that passed.
-# Usage: run-gtest-binaries.sh <bin dir> <binary>...
+# Usage: run-gtest-binaries.sh <bin dir> <binary>[:NAME=VALUE[,NAME=VALUE...]]...
+# A binary may carry environment variables of its own after a colon, e.g.
+# kvindexer-conformance:KV_INDEXER_BACKEND=robin_sharded_snapshot.
 # JOBS (default 2) binaries at a time; a binary still running after
 # TIMEOUT_S seconds (default 900) is killed and fails.
 #
@@ -19,8 +21,11 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
 run_one() {
-  local name=$1 started=$SECONDS rc=0
-  timeout "$timeout_s" "$bin_dir/$name" >"$logs/$name.log" 2>&1 || rc=$?
+  local spec=$1 started=$SECONDS rc=0
+  local name=${spec%%:*} vars=()
+  if [[ $spec == *:* ]]; then IFS=, read -ra vars <<<"${spec#*:}"; fi
+  env "${vars[@]}" timeout "$timeout_s" "$bin_dir/$name" >"$logs/$name.log" 2>&1 ||
+    rc=$?
   local passed
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' \
     "$logs/$name.log" | tail -1)
@@ -40,7 +45,7 @@ printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ {} ||
   status=$?
 [[ $status -eq 0 ]] || exit 1
 total=0
-for name in "$@"; do
-  total=$((total + $(cat "$logs/$name.passed")))
+for spec in "$@"; do
+  total=$((total + $(cat "$logs/${spec%%:*}.passed")))
 done
 echo "$total"
