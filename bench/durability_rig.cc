@@ -1,7 +1,6 @@
 #include "durability_rig.h"
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -42,33 +41,6 @@ const char* ModeName(DurabilityMode mode) {
       return "wal-always";
   }
   return "?";
-}
-
-std::optional<RecoveredLine> FindRecoveredLine(const std::string& output) {
-  size_t at = 0;
-  while ((at = output.find("recovered ", at)) != std::string::npos) {
-    RecoveredLine r;
-    unsigned long long w = 0, p = 0, g = 0, n = 0, b = 0, t = 0, c = 0, l = 0;
-    const int read = std::sscanf(
-        output.c_str() + at,
-        "recovered %llu workers, %llu placements from checkpoint %llu plus "
-        "%llu log records (%llu bytes) in %llu ms (checkpoint %llu ms, log "
-        "%llu ms",
-        &w, &p, &g, &n, &b, &t, &c, &l);
-    if (read >= 6) {
-      r.workers = w;
-      r.placements = p;
-      r.checkpoint = g;
-      r.log_records = n;
-      r.log_bytes = b;
-      r.ms = t;
-      r.checkpoint_ms = c;
-      r.log_ms = l;
-      return r;
-    }
-    ++at;
-  }
-  return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<DurabilityRig>> DurabilityRig::Start(

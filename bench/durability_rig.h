@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "load_client.h"
+#include "tests/support/recovered_line.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::bench {
@@ -43,20 +44,8 @@ struct RigOptions {
   absl::Duration connect_timeout = absl::Seconds(60);
 };
 
-// "recovered W workers, P placements from checkpoint G plus R log records
-// (B bytes) in T ms (checkpoint C ms, log L ms: ...)"; C and L stay 0 for
-// a server that does not print them.
-struct RecoveredLine {
-  uint64_t workers = 0;
-  uint64_t placements = 0;
-  uint64_t checkpoint = 0;
-  uint64_t log_records = 0;
-  uint64_t log_bytes = 0;
-  uint64_t ms = 0;
-  uint64_t checkpoint_ms = 0;
-  uint64_t log_ms = 0;
-};
-std::optional<RecoveredLine> FindRecoveredLine(const std::string& output);
+using test_support::FindRecoveredLine;
+using test_support::RecoveredLine;
 
 class DurabilityRig {
  public:

@@ -2,8 +2,6 @@
 
 #include <signal.h>
 
-#include <cstdio>
-#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,8 +18,6 @@ namespace {
 
 using ::kvindexer::test_support::ProcessOptions;
 using ::kvindexer::test_support::ServerProcess;
-
-constexpr std::string_view kRecoveredMarker = "recovered ";
 
 // The server's options: a cleaned environment, then `options`.
 ProcessOptions ServerOptions(const DurableServerOptions& options) {
@@ -59,33 +55,6 @@ ProcessOptions ServerOptions(const DurableServerOptions& options) {
 }
 
 }  // namespace
-
-std::optional<RecoveredLine> FindRecoveredLine(const std::string& output) {
-  size_t start = 0;
-  for (size_t end; (end = output.find('\n', start)) != std::string::npos;
-       start = end + 1) {
-    const std::string line = output.substr(start, end - start);
-    const size_t at = line.find(kRecoveredMarker);
-    if (at == std::string::npos) continue;
-    RecoveredLine parsed;
-    unsigned long long w = 0, p = 0, g = 0, r = 0, b = 0, t = 0;
-    if (std::sscanf(line.c_str() + at,
-                    "recovered %llu workers, %llu placements from checkpoint "
-                    "%llu plus %llu log records (%llu bytes) in %llu ms",
-                    &w, &p, &g, &r, &b, &t) != 6) {
-      continue;
-    }
-    parsed.workers = w;
-    parsed.placements = p;
-    parsed.checkpoint = g;
-    parsed.log_records = r;
-    parsed.log_bytes = b;
-    parsed.ms = t;
-    parsed.text = line;
-    return parsed;
-  }
-  return std::nullopt;
-}
 
 std::unique_ptr<grpc::ClientContext> Deadline(
     std::chrono::milliseconds timeout) {

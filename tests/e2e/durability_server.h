@@ -1,7 +1,8 @@
 // The real kv-indexer-server with a data directory (docs/durability.md), as
 // the durability e2e tests start it: KV_INDEXER_DATA_DIR and the two tuning
 // variables set, 127.0.0.1 on a port of its choice, ready once a real RPC
-// succeeds. Also the server's start-up line that says what it recovered.
+// succeeds; and the line in which it says what it recovered
+// (tests/support/recovered_line.h).
 //
 // Thread safety: one DurableServer is driven by one thread, except that
 // stub() may be used from another thread while this one only signals the
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "kv_indexer.grpc.pb.h"
+#include "tests/support/recovered_line.h"
 #include "tests/support/server_process.h"
 
 namespace kvindexer::e2e {
@@ -37,19 +39,8 @@ struct DurableServerOptions {
   std::map<std::string, std::string> extra_env;  // applied last
 };
 
-// What the server said it recovered: "recovered W workers, P placements
-// from checkpoint G plus R log records (B bytes) in T ms".
-struct RecoveredLine {
-  uint64_t workers = 0;
-  uint64_t placements = 0;
-  uint64_t checkpoint = 0;
-  uint64_t log_records = 0;
-  uint64_t log_bytes = 0;
-  uint64_t ms = 0;
-  std::string text;  // the whole log line
-};
-// Parses the first such line of `output`; nullopt when there is none.
-std::optional<RecoveredLine> FindRecoveredLine(const std::string& output);
+using test_support::FindRecoveredLine;
+using test_support::RecoveredLine;
 
 class DurableServer {
  public:
