@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs missing Debian packages, builds everything with -Werror and runs the
 # whole test suite through ctest. Then runs tests under ASan+UBSan
-# (KVINDEXER_SANITIZERS: `core`, the default, for the index core, both
-# backends, the conformance suite and the durable store; `full` for every
-# test the plain stage runs but the fleet end-to-end ones; `0` for none),
+# (KVINDEXER_SANITIZERS: `core`, the default, for the index core, the
+# default backend with the conformance suite, the durable store and the
+# in-process tests of the server, the replica and the bridge; `full` for
+# every test the plain stage runs but the fleet end-to-end ones; `0` for
+# none),
 # the concurrent backend's tests under TSan when KVINDEXER_TSAN=backend or
 # full (see below), and a bounded libFuzzer run of the bridge's event
 # decoder.
@@ -133,9 +135,9 @@ esac
 # two lanes end together (scripts/run-gtest-binaries.sh; the conformance
 # suite takes its backend after the colon).
 asan_binaries=(kvindexer_robin_tests kvindexer_durable_tests
-  kvindexer_core_tests
   kvindexer-conformance:KV_INDEXER_BACKEND=robin_sharded_snapshot
-  kvindexer_replica_tests bridge_recovery_tests bridge_io_tests
+  kvindexer_core_tests kvindexer_replica_tests bridge_recovery_tests
+  kvindexer_server_service_test kvindexer_server_tests bridge_io_tests
   bridge_unit_tests)
 asan_build_pid=
 if [[ $sanitizers != 0 && $sanitizers != off ]]; then
@@ -179,13 +181,13 @@ fi
 # parsers of the log and of checkpoints included); the replica's in-process
 # tests (record applier, log follower, snapshots and payloads) and the
 # bridge's (decoder, actions, chunking, configuration, the replay and
-# snapshot clients, the recovery engine). The server's in-process tests
-# (services, admin API, metrics), fleet mode's stores on NATS (event log,
-# lease register, snapshot store) and the bridge's fleet sink, the
-# reference backend (one lock around abseil's map) and the end-to-end tests
-# run under the sanitizers with `full`, which a 25-minute CI run on 2 cores
-# has no room for (docs/testing.md); the bridge's event decoder is fuzzed
-# below either way.
+# snapshot clients, the recovery engine); and the server's (services,
+# line-A streams and staged snapshots, admin API, metrics). Fleet mode's
+# stores on NATS (event log, lease register, snapshot store) and the
+# bridge's fleet sink, the reference backend (one lock around abseil's
+# map) and the end-to-end tests run under the sanitizers with `full`, which
+# a 25-minute CI run on 2 cores has no room for (docs/testing.md); the
+# bridge's event decoder is fuzzed below either way.
 step "ASan+UBSan build (the rest of it) and tests ($sanitizers)"
 asan_build_rc=0
 wait "$asan_build_pid" || asan_build_rc=$?
