@@ -17,20 +17,6 @@
 namespace kvindexer::bench {
 namespace {
 
-// A checkpoint in progress would be part of what is measured; wait for it.
-bool WaitNoCheckpointInProgress(const std::string& dir) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const DirUsage d = MeasureDir(dir);
-    if (d.newest_checkpoint == d.newest_wal && !d.writing_checkpoint) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 // What a churn that ends at the replay cap watches and kills.
 struct CapKill {
   std::string data_dir;
@@ -153,7 +139,8 @@ absl::StatusOr<RestartFigures> MeasureRestart(
   uint64_t cap_threshold = 0;  // kSigkillAtCap
   RestartFigures figures;
   figures.kind = kind;
-  if (!WaitNoCheckpointInProgress(data_dir)) {
+  // A checkpoint in progress would be part of what is measured.
+  if (!WaitForDir(data_dir, NoCheckpointInProgress, absl::Seconds(300))) {
     return absl::DeadlineExceededError("a checkpoint did not finish");
   }
   if (kind == RestartKind::kSigkillFullLog) {
