@@ -4,7 +4,9 @@
 # type's flags, and so does kvindexer-conformance, an installed program that
 # gets GoogleTest through its support library. scripts/test.sh passes -O0
 # for its -Werror build: test code is mostly gtest and gmock templates,
-# which compile about a third faster unoptimised (docs/testing.md).
+# which compile about a third faster unoptimised; and -fno-sanitize=undefined
+# for its ASan+UBSan build, where UBSan's checks double a test file's
+# compile time (docs/testing.md).
 set(KVINDEXER_TEST_CXX_FLAGS "" CACHE STRING
     "Extra compile flags for the sources of test executables")
 

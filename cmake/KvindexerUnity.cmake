@@ -39,7 +39,7 @@ endfunction()
 # "conflicting declaration", "conflicts with a previous declaration", "is
 # ambiguous" or "shadows a global declaration" (-Wshadow). The cheapest
 # mend keeps the file in its batch: put its anonymous namespace inside a
-# namespace named for the file, as the test files that used to clash do.
+# namespace named for the file, as most test files do.
 # A file listed here compiles alone, which costs its target a whole
 # translation unit's worth of header parsing.
 function(kvindexer_unity_finish)

@@ -3,7 +3,9 @@
 # prints one line per binary and, last, the number of tests that passed.
 # Usage: run-gtest-binaries.sh <bin dir> <binary>[:NAME=VALUE[,NAME=VALUE...]]...
 # A binary may carry environment variables of its own after a colon, e.g.
-# kvindexer-conformance:KV_INDEXER_BACKEND=robin_sharded_snapshot.
+# kvindexer-conformance:KV_INDEXER_BACKEND=robin_sharded_snapshot; the
+# commas separate them, so a value cannot hold one. The same binary may be
+# listed more than once with different variables.
 # JOBS (default 2) binaries at a time; a binary still running after
 # TIMEOUT_S seconds (default 900) is killed and fails.
 #
@@ -20,24 +22,28 @@ timeout_s=${TIMEOUT_S:-900}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
+# The files of one entry: named after the whole entry, variables included.
+log_key() { printf '%s' "${1//[^A-Za-z0-9_.=-]/_}"; }
+
 run_one() {
   local spec=$1 started=$SECONDS rc=0
-  local name=${spec%%:*} vars=()
+  local name=${spec%%:*} vars=() key
+  key=$(log_key "$spec")
   if [[ $spec == *:* ]]; then IFS=, read -ra vars <<<"${spec#*:}"; fi
-  env "${vars[@]}" timeout "$timeout_s" "$bin_dir/$name" >"$logs/$name.log" 2>&1 ||
+  env "${vars[@]}" timeout "$timeout_s" "$bin_dir/$name" >"$logs/$key.log" 2>&1 ||
     rc=$?
   local passed
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' \
-    "$logs/$name.log" | tail -1)
+    "$logs/$key.log" | tail -1)
   if [[ $rc -ne 0 || -z $passed ]]; then
-    echo "$name: FAILED (exit $rc)"
-    cat "$logs/$name.log"
+    echo "$spec: FAILED (exit $rc)"
+    cat "$logs/$key.log"
     return 1
   fi
-  echo "$passed" >"$logs/$name.passed"
-  printf '%s: %d passed (%d s)\n' "$name" "$passed" $((SECONDS - started))
+  echo "$passed" >"$logs/$key.passed"
+  printf '%s: %d passed (%d s)\n' "$spec" "$passed" $((SECONDS - started))
 }
-export -f run_one
+export -f log_key run_one
 export bin_dir logs timeout_s
 
 status=0
@@ -46,6 +52,6 @@ printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one "$@"' _ {} ||
 [[ $status -eq 0 ]] || exit 1
 total=0
 for spec in "$@"; do
-  total=$((total + $(cat "$logs/${spec%%:*}.passed")))
+  total=$((total + $(cat "$logs/$(log_key "$spec").passed")))
 done
 echo "$total"

@@ -142,10 +142,11 @@ asan_binaries=(kvindexer_robin_tests kvindexer_durable_tests
 asan_build_pid=
 if [[ $sanitizers != 0 && $sanitizers != off ]]; then
   # Everything compiles with ASan and UBSan but the test programs' own
-  # sources (the test files, mostly gtest and gmock templates), which keep
-  # ASan only: UBSan's checks, instrumented again by ASan, double the
-  # compile time of an unoptimised test file, and the code under test, the
-  # libraries, backends and test fakes, keeps both (docs/testing.md).
+  # sources (the test files, mostly gtest and gmock templates, and the few
+  # fakes compiled into one program), which keep ASan only: UBSan's checks,
+  # instrumented again by ASan, double the compile time of an unoptimised
+  # test file, and the code under test, the libraries, backends, servers
+  # and the fakes built as libraries, keeps both (docs/testing.md).
   cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
     -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \
     -DKVINDEXER_TEST_CXX_FLAGS=-fno-sanitize=undefined "${unity[@]}"
@@ -160,7 +161,7 @@ if [[ $sanitizers != 0 && $sanitizers != off ]]; then
   # processes by session (autogroup), and a group's nice value, not its
   # processes', sets its share against the tests: the build lowers its
   # group's too, or it would take half the machine from them.
-  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
+  setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
     exec nice -n 19 "$@"' _ cmake --build "$root/asan" -j"$jobs" \
     "${asan_targets[@]}" >"$asan_build_log" 2>&1 &
   asan_build_pid=$!
@@ -185,7 +186,9 @@ fi
 # line-A streams and staged snapshots, admin API, metrics). Fleet mode's
 # stores on NATS (event log, lease register, snapshot store) and the
 # bridge's fleet sink, the reference backend (one lock around abseil's
-# map) and the end-to-end tests run under the sanitizers with `full`, which
+# map) with its own tests and the conformance suite over it (the server's
+# service tests above load it too), and the end-to-end tests run under the
+# sanitizers with `full`, which
 # a 25-minute CI run on 2 cores has no room for (docs/testing.md); the
 # bridge's event decoder is fuzzed below either way.
 step "ASan+UBSan build (the rest of it) and tests ($sanitizers)"
