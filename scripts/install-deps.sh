@@ -9,8 +9,9 @@ packages=(
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev robin-map-dev libabsl-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format ccache git
-  # The linker the build prefers (cmake/KvindexerLinker.cmake).
-  lld
+  # The linker the build prefers (cmake/KvindexerLinker.cmake), and the
+  # build tool of scripts/test.sh's sanitizer build.
+  lld ninja-build
   # Operations (docs/operations.md): the metrics endpoint's HTTP server, TLS
   # (the tests make their certificates with the openssl command), and NATS.
   libcpp-httplib-dev openssl libssl-dev libnats-dev nats-server

@@ -147,7 +147,16 @@ if [[ $sanitizers != 0 && $sanitizers != off ]]; then
   # instrumented again by ASan, double the compile time of an unoptimised
   # test file, and the code under test, the libraries, backends, servers
   # and the fakes built as libraries, keeps both (docs/testing.md).
-  cmake -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
+  # Ninja, because CMake's Makefiles build the targets named on the command
+  # line one after another (their top level is .NOTPARALLEL), and a target
+  # whose last step is one batch or one link leaves a core idle; Ninja
+  # builds the whole list as one graph. A build directory that a run before
+  # configured for Make is configured again from scratch.
+  if [[ -f $root/asan/CMakeCache.txt ]] &&
+    ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$root/asan/CMakeCache.txt"; then
+    rm -rf "$root/asan"
+  fi
+  cmake -G Ninja -S . -B "$root/asan" -DCMAKE_BUILD_TYPE=Debug -DKVINDEXER_WERROR=ON \
     -DKVINDEXER_SANITIZE=address -DKVINDEXER_BUILD_BENCH=OFF "${line_tables_only[@]}" \
     -DKVINDEXER_TEST_CXX_FLAGS=-fno-sanitize=undefined "${unity[@]}"
   asan_targets=()
